@@ -1,0 +1,146 @@
+//! Discovery: turns a host's sources into the ordered list of plugins one load will try.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+use crate::pipeline::{Candidate, StaticPlugin};
+
+/// Where a host finds plugins, in the order given to the builder.
+#[derive(Debug)]
+pub(crate) enum Source {
+    /// Every library in a directory (not recursive).
+    Dir(PathBuf),
+    /// One library file.
+    File(PathBuf),
+    /// Directories listed in an environment variable, read at each load.
+    Env(OsString),
+    /// A plugin compiled into the host.
+    Static(StaticPlugin),
+}
+
+/// One step of a load plan.
+#[derive(Debug)]
+pub(crate) enum Planned<'host> {
+    File(Candidate),
+    Static(&'host StaticPlugin),
+}
+
+/// Lists the plugins of `sources` in load order: sources in the order given, each
+/// directory's libraries in byte order of file name. A file reached twice (through a
+/// symlink, or listed twice) is planned once, where it first appears.
+pub(crate) fn plan(sources: &[Source]) -> Result<Vec<Planned<'_>>, Error> {
+    let mut plan = Vec::new();
+    let mut seen = HashSet::new();
+    let mut add_file = |path: PathBuf, plan: &mut Vec<Planned<'_>>| -> Result<(), Error> {
+        let resolved = fs::canonicalize(&path).map_err(|source| Error::Io {
+            path: path.clone(),
+            context: "cannot resolve plugin file",
+            source,
+        })?;
+        if seen.insert(resolved.clone()) {
+            plan.push(Planned::File(Candidate { path, resolved }));
+        }
+        Ok(())
+    };
+    for source in sources {
+        match source {
+            Source::Dir(dir) => {
+                for path in libraries_in(dir)? {
+                    add_file(path, &mut plan)?;
+                }
+            }
+            Source::File(path) => {
+                let metadata = fs::metadata(path).map_err(|source| Error::Io {
+                    path: path.clone(),
+                    context: "cannot read plugin file",
+                    source,
+                })?;
+                if !metadata.is_file() {
+                    let source = io::Error::new(io::ErrorKind::InvalidInput, "it is not a regular file");
+                    return Err(Error::Io {
+                        path: path.clone(),
+                        context: "cannot load plugin file",
+                        source,
+                    });
+                }
+                add_file(path.clone(), &mut plan)?;
+            }
+            Source::Env(var) => {
+                for dir in env_dirs(var)? {
+                    for path in libraries_in(&dir)? {
+                        add_file(path, &mut plan)?;
+                    }
+                }
+            }
+            Source::Static(plugin) => plan.push(Planned::Static(plugin)),
+        }
+    }
+    Ok(plan)
+}
+
+/// The directories listed in `var`, separated by the platform's path-list separator; empty
+/// entries are ignored and an unset variable lists none.
+fn env_dirs(var: &OsString) -> Result<Vec<PathBuf>, Error> {
+    let Some(value) = std::env::var_os(var) else {
+        return Ok(Vec::new());
+    };
+    let mut dirs = Vec::new();
+    for dir in std::env::split_paths(&value) {
+        if dir.as_os_str().is_empty() {
+            continue;
+        }
+        if dir.is_relative() {
+            return Err(Error::Config {
+                reason: format!(
+                    "environment variable {} lists the relative directory `{}`; list absolute directories, \
+                     so that which plugins load does not depend on the current directory",
+                    var.to_string_lossy(),
+                    dir.display()
+                ),
+            });
+        }
+        dirs.push(dir);
+    }
+    Ok(dirs)
+}
+
+/// The regular files with the platform's library suffix in `dir`, in byte order of name.
+fn libraries_in(dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    let io_error = |source| Error::Io {
+        path: dir.to_owned(),
+        context: "cannot read plugin directory",
+        source,
+    };
+    let metadata = fs::metadata(dir).map_err(io_error)?;
+    if !metadata.is_dir() {
+        return Err(io_error(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            "it is not a directory",
+        )));
+    }
+    let suffix = std::env::consts::DLL_SUFFIX.as_bytes();
+    let mut names = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io_error)? {
+        let entry = entry.map_err(io_error)?;
+        let name = entry.file_name();
+        if !name.as_encoded_bytes().ends_with(suffix) || name.len() == suffix.len() {
+            continue;
+        }
+        let path = entry.path();
+        // Follows symlinks: a link to a library counts, a dangling link is an error.
+        let metadata = fs::metadata(&path).map_err(|source| Error::Io {
+            path: path.clone(),
+            context: "cannot read plugin file",
+            source,
+        })?;
+        if metadata.is_file() {
+            names.push(name);
+        }
+    }
+    names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
+    Ok(names.into_iter().map(|name| dir.join(name)).collect())
+}

@@ -1,0 +1,201 @@
+//! The error type: every variant names the file or static plugin and the cause.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Where a plugin comes from: a library file or a static plugin compiled into the host.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// A shared library, by the path it was discovered at.
+    File(PathBuf),
+    /// A static plugin, by the name given to
+    /// [`HostBuilder::static_plugin`](crate::HostBuilder::static_plugin).
+    Static(String),
+}
+
+impl Origin {
+    /// The library path, or `None` for a static plugin.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Origin::File(path) => Some(path),
+            Origin::Static(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::File(path) => write!(f, "plugin file `{}`", path.display()),
+            Origin::Static(name) => write!(f, "static plugin `{name}`"),
+        }
+    }
+}
+
+/// Everything that can go wrong while configuring a host or loading its plugins.
+///
+/// Each message is a sentence that names the file (or static plugin) and the cause. A failed
+/// [`acquire`](crate::PluginHost::acquire) has already closed every library it opened and left
+/// the host ready for the next attempt.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The platform loader refused the file (`dlopen` failed): not a shared library, wrong
+    /// architecture, a missing dependency or symbol.
+    Open {
+        /// The library file.
+        path: PathBuf,
+        /// The loader's own explanation (`dlerror`).
+        reason: String,
+    },
+    /// The library loaded but does not export the entry point `dylease_plugin_v1`.
+    MissingEntry {
+        /// The library file.
+        path: PathBuf,
+        /// The loader's own explanation (`dlerror`).
+        reason: String,
+    },
+    /// The plugin was built for another ABI version.
+    AbiMismatch {
+        /// The library file.
+        path: PathBuf,
+        /// The version in the plugin's descriptor.
+        found: u32,
+        /// The version this host speaks ([`DYLEASE_ABI_VERSION`](crate::abi::DYLEASE_ABI_VERSION)).
+        expected: u32,
+    },
+    /// The plugin's descriptor is unusable: a NULL descriptor, a missing or non-UTF-8 name.
+    InvalidPlugin {
+        /// The plugin.
+        plugin: Origin,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A pass was refused: an empty or non-UTF-8 name, a NULL function, a name used twice in
+    /// one plugin.
+    InvalidPass {
+        /// The plugin that tried to register it.
+        plugin: Origin,
+        /// The pass name as given (lossily decoded).
+        pass: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The plugin's registration reported failure.
+    RegisterFailed {
+        /// The plugin.
+        plugin: Origin,
+        /// What it reported: a return code, or the static plugin's own error.
+        reason: String,
+        /// The static plugin's own error, if it returned one.
+        source: Option<Box<Error>>,
+    },
+    /// Two plugins registered a pass under the same name.
+    DuplicatePass {
+        /// The pass name.
+        pass: String,
+        /// The plugin that registered it first.
+        first: Origin,
+        /// The plugin that registered it again.
+        second: Origin,
+    },
+    /// [`acquire`](crate::PluginHost::acquire) was called on a host from inside that host's own
+    /// load or unload on the same thread (a plugin constructor, register function or unload
+    /// hook). Waiting would deadlock, so it fails at once.
+    Reentrant,
+    /// A static plugin's register function panicked. The panic was caught; the host is usable.
+    Panicked {
+        /// The plugin.
+        plugin: Origin,
+        /// The panic message, if it was a string.
+        message: String,
+    },
+    /// A file or directory could not be read.
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What was being done, as a phrase: "cannot read plugin directory".
+        context: &'static str,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// The host's configuration is unusable, for example an empty static plugin name.
+    Config {
+        /// What is wrong and how to fix it.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// The plugin this error is about, if it is about one.
+    pub fn origin(&self) -> Option<Origin> {
+        match self {
+            Error::Open { path, .. } | Error::MissingEntry { path, .. } | Error::AbiMismatch { path, .. } => {
+                Some(Origin::File(path.clone()))
+            }
+            Error::InvalidPlugin { plugin, .. }
+            | Error::InvalidPass { plugin, .. }
+            | Error::RegisterFailed { plugin, .. }
+            | Error::Panicked { plugin, .. } => Some(plugin.clone()),
+            Error::DuplicatePass { second, .. } => Some(second.clone()),
+            Error::Io { path, .. } => Some(Origin::File(path.clone())),
+            Error::Reentrant | Error::Config { .. } => None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Open { path, reason } => {
+                write!(f, "cannot load plugin file `{}`: {reason}", path.display())
+            }
+            Error::MissingEntry { path, reason } => write!(
+                f,
+                "plugin file `{}` does not export `dylease_plugin_v1`; is it a dylease plugin? ({reason})",
+                path.display()
+            ),
+            Error::AbiMismatch { path, found, expected } => write!(
+                f,
+                "plugin file `{}` was built for dylease ABI version {found}, but this host speaks version {expected}; rebuild the plugin against this host's dylease.h",
+                path.display()
+            ),
+            Error::InvalidPlugin { plugin, reason } => write!(f, "{plugin} is not a valid plugin: {reason}"),
+            Error::InvalidPass { plugin, pass, reason } => {
+                write!(f, "{plugin} registered an invalid pass {pass:?}: {reason}")
+            }
+            Error::RegisterFailed { plugin, reason, .. } => {
+                write!(f, "{plugin} failed to register its passes: {reason}")
+            }
+            Error::DuplicatePass { pass, first, second } if first == second => {
+                write!(f, "{first} registered pass `{pass}` twice")
+            }
+            Error::DuplicatePass { pass, first, second } => {
+                write!(
+                    f,
+                    "pass `{pass}` is registered by both {first} and {second}; rename one of them"
+                )
+            }
+            Error::Reentrant => f.write_str(
+                "acquire() was called from inside this host's own load or unload on the same thread \
+                 (a plugin constructor, register function or unload hook); it would deadlock",
+            ),
+            Error::Panicked { plugin, message } => write!(f, "{plugin} panicked while registering: {message}"),
+            Error::Io { path, context, source } => write!(f, "{context} `{}`: {source}", path.display()),
+            Error::Config { reason } => write!(f, "invalid plugin host configuration: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            Error::RegisterFailed {
+                source: Some(source), ..
+            } => Some(&**source),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! The host: configuration plus the process-wide slot, and the slot protocol.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::discover::{Planned, Source, plan};
+use crate::error::Error;
+use crate::lease::Lease;
+use crate::pipeline::StaticPlugin;
+use crate::registrar::Registrar;
+use crate::set::{PluginSet, SetBuilder};
+use crate::sync::{Arc, AtomicU64, Condvar, InsideHost, Mutex, Ordering, Slot};
+
+/// What a load does when one plugin fails.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LoadPolicy {
+    /// One failed plugin fails the whole [`acquire`](PluginHost::acquire): every library the
+    /// attempt opened is closed, nothing stays loaded, and the next `acquire` tries again.
+    #[default]
+    Strict,
+}
+
+/// A set of plugin sources and the slot through which their loaded set is shared.
+///
+/// Every [`acquire`](PluginHost::acquire) returns a [`Lease`] of the one loaded set, loading
+/// it first if no lease of it is alive. There is no `unload`: the set unloads when its last
+/// lease is dropped. A host is `Send + Sync`; share it by reference (for example from a
+/// `static`, as [`global`](crate::global) does) or in an `Arc`.
+///
+/// # Example
+///
+/// ```no_run
+/// let host = dylease::PluginHost::builder()
+///     .dir("/opt/app/plugins")
+///     .env("MYAPP_PLUGIN_PATH")
+///     .build()?;
+/// let lease = host.acquire()?;
+/// for plugin in lease.plugins() {
+///     println!("{} {}", plugin.name(), plugin.version());
+/// }
+/// # Ok::<(), dylease::Error>(())
+/// ```
+pub struct PluginHost {
+    sources: Box<[Source]>,
+    policy: LoadPolicy,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for PluginHost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PluginHost")
+            .field("sources", &self.sources)
+            .field("policy", &self.policy)
+            .field("generation", &self.generation())
+            .field("loaded", &self.is_loaded())
+            .finish()
+    }
+}
+
+/// The part of a host that its sets point back to, so a set can mark itself unloaded even
+/// after the `PluginHost` value is gone.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// The current set, if any lease of it is alive. Never keeps it alive by itself.
+    slot: Slot<PluginSet>,
+    life: Mutex<Life>,
+    /// Signalled when a generation finishes unloading.
+    unloaded: Condvar,
+    /// Mirrors of `life`, written under the lock, read without it by observers.
+    loaded_gen: AtomicU64,
+    unloaded_gen: AtomicU64,
+}
+
+/// The lifecycle under the host's lock.
+#[derive(Debug, Default)]
+struct Life {
+    /// The generation of the last successful load.
+    loaded: u64,
+    /// The generation of the last finished unload; `unloaded < loaded` while a set is loaded
+    /// or still unloading.
+    unloaded: u64,
+}
+
+impl Shared {
+    /// Identifies the host to the re-entrancy flag.
+    pub(crate) fn id(&self) -> usize {
+        self as *const Shared as usize
+    }
+
+    /// Called by the set of `generation` once its teardown is complete.
+    pub(crate) fn mark_unloaded(&self, generation: u64) {
+        let mut life = self.life.lock();
+        life.unloaded = generation;
+        self.unloaded_gen.store(generation, Ordering::Release);
+        drop(life);
+        self.unloaded.notify_all();
+    }
+}
+
+impl PluginHost {
+    /// Starts configuring a host.
+    pub fn builder() -> HostBuilder {
+        HostBuilder::default()
+    }
+
+    /// A lease of this host's plugin set, loading the set if no lease of it is alive.
+    ///
+    /// The fast path, taken while any lease is alive, takes no lock: it upgrades the weak
+    /// reference in the slot. Otherwise the calling thread takes the host's lock, waits for
+    /// a set that is still unloading to finish (so a library is never reopened before its
+    /// previous unload completed), and loads a new generation. Concurrent callers wait for
+    /// that load and share its result.
+    ///
+    /// # Errors
+    ///
+    /// Any [`Error`] of discovery or loading, naming the file and the cause. A failed load
+    /// has closed every library it opened and left the host as it was: the next call tries
+    /// again. [`Error::Reentrant`] if called from inside this host's own load or unload on the
+    /// same thread.
+    pub fn acquire(&self) -> Result<Lease, Error> {
+        match self.shared.slot.upgrade() {
+            Some(set) => Ok(Lease(set)),
+            None => self.acquire_slow(),
+        }
+    }
+
+    #[cold]
+    fn acquire_slow(&self) -> Result<Lease, Error> {
+        let _inside = InsideHost::enter(self.shared.id()).ok_or(Error::Reentrant)?;
+        let mut life = self.shared.life.lock();
+        loop {
+            // Another thread may have loaded while this one waited for the lock. A lease made
+            // here leaves the lock's scope before it can be dropped.
+            if let Some(set) = self.shared.slot.upgrade() {
+                drop(life);
+                return Ok(Lease(set));
+            }
+            if life.unloaded < life.loaded {
+                // A set's last lease is gone but its teardown has not finished.
+                life = self.shared.unloaded.wait(life);
+            } else {
+                break;
+            }
+        }
+        let generation = life.loaded + 1;
+        // Plugin code runs inside `load`, under the lock; `_inside` turns a nested
+        // `acquire()` into `Error::Reentrant`. A failed load returns before any strong
+        // reference exists, so nothing is dropped under the lock but `Weak`s.
+        let builder = self.load()?;
+        let set = Arc::new(builder.finish(generation, self.shared.clone()));
+        self.shared.slot.store(Arc::downgrade(&set));
+        life.loaded = generation;
+        self.shared.loaded_gen.store(generation, Ordering::Release);
+        drop(life);
+        Ok(Lease(set))
+    }
+
+    /// Runs the load pipeline over every planned plugin. On failure everything registered so
+    /// far is unloaded before the error is returned.
+    fn load(&self) -> Result<SetBuilder, Error> {
+        let mut set = SetBuilder::new();
+        let outcome = plan(&self.sources).and_then(|plan| {
+            plan.into_iter().try_for_each(|planned| {
+                let registered = match planned {
+                    Planned::File(candidate) => candidate.open()?.verify()?.register()?,
+                    Planned::Static(plugin) => plugin.register()?,
+                };
+                set.add(registered)
+            })
+        });
+        match outcome {
+            Ok(()) => Ok(set),
+            Err(error) => {
+                set.abandon();
+                Err(error)
+            }
+        }
+    }
+
+    /// Whether a set of this host is loaded (or still unloading). Observes, decides nothing.
+    pub fn is_loaded(&self) -> bool {
+        let unloaded = self.shared.unloaded_gen.load(Ordering::Acquire);
+        self.shared.loaded_gen.load(Ordering::Acquire) != unloaded
+    }
+
+    /// The number of successful loads so far: the generation of the newest set.
+    pub fn generation(&self) -> u64 {
+        self.shared.loaded_gen.load(Ordering::Acquire)
+    }
+
+    /// The host's load policy.
+    pub fn policy(&self) -> LoadPolicy {
+        self.policy
+    }
+}
+
+/// Configures a [`PluginHost`]. Sources load in the order they are added.
+#[derive(Debug, Default)]
+pub struct HostBuilder {
+    sources: Vec<Source>,
+    policy: LoadPolicy,
+}
+
+impl HostBuilder {
+    /// Every plugin library directly in `dir` (not in subdirectories): regular files with the
+    /// platform's library suffix (`.so` on Linux), in byte order of file name. Symlinks are
+    /// followed; a file reached twice loads once.
+    ///
+    /// The directory is read at each load. A missing directory, or a path that is not a
+    /// directory, makes the load fail with an error naming it.
+    pub fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.sources.push(Source::Dir(dir.into()));
+        self
+    }
+
+    /// One plugin library.
+    pub fn file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.sources.push(Source::File(file.into()));
+        self
+    }
+
+    /// The directories listed in the environment variable `var`, separated by the
+    /// platform's path-list separator (`:` on Unix), read at each load. An unset variable
+    /// lists none; a relative directory is refused.
+    pub fn env(mut self, var: impl Into<OsString>) -> Self {
+        self.sources.push(Source::Env(var.into()));
+        self
+    }
+
+    /// A plugin compiled into the host: `register` is called at each load, like a library
+    /// plugin's `register_passes`, and may add passes and unload hooks. A panic in it is
+    /// caught and fails the load with [`Error::Panicked`].
+    pub fn static_plugin<R>(mut self, name: impl Into<String>, register: R) -> Self
+    where
+        R: Fn(&mut Registrar) -> Result<(), Error> + Send + Sync + 'static,
+    {
+        self.sources.push(Source::Static(StaticPlugin {
+            name: name.into(),
+            register: Box::new(register),
+        }));
+        self
+    }
+
+    /// What a load does when one plugin fails; [`LoadPolicy::Strict`] by default.
+    pub fn policy(mut self, policy: LoadPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Finishes the configuration. Nothing is loaded until the first
+    /// [`acquire`](PluginHost::acquire).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] if a static plugin has an empty name or two static plugins share a
+    /// name.
+    pub fn build(self) -> Result<PluginHost, Error> {
+        let mut names = std::collections::HashSet::new();
+        for source in &self.sources {
+            if let Source::Static(plugin) = source {
+                if plugin.name.is_empty() {
+                    return Err(Error::Config {
+                        reason: "a static plugin has an empty name; give it a name".into(),
+                    });
+                }
+                if !names.insert(plugin.name.as_str()) {
+                    return Err(Error::Config {
+                        reason: format!("two static plugins are named `{}`; names must be unique", plugin.name),
+                    });
+                }
+            }
+        }
+        Ok(self.build_unchecked())
+    }
+
+    fn build_unchecked(self) -> PluginHost {
+        PluginHost {
+            sources: self.sources.into(),
+            policy: self.policy,
+            shared: Arc::new(Shared {
+                slot: Slot::empty(),
+                life: Mutex::new(Life::default()),
+                unloaded: Condvar::new(),
+                loaded_gen: AtomicU64::new(0),
+                unloaded_gen: AtomicU64::new(0),
+            }),
+        }
+    }
+}
+
+/// The name of the environment variable the [`global`] host reads.
+pub const GLOBAL_PATH_VAR: &str = "DYLEASE_PLUGIN_PATH";
+
+/// The process-wide default host: the plugin directories listed in `DYLEASE_PLUGIN_PATH`
+/// (read at each load; unset means no plugins).
+///
+/// # Example
+///
+/// ```
+/// let lease = dylease::global().acquire()?;
+/// println!("{} plugins", lease.plugins().len());
+/// # Ok::<(), dylease::Error>(())
+/// ```
+pub fn global() -> &'static PluginHost {
+    static GLOBAL: once_cell::sync::Lazy<PluginHost> =
+        once_cell::sync::Lazy::new(|| HostBuilder::default().env(GLOBAL_PATH_VAR).build_unchecked());
+    &GLOBAL
+}

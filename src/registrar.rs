@@ -1,0 +1,258 @@
+//! Registration: the [`Registrar`] that static plugins fill in directly and that the C
+//! `add_pass` callback fills in for library plugins.
+
+use core::ffi::{CStr, c_char, c_void};
+use std::collections::HashSet;
+use std::fmt;
+use std::marker::PhantomData;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::abi::{DYLEASE_ABI_VERSION, dylease_fn, dylease_host_api, dylease_registrar};
+use crate::error::{Error, Origin};
+use crate::pass_fn::PassFn;
+
+/// An opaque pointer a plugin attaches to a pass, handed back by
+/// [`Pass::user_data`](crate::Pass::user_data).
+///
+/// The plugin ABI requires it to stay valid, and usable from any thread, until the plugin
+/// is unloaded; dylease itself never dereferences it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UserData(pub(crate) *mut c_void);
+
+// SAFETY: dylease only stores and returns the pointer; whoever dereferences it does so in
+// `unsafe` code under the plugin ABI's contract that it is usable from any thread.
+unsafe impl Send for UserData {}
+// SAFETY: as above: shared access only copies the pointer value.
+unsafe impl Sync for UserData {}
+
+/// One pass collected during registration.
+#[derive(Debug)]
+pub(crate) struct Collected {
+    pub(crate) name: Box<str>,
+    pub(crate) func: dylease_fn,
+    pub(crate) user_data: UserData,
+}
+
+pub(crate) type UnloadHook = Box<dyn FnOnce() + Send + 'static>;
+
+/// Collects the passes of one plugin while it registers.
+///
+/// A static plugin's register function receives `&mut Registrar`. It is neither `Send` nor
+/// `Sync`: registration happens on the loading thread, during the load, and nowhere else.
+///
+/// ```compile_fail
+/// fn needs_send<T: Send>(_: T) {}
+/// fn check(reg: &mut dylease::Registrar) {
+///     needs_send(reg); // a registrar cannot leave the loading thread
+/// }
+/// ```
+///
+/// Its twin, which compiles, shows that the failure above is about `Send` and nothing else:
+///
+/// ```
+/// fn needs_ref<T>(_: T) {}
+/// fn check(reg: &mut dylease::Registrar) {
+///     needs_ref(reg);
+/// }
+/// ```
+pub struct Registrar {
+    plugin: Origin,
+    passes: Vec<Collected>,
+    names: HashSet<Box<str>>,
+    hooks: Vec<UnloadHook>,
+    /// The first pass the host refused, kept so that a plugin that ignores `add_pass`'s
+    /// return code still fails.
+    refused: Option<Refusal>,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl fmt::Debug for Registrar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registrar")
+            .field("plugin", &self.plugin)
+            .field("passes", &self.passes.len())
+            .field("unload_hooks", &self.hooks.len())
+            .finish()
+    }
+}
+
+impl Registrar {
+    pub(crate) fn new(plugin: Origin) -> Self {
+        Registrar {
+            plugin,
+            passes: Vec::new(),
+            names: HashSet::new(),
+            hooks: Vec::new(),
+            refused: None,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Registers a pass under `name`.
+    ///
+    /// `user_data` is handed back by [`Pass::user_data`](crate::Pass::user_data); pass
+    /// `std::ptr::null_mut()` when there is none.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPass`] for an empty name, and [`Error::DuplicatePass`] for a name this
+    /// plugin already registered. The refusal also fails the plugin's load even if the
+    /// register function ignores it.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// fn double(x: i32) -> i32 { x * 2 }
+    ///
+    /// let host = dylease::PluginHost::builder()
+    ///     .static_plugin("math", |reg: &mut dylease::Registrar| {
+    ///         reg.add_pass("double", double as fn(i32) -> i32, std::ptr::null_mut())
+    ///     })
+    ///     .build()?;
+    /// let lease = host.acquire()?;
+    /// // SAFETY: "double" was registered as `fn(i32) -> i32`.
+    /// let double = unsafe { lease.pass::<fn(i32) -> i32>("double") }.expect("registered");
+    /// assert_eq!(double(21), 42);
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub fn add_pass<F: PassFn>(&mut self, name: &str, func: F, user_data: *mut c_void) -> Result<(), Error> {
+        self.add_raw(Ok(name), Some(func.into_raw()), UserData(user_data))
+    }
+
+    /// Runs `hook` when the generation this registration belongs to unloads: the static
+    /// plugin's counterpart of the C `on_unload`. Hooks run after the set's last lease is
+    /// dropped, plugins in reverse load order and each plugin's hooks in reverse order of
+    /// registration. If a later plugin makes the load fail, the hooks registered so far run
+    /// before [`acquire`](crate::PluginHost::acquire) returns the error.
+    pub fn on_unload(&mut self, hook: impl FnOnce() + Send + 'static) {
+        self.hooks.push(Box::new(hook));
+    }
+
+    /// The plugin being registered.
+    pub fn plugin(&self) -> &Origin {
+        &self.plugin
+    }
+
+    /// The common path of both registration routes. `name` is `Err` with the raw bytes when
+    /// it is not UTF-8.
+    fn add_raw(
+        &mut self,
+        name: Result<&str, &[u8]>,
+        func: Option<dylease_fn>,
+        user_data: UserData,
+    ) -> Result<(), Error> {
+        let refusal = match (name, func) {
+            (Err(bytes), _) => Refusal::Invalid(
+                String::from_utf8_lossy(bytes).into_owned(),
+                "the name is not valid UTF-8",
+            ),
+            (Ok(""), _) => Refusal::Invalid(String::new(), "the name is empty"),
+            (Ok(name), None) => Refusal::Invalid(name.to_owned(), "the function pointer is NULL"),
+            (Ok(name), Some(_)) if self.names.contains(name) => Refusal::Duplicate(name.to_owned()),
+            (Ok(name), Some(func)) => {
+                self.names.insert(name.into());
+                self.passes.push(Collected {
+                    name: name.into(),
+                    func,
+                    user_data,
+                });
+                return Ok(());
+            }
+        };
+        Err(self.refuse(refusal))
+    }
+
+    /// Records a refusal (the first one is what the load fails with) and returns its error.
+    fn refuse(&mut self, refusal: Refusal) -> Error {
+        let error = refusal.to_error(&self.plugin);
+        self.refused.get_or_insert(refusal);
+        error
+    }
+
+    /// Ends registration: the passes and unload hooks, or the first refusal (which the plugin
+    /// may have ignored). On refusal the hooks are handed back so they can still run.
+    pub(crate) fn finish(self) -> (Result<Vec<Collected>, Error>, Vec<UnloadHook>) {
+        let result = match &self.refused {
+            None => Ok(self.passes),
+            Some(refusal) => Err(refusal.to_error(&self.plugin)),
+        };
+        (result, self.hooks)
+    }
+
+    /// The host API table handed to C `register_passes`.
+    pub(crate) fn host_api() -> &'static dylease_host_api {
+        static HOST_API: dylease_host_api = dylease_host_api {
+            abi_version: DYLEASE_ABI_VERSION,
+            add_pass: c_add_pass,
+        };
+        &HOST_API
+    }
+
+    /// This registrar as the opaque pointer of the C ABI.
+    pub(crate) fn as_raw(&mut self) -> *mut dylease_registrar {
+        (self as *mut Registrar).cast()
+    }
+}
+
+/// `add_pass` as plugins see it through [`dylease_host_api`].
+///
+/// # Safety
+///
+/// `reg` must be the registrar pointer of the `register_passes` call in progress on this
+/// thread, and `name`, if not NULL, a NUL-terminated string; both are the plugin ABI's
+/// contract.
+unsafe extern "C" fn c_add_pass(
+    reg: *mut dylease_registrar,
+    name: *const c_char,
+    func: Option<dylease_fn>,
+    user_data: *mut c_void,
+) -> i32 {
+    // SAFETY: by the ABI, `reg` is the pointer produced by `Registrar::as_raw` for the
+    // registration running on this thread, which holds the only reference to it meanwhile.
+    let Some(registrar) = (unsafe { reg.cast::<Registrar>().as_mut() }) else {
+        return -1;
+    };
+    let name = if name.is_null() {
+        registrar.refuse(Refusal::Invalid(String::new(), "the name is NULL"));
+        return -1;
+    } else {
+        // SAFETY: by the ABI, a non-NULL `name` is NUL-terminated and readable for the call.
+        unsafe { CStr::from_ptr(name) }.to_bytes()
+    };
+    // A panic must not unwind into C; nothing below is expected to panic, but an allocation
+    // failure hook or a bug must end here as a refusal rather than as an abort.
+    let added = catch_unwind(AssertUnwindSafe(|| {
+        registrar.add_raw(std::str::from_utf8(name).map_err(|_| name), func, UserData(user_data))
+    }));
+    match added {
+        Ok(Ok(())) => 0,
+        Ok(Err(_)) => -2,
+        Err(_) => -3,
+    }
+}
+
+/// Why the host refused a pass.
+#[derive(Debug)]
+enum Refusal {
+    /// The pass name (lossily decoded) and the reason.
+    Invalid(String, &'static str),
+    /// A name this plugin registered already.
+    Duplicate(String),
+}
+
+impl Refusal {
+    fn to_error(&self, plugin: &Origin) -> Error {
+        match self {
+            Refusal::Invalid(pass, reason) => Error::InvalidPass {
+                plugin: plugin.clone(),
+                pass: pass.clone(),
+                reason: (*reason).to_owned(),
+            },
+            Refusal::Duplicate(pass) => Error::DuplicatePass {
+                pass: pass.clone(),
+                first: plugin.clone(),
+                second: plugin.clone(),
+            },
+        }
+    }
+}

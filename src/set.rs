@@ -1,0 +1,213 @@
+//! One generation of loaded plugins and their passes.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+
+use crate::abi::dylease_fn;
+use crate::error::Origin;
+use crate::host::Shared;
+use crate::pipeline::{Teardown, teardown_all};
+use crate::registrar::UserData;
+use crate::sync::{Arc, Exclusive, InsideHost};
+
+/// One loaded plugin, as seen through a lease.
+#[derive(Debug, Clone)]
+pub struct PluginInfo {
+    name: String,
+    version: String,
+    origin: Origin,
+}
+
+impl PluginInfo {
+    /// The name from the plugin's descriptor (or given to
+    /// [`HostBuilder::static_plugin`](crate::HostBuilder::static_plugin)).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The version from the plugin's descriptor; empty if it gave none, and for static
+    /// plugins.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The library file, as discovered; `None` for a static plugin.
+    pub fn path(&self) -> Option<&Path> {
+        self.origin.path()
+    }
+
+    /// Where the plugin came from.
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+}
+
+/// One registered pass, as seen through a lease. To call it, see
+/// [`Lease::pass`](crate::Lease::pass).
+#[derive(Debug)]
+pub struct PassInfo {
+    name: Box<str>,
+    plugin: usize,
+    plugin_name: Box<str>,
+    pub(crate) func: dylease_fn,
+    pub(crate) user_data: UserData,
+}
+
+impl PassInfo {
+    /// The name the pass was registered under.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The name of the plugin that registered it.
+    pub fn plugin(&self) -> &str {
+        &self.plugin_name
+    }
+
+    /// The index of the plugin that registered it in [`PluginSet::plugins`].
+    pub fn plugin_index(&self) -> usize {
+        self.plugin
+    }
+}
+
+/// One generation of loaded plugins: what every [`Lease`](crate::Lease) of it derefs to.
+///
+/// A set is immutable after load. It unloads when the last lease of it is dropped: each
+/// plugin's unload code runs in reverse load order, then each library is closed in reverse
+/// load order, then the generation is marked unloaded, all before that last drop returns.
+pub struct PluginSet {
+    generation: u64,
+    plugins: Box<[PluginInfo]>,
+    passes: Box<[PassInfo]>,
+    index: HashMap<Box<str>, usize>,
+    /// Only touched by `Drop`, through `&mut`.
+    teardown: Exclusive<Vec<Teardown>>,
+    host: Arc<Shared>,
+}
+
+impl fmt::Debug for PluginSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PluginSet")
+            .field("generation", &self.generation)
+            .field("plugins", &self.plugins)
+            .field("passes", &self.passes.iter().map(PassInfo::name).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl PluginSet {
+    /// Which load of its host this set is: 1 for the first successful load, 2 for the
+    /// next one after that unloaded, and so on.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The loaded plugins, in load order.
+    pub fn plugins(&self) -> &[PluginInfo] {
+        &self.plugins
+    }
+
+    /// Every registered pass, in registration order.
+    pub fn passes(&self) -> &[PassInfo] {
+        &self.passes
+    }
+
+    /// The pass registered under `name`, if any. One hash lookup, no allocation.
+    pub fn pass_info(&self, name: &str) -> Option<&PassInfo> {
+        self.index.get(name).map(|&i| &self.passes[i])
+    }
+
+    /// The position of the pass registered under `name` in [`PluginSet::passes`].
+    pub(crate) fn pass_position(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+
+    /// Whether a pass is registered under `name`.
+    pub fn contains_pass(&self, name: &str) -> bool {
+        self.index.contains_key(name)
+    }
+}
+
+/// Builds a set from registered plugins, one plugin at a time.
+pub(crate) struct SetBuilder {
+    plugins: Vec<PluginInfo>,
+    passes: Vec<PassInfo>,
+    index: HashMap<Box<str>, usize>,
+    teardown: Vec<Teardown>,
+}
+
+impl SetBuilder {
+    pub(crate) fn new() -> Self {
+        SetBuilder {
+            plugins: Vec::new(),
+            passes: Vec::new(),
+            index: HashMap::new(),
+            teardown: Vec::new(),
+        }
+    }
+
+    /// Adds a plugin's passes. On a name that an earlier plugin registered, the plugin is
+    /// still taken in (its registration ran, so its unload code must run) and the duplicate
+    /// is returned.
+    pub(crate) fn add(&mut self, plugin: crate::pipeline::Registered) -> Result<(), crate::Error> {
+        let at = self.plugins.len();
+        let mut duplicate = None;
+        for pass in plugin.passes {
+            if let Some(&first) = self.index.get(&pass.name) {
+                let first = self.plugins[self.passes[first].plugin].origin.clone();
+                duplicate.get_or_insert(crate::Error::DuplicatePass {
+                    pass: pass.name.into(),
+                    first,
+                    second: plugin.origin.clone(),
+                });
+                continue;
+            }
+            self.index.insert(pass.name.clone(), self.passes.len());
+            self.passes.push(PassInfo {
+                name: pass.name,
+                plugin: at,
+                plugin_name: plugin.name.as_str().into(),
+                func: pass.func,
+                user_data: pass.user_data,
+            });
+        }
+        self.plugins.push(PluginInfo {
+            name: plugin.name,
+            version: plugin.version,
+            origin: plugin.origin,
+        });
+        self.teardown.push(plugin.teardown);
+        duplicate.map_or(Ok(()), Err)
+    }
+
+    /// Unloads everything added so far: the load failed.
+    pub(crate) fn abandon(self) {
+        teardown_all(self.teardown);
+    }
+
+    /// The finished set. Construct it only where it goes straight into an `Arc` whose last
+    /// drop happens outside the host's lock (its `Drop` takes that lock).
+    pub(crate) fn finish(self, generation: u64, host: Arc<Shared>) -> PluginSet {
+        PluginSet {
+            generation,
+            plugins: self.plugins.into(),
+            passes: self.passes.into(),
+            index: self.index,
+            teardown: Exclusive::new(self.teardown),
+            host,
+        }
+    }
+}
+
+impl Drop for PluginSet {
+    fn drop(&mut self) {
+        // Unload code runs outside the host's lock; loaders that arrive meanwhile see that
+        // this generation has not finished unloading and wait (invariant I1). The re-entrancy
+        // mark makes an `acquire()` from unload code fail instead of waiting for itself. It
+        // is already set if this drop happens inside a load or unload of the same host.
+        let _inside = InsideHost::enter(self.host.id());
+        teardown_all(std::mem::take(self.teardown.get_mut()));
+        self.host.mark_unloaded(self.generation);
+    }
+}

@@ -1,0 +1,136 @@
+//! The synchronisation shim: every `Arc`, `Weak`, lock, condition variable, atomic, the
+//! slot and the re-entrancy flag the crate uses come from here, and nothing else in the crate
+//! names `std::sync`. Keeping them in one place is what lets the protocol be model-checked by
+//! swapping this module's backing types.
+
+use std::cell::RefCell;
+
+pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use std::sync::{Arc, Weak};
+
+/// A mutex without poisoning: a panic in plugin teardown must not make the host unusable
+/// for ever, and every critical section in this crate leaves its data consistent at each
+/// step, so the guard of a poisoned lock is taken as it is.
+#[derive(Debug, Default)]
+pub(crate) struct Mutex<T>(std::sync::Mutex<T>);
+
+pub(crate) type MutexGuard<'a, T> = std::sync::MutexGuard<'a, T>;
+
+impl<T> Mutex<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Mutex(std::sync::Mutex::new(value))
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A condition variable paired with [`Mutex`], equally indifferent to poisoning.
+#[derive(Debug, Default)]
+pub(crate) struct Condvar(std::sync::Condvar);
+
+impl Condvar {
+    pub(crate) fn new() -> Self {
+        Condvar(std::sync::Condvar::new())
+    }
+
+    pub(crate) fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+        self.0.wait(guard).unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn notify_all(&self) {
+        self.0.notify_all();
+    }
+}
+
+/// The process-wide slot of a host: a `Weak` readable without a lock.
+///
+/// It never keeps its value alive: upgrading succeeds only while some lease holds the set.
+pub(crate) struct Slot<T>(arc_swap::ArcSwapWeak<T>);
+
+impl<T> Slot<T> {
+    pub(crate) fn empty() -> Self {
+        Slot(arc_swap::ArcSwapWeak::new(Weak::new()))
+    }
+
+    /// The fast path: a strong reference if a value is alive, without taking any lock.
+    #[inline]
+    pub(crate) fn upgrade(&self) -> Option<Arc<T>> {
+        self.0.load().upgrade()
+    }
+
+    /// Replaces the stored `Weak`. Dropping the old `Weak` never runs the value's `Drop`, so
+    /// this is safe to call under the host's lock.
+    pub(crate) fn store(&self, weak: Weak<T>) {
+        self.0.store(weak);
+    }
+}
+
+impl<T> std::fmt::Debug for Slot<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Slot")
+    }
+}
+
+thread_local! {
+    /// The hosts whose load or unload this thread is running, innermost last.
+    static INSIDE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Marks the current thread as running a load or unload of the host `id` until dropped.
+#[derive(Debug)]
+pub(crate) struct InsideHost {
+    id: usize,
+}
+
+impl InsideHost {
+    /// Enters host `id`, or returns `None` if this thread is already inside it: the caller
+    /// would wait for itself.
+    pub(crate) fn enter(id: usize) -> Option<InsideHost> {
+        INSIDE.with(|inside| {
+            let mut inside = inside.borrow_mut();
+            if inside.contains(&id) {
+                None
+            } else {
+                inside.push(id);
+                Some(InsideHost { id })
+            }
+        })
+    }
+}
+
+impl Drop for InsideHost {
+    fn drop(&mut self) {
+        // `try_with`: during thread teardown the thread-local may already be gone, and then
+        // there is nothing left to unmark.
+        let _ = INSIDE.try_with(|inside| {
+            let mut inside = inside.borrow_mut();
+            if let Some(at) = inside.iter().rposition(|&id| id == self.id) {
+                inside.remove(at);
+            }
+        });
+    }
+}
+
+/// A value reachable only through `&mut` (or by value), which makes it `Sync` even when the
+/// value is only `Send`: no `&T` is ever handed out, so no two threads can touch it at once.
+/// (The same idea as the unstable `std::sync::Exclusive`.) A plugin set holds its teardown
+/// work in one, so that unload hooks need only be `Send`.
+#[derive(Debug, Default)]
+pub(crate) struct Exclusive<T>(T);
+
+// SAFETY: `Exclusive` offers no access through a shared reference; every access goes through
+// `&mut self` or `self`, which Rust already makes exclusive. Sharing `&Exclusive<T>` between
+// threads therefore shares nothing of `T`, and sending the value needs `T: Send`.
+unsafe impl<T: Send> Sync for Exclusive<T> {}
+
+impl<T> Exclusive<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Exclusive(value)
+    }
+
+    pub(crate) fn get_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}

@@ -1,0 +1,93 @@
+//! Failure atomicity (invariant I5): a failed load leaves nothing loaded and the host usable.
+
+use std::fs;
+
+use dylease::{Error, PluginHost};
+
+use crate::support::{TestDir, assert_unloaded};
+
+#[test]
+fn a_load_failing_at_the_third_of_five_plugins_leaves_none_mapped_and_succeeds_once_fixed() {
+    let dir = TestDir::new("fail_third");
+    let libs = [
+        dir.add("p1", "lib1.so"),
+        dir.add("p2", "lib2.so"),
+        dir.add("noentry", "lib3.so"),
+        dir.add("p4", "lib4.so"),
+        dir.add("p5", "lib5.so"),
+    ];
+    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+
+    let error = host.acquire().unwrap_err();
+    match &error {
+        Error::MissingEntry { path, .. } => assert_eq!(path, &libs[2]),
+        other => panic!("expected MissingEntry for lib3.so, got {other:?}"),
+    }
+    let message = error.to_string();
+    assert!(message.contains(&*libs[2].to_string_lossy()), "{message}");
+    assert!(message.contains("dylease_plugin_v1"), "{message}");
+    for lib in &libs {
+        assert_unloaded(lib);
+    }
+    assert!(!host.is_loaded());
+    assert_eq!(host.generation(), 0);
+
+    // The same failure again: the host is not stuck.
+    assert!(matches!(host.acquire(), Err(Error::MissingEntry { .. })));
+
+    fs::remove_file(&libs[2]).unwrap();
+    let lease = host.acquire().unwrap();
+    let names: Vec<_> = lease.plugins().iter().map(|p| p.name()).collect();
+    assert_eq!(names, ["p1", "p2", "p4", "p5"]);
+    assert_eq!(lease.generation(), 1);
+    // SAFETY: numbered.c registers `<name>_pass` as `int (*)(int)`.
+    let identity = unsafe { lease.pass::<extern "C" fn(i32) -> i32>("p4_pass") }.unwrap();
+    assert_eq!(identity(9), 9);
+    drop(lease);
+    for lib in libs.iter().filter(|l| l.exists()) {
+        assert_unloaded(lib);
+    }
+}
+
+#[test]
+fn a_file_that_is_not_a_library_is_an_open_error_naming_it() {
+    let dir = TestDir::new("not_a_library");
+    let good = dir.add("p1", "lib1.so");
+    let text = dir.path().join("libx.so");
+    fs::write(&text, "not an ELF file\n").unwrap();
+    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+
+    let error = host.acquire().unwrap_err();
+    assert!(matches!(&error, Error::Open { path, .. } if path == &text), "{error:?}");
+    assert!(
+        error
+            .to_string()
+            .starts_with(&format!("cannot load plugin file `{}`", text.display())),
+        "{error}"
+    );
+    assert_unloaded(&good);
+}
+
+#[test]
+fn two_plugins_registering_one_pass_name_fail_with_both_named() {
+    let dir = TestDir::new("duplicate_across");
+    let first = dir.add("arith", "liba.so");
+    let second = dir.add("arith", "libb.so");
+    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+
+    let error = host.acquire().unwrap_err();
+    match &error {
+        Error::DuplicatePass {
+            pass,
+            first: a,
+            second: b,
+        } => {
+            assert_eq!(pass, "double");
+            assert_eq!(a.path(), Some(first.as_path()));
+            assert_eq!(b.path(), Some(second.as_path()));
+        }
+        other => panic!("expected DuplicatePass, got {other:?}"),
+    }
+    assert_unloaded(&first);
+    assert_unloaded(&second);
+}

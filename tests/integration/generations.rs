@@ -1,0 +1,62 @@
+//! A new generation after the last lease dropped registers its passes afresh (invariant I6),
+//! whether or not the platform really unmapped the library.
+
+use dylease::PluginHost;
+
+use crate::support::{TestDir, assert_loaded, assert_unloaded};
+
+type IntFn = extern "C" fn() -> i32;
+
+fn ctor_runs(lease: &dylease::Lease) -> i32 {
+    // SAFETY: ctor.c registers `ctor_runs` as `int (*)(void)`.
+    let pass = unsafe { lease.pass::<IntFn>("ctor_runs") }.expect("ctor_runs is registered");
+    pass()
+}
+
+#[test]
+fn a_second_generation_after_a_real_unload_runs_constructors_and_registers_again() {
+    let dir = TestDir::new("generation_reload");
+    let lib = dir.add("ctor", "libctor.so");
+    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+
+    let first = host.acquire().unwrap();
+    assert_eq!(first.generation(), 1);
+    assert_eq!(ctor_runs(&first), 1);
+    drop(first);
+    assert_unloaded(&lib);
+
+    let second = host.acquire().unwrap();
+    assert_eq!(second.generation(), 2);
+    assert_eq!(host.generation(), 2);
+    // A fresh mapping: the constructor ran again on fresh statics.
+    assert_eq!(ctor_runs(&second), 1);
+    // SAFETY: `answer` is `int (*)(void)`.
+    assert_eq!(unsafe { second.pass::<IntFn>("answer") }.unwrap()(), 42);
+    drop(second);
+    assert_unloaded(&lib);
+}
+
+#[test]
+fn a_nodelete_library_that_never_unmaps_still_registers_its_passes_in_the_next_generation() {
+    let dir = TestDir::new("generation_nodelete");
+    let lib = dir.add("ctor_nodelete", "libctor_nodelete.so");
+    let host = PluginHost::builder().file(&lib).build().unwrap();
+
+    let first = host.acquire().unwrap();
+    assert_eq!(ctor_runs(&first), 1);
+    drop(first);
+    // `-z nodelete` pins the library: this is the platform case I6 is about.
+    assert_loaded(&lib);
+    assert!(
+        !host.is_loaded(),
+        "the set unloaded even though the library stayed mapped"
+    );
+
+    let second = host.acquire().unwrap();
+    assert_eq!(second.generation(), 2);
+    // The constructor did not run again (same mapping), yet the passes are registered,
+    // because registration happens per load, not in constructors.
+    assert_eq!(ctor_runs(&second), 1);
+    assert!(second.contains_pass("answer"));
+    assert_eq!(second.passes().len(), 2);
+}

@@ -1,0 +1,20 @@
+//! dylease's integration tests: real C plugins, real unload (on Linux glibc), and static
+//! plugins everywhere. One binary, one module per promise area; fixtures are built once per
+//! process and every test works on copies of its own.
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod support;
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod discovery;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod failure;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod generations;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod mission;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod rust_plugin;
+mod static_plugins;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod threads;

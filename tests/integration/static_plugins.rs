@@ -1,0 +1,265 @@
+//! Static plugins: registration, unload hooks and their order, panics, re-entrancy.
+
+use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use dylease::{Error, Origin, PluginHost, Registrar};
+
+fn double(x: i32) -> i32 {
+    x * 2
+}
+
+type Log = Arc<Mutex<Vec<String>>>;
+
+/// A static plugin that logs its registration and unload into `log`.
+fn logging_plugin(log: &Log, name: &'static str) -> impl Fn(&mut Registrar) -> Result<(), Error> + Send + Sync + use<> {
+    let log = log.clone();
+    move |reg| {
+        log.lock().unwrap().push(format!("load {name}"));
+        let (a, b) = (log.clone(), log.clone());
+        reg.on_unload(move || a.lock().unwrap().push(format!("unload {name} first hook")));
+        reg.on_unload(move || b.lock().unwrap().push(format!("unload {name} second hook")));
+        Ok(())
+    }
+}
+
+#[test]
+fn unload_hooks_run_once_in_reverse_order_when_the_last_lease_drops() {
+    let log = Log::default();
+    let host = PluginHost::builder()
+        .static_plugin("a", logging_plugin(&log, "a"))
+        .static_plugin("b", logging_plugin(&log, "b"))
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap();
+    let clone = lease.clone();
+    drop(lease);
+    assert_eq!(log.lock().unwrap().len(), 2, "a clone still holds the set");
+    drop(clone);
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "load a",
+            "load b",
+            "unload b second hook",
+            "unload b first hook",
+            "unload a second hook",
+            "unload a first hook"
+        ]
+    );
+    assert!(!host.is_loaded());
+}
+
+#[test]
+fn static_passes_are_callable_and_unknown_names_are_none() {
+    let host = PluginHost::builder()
+        .static_plugin("math", |reg| {
+            reg.add_pass("double", double as fn(i32) -> i32, ptr::null_mut())
+        })
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.plugins()[0].path(), None);
+    assert_eq!(lease.passes()[0].plugin(), "math");
+    // SAFETY: "double" is registered as `fn(i32) -> i32`.
+    let pass = unsafe { lease.pass::<fn(i32) -> i32>("double") }.unwrap();
+    assert_eq!(pass(4), 8);
+    assert!(pass.user_data().is_null());
+    // SAFETY: not called.
+    assert!(unsafe { lease.pass::<fn(i32) -> i32>("triple") }.is_none());
+}
+
+#[test]
+fn a_failed_load_runs_the_unload_hooks_of_plugins_registered_before_it_and_retries() {
+    let log = Log::default();
+    let fail = Arc::new(Mutex::new(true));
+    let fail_r = fail.clone();
+    let host = PluginHost::builder()
+        .static_plugin("a", logging_plugin(&log, "a"))
+        .static_plugin("b", move |_reg| match *fail_r.lock().unwrap() {
+            true => Err(Error::Config {
+                reason: "b is not ready".into(),
+            }),
+            false => Ok(()),
+        })
+        .build()
+        .unwrap();
+
+    let error = host.acquire().unwrap_err();
+    assert!(
+        matches!(&error, Error::RegisterFailed { plugin: Origin::Static(n), .. } if n == "b"),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("static plugin `b`"), "{error}");
+    assert!(std::error::Error::source(&error).is_some());
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["load a", "unload a second hook", "unload a first hook"]
+    );
+    assert!(!host.is_loaded());
+
+    *fail.lock().unwrap() = false;
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.generation(), 1);
+}
+
+#[test]
+fn a_panicking_register_function_becomes_an_error_and_the_host_stays_usable() {
+    let panics = Arc::new(AtomicUsize::new(1));
+    let p = panics.clone();
+    let host = PluginHost::builder()
+        .static_plugin("fragile", move |_reg| {
+            if p.fetch_sub(1, Ordering::SeqCst) > 0 {
+                panic!("fragile plugin gave up");
+            }
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    let error = host.acquire().unwrap_err();
+    match &error {
+        Error::Panicked { plugin, message } => {
+            assert_eq!(plugin, &Origin::Static("fragile".into()));
+            assert_eq!(message, "fragile plugin gave up");
+        }
+        other => panic!("expected Panicked, got {other:?}"),
+    }
+    assert!(host.acquire().is_ok());
+}
+
+#[test]
+fn a_panicking_unload_hook_does_not_stop_the_unload() {
+    let log = Log::default();
+    let host = PluginHost::builder()
+        .static_plugin("a", logging_plugin(&log, "a"))
+        .static_plugin("b", |reg| {
+            reg.on_unload(|| panic!("b's teardown failed"));
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    drop(host.acquire().unwrap());
+    assert_eq!(log.lock().unwrap().len(), 3, "a's hooks ran after b's panicked");
+    assert!(!host.is_loaded());
+    assert_eq!(host.acquire().unwrap().generation(), 2);
+}
+
+#[test]
+fn nested_acquire_from_registration_or_unload_fails_fast_with_reentrant() {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let this_host: Arc<OnceLock<Weak<PluginHost>>> = Arc::default();
+    let (s, h) = (seen.clone(), this_host.clone());
+    let host = Arc::new(
+        PluginHost::builder()
+            .static_plugin("nested", move |reg| {
+                let host = h.get().unwrap().upgrade().unwrap();
+                s.lock()
+                    .unwrap()
+                    .push(format!("register: {:?}", host.acquire().map(|_| ())));
+                let (s, h) = (s.clone(), h.clone());
+                reg.on_unload(move || {
+                    let host = h.get().unwrap().upgrade().unwrap();
+                    s.lock()
+                        .unwrap()
+                        .push(format!("unload: {:?}", host.acquire().map(|_| ())));
+                });
+                Ok(())
+            })
+            .build()
+            .unwrap(),
+    );
+    this_host.set(Arc::downgrade(&host)).unwrap();
+    drop(host.acquire().unwrap());
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["register: Err(Reentrant)", "unload: Err(Reentrant)"]
+    );
+    // Another host may be acquired from inside a load: only the same host is refused.
+    let other = PluginHost::builder().build().unwrap();
+    let host2 = PluginHost::builder()
+        .static_plugin("uses_other", move |_reg| other.acquire().map(drop))
+        .build()
+        .unwrap();
+    assert!(host2.acquire().is_ok());
+}
+
+#[test]
+fn invalid_and_duplicate_pass_names_are_refused_even_if_the_plugin_ignores_it() {
+    let host = PluginHost::builder()
+        .static_plugin("careless", |reg| {
+            let _ = reg.add_pass("", double as fn(i32) -> i32, ptr::null_mut());
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    let error = host.acquire().unwrap_err();
+    assert!(
+        matches!(&error, Error::InvalidPass { pass, .. } if pass.is_empty()),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("the name is empty"), "{error}");
+
+    let host = PluginHost::builder()
+        .static_plugin("twice", |reg| {
+            reg.add_pass("double", double as fn(i32) -> i32, ptr::null_mut())?;
+            let again = reg.add_pass("double", double as fn(i32) -> i32, ptr::null_mut());
+            assert!(matches!(again, Err(Error::DuplicatePass { .. })));
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    let error = host.acquire().unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "static plugin `twice` registered pass `double` twice"
+    );
+}
+
+#[test]
+fn a_pass_name_shared_by_two_static_plugins_is_a_duplicate_naming_both() {
+    let host = PluginHost::builder()
+        .static_plugin("first", |reg| {
+            reg.add_pass("double", double as fn(i32) -> i32, ptr::null_mut())
+        })
+        .static_plugin("second", |reg| {
+            reg.add_pass("double", double as fn(i32) -> i32, ptr::null_mut())
+        })
+        .build()
+        .unwrap();
+    let error = host.acquire().unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "pass `double` is registered by both static plugin `first` and static plugin `second`; rename one of them"
+    );
+}
+
+#[test]
+fn bad_static_plugin_names_are_configuration_errors() {
+    let empty = PluginHost::builder().static_plugin("", |_| Ok(())).build().unwrap_err();
+    assert!(matches!(empty, Error::Config { .. }), "{empty:?}");
+    let twice = PluginHost::builder()
+        .static_plugin("x", |_| Ok(()))
+        .static_plugin("x", |_| Ok(()))
+        .build();
+    assert!(
+        twice
+            .unwrap_err()
+            .to_string()
+            .contains("two static plugins are named `x`")
+    );
+}
+
+#[test]
+fn the_set_unloads_even_when_the_host_value_is_dropped_first() {
+    let log = Log::default();
+    let host = PluginHost::builder()
+        .static_plugin("a", logging_plugin(&log, "a"))
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap();
+    drop(host);
+    assert_eq!(log.lock().unwrap().len(), 1);
+    drop(lease);
+    assert_eq!(log.lock().unwrap().len(), 3);
+}

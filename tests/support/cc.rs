@@ -1,0 +1,33 @@
+//! Compiles C plugins with the system C compiler (`$CC`, else `cc`). Shared by the tests and
+//! the demo.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Compiles the C `sources` into the shared library `out`, with `include/` on the include
+/// path and the extra `args` (defines, linker flags). Writes to a temporary name and renames,
+/// so that concurrent test processes never see a half-written library.
+pub fn compile_plugin(sources: &[&Path], out: &Path, args: &[&str]) -> Result<PathBuf, String> {
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let partial = out.with_extension(format!("{}.partial", std::process::id()));
+    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let output = Command::new(&cc)
+        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
+        .arg("-I")
+        .arg(&include)
+        .args(args)
+        .args(sources)
+        .arg("-o")
+        .arg(&partial)
+        .output()
+        .map_err(|e| format!("cannot run the C compiler {cc:?}: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{cc:?} failed to build {}:\n{}",
+            out.display(),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    std::fs::rename(&partial, out).map_err(|e| format!("cannot move {} into place: {e}", partial.display()))?;
+    Ok(out.to_owned())
+}
