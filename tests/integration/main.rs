@@ -12,6 +12,8 @@ mod failure;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod generations;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod header;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod mission;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod rust_plugin;

@@ -23,6 +23,7 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         "ctor" => (vec!["ctor.c"], vec![]),
         "ctor_nodelete" => (vec!["ctor.c"], vec!["-Wl,-z,nodelete".into()]),
         "noentry" => (vec!["noentry.c"], vec![]),
+        "cpp_multi" => (vec!["multi_a.cpp", "multi_b.cpp"], vec![]),
         n if n.starts_with('p') => numbered(n),
         other => panic!("no test plugin called {other}"),
     }

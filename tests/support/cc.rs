@@ -1,16 +1,18 @@
-//! Compiles C plugins with the system C compiler (`$CC`, else `cc`). Shared by the tests and
-//! the demo.
+//! Compiles C and C++ plugins with the system compilers (`$CC`, else `cc`; `$CXX`, else
+//! `c++`, when any source is C++). Shared by the tests and the demo.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Compiles the C `sources` into the shared library `out`, with `include/` on the include
+/// Compiles the C (or C++) `sources` into the shared library `out`, with `include/` on the include
 /// path and the extra `args` (defines, linker flags). Writes to a temporary name and renames,
 /// so that concurrent test processes never see a half-written library.
 pub fn compile_plugin(sources: &[&Path], out: &Path, args: &[&str]) -> Result<PathBuf, String> {
     let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
     let partial = out.with_extension(format!("{}.partial", std::process::id()));
-    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let cpp = sources.iter().any(|s| s.extension().is_some_and(|e| e == "cpp"));
+    let (var, default) = if cpp { ("CXX", "c++") } else { ("CC", "cc") };
+    let cc = std::env::var_os(var).unwrap_or_else(|| default.into());
     let output = Command::new(&cc)
         .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
         .arg("-I")

@@ -1,0 +1,27 @@
+/* Example plugin in C: graph-rewriting passes registered with the header's macros. */
+#include <stdio.h>
+
+#include "dylease.h"
+#include "graph.h"
+
+static void fuse_conv_relu(demo_graph *g) {
+    int fused = g->nodes / 4;
+    g->nodes -= fused;
+    g->rewrites += fused;
+}
+
+static void drop_identity(demo_graph *g) {
+    if (g->nodes > 1) {
+        g->nodes -= 1;
+        g->rewrites += 1;
+    }
+}
+
+static void on_unload(void) {
+    printf("             [fusion plugin] on_unload: releasing plugin state\n");
+    fflush(stdout);
+}
+
+DYLEASE_PLUGIN_WITH_UNLOAD("fusion", "1.0.0", on_unload)
+DYLEASE_PASS("fuse_conv_relu", fuse_conv_relu)
+DYLEASE_PASS("drop_identity", drop_identity)
