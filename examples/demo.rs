@@ -45,7 +45,11 @@ fn build_plugins() -> Result<(PathBuf, Vec<PathBuf>), String> {
     let mut libs = Vec::new();
     for name in ["fusion", "layout"] {
         let source = sources.join(format!("{name}.c"));
-        libs.push(cc::compile_plugin(&[&source], &dir.join(format!("lib{name}.so")), &[&include])?);
+        libs.push(cc::compile_plugin(
+            &[&source],
+            &dir.join(format!("lib{name}.so")),
+            &[&include],
+        )?);
     }
     Ok((dir, libs))
 }
@@ -72,7 +76,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let host = PluginHost::builder().dir(&dir).build()?;
 
     let session = host.acquire()?;
-    let plugins: Vec<String> = session.plugins().iter().map(|p| format!("{} {}", p.name(), p.version())).collect();
+    let plugins: Vec<String> = session
+        .plugins()
+        .iter()
+        .map(|p| format!("{} {}", p.name(), p.version()))
+        .collect();
     say(
         "session",
         &format!(
@@ -87,8 +95,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for op in 1..=3 {
         let who = format!("single-op #{op}");
         let compiler = host.acquire()?;
-        say(&who, &format!("acquire() shares generation {} (no load)", compiler.generation()));
-        let mut graph = Graph { nodes: 8 * op, rewrites: 0 };
+        say(
+            &who,
+            &format!("acquire() shares generation {} (no load)", compiler.generation()),
+        );
+        let mut graph = Graph {
+            nodes: 8 * op,
+            rewrites: 0,
+        };
         let ran = run_all_passes(&compiler, &mut graph);
         say(&who, &format!("ran {} -> {graph:?}", ran.join(", ")));
         drop(compiler);
