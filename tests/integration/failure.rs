@@ -91,3 +91,29 @@ fn two_plugins_registering_one_pass_name_fail_with_both_named() {
     assert_unloaded(&first);
     assert_unloaded(&second);
 }
+
+#[test]
+fn a_plugin_built_for_another_abi_version_is_refused_before_registering() {
+    let dir = TestDir::new("abi_mismatch");
+    let good = dir.add("by_hand", "libgood.so");
+    let future = dir.add("by_hand_abi2", "libfuture.so");
+    let host = PluginHost::builder().file(&good).build().unwrap();
+    let lease = host.acquire().unwrap();
+    // SAFETY: `seven` is `int (*)(void)`.
+    assert_eq!(unsafe { lease.pass::<extern "C" fn() -> i32>("seven") }.unwrap()(), 7);
+    drop(lease);
+
+    let host = PluginHost::builder().file(&future).build().unwrap();
+    let error = host.acquire().unwrap_err();
+    match &error {
+        Error::AbiMismatch {
+            path,
+            found: 2,
+            expected: 1,
+        } => assert_eq!(path, &future),
+        other => panic!("expected AbiMismatch, got {other:?}"),
+    }
+    assert!(error.to_string().contains("built for dylease ABI version 2"), "{error}");
+    assert_unloaded(&future);
+    assert_unloaded(&good);
+}

@@ -23,6 +23,8 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         "ctor" => (vec!["ctor.c"], vec![]),
         "ctor_nodelete" => (vec!["ctor.c"], vec!["-Wl,-z,nodelete".into()]),
         "noentry" => (vec!["noentry.c"], vec![]),
+        "by_hand" => (vec!["by_hand.c"], vec!["-DABI=1".into()]),
+        "by_hand_abi2" => (vec!["by_hand.c"], vec!["-DABI=2".into()]),
         "cpp_multi" => (vec!["multi_a.cpp", "multi_b.cpp"], vec![]),
         n if n.starts_with('p') => numbered(n),
         other => panic!("no test plugin called {other}"),

@@ -25,6 +25,9 @@ fn eight_threads_share_one_set_at_a_time_and_leave_nothing_mapped() {
             l.fetch_add(1, Ordering::SeqCst);
             let (live, u) = (live_r.clone(), u.clone());
             reg.on_unload(move || {
+                // Linger while still marked live: a load that began before this unload
+                // finished (a broken invariant I1) would find `live` set.
+                thread::sleep(Duration::from_micros(50));
                 assert!(live.swap(false, Ordering::SeqCst));
                 u.fetch_add(1, Ordering::SeqCst);
             });
@@ -53,8 +56,11 @@ fn eight_threads_share_one_set_at_a_time_and_leave_nothing_mapped() {
                     let double = unsafe { copy.pass::<extern "C" fn(i32) -> i32>("double") }.unwrap();
                     assert_eq!(double(t as i32), 2 * t as i32);
                     drop(lease);
-                    if acquired.is_multiple_of(7) {
-                        thread::yield_now();
+                    drop(copy);
+                    // Pause now and then with no lease held, so that at times every thread
+                    // is idle and the set unloads: the test churns through generations.
+                    if acquired.is_multiple_of(64) {
+                        thread::sleep(Duration::from_micros(200 + 50 * t as u64));
                     }
                     acquired += 1;
                 }
@@ -73,7 +79,10 @@ fn eight_threads_share_one_set_at_a_time_and_leave_nothing_mapped() {
         generations,
         "every load is matched by one unload"
     );
-    assert!(generations >= 1);
+    assert!(
+        generations > 10,
+        "only {generations} generations: the test did not churn"
+    );
     assert_unloaded(&lib);
     eprintln!("{total} leases over {generations} generations");
 }
