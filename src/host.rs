@@ -2,6 +2,7 @@
 
 use std::ffi::OsString;
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::path::PathBuf;
 
 use crate::discover::{Planned, Source, plan};
@@ -28,6 +29,9 @@ pub enum LoadPolicy {
 /// it first if no lease of it is alive. There is no `unload`: the set unloads when its last
 /// lease is dropped. A host is `Send + Sync`; share it by reference (for example from a
 /// `static`, as [`global`](crate::global) does) or in an `Arc`.
+///
+/// A library file should belong to one host: two hosts that load the same file share one
+/// mapping of it, and neither host's unload knows about the other's leases.
 ///
 /// # Example
 ///
@@ -128,7 +132,7 @@ impl PluginHost {
 
     #[cold]
     fn acquire_slow(&self) -> Result<Lease, Error> {
-        let _inside = InsideHost::enter(self.shared.id()).ok_or(Error::Reentrant)?;
+        let _inside = InsideHost::enter(self.shared.id()).map_err(|_| Error::Reentrant)?;
         let mut life = self.shared.life.lock();
         loop {
             // Another thread may have loaded while this one waited for the lock. A lease made
@@ -149,12 +153,15 @@ impl PluginHost {
         // `acquire()` into `Error::Reentrant`. A failed load returns before any strong
         // reference exists, so nothing is dropped under the lock but `Weak`s.
         let builder = self.load()?;
-        let set = Arc::new(builder.finish(generation, self.shared.clone()));
+        // Until the lock is released, the only strong reference must not be dropped, not even
+        // by an unwind: `PluginSet::drop` would take the lock this thread holds. Should the
+        // two plain stores below ever panic, the set leaks instead of deadlocking.
+        let set = ManuallyDrop::new(Arc::new(builder.finish(generation, self.shared.clone())));
         self.shared.slot.store(Arc::downgrade(&set));
         life.loaded = generation;
         self.shared.loaded_gen.store(generation, Ordering::Release);
         drop(life);
-        Ok(Lease(set))
+        Ok(Lease(ManuallyDrop::into_inner(set)))
     }
 
     /// Runs the load pipeline over every planned plugin. On failure everything registered so

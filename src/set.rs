@@ -202,12 +202,22 @@ impl SetBuilder {
 
 impl Drop for PluginSet {
     fn drop(&mut self) {
+        // Marks the generation unloaded when this drop ends, however it ends: a panic that
+        // escaped teardown must not leave loaders waiting for ever. (Libraries not yet closed
+        // when a panic unwinds are closed by their own `Drop`.)
+        struct MarkUnloaded<'a>(&'a Shared, u64);
+        impl Drop for MarkUnloaded<'_> {
+            fn drop(&mut self) {
+                self.0.mark_unloaded(self.1);
+            }
+        }
+        let _mark = MarkUnloaded(&self.host, self.generation);
         // Unload code runs outside the host's lock; loaders that arrive meanwhile see that
         // this generation has not finished unloading and wait (invariant I1). The re-entrancy
-        // mark makes an `acquire()` from unload code fail instead of waiting for itself. It
-        // is already set if this drop happens inside a load or unload of the same host.
+        // mark makes an `acquire()` from unload code fail instead of waiting for itself. (It
+        // cannot already be set for this host: no set of it is alive during its load. On an
+        // exiting thread whose thread-locals are gone there is nothing to mark.)
         let _inside = InsideHost::enter(self.host.id());
         teardown_all(std::mem::take(self.teardown.get_mut()));
-        self.host.mark_unloaded(self.generation);
     }
 }

@@ -84,19 +84,28 @@ pub(crate) struct InsideHost {
     id: usize,
 }
 
+/// This thread is already running a load or unload of the host: waiting would deadlock.
+#[derive(Debug)]
+pub(crate) struct AlreadyInside;
+
 impl InsideHost {
-    /// Enters host `id`, or returns `None` if this thread is already inside it: the caller
-    /// would wait for itself.
-    pub(crate) fn enter(id: usize) -> Option<InsideHost> {
-        INSIDE.with(|inside| {
+    /// Enters host `id`. `Err` if this thread is already inside it (the caller would wait for
+    /// itself); `Ok(None)` if the thread is exiting and its thread-locals are gone, in which
+    /// case it cannot be inside any load and goes on unmarked.
+    pub(crate) fn enter(id: usize) -> Result<Option<InsideHost>, AlreadyInside> {
+        let entered = INSIDE.try_with(|inside| {
             let mut inside = inside.borrow_mut();
             if inside.contains(&id) {
-                None
+                Err(AlreadyInside)
             } else {
                 inside.push(id);
-                Some(InsideHost { id })
+                Ok(InsideHost { id })
             }
-        })
+        });
+        match entered {
+            Ok(result) => result.map(Some),
+            Err(_destroyed) => Ok(None),
+        }
     }
 }
 
@@ -116,9 +125,15 @@ impl Drop for InsideHost {
 /// A value reachable only through `&mut` (or by value), which makes it `Sync` even when the
 /// value is only `Send`: no `&T` is ever handed out, so no two threads can touch it at once.
 /// (The same idea as the unstable `std::sync::Exclusive`.) A plugin set holds its teardown
-/// work in one, so that unload hooks need only be `Send`.
-#[derive(Debug, Default)]
+/// work in one, so that unload hooks need only be `Send`. (No derived `Debug`: it would read
+/// `T` through `&self`.)
 pub(crate) struct Exclusive<T>(T);
+
+impl<T> std::fmt::Debug for Exclusive<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exclusive").finish_non_exhaustive()
+    }
+}
 
 // SAFETY: `Exclusive` offers no access through a shared reference; every access goes through
 // `&mut self` or `self`, which Rust already makes exclusive. Sharing `&Exclusive<T>` between
