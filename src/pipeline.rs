@@ -163,7 +163,7 @@ impl Verified {
         let mut registrar = Registrar::new(origin.clone());
         // SAFETY: `register` comes from a verified descriptor of an open library; the API
         // table is static and the registrar outlives the call, on this thread.
-        let code = unsafe { register(Registrar::host_api(), registrar.as_raw()) };
+        let code = registrar.with_raw(|raw| unsafe { register(Registrar::host_api(), raw) });
         let (passes, _) = registrar.finish();
         let teardown = Teardown {
             origin: origin.clone(),
@@ -175,10 +175,15 @@ impl Verified {
             // The plugin's registration failed: it undoes its own work, so its `on_unload`
             // is not called. Dropping `teardown` without running it closes the library.
             drop(teardown.without_unload_code());
-            return Err(Error::RegisterFailed {
-                plugin: origin,
-                reason: format!("`register_passes` returned {code}"),
-                source: None,
+            // A refused pass is the likely cause (the header's `register_passes` stops at
+            // the first refusal): report it rather than a bare code.
+            return Err(match passes {
+                Err(refused) => refused,
+                Ok(_) => Error::RegisterFailed {
+                    plugin: origin,
+                    reason: format!("`register_passes` returned {code}"),
+                    source: None,
+                },
             });
         }
         let passes = match passes {

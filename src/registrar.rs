@@ -2,6 +2,7 @@
 //! `add_pass` callback fills in for library plugins.
 
 use core::ffi::{CStr, c_char, c_void};
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::fmt;
 use std::marker::PhantomData;
@@ -188,10 +189,24 @@ impl Registrar {
         &HOST_API
     }
 
-    /// This registrar as the opaque pointer of the C ABI.
-    pub(crate) fn as_raw(&mut self) -> *mut dylease_registrar {
-        (self as *mut Registrar).cast()
+    /// Runs `register` with this registrar as the opaque pointer of the C ABI. Only during
+    /// this call, and only on this thread, does `add_pass` accept that pointer.
+    pub(crate) fn with_raw<R>(&mut self, register: impl FnOnce(*mut dylease_registrar) -> R) -> R {
+        struct Deactivate(*mut dylease_registrar);
+        impl Drop for Deactivate {
+            fn drop(&mut self) {
+                ACTIVE.with(|active| active.set(self.0));
+            }
+        }
+        let raw: *mut dylease_registrar = (self as *mut Registrar).cast();
+        let _restore = Deactivate(ACTIVE.with(|active| active.replace(raw)));
+        register(raw)
     }
+}
+
+thread_local! {
+    /// The registrar whose `register_passes` call is running on this thread, if any.
+    static ACTIVE: Cell<*mut dylease_registrar> = const { Cell::new(std::ptr::null_mut()) };
 }
 
 /// `add_pass` as plugins see it through [`dylease_host_api`].
@@ -207,11 +222,14 @@ unsafe extern "C" fn c_add_pass(
     func: Option<dylease_fn>,
     user_data: *mut c_void,
 ) -> i32 {
-    // SAFETY: by the ABI, `reg` is the pointer produced by `Registrar::as_raw` for the
-    // registration running on this thread, which holds the only reference to it meanwhile.
-    let Some(registrar) = (unsafe { reg.cast::<Registrar>().as_mut() }) else {
+    // A plugin that kept the pointer past its `register_passes`, or calls from another
+    // thread, gets a refusal instead of writing into a registrar that is gone.
+    if reg.is_null() || ACTIVE.with(Cell::get) != reg {
         return -1;
-    };
+    }
+    // SAFETY: `reg` is the registrar `Registrar::with_raw` is running `register_passes` with
+    // on this thread; that call holds the only reference to it meanwhile.
+    let registrar = unsafe { &mut *reg.cast::<Registrar>() };
     let name = if name.is_null() {
         registrar.refuse(Refusal::Invalid(String::new(), "the name is NULL"));
         return -1;
