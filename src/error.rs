@@ -6,12 +6,15 @@ use std::path::{Path, PathBuf};
 
 /// Where a plugin comes from: a library file or a static plugin compiled into the host.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Origin {
     /// A shared library, by the path it was discovered at.
     File(PathBuf),
-    /// A static plugin, by the name given to
-    /// [`HostBuilder::static_plugin`](crate::HostBuilder::static_plugin).
+    /// A static plugin, by the name given to `HostBuilder::static_plugin`.
     Static(String),
+    /// A library plugin as it knows itself, by its descriptor name: what a Rust plugin's own
+    /// code sees in errors from [`PluginRegistrar`](crate::PluginRegistrar).
+    Named(String),
 }
 
 impl Origin {
@@ -19,7 +22,7 @@ impl Origin {
     pub fn path(&self) -> Option<&Path> {
         match self {
             Origin::File(path) => Some(path),
-            Origin::Static(_) => None,
+            Origin::Static(_) | Origin::Named(_) => None,
         }
     }
 }
@@ -29,6 +32,7 @@ impl fmt::Display for Origin {
         match self {
             Origin::File(path) => write!(f, "plugin file `{}`", path.display()),
             Origin::Static(name) => write!(f, "static plugin `{name}`"),
+            Origin::Named(name) => write!(f, "plugin `{name}`"),
         }
     }
 }
@@ -43,6 +47,7 @@ impl fmt::Display for Origin {
 pub enum Error {
     /// The platform loader refused the file (`dlopen` failed): not a shared library, wrong
     /// architecture, a missing dependency or symbol.
+    #[non_exhaustive]
     Open {
         /// The library file.
         path: PathBuf,
@@ -50,6 +55,7 @@ pub enum Error {
         reason: String,
     },
     /// The library loaded but does not export the entry point `dylease_plugin_v1`.
+    #[non_exhaustive]
     MissingEntry {
         /// The library file.
         path: PathBuf,
@@ -57,6 +63,7 @@ pub enum Error {
         reason: String,
     },
     /// The plugin was built for another ABI version.
+    #[non_exhaustive]
     AbiMismatch {
         /// The library file.
         path: PathBuf,
@@ -66,6 +73,7 @@ pub enum Error {
         expected: u32,
     },
     /// The plugin's descriptor is unusable: a NULL descriptor, a missing or non-UTF-8 name.
+    #[non_exhaustive]
     InvalidPlugin {
         /// The plugin.
         plugin: Origin,
@@ -74,6 +82,7 @@ pub enum Error {
     },
     /// A pass was refused: an empty or non-UTF-8 name, a NULL function, a name used twice in
     /// one plugin.
+    #[non_exhaustive]
     InvalidPass {
         /// The plugin that tried to register it.
         plugin: Origin,
@@ -83,6 +92,7 @@ pub enum Error {
         reason: String,
     },
     /// The plugin's registration reported failure.
+    #[non_exhaustive]
     RegisterFailed {
         /// The plugin.
         plugin: Origin,
@@ -92,6 +102,7 @@ pub enum Error {
         source: Option<Box<Error>>,
     },
     /// Two plugins registered a pass under the same name.
+    #[non_exhaustive]
     DuplicatePass {
         /// The pass name.
         pass: String,
@@ -105,6 +116,7 @@ pub enum Error {
     /// hook). Waiting would deadlock, so it fails at once.
     Reentrant,
     /// A static plugin's register function panicked. The panic was caught; the host is usable.
+    #[non_exhaustive]
     Panicked {
         /// The plugin.
         plugin: Origin,
@@ -112,6 +124,7 @@ pub enum Error {
         message: String,
     },
     /// A file or directory could not be read.
+    #[non_exhaustive]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -121,13 +134,33 @@ pub enum Error {
         source: io::Error,
     },
     /// The host's configuration is unusable, for example an empty static plugin name.
+    #[non_exhaustive]
     Config {
         /// What is wrong and how to fix it.
         reason: String,
     },
+    /// An error of a static plugin's own, made with [`Error::custom`].
+    Custom(Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
 impl Error {
+    /// An error of your own, for a static plugin's register function to return. The load
+    /// fails with [`Error::RegisterFailed`] naming the plugin, with this error as its source.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let host = dylease::PluginHost::builder()
+    ///     .static_plugin("gpu", |_reg| Err(dylease::Error::custom("no GPU found")))
+    ///     .build()?;
+    /// let error = host.acquire().unwrap_err();
+    /// assert_eq!(error.to_string(), "static plugin `gpu` failed to register its passes: no GPU found");
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub fn custom(error: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Error {
+        Error::Custom(error.into())
+    }
+
     /// The plugin this error is about, if it is about one.
     pub fn origin(&self) -> Option<Origin> {
         match self {
@@ -139,8 +172,7 @@ impl Error {
             | Error::RegisterFailed { plugin, .. }
             | Error::Panicked { plugin, .. } => Some(plugin.clone()),
             Error::DuplicatePass { second, .. } => Some(second.clone()),
-            Error::Io { path, .. } => Some(Origin::File(path.clone())),
-            Error::Reentrant | Error::Config { .. } => None,
+            Error::Io { .. } | Error::Reentrant | Error::Config { .. } | Error::Custom(_) => None,
         }
     }
 }
@@ -184,6 +216,7 @@ impl fmt::Display for Error {
             Error::Panicked { plugin, message } => write!(f, "{plugin} panicked while registering: {message}"),
             Error::Io { path, context, source } => write!(f, "{context} `{}`: {source}", path.display()),
             Error::Config { reason } => write!(f, "invalid plugin host configuration: {reason}"),
+            Error::Custom(error) => error.fmt(f),
         }
     }
 }

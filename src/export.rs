@@ -19,6 +19,7 @@ use crate::{Error, PassFn};
 pub struct PluginRegistrar<'call> {
     api: &'call dylease_host_api,
     reg: *mut dylease_registrar,
+    plugin: &'static str,
 }
 
 impl PluginRegistrar<'_> {
@@ -28,6 +29,9 @@ impl PluginRegistrar<'_> {
     }
 
     /// Registers a pass with the host.
+    ///
+    /// Prefer `extern "C" fn` passes: the host may be built by another compiler version, and
+    /// only the C calling convention is stable across that boundary.
     ///
     /// `user_data` is handed back to callers through [`Pass::user_data`](crate::Pass::user_data);
     /// it must stay valid, and be usable from any thread, until the plugin is unloaded.
@@ -42,7 +46,7 @@ impl PluginRegistrar<'_> {
     )]
     pub fn add_pass<F: PassFn>(&mut self, name: &str, func: F, user_data: *mut c_void) -> Result<(), Error> {
         let refused = |reason: String| Error::InvalidPass {
-            plugin: crate::Origin::Static("<this plugin>".into()),
+            plugin: crate::Origin::Named(self.plugin.to_owned()),
             pass: name.to_owned(),
             reason,
         };
@@ -67,7 +71,12 @@ impl PluginRegistrar<'_> {
 ///
 /// `api` and `reg` must be the arguments the host passed to `register_passes`.
 #[doc(hidden)]
-pub unsafe fn run_register<F>(api: *const dylease_host_api, reg: *mut dylease_registrar, register: F) -> i32
+pub unsafe fn run_register<F>(
+    api: *const dylease_host_api,
+    reg: *mut dylease_registrar,
+    plugin: &'static str,
+    register: F,
+) -> i32
 where
     F: FnOnce(&mut PluginRegistrar<'_>) -> Result<(), Error>,
 {
@@ -78,7 +87,7 @@ where
     if api.abi_version != DYLEASE_ABI_VERSION {
         return -1;
     }
-    let mut registrar = PluginRegistrar { api, reg };
+    let mut registrar = PluginRegistrar { api, reg, plugin };
     match catch_unwind(AssertUnwindSafe(|| register(&mut registrar))) {
         Ok(Ok(())) => 0,
         Ok(Err(_)) => -1,
@@ -104,7 +113,8 @@ pub const fn literal_ptr(with_nul: &'static str) -> *const c_char {
 /// Expands to the entry point `dylease_plugin_v1` and a static descriptor. `register` is a
 /// function or closure `FnOnce(&mut PluginRegistrar<'_>) -> Result<(), dylease::Error>`; it is
 /// called once per load. The optional `on_unload` is a `fn()` called once per unload, before
-/// the library is closed. Panics in either are caught inside the plugin and reported to the
+/// the library is closed. Register `extern "C" fn` passes: only the C calling convention is
+/// stable between a plugin and a host built by different compiler versions. Panics in either are caught inside the plugin and reported to the
 /// host as a failure; they never unwind across the C boundary.
 ///
 /// Depend on dylease with `default-features = false` so the plugin does not link the host's
@@ -152,7 +162,7 @@ macro_rules! export_plugin {
             ) -> i32 {
                 // SAFETY: the host calls `register_passes` with its own API table and
                 // registrar, exactly what `run_register` requires.
-                unsafe { $crate::export::run_register(api, reg, $register) }
+                unsafe { $crate::export::run_register(api, reg, $name, $register) }
             }
             static __DYLEASE_DESCRIPTOR: $crate::abi::dylease_plugin = $crate::abi::dylease_plugin {
                 abi_version: $crate::abi::DYLEASE_ABI_VERSION,
