@@ -36,12 +36,14 @@ pub(crate) fn plan(sources: &[Source]) -> Result<Vec<Planned<'_>>, Error> {
     let mut plan = Vec::new();
     let mut seen = HashSet::new();
     let mut add_file = |path: PathBuf, plan: &mut Vec<Planned<'_>>| -> Result<(), Error> {
-        let resolved = fs::canonicalize(&path).map_err(|source| Error::Io {
+        let io_error = |source| Error::Io {
             path: path.clone(),
             context: "cannot resolve plugin file",
             source,
-        })?;
-        if seen.insert(resolved.clone()) {
+        };
+        let resolved = fs::canonicalize(&path).map_err(io_error)?;
+        let identity = file_identity(&resolved).map_err(io_error)?;
+        if seen.insert(identity) {
             plan.push(Planned::File(Candidate { path, resolved }));
         }
         Ok(())
@@ -143,4 +145,19 @@ fn libraries_in(dir: &Path) -> Result<Vec<PathBuf>, Error> {
     }
     names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
     Ok(names.into_iter().map(|name| dir.join(name)).collect())
+}
+
+/// What makes two paths the same library to the platform loader: on Unix the device and
+/// inode (glibc matches an already-loaded object by them, so a hard link is the same
+/// library), elsewhere the canonical path.
+#[cfg(unix)]
+fn file_identity(resolved: &Path) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let metadata = fs::metadata(resolved)?;
+    Ok((metadata.dev(), metadata.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_identity(resolved: &Path) -> io::Result<PathBuf> {
+    Ok(resolved.to_owned())
 }
