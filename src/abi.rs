@@ -72,9 +72,12 @@ pub struct dylease_plugin {
     pub on_unload: Option<unsafe extern "C" fn()>,
 }
 
-// SAFETY: a descriptor is immutable data that lives in the plugin's read-only memory: the
-// pointers it holds point to NUL-terminated constants and functions, which every thread may
-// read and call. Without this a plugin could not keep its descriptor in a `static`.
+// SAFETY: every field is a `u32`, a raw pointer or an `unsafe fn` pointer, and `&dylease_plugin`
+// gives safe code no way to dereference or call any of them: sharing a reference between
+// threads shares only plain values. Whoever dereferences the pointers does so in `unsafe` code
+// under the ABI's contract (immutable, NUL-terminated, valid while the library is loaded). A
+// field added in a later ABI version must keep this true. Without this a plugin could not
+// keep its descriptor in a `static`.
 unsafe impl Sync for dylease_plugin {}
 
 /// The type of the entry point `dylease_plugin_v1`.

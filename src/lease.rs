@@ -74,6 +74,8 @@ impl Lease {
     ///   the `Pass` itself from outliving the lease, but `F` is `Copy`: a copy taken out with
     ///   `*pass` is not tied to the lease. Keep such copies inside the borrow, or use
     ///   [`Lease::owned_pass`], which carries a lease with it.
+    /// - A running pass must not cause the last lease of its own set to be dropped (for
+    ///   example through `user_data`): the call would return into an unloaded library.
     ///
     /// # Example
     ///
