@@ -75,6 +75,13 @@ typedef struct dylease_plugin {
 DYLEASE_EXPORT const dylease_plugin *dylease_plugin_v1(void);
 
 /* ---- Declarative registration (GCC and Clang) ---------------------------------------- */
+/*
+ * DYLEASE_PLUGIN must stand at global scope (in C++, outside any namespace). DYLEASE_PASS may
+ * stand anywhere a declaration may, in any translation unit of the plugin, any number of
+ * times, also in included headers. If the plugin is linked from a static archive (.a), link
+ * it with -Wl,--whole-archive: otherwise the linker drops objects nothing refers to, and
+ * their passes with them.
+ */
 
 /* One node per DYLEASE_PASS, linked by a constructor into the plugin's private list. */
 typedef struct dylease_pass_node {
@@ -88,29 +95,51 @@ typedef struct dylease_pass_node {
 extern DYLEASE_HIDDEN dylease_pass_node *dylease_pass_list_head;
 extern DYLEASE_HIDDEN dylease_pass_node **dylease_pass_list_tail;
 
+#ifdef __cplusplus
+#define DYLEASE_NULL_ nullptr
+#define DYLEASE_FN_CAST_(f) reinterpret_cast<dylease_fn>(f)
+#define DYLEASE_DATA_CAST_(d) const_cast<void *>(static_cast<const void *>(d))
+/* Fails to compile inside a namespace: ::dylease_scope_probe_ would not be declared. */
+#define DYLEASE_AT_GLOBAL_SCOPE_                                                              \
+    struct dylease_scope_probe_;                                                              \
+    typedef ::dylease_scope_probe_ dylease_plugin_must_be_defined_at_global_scope_;
+#else
+#define DYLEASE_NULL_ 0
+#define DYLEASE_FN_CAST_(f) ((dylease_fn)(f))
+#define DYLEASE_DATA_CAST_(d) ((void *)(d))
+#define DYLEASE_AT_GLOBAL_SCOPE_
+#endif
+
 #define DYLEASE_CAT_(a, b) a##b
 #define DYLEASE_CAT(a, b) DYLEASE_CAT_(a, b)
 
-/* Registers `fn` (any function) under `name` (a string literal) with `user_data`. */
-#define DYLEASE_PASS_WITH_DATA(pass_name, pass_fn, pass_data)                                  \
-    static dylease_pass_node DYLEASE_CAT(dylease_pass_node_, __LINE__) = {                    \
-        pass_name, (dylease_fn)(pass_fn), (void *)(pass_data), 0};                            \
-    __attribute__((constructor)) static void DYLEASE_CAT(dylease_pass_link_, __LINE__)(void) { \
-        *dylease_pass_list_tail = &DYLEASE_CAT(dylease_pass_node_, __LINE__);                  \
-        dylease_pass_list_tail = &DYLEASE_CAT(dylease_pass_node_, __LINE__).next;              \
+/* `id` is a number from __COUNTER__, unique in the translation unit. */
+#define DYLEASE_PASS_AT_(pass_name, pass_fn, pass_data, id)                                   \
+    static dylease_pass_node DYLEASE_CAT(dylease_pass_node_, id) = {                          \
+        pass_name, DYLEASE_FN_CAST_(pass_fn), DYLEASE_DATA_CAST_(pass_data), DYLEASE_NULL_};  \
+    __attribute__((constructor)) static void DYLEASE_CAT(dylease_pass_link_, id)(void) {      \
+        *dylease_pass_list_tail = &DYLEASE_CAT(dylease_pass_node_, id);                       \
+        dylease_pass_list_tail = &DYLEASE_CAT(dylease_pass_node_, id).next;                   \
     }
+#define DYLEASE_PASS_AT(pass_name, pass_fn, pass_data, id) DYLEASE_PASS_AT_(pass_name, pass_fn, pass_data, id)
 
-/* Registers `fn` (any function) under `name` (a string literal). */
-#define DYLEASE_PASS(pass_name, pass_fn) DYLEASE_PASS_WITH_DATA(pass_name, pass_fn, 0)
+/* Registers `pass_fn` (any function) under `pass_name` (a string literal) with `pass_data`. */
+#define DYLEASE_PASS_WITH_DATA(pass_name, pass_fn, pass_data) \
+    DYLEASE_PASS_AT(pass_name, pass_fn, pass_data, __COUNTER__)
 
-/* Defines the plugin: its descriptor, entry point and register_passes. Once per plugin. */
+/* Registers `pass_fn` (any function) under `pass_name` (a string literal). */
+#define DYLEASE_PASS(pass_name, pass_fn) DYLEASE_PASS_WITH_DATA(pass_name, pass_fn, DYLEASE_NULL_)
+
+/* Defines the plugin: its descriptor, entry point and register_passes. Once per plugin, at
+ * global scope. `unload_fn` is a `void (*)(void)` or 0. */
 #define DYLEASE_PLUGIN_WITH_UNLOAD(plugin_name, plugin_version, unload_fn)                     \
-    DYLEASE_HIDDEN dylease_pass_node *dylease_pass_list_head = 0;                             \
+    DYLEASE_AT_GLOBAL_SCOPE_                                                                  \
+    DYLEASE_HIDDEN dylease_pass_node *dylease_pass_list_head = DYLEASE_NULL_;                 \
     DYLEASE_HIDDEN dylease_pass_node **dylease_pass_list_tail = &dylease_pass_list_head;      \
     static int32_t dylease_register_passes(const dylease_host_api *api, dylease_registrar *reg) { \
         const dylease_pass_node *node;                                                        \
-        if (api == 0 || api->abi_version != DYLEASE_ABI_VERSION) return -1;                   \
-        for (node = dylease_pass_list_head; node != 0; node = node->next) {                   \
+        if (api == DYLEASE_NULL_ || api->abi_version != DYLEASE_ABI_VERSION) return -1;       \
+        for (node = dylease_pass_list_head; node != DYLEASE_NULL_; node = node->next) {       \
             if (api->add_pass(reg, node->name, node->func, node->user_data) != 0) return -1;  \
         }                                                                                     \
         return 0;                                                                             \
@@ -119,7 +148,7 @@ extern DYLEASE_HIDDEN dylease_pass_node **dylease_pass_list_tail;
         DYLEASE_ABI_VERSION, plugin_name, plugin_version, dylease_register_passes, unload_fn}; \
     DYLEASE_EXPORT const dylease_plugin *dylease_plugin_v1(void) { return &dylease_descriptor; }
 
-#define DYLEASE_PLUGIN(plugin_name, plugin_version) DYLEASE_PLUGIN_WITH_UNLOAD(plugin_name, plugin_version, 0)
+#define DYLEASE_PLUGIN(plugin_name, plugin_version) DYLEASE_PLUGIN_WITH_UNLOAD(plugin_name, plugin_version, DYLEASE_NULL_)
 
 #ifdef __cplusplus
 } /* extern "C" */
