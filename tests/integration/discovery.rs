@@ -56,3 +56,15 @@ fn a_file_given_as_a_directory_is_an_error_naming_it() {
     assert!(matches!(&error, Error::Io { path, .. } if path == &lib), "{error:?}");
     assert!(error.to_string().contains("not a directory"), "{error}");
 }
+
+#[test]
+fn a_hard_link_to_a_library_already_planned_loads_once() {
+    // glibc matches an already-loaded object by device and inode: two names, one library.
+    let dir = TestDir::new("discovery_hardlink");
+    let lib = dir.add("p1", "liba.so");
+    fs::hard_link(&lib, dir.path().join("libb.so")).unwrap();
+    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.plugins().len(), 1);
+    assert_eq!(lease.plugins()[0].path(), Some(lib.as_path()));
+}

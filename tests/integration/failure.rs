@@ -81,6 +81,7 @@ fn two_plugins_registering_one_pass_name_fail_with_both_named() {
             pass,
             first: a,
             second: b,
+            ..
         } => {
             assert_eq!(pass, "double");
             assert_eq!(a.path(), Some(first.as_path()));
@@ -110,10 +111,95 @@ fn a_plugin_built_for_another_abi_version_is_refused_before_registering() {
             path,
             found: 2,
             expected: 1,
+            ..
         } => assert_eq!(path, &future),
         other => panic!("expected AbiMismatch, got {other:?}"),
     }
     assert!(error.to_string().contains("built for dylease ABI version 2"), "{error}");
     assert_unloaded(&future);
     assert_unloaded(&good);
+}
+
+/// Loads fixture `name` alone and returns the error, after checking that the library is
+/// gone again and that the host still loads a good plugin afterwards.
+fn refused(name: &str) -> Error {
+    let dir = TestDir::new(name);
+    let bad = dir.add(name, &format!("lib{name}.so"));
+    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    let error = host.acquire().unwrap_err();
+    assert_unloaded(&bad);
+    assert!(
+        error.to_string().contains(&*bad.to_string_lossy()),
+        "the error must name the file: {error}"
+    );
+    fs::remove_file(&bad).unwrap();
+    let good = dir.add("by_hand", "libgood.so");
+    assert_eq!(host.acquire().unwrap().plugins()[0].name(), "by-hand");
+    assert_unloaded(&good);
+    error
+}
+
+#[test]
+fn broken_descriptors_are_invalid_plugins_with_the_reason() {
+    for (fixture, reason) in [
+        ("by_hand_null_descriptor", "`dylease_plugin_v1` returned NULL"),
+        ("by_hand_null_name", "its name is NULL"),
+        ("by_hand_empty_name", "its name is empty"),
+        ("by_hand_bad_utf8_name", "its name is not valid UTF-8"),
+        ("by_hand_null_register", "its `register_passes` is NULL"),
+    ] {
+        let error = refused(fixture);
+        assert!(matches!(error, Error::InvalidPlugin { .. }), "{fixture}: {error:?}");
+        assert!(error.to_string().ends_with(reason), "{fixture}: {error}");
+    }
+}
+
+#[test]
+fn a_register_function_that_fails_is_reported_with_its_code() {
+    let error = refused("by_hand_register_fails");
+    assert!(matches!(error, Error::RegisterFailed { .. }), "{error:?}");
+    assert!(
+        error
+            .to_string()
+            .ends_with("failed to register its passes: `register_passes` returned -7"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_pass_with_a_null_function_fails_the_load_even_if_the_plugin_ignores_the_refusal() {
+    let error = refused("by_hand_null_function");
+    assert!(
+        matches!(&error, Error::InvalidPass { pass, .. } if pass == "broken"),
+        "{error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .ends_with("registered an invalid pass \"broken\": the function pointer is NULL"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_pass_name_registered_twice_by_the_header_macros_names_the_pass() {
+    // The header's `register_passes` stops at the first refusal and returns -1; the host
+    // reports the refusal, not the bare code.
+    let error = refused("duplicate");
+    assert!(
+        matches!(&error, Error::DuplicatePass { pass, .. } if pass == "same"),
+        "{error:?}"
+    );
+    assert!(error.to_string().ends_with("registered pass `same` twice"), "{error}");
+}
+
+#[test]
+fn an_unresolved_symbol_fails_at_load_not_at_first_call() {
+    // RTLD_NOW: the missing function is reported by `acquire`, not by a crash later.
+    let error = refused("by_hand_unresolved");
+    assert!(matches!(error, Error::Open { .. }), "{error:?}");
+    assert!(
+        error.to_string().contains("dylease_test_symbol_nobody_defines"),
+        "{error}"
+    );
 }

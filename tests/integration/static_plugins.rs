@@ -78,9 +78,7 @@ fn a_failed_load_runs_the_unload_hooks_of_plugins_registered_before_it_and_retri
     let host = PluginHost::builder()
         .static_plugin("a", logging_plugin(&log, "a"))
         .static_plugin("b", move |_reg| match *fail_r.lock().unwrap() {
-            true => Err(Error::Config {
-                reason: "b is not ready".into(),
-            }),
+            true => Err(Error::custom("b is not ready")),
             false => Ok(()),
         })
         .build()
@@ -119,7 +117,7 @@ fn a_panicking_register_function_becomes_an_error_and_the_host_stays_usable() {
         .unwrap();
     let error = host.acquire().unwrap_err();
     match &error {
-        Error::Panicked { plugin, message } => {
+        Error::Panicked { plugin, message, .. } => {
             assert_eq!(plugin, &Origin::Static("fragile".into()));
             assert_eq!(message, "fragile plugin gave up");
         }
@@ -145,8 +143,28 @@ fn a_panicking_unload_hook_does_not_stop_the_unload() {
     assert_eq!(host.acquire().unwrap().generation(), 2);
 }
 
+/// Runs `body` on another thread and fails if it has not finished within `seconds`: a
+/// deadlock becomes a test failure instead of a hung run.
+fn within(seconds: u64, body: impl FnOnce() + Send + 'static) {
+    let (done, finished) = std::sync::mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        body();
+        let _ = done.send(());
+    });
+    match finished.recv_timeout(std::time::Duration::from_secs(seconds)) {
+        Ok(()) => worker.join().unwrap(),
+        // The body panicked: re-raise its panic.
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => std::panic::resume_unwind(worker.join().unwrap_err()),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("deadlock: not finished within {seconds} s"),
+    }
+}
+
 #[test]
 fn nested_acquire_from_registration_or_unload_fails_fast_with_reentrant() {
+    within(30, nested_acquire_body);
+}
+
+fn nested_acquire_body() {
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let this_host: Arc<OnceLock<Weak<PluginHost>>> = Arc::default();
     let (s, h) = (seen.clone(), this_host.clone());
@@ -262,4 +280,80 @@ fn the_set_unloads_even_when_the_host_value_is_dropped_first() {
     assert_eq!(log.lock().unwrap().len(), 1);
     drop(lease);
     assert_eq!(log.lock().unwrap().len(), 3);
+}
+
+#[test]
+fn a_load_waits_until_the_previous_generation_finished_unloading() {
+    use std::sync::Barrier;
+    use std::thread;
+    use std::time::Duration;
+
+    // Invariant I1, deterministically: generation 1's unload hook signals that it started,
+    // then lingers; another thread acquires meanwhile. Its load must not begin before the
+    // hook (and the rest of the unload) finished.
+    let unloading = Arc::new(Barrier::new(2));
+    let unload_finished = Arc::new(AtomicUsize::new(0));
+    let (u, f) = (unloading.clone(), unload_finished.clone());
+    let generation = Arc::new(AtomicUsize::new(0));
+    let g = generation.clone();
+    let host = Arc::new(
+        PluginHost::builder()
+            .static_plugin("slow_unload", move |reg| {
+                let generation = g.fetch_add(1, Ordering::SeqCst) + 1;
+                if generation == 2 {
+                    assert_eq!(
+                        f.load(Ordering::SeqCst),
+                        1,
+                        "generation 2 loaded during the unload of 1"
+                    );
+                }
+                let (u, f) = (u.clone(), f.clone());
+                reg.on_unload(move || {
+                    if generation == 1 {
+                        u.wait();
+                        thread::sleep(Duration::from_millis(100));
+                    }
+                    f.fetch_add(1, Ordering::SeqCst);
+                });
+                Ok(())
+            })
+            .build()
+            .unwrap(),
+    );
+    let first = host.acquire().unwrap();
+    let dropper = thread::spawn(move || drop(first));
+    unloading.wait(); // the unload of generation 1 is under way
+    let second = host.acquire().expect("generation 2 loads once generation 1 is gone");
+    assert_eq!(second.generation(), 2);
+    dropper.join().unwrap();
+}
+
+#[test]
+fn the_last_lease_may_be_dropped_by_a_thread_local_destructor() {
+    use std::cell::RefCell;
+    use std::thread;
+
+    thread_local! {
+        static HELD: RefCell<Option<dylease::Lease>> = const { RefCell::new(None) };
+    }
+    let log = Log::default();
+    let host = Arc::new(
+        PluginHost::builder()
+            .static_plugin("a", logging_plugin(&log, "a"))
+            .build()
+            .unwrap(),
+    );
+    let h = host.clone();
+    thread::spawn(move || {
+        // Registered before the host's own thread-local is first used by the slow path, so
+        // this destructor runs after that thread-local is gone.
+        HELD.with(|held| *held.borrow_mut() = None);
+        let lease = h.acquire().unwrap();
+        HELD.with(|held| *held.borrow_mut() = Some(lease));
+    })
+    .join()
+    .expect("dropping a lease during thread exit must not abort or panic");
+    assert_eq!(log.lock().unwrap().len(), 3, "the set unloaded when the thread exited");
+    assert!(!host.is_loaded());
+    assert_eq!(host.acquire().unwrap().generation(), 2);
 }

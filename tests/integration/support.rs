@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 #[path = "../support/cc.rs"]
 mod cc;
@@ -23,8 +23,17 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         "ctor" => (vec!["ctor.c"], vec![]),
         "ctor_nodelete" => (vec!["ctor.c"], vec!["-Wl,-z,nodelete".into()]),
         "noentry" => (vec!["noentry.c"], vec![]),
-        "by_hand" => (vec!["by_hand.c"], vec!["-DABI=1".into()]),
+        "by_hand" => (vec!["by_hand.c"], vec![]),
         "by_hand_abi2" => (vec!["by_hand.c"], vec!["-DABI=2".into()]),
+        "by_hand_null_descriptor" => (vec!["by_hand.c"], vec!["-DNULL_DESCRIPTOR".into()]),
+        "by_hand_null_name" => (vec!["by_hand.c"], vec!["-DNAME=0".into()]),
+        "by_hand_empty_name" => (vec!["by_hand.c"], vec!["-DNAME=\"\"".into()]),
+        "by_hand_bad_utf8_name" => (vec!["by_hand.c"], vec!["-DNAME=\"bad\\xff\"".into()]),
+        "by_hand_null_register" => (vec!["by_hand.c"], vec!["-DNULL_REGISTER".into()]),
+        "by_hand_register_fails" => (vec!["by_hand.c"], vec!["-DREGISTER_RESULT=-7".into()]),
+        "by_hand_null_function" => (vec!["by_hand.c"], vec!["-DNULL_FUNCTION".into()]),
+        "by_hand_unresolved" => (vec!["by_hand.c"], vec!["-DUNRESOLVED".into()]),
+        "duplicate" => (vec!["duplicate.c"], vec![]),
         "cpp_multi" => (vec!["multi_a.cpp", "multi_b.cpp"], vec![]),
         n if n.starts_with('p') => numbered(n),
         other => panic!("no test plugin called {other}"),
@@ -34,7 +43,10 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
 /// The path of the compiled fixture `name`, building it on first use in this process.
 pub fn fixture(name: &str) -> PathBuf {
     static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
-    let mut built = BUILT.get_or_init(Default::default).lock().unwrap();
+    let mut built = BUILT
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
     if let Some(path) = built.get(name) {
         return path.clone();
     }

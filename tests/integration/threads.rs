@@ -14,6 +14,7 @@ use crate::support::{TestDir, assert_unloaded};
 fn eight_threads_share_one_set_at_a_time_and_leave_nothing_mapped() {
     let dir = TestDir::new("threads");
     let lib = dir.add("arith", "libarith.so");
+    let counted = dir.add("by_hand", "libcounted.so");
     let live = Arc::new(AtomicBool::new(false));
     let (loads, unloads) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let (l, u, live_r) = (loads.clone(), unloads.clone(), live.clone());
@@ -55,6 +56,11 @@ fn eight_threads_share_one_set_at_a_time_and_leave_nothing_mapped() {
                     // SAFETY: `double` is `int (*)(int)`; called while the lease lives.
                     let double = unsafe { copy.pass::<extern "C" fn(i32) -> i32>("double") }.unwrap();
                     assert_eq!(double(t as i32), 2 * t as i32);
+                    // SAFETY: by_hand.c registers `registrations` as `int (*)(void)`.
+                    let registrations = unsafe { copy.pass::<extern "C" fn() -> i32>("registrations") }.unwrap();
+                    // A library reopened before its previous unload finished would be the old
+                    // mapping, registered twice.
+                    assert_eq!(registrations(), 1, "generation {} reused a mapping", copy.generation());
                     drop(lease);
                     drop(copy);
                     // Pause now and then with no lease held, so that at times every thread
@@ -84,5 +90,6 @@ fn eight_threads_share_one_set_at_a_time_and_leave_nothing_mapped() {
         "only {generations} generations: the test did not churn"
     );
     assert_unloaded(&lib);
+    assert_unloaded(&counted);
     eprintln!("{total} leases over {generations} generations");
 }

@@ -1,13 +1,59 @@
-/* Test plugin written without the header's macros: a hand-filled descriptor whose ABI
- * version comes from -DABI=... */
+/* Test plugin written without the header's macros: a hand-filled descriptor. Compiler flags
+ * turn it into each kind of broken plugin the host must refuse:
+ *   -DABI=n              descriptor ABI version (default 1)
+ *   -DNAME=expr          descriptor name, may be 0 (default "by-hand")
+ *   -DNULL_DESCRIPTOR    the entry point returns NULL
+ *   -DNULL_REGISTER      register_passes is NULL
+ *   -DREGISTER_RESULT=n  what register_passes returns after adding its passes (default 0)
+ *   -DNULL_FUNCTION      also adds a pass "broken" with a NULL function, ignoring the refusal
+ *   -DUNRESOLVED         refers to a function no library defines (RTLD_NOW must refuse it) */
 #include "dylease.h"
 
-static int seven(void) { return 7; }
+#ifndef ABI
+#define ABI DYLEASE_ABI_VERSION
+#endif
+#ifndef NAME
+#define NAME "by-hand"
+#endif
+#ifndef REGISTER_RESULT
+#define REGISTER_RESULT 0
+#endif
 
-static int32_t register_passes(const dylease_host_api *api, dylease_registrar *reg) {
-    return api->add_pass(reg, "seven", (dylease_fn)seven, 0);
+/* How many times register_passes ran in this mapping of the library: a fresh mapping starts
+ * from zero, so every generation whose library was really reloaded reports 1. */
+static int registrations;
+
+static int seven(void) { return 7; }
+static int get_registrations(void) { return registrations; }
+
+#ifdef UNRESOLVED
+extern int dylease_test_symbol_nobody_defines(void);
+static int calls_missing(void) { return dylease_test_symbol_nobody_defines(); }
+#endif
+
+__attribute__((unused)) static int32_t register_passes(const dylease_host_api *api, dylease_registrar *reg) {
+    registrations += 1;
+    if (api->add_pass(reg, "seven", (dylease_fn)seven, 0) != 0) return -1;
+    if (api->add_pass(reg, "registrations", (dylease_fn)get_registrations, 0) != 0) return -1;
+#ifdef NULL_FUNCTION
+    (void)api->add_pass(reg, "broken", 0, 0);
+#endif
+#ifdef UNRESOLVED
+    if (api->add_pass(reg, "calls_missing", (dylease_fn)calls_missing, 0) != 0) return -1;
+#endif
+    return REGISTER_RESULT;
 }
 
-static const dylease_plugin descriptor = {ABI, "by-hand", "1", register_passes, 0};
+#ifdef NULL_REGISTER
+__attribute__((unused)) static const dylease_plugin descriptor = {ABI, NAME, "1", 0, 0};
+#else
+__attribute__((unused)) static const dylease_plugin descriptor = {ABI, NAME, "1", register_passes, 0};
+#endif
 
-const dylease_plugin *dylease_plugin_v1(void) { return &descriptor; }
+const dylease_plugin *dylease_plugin_v1(void) {
+#ifdef NULL_DESCRIPTOR
+    return 0;
+#else
+    return &descriptor;
+#endif
+}
