@@ -9,7 +9,7 @@ use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 
-use crate::abi::{DYLEASE_ABI_VERSION, dylease_plugin};
+use crate::abi::{DYLEASE_ABI_VERSION, dylease_register_fn};
 use crate::error::{Error, Origin};
 use crate::library::Library;
 use crate::registrar::{Collected, Registrar, UnloadHook};
@@ -35,8 +35,10 @@ pub(crate) struct Opened {
 pub(crate) struct Verified {
     path: PathBuf,
     library: Library,
-    /// Points into `library`, which stays open as long as this value exists.
-    descriptor: *const dylease_plugin,
+    /// The descriptor's functions: code of `library`, which stays open as long as this
+    /// value exists.
+    register_passes: dylease_register_fn,
+    on_unload: Option<unsafe extern "C" fn()>,
     name: String,
     version: String,
 }
@@ -130,13 +132,14 @@ impl Opened {
             Some(Err(_)) => return Err(invalid("its version is not valid UTF-8")),
             Some(Ok(version)) => version.to_owned(),
         };
-        if plugin.register_passes.is_none() {
+        let Some(register_passes) = plugin.register_passes else {
             return Err(invalid("its `register_passes` is NULL"));
-        }
+        };
         Ok(Verified {
             path: self.path,
             library: self.library,
-            descriptor,
+            register_passes,
+            on_unload: plugin.on_unload,
             name,
             version,
         })
@@ -157,17 +160,15 @@ impl Verified {
     /// Calls the plugin's `register_passes` and collects what it registered.
     pub(crate) fn register(self) -> Result<Registered, Error> {
         let origin = Origin::File(self.path);
-        // SAFETY: `descriptor` points into `self.library`, which is still open.
-        let plugin = unsafe { &*self.descriptor };
-        let register = plugin.register_passes.expect("checked by verify");
+        let register = self.register_passes;
         let mut registrar = Registrar::new(origin.clone());
-        // SAFETY: `register` comes from a verified descriptor of an open library; the API
-        // table is static and the registrar outlives the call, on this thread.
+        // SAFETY: `register` comes from a verified descriptor of `self.library`, still open;
+        // the API table is static and the registrar outlives the call, on this thread.
         let code = registrar.with_raw(|raw| unsafe { register(Registrar::host_api(), raw) });
         let (passes, _) = registrar.finish();
         let teardown = Teardown {
             origin: origin.clone(),
-            c_on_unload: plugin.on_unload,
+            c_on_unload: self.on_unload,
             hooks: Vec::new(),
             library: Some(self.library),
         };
