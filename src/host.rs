@@ -11,7 +11,7 @@ use crate::lease::Lease;
 use crate::pipeline::StaticPlugin;
 use crate::registrar::Registrar;
 use crate::set::{PluginSet, SetBuilder};
-use crate::sync::{Arc, AtomicU64, Condvar, InsideHost, Mutex, Ordering, Slot};
+use crate::sync::{Arc, AtomicU64, Condvar, Mutex, Ordering, Slot, inside_host};
 
 /// What a load does when one plugin fails.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -132,7 +132,14 @@ impl PluginHost {
 
     #[cold]
     fn acquire_slow(&self) -> Result<Lease, Error> {
-        let _inside = InsideHost::enter(self.shared.id()).map_err(|_| Error::Reentrant)?;
+        inside_host(self.shared.id(), |already_inside| match already_inside {
+            true => Err(Error::Reentrant),
+            false => self.acquire_locked(),
+        })
+    }
+
+    /// The slow path proper, with this thread marked as inside this host.
+    fn acquire_locked(&self) -> Result<Lease, Error> {
         let mut life = self.shared.life.lock();
         loop {
             // Another thread may have loaded while this one waited for the lock. A lease made
@@ -149,8 +156,8 @@ impl PluginHost {
             }
         }
         let generation = life.loaded + 1;
-        // Plugin code runs inside `load`, under the lock; `_inside` turns a nested
-        // `acquire()` into `Error::Reentrant`. A failed load returns before any strong
+        // Plugin code runs inside `load`, under the lock; the mark made by `acquire_slow`
+        // turns a nested `acquire()` into `Error::Reentrant`. A failed load returns before any strong
         // reference exists, so nothing is dropped under the lock but `Weak`s.
         let builder = self.load()?;
         // Until the lock is released, the only strong reference must not be dropped, not even

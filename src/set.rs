@@ -9,7 +9,7 @@ use crate::error::Origin;
 use crate::host::Shared;
 use crate::pipeline::{Teardown, teardown_all};
 use crate::registrar::UserData;
-use crate::sync::{Arc, Exclusive, InsideHost};
+use crate::sync::{Arc, Exclusive, inside_host};
 
 /// One loaded plugin, as seen through a lease.
 #[derive(Debug, Clone)]
@@ -214,10 +214,9 @@ impl Drop for PluginSet {
         let _mark = MarkUnloaded(&self.host, self.generation);
         // Unload code runs outside the host's lock; loaders that arrive meanwhile see that
         // this generation has not finished unloading and wait (invariant I1). The re-entrancy
-        // mark makes an `acquire()` from unload code fail instead of waiting for itself. (It
-        // cannot already be set for this host: no set of it is alive during its load. On an
-        // exiting thread whose thread-locals are gone there is nothing to mark.)
-        let _inside = InsideHost::enter(self.host.id());
-        teardown_all(std::mem::take(self.teardown.get_mut()));
+        // mark makes an `acquire()` from unload code fail instead of waiting for itself. (The
+        // thread cannot already be inside this host: no set of it is alive during its load.)
+        let teardown = std::mem::take(self.teardown.get_mut());
+        inside_host(self.host.id(), |_| teardown_all(teardown));
     }
 }

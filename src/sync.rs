@@ -3,7 +3,7 @@
 //! names `std::sync`. Keeping them in one place is what lets the protocol be model-checked by
 //! swapping this module's backing types.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 
 pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) use std::sync::{Arc, Weak};
@@ -73,53 +73,47 @@ impl<T> std::fmt::Debug for Slot<T> {
     }
 }
 
-thread_local! {
-    /// The hosts whose load or unload this thread is running, innermost last.
-    static INSIDE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Marks the current thread as running a load or unload of the host `id` until dropped.
-#[derive(Debug)]
-pub(crate) struct InsideHost {
+/// One host this thread is inside, in a list threaded through the stack frames of
+/// [`inside_host`] calls: no allocation, no limit, and no thread-local destructor.
+struct InsideNode {
     id: usize,
+    outer: *const InsideNode,
 }
 
-/// This thread is already running a load or unload of the host: waiting would deadlock.
-#[derive(Debug)]
-pub(crate) struct AlreadyInside;
+thread_local! {
+    /// The innermost host whose load or unload this thread is running. `const` and without
+    /// drop glue, so it stays usable while the thread exits and its other thread-locals are
+    /// being destroyed (a lease may be dropped by a thread-local destructor).
+    static INSIDE: Cell<*const InsideNode> = const { Cell::new(std::ptr::null()) };
+}
 
-impl InsideHost {
-    /// Enters host `id`. `Err` if this thread is already inside it (the caller would wait for
-    /// itself); `Ok(None)` if the thread is exiting and its thread-locals are gone, in which
-    /// case it cannot be inside any load and goes on unmarked.
-    pub(crate) fn enter(id: usize) -> Result<Option<InsideHost>, AlreadyInside> {
-        let entered = INSIDE.try_with(|inside| {
-            let mut inside = inside.borrow_mut();
-            if inside.contains(&id) {
-                Err(AlreadyInside)
-            } else {
-                inside.push(id);
-                Ok(InsideHost { id })
-            }
-        });
-        match entered {
-            Ok(result) => result.map(Some),
-            Err(_destroyed) => Ok(None),
+/// Runs `f` with this thread marked as running a load or unload of host `id`. `f` learns
+/// whether the thread already was inside that host: then waiting for the host would wait for
+/// itself, and nothing new is marked.
+pub(crate) fn inside_host<R>(id: usize, f: impl FnOnce(bool) -> R) -> R {
+    let innermost = INSIDE.with(Cell::get);
+    let mut node = innermost;
+    while !node.is_null() {
+        // SAFETY: every node in the list lives in the frame of an `inside_host` call that is
+        // still running on this thread (each call unlinks its node before returning or
+        // unwinding, below), so it outlives this loop.
+        let current = unsafe { &*node };
+        if current.id == id {
+            return f(true);
+        }
+        node = current.outer;
+    }
+    /// Unlinks the node when the call ends, however it ends.
+    struct Unlink(*const InsideNode);
+    impl Drop for Unlink {
+        fn drop(&mut self) {
+            INSIDE.with(|inside| inside.set(self.0));
         }
     }
-}
-
-impl Drop for InsideHost {
-    fn drop(&mut self) {
-        // `try_with`: during thread teardown the thread-local may already be gone, and then
-        // there is nothing left to unmark.
-        let _ = INSIDE.try_with(|inside| {
-            let mut inside = inside.borrow_mut();
-            if let Some(at) = inside.iter().rposition(|&id| id == self.id) {
-                inside.remove(at);
-            }
-        });
-    }
+    let node = InsideNode { id, outer: innermost };
+    INSIDE.with(|inside| inside.set(&node));
+    let _unlink = Unlink(innermost);
+    f(false)
 }
 
 /// A value reachable only through `&mut` (or by value), which makes it `Sync` even when the
