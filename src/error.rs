@@ -98,7 +98,9 @@ pub enum Error {
         plugin: Origin,
         /// What it reported: a return code, or the static plugin's own error.
         reason: String,
-        /// The static plugin's own error, if it returned one.
+        /// The static plugin's own error, if it returned one. Its message is already in
+        /// `reason` (and so in `Display`); `std::error::Error::source` continues with that
+        /// error's own source.
         source: Option<Box<Error>>,
     },
     /// Two plugins registered a pass under the same name.
@@ -225,9 +227,12 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Io { source, .. } => Some(source),
+            // `reason` already shows the plugin's error in `Display`; the chain goes on with
+            // that error's own source, so a chain reporter does not print it twice.
             Error::RegisterFailed {
                 source: Some(source), ..
-            } => Some(&**source),
+            } => source.source(),
+            Error::Custom(error) => error.source(),
             _ => None,
         }
     }
