@@ -27,7 +27,8 @@
  *  - name: NUL-terminated UTF-8, non-empty. version: NUL-terminated UTF-8, may be empty.
  *  - register_passes returns 0 on success. On failure it undoes its own work: on_unload is
  *    called only after a successful register_passes.
- *  - The registrar pointer is valid only during register_passes, on the calling thread.
+ *  - The registrar pointer is valid only during register_passes, on the calling thread; the
+ *    host refuses add_pass calls made outside a registration on that thread.
  *  - add_pass copies the name; the function and user_data must stay valid until on_unload.
  *    user_data must be usable from any thread. add_pass returns 0 when the pass was added
  *    and a negative value when it was refused (NULL or empty name, name not UTF-8, NULL
@@ -76,11 +77,12 @@ DYLEASE_EXPORT const dylease_plugin *dylease_plugin_v1(void);
 
 /* ---- Declarative registration (GCC and Clang) ---------------------------------------- */
 /*
- * DYLEASE_PLUGIN must stand at global scope (in C++, outside any namespace). DYLEASE_PASS may
- * stand anywhere a declaration may, in any translation unit of the plugin, any number of
- * times, also in included headers. If the plugin is linked from a static archive (.a), link
- * it with -Wl,--whole-archive: otherwise the linker drops objects nothing refers to, and
- * their passes with them.
+ * DYLEASE_PLUGIN must stand once, at global scope (in C++, outside any namespace).
+ * DYLEASE_PASS may stand anywhere a declaration may, in any translation unit of the plugin,
+ * but each one must be expanded in exactly one translation unit: a DYLEASE_PASS in a header
+ * included by two source files registers the pass twice, and the host refuses the plugin.
+ * If the plugin is linked from a static archive (.a), link it with -Wl,--whole-archive:
+ * otherwise the linker drops objects nothing refers to, and their passes with them.
  */
 
 /* One node per DYLEASE_PASS, linked by a constructor into the plugin's private list. */
@@ -131,7 +133,7 @@ extern DYLEASE_HIDDEN dylease_pass_node **dylease_pass_list_tail;
 #define DYLEASE_PASS(pass_name, pass_fn) DYLEASE_PASS_WITH_DATA(pass_name, pass_fn, DYLEASE_NULL_)
 
 /* Defines the plugin: its descriptor, entry point and register_passes. Once per plugin, at
- * global scope. `unload_fn` is a `void (*)(void)` or 0. */
+ * global scope. `unload_fn` is a `void (*)(void)`, or NULL (nullptr in C++). */
 #define DYLEASE_PLUGIN_WITH_UNLOAD(plugin_name, plugin_version, unload_fn)                     \
     DYLEASE_AT_GLOBAL_SCOPE_                                                                  \
     DYLEASE_HIDDEN dylease_pass_node *dylease_pass_list_head = DYLEASE_NULL_;                 \

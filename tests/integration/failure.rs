@@ -203,3 +203,21 @@ fn an_unresolved_symbol_fails_at_load_not_at_first_call() {
         "{error}"
     );
 }
+
+#[test]
+fn add_pass_through_a_registrar_kept_past_registration_is_refused() {
+    let dir = TestDir::new("stale_registrar");
+    let lib = dir.add("by_hand_stale", "libstale.so");
+    let host = PluginHost::builder().file(&lib).build().unwrap();
+    let lease = host.acquire().unwrap();
+    // SAFETY: by_hand.c registers `add_late` as `int (*)(void)`.
+    let add_late = unsafe { lease.pass::<extern "C" fn() -> i32>("add_late") }.unwrap();
+    assert!(add_late() < 0, "add_pass after registration must be refused");
+    // A copy of the pointer, used only before `lease` is dropped (the thread is joined).
+    let copied: extern "C" fn() -> i32 = *add_late;
+    assert!(
+        std::thread::spawn(move || copied()).join().unwrap() < 0,
+        "and from another thread"
+    );
+    assert!(!lease.contains_pass("late"));
+}

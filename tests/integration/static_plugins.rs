@@ -90,7 +90,11 @@ fn a_failed_load_runs_the_unload_hooks_of_plugins_registered_before_it_and_retri
         "{error:?}"
     );
     assert!(error.to_string().contains("static plugin `b`"), "{error}");
-    assert!(std::error::Error::source(&error).is_some());
+    assert!(matches!(&error, Error::RegisterFailed { source: Some(_), .. }));
+    assert_eq!(
+        error.to_string(),
+        "static plugin `b` failed to register its passes: b is not ready"
+    );
     assert_eq!(
         *log.lock().unwrap(),
         ["load a", "unload a second hook", "unload a first hook"]
@@ -356,4 +360,39 @@ fn the_last_lease_may_be_dropped_by_a_thread_local_destructor() {
     assert_eq!(log.lock().unwrap().len(), 3, "the set unloaded when the thread exited");
     assert!(!host.is_loaded());
     assert_eq!(host.acquire().unwrap().generation(), 2);
+}
+
+#[test]
+fn nested_acquire_from_an_unload_on_an_exiting_thread_still_fails_fast() {
+    use std::cell::RefCell;
+
+    thread_local! {
+        static HELD: RefCell<Option<dylease::Lease>> = const { RefCell::new(None) };
+    }
+    within(30, || {
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let this_host: Arc<OnceLock<Weak<PluginHost>>> = Arc::default();
+        let (s, h) = (seen.clone(), this_host.clone());
+        let host = Arc::new(
+            PluginHost::builder()
+                .static_plugin("nested", move |reg| {
+                    let (s, h) = (s.clone(), h.clone());
+                    reg.on_unload(move || {
+                        let host = h.get().unwrap().upgrade().unwrap();
+                        s.lock().unwrap().push(format!("{:?}", host.acquire().map(|_| ())));
+                    });
+                    Ok(())
+                })
+                .build()
+                .unwrap(),
+        );
+        this_host.set(Arc::downgrade(&host)).unwrap();
+        let h = host.clone();
+        std::thread::spawn(move || {
+            HELD.with(|held| *held.borrow_mut() = Some(h.acquire().unwrap()));
+        })
+        .join()
+        .unwrap();
+        assert_eq!(*seen.lock().unwrap(), ["Err(Reentrant)"]);
+    });
 }

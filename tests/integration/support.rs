@@ -33,6 +33,7 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         "by_hand_register_fails" => (vec!["by_hand.c"], vec!["-DREGISTER_RESULT=-7".into()]),
         "by_hand_null_function" => (vec!["by_hand.c"], vec!["-DNULL_FUNCTION".into()]),
         "by_hand_unresolved" => (vec!["by_hand.c"], vec!["-DUNRESOLVED".into()]),
+        "by_hand_stale" => (vec!["by_hand.c"], vec!["-DSTALE".into()]),
         "duplicate" => (vec!["duplicate.c"], vec![]),
         "cpp_multi" => (vec!["multi_a.cpp", "multi_b.cpp"], vec![]),
         n if n.starts_with('p') => numbered(n),

@@ -6,7 +6,9 @@
  *   -DNULL_REGISTER      register_passes is NULL
  *   -DREGISTER_RESULT=n  what register_passes returns after adding its passes (default 0)
  *   -DNULL_FUNCTION      also adds a pass "broken" with a NULL function, ignoring the refusal
- *   -DUNRESOLVED         refers to a function no library defines (RTLD_NOW must refuse it) */
+ *   -DUNRESOLVED         refers to a function no library defines (RTLD_NOW must refuse it)
+ *   -DSTALE              keeps the registrar and offers a pass "add_late" that calls add_pass
+ *                        with it after registration has ended */
 #include "dylease.h"
 
 #ifndef ABI
@@ -31,8 +33,19 @@ extern int dylease_test_symbol_nobody_defines(void);
 static int calls_missing(void) { return dylease_test_symbol_nobody_defines(); }
 #endif
 
+#ifdef STALE
+static const dylease_host_api *kept_api;
+static dylease_registrar *kept_reg;
+static int add_late(void) { return kept_api->add_pass(kept_reg, "late", (dylease_fn)seven, 0); }
+#endif
+
 __attribute__((unused)) static int32_t register_passes(const dylease_host_api *api, dylease_registrar *reg) {
     registrations += 1;
+#ifdef STALE
+    kept_api = api;
+    kept_reg = reg;
+    if (api->add_pass(reg, "add_late", (dylease_fn)add_late, 0) != 0) return -1;
+#endif
     if (api->add_pass(reg, "seven", (dylease_fn)seven, 0) != 0) return -1;
     if (api->add_pass(reg, "registrations", (dylease_fn)get_registrations, 0) != 0) return -1;
 #ifdef NULL_FUNCTION
