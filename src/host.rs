@@ -157,8 +157,8 @@ impl PluginHost {
         }
         let generation = life.loaded + 1;
         // Plugin code runs inside `load`, under the lock; the mark made by `acquire_slow`
-        // turns a nested `acquire()` into `Error::Reentrant`. A failed load returns before any strong
-        // reference exists, so nothing is dropped under the lock but `Weak`s.
+        // turns a nested `acquire()` into `Error::Reentrant`. A failed load returns before
+        // any strong reference exists, so nothing is dropped under the lock but `Weak`s.
         let builder = self.load()?;
         // Until the lock is released, the only strong reference must not be dropped, not even
         // by an unwind: `PluginSet::drop` would take the lock this thread holds. Should the
