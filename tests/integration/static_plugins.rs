@@ -168,30 +168,35 @@ fn nested_acquire_from_registration_or_unload_fails_fast_with_reentrant() {
     within(30, nested_acquire_body);
 }
 
-fn nested_acquire_body() {
-    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+/// A host whose static plugin calls `acquire()` on its own host from its register function
+/// and from its unload hook, logging each result.
+fn self_acquiring_host() -> (Arc<PluginHost>, Log) {
+    let seen = Log::default();
     let this_host: Arc<OnceLock<Weak<PluginHost>>> = Arc::default();
     let (s, h) = (seen.clone(), this_host.clone());
+    let nested = move |when: &str, h: &OnceLock<Weak<PluginHost>>, s: &Log| {
+        let host = h.get().unwrap().upgrade().unwrap();
+        s.lock()
+            .unwrap()
+            .push(format!("{when}: {:?}", host.acquire().map(|_| ())));
+    };
     let host = Arc::new(
         PluginHost::builder()
             .static_plugin("nested", move |reg| {
-                let host = h.get().unwrap().upgrade().unwrap();
-                s.lock()
-                    .unwrap()
-                    .push(format!("register: {:?}", host.acquire().map(|_| ())));
+                nested("register", &h, &s);
                 let (s, h) = (s.clone(), h.clone());
-                reg.on_unload(move || {
-                    let host = h.get().unwrap().upgrade().unwrap();
-                    s.lock()
-                        .unwrap()
-                        .push(format!("unload: {:?}", host.acquire().map(|_| ())));
-                });
+                reg.on_unload(move || nested("unload", &h, &s));
                 Ok(())
             })
             .build()
             .unwrap(),
     );
     this_host.set(Arc::downgrade(&host)).unwrap();
+    (host, seen)
+}
+
+fn nested_acquire_body() {
+    let (host, seen) = self_acquiring_host();
     drop(host.acquire().unwrap());
     assert_eq!(
         *seen.lock().unwrap(),
@@ -370,29 +375,16 @@ fn nested_acquire_from_an_unload_on_an_exiting_thread_still_fails_fast() {
         static HELD: RefCell<Option<dylease::Lease>> = const { RefCell::new(None) };
     }
     within(30, || {
-        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-        let this_host: Arc<OnceLock<Weak<PluginHost>>> = Arc::default();
-        let (s, h) = (seen.clone(), this_host.clone());
-        let host = Arc::new(
-            PluginHost::builder()
-                .static_plugin("nested", move |reg| {
-                    let (s, h) = (s.clone(), h.clone());
-                    reg.on_unload(move || {
-                        let host = h.get().unwrap().upgrade().unwrap();
-                        s.lock().unwrap().push(format!("{:?}", host.acquire().map(|_| ())));
-                    });
-                    Ok(())
-                })
-                .build()
-                .unwrap(),
-        );
-        this_host.set(Arc::downgrade(&host)).unwrap();
+        let (host, seen) = self_acquiring_host();
         let h = host.clone();
         std::thread::spawn(move || {
             HELD.with(|held| *held.borrow_mut() = Some(h.acquire().unwrap()));
         })
         .join()
         .unwrap();
-        assert_eq!(*seen.lock().unwrap(), ["Err(Reentrant)"]);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            ["register: Err(Reentrant)", "unload: Err(Reentrant)"]
+        );
     });
 }
