@@ -67,8 +67,9 @@ impl fmt::Debug for PluginHost {
 /// after the `PluginHost` value is gone.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    /// The current set, if any lease of it is alive. Never keeps it alive by itself.
-    slot: Slot<PluginSet>,
+    /// The home of the current set: holds it while any lease of it is alive, never keeps it
+    /// alive by itself, and is filled again by the next load.
+    pub(crate) slot: Slot<PluginSet>,
     life: Mutex<Life>,
     /// Signalled when a generation finishes unloading.
     unloaded: Condvar,
@@ -93,7 +94,7 @@ impl Shared {
         self as *const Shared as usize
     }
 
-    /// Called by the set of `generation` once its teardown is complete.
+    /// Called once the set of `generation` has been dropped and the slot is vacant.
     pub(crate) fn mark_unloaded(&self, generation: u64) {
         let mut life = self.life.lock();
         life.unloaded = generation;
@@ -111,8 +112,8 @@ impl PluginHost {
 
     /// A lease of this host's plugin set, loading the set if no lease of it is alive.
     ///
-    /// The fast path, taken while any lease is alive, takes no lock: it upgrades the weak
-    /// reference in the slot. Otherwise the calling thread takes the host's lock, waits for
+    /// The fast path, taken while any lease is alive, takes no lock: one compare-and-swap on
+    /// the set's lease count. Otherwise the calling thread takes the host's lock, waits for
     /// a set that is still unloading to finish (so a library is never reopened before its
     /// previous unload completed), and loads a new generation. Concurrent callers wait for
     /// that load and share its result.
@@ -158,17 +159,22 @@ impl PluginHost {
         let generation = life.loaded + 1;
         // Plugin code runs inside `load`, under the lock; the mark made by `acquire_slow`
         // turns a nested `acquire()` into `Error::Reentrant`. A failed load returns before
-        // any strong reference exists, so nothing is dropped under the lock but `Weak`s.
+        // any lease exists, so nothing that could unload is dropped under the lock.
         let builder = self.load()?;
-        // Until the lock is released, the only strong reference must not be dropped, not even
-        // by an unwind: `PluginSet::drop` would take the lock this thread holds. Should the
-        // two plain stores below ever panic, the set leaks instead of deadlocking.
-        let set = ManuallyDrop::new(Arc::new(builder.finish(generation, self.shared.clone())));
-        self.shared.slot.store(Arc::downgrade(&set));
+        let set = builder.finish(generation, self.shared.clone());
+        // SAFETY: the slot is vacant: no lease upgraded (checked above under the lock) and
+        // `unloaded == loaded`, so the last set's drop has finished and marked itself; only
+        // the holder of the lock fills. The set holds an `Arc` of `Shared`, which contains
+        // the slot, so the slot outlives the set.
+        let lease = unsafe { self.shared.slot.fill(set) };
+        // Until the lock is released, the only lease must not be dropped, not even by an
+        // unwind: its drop would take the lock this thread holds. Should the two plain stores
+        // below ever panic, the set leaks instead of deadlocking.
+        let lease = ManuallyDrop::new(lease);
         life.loaded = generation;
         self.shared.loaded_gen.store(generation, Ordering::Release);
         drop(life);
-        Ok(Lease(ManuallyDrop::into_inner(set)))
+        Ok(Lease(ManuallyDrop::into_inner(lease)))
     }
 
     /// Runs the load pipeline over every planned plugin. On failure everything registered so
@@ -294,7 +300,7 @@ impl HostBuilder {
             sources: self.sources.into(),
             policy: self.policy,
             shared: Arc::new(Shared {
-                slot: Slot::empty(),
+                slot: Slot::vacant(),
                 life: Mutex::new(Life::default()),
                 unloaded: Condvar::new(),
                 loaded_gen: AtomicU64::new(0),

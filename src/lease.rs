@@ -5,9 +5,10 @@ use core::ffi::c_void;
 use std::fmt;
 use std::ops::Deref;
 
+use crate::host::Shared;
 use crate::pass_fn::PassFn;
 use crate::set::{PassInfo, PluginSet};
-use crate::sync::{Arc, Weak};
+use crate::sync::{Arc, Strong};
 
 /// A share in a loaded [`PluginSet`]: while any lease of a set exists, its plugins stay
 /// loaded; when the last one is dropped, the set unloads before that drop returns.
@@ -32,7 +33,7 @@ use crate::sync::{Arc, Weak};
 /// # Ok::<(), dylease::Error>(())
 /// ```
 #[derive(Clone)]
-pub struct Lease(pub(crate) Arc<PluginSet>);
+pub struct Lease(pub(crate) Strong<PluginSet>);
 
 impl Deref for Lease {
     type Target = PluginSet;
@@ -52,12 +53,12 @@ impl fmt::Debug for Lease {
 impl Lease {
     /// A weak lease: it observes the set without keeping it loaded.
     pub fn downgrade(&self) -> WeakLease {
-        WeakLease(Arc::downgrade(&self.0))
+        WeakLease(Some((Arc::clone(self.host()), self.generation())))
     }
 
     /// Whether two leases share one set.
     pub fn ptr_eq(a: &Lease, b: &Lease) -> bool {
-        Arc::ptr_eq(&a.0, &b.0)
+        Strong::ptr_eq(&a.0, &b.0)
     }
 
     /// The pass registered under `name`, typed as `F`, borrowing this lease: it cannot
@@ -146,14 +147,20 @@ impl Lease {
 /// A weak lease: observes a set without keeping its plugins loaded.
 ///
 /// It does not deref to the set; [`upgrade`](WeakLease::upgrade) it to use the plugins.
+///
+/// `WeakLease::default()` observes nothing: its `upgrade` always returns `None`.
 #[derive(Clone, Default)]
-pub struct WeakLease(Weak<PluginSet>);
+pub struct WeakLease(Option<(Arc<Shared>, u64)>);
 
 impl WeakLease {
     /// A lease of the same set if it is still loaded, `None` once its last lease was dropped
-    /// (an unloading set is never handed out).
+    /// (an unloading set is never handed out, nor a later generation of the same host).
     pub fn upgrade(&self) -> Option<Lease> {
-        self.0.upgrade().map(Lease)
+        let (host, generation) = self.0.as_ref()?;
+        // The host's slot holds one generation at a time; a lease of a later one is dropped
+        // again (outside any lock, as every lease drop must be).
+        let lease = Lease(host.slot.upgrade()?);
+        (lease.generation() == *generation).then_some(lease)
     }
 }
 

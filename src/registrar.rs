@@ -204,9 +204,9 @@ impl Registrar {
     }
 }
 
-thread_local! {
+crate::sync::cell_thread_local! {
     /// The registrar whose `register_passes` call is running on this thread, if any.
-    static ACTIVE: Cell<*mut dylease_registrar> = const { Cell::new(std::ptr::null_mut()) };
+    static ACTIVE: Cell<*mut dylease_registrar> = std::ptr::null_mut();
 }
 
 /// `add_pass` as plugins see it through [`dylease_host_api`].

@@ -9,7 +9,7 @@ use crate::error::Origin;
 use crate::host::Shared;
 use crate::pipeline::{Teardown, teardown_all};
 use crate::registrar::UserData;
-use crate::sync::{Arc, Exclusive, inside_host};
+use crate::sync::{Arc, Exclusive, Tenant, inside_host};
 
 /// One loaded plugin, as seen through a lease.
 #[derive(Debug, Clone)]
@@ -123,6 +123,11 @@ impl PluginSet {
         self.index.get(name).copied()
     }
 
+    /// The shared state of the host this set belongs to.
+    pub(crate) fn host(&self) -> &Arc<Shared> {
+        &self.host
+    }
+
     /// Whether a pass is registered under `name`.
     pub fn contains_pass(&self, name: &str) -> bool {
         self.index.contains_key(name)
@@ -186,8 +191,8 @@ impl SetBuilder {
         teardown_all(self.teardown);
     }
 
-    /// The finished set. Construct it only where it goes straight into an `Arc` whose last
-    /// drop happens outside the host's lock (its `Drop` takes that lock).
+    /// The finished set. Construct it only where it goes straight into the host's slot, whose
+    /// last lease is dropped outside the host's lock (that drop takes the lock).
     pub(crate) fn finish(self, generation: u64, host: Arc<Shared>) -> PluginSet {
         PluginSet {
             generation,
@@ -202,21 +207,37 @@ impl SetBuilder {
 
 impl Drop for PluginSet {
     fn drop(&mut self) {
-        // Marks the generation unloaded when this drop ends, however it ends: a panic that
-        // escaped teardown must not leave loaders waiting for ever. (Libraries not yet closed
-        // when a panic unwinds are closed by their own `Drop`.)
-        struct MarkUnloaded<'a>(&'a Shared, u64);
-        impl Drop for MarkUnloaded<'_> {
-            fn drop(&mut self) {
-                self.0.mark_unloaded(self.1);
-            }
-        }
-        let _mark = MarkUnloaded(&self.host, self.generation);
         // Unload code runs outside the host's lock; loaders that arrive meanwhile see that
         // this generation has not finished unloading and wait (invariant I1). The re-entrancy
         // mark makes an `acquire()` from unload code fail instead of waiting for itself. (The
         // thread cannot already be inside this host: no set of it is alive during its load.)
         let teardown = std::mem::take(self.teardown.get_mut());
         inside_host(self.host.id(), |_| teardown_all(teardown));
+    }
+}
+
+impl Tenant for PluginSet {
+    type Leaving = Unloaded;
+
+    fn leaving(&self) -> Unloaded {
+        Unloaded {
+            host: Arc::clone(&self.host),
+            generation: self.generation,
+        }
+    }
+}
+
+/// Marks a generation unloaded when dropped, which the slot does right after the set's drop
+/// finished, however it finished: a panic that escaped teardown must not leave loaders
+/// waiting for ever. (Libraries not yet closed when a panic unwinds are closed by their own
+/// `Drop`.) It holds the host's shared state, which contains the slot, alive until then.
+pub(crate) struct Unloaded {
+    host: Arc<Shared>,
+    generation: u64,
+}
+
+impl Drop for Unloaded {
+    fn drop(&mut self) {
+        self.host.mark_unloaded(self.generation);
     }
 }

@@ -292,6 +292,30 @@ fn the_set_unloads_even_when_the_host_value_is_dropped_first() {
 }
 
 #[test]
+fn a_weak_lease_upgrades_only_to_its_own_generation() {
+    let host = PluginHost::builder()
+        .static_plugin("a", |_: &mut Registrar| Ok(()))
+        .build()
+        .unwrap();
+    assert!(dylease::WeakLease::default().upgrade().is_none());
+    let first = host.acquire().unwrap();
+    let weak = first.downgrade();
+    let again = weak.upgrade().expect("generation 1 is alive");
+    assert!(dylease::Lease::ptr_eq(&first, &again));
+    drop((first, again));
+    assert!(!host.is_loaded());
+    assert!(weak.upgrade().is_none());
+    // The next generation lives in the same place: the old weak lease must not reach it.
+    let second = host.acquire().unwrap();
+    assert_eq!(second.generation(), 2);
+    assert!(weak.upgrade().is_none());
+    assert!(second.downgrade().upgrade().is_some());
+    // The refused upgrade took no share of generation 2 with it.
+    drop(second);
+    assert!(!host.is_loaded());
+}
+
+#[test]
 fn a_load_waits_until_the_previous_generation_finished_unloading() {
     use std::sync::Barrier;
     use std::thread;

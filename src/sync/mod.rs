@@ -1,0 +1,184 @@
+//! The synchronisation shim: every `Arc`, lock, condition variable, atomic, the slot and the
+//! thread-locals the crate uses come from here, and nothing else in the crate names `std::sync`
+//! or loom. Keeping them in one place is what lets the protocol be model-checked: under
+//! `--cfg loom` the backing types are loom's, so the loom models in `loom-tests/` explore the
+//! crate's real code.
+
+use std::cell::Cell;
+
+mod slot;
+
+pub(crate) use imp::{Arc, AtomicU64, Ordering};
+pub(crate) use slot::{Slot, Strong, Tenant};
+
+/// The backing types of the default build.
+#[cfg(not(loom))]
+mod imp {
+    pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+    pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+    /// `std::cell::UnsafeCell` behind loom's closure-based API, so the slot's code is the same
+    /// in both builds.
+    #[derive(Debug)]
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub(crate) fn new(value: T) -> Self {
+            UnsafeCell(std::cell::UnsafeCell::new(value))
+        }
+
+        #[inline]
+        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0.get())
+        }
+
+        #[inline]
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+
+    /// Unwraps a lock result: this crate's locks ignore poisoning (see [`super::Mutex`]).
+    pub(crate) fn unpoison<G>(result: std::sync::LockResult<G>) -> G {
+        result.unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The backing types under `--cfg loom`: every access is visible to the model checker. loom's
+/// `UnsafeCell` also checks that the slot's orderings order every write of the value before
+/// every read of it.
+#[cfg(loom)]
+mod imp {
+    pub(crate) use loom::cell::UnsafeCell;
+    pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+    pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+    /// Unwraps a lock result: this crate's locks ignore poisoning (see [`super::Mutex`]).
+    pub(crate) fn unpoison<G>(result: std::sync::LockResult<G>) -> G {
+        result.unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Declares a thread-local `Cell` that loom sees as per-thread under `--cfg loom` (std's
+/// thread-locals would be shared by all loom threads, which run on one OS thread). In the
+/// default build it is a `const` thread-local without drop glue, usable while a thread exits.
+macro_rules! cell_thread_local {
+    ($(#[$attr:meta])* static $name:ident: Cell<$t:ty> = $init:expr;) => {
+        #[cfg(not(loom))]
+        std::thread_local! {
+            $(#[$attr])* static $name: std::cell::Cell<$t> = const { std::cell::Cell::new($init) };
+        }
+        #[cfg(loom)]
+        loom::thread_local! {
+            $(#[$attr])* static $name: std::cell::Cell<$t> = std::cell::Cell::new($init);
+        }
+    };
+}
+pub(crate) use cell_thread_local;
+
+/// A mutex without poisoning: a panic in plugin teardown must not make the host unusable
+/// for ever, and every critical section in this crate leaves its data consistent at each
+/// step, so the guard of a poisoned lock is taken as it is.
+#[derive(Debug, Default)]
+pub(crate) struct Mutex<T>(imp::Mutex<T>);
+
+pub(crate) type MutexGuard<'a, T> = imp::MutexGuard<'a, T>;
+
+impl<T> Mutex<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Mutex(imp::Mutex::new(value))
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+        imp::unpoison(self.0.lock())
+    }
+}
+
+/// A condition variable paired with [`Mutex`], equally indifferent to poisoning.
+#[derive(Debug, Default)]
+pub(crate) struct Condvar(imp::Condvar);
+
+impl Condvar {
+    pub(crate) fn new() -> Self {
+        Condvar(imp::Condvar::new())
+    }
+
+    pub(crate) fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+        imp::unpoison(self.0.wait(guard))
+    }
+
+    pub(crate) fn notify_all(&self) {
+        self.0.notify_all();
+    }
+}
+
+/// One host this thread is inside, in a list threaded through the stack frames of
+/// [`inside_host`] calls: no allocation, no limit, and no thread-local destructor.
+struct InsideNode {
+    id: usize,
+    outer: *const InsideNode,
+}
+
+cell_thread_local! {
+    /// The innermost host whose load or unload this thread is running. Without drop glue, so
+    /// it stays usable while the thread exits and its other thread-locals are being destroyed
+    /// (a lease may be dropped by a thread-local destructor).
+    static INSIDE: Cell<*const InsideNode> = std::ptr::null();
+}
+
+/// Runs `f` with this thread marked as running a load or unload of host `id`. `f` learns
+/// whether the thread already was inside that host: then waiting for the host would wait for
+/// itself, and nothing new is marked.
+pub(crate) fn inside_host<R>(id: usize, f: impl FnOnce(bool) -> R) -> R {
+    let innermost = INSIDE.with(Cell::get);
+    let mut node = innermost;
+    while !node.is_null() {
+        // SAFETY: every node in the list lives in the frame of an `inside_host` call that is
+        // still running on this thread (each call unlinks its node before returning or
+        // unwinding, below), so it outlives this loop.
+        let current = unsafe { &*node };
+        if current.id == id {
+            return f(true);
+        }
+        node = current.outer;
+    }
+    /// Unlinks the node when the call ends, however it ends.
+    struct Unlink(*const InsideNode);
+    impl Drop for Unlink {
+        fn drop(&mut self) {
+            INSIDE.with(|inside| inside.set(self.0));
+        }
+    }
+    let node = InsideNode { id, outer: innermost };
+    INSIDE.with(|inside| inside.set(&node));
+    let _unlink = Unlink(innermost);
+    f(false)
+}
+
+/// A value reachable only through `&mut` (or by value), which makes it `Sync` even when the
+/// value is only `Send`: no `&T` is ever handed out, so no two threads can touch it at once.
+/// (The same idea as the unstable `std::sync::Exclusive`.) A plugin set holds its teardown
+/// work in one, so that unload hooks need only be `Send`. (No derived `Debug`: it would read
+/// `T` through `&self`.)
+pub(crate) struct Exclusive<T>(T);
+
+impl<T> std::fmt::Debug for Exclusive<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exclusive").finish_non_exhaustive()
+    }
+}
+
+// SAFETY: `Exclusive` offers no access through a shared reference; every access goes through
+// `&mut self` or `self`, which Rust already makes exclusive. Sharing `&Exclusive<T>` between
+// threads therefore shares nothing of `T`, and sending the value needs `T: Send`.
+unsafe impl<T: Send> Sync for Exclusive<T> {}
+
+impl<T> Exclusive<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Exclusive(value)
+    }
+
+    pub(crate) fn get_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
