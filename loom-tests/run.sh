@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs dylease's loom models: the crate's real code, built with `--cfg loom`, through every
+# interleaving up to a preemption bound. Then checks that the models can fail: with a
+# deliberately broken upgrade compiled in, a model must catch it.
+#
+#   loom-tests/run.sh                          # the CI bound (3)
+#   LOOM_MAX_PREEMPTIONS=4 loom-tests/run.sh   # a deeper run before a release
+#
+# Builds in release mode with debug assertions, into target/loom (its own directory, since
+# `--cfg loom` changes every crate's build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}"
+# A model that fails can abort (a second panic while loom objects unwind): keep its report.
+export RUST_BACKTRACE=0
+flags="--cfg loom -C debug-assertions"
+target=target/loom
+
+echo "== loom models at LOOM_MAX_PREEMPTIONS=$LOOM_MAX_PREEMPTIONS"
+started=$SECONDS
+RUSTFLAGS="$flags" cargo test --release --target-dir "$target" -p dylease-loom-tests --test models \
+  -- --test-threads=1 --nocapture 2>&1 | sed -nE 's/.*(loom model .*)/\1/p; /^test result|panicked|FAILED|^error/p'
+# `grep` above only filters the report; the exit status is the test run's.
+status=${PIPESTATUS[0]}
+if [ "$status" -ne 0 ]; then
+  echo "loom models FAILED (exit $status)" >&2
+  exit "$status"
+fi
+echo "== all loom models passed in $((SECONDS - started)) s"
+
+# The model of the models: an upgrade that checks for zero and then increments (a race) must
+# make model 2 fail. An aborted run counts as a failure, as loom failures can surface as one.
+echo "== broken-upgrade check: model 2 must fail with --cfg dylease_broken_upgrade"
+set +e
+RUSTFLAGS="$flags --cfg dylease_broken_upgrade" cargo test --release --target-dir "$target/broken" \
+  -p dylease-loom-tests --test models -- --test-threads=1 --nocapture model_2 >"$target/broken.log" 2>&1
+broken=$?
+set -e
+if [ "$broken" -eq 0 ]; then
+  echo "the loom models did NOT catch a broken upgrade: they cannot fail as they must" >&2
+  tail -20 "$target/broken.log" >&2
+  exit 1
+fi
+if ! grep -qE "I2|Causality|panicked|double|uninit|SIGABRT|signal: 6" "$target/broken.log"; then
+  echo "model 2 failed with the broken upgrade, but not in a model (exit $broken):" >&2
+  tail -20 "$target/broken.log" >&2
+  exit 1
+fi
+echo "model 2 caught the broken upgrade (exit $broken):"
+grep -m1 -E "Causality|I2|signal" "$target/broken.log" | cut -c1-200 || true
+echo "== loom: $((SECONDS - started)) s in all"

@@ -1,0 +1,281 @@
+//! Loom models of the lease lifecycle: each runs dylease's real code, built with `--cfg loom`,
+//! through every interleaving up to the preemption bound, and asserts the invariant of
+//! `DESIGN.md` it is named after. Run them with `loom-tests/run.sh`.
+//!
+//! dlopen cannot run under loom, so the plugins are static plugins whose load and unload
+//! record into loom atomics ([`Probe`]).
+#![cfg(loom)]
+
+use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+use std::time::Instant;
+
+use dylease::{Error, Lease, PluginHost, Registrar};
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use loom::thread;
+
+/// Runs `model` under loom with the bound from `LOOM_MAX_PREEMPTIONS` (run.sh sets it), and
+/// prints how many interleavings it explored and how long that took.
+fn check(name: &str, model: impl Fn() + Send + Sync + 'static) {
+    static ITERATIONS: StdAtomicUsize = StdAtomicUsize::new(0);
+    // Tests run one at a time (run.sh passes `--test-threads=1`), so one counter serves all.
+    ITERATIONS.store(0, std::sync::atomic::Ordering::Relaxed);
+    let started = Instant::now();
+    loom::model::Builder::new().check(move || {
+        ITERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        model();
+    });
+    println!(
+        "loom model {name}: {} interleavings in {:.2} s",
+        ITERATIONS.load(std::sync::atomic::Ordering::Relaxed),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// What a static plugin's loads and unloads recorded.
+#[derive(Default)]
+struct Probe {
+    /// Registrations begun (each load calls the plugin's registration once).
+    loads: AtomicUsize,
+    /// Unload hooks run.
+    unloads: AtomicUsize,
+}
+
+impl Probe {
+    /// Loaded generations not yet unloaded.
+    fn live(&self) -> usize {
+        self.loads.load(SeqCst) - self.unloads.load(SeqCst)
+    }
+}
+
+/// A static plugin that records into `probe`, and checks I1 as each load begins: the previous
+/// generation's unload has finished.
+fn recording(probe: &Arc<Probe>) -> impl Fn(&mut Registrar) -> Result<(), Error> + Send + Sync + 'static {
+    let probe = probe.clone();
+    move |reg: &mut Registrar| {
+        let unloads = probe.unloads.load(SeqCst);
+        let loads = probe.loads.fetch_add(1, SeqCst);
+        assert_eq!(loads, unloads, "I1: a load began before the previous generation finished unloading");
+        let probe = probe.clone();
+        reg.on_unload(move || {
+            probe.unloads.fetch_add(1, SeqCst);
+        });
+        Ok(())
+    }
+}
+
+fn host_with(probe: &Arc<Probe>) -> PluginHost {
+    PluginHost::builder().static_plugin("probe", recording(probe)).build().unwrap()
+}
+
+/// I2: the lease refers to a fully loaded set that is not unloading: its plugin list is
+/// readable (loom checks that read against the set's write and drop) and its generation's
+/// unload has not run.
+fn assert_live(lease: &Lease, probe: &Probe) {
+    assert_eq!(lease.plugins().len(), 1, "I2: a lease sees a set that is not fully loaded");
+    assert_eq!(lease.plugins()[0].name(), "probe");
+    assert_eq!(probe.live(), 1, "I2: a lease sees a set whose unload has run");
+}
+
+/// 1. Two threads race the first `acquire()`: exactly one load, and both leases are of the same
+///    set.
+#[test]
+fn model_1_first_acquire_race_loads_once() {
+    check("1 first acquire race (one load)", || {
+        let probe = Arc::new(Probe::default());
+        let host = Arc::new(host_with(&probe));
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let (host, probe) = (host.clone(), probe.clone());
+                thread::spawn(move || {
+                    let lease = host.acquire().unwrap();
+                    assert_live(&lease, &probe);
+                    lease
+                })
+            })
+            .collect();
+        let leases: Vec<Lease> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert!(Lease::ptr_eq(&leases[0], &leases[1]), "both leases must share one set");
+        assert_eq!(probe.loads.load(SeqCst), 1, "exactly one load");
+        assert_eq!(leases[0].generation(), 1);
+        drop(leases);
+        assert_eq!(probe.unloads.load(SeqCst), 1);
+        assert!(!host.is_loaded());
+    });
+}
+
+/// 2. The last lease drops on one thread while another acquires: a new load starts only after
+///    the old unload finished (I1, asserted by the plugin), and no lease ever observes an
+///    unloading set (I2).
+#[test]
+fn model_2_last_drop_races_acquire() {
+    check("2 last drop vs acquire (I1, I2)", || {
+        let probe = Arc::new(Probe::default());
+        let host = Arc::new(host_with(&probe));
+        let first = host.acquire().unwrap();
+        let dropper = thread::spawn(move || drop(first));
+        let acquirer = {
+            let (host, probe) = (host.clone(), probe.clone());
+            thread::spawn(move || {
+                let lease = host.acquire().unwrap();
+                assert_live(&lease, &probe);
+                lease.generation()
+            })
+        };
+        dropper.join().unwrap();
+        let generation = acquirer.join().unwrap();
+        assert!(generation == 1 || generation == 2);
+        // Every generation that loaded has unloaded, each exactly once (I3).
+        assert_eq!(probe.loads.load(SeqCst), generation as usize);
+        assert_eq!(probe.unloads.load(SeqCst), generation as usize);
+        assert!(!host.is_loaded());
+    });
+}
+
+/// 3. Three threads clone and drop leases of one set: exactly one unload, after the last drop
+///    (I3).
+#[test]
+fn model_3_clones_dropped_on_three_threads_unload_once() {
+    check("3 clone/drop on three threads (I3)", || {
+        let probe = Arc::new(Probe::default());
+        let host = host_with(&probe);
+        let lease = host.acquire().unwrap();
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                let (lease, probe) = (lease.clone(), probe.clone());
+                thread::spawn(move || {
+                    let again = lease.clone();
+                    drop(lease);
+                    // This thread still holds a lease: nothing may have unloaded.
+                    assert_live(&again, &probe);
+                    drop(again);
+                })
+            })
+            .collect();
+        drop(lease);
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        // The last drop, wherever it happened, unloaded before it returned.
+        assert_eq!(probe.loads.load(SeqCst), 1);
+        assert_eq!(probe.unloads.load(SeqCst), 1, "I3: exactly one unload after the last drop");
+        assert!(!host.is_loaded());
+    });
+}
+
+/// 4. `WeakLease::upgrade` races the last drop: it returns either a live lease or `None`.
+#[test]
+fn model_4_weak_upgrade_races_last_drop() {
+    check("4 weak upgrade vs last drop", || {
+        let probe = Arc::new(Probe::default());
+        let host = host_with(&probe);
+        let lease = host.acquire().unwrap();
+        let weak = lease.downgrade();
+        let dropper = thread::spawn(move || drop(lease));
+        let upgrader = {
+            let probe = probe.clone();
+            thread::spawn(move || match weak.upgrade() {
+                Some(lease) => {
+                    assert_live(&lease, &probe);
+                    assert_eq!(lease.generation(), 1);
+                    true
+                }
+                None => false,
+            })
+        };
+        dropper.join().unwrap();
+        let _upgraded = upgrader.join().unwrap();
+        assert_eq!(probe.loads.load(SeqCst), 1);
+        assert_eq!(probe.unloads.load(SeqCst), 1);
+        assert!(!host.is_loaded());
+    });
+}
+
+/// 5. A load that fails races another `acquire()`: the failed attempt leaves nothing loaded
+///    (the plugin registered before the failure is unloaded again), and the retry succeeds
+///    (I5).
+#[test]
+fn model_5_failed_load_races_acquire() {
+    check("5 failed load vs acquire (I5)", || {
+        let probe = Arc::new(Probe::default());
+        let failed_once = Arc::new(AtomicBool::new(false));
+        let host = {
+            let failed_once = failed_once.clone();
+            Arc::new(
+                PluginHost::builder()
+                    .static_plugin("probe", recording(&probe))
+                    .static_plugin("flaky", move |_: &mut Registrar| {
+                        if failed_once.swap(true, SeqCst) {
+                            Ok(())
+                        } else {
+                            Err(Error::custom("fails the first time"))
+                        }
+                    })
+                    .build()
+                    .unwrap(),
+            )
+        };
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let host = host.clone();
+                thread::spawn(move || host.acquire())
+            })
+            .collect();
+        let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let failures = results.iter().filter(|r| r.is_err()).count();
+        assert_eq!(failures, 1, "exactly the first load fails");
+        let error = results.iter().find_map(|r| r.as_ref().err()).unwrap();
+        assert!(error.to_string().contains("flaky"), "the error names the plugin: {error}");
+        // The successful load is generation 1: the failed one counted for nothing.
+        let lease = results.iter().find_map(|r| r.as_ref().ok()).unwrap();
+        assert_eq!(lease.generation(), 1);
+        assert_eq!(lease.plugins().len(), 2);
+        // Two registrations of "probe" (the failed attempt's and the good one), one unload so
+        // far: the failed attempt's.
+        assert_eq!(probe.loads.load(SeqCst), 2);
+        assert_eq!(probe.unloads.load(SeqCst), 1);
+        drop(results);
+        assert_eq!(probe.unloads.load(SeqCst), 2);
+        assert!(!host.is_loaded());
+    });
+}
+
+/// 6. A nested `acquire()` from inside a static plugin's registration and from its unload hook
+///    returns `Error::Reentrant`, while another thread acquires too; the model finishing proves
+///    there is no deadlock (loom fails a model whose threads all block) (I4).
+#[test]
+fn model_6_nested_acquire_is_reentrant_not_a_deadlock() {
+    check("6 nested acquire (I4)", || {
+        let host_cell: Arc<std::sync::OnceLock<std::sync::Weak<PluginHost>>> = Arc::default();
+        let nested = Arc::new(AtomicUsize::new(0));
+        let register = {
+            let (host_cell, nested) = (host_cell.clone(), nested.clone());
+            move |reg: &mut Registrar| {
+                let this = host_cell.get().and_then(std::sync::Weak::upgrade).unwrap();
+                assert!(matches!(this.acquire(), Err(Error::Reentrant)), "nested acquire in register");
+                nested.fetch_add(1, SeqCst);
+                let (host_cell, nested) = (host_cell.clone(), nested.clone());
+                reg.on_unload(move || {
+                    // The host may be gone by now; if not, a nested acquire must fail fast.
+                    if let Some(this) = host_cell.get().and_then(std::sync::Weak::upgrade) {
+                        assert!(matches!(this.acquire(), Err(Error::Reentrant)), "nested acquire in unload");
+                        nested.fetch_add(1, SeqCst);
+                    }
+                });
+                Ok(())
+            }
+        };
+        let host = std::sync::Arc::new(PluginHost::builder().static_plugin("nested", register).build().unwrap());
+        host_cell.set(std::sync::Arc::downgrade(&host)).unwrap();
+        let other = {
+            let host = host.clone();
+            thread::spawn(move || drop(host.acquire().unwrap()))
+        };
+        drop(host.acquire().unwrap());
+        other.join().unwrap();
+        // At least one load and its unload ran, each with its nested acquire refused.
+        let nested = nested.load(SeqCst);
+        assert!(nested >= 2 && nested % 2 == 0, "every load and unload tried a nested acquire");
+        assert!(!host.is_loaded());
+    });
+}
