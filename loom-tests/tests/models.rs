@@ -55,7 +55,10 @@ fn recording(probe: &Arc<Probe>) -> impl Fn(&mut Registrar) -> Result<(), Error>
     move |reg: &mut Registrar| {
         let unloads = probe.unloads.load(SeqCst);
         let loads = probe.loads.fetch_add(1, SeqCst);
-        assert_eq!(loads, unloads, "I1: a load began before the previous generation finished unloading");
+        assert_eq!(
+            loads, unloads,
+            "I1: a load began before the previous generation finished unloading"
+        );
         let probe = probe.clone();
         reg.on_unload(move || {
             probe.unloads.fetch_add(1, SeqCst);
@@ -65,14 +68,21 @@ fn recording(probe: &Arc<Probe>) -> impl Fn(&mut Registrar) -> Result<(), Error>
 }
 
 fn host_with(probe: &Arc<Probe>) -> PluginHost {
-    PluginHost::builder().static_plugin("probe", recording(probe)).build().unwrap()
+    PluginHost::builder()
+        .static_plugin("probe", recording(probe))
+        .build()
+        .unwrap()
 }
 
 /// I2: the lease refers to a fully loaded set that is not unloading: its plugin list is
 /// readable (loom checks that read against the set's write and drop) and its generation's
 /// unload has not run.
 fn assert_live(lease: &Lease, probe: &Probe) {
-    assert_eq!(lease.plugins().len(), 1, "I2: a lease sees a set that is not fully loaded");
+    assert_eq!(
+        lease.plugins().len(),
+        1,
+        "I2: a lease sees a set that is not fully loaded"
+    );
     assert_eq!(lease.plugins()[0].name(), "probe");
     assert_eq!(probe.live(), 1, "I2: a lease sees a set whose unload has run");
 }
@@ -158,7 +168,11 @@ fn model_3_clones_dropped_on_three_threads_unload_once() {
         }
         // The last drop, wherever it happened, unloaded before it returned.
         assert_eq!(probe.loads.load(SeqCst), 1);
-        assert_eq!(probe.unloads.load(SeqCst), 1, "I3: exactly one unload after the last drop");
+        assert_eq!(
+            probe.unloads.load(SeqCst),
+            1,
+            "I3: exactly one unload after the last drop"
+        );
         assert!(!host.is_loaded());
     });
 }
@@ -225,7 +239,10 @@ fn model_5_failed_load_races_acquire() {
         let failures = results.iter().filter(|r| r.is_err()).count();
         assert_eq!(failures, 1, "exactly the first load fails");
         let error = results.iter().find_map(|r| r.as_ref().err()).unwrap();
-        assert!(error.to_string().contains("flaky"), "the error names the plugin: {error}");
+        assert!(
+            error.to_string().contains("flaky"),
+            "the error names the plugin: {error}"
+        );
         // The successful load is generation 1: the failed one counted for nothing.
         let lease = results.iter().find_map(|r| r.as_ref().ok()).unwrap();
         assert_eq!(lease.generation(), 1);
@@ -252,13 +269,19 @@ fn model_6_nested_acquire_is_reentrant_not_a_deadlock() {
             let (host_cell, nested) = (host_cell.clone(), nested.clone());
             move |reg: &mut Registrar| {
                 let this = host_cell.get().and_then(std::sync::Weak::upgrade).unwrap();
-                assert!(matches!(this.acquire(), Err(Error::Reentrant)), "nested acquire in register");
+                assert!(
+                    matches!(this.acquire(), Err(Error::Reentrant)),
+                    "nested acquire in register"
+                );
                 nested.fetch_add(1, SeqCst);
                 let (host_cell, nested) = (host_cell.clone(), nested.clone());
                 reg.on_unload(move || {
                     // The host may be gone by now; if not, a nested acquire must fail fast.
                     if let Some(this) = host_cell.get().and_then(std::sync::Weak::upgrade) {
-                        assert!(matches!(this.acquire(), Err(Error::Reentrant)), "nested acquire in unload");
+                        assert!(
+                            matches!(this.acquire(), Err(Error::Reentrant)),
+                            "nested acquire in unload"
+                        );
                         nested.fetch_add(1, SeqCst);
                     }
                 });
@@ -275,7 +298,10 @@ fn model_6_nested_acquire_is_reentrant_not_a_deadlock() {
         other.join().unwrap();
         // At least one load and its unload ran, each with its nested acquire refused.
         let nested = nested.load(SeqCst);
-        assert!(nested >= 2 && nested % 2 == 0, "every load and unload tried a nested acquire");
+        assert!(
+            nested >= 2 && nested.is_multiple_of(2),
+            "every load and unload tried a nested acquire"
+        );
         assert!(!host.is_loaded());
     });
 }
