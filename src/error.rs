@@ -45,13 +45,15 @@ impl fmt::Display for Origin {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// The platform loader refused the file (`dlopen` failed): not a shared library, wrong
-    /// architecture, a missing dependency or symbol.
+    /// The file cannot be loaded as a library: its headers show it is not a shared library
+    /// for this process (not ELF, truncated, another architecture), or the platform loader
+    /// refused it (`dlopen` failed: a missing dependency or symbol, …).
     #[non_exhaustive]
     Open {
         /// The library file.
         path: PathBuf,
-        /// The loader's own explanation (`dlerror`).
+        /// What is wrong: the host's reading of the file's headers, or the loader's own
+        /// explanation (`dlerror`).
         reason: String,
     },
     /// The library loaded but does not export the entry point `dylease_plugin_v1`.

@@ -9,7 +9,7 @@ use crate::discover::{Planned, Source, plan};
 use crate::error::Error;
 use crate::lease::Lease;
 use crate::pipeline::StaticPlugin;
-use crate::registrar::Registrar;
+use crate::registrar::{MAX_NAME_LEN, Registrar};
 use crate::set::{PluginSet, SetBuilder};
 use crate::sync::{Arc, AtomicU64, Condvar, Mutex, Ordering, Slot, inside_host};
 
@@ -268,8 +268,8 @@ impl HostBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::Config`] if a static plugin has an empty name or two static plugins share a
-    /// name.
+    /// [`Error::Config`] if a static plugin has an empty name or one longer than 256 bytes, or
+    /// two static plugins share a name.
     pub fn build(self) -> Result<PluginHost, Error> {
         let mut names = std::collections::HashSet::new();
         for source in &self.sources {
@@ -277,6 +277,11 @@ impl HostBuilder {
                 if plugin.name.is_empty() {
                     return Err(Error::Config {
                         reason: "a static plugin has an empty name; give it a name".into(),
+                    });
+                }
+                if plugin.name.len() > MAX_NAME_LEN {
+                    return Err(Error::Config {
+                        reason: format!("a static plugin name is longer than {MAX_NAME_LEN} bytes; shorten it"),
                     });
                 }
                 if !names.insert(plugin.name.as_str()) {

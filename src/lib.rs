@@ -101,6 +101,8 @@ pub use pass_fn::PassFn;
 #[cfg(feature = "host")]
 mod discover;
 #[cfg(feature = "host")]
+mod elf;
+#[cfg(feature = "host")]
 mod host;
 #[cfg(feature = "host")]
 mod lease;

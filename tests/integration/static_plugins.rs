@@ -241,6 +241,19 @@ fn invalid_and_duplicate_pass_names_are_refused_even_if_the_plugin_ignores_it() 
         error.to_string(),
         "static plugin `twice` registered pass `double` twice"
     );
+    let host = PluginHost::builder()
+        .static_plugin("verbose", |reg| {
+            let _ = reg.add_pass(&"x".repeat(257), double as fn(i32) -> i32, ptr::null_mut());
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    let error = host.acquire().unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "static plugin `verbose` registered an invalid pass \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…\": \
+         the name is longer than 256 bytes"
+    );
 }
 
 #[test]
@@ -275,6 +288,11 @@ fn bad_static_plugin_names_are_configuration_errors() {
             .to_string()
             .contains("two static plugins are named `x`")
     );
+    let long = PluginHost::builder()
+        .static_plugin("x".repeat(257), |_| Ok(()))
+        .build()
+        .unwrap_err();
+    assert!(long.to_string().contains("longer than 256 bytes"), "{long}");
 }
 
 #[test]
