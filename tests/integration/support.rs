@@ -166,3 +166,50 @@ pub fn assert_loaded(path: &Path) {
     assert!(mapped(path), "{} is not mapped", path.display());
     assert!(loader_has(path), "the loader does not have {}", path.display());
 }
+
+/// Runs `f` on a thread of its own whose file access is subject to permission bits even when
+/// the process runs as root: the thread drops `CAP_DAC_OVERRIDE` and `CAP_DAC_READ_SEARCH`
+/// from its effective capabilities (Linux capabilities are per thread, and the raw `capset`
+/// system call changes only the calling thread). Returns `Err` with the reason when this
+/// thread cannot be made subject to them.
+pub fn with_permission_checks<R: Send>(f: impl FnOnce() -> R + Send) -> Result<R, String> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    const CAP_DAC_OVERRIDE: u32 = 1;
+    const CAP_DAC_READ_SEARCH: u32 = 2;
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let mut header = Header {
+                    version: LINUX_CAPABILITY_VERSION_3,
+                    pid: 0,
+                };
+                let mut data = [Data::default(); 2];
+                // SAFETY: `header` and `data` have the kernel's layout for version 3 (two data
+                // structs); pid 0 is the calling thread.
+                if unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) } != 0 {
+                    return Err(format!("capget failed: {}", std::io::Error::last_os_error()));
+                }
+                data[0].effective &= !(1 << CAP_DAC_OVERRIDE | 1 << CAP_DAC_READ_SEARCH);
+                // SAFETY: as above; dropping effective capabilities needs no privilege and
+                // affects only this thread, which ends with `f`.
+                if unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) } != 0 {
+                    return Err(format!("capset failed: {}", std::io::Error::last_os_error()));
+                }
+                Ok(f())
+            })
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
