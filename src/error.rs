@@ -56,6 +56,15 @@ pub enum Error {
         /// explanation (`dlerror`).
         reason: String,
     },
+    /// The trust check refused the file before opening it: another user could have changed
+    /// it (see [`TrustPolicy::Strict`](crate::TrustPolicy::Strict)). None of its code ran.
+    #[non_exhaustive]
+    Untrusted {
+        /// The library file, as discovered.
+        path: PathBuf,
+        /// Which file or directory failed the check, its owner or mode, and how to fix it.
+        reason: String,
+    },
     /// The library loaded but does not export the entry point `dylease_plugin_v1`.
     #[non_exhaustive]
     MissingEntry {
@@ -168,9 +177,10 @@ impl Error {
     /// The plugin this error is about, if it is about one.
     pub fn origin(&self) -> Option<Origin> {
         match self {
-            Error::Open { path, .. } | Error::MissingEntry { path, .. } | Error::AbiMismatch { path, .. } => {
-                Some(Origin::File(path.clone()))
-            }
+            Error::Open { path, .. }
+            | Error::Untrusted { path, .. }
+            | Error::MissingEntry { path, .. }
+            | Error::AbiMismatch { path, .. } => Some(Origin::File(path.clone())),
             Error::InvalidPlugin { plugin, .. }
             | Error::InvalidPass { plugin, .. }
             | Error::RegisterFailed { plugin, .. }
@@ -186,6 +196,9 @@ impl fmt::Display for Error {
         match self {
             Error::Open { path, reason } => {
                 write!(f, "cannot load plugin file `{}`: {reason}", path.display())
+            }
+            Error::Untrusted { path, reason } => {
+                write!(f, "refusing to load plugin file `{}`: {reason}", path.display())
             }
             Error::MissingEntry { path, reason } => write!(
                 f,

@@ -5,13 +5,14 @@ use std::fmt;
 use std::mem::ManuallyDrop;
 use std::path::PathBuf;
 
-use crate::discover::{Planned, Source, plan};
+use crate::discover::Source;
 use crate::error::Error;
 use crate::lease::Lease;
 use crate::pipeline::StaticPlugin;
 use crate::registrar::{MAX_NAME_LEN, Registrar};
 use crate::set::{PluginSet, SetBuilder};
 use crate::sync::{Arc, AtomicU64, Condvar, Mutex, Ordering, Slot, inside_host};
+use crate::trust::TrustPolicy;
 
 /// What a load does when one plugin fails.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -21,6 +22,14 @@ pub enum LoadPolicy {
     /// attempt opened is closed, nothing stays loaded, and the next `acquire` tries again.
     #[default]
     Strict,
+    /// A plugin that fails (to be found, trusted, opened, verified or registered) is closed,
+    /// logged as a warning, recorded in [`PluginSet::failures`](crate::PluginSet::failures),
+    /// and left out; the others load. A pass whose name an earlier plugin registered is left
+    /// out the same way, and its plugin stays: the first registration keeps the name.
+    ///
+    /// A source that cannot be listed (a missing directory, a relative directory in an
+    /// environment variable) still fails the whole load.
+    SkipFailed,
 }
 
 /// A set of plugin sources and the slot through which their loaded set is shared.
@@ -49,6 +58,7 @@ pub enum LoadPolicy {
 pub struct PluginHost {
     sources: Box<[Source]>,
     policy: LoadPolicy,
+    trust: TrustPolicy,
     shared: Arc<Shared>,
 }
 
@@ -57,6 +67,7 @@ impl fmt::Debug for PluginHost {
         f.debug_struct("PluginHost")
             .field("sources", &self.sources)
             .field("policy", &self.policy)
+            .field("trust", &self.trust)
             .field("generation", &self.generation())
             .field("loaded", &self.is_loaded())
             .finish()
@@ -171,26 +182,10 @@ impl PluginHost {
         Ok(Lease(ManuallyDrop::into_inner(set)))
     }
 
-    /// Runs the load pipeline over every planned plugin. On failure everything registered so
-    /// far is unloaded before the error is returned.
+    /// Runs the load pipeline over every planned plugin, under the host's policies. On failure
+    /// everything registered so far is unloaded before the error is returned.
     fn load(&self) -> Result<SetBuilder, Error> {
-        let mut set = SetBuilder::new();
-        let outcome = plan(&self.sources).and_then(|plan| {
-            plan.into_iter().try_for_each(|planned| {
-                let registered = match planned {
-                    Planned::File(candidate) => candidate.open()?.verify()?.register()?,
-                    Planned::Static(plugin) => plugin.register()?,
-                };
-                set.add(registered)
-            })
-        });
-        match outcome {
-            Ok(()) => Ok(set),
-            Err(error) => {
-                set.abandon();
-                Err(error)
-            }
-        }
+        crate::load::load(&self.sources, self.policy, self.trust)
     }
 
     /// Whether a set of this host is loaded (or still unloading). Observes, decides nothing.
@@ -208,6 +203,11 @@ impl PluginHost {
     pub fn policy(&self) -> LoadPolicy {
         self.policy
     }
+
+    /// The host's trust policy.
+    pub fn trust(&self) -> TrustPolicy {
+        self.trust
+    }
 }
 
 /// Configures a [`PluginHost`]. Sources load in the order they are added.
@@ -215,6 +215,7 @@ impl PluginHost {
 pub struct HostBuilder {
     sources: Vec<Source>,
     policy: LoadPolicy,
+    trust: TrustPolicy,
 }
 
 impl HostBuilder {
@@ -263,6 +264,14 @@ impl HostBuilder {
         self
     }
 
+    /// Which plugin files the host agrees to open; [`TrustPolicy::Strict`] by default on
+    /// Unix, which refuses files that users other than this process's own (or root) could
+    /// have changed.
+    pub fn trust(mut self, trust: TrustPolicy) -> Self {
+        self.trust = trust;
+        self
+    }
+
     /// Finishes the configuration. Nothing is loaded until the first
     /// [`acquire`](PluginHost::acquire).
     ///
@@ -298,6 +307,7 @@ impl HostBuilder {
         PluginHost {
             sources: self.sources.into(),
             policy: self.policy,
+            trust: self.trust,
             shared: Arc::new(Shared {
                 slot: Slot::empty(),
                 life: Mutex::new(Life::default()),
