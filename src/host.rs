@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use crate::discover::Source;
 use crate::error::Error;
@@ -11,6 +12,7 @@ use crate::lease::Lease;
 use crate::pipeline::StaticPlugin;
 use crate::registrar::{MAX_NAME_LEN, Registrar};
 use crate::set::{PluginSet, SetBuilder};
+use crate::stats::{Recorder, Stats};
 use crate::sync::{Arc, AtomicU64, Condvar, Mutex, Ordering, Slot, inside_host};
 use crate::trust::TrustPolicy;
 
@@ -86,6 +88,8 @@ pub(crate) struct Shared {
     /// Mirrors of `life`, written under the lock, read without it by observers.
     loaded_gen: AtomicU64,
     unloaded_gen: AtomicU64,
+    /// Observed by `PluginHost::stats`; never decides anything.
+    pub(crate) stats: Recorder,
 }
 
 /// The lifecycle under the host's lock.
@@ -102,6 +106,15 @@ impl Shared {
     /// Identifies the host to the re-entrancy flag.
     pub(crate) fn id(&self) -> usize {
         self as *const Shared as usize
+    }
+
+    /// The number of leases of the loaded set, for [`PluginHost::stats`]. Observes only.
+    ///
+    /// To be replaced by a read of the leases' own reference count. Until then it reads the
+    /// strong count through a `Weak` the statistics keep: upgrading the slot here would make
+    /// this observer hold a lease, and it might then drop the last one (and run the unload).
+    pub(crate) fn live_leases(&self) -> usize {
+        self.stats.live_leases()
     }
 
     /// Called by the set of `generation` once its teardown is complete.
@@ -176,6 +189,7 @@ impl PluginHost {
         // two plain stores below ever panic, the set leaks instead of deadlocking.
         let set = ManuallyDrop::new(Arc::new(builder.finish(generation, self.shared.clone())));
         self.shared.slot.store(Arc::downgrade(&set));
+        self.shared.stats.loaded(&set);
         life.loaded = generation;
         self.shared.loaded_gen.store(generation, Ordering::Release);
         drop(life);
@@ -197,6 +211,60 @@ impl PluginHost {
     /// The number of successful loads so far: the generation of the newest set.
     pub fn generation(&self) -> u64 {
         self.shared.loaded_gen.load(Ordering::Acquire)
+    }
+
+    /// What this host observed so far: whether a set is loaded, its generation, leases,
+    /// plugins and passes, how many loads and unloads happened, how many libraries stayed
+    /// pinned after an unload, and how long the last load and unload took.
+    ///
+    /// Takes no lease and decides nothing; the numbers may be stale as soon as they are read.
+    /// See [`Stats`] for an example.
+    pub fn stats(&self) -> Stats {
+        self.shared
+            .stats
+            .snapshot(self.is_loaded(), self.generation(), self.shared.live_leases())
+    }
+
+    /// Blocks until no set of this host is loaded, or until `timeout` has passed: `true` if
+    /// none is loaded (at once if none was), `false` on timeout. Forces nothing: it waits for
+    /// the holders of leases to drop them, for example so that a process can shut down in
+    /// order before finalising something the plugins use. A new `acquire()` may load a set
+    /// again right after it returns.
+    ///
+    /// A load in progress on another thread finishes before this looks, so the wait may
+    /// exceed `timeout` by that load's duration. Called from inside this host's own load or
+    /// unload on the same thread, it returns `false` at once (it would wait for itself).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let host = dylease::PluginHost::builder()
+    ///     .static_plugin("builtin", |_reg: &mut dylease::Registrar| Ok(()))
+    ///     .build()?;
+    /// let lease = host.acquire()?;
+    /// assert!(!host.wait_unloaded(Duration::from_millis(10)), "a lease is still held");
+    /// std::thread::spawn(move || drop(lease));
+    /// assert!(host.wait_unloaded(Duration::from_secs(60)));
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub fn wait_unloaded(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now().checked_add(timeout);
+        inside_host(self.shared.id(), |already_inside| {
+            if already_inside {
+                return false;
+            }
+            let mut life = self.shared.life.lock();
+            while life.unloaded < life.loaded {
+                match deadline.map(|deadline| deadline.saturating_duration_since(Instant::now())) {
+                    Some(Duration::ZERO) => return false,
+                    Some(left) => life = self.shared.unloaded.wait_timeout(life, left),
+                    None => life = self.shared.unloaded.wait(life),
+                }
+            }
+            true
+        })
     }
 
     /// The host's load policy.
@@ -314,6 +382,7 @@ impl HostBuilder {
                 unloaded: Condvar::new(),
                 loaded_gen: AtomicU64::new(0),
                 unloaded_gen: AtomicU64::new(0),
+                stats: Recorder::default(),
             }),
         }
     }

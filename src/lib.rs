@@ -117,6 +117,8 @@ mod registrar;
 #[cfg(feature = "host")]
 mod set;
 #[cfg(feature = "host")]
+mod stats;
+#[cfg(feature = "host")]
 mod sync;
 #[cfg(feature = "host")]
 mod trust;
@@ -131,6 +133,8 @@ pub use load::LoadFailure;
 pub use registrar::Registrar;
 #[cfg(feature = "host")]
 pub use set::{PassInfo, PluginInfo, PluginSet};
+#[cfg(feature = "host")]
+pub use stats::Stats;
 #[cfg(feature = "host")]
 pub use trust::TrustPolicy;
 

@@ -9,6 +9,7 @@ use crate::error::{Error, Origin};
 use crate::host::LoadPolicy;
 use crate::pipeline::{Candidate, Opened, Registered, StaticPlugin, Verified};
 use crate::set::SetBuilder;
+use crate::stats::count;
 use crate::trust::{self, TrustPolicy};
 
 /// Something that went wrong in a load and was skipped under
@@ -52,6 +53,7 @@ impl fmt::Display for LoadFailure {
 /// Every file is found and checked for trust before any is opened, so under `Strict` no
 /// plugin code runs at all when one file is missing or untrusted.
 pub(crate) fn load(sources: &[Source], policy: LoadPolicy, trust: TrustPolicy) -> Result<SetBuilder, Error> {
+    let mut set = SetBuilder::new();
     let mut steps = Vec::new();
     for planned in plan(sources)? {
         let step = match planned {
@@ -68,13 +70,13 @@ pub(crate) fn load(sources: &[Source], policy: LoadPolicy, trust: TrustPolicy) -
         }
     }
 
-    let mut set = SetBuilder::new();
     for step in steps {
         let failures = match step.and_then(Step::register) {
             Ok(plugin) => {
                 let (origin, name, passes) = (plugin.origin.clone(), plugin.name.clone(), plugin.passes.len());
                 let duplicates = set.add(plugin);
-                log::debug!("loaded {origin} as `{name}`: {} passes", passes - duplicates.len());
+                let passes = count(passes - duplicates.len(), "pass", "passes");
+                log::debug!("loaded {origin} as `{name}`: {passes}");
                 duplicates.into_iter().map(|error| (origin.clone(), error)).collect()
             }
             Err(failure) => vec![failure],

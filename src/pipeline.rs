@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use crate::abi::{DYLEASE_ABI_VERSION, dylease_register_fn};
 use crate::error::{Error, Origin};
-use crate::library::Library;
+use crate::library::{Library, still_loaded};
 use crate::registrar::{Collected, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
 
 /// A library file found by discovery, not yet opened.
@@ -301,7 +301,11 @@ impl Teardown {
 /// Unloads plugins given in load order: every plugin's unload code in reverse load order,
 /// then every library closed in reverse load order. A panicking hook is caught and logged;
 /// teardown goes on.
-pub(crate) fn teardown_all(plugins: Vec<Teardown>) {
+///
+/// Then, with every handle closed (one plugin's library may hold another's), each library is
+/// looked for: one the platform kept loaded is logged as a warning. Returns how many were
+/// kept.
+pub(crate) fn teardown_all(plugins: Vec<Teardown>) -> usize {
     let mut libraries = Vec::with_capacity(plugins.len());
     for plugin in plugins.into_iter().rev() {
         let Teardown {
@@ -322,9 +326,23 @@ pub(crate) fn teardown_all(plugins: Vec<Teardown>) {
         }
         libraries.push((origin, library));
     }
+    let mut closed = Vec::with_capacity(libraries.len());
     for (origin, library) in libraries {
-        if let Some(Err(reason)) = library.map(Library::close) {
+        let Some(library) = library else { continue };
+        let path = library.path().to_owned();
+        if let Err(reason) = library.close() {
             log::warn!("closing {origin} failed: {reason}");
         }
+        closed.push((origin, path));
     }
+    let pinned = closed.iter().filter(|(_, path)| still_loaded(path) == Some(true));
+    pinned
+        .inspect(|(origin, _)| {
+            log::warn!(
+                "{origin} is still loaded after its unload: the platform pinned it (linked with `-z nodelete`, \
+                 a thread-local destructor, or another user of the same file); its statics keep their values, \
+                 and the next load registers its passes again on the same mapping"
+            )
+        })
+        .count()
 }

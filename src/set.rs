@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::abi::dylease_fn;
 use crate::error::Origin;
@@ -83,6 +84,8 @@ pub struct PluginSet {
     passes: Box<[PassInfo]>,
     index: HashMap<Box<str>, usize>,
     failures: Box<[LoadFailure]>,
+    /// How long the load took, for the host's statistics.
+    pub(crate) load_time: Duration,
     /// Only touched by `Drop`, through `&mut`.
     teardown: Exclusive<Vec<Teardown>>,
     host: Arc<Shared>,
@@ -165,9 +168,11 @@ pub(crate) struct SetBuilder {
     index: HashMap<Box<str>, usize>,
     failures: Vec<LoadFailure>,
     teardown: Vec<Teardown>,
+    started: Instant,
 }
 
 impl SetBuilder {
+    /// An empty set; the load's duration counts from here.
     pub(crate) fn new() -> Self {
         SetBuilder {
             plugins: Vec::new(),
@@ -175,6 +180,7 @@ impl SetBuilder {
             index: HashMap::new(),
             failures: Vec::new(),
             teardown: Vec::new(),
+            started: Instant::now(),
         }
     }
 
@@ -231,6 +237,7 @@ impl SetBuilder {
             passes: self.passes.into(),
             index: self.index,
             failures: self.failures.into(),
+            load_time: self.started.elapsed(),
             teardown: Exclusive::new(self.teardown),
             host,
         }
@@ -249,11 +256,13 @@ impl Drop for PluginSet {
             }
         }
         let _mark = MarkUnloaded(&self.host, self.generation);
+        let started = Instant::now();
         // Unload code runs outside the host's lock; loaders that arrive meanwhile see that
         // this generation has not finished unloading and wait (invariant I1). The re-entrancy
         // mark makes an `acquire()` from unload code fail instead of waiting for itself. (The
         // thread cannot already be inside this host: no set of it is alive during its load.)
         let teardown = std::mem::take(self.teardown.get_mut());
-        inside_host(self.host.id(), |_| teardown_all(teardown));
+        let pinned = inside_host(self.host.id(), |_| teardown_all(teardown));
+        self.host.stats.unloaded(self, started.elapsed(), pinned);
     }
 }

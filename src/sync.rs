@@ -39,6 +39,19 @@ impl Condvar {
         self.0.wait(guard).unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Waits for a notification or until `timeout` has passed, whichever comes first (or
+    /// spuriously): callers check their condition and their deadline again.
+    pub(crate) fn wait_timeout<'a, T>(
+        &self,
+        guard: MutexGuard<'a, T>,
+        timeout: std::time::Duration,
+    ) -> MutexGuard<'a, T> {
+        match self.0.wait_timeout(guard, timeout) {
+            Ok((guard, _)) => guard,
+            Err(poisoned) => poisoned.into_inner().0,
+        }
+    }
+
     pub(crate) fn notify_all(&self) {
         self.0.notify_all();
     }

@@ -16,6 +16,7 @@ mod header;
 mod logger;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod mission;
+mod observability;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod policy;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
