@@ -22,6 +22,7 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
     };
     match name {
         "arith" => (vec!["arith.c"], vec![]),
+        "churn" => (vec!["churn.c"], vec![]),
         "ctor" => (vec!["ctor.c"], vec![]),
         "ctor_nodelete" => (vec!["ctor.c"], vec!["-Wl,-z,nodelete".into()]),
         "noentry" => (vec!["noentry.c"], vec![]),
