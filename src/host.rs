@@ -24,9 +24,9 @@ pub enum LoadPolicy {
     /// attempt opened is closed, nothing stays loaded, and the next `acquire` tries again.
     #[default]
     Strict,
-    /// A plugin that fails (to be found, trusted, opened, verified or registered) is closed,
-    /// logged as a warning, recorded in [`PluginSet::failures`](crate::PluginSet::failures),
-    /// and left out; the others load. A pass whose name an earlier plugin registered is left
+    /// A plugin that fails (to be found, trusted, opened, verified or registered) is left
+    /// out: whatever of it was opened is closed, and the failure is logged as a warning and
+    /// recorded in [`PluginSet::failures`](crate::PluginSet::failures); the others load. A pass whose name an earlier plugin registered is left
     /// out the same way, and its plugin stays: the first registration keeps the name.
     ///
     /// A source that cannot be listed (a missing directory, a relative directory in an
@@ -233,7 +233,8 @@ impl PluginHost {
     ///
     /// A load in progress on another thread finishes before this looks, so the wait may
     /// exceed `timeout` by that load's duration. Called from inside this host's own load or
-    /// unload on the same thread, it returns `false` at once (it would wait for itself).
+    /// unload on the same thread, it returns `false` at once (it would wait for itself); a
+    /// thread that holds a lease of this host waits for itself until the timeout.
     ///
     /// # Example
     ///

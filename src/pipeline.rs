@@ -335,14 +335,16 @@ pub(crate) fn teardown_all(plugins: Vec<Teardown>) -> usize {
         }
         closed.push((origin, path));
     }
-    let pinned = closed.iter().filter(|(_, path)| still_loaded(path) == Some(true));
-    pinned
-        .inspect(|(origin, _)| {
+    let mut pinned = 0;
+    for (origin, path) in closed {
+        if still_loaded(&path) == Some(true) {
             log::warn!(
                 "{origin} is still loaded after its unload: the platform pinned it (linked with `-z nodelete`, \
                  a thread-local destructor, or another user of the same file); its statics keep their values, \
                  and the next load registers its passes again on the same mapping"
-            )
-        })
-        .count()
+            );
+            pinned += 1;
+        }
+    }
+    pinned
 }
