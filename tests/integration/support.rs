@@ -38,7 +38,12 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
             vec!["-DHUGE".into(), "-DEXTRA_PASS_NAME=huge_name".into()],
         ),
         "by_hand_same_pass_twice" => (vec!["by_hand.c"], vec!["-DEXTRA_PASS_NAME=\"seven\"".into()]),
-        "by_hand_marker" => (vec!["by_hand.c"], vec!["-DMARK_CONSTRUCTOR".into()]),
+        // dladdr lives in libdl before glibc 2.34; the library comes before the source here,
+        // so it must not be dropped as unneeded.
+        "by_hand_marker" => (
+            vec!["by_hand.c"],
+            vec!["-DMARK_CONSTRUCTOR".into(), "-Wl,--no-as-needed".into(), "-ldl".into()],
+        ),
         "by_hand_null_descriptor" => (vec!["by_hand.c"], vec!["-DNULL_DESCRIPTOR".into()]),
         "by_hand_null_name" => (vec!["by_hand.c"], vec!["-DNAME=0".into()]),
         "by_hand_empty_name" => (vec!["by_hand.c"], vec!["-DNAME=\"\"".into()]),
