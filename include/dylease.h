@@ -25,14 +25,15 @@
  *
  * Contract with the host:
  *  - name: NUL-terminated UTF-8, non-empty. version: NUL-terminated UTF-8, may be empty.
+ *    Plugin, version and pass names are at most 256 bytes long.
  *  - register_passes returns 0 on success. On failure it undoes its own work: on_unload is
  *    called only after a successful register_passes.
  *  - The registrar pointer is valid only during register_passes, on the calling thread; the
  *    host refuses add_pass calls made outside a registration on that thread.
  *  - add_pass copies the name; the function and user_data must stay valid until on_unload.
  *    user_data must be usable from any thread. add_pass returns 0 when the pass was added
- *    and a negative value when it was refused (NULL or empty name, name not UTF-8, NULL
- *    function, name already used by this plugin); a refusal fails the plugin's load even if
+ *    and a negative value when it was refused (NULL, empty or too long name, name not UTF-8,
+ *    NULL function, name already used by this plugin); a refusal fails the plugin's load even if
  *    register_passes ignores it.
  *  - on_unload (may be NULL) runs once per successful load, after the last lease is dropped
  *    and before the library is closed.

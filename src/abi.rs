@@ -61,9 +61,9 @@ pub type dylease_register_fn = unsafe extern "C" fn(api: *const dylease_host_api
 pub struct dylease_plugin {
     /// The [`DYLEASE_ABI_VERSION`] the plugin was built for.
     pub abi_version: u32,
-    /// NUL-terminated UTF-8, non-empty.
+    /// NUL-terminated UTF-8, non-empty, at most 256 bytes.
     pub name: *const c_char,
-    /// NUL-terminated UTF-8, may be empty.
+    /// NUL-terminated UTF-8, may be empty, at most 256 bytes.
     pub version: *const c_char,
     /// Registers the plugin's passes; 0 means success.
     pub register_passes: Option<dylease_register_fn>,

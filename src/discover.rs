@@ -27,54 +27,67 @@ pub(crate) enum Source {
 pub(crate) enum Planned<'host> {
     File(Candidate),
     Static(&'host StaticPlugin),
+    /// A plugin file that discovery could not use (a dangling symlink, a symlink loop, a
+    /// missing file source): a failure of that one plugin, which a load policy may skip.
+    Unusable {
+        path: PathBuf,
+        error: Error,
+    },
 }
+
+/// A file discovery found, or the file and why it cannot be used.
+type Found = Result<PathBuf, (PathBuf, Error)>;
 
 /// Lists the plugins of `sources` in load order: sources in the order given, each
 /// directory's libraries in byte order of file name. A file reached twice (through a
 /// symlink, or listed twice) is planned once, where it first appears.
+///
+/// A source that cannot be listed (a missing directory, a relative directory in an
+/// environment variable) fails the whole plan; a single file that cannot be used is planned
+/// as [`Planned::Unusable`].
 pub(crate) fn plan(sources: &[Source]) -> Result<Vec<Planned<'_>>, Error> {
     let mut plan = Vec::new();
     let mut seen = HashSet::new();
-    let mut add_file = |path: PathBuf, plan: &mut Vec<Planned<'_>>| -> Result<(), Error> {
-        let io_error = |source| Error::Io {
-            path: path.clone(),
-            context: "cannot resolve plugin file",
-            source,
-        };
-        let resolved = fs::canonicalize(&path).map_err(io_error)?;
-        let identity = file_identity(&resolved).map_err(io_error)?;
-        if seen.insert(identity) {
-            plan.push(Planned::File(Candidate { path, resolved }));
+    let mut add_file = |found: Found, plan: &mut Vec<Planned<'_>>| {
+        let resolved = found.and_then(|path| {
+            let resolve = || -> io::Result<_> {
+                let resolved = fs::canonicalize(&path)?;
+                let identity = file_identity(&resolved)?;
+                Ok((resolved, identity))
+            };
+            match resolve() {
+                Ok((resolved, identity)) => Ok((Candidate { path, resolved }, identity)),
+                Err(source) => Err((
+                    path.clone(),
+                    Error::Io {
+                        path,
+                        context: "cannot resolve plugin file",
+                        source,
+                    },
+                )),
+            }
+        });
+        match resolved {
+            Ok((candidate, identity)) => {
+                if seen.insert(identity) {
+                    plan.push(Planned::File(candidate));
+                }
+            }
+            Err((path, error)) => plan.push(Planned::Unusable { path, error }),
         }
-        Ok(())
     };
     for source in sources {
         match source {
             Source::Dir(dir) => {
-                for path in libraries_in(dir)? {
-                    add_file(path, &mut plan)?;
+                for found in libraries_in(dir)? {
+                    add_file(found, &mut plan);
                 }
             }
-            Source::File(path) => {
-                let metadata = fs::metadata(path).map_err(|source| Error::Io {
-                    path: path.clone(),
-                    context: "cannot read plugin file",
-                    source,
-                })?;
-                if !metadata.is_file() {
-                    let source = io::Error::new(io::ErrorKind::InvalidInput, "it is not a regular file");
-                    return Err(Error::Io {
-                        path: path.clone(),
-                        context: "cannot load plugin file",
-                        source,
-                    });
-                }
-                add_file(path.clone(), &mut plan)?;
-            }
+            Source::File(path) => add_file(library_file(path), &mut plan),
             Source::Env(var) => {
                 for dir in env_dirs(var)? {
-                    for path in libraries_in(&dir)? {
-                        add_file(path, &mut plan)?;
+                    for found in libraries_in(&dir)? {
+                        add_file(found, &mut plan);
                     }
                 }
             }
@@ -82,6 +95,28 @@ pub(crate) fn plan(sources: &[Source]) -> Result<Vec<Planned<'_>>, Error> {
         }
     }
     Ok(plan)
+}
+
+/// A plugin file named by the configuration, if it is a regular file (after symlinks).
+fn library_file(path: &Path) -> Found {
+    let error = |context, source| {
+        (
+            path.to_owned(),
+            Error::Io {
+                path: path.to_owned(),
+                context,
+                source,
+            },
+        )
+    };
+    match fs::metadata(path) {
+        Err(source) => Err(error("cannot read plugin file", source)),
+        Ok(metadata) if !metadata.is_file() => Err(error(
+            "cannot load plugin file",
+            io::Error::new(io::ErrorKind::InvalidInput, "it is not a regular file"),
+        )),
+        Ok(_) => Ok(path.to_owned()),
+    }
 }
 
 /// The directories listed in `var`, separated by the platform's path-list separator; empty
@@ -110,8 +145,9 @@ fn env_dirs(var: &OsString) -> Result<Vec<PathBuf>, Error> {
     Ok(dirs)
 }
 
-/// The regular files with the platform's library suffix in `dir`, in byte order of name.
-fn libraries_in(dir: &Path) -> Result<Vec<PathBuf>, Error> {
+/// The regular files with the platform's library suffix in `dir`, in byte order of name,
+/// with the entries whose type cannot be read (a dangling symlink, a symlink loop).
+fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
     let io_error = |source| Error::Io {
         path: dir.to_owned(),
         context: "cannot read plugin directory",
@@ -125,7 +161,7 @@ fn libraries_in(dir: &Path) -> Result<Vec<PathBuf>, Error> {
         )));
     }
     let suffix = std::env::consts::DLL_SUFFIX.as_bytes();
-    let mut names = Vec::new();
+    let mut found = Vec::new();
     for entry in fs::read_dir(dir).map_err(io_error)? {
         let entry = entry.map_err(io_error)?;
         let name = entry.file_name();
@@ -134,17 +170,21 @@ fn libraries_in(dir: &Path) -> Result<Vec<PathBuf>, Error> {
         }
         let path = entry.path();
         // Follows symlinks: a link to a library counts, a dangling link is an error.
-        let metadata = fs::metadata(&path).map_err(|source| Error::Io {
-            path: path.clone(),
-            context: "cannot read plugin file",
-            source,
-        })?;
-        if metadata.is_file() {
-            names.push(name);
+        match fs::metadata(&path) {
+            Ok(metadata) if metadata.is_file() => found.push((name, Ok(path))),
+            Ok(_) => {}
+            Err(source) => {
+                let error = Error::Io {
+                    path: path.clone(),
+                    context: "cannot read plugin file",
+                    source,
+                };
+                found.push((name, Err((path, error))));
+            }
         }
     }
-    names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
-    Ok(names.into_iter().map(|name| dir.join(name)).collect())
+    found.sort_by(|(a, _), (b, _)| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
+    Ok(found.into_iter().map(|(_, found)| found).collect())
 }
 
 /// What makes two paths the same library to the platform loader: on Unix the device and

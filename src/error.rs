@@ -45,13 +45,24 @@ impl fmt::Display for Origin {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// The platform loader refused the file (`dlopen` failed): not a shared library, wrong
-    /// architecture, a missing dependency or symbol.
+    /// The file cannot be loaded as a library: its headers show it is not a shared library
+    /// for this process (not ELF, truncated, another architecture), or the platform loader
+    /// refused it (`dlopen` failed: a missing dependency or symbol, …).
     #[non_exhaustive]
     Open {
         /// The library file.
         path: PathBuf,
-        /// The loader's own explanation (`dlerror`).
+        /// What is wrong: the host's reading of the file's headers, or the loader's own
+        /// explanation (`dlerror`).
+        reason: String,
+    },
+    /// The trust check refused the file before opening it: another user could have changed
+    /// it (see [`TrustPolicy::Strict`](crate::TrustPolicy::Strict)). None of its code ran.
+    #[non_exhaustive]
+    Untrusted {
+        /// The library file, as discovered.
+        path: PathBuf,
+        /// Which file or directory failed the check, its owner or mode, and how to fix it.
         reason: String,
     },
     /// The library loaded but does not export the entry point `dylease_plugin_v1`.
@@ -166,9 +177,10 @@ impl Error {
     /// The plugin this error is about, if it is about one.
     pub fn origin(&self) -> Option<Origin> {
         match self {
-            Error::Open { path, .. } | Error::MissingEntry { path, .. } | Error::AbiMismatch { path, .. } => {
-                Some(Origin::File(path.clone()))
-            }
+            Error::Open { path, .. }
+            | Error::Untrusted { path, .. }
+            | Error::MissingEntry { path, .. }
+            | Error::AbiMismatch { path, .. } => Some(Origin::File(path.clone())),
             Error::InvalidPlugin { plugin, .. }
             | Error::InvalidPass { plugin, .. }
             | Error::RegisterFailed { plugin, .. }
@@ -184,6 +196,9 @@ impl fmt::Display for Error {
         match self {
             Error::Open { path, reason } => {
                 write!(f, "cannot load plugin file `{}`: {reason}", path.display())
+            }
+            Error::Untrusted { path, reason } => {
+                write!(f, "refusing to load plugin file `{}`: {reason}", path.display())
             }
             Error::MissingEntry { path, reason } => write!(
                 f,

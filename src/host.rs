@@ -4,14 +4,17 @@ use std::ffi::OsString;
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
-use crate::discover::{Planned, Source, plan};
+use crate::discover::Source;
 use crate::error::Error;
 use crate::lease::Lease;
 use crate::pipeline::StaticPlugin;
-use crate::registrar::Registrar;
+use crate::registrar::{MAX_NAME_LEN, Registrar};
 use crate::set::{PluginSet, SetBuilder};
+use crate::stats::{Recorder, Stats};
 use crate::sync::{Arc, AtomicU64, Condvar, Mutex, Ordering, Slot, inside_host};
+use crate::trust::TrustPolicy;
 
 /// What a load does when one plugin fails.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -21,6 +24,14 @@ pub enum LoadPolicy {
     /// attempt opened is closed, nothing stays loaded, and the next `acquire` tries again.
     #[default]
     Strict,
+    /// A plugin that fails (to be found, trusted, opened, verified or registered) is left
+    /// out: whatever of it was opened is closed, and the failure is logged as a warning and
+    /// recorded in [`PluginSet::failures`](crate::PluginSet::failures); the others load. A pass whose name an earlier plugin registered is left
+    /// out the same way, and its plugin stays: the first registration keeps the name.
+    ///
+    /// A source that cannot be listed (a missing directory, a relative directory in an
+    /// environment variable) still fails the whole load.
+    SkipFailed,
 }
 
 /// A set of plugin sources and the slot through which their loaded set is shared.
@@ -49,6 +60,7 @@ pub enum LoadPolicy {
 pub struct PluginHost {
     sources: Box<[Source]>,
     policy: LoadPolicy,
+    trust: TrustPolicy,
     shared: Arc<Shared>,
 }
 
@@ -57,6 +69,7 @@ impl fmt::Debug for PluginHost {
         f.debug_struct("PluginHost")
             .field("sources", &self.sources)
             .field("policy", &self.policy)
+            .field("trust", &self.trust)
             .field("generation", &self.generation())
             .field("loaded", &self.is_loaded())
             .finish()
@@ -76,6 +89,8 @@ pub(crate) struct Shared {
     /// Mirrors of `life`, written under the lock, read without it by observers.
     loaded_gen: AtomicU64,
     unloaded_gen: AtomicU64,
+    /// Observed by `PluginHost::stats`; never decides anything.
+    pub(crate) stats: Recorder,
 }
 
 /// The lifecycle under the host's lock.
@@ -92,6 +107,13 @@ impl Shared {
     /// Identifies the host to the re-entrancy flag.
     pub(crate) fn id(&self) -> usize {
         self as *const Shared as usize
+    }
+
+    /// The number of leases of the loaded set, for [`PluginHost::stats`]. Observes only: it
+    /// reads the count without taking a lease (an observer holding a lease might end up
+    /// dropping the last one, and run the unload on its own thread).
+    pub(crate) fn live_leases(&self) -> usize {
+        self.slot.strong_count()
     }
 
     /// Called once the set of `generation` has been dropped and the slot is vacant.
@@ -168,35 +190,20 @@ impl PluginHost {
         // the slot, so the slot outlives the set.
         let lease = unsafe { self.shared.slot.fill(set) };
         // Until the lock is released, the only lease must not be dropped, not even by an
-        // unwind: its drop would take the lock this thread holds. Should the two plain stores
-        // below ever panic, the set leaks instead of deadlocking.
+        // unwind: its drop would take the lock this thread holds. Should anything below
+        // panic, the set leaks instead of deadlocking.
         let lease = ManuallyDrop::new(lease);
+        self.shared.stats.loaded(&lease);
         life.loaded = generation;
         self.shared.loaded_gen.store(generation, Ordering::Release);
         drop(life);
         Ok(Lease(ManuallyDrop::into_inner(lease)))
     }
 
-    /// Runs the load pipeline over every planned plugin. On failure everything registered so
-    /// far is unloaded before the error is returned.
+    /// Runs the load pipeline over every planned plugin, under the host's policies. On failure
+    /// everything registered so far is unloaded before the error is returned.
     fn load(&self) -> Result<SetBuilder, Error> {
-        let mut set = SetBuilder::new();
-        let outcome = plan(&self.sources).and_then(|plan| {
-            plan.into_iter().try_for_each(|planned| {
-                let registered = match planned {
-                    Planned::File(candidate) => candidate.open()?.verify()?.register()?,
-                    Planned::Static(plugin) => plugin.register()?,
-                };
-                set.add(registered)
-            })
-        });
-        match outcome {
-            Ok(()) => Ok(set),
-            Err(error) => {
-                set.abandon();
-                Err(error)
-            }
-        }
+        crate::load::load(&self.sources, self.policy, self.trust)
     }
 
     /// Whether a set of this host is loaded (or still unloading). Observes, decides nothing.
@@ -210,9 +217,69 @@ impl PluginHost {
         self.shared.loaded_gen.load(Ordering::Acquire)
     }
 
+    /// What this host observed so far: whether a set is loaded, its generation, leases,
+    /// plugins and passes, how many loads and unloads happened, how many libraries stayed
+    /// pinned after an unload, and how long the last load and unload took.
+    ///
+    /// Takes no lease and decides nothing; the numbers may be stale as soon as they are read.
+    /// See [`Stats`] for an example.
+    pub fn stats(&self) -> Stats {
+        self.shared
+            .stats
+            .snapshot(self.is_loaded(), self.generation(), self.shared.live_leases())
+    }
+
+    /// Blocks until no set of this host is loaded, or until `timeout` has passed: `true` if
+    /// none is loaded (at once if none was), `false` on timeout. Forces nothing: it waits for
+    /// the holders of leases to drop them, for example so that a process can shut down in
+    /// order before finalising something the plugins use. A new `acquire()` may load a set
+    /// again right after it returns.
+    ///
+    /// A load in progress on another thread finishes before this looks, so the wait may
+    /// exceed `timeout` by that load's duration. Called from inside this host's own load or
+    /// unload on the same thread, it returns `false` at once (it would wait for itself); a
+    /// thread that holds a lease of this host waits for itself until the timeout.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let host = dylease::PluginHost::builder()
+    ///     .static_plugin("builtin", |_reg: &mut dylease::Registrar| Ok(()))
+    ///     .build()?;
+    /// let lease = host.acquire()?;
+    /// assert!(!host.wait_unloaded(Duration::from_millis(10)), "a lease is still held");
+    /// std::thread::spawn(move || drop(lease));
+    /// assert!(host.wait_unloaded(Duration::from_secs(60)));
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub fn wait_unloaded(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now().checked_add(timeout);
+        inside_host(self.shared.id(), |already_inside| {
+            if already_inside {
+                return false;
+            }
+            let mut life = self.shared.life.lock();
+            while life.unloaded < life.loaded {
+                match deadline.map(|deadline| deadline.saturating_duration_since(Instant::now())) {
+                    Some(Duration::ZERO) => return false,
+                    Some(left) => life = self.shared.unloaded.wait_timeout(life, left),
+                    None => life = self.shared.unloaded.wait(life),
+                }
+            }
+            true
+        })
+    }
+
     /// The host's load policy.
     pub fn policy(&self) -> LoadPolicy {
         self.policy
+    }
+
+    /// The host's trust policy.
+    pub fn trust(&self) -> TrustPolicy {
+        self.trust
     }
 }
 
@@ -221,6 +288,7 @@ impl PluginHost {
 pub struct HostBuilder {
     sources: Vec<Source>,
     policy: LoadPolicy,
+    trust: TrustPolicy,
 }
 
 impl HostBuilder {
@@ -269,13 +337,21 @@ impl HostBuilder {
         self
     }
 
+    /// Which plugin files the host agrees to open; [`TrustPolicy::Strict`] by default on
+    /// Unix, which refuses files that users other than this process's own (or root) could
+    /// have changed.
+    pub fn trust(mut self, trust: TrustPolicy) -> Self {
+        self.trust = trust;
+        self
+    }
+
     /// Finishes the configuration. Nothing is loaded until the first
     /// [`acquire`](PluginHost::acquire).
     ///
     /// # Errors
     ///
-    /// [`Error::Config`] if a static plugin has an empty name or two static plugins share a
-    /// name.
+    /// [`Error::Config`] if a static plugin has an empty name or one longer than 256 bytes, or
+    /// two static plugins share a name.
     pub fn build(self) -> Result<PluginHost, Error> {
         let mut names = std::collections::HashSet::new();
         for source in &self.sources {
@@ -283,6 +359,11 @@ impl HostBuilder {
                 if plugin.name.is_empty() {
                     return Err(Error::Config {
                         reason: "a static plugin has an empty name; give it a name".into(),
+                    });
+                }
+                if plugin.name.len() > MAX_NAME_LEN {
+                    return Err(Error::Config {
+                        reason: format!("a static plugin name is longer than {MAX_NAME_LEN} bytes; shorten it"),
                     });
                 }
                 if !names.insert(plugin.name.as_str()) {
@@ -299,12 +380,14 @@ impl HostBuilder {
         PluginHost {
             sources: self.sources.into(),
             policy: self.policy,
+            trust: self.trust,
             shared: Arc::new(Shared {
                 slot: Slot::vacant(),
                 life: Mutex::new(Life::default()),
                 unloaded: Condvar::new(),
                 loaded_gen: AtomicU64::new(0),
                 unloaded_gen: AtomicU64::new(0),
+                stats: Recorder::default(),
             }),
         }
     }

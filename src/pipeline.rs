@@ -4,15 +4,15 @@
 //! is checked, and only a `Registered` plugin can enter a set. Every failure drops what the
 //! step held: an `Opened` or `Verified` library that goes out of scope is closed.
 
-use core::ffi::{CStr, c_char};
+use core::ffi::c_char;
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 
 use crate::abi::{DYLEASE_ABI_VERSION, dylease_register_fn};
 use crate::error::{Error, Origin};
-use crate::library::Library;
-use crate::registrar::{Collected, Registrar, UnloadHook};
+use crate::library::{Library, still_loaded};
+use crate::registrar::{Collected, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
 
 /// A library file found by discovery, not yet opened.
 #[derive(Debug)]
@@ -73,8 +73,16 @@ impl std::fmt::Debug for Teardown {
 }
 
 impl Candidate {
-    /// Opens the library (`RTLD_NOW | RTLD_LOCAL`), running its constructors.
+    /// Opens the library (`RTLD_NOW | RTLD_LOCAL`), running its constructors. Its ELF
+    /// headers are checked first: a truncated library would crash the process inside the
+    /// loader, and the loader misreports one built for another architecture.
     pub(crate) fn open(self) -> Result<Opened, Error> {
+        if let Err(reason) = crate::elf::check(&self.resolved) {
+            return Err(Error::Open {
+                path: self.path,
+                reason,
+            });
+        }
         // SAFETY: the host's configuration named this file as a plugin; by naming it, the
         // user vouches for its initialisation and termination routines (see the crate docs,
         // "Trust"). Plugin code runs here under the host's lock, with the re-entrancy flag set
@@ -122,14 +130,14 @@ impl Opened {
         // library.
         let name = match unsafe { c_string(plugin.name) } {
             None => return Err(invalid("its name is NULL")),
-            Some(Err(_)) => return Err(invalid("its name is not valid UTF-8")),
+            Some(Err(why)) => return Err(invalid(&format!("its name {why}"))),
             Some(Ok("")) => return Err(invalid("its name is empty")),
             Some(Ok(name)) => name.to_owned(),
         };
         // SAFETY: as for the name.
         let version = match unsafe { c_string(plugin.version) } {
             None => String::new(),
-            Some(Err(_)) => return Err(invalid("its version is not valid UTF-8")),
+            Some(Err(why)) => return Err(invalid(&format!("its version {why}"))),
             Some(Ok(version)) => version.to_owned(),
         };
         let Some(register_passes) = plugin.register_passes else {
@@ -146,14 +154,21 @@ impl Opened {
     }
 }
 
-/// Reads an optional NUL-terminated string.
+/// Reads an optional NUL-terminated UTF-8 string of at most [`MAX_NAME_LEN`] bytes: `None`
+/// for NULL, `Err` with what is wrong with it (as a phrase: "is not valid UTF-8").
 ///
 /// # Safety
 ///
 /// `ptr` is NULL or points to a NUL-terminated string that stays valid for `'a`.
-unsafe fn c_string<'a>(ptr: *const c_char) -> Option<Result<&'a str, std::str::Utf8Error>> {
+unsafe fn c_string<'a>(ptr: *const c_char) -> Option<Result<&'a str, &'static str>> {
+    if ptr.is_null() {
+        return None;
+    }
     // SAFETY: the caller's contract.
-    (!ptr.is_null()).then(|| unsafe { CStr::from_ptr(ptr) }.to_str())
+    Some(match unsafe { bounded_c_str(ptr, MAX_NAME_LEN) } {
+        None => Err(TOO_LONG),
+        Some(bytes) => std::str::from_utf8(bytes).map_err(|_| "is not valid UTF-8"),
+    })
 }
 
 impl Verified {
@@ -286,7 +301,11 @@ impl Teardown {
 /// Unloads plugins given in load order: every plugin's unload code in reverse load order,
 /// then every library closed in reverse load order. A panicking hook is caught and logged;
 /// teardown goes on.
-pub(crate) fn teardown_all(plugins: Vec<Teardown>) {
+///
+/// Then, with every handle closed (one plugin's library may hold another's), each library is
+/// looked for: one the platform kept loaded is logged as a warning. Returns how many were
+/// kept.
+pub(crate) fn teardown_all(plugins: Vec<Teardown>) -> usize {
     let mut libraries = Vec::with_capacity(plugins.len());
     for plugin in plugins.into_iter().rev() {
         let Teardown {
@@ -307,9 +326,25 @@ pub(crate) fn teardown_all(plugins: Vec<Teardown>) {
         }
         libraries.push((origin, library));
     }
+    let mut closed = Vec::with_capacity(libraries.len());
     for (origin, library) in libraries {
-        if let Some(Err(reason)) = library.map(Library::close) {
+        let Some(library) = library else { continue };
+        let path = library.path().to_owned();
+        if let Err(reason) = library.close() {
             log::warn!("closing {origin} failed: {reason}");
         }
+        closed.push((origin, path));
     }
+    let mut pinned = 0;
+    for (origin, path) in closed {
+        if still_loaded(&path) == Some(true) {
+            log::warn!(
+                "{origin} is still loaded after its unload: the platform pinned it (linked with `-z nodelete`, \
+                 a thread-local destructor, or another user of the same file); its statics keep their values, \
+                 and the next load registers its passes again on the same mapping"
+            );
+            pinned += 1;
+        }
+    }
+    pinned
 }

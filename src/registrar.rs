@@ -1,7 +1,7 @@
 //! Registration: the [`Registrar`] that static plugins fill in directly and that the C
 //! `add_pass` callback fills in for library plugins.
 
-use core::ffi::{CStr, c_char, c_void};
+use core::ffi::{c_char, c_void};
 use std::cell::Cell;
 use std::collections::HashSet;
 use std::fmt;
@@ -35,6 +35,44 @@ pub(crate) struct Collected {
 }
 
 pub(crate) type UnloadHook = Box<dyn FnOnce() + Send + 'static>;
+
+/// The longest plugin, version or pass name the host accepts, in bytes. Names appear in
+/// errors and logs; a plugin that sends a megabyte is broken, not descriptive.
+pub(crate) const MAX_NAME_LEN: usize = 256;
+
+/// What is wrong with a name longer than [`MAX_NAME_LEN`], as a phrase after "its name".
+pub(crate) const TOO_LONG: &str = "is longer than 256 bytes";
+
+/// The same, for a refused pass.
+const NAME_TOO_LONG: &str = "the name is longer than 256 bytes";
+
+/// The bytes of a NUL-terminated string, reading at most `max + 1` of them: `None` if the
+/// string is longer than `max` bytes. Never reads past the terminating NUL, so an absurdly
+/// long string costs no more than a short one.
+///
+/// # Safety
+///
+/// `ptr` points to a NUL-terminated string that stays valid for `'a`.
+pub(crate) unsafe fn bounded_c_str<'a>(ptr: *const c_char, max: usize) -> Option<&'a [u8]> {
+    let mut len = 0;
+    // SAFETY: the string is NUL-terminated and the loop stops at its NUL, so every byte read
+    // is part of it.
+    while unsafe { *ptr.add(len) } != 0 {
+        if len == max {
+            return None;
+        }
+        len += 1;
+    }
+    // SAFETY: the `len` bytes before the NUL are part of the string, valid for `'a`.
+    Some(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
+}
+
+/// The start of a name too long to show whole, lossily decoded, for errors.
+fn shortened(bytes: &[u8]) -> String {
+    let mut start = String::from_utf8_lossy(&bytes[..bytes.len().min(32)]).into_owned();
+    start.push('…');
+    start
+}
 
 /// Collects the passes of one plugin while it registers.
 ///
@@ -96,9 +134,9 @@ impl Registrar {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidPass`] for an empty name, and [`Error::DuplicatePass`] for a name this
-    /// plugin already registered. The refusal also fails the plugin's load even if the
-    /// register function ignores it.
+    /// [`Error::InvalidPass`] for an empty name or one longer than 256 bytes, and
+    /// [`Error::DuplicatePass`] for a name this plugin already registered. The refusal also
+    /// fails the plugin's load even if the register function ignores it.
     ///
     /// # Example
     ///
@@ -148,6 +186,7 @@ impl Registrar {
                 "the name is not valid UTF-8",
             ),
             (Ok(""), _) => Refusal::Invalid(String::new(), "the name is empty"),
+            (Ok(name), _) if name.len() > MAX_NAME_LEN => Refusal::Invalid(shortened(name.as_bytes()), NAME_TOO_LONG),
             (Ok(name), None) => Refusal::Invalid(name.to_owned(), "the function pointer is NULL"),
             (Ok(name), Some(_)) if self.names.contains(name) => Refusal::Duplicate(name.to_owned()),
             (Ok(name), Some(func)) => {
@@ -230,12 +269,17 @@ unsafe extern "C" fn c_add_pass(
     // SAFETY: `reg` is the registrar `Registrar::with_raw` is running `register_passes` with
     // on this thread; that call holds the only reference to it meanwhile.
     let registrar = unsafe { &mut *reg.cast::<Registrar>() };
-    let name = if name.is_null() {
+    if name.is_null() {
         registrar.refuse(Refusal::Invalid(String::new(), "the name is NULL"));
         return -1;
-    } else {
-        // SAFETY: by the ABI, a non-NULL `name` is NUL-terminated and readable for the call.
-        unsafe { CStr::from_ptr(name) }.to_bytes()
+    }
+    // SAFETY: by the ABI, a non-NULL `name` is NUL-terminated and readable for the call.
+    let Some(name) = (unsafe { bounded_c_str(name, MAX_NAME_LEN) }) else {
+        // SAFETY: the string is longer than `MAX_NAME_LEN` bytes, so its first 32 bytes are
+        // part of it.
+        let start = unsafe { std::slice::from_raw_parts(name.cast::<u8>(), 32) };
+        registrar.refuse(Refusal::Invalid(shortened(start), NAME_TOO_LONG));
+        return -1;
     };
     // A panic must not unwind into C; nothing below is expected to panic, but an allocation
     // failure hook or a bug must end here as a refusal rather than as an abort.
@@ -271,6 +315,32 @@ impl Refusal {
                 first: plugin.clone(),
                 second: plugin.clone(),
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_length_limit_and_its_messages_agree() {
+        let limit = MAX_NAME_LEN.to_string();
+        assert!(TOO_LONG.contains(&limit) && NAME_TOO_LONG.ends_with(TOO_LONG));
+    }
+
+    #[test]
+    fn bounded_reads_stop_at_the_limit() {
+        let exact = format!("{}\0", "a".repeat(MAX_NAME_LEN));
+        let over = format!("{}\0", "a".repeat(MAX_NAME_LEN + 1));
+        // SAFETY: both strings are NUL-terminated and live across the calls.
+        unsafe {
+            assert_eq!(
+                bounded_c_str(exact.as_ptr().cast(), MAX_NAME_LEN).map(<[u8]>::len),
+                Some(MAX_NAME_LEN)
+            );
+            assert_eq!(bounded_c_str(over.as_ptr().cast(), MAX_NAME_LEN), None);
+            assert_eq!(bounded_c_str(c"".as_ptr(), MAX_NAME_LEN), Some(&b""[..]));
         }
     }
 }

@@ -3,10 +3,12 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::abi::dylease_fn;
 use crate::error::Origin;
 use crate::host::Shared;
+use crate::load::LoadFailure;
 use crate::pipeline::{Teardown, teardown_all};
 use crate::registrar::UserData;
 use crate::sync::{Arc, Exclusive, Tenant, inside_host};
@@ -81,6 +83,9 @@ pub struct PluginSet {
     plugins: Box<[PluginInfo]>,
     passes: Box<[PassInfo]>,
     index: HashMap<Box<str>, usize>,
+    failures: Box<[LoadFailure]>,
+    /// How long the load took, for the host's statistics.
+    pub(crate) load_time: Duration,
     /// Only touched by `Drop`, through `&mut`.
     teardown: Exclusive<Vec<Teardown>>,
     host: Arc<Shared>,
@@ -92,6 +97,7 @@ impl fmt::Debug for PluginSet {
             .field("generation", &self.generation)
             .field("plugins", &self.plugins)
             .field("passes", &self.passes.iter().map(PassInfo::name).collect::<Vec<_>>())
+            .field("failures", &self.failures.len())
             .finish()
     }
 }
@@ -132,6 +138,32 @@ impl PluginSet {
     pub fn contains_pass(&self, name: &str) -> bool {
         self.index.contains_key(name)
     }
+
+    /// What went wrong in this set's load and was skipped under
+    /// [`LoadPolicy::SkipFailed`](crate::LoadPolicy::SkipFailed): plugins that were left out,
+    /// and passes left out because an earlier plugin had registered their name. In load order;
+    /// always empty under the default [`LoadPolicy::Strict`](crate::LoadPolicy::Strict).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dylease::{LoadPolicy, PluginHost};
+    ///
+    /// let host = PluginHost::builder()
+    ///     .static_plugin("broken", |_reg| Err(dylease::Error::custom("no GPU")))
+    ///     .static_plugin("fine", |_reg| Ok(()))
+    ///     .policy(LoadPolicy::SkipFailed)
+    ///     .build()?;
+    /// let lease = host.acquire()?;
+    /// assert_eq!(lease.plugins().len(), 1);
+    /// for failure in lease.failures() {
+    ///     eprintln!("skipped: {failure}"); // static plugin `broken` failed to register its passes: no GPU
+    /// }
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub fn failures(&self) -> &[LoadFailure] {
+        &self.failures
+    }
 }
 
 /// Builds a set from registered plugins, one plugin at a time.
@@ -139,29 +171,34 @@ pub(crate) struct SetBuilder {
     plugins: Vec<PluginInfo>,
     passes: Vec<PassInfo>,
     index: HashMap<Box<str>, usize>,
+    failures: Vec<LoadFailure>,
     teardown: Vec<Teardown>,
+    started: Instant,
 }
 
 impl SetBuilder {
+    /// An empty set; the load's duration counts from here.
     pub(crate) fn new() -> Self {
         SetBuilder {
             plugins: Vec::new(),
             passes: Vec::new(),
             index: HashMap::new(),
+            failures: Vec::new(),
             teardown: Vec::new(),
+            started: Instant::now(),
         }
     }
 
-    /// Adds a plugin's passes. On a name that an earlier plugin registered, the plugin is
-    /// still taken in (its registration ran, so its unload code must run) and the duplicate
-    /// is returned.
-    pub(crate) fn add(&mut self, plugin: crate::pipeline::Registered) -> Result<(), crate::Error> {
+    /// Adds a plugin and its passes. A pass whose name an earlier plugin registered is left
+    /// out, and returned as a [`DuplicatePass`](crate::Error::DuplicatePass) error; the plugin
+    /// is taken in all the same (its registration ran, so its unload code must run).
+    pub(crate) fn add(&mut self, plugin: crate::pipeline::Registered) -> Vec<crate::Error> {
         let at = self.plugins.len();
-        let mut duplicate = None;
+        let mut duplicates = Vec::new();
         for pass in plugin.passes {
             if let Some(&first) = self.index.get(&pass.name) {
                 let first = self.plugins[self.passes[first].plugin].origin.clone();
-                duplicate.get_or_insert(crate::Error::DuplicatePass {
+                duplicates.push(crate::Error::DuplicatePass {
                     pass: pass.name.into(),
                     first,
                     second: plugin.origin.clone(),
@@ -183,7 +220,12 @@ impl SetBuilder {
             origin: plugin.origin,
         });
         self.teardown.push(plugin.teardown);
-        duplicate.map_or(Ok(()), Err)
+        duplicates
+    }
+
+    /// Records a failure that the load policy skipped.
+    pub(crate) fn skipped(&mut self, failure: LoadFailure) {
+        self.failures.push(failure);
     }
 
     /// Unloads everything added so far: the load failed.
@@ -199,6 +241,8 @@ impl SetBuilder {
             plugins: self.plugins.into(),
             passes: self.passes.into(),
             index: self.index,
+            failures: self.failures.into(),
+            load_time: self.started.elapsed(),
             teardown: Exclusive::new(self.teardown),
             host,
         }
@@ -207,12 +251,14 @@ impl SetBuilder {
 
 impl Drop for PluginSet {
     fn drop(&mut self) {
+        let started = Instant::now();
         // Unload code runs outside the host's lock; loaders that arrive meanwhile see that
         // this generation has not finished unloading and wait (invariant I1). The re-entrancy
         // mark makes an `acquire()` from unload code fail instead of waiting for itself. (The
         // thread cannot already be inside this host: no set of it is alive during its load.)
         let teardown = std::mem::take(self.teardown.get_mut());
-        inside_host(self.host.id(), |_| teardown_all(teardown));
+        let pinned = inside_host(self.host.id(), |_| teardown_all(teardown));
+        self.host.stats.unloaded(self, started.elapsed(), pinned);
     }
 }
 

@@ -4,6 +4,8 @@
 //! sound while no other thread reads it, and here no other test runs.
 #![cfg(all(target_os = "linux", target_env = "gnu"))]
 
+use std::fs::Permissions;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 #[path = "support/cc.rs"]
@@ -16,15 +18,20 @@ fn plugin(dir: &Path, name: &str) -> PathBuf {
         format!("-DPASS_NAME=\"{name}_pass\""),
     ];
     let defines: Vec<&str> = defines.iter().map(String::as_str).collect();
-    cc::compile_plugin(&[&source], &dir.join(format!("lib{name}.so")), &defines).unwrap()
+    let lib = cc::compile_plugin(&[&source], &dir.join(format!("lib{name}.so")), &defines).unwrap();
+    // Not writable by group or others whatever the umask: the host's default trust check.
+    std::fs::set_permissions(&lib, Permissions::from_mode(0o755)).unwrap();
+    lib
 }
 
 #[test]
 fn environment_sources_list_absolute_directories_and_refuse_relative_ones() {
     let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("environment-{}", std::process::id()));
     let (a, b) = (root.join("a"), root.join("b"));
-    std::fs::create_dir_all(&a).unwrap();
-    std::fs::create_dir_all(&b).unwrap();
+    for dir in [&a, &b] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::set_permissions(dir, Permissions::from_mode(0o755)).unwrap();
+    }
     plugin(&a, "env_a");
     plugin(&b, "env_b");
 

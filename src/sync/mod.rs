@@ -107,6 +107,16 @@ impl Condvar {
         imp::unpoison(self.0.wait(guard))
     }
 
+    /// Waits for a notification or until `timeout` has passed, whichever comes first (or
+    /// spuriously): callers check their condition and their deadline again.
+    pub(crate) fn wait_timeout<'a, T>(
+        &self,
+        guard: MutexGuard<'a, T>,
+        timeout: std::time::Duration,
+    ) -> MutexGuard<'a, T> {
+        imp::unpoison(self.0.wait_timeout(guard, timeout)).0
+    }
+
     pub(crate) fn notify_all(&self) {
         self.0.notify_all();
     }

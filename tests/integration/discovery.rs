@@ -1,12 +1,15 @@
 //! Discovery: which files a directory contributes, in what order, and the errors that name
 //! a bad source.
 
-use std::fs;
-use std::os::unix::fs::symlink;
+use std::ffi::OsStr;
+use std::fs::{self, Permissions};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::Path;
 
 use dylease::{Error, PluginHost};
 
-use crate::support::TestDir;
+use crate::support::{TestDir, assert_unloaded, mapped, with_permission_checks};
 
 #[test]
 fn a_directory_loads_its_libraries_in_byte_order_of_name_and_ignores_other_files() {
@@ -34,27 +37,153 @@ fn a_library_reached_twice_through_a_symlink_or_two_sources_loads_once() {
     assert_eq!(lease.plugins()[0].path(), Some(lib.as_path()));
 }
 
+/// Loads a good plugin from `dir` and then the plugins of `source`: the load must fail with
+/// an I/O error about `culprit` that names it, with nothing loaded (discovery fails before any
+/// library opens); returns the error and the host.
+fn refused_source(dir: &TestDir, source: &Path, culprit: &Path) -> (Error, PluginHost) {
+    let good = dir.add("p1", "libgood.so");
+    let host = PluginHost::builder().file(&good).dir(source).build().unwrap();
+    let error = host.acquire().unwrap_err();
+    assert!(matches!(&error, Error::Io { path, .. } if path == culprit), "{error:?}");
+    assert!(error.to_string().contains(&*culprit.to_string_lossy()), "{error}");
+    assert_unloaded(&good);
+    assert!(!host.is_loaded());
+    (error, host)
+}
+
 #[test]
 fn a_missing_directory_is_an_error_naming_it() {
     let dir = TestDir::new("discovery_missing");
     let missing = dir.path().join("nope");
-    let host = PluginHost::builder().dir(&missing).build().unwrap();
-    let error = host.acquire().unwrap_err();
-    assert!(
-        matches!(&error, Error::Io { path, .. } if path == &missing),
-        "{error:?}"
+    let (error, _) = refused_source(&dir, &missing, &missing);
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "cannot read plugin directory `{}`: No such file or directory (os error 2)",
+            missing.display()
+        )
     );
-    assert!(error.to_string().contains(&*missing.to_string_lossy()), "{error}");
 }
 
 #[test]
 fn a_file_given_as_a_directory_is_an_error_naming_it() {
     let dir = TestDir::new("discovery_not_dir");
-    let lib = dir.add("p1", "liba.so");
-    let host = PluginHost::builder().dir(&lib).build().unwrap();
-    let error = host.acquire().unwrap_err();
-    assert!(matches!(&error, Error::Io { path, .. } if path == &lib), "{error:?}");
+    let lib = dir.add("p2", "liba.so");
+    let (error, _) = refused_source(&dir, &lib, &lib);
     assert!(error.to_string().contains("not a directory"), "{error}");
+}
+
+#[test]
+fn a_directory_without_read_permission_is_an_error_naming_it() {
+    let dir = TestDir::new("discovery_unreadable");
+    let locked = dir.sub("locked");
+    dir.add("p2", "locked/libhidden.so");
+    fs::set_permissions(&locked, Permissions::from_mode(0o311)).unwrap();
+    let good = dir.add("p1", "libgood.so");
+    let host = PluginHost::builder().file(&good).dir(&locked).build().unwrap();
+
+    // Root reads any directory; a thread without the DAC capabilities does not.
+    let outcome = with_permission_checks(|| (fs::read_dir(&locked).is_err(), host.acquire().map(drop)));
+    let error = match outcome {
+        Ok((true, result)) => result.unwrap_err(),
+        Ok((false, _)) | Err(_) => {
+            fs::set_permissions(&locked, Permissions::from_mode(0o755)).unwrap();
+            let why = outcome.err().unwrap_or_else(|| "the directory stayed readable".into());
+            eprintln!("skipped: this process can read a directory of mode 0311 ({why}); cannot test");
+            return;
+        }
+    };
+    assert!(matches!(&error, Error::Io { path, .. } if path == &locked), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "cannot read plugin directory `{}`: Permission denied (os error 13)",
+            locked.display()
+        )
+    );
+    assert_unloaded(&good);
+
+    fs::set_permissions(&locked, Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(host.acquire().unwrap().plugins().len(), 2);
+}
+
+#[test]
+fn a_symlink_loop_is_an_error_naming_the_link() {
+    let dir = TestDir::new("discovery_loop");
+    let plugins = dir.sub("plugins");
+    let link = plugins.join("libloop.so");
+    symlink(&link, &link).unwrap();
+    let (error, host) = refused_source(&dir, &plugins, &link);
+    assert!(
+        error.to_string().contains("Too many levels of symbolic links"),
+        "{error}"
+    );
+    fs::remove_file(&link).unwrap();
+    assert_eq!(host.acquire().unwrap().plugins().len(), 1);
+}
+
+#[test]
+fn a_dangling_symlink_is_an_error_naming_the_link() {
+    let dir = TestDir::new("discovery_dangling");
+    let plugins = dir.sub("plugins");
+    let link = plugins.join("libdangling.so");
+    symlink(plugins.join("libgone.so"), &link).unwrap();
+    let (error, host) = refused_source(&dir, &plugins, &link);
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "cannot read plugin file `{}`: No such file or directory (os error 2)",
+            link.display()
+        )
+    );
+    fs::remove_file(&link).unwrap();
+    assert_eq!(host.acquire().unwrap().plugins().len(), 1);
+}
+
+#[test]
+fn a_file_name_that_is_not_utf8_loads_and_is_named_exactly_in_errors() {
+    let dir = TestDir::new("discovery_not_utf8");
+    let lib = dir.path().join(OsStr::from_bytes(b"lib\xff\xfe.so"));
+    fs::copy(dir.add("p1", "libp1.tmp"), &lib).unwrap();
+    fs::remove_file(dir.path().join("libp1.tmp")).unwrap();
+    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.plugins()[0].path(), Some(lib.as_path()));
+    assert!(mapped(&lib));
+    drop(lease);
+    assert_unloaded(&lib);
+
+    let bad = dir.path().join(OsStr::from_bytes(b"lib\xff\xfd.so"));
+    fs::write(&bad, "not a library").unwrap();
+    let error = host.acquire().unwrap_err();
+    assert!(matches!(&error, Error::Open { path, .. } if path == &bad), "{error:?}");
+    assert!(error.to_string().contains("lib\u{FFFD}\u{FFFD}.so"), "{error}");
+    assert_unloaded(&lib);
+}
+
+#[test]
+fn a_file_name_at_the_length_limit_loads_and_one_beyond_it_is_an_error_naming_it() {
+    let dir = TestDir::new("discovery_long_name");
+    let longest = format!("lib{}.so", "a".repeat(255 - 6));
+    assert_eq!(longest.len(), 255, "NAME_MAX on Linux");
+    let lib = dir.add("p1", &longest);
+    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.plugins()[0].path(), Some(lib.as_path()));
+    drop(lease);
+    assert_unloaded(&lib);
+
+    let too_long = dir.path().join(format!("lib{}.so", "a".repeat(256 - 6)));
+    let host = PluginHost::builder().file(&too_long).build().unwrap();
+    let error = host.acquire().unwrap_err();
+    assert!(
+        matches!(&error, Error::Io { path, .. } if path == &too_long),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().ends_with("File name too long (os error 36)"),
+        "{error}"
+    );
 }
 
 #[test]

@@ -1,10 +1,11 @@
 //! Failure atomicity (invariant I5): a failed load leaves nothing loaded and the host usable.
 
 use std::fs;
+use std::path::{Path, PathBuf};
 
 use dylease::{Error, PluginHost};
 
-use crate::support::{TestDir, assert_unloaded};
+use crate::support::{TestDir, assert_unloaded, fixture, loader_has, mapped};
 
 #[test]
 fn a_load_failing_at_the_third_of_five_plugins_leaves_none_mapped_and_succeeds_once_fixed() {
@@ -60,11 +61,13 @@ fn a_file_that_is_not_a_library_is_an_open_error_naming_it() {
     let error = host.acquire().unwrap_err();
     assert!(matches!(&error, Error::Open { path, .. } if path == &text), "{error:?}");
     assert!(
-        error
-            .to_string()
-            .starts_with(&format!("cannot load plugin file `{}`", text.display())),
+        error.to_string().starts_with(&format!(
+            "cannot load plugin file `{}`: it is not an ELF shared library",
+            text.display()
+        )),
         "{error}"
     );
+    assert!(!mapped(&text));
     assert_unloaded(&good);
 }
 
@@ -120,23 +123,154 @@ fn a_plugin_built_for_another_abi_version_is_refused_before_registering() {
     assert_unloaded(&good);
 }
 
-/// Loads fixture `name` alone and returns the error, after checking that the library is
-/// gone again and that the host still loads a good plugin afterwards.
+/// Loads fixture `name` after a good plugin and returns the error, after checking that the
+/// error names the file, that neither library is loaded any more, and that the host loads the
+/// good plugin once the bad one is gone.
 fn refused(name: &str) -> Error {
-    let dir = TestDir::new(name);
-    let bad = dir.add(name, &format!("lib{name}.so"));
-    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    refused_file(name, |dir| dir.add(name, &format!("lib{name}.so")))
+}
+
+/// As [`refused`], for the bad file that `make` puts into the directory it is given.
+fn refused_file(test: &str, make: impl FnOnce(&TestDir) -> PathBuf) -> Error {
+    let dir = TestDir::new(test);
+    let good = dir.add("p1", "libgood.so");
+    let bad_dir = TestDir::new(&format!("{test}_bad"));
+    let bad = make(&bad_dir);
+    // The good plugin loads first: the failure must close it again.
+    let host = PluginHost::builder().file(&good).dir(bad_dir.path()).build().unwrap();
     let error = host.acquire().unwrap_err();
-    assert_unloaded(&bad);
+    assert!(!mapped(&bad), "{} is still mapped", bad.display());
+    assert!(!loader_has(&bad), "the loader still has {}", bad.display());
+    assert_unloaded(&good);
+    assert!(!host.is_loaded());
     assert!(
         error.to_string().contains(&*bad.to_string_lossy()),
         "the error must name the file: {error}"
     );
+    assert_eq!(
+        error.origin().and_then(|o| o.path().map(Path::to_owned)),
+        Some(bad.clone())
+    );
     fs::remove_file(&bad).unwrap();
-    let good = dir.add("by_hand", "libgood.so");
-    assert_eq!(host.acquire().unwrap().plugins()[0].name(), "by-hand");
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.plugins().len(), 1);
+    assert_eq!(lease.plugins()[0].name(), "p1");
+    drop(lease);
     assert_unloaded(&good);
     error
+}
+
+#[test]
+fn a_truncated_library_is_an_open_error_saying_it_is_truncated() {
+    let error = refused_file("truncated", |dir| {
+        let bytes = fs::read(fixture("by_hand")).unwrap();
+        let path = dir.path().join("libtruncated.so");
+        fs::write(&path, &bytes[..bytes.len() / 3]).unwrap();
+        path
+    });
+    assert!(matches!(error, Error::Open { .. }), "{error:?}");
+    assert!(
+        error.to_string().contains(": the file is truncated: it has "),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_library_for_another_architecture_is_an_open_error_naming_both_architectures() {
+    // A copy of a real plugin with its ELF machine field patched: the loader refuses it, in
+    // glibc's words, as "No such file or directory"; the error must say what is wrong.
+    let (other, other_name, this_name) = if cfg!(target_arch = "aarch64") {
+        (62u16, "x86_64", "AArch64")
+    } else {
+        (183u16, "AArch64", std::env::consts::ARCH)
+    };
+    let error = refused_file("other_arch", |dir| {
+        let mut bytes = fs::read(fixture("by_hand")).unwrap();
+        bytes[18..20].copy_from_slice(&other.to_le_bytes());
+        let path = dir.path().join("libforeign.so");
+        fs::write(&path, bytes).unwrap();
+        path
+    });
+    assert!(matches!(error, Error::Open { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(
+        message.contains(&format!("it is built for {other_name} (ELF machine {other})")),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("but this process runs on {this_name}")),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_plugin_built_for_abi_version_zero_is_refused() {
+    let error = refused("by_hand_abi0");
+    assert!(
+        matches!(
+            error,
+            Error::AbiMismatch {
+                found: 0,
+                expected: 1,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("built for dylease ABI version 0"), "{error}");
+}
+
+#[test]
+fn a_plugin_name_one_mebibyte_long_is_refused_without_being_echoed() {
+    let error = refused("by_hand_huge_name");
+    assert!(matches!(error, Error::InvalidPlugin { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(
+        message.ends_with("is not a valid plugin: its name is longer than 256 bytes"),
+        "{message}"
+    );
+    assert!(
+        message.len() < 1024,
+        "the message repeats the name: {} bytes",
+        message.len()
+    );
+}
+
+#[test]
+fn invalid_pass_names_fail_the_load_even_if_the_plugin_ignores_the_refusal() {
+    for (fixture, pass, reason) in [
+        ("by_hand_null_pass_name", "", "the name is NULL"),
+        ("by_hand_empty_pass_name", "", "the name is empty"),
+        (
+            "by_hand_bad_utf8_pass_name",
+            "bad\u{FFFD}",
+            "the name is not valid UTF-8",
+        ),
+        (
+            "by_hand_huge_pass_name",
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa…",
+            "the name is longer than 256 bytes",
+        ),
+    ] {
+        let error = refused(fixture);
+        match &error {
+            Error::InvalidPass { pass: p, reason: r, .. } => {
+                assert_eq!((p.as_str(), r.as_str()), (pass, reason), "{fixture}");
+            }
+            other => panic!("{fixture}: expected InvalidPass, got {other:?}"),
+        }
+        assert!(error.to_string().ends_with(reason), "{fixture}: {error}");
+    }
+}
+
+#[test]
+fn a_pass_name_registered_twice_by_one_plugin_fails_even_if_the_plugin_ignores_the_refusal() {
+    let error = refused("by_hand_same_pass_twice");
+    assert!(
+        matches!(&error, Error::DuplicatePass { pass, first, second, .. } if pass == "seven" && first == second),
+        "{error:?}"
+    );
+    assert!(error.to_string().ends_with("registered pass `seven` twice"), "{error}");
 }
 
 #[test]

@@ -1,8 +1,11 @@
 //! A new generation after the last lease dropped registers its passes afresh (invariant I6),
-//! whether or not the platform really unmapped the library.
+//! whether or not the platform really unmapped the library; a library the platform kept is
+//! reported.
 
 use dylease::PluginHost;
+use log::Level;
 
+use crate::logger;
 use crate::support::{TestDir, assert_loaded, assert_unloaded};
 
 type IntFn = extern "C" fn() -> i32;
@@ -34,6 +37,9 @@ fn a_second_generation_after_a_real_unload_runs_constructors_and_registers_again
     assert_eq!(unsafe { second.pass::<IntFn>("answer") }.unwrap()(), 42);
     drop(second);
     assert_unloaded(&lib);
+    // The pinned check looked and found nothing (and, closing what it opened, left nothing).
+    assert_eq!(host.stats().pinned_libraries, 0);
+    assert_eq!(host.stats().unloads, 2);
 }
 
 #[test]
@@ -42,6 +48,7 @@ fn a_nodelete_library_that_never_unmaps_still_registers_its_passes_in_the_next_g
     let lib = dir.add("ctor_nodelete", "libctor_nodelete.so");
     let host = PluginHost::builder().file(&lib).build().unwrap();
 
+    logger::install();
     let first = host.acquire().unwrap();
     assert_eq!(ctor_runs(&first), 1);
     drop(first);
@@ -51,6 +58,11 @@ fn a_nodelete_library_that_never_unmaps_still_registers_its_passes_in_the_next_g
         !host.is_loaded(),
         "the set unloaded even though the library stayed mapped"
     );
+    // The host noticed, counted and said so.
+    assert_eq!(host.stats().pinned_libraries, 1);
+    let warnings = logger::records(Level::Warn, &format!("plugin file `{}` is still loaded", lib.display()));
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("the platform pinned it"), "{}", warnings[0]);
 
     let second = host.acquire().unwrap();
     assert_eq!(second.generation(), 2);
@@ -59,4 +71,6 @@ fn a_nodelete_library_that_never_unmaps_still_registers_its_passes_in_the_next_g
     assert_eq!(ctor_runs(&second), 1);
     assert!(second.contains_pass("answer"));
     assert_eq!(second.passes().len(), 2);
+    drop(second);
+    assert_eq!(host.stats().pinned_libraries, 2, "pinned again by the second unload");
 }

@@ -13,10 +13,16 @@ mod failure;
 mod generations;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod header;
+mod logger;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod mission;
+mod observability;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod policy;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod rust_plugin;
 mod static_plugins;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod threads;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod trust;

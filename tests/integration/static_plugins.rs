@@ -132,18 +132,23 @@ fn a_panicking_register_function_becomes_an_error_and_the_host_stays_usable() {
 
 #[test]
 fn a_panicking_unload_hook_does_not_stop_the_unload() {
+    crate::logger::install();
     let log = Log::default();
     let host = PluginHost::builder()
         .static_plugin("a", logging_plugin(&log, "a"))
-        .static_plugin("b", |reg| {
-            reg.on_unload(|| panic!("b's teardown failed"));
+        .static_plugin("fragile_unload", |reg| {
+            reg.on_unload(|| panic!("fragile_unload's teardown failed"));
             Ok(())
         })
         .build()
         .unwrap();
     drop(host.acquire().unwrap());
-    assert_eq!(log.lock().unwrap().len(), 3, "a's hooks ran after b's panicked");
+    assert_eq!(log.lock().unwrap().len(), 3, "a's hooks ran after the panic");
     assert!(!host.is_loaded());
+    // No error can be returned from a drop: the panic is logged, naming the plugin.
+    let line = "unload hook of static plugin `fragile_unload` panicked: fragile_unload's teardown failed";
+    assert_eq!(crate::logger::records(log::Level::Error, line), [line]);
+    assert_eq!(host.stats().unloads, 1);
     assert_eq!(host.acquire().unwrap().generation(), 2);
 }
 
@@ -241,6 +246,19 @@ fn invalid_and_duplicate_pass_names_are_refused_even_if_the_plugin_ignores_it() 
         error.to_string(),
         "static plugin `twice` registered pass `double` twice"
     );
+    let host = PluginHost::builder()
+        .static_plugin("verbose", |reg| {
+            let _ = reg.add_pass(&"x".repeat(257), double as fn(i32) -> i32, ptr::null_mut());
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    let error = host.acquire().unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "static plugin `verbose` registered an invalid pass \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…\": \
+         the name is longer than 256 bytes"
+    );
 }
 
 #[test]
@@ -275,6 +293,11 @@ fn bad_static_plugin_names_are_configuration_errors() {
             .to_string()
             .contains("two static plugins are named `x`")
     );
+    let long = PluginHost::builder()
+        .static_plugin("x".repeat(257), |_| Ok(()))
+        .build()
+        .unwrap_err();
+    assert!(long.to_string().contains("longer than 256 bytes"), "{long}");
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! test's own, and the checks that prove a library really left the address space.
 
 use std::collections::HashMap;
-use std::fs;
+use std::fs::{self, Permissions};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -20,11 +22,28 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
     };
     match name {
         "arith" => (vec!["arith.c"], vec![]),
+        "churn" => (vec!["churn.c"], vec![]),
         "ctor" => (vec!["ctor.c"], vec![]),
         "ctor_nodelete" => (vec!["ctor.c"], vec!["-Wl,-z,nodelete".into()]),
         "noentry" => (vec!["noentry.c"], vec![]),
         "by_hand" => (vec!["by_hand.c"], vec![]),
+        "by_hand_abi0" => (vec!["by_hand.c"], vec!["-DABI=0".into()]),
         "by_hand_abi2" => (vec!["by_hand.c"], vec!["-DABI=2".into()]),
+        "by_hand_huge_name" => (vec!["by_hand.c"], vec!["-DHUGE".into(), "-DNAME=huge_name".into()]),
+        "by_hand_null_pass_name" => (vec!["by_hand.c"], vec!["-DEXTRA_PASS_NAME=0".into()]),
+        "by_hand_empty_pass_name" => (vec!["by_hand.c"], vec!["-DEXTRA_PASS_NAME=\"\"".into()]),
+        "by_hand_bad_utf8_pass_name" => (vec!["by_hand.c"], vec!["-DEXTRA_PASS_NAME=\"bad\\xff\"".into()]),
+        "by_hand_huge_pass_name" => (
+            vec!["by_hand.c"],
+            vec!["-DHUGE".into(), "-DEXTRA_PASS_NAME=huge_name".into()],
+        ),
+        "by_hand_same_pass_twice" => (vec!["by_hand.c"], vec!["-DEXTRA_PASS_NAME=\"seven\"".into()]),
+        // dladdr lives in libdl before glibc 2.34; the library comes before the source here,
+        // so it must not be dropped as unneeded.
+        "by_hand_marker" => (
+            vec!["by_hand.c"],
+            vec!["-DMARK_CONSTRUCTOR".into(), "-Wl,--no-as-needed".into(), "-ldl".into()],
+        ),
         "by_hand_null_descriptor" => (vec!["by_hand.c"], vec!["-DNULL_DESCRIPTOR".into()]),
         "by_hand_null_name" => (vec!["by_hand.c"], vec!["-DNAME=0".into()]),
         "by_hand_empty_name" => (vec!["by_hand.c"], vec!["-DNAME=\"\"".into()]),
@@ -66,6 +85,9 @@ pub fn fixture(name: &str) -> PathBuf {
 
 /// A directory of one test's own, so its library copies have paths (and inodes) no other
 /// test loads: glibc would otherwise hand back another test's mapping.
+///
+/// The directory and the copies get mode 0755 whatever the umask, so that they pass the
+/// host's default trust check (nothing writable by group or others).
 pub struct TestDir(PathBuf);
 
 impl TestDir {
@@ -77,6 +99,7 @@ impl TestDir {
             .join(format!("{test}-{}-{n}", std::process::id()));
         let _ = fs::remove_dir_all(&path);
         fs::create_dir_all(&path).unwrap();
+        fs::set_permissions(&path, Permissions::from_mode(0o755)).unwrap();
         TestDir(path.canonicalize().unwrap())
     }
 
@@ -88,6 +111,7 @@ impl TestDir {
     pub fn add(&self, name: &str, file: &str) -> PathBuf {
         let to = self.0.join(file);
         fs::copy(fixture(name), &to).unwrap();
+        fs::set_permissions(&to, Permissions::from_mode(0o755)).unwrap();
         to
     }
 
@@ -96,6 +120,7 @@ impl TestDir {
     pub fn sub(&self, name: &str) -> PathBuf {
         let to = self.0.join(name);
         fs::create_dir_all(&to).unwrap();
+        fs::set_permissions(&to, Permissions::from_mode(0o755)).unwrap();
         to
     }
 }
@@ -107,19 +132,19 @@ impl Drop for TestDir {
 }
 
 /// Whether `path` is mapped into this process, from `/proc/self/maps`: the kernel's view,
-/// which no loader bookkeeping can fake.
+/// which no loader bookkeeping can fake. Compares bytes, so that file names which are not
+/// UTF-8 work too.
 pub fn mapped(path: &Path) -> bool {
     let path = path.canonicalize().unwrap();
-    let path = path.to_str().unwrap();
-    let maps = fs::read_to_string("/proc/self/maps").unwrap();
-    maps.lines()
-        .any(|line| line.ends_with(path) && line[..line.len() - path.len()].ends_with(' '))
+    let path = path.as_os_str().as_bytes();
+    let maps = fs::read("/proc/self/maps").unwrap();
+    maps.split(|&b| b == b'\n')
+        .any(|line| line.ends_with(path) && line[..line.len() - path.len()].ends_with(b" "))
 }
 
 /// Whether the dynamic loader still has `path` loaded: `dlopen(path, RTLD_NOLOAD)` returns a
 /// handle only for a loaded object (the handle is closed again).
 pub fn loader_has(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
     // SAFETY: RTLD_NOLOAD never loads anything, so no library code runs; a returned handle is
     // closed at once, undoing the reference count it added.
@@ -146,4 +171,51 @@ pub fn assert_unloaded(path: &Path) {
 pub fn assert_loaded(path: &Path) {
     assert!(mapped(path), "{} is not mapped", path.display());
     assert!(loader_has(path), "the loader does not have {}", path.display());
+}
+
+/// Runs `f` on a thread of its own whose file access is subject to permission bits even when
+/// the process runs as root: the thread drops `CAP_DAC_OVERRIDE` and `CAP_DAC_READ_SEARCH`
+/// from its effective capabilities (Linux capabilities are per thread, and the raw `capset`
+/// system call changes only the calling thread). Returns `Err` with the reason when this
+/// thread cannot be made subject to them.
+pub fn with_permission_checks<R: Send>(f: impl FnOnce() -> R + Send) -> Result<R, String> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    const CAP_DAC_OVERRIDE: u32 = 1;
+    const CAP_DAC_READ_SEARCH: u32 = 2;
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let mut header = Header {
+                    version: LINUX_CAPABILITY_VERSION_3,
+                    pid: 0,
+                };
+                let mut data = [Data::default(); 2];
+                // SAFETY: `header` and `data` have the kernel's layout for version 3 (two data
+                // structs); pid 0 is the calling thread.
+                if unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) } != 0 {
+                    return Err(format!("capget failed: {}", std::io::Error::last_os_error()));
+                }
+                data[0].effective &= !(1 << CAP_DAC_OVERRIDE | 1 << CAP_DAC_READ_SEARCH);
+                // SAFETY: as above; dropping effective capabilities needs no privilege and
+                // affects only this thread, which ends with `f`.
+                if unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) } != 0 {
+                    return Err(format!("capset failed: {}", std::io::Error::last_os_error()));
+                }
+                Ok(f())
+            })
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }

@@ -1,7 +1,8 @@
 //! Many threads acquiring, cloning and dropping leases of real plugins: one set at a time,
-//! every lease sees a fully loaded set, nothing mapped at the end.
+//! every lease sees a fully loaded set, every load is matched by one unload, nothing mapped at
+//! the end.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -92,4 +93,79 @@ fn eight_threads_share_one_set_at_a_time_and_leave_nothing_mapped() {
     assert_unloaded(&lib);
     assert_unloaded(&counted);
     eprintln!("{total} leases over {generations} generations");
+}
+
+/// What `churn.c` counts, in memory this test owns; laid out as its `churn_counters`.
+#[repr(C)]
+#[derive(Default)]
+struct ChurnCounters {
+    loads: AtomicI32,
+    unloads: AtomicI32,
+    late_calls: AtomicI32,
+    double_unloads: AtomicI32,
+}
+
+/// Rounds of the churn test: `DYLEASE_CHURN_ROUNDS`, or 1000. Every round loads at least one
+/// generation. (`scripts/memcheck.sh` runs fewer under valgrind.)
+fn churn_rounds() -> u64 {
+    std::env::var("DYLEASE_CHURN_ROUNDS").map_or(1000, |n| n.parse().expect("DYLEASE_CHURN_ROUNDS is a number"))
+}
+
+#[test]
+fn eight_threads_churning_their_only_leases_match_every_load_with_one_unload() {
+    let dir = TestDir::new("churn");
+    let churn = dir.add("churn", "libchurn.so");
+    let counted = dir.add("by_hand", "libcounted.so");
+    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    let counters = ChurnCounters::default();
+    let (threads, rounds) = (8, churn_rounds());
+    let round_done = Barrier::new(threads);
+
+    thread::scope(|scope| {
+        for t in 0..threads {
+            let (host, counters, round_done) = (&host, &counters, &round_done);
+            scope.spawn(move || {
+                for round in 0..rounds {
+                    // One to three times per round, this thread acquires and drops its only
+                    // lease while the others do the same: its acquire meets their loads,
+                    // shared sets, and unloads still in progress.
+                    for _ in 0..=(t as u64 + round) % 3 {
+                        let lease = host.acquire().unwrap();
+                        // SAFETY: churn.c registers `attach` as `void (*)(churn_counters *)`,
+                        // `work` as `int (*)(int)`; by_hand.c `registrations` as
+                        // `int (*)(void)`. All are called while `lease` lives.
+                        let (attach, work, registrations) = unsafe {
+                            (
+                                lease.pass::<extern "C" fn(*const ChurnCounters)>("attach").unwrap(),
+                                lease.pass::<extern "C" fn(i32) -> i32>("work").unwrap(),
+                                lease.pass::<extern "C" fn() -> i32>("registrations").unwrap(),
+                            )
+                        };
+                        attach(counters);
+                        assert_eq!(work(t as i32), t as i32 + 1);
+                        assert_eq!(registrations(), 1, "generation {} reused a mapping", lease.generation());
+                        drop(lease);
+                    }
+                    // Every thread has dropped its lease, so the set unloaded before the last
+                    // drop returned: the next round starts by loading a new generation.
+                    round_done.wait();
+                }
+            });
+        }
+    });
+
+    let generations = host.generation();
+    assert!(generations >= rounds, "{generations} generations in {rounds} rounds");
+    let stats = host.stats();
+    assert_eq!((stats.loads, stats.unloads), (generations, generations));
+    let count = |c: &AtomicI32| u64::try_from(c.load(Ordering::SeqCst)).unwrap();
+    assert_eq!(count(&counters.loads), generations, "every generation a fresh mapping");
+    assert_eq!(count(&counters.unloads), generations, "every load unloaded once");
+    assert_eq!(count(&counters.double_unloads), 0);
+    assert_eq!(count(&counters.late_calls), 0, "a pass ran after its library's unload");
+    assert_eq!(stats.pinned_libraries, 0);
+    assert!(!host.is_loaded());
+    assert_unloaded(&churn);
+    assert_unloaded(&counted);
+    eprintln!("{generations} generations in {rounds} rounds of 8 threads");
 }

@@ -8,7 +8,19 @@
  *   -DNULL_FUNCTION      also adds a pass "broken" with a NULL function, ignoring the refusal
  *   -DUNRESOLVED         refers to a function no library defines (RTLD_NOW must refuse it)
  *   -DSTALE              keeps the registrar and offers a pass "add_late" that calls add_pass
- *                        with it after registration has ended */
+ *                        with it after registration has ended
+ *   -DEXTRA_PASS_NAME=e  also adds a pass named e (may be 0), ignoring a refusal
+ *   -DHUGE               defines huge_name, a 1 MiB name (for -DNAME or -DEXTRA_PASS_NAME)
+ *   -DMARK_CONSTRUCTOR   a constructor creates the file "<this library's path>.ran": proof that
+ *                        the library's code ran */
+#ifdef MARK_CONSTRUCTOR
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#endif
+#ifdef HUGE
+#include <string.h>
+#endif
 #include "dylease.h"
 
 #ifndef ABI
@@ -26,6 +38,23 @@
 static int registrations;
 
 static int seven(void) { return 7; }
+
+#ifdef HUGE
+/* 1 MiB of 'a' and a NUL, filled in by the entry point. */
+static char huge_name[(1 << 20) + 1];
+#endif
+
+#ifdef MARK_CONSTRUCTOR
+__attribute__((constructor)) static void mark(void) {
+    Dl_info self;
+    char path[4096];
+    if (dladdr((void *)mark, &self) && self.dli_fname) {
+        snprintf(path, sizeof path, "%s.ran", self.dli_fname);
+        FILE *f = fopen(path, "w");
+        if (f) fclose(f);
+    }
+}
+#endif
 static int get_registrations(void) { return registrations; }
 
 #ifdef UNRESOLVED
@@ -51,6 +80,9 @@ __attribute__((unused)) static int32_t register_passes(const dylease_host_api *a
 #ifdef NULL_FUNCTION
     (void)api->add_pass(reg, "broken", 0, 0);
 #endif
+#ifdef EXTRA_PASS_NAME
+    (void)api->add_pass(reg, EXTRA_PASS_NAME, (dylease_fn)seven, 0);
+#endif
 #ifdef UNRESOLVED
     if (api->add_pass(reg, "calls_missing", (dylease_fn)calls_missing, 0) != 0) return -1;
 #endif
@@ -64,6 +96,9 @@ __attribute__((unused)) static const dylease_plugin descriptor = {ABI, NAME, "1"
 #endif
 
 const dylease_plugin *dylease_plugin_v1(void) {
+#ifdef HUGE
+    memset(huge_name, 'a', sizeof huge_name - 1);
+#endif
 #ifdef NULL_DESCRIPTOR
     return 0;
 #else

@@ -1,0 +1,116 @@
+//! One load attempt: discovery, the trust check, the pipeline for each plugin, and the load
+//! policy that decides what a failure does.
+
+use std::fmt;
+use std::path::Path;
+
+use crate::discover::{Planned, Source, plan};
+use crate::error::{Error, Origin};
+use crate::host::LoadPolicy;
+use crate::pipeline::{Candidate, Opened, Registered, StaticPlugin, Verified};
+use crate::set::SetBuilder;
+use crate::stats::count;
+use crate::trust::{self, TrustPolicy};
+
+/// Something that went wrong in a load and was skipped under
+/// [`LoadPolicy::SkipFailed`]: a plugin left out of the set, or a pass left out because an
+/// earlier plugin had registered its name. See [`PluginSet::failures`](crate::PluginSet::failures).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct LoadFailure {
+    origin: Origin,
+    error: Error,
+}
+
+impl LoadFailure {
+    /// The plugin the failure is about: the file (as discovered) or the static plugin.
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    /// The plugin's library file, as discovered; `None` for a static plugin.
+    pub fn path(&self) -> Option<&Path> {
+        self.origin.path()
+    }
+
+    /// What went wrong: the error a [`LoadPolicy::Strict`] load would have failed with.
+    pub fn error(&self) -> &Error {
+        &self.error
+    }
+}
+
+impl fmt::Display for LoadFailure {
+    /// The error's message, which names the plugin.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+/// Loads every plugin of `sources`. Under [`LoadPolicy::Strict`] the first failure closes
+/// everything opened so far and is returned; under [`LoadPolicy::SkipFailed`] a failed plugin
+/// (already closed by the pipeline) is logged and recorded, and the others load.
+///
+/// Every file is found and checked for trust before any is opened, so under `Strict` no
+/// plugin code runs at all when one file is missing or untrusted.
+pub(crate) fn load(sources: &[Source], policy: LoadPolicy, trust: TrustPolicy) -> Result<SetBuilder, Error> {
+    let mut set = SetBuilder::new();
+    let mut steps = Vec::new();
+    for planned in plan(sources)? {
+        let step = match planned {
+            Planned::Unusable { path, error } => Err((Origin::File(path), error)),
+            Planned::File(candidate) => match trust::check(trust, &candidate) {
+                Ok(()) => Ok(Step::File(candidate)),
+                Err(error) => Err((Origin::File(candidate.path), error)),
+            },
+            Planned::Static(plugin) => Ok(Step::Static(plugin)),
+        };
+        match (policy, step) {
+            (LoadPolicy::Strict, Err((_, error))) => return Err(error),
+            (_, step) => steps.push(step),
+        }
+    }
+
+    for step in steps {
+        let failures = match step.and_then(Step::register) {
+            Ok(plugin) => {
+                let (origin, name, passes) = (plugin.origin.clone(), plugin.name.clone(), plugin.passes.len());
+                let duplicates = set.add(plugin);
+                let passes = count(passes - duplicates.len(), "pass", "passes");
+                log::debug!("loaded {origin} as `{name}`: {passes}");
+                duplicates.into_iter().map(|error| (origin.clone(), error)).collect()
+            }
+            Err(failure) => vec![failure],
+        };
+        for (origin, error) in failures {
+            if policy == LoadPolicy::Strict {
+                set.abandon();
+                return Err(error);
+            }
+            log::warn!("skipped under LoadPolicy::SkipFailed: {error}");
+            set.skipped(LoadFailure { origin, error });
+        }
+    }
+    Ok(set)
+}
+
+/// A plugin that discovery found and the trust check let through.
+enum Step<'host> {
+    File(Candidate),
+    Static(&'host StaticPlugin),
+}
+
+impl Step<'_> {
+    /// Runs the pipeline; a failure comes with the plugin it is about.
+    fn register(self) -> Result<Registered, (Origin, Error)> {
+        match self {
+            Step::File(candidate) => {
+                let origin = Origin::File(candidate.path.clone());
+                let registered = candidate.open().and_then(Opened::verify).and_then(Verified::register);
+                registered.map_err(|error| (origin, error))
+            }
+            Step::Static(plugin) => plugin
+                .register()
+                .map_err(|error| (Origin::Static(plugin.name.clone()), error)),
+        }
+    }
+}

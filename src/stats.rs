@@ -1,0 +1,143 @@
+//! What a host observed about its loads and unloads, and the `log` events about them.
+//!
+//! Everything here is written after the fact and read by observers; nothing here is ever
+//! consulted to decide when to load or unload. The recorder's lock is a leaf: it is held only
+//! to copy numbers, never while plugin code runs or a lease is dropped.
+
+use std::time::Duration;
+
+use crate::set::PluginSet;
+use crate::sync::Mutex;
+
+/// A snapshot of a host's statistics, from [`PluginHost::stats`](crate::PluginHost::stats).
+///
+/// The values are observed, not decided on: by the time you read them, another thread may
+/// have acquired or dropped a lease. Counts start at zero when the host is built.
+///
+/// # Example
+///
+/// ```
+/// let host = dylease::PluginHost::builder()
+///     .static_plugin("math", |_reg: &mut dylease::Registrar| Ok(()))
+///     .build()?;
+/// let lease = host.acquire()?;
+/// let stats = host.stats();
+/// assert!(stats.loaded);
+/// assert_eq!((stats.generation, stats.live_leases, stats.plugins), (1, 1, 1));
+/// drop(lease);
+/// let stats = host.stats();
+/// assert!(!stats.loaded);
+/// assert_eq!((stats.loads, stats.unloads, stats.live_leases), (1, 1, 0));
+/// println!("the last unload took {:?}", stats.last_unload.unwrap());
+/// # Ok::<(), dylease::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Whether a set is loaded (or still unloading), as
+    /// [`PluginHost::is_loaded`](crate::PluginHost::is_loaded).
+    pub loaded: bool,
+    /// The generation of the newest set, as
+    /// [`PluginHost::generation`](crate::PluginHost::generation).
+    pub generation: u64,
+    /// The number of leases of the loaded set (clones included); 0 when none is loaded.
+    pub live_leases: usize,
+    /// The number of plugins in the loaded set; 0 when none is loaded.
+    pub plugins: usize,
+    /// The number of passes in the loaded set; 0 when none is loaded.
+    pub passes: usize,
+    /// Successful loads so far.
+    pub loads: u64,
+    /// Finished unloads so far.
+    pub unloads: u64,
+    /// How many times an unload found one of its library files still loaded after closing
+    /// it: pinned by the platform (`-z nodelete`, a thread-local destructor) or by another
+    /// user of the same file. Each occurrence is also logged as a warning. Counted on Linux
+    /// with glibc only; elsewhere it stays 0.
+    pub pinned_libraries: u64,
+    /// How long the last successful load took, from discovery to the finished set.
+    pub last_load: Option<Duration>,
+    /// How long the last unload took: unload code, closing the libraries, and the pinned
+    /// check.
+    pub last_unload: Option<Duration>,
+}
+
+/// The host's side of [`Stats`]: updated by loads and unloads.
+#[derive(Debug, Default)]
+pub(crate) struct Recorder(Mutex<Record>);
+
+#[derive(Debug, Default)]
+struct Record {
+    loads: u64,
+    unloads: u64,
+    pinned_libraries: u64,
+    plugins: usize,
+    passes: usize,
+    last_load: Option<Duration>,
+    last_unload: Option<Duration>,
+}
+
+impl Recorder {
+    /// Records (and logs) a successful load. Called with the host's lock held.
+    pub(crate) fn loaded(&self, set: &PluginSet) {
+        let (plugins, passes, took) = (set.plugins().len(), set.passes().len(), set.load_time);
+        let mut record = self.0.lock();
+        record.loads += 1;
+        record.plugins = plugins;
+        record.passes = passes;
+        record.last_load = Some(took);
+        drop(record);
+        let skipped = match set.failures().len() {
+            0 => String::new(),
+            n => format!(", {} skipped", count(n, "failure", "failures")),
+        };
+        log::info!(
+            "loaded generation {}: {}, {} in {took:?}{skipped}",
+            set.generation(),
+            count(plugins, "plugin", "plugins"),
+            count(passes, "pass", "passes"),
+        );
+    }
+
+    /// Records (and logs) a finished unload: `pinned` libraries stayed loaded.
+    pub(crate) fn unloaded(&self, set: &PluginSet, took: Duration, pinned: usize) {
+        let mut record = self.0.lock();
+        record.unloads += 1;
+        record.pinned_libraries += pinned as u64;
+        record.plugins = 0;
+        record.passes = 0;
+        record.last_unload = Some(took);
+        drop(record);
+        let pinned = match pinned {
+            0 => String::new(),
+            n => format!(", {} pinned", count(n, "library", "libraries")),
+        };
+        log::info!(
+            "unloaded generation {}: {} in {took:?}{pinned}",
+            set.generation(),
+            count(set.plugins().len(), "plugin", "plugins"),
+        );
+    }
+
+    /// A snapshot, with the parts the host itself knows.
+    pub(crate) fn snapshot(&self, loaded: bool, generation: u64, live_leases: usize) -> Stats {
+        let record = self.0.lock();
+        Stats {
+            loaded,
+            generation,
+            live_leases,
+            plugins: record.plugins,
+            passes: record.passes,
+            loads: record.loads,
+            unloads: record.unloads,
+            pinned_libraries: record.pinned_libraries,
+            last_load: record.last_load,
+            last_unload: record.last_unload,
+        }
+    }
+}
+
+/// `n` and the noun in the right number, for log messages: "1 pass", "2 passes".
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
