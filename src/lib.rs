@@ -116,6 +116,8 @@ mod set;
 mod sync;
 
 #[cfg(feature = "host")]
+pub use discover::plugin_files_in;
+#[cfg(feature = "host")]
 pub use host::{GLOBAL_PATH_VAR, HostBuilder, LoadPolicy, PluginHost, global};
 #[cfg(feature = "host")]
 pub use lease::{Lease, OwnedPass, Pass, WeakLease};
