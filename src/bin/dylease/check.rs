@@ -87,12 +87,14 @@ pub(crate) fn run(paths: &[PathBuf], mut report: impl FnMut(Check)) {
         }
     }
     if paths.len() > 1 {
-        let builder = paths
-            .iter()
-            .fold(PluginHost::builder(), |builder, path| match path.is_dir() {
-                true => builder.dir(path),
-                false => builder.file(path),
-            });
+        let mut builder = PluginHost::builder();
+        for path in paths {
+            builder = if path.is_dir() {
+                builder.dir(path)
+            } else {
+                builder.file(path)
+            };
+        }
         let mut together = load(Kind::Together, None, builder);
         together.arguments = paths.len();
         report(together);

@@ -48,9 +48,10 @@ impl Human {
                         Kind::Directory => "directory",
                         _ => "configuration",
                     };
-                    out.push_str(&format!(
+                    let _ = write!(
+                        out,
                         ": a host given this {what} loads none of its plugins, so none of their passes run"
-                    ));
+                    );
                 }
                 out.push('\n');
                 match &problem.file {
