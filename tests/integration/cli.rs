@@ -260,3 +260,22 @@ fn no_path_is_a_usage_error_with_status_2() {
     assert!(run.stderr.contains("<FILE_OR_DIR>"), "{run:?}");
     assert!(run.stdout.is_empty(), "{run:?}");
 }
+
+#[test]
+fn a_directory_without_plugin_files_loads_nothing_and_says_why() {
+    let dir = TestDir::new("cli_empty");
+    plugins(&dir, &[("arith", "libarith.so.1")]);
+    let run = dylease(dir.path(), &["check", "plugins"]);
+    assert_eq!(run.status, 0, "a host loads an empty directory without error: {run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(
+        lines[..3],
+        [
+            "ok    plugins (directory of 0 plugin files) as a whole: loads 0 plugins, 0 passes",
+            "        note: no plugin library here: a host given it loads nothing (only regular files named \
+             `*.so` directly in a directory are loaded)",
+            "        not loaded: `plugins/libarith.so.1` (the name does not end in `.so`)",
+        ],
+        "{run:?}"
+    );
+}

@@ -71,7 +71,7 @@ print goes to standard error meanwhile.
                    \"passes\": [string]}],            in load order; [] when not ok
       \"problem\": null | {\"cause\": string, \"file\": string | null,
                           \"message\": string, \"fix\": string},
-      \"skipped\": [{\"path\": string, \"reason\": string}]   entries a host does not load
+      \"skipped\": [{\"path\": string, \"reason\": string}]   directory entries a host does not load
     }]
   }
 \"cause\" is one of: open, missing-entry, abi-mismatch, invalid-plugin, invalid-pass,

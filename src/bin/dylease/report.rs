@@ -39,6 +39,14 @@ impl Human {
                         count(plugins.len(), "plugin"),
                         count(passes, "pass")
                     );
+                    if plugins.is_empty() {
+                        let _ = writeln!(
+                            out,
+                            "{DETAIL}note: no plugin library here: a host given it loads nothing \
+                             (only regular files named `*{}` directly in a directory are loaded)",
+                            std::env::consts::DLL_SUFFIX
+                        );
+                    }
                 }
             }
             Err(problem) => {
