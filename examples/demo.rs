@@ -2,10 +2,13 @@
 //! single-operator compiler share plugins in one process. The compiler finishing must not
 //! unload the session's passes; the plugins unload once, when the last user is done.
 //!
-//! Run with `cargo run --example demo`. It compiles the C plugins in `examples/plugins/`
-//! with the system C compiler into a temporary directory first.
+//! Run with `cargo run --example demo`. It first builds the three example plugins into a
+//! temporary directory: C (`examples/plugins/fusion.c`) with the system C compiler, C++
+//! (`examples/plugins/layout*.cpp`, two translation units) with the system C++ compiler, and
+//! Rust (`examples/rust-plugin`) with a nested `cargo build`.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Instant;
 
 use dylease::{Lease, PluginHost};
@@ -15,43 +18,98 @@ mod cc;
 
 /// The graph the passes rewrite; `examples/plugins/graph.h` declares the same layout.
 #[repr(C)]
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Copy)]
 struct Graph {
     nodes: i32,
     rewrites: i32,
 }
 
+/// The type of every example pass, in every language: `void (*)(demo_graph *)`.
 type GraphPass = unsafe extern "C" fn(*mut Graph);
 
-/// Runs every pass of the lease over `graph`.
-fn run_all_passes(lease: &Lease, graph: &mut Graph) -> Vec<String> {
-    let mut ran = Vec::new();
+/// Runs every pass of the lease over `graph`, in registration order; returns how many ran.
+fn run_all_passes(lease: &Lease, graph: &mut Graph) -> usize {
     for info in lease.passes() {
         // SAFETY: every example plugin registers its passes as `void (*)(demo_graph *)`, and
         // the pass is called while `lease` is alive.
         let pass = unsafe { lease.pass::<GraphPass>(info.name()) }.expect("listed by the lease");
         // SAFETY: `graph` is a valid, exclusive `demo_graph`.
         unsafe { pass(graph) };
-        ran.push(format!("{}::{}", info.plugin(), info.name()));
     }
-    ran
+    lease.passes().len()
 }
 
+/// One line per plugin of the lease: name, version, passes.
+fn plugin_lines(lease: &Lease) -> String {
+    let mut lines = String::new();
+    for (index, plugin) in lease.plugins().iter().enumerate() {
+        let passes: Vec<&str> = lease
+            .passes()
+            .iter()
+            .filter(|pass| pass.plugin_index() == index)
+            .map(|pass| pass.name())
+            .collect();
+        let line = format!("{} {}: {}", plugin.name(), plugin.version(), passes.join(", "));
+        lines.push_str(&format!("\n{:27}{line}", ""));
+    }
+    lines
+}
+
+/// Builds the C, C++ and Rust example plugins into a fresh directory; returns it and the
+/// library files.
 fn build_plugins() -> Result<(PathBuf, Vec<PathBuf>), String> {
-    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/plugins");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sources = root.join("examples/plugins");
     let dir = std::env::temp_dir().join(format!("dylease-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let include = format!("-I{}", sources.display());
     let mut libs = Vec::new();
-    for name in ["fusion", "layout"] {
-        let source = sources.join(format!("{name}.c"));
-        libs.push(cc::compile_plugin(
-            &[&source],
-            &dir.join(format!("lib{name}.so")),
-            &[&include],
-        )?);
-    }
+
+    println!("Building the example plugins:");
+    println!("  C     examples/plugins/fusion.c                          -> libfusion.so");
+    let fusion = sources.join("fusion.c");
+    libs.push(cc::compile_plugin(&[&fusion], &dir.join("libfusion.so"), &[&include])?);
+
+    println!("  C++   examples/plugins/layout.cpp, layout_transpose.cpp -> liblayout.so");
+    let (layout, transpose) = (sources.join("layout.cpp"), sources.join("layout_transpose.cpp"));
+    libs.push(cc::compile_plugin(
+        &[&layout, &transpose],
+        &dir.join("liblayout.so"),
+        &[&include],
+    )?);
+
+    println!("  Rust  examples/rust-plugin (cargo build)                -> libfolding.so");
+    libs.push(build_rust_plugin(root, &dir.join("libfolding.so"))?);
     Ok((dir, libs))
+}
+
+/// Builds `examples/rust-plugin` with cargo, in a target directory of its own next to this
+/// example's binary (so it never waits for another build's lock), and copies it to `out`.
+fn build_rust_plugin(root: &Path, out: &Path) -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    // `<target>/<profile>/examples/demo` → `<target>/<profile>/demo-rust-plugin`.
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .ok_or("this program is not in a cargo target directory")?
+        .join("demo-rust-plugin");
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "dylease-example-rust-plugin", "--target-dir"])
+        .arg(&target)
+        .current_dir(root)
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("building examples/rust-plugin failed ({status})"));
+    }
+    let name = format!(
+        "{}dylease_example_rust_plugin{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    let built = target.join("debug").join(name);
+    std::fs::copy(&built, out).map_err(|e| format!("cannot copy {} to {}: {e}", built.display(), out.display()))?;
+    Ok(out.to_owned())
 }
 
 /// Whether `path` is mapped into this process (Linux: `/proc/self/maps`).
@@ -72,23 +130,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => "unknown on this platform",
     };
 
-    println!("Plugins built into {}\n", dir.display());
+    println!("into {}\n", dir.display());
     let host = PluginHost::builder().dir(&dir).build()?;
 
     let session = host.acquire()?;
-    let plugins: Vec<String> = session
-        .plugins()
-        .iter()
-        .map(|p| format!("{} {}", p.name(), p.version()))
-        .collect();
     say(
         "session",
         &format!(
-            "acquire() loaded generation {}: {} ({} passes); libraries {}",
+            "acquire() loaded generation {}: {} plugins, {} passes; libraries {}{}",
             session.generation(),
-            plugins.join(", "),
+            session.plugins().len(),
             session.passes().len(),
-            where_mapped(&libs)
+            where_mapped(&libs),
+            plugin_lines(&session)
         ),
     );
 
@@ -99,26 +153,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &who,
             &format!("acquire() shares generation {} (no load)", compiler.generation()),
         );
-        let mut graph = Graph {
+        let before = Graph {
             nodes: 8 * op,
             rewrites: 0,
         };
+        let mut graph = before;
         let ran = run_all_passes(&compiler, &mut graph);
-        say(&who, &format!("ran {} -> {graph:?}", ran.join(", ")));
+        say(&who, &format!("ran {ran} passes: {before:?} -> {graph:?}"));
         drop(compiler);
         say(
             &who,
             &format!(
-                "finished and dropped its lease; plugins still loaded: {}, libraries {}",
+                "dropped its lease; plugins still loaded: {}, libraries {}",
                 host.is_loaded(),
                 where_mapped(&libs)
             ),
         );
     }
 
-    let mut graph = Graph { nodes: 40, rewrites: 0 };
+    let before = Graph { nodes: 40, rewrites: 0 };
+    let mut graph = before;
     let ran = run_all_passes(&session, &mut graph);
-    say("session", &format!("still runs all {} passes -> {graph:?}", ran.len()));
+    say(
+        "session",
+        &format!("still runs all {ran} passes: {before:?} -> {graph:?}"),
+    );
     say("session", "drops the last lease:");
     drop(session);
     say(

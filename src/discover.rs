@@ -201,3 +201,40 @@ fn file_identity(resolved: &Path) -> io::Result<(u64, u64)> {
 fn file_identity(resolved: &Path) -> io::Result<PathBuf> {
     Ok(resolved.to_owned())
 }
+
+/// The plugin library files a host configured with [`HostBuilder::dir(dir)`](crate::HostBuilder::dir)
+/// would try at its next load, in load order, without opening any of them.
+///
+/// The rules are the host's own: regular files directly in `dir` whose names end with the
+/// platform's library suffix (`.so` on Linux), in byte order of file name, symlinks followed,
+/// and a file reached twice (a symlink or a hard link to another one) listed once, where it
+/// first appears. Tools use it to look at a directory one file at a time, as `dylease check`
+/// does.
+///
+/// # Errors
+///
+/// [`Error::Io`] naming the path if `dir` is missing, not a directory, or cannot be read: the
+/// same errors the host's load would report. A file in it that cannot be used (a dangling
+/// symlink, say) is listed; loading it reports the cause.
+///
+/// # Example
+///
+/// ```no_run
+/// for file in dylease::plugin_files_in("/opt/app/plugins")? {
+///     println!("{}", file.display());
+/// }
+/// # Ok::<(), dylease::Error>(())
+/// ```
+pub fn plugin_files_in(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>, Error> {
+    let sources = [Source::Dir(dir.as_ref().to_owned())];
+    let planned = plan(&sources)?;
+    Ok(planned
+        .into_iter()
+        .filter_map(|planned| match planned {
+            Planned::File(candidate) => Some(candidate.path),
+            // Listed too: loading it reports why it cannot be used, as the host's load would.
+            Planned::Unusable { path, .. } => Some(path),
+            Planned::Static(_) => None,
+        })
+        .collect())
+}

@@ -79,19 +79,41 @@ fn shortened(bytes: &[u8]) -> String {
 /// A static plugin's register function receives `&mut Registrar`. It is neither `Send` nor
 /// `Sync`: registration happens on the loading thread, during the load, and nowhere else.
 ///
-/// ```compile_fail
-/// fn needs_send<T: Send>(_: T) {}
-/// fn check(reg: &mut dylease::Registrar) {
-///     needs_send(reg); // a registrar cannot leave the loading thread
+/// ```compile_fail,E0277
+/// fn register(reg: &mut dylease::Registrar) {
+///     std::thread::scope(|s| {
+///         s.spawn(|| {
+///             let _ = reg.plugin(); // error: a registrar cannot leave the loading thread
+///         });
+///     });
 /// }
 /// ```
 ///
-/// Its twin, which compiles, shows that the failure above is about `Send` and nothing else:
+/// Its twin, the same code using the registrar on the loading thread, compiles: the failure
+/// above is about the thread and nothing else.
 ///
 /// ```
-/// fn needs_ref<T>(_: T) {}
+/// fn register(reg: &mut dylease::Registrar) {
+///     std::thread::scope(|s| {
+///         s.spawn(|| {});
+///         let _ = reg.plugin();
+///     });
+/// }
+/// ```
+///
+/// Nor can it be sent, even as `&mut` (this pair isolates `Send`):
+///
+/// ```compile_fail,E0277
+/// fn needs_send<T: Send>(_: T) {}
 /// fn check(reg: &mut dylease::Registrar) {
-///     needs_ref(reg);
+///     needs_send(reg);
+/// }
+/// ```
+///
+/// ```
+/// fn needs_any<T>(_: T) {}
+/// fn check(reg: &mut dylease::Registrar) {
+///     needs_any(reg);
 /// }
 /// ```
 pub struct Registrar {

@@ -18,7 +18,7 @@ static void drop_identity(demo_graph *g) {
 }
 
 static void on_unload(void) {
-    printf("             [fusion plugin] on_unload: releasing plugin state\n");
+    printf("             [fusion plugin, C] on_unload\n");
     fflush(stdout);
 }
 

@@ -197,3 +197,28 @@ fn a_hard_link_to_a_library_already_planned_loads_once() {
     assert_eq!(lease.plugins().len(), 1);
     assert_eq!(lease.plugins()[0].path(), Some(lib.as_path()));
 }
+
+#[test]
+fn plugin_files_in_lists_what_the_host_would_load_in_the_same_order() {
+    let dir = TestDir::new("discovery_listing");
+    let c = dir.add("p3", "libc.so");
+    let a = dir.add("p1", "liba.so");
+    let b = dir.add("p2", "libB.so");
+    symlink(&a, dir.path().join("libz.so")).unwrap(); // the same library again: listed once
+    fs::write(dir.path().join("libd.so.disabled"), "not a plugin").unwrap();
+    fs::create_dir(dir.path().join("sub.so")).unwrap();
+
+    let files = dylease::plugin_files_in(dir.path()).unwrap();
+    assert_eq!(files, [b, a, c]);
+    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    let lease = host.acquire().unwrap();
+    let loaded: Vec<_> = lease.plugins().iter().map(|p| p.path().unwrap().to_owned()).collect();
+    assert_eq!(loaded, files);
+
+    let missing = dir.path().join("nope");
+    let error = dylease::plugin_files_in(&missing).unwrap_err();
+    assert!(
+        matches!(&error, Error::Io { path, .. } if path == &missing),
+        "{error:?}"
+    );
+}

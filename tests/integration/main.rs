@@ -6,6 +6,8 @@
 mod support;
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod cli;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod discovery;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod failure;

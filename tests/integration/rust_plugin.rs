@@ -30,19 +30,31 @@ fn a_rust_plugin_built_with_export_plugin_loads_and_its_pass_is_callable() {
     assert!(status.success(), "building the example Rust plugin failed");
 
     let dir = TestDir::new("rust_plugin");
-    let lib = dir.path().join("librust_example.so");
+    let lib = dir.path().join("libfolding.so");
     std::fs::copy(target.join("debug/libdylease_example_rust_plugin.so"), &lib).unwrap();
     let host = PluginHost::builder().file(&lib).build().unwrap();
-    let lease = host.acquire().unwrap();
-    assert_eq!(lease.plugins()[0].name(), "rust-example");
-    assert_eq!(lease.plugins()[0].version(), "0.1.0");
-    // SAFETY: the plugin registers `triple` as `extern "C" fn(i32) -> i32`.
-    let triple = unsafe { lease.pass::<extern "C" fn(i32) -> i32>("triple") }.unwrap();
-    assert_eq!(triple(14), 42);
-    // SAFETY: `registrations` is `extern "C" fn() -> u32`.
-    let registrations = unsafe { lease.pass::<extern "C" fn() -> u32>("registrations") }.unwrap();
-    assert_eq!(registrations(), 1);
-    drop(lease);
-    // A Rust cdylib with no thread-locals in use unmaps like a C library.
-    assert_unloaded(&lib);
+    for generation in 1..=2 {
+        let lease = host.acquire().unwrap();
+        assert_eq!(lease.generation(), generation);
+        assert_eq!(lease.plugins()[0].name(), "folding");
+        assert_eq!(lease.plugins()[0].version(), "0.1.0");
+        // SAFETY: the plugin registers `fold_constants` as `unsafe extern "C" fn(*mut Graph)`,
+        // with the layout of `Graph`; it is called while `lease` lives.
+        let fold = unsafe { lease.pass::<unsafe extern "C" fn(*mut Graph)>("fold_constants") }.unwrap();
+        let mut graph = Graph { nodes: 10, rewrites: 0 };
+        // SAFETY: `graph` is valid and exclusive.
+        unsafe { fold(&mut graph) };
+        assert_eq!((graph.nodes, graph.rewrites), (8, 2));
+        drop(lease);
+        // A Rust cdylib with no thread-locals in use unmaps like a C library, and registers
+        // its pass again at the next load.
+        assert_unloaded(&lib);
+    }
+}
+
+/// `demo_graph` from `examples/plugins/graph.h`, as the example plugins see it.
+#[repr(C)]
+struct Graph {
+    nodes: i32,
+    rewrites: i32,
 }

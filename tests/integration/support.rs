@@ -54,6 +54,7 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         "by_hand_unresolved" => (vec!["by_hand.c"], vec!["-DUNRESOLVED".into()]),
         "by_hand_stale" => (vec!["by_hand.c"], vec!["-DSTALE".into()]),
         "duplicate" => (vec!["duplicate.c"], vec![]),
+        "noisy" => (vec!["noisy.c"], vec![]),
         "cpp_multi" => (vec!["multi_a.cpp", "multi_b.cpp"], vec![]),
         n if n.starts_with('p') => numbered(n),
         other => panic!("no test plugin called {other}"),

@@ -1,28 +1,42 @@
-//! An example dylease plugin written in Rust: one pass, `triple`, and an unload hook.
+//! An example dylease plugin written in Rust: a constant-folding pass over the demo's graph,
+//! and an unload hook.
 //!
 //! Build it with `cargo build -p dylease-example-rust-plugin`; the library lands in
-//! `target/debug/` (`libdylease_example_rust_plugin.so` on Linux).
+//! `target/debug/` (`libdylease_example_rust_plugin.so` on Linux). `cargo run --example demo`
+//! builds and loads it next to the C and C++ example plugins.
 
 use std::ptr;
-use std::sync::atomic::{AtomicU32, Ordering};
 
-/// How many times `register` ran in this copy of the library (reset when it is unmapped).
-static REGISTERED: AtomicU32 = AtomicU32::new(0);
-
-extern "C" fn triple(x: i32) -> i32 {
-    x * 3
+/// The demo's graph: the same layout as `demo_graph` in `examples/plugins/graph.h`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Graph {
+    nodes: i32,
+    rewrites: i32,
 }
 
-extern "C" fn registrations() -> u32 {
-    REGISTERED.load(Ordering::SeqCst)
+/// Folds one node in five. The type of every example pass: `void (*)(demo_graph *)`.
+///
+/// # Safety
+///
+/// `graph` is NULL or points to a valid graph that nothing else uses during the call.
+unsafe extern "C" fn fold_constants(graph: *mut Graph) {
+    // SAFETY: the caller's contract.
+    let Some(graph) = (unsafe { graph.as_mut() }) else {
+        return;
+    };
+    let folded = graph.nodes / 5;
+    graph.nodes -= folded;
+    graph.rewrites += folded;
 }
 
 dylease::export_plugin! {
-    name: "rust-example",
+    name: "folding",
     version: env!("CARGO_PKG_VERSION"),
-    register: |reg| {
-        REGISTERED.fetch_add(1, Ordering::SeqCst);
-        reg.add_pass("triple", triple as extern "C" fn(i32) -> i32, ptr::null_mut())?;
-        reg.add_pass("registrations", registrations as extern "C" fn() -> u32, ptr::null_mut())
-    },
+    register: |reg| reg.add_pass(
+        "fold_constants",
+        fold_constants as unsafe extern "C" fn(*mut Graph),
+        ptr::null_mut(),
+    ),
+    on_unload: || println!("             [folding plugin, Rust] on_unload"),
 }

@@ -1,0 +1,134 @@
+//! What to do about each kind of load failure: the part of the report that answers
+//! "why is my pass not running, and how do I fix it?".
+
+use std::path::Path;
+
+use dylease::Error;
+
+/// A failure's cause, as a stable word for scripts, and the suggested fix, as a sentence.
+#[derive(Debug)]
+pub(crate) struct Advice {
+    pub(crate) cause: &'static str,
+    pub(crate) fix: String,
+}
+
+fn advice(cause: &'static str, fix: impl Into<String>) -> Advice {
+    Advice { cause, fix: fix.into() }
+}
+
+pub(crate) fn for_error(error: &Error) -> Advice {
+    match error {
+        Error::Open { reason, .. } => advice("open", open_fix(reason)),
+        Error::MissingEntry { .. } => advice(
+            "missing-entry",
+            "a plugin exports `dylease_plugin_v1`: put DYLEASE_PLUGIN(\"name\", \"version\") from dylease.h in \
+             one C or C++ source file of it, or use `dylease::export_plugin!` in a Rust cdylib (a hand-written \
+             entry point must be `extern \"C\"` and visible: DYLEASE_EXPORT). If this file is not a plugin, \
+             move it out of the plugin directory: a host loads every library file in it",
+        ),
+        Error::AbiMismatch { expected, .. } => advice(
+            "abi-mismatch",
+            format!(
+                "rebuild the plugin against the dylease.h of this host (ABI version {expected}), or against \
+                 the same dylease version for a Rust plugin"
+            ),
+        ),
+        Error::InvalidPlugin { .. } => advice(
+            "invalid-plugin",
+            "fill the descriptor: a non-empty UTF-8 name and a register_passes function; \
+             DYLEASE_PLUGIN(\"name\", \"version\") does both",
+        ),
+        Error::InvalidPass { pass, .. } => advice(
+            "invalid-pass",
+            format!(
+                "register every pass under a non-empty UTF-8 name, with a non-NULL function, once per \
+                 plugin: look at the DYLEASE_PASS or add_pass call for {pass:?}"
+            ),
+        ),
+        Error::RegisterFailed { reason, .. } => advice("register-failed", register_fix(reason)),
+        Error::DuplicatePass { first, second, .. } if first == second => advice(
+            "duplicate-pass",
+            "expand each DYLEASE_PASS in exactly one translation unit: one in a header included by two \
+             source files registers the pass twice; move it into one .c or .cpp file",
+        ),
+        Error::DuplicatePass { .. } => advice(
+            "duplicate-pass",
+            "all plugins of a host share one namespace of pass names: rename the pass in one of the two \
+             plugins, or take one of the two files out of the plugin directory",
+        ),
+        // The error's own message already says which file or directory, its owner or mode, and
+        // the command that fixes it.
+        Error::Untrusted { .. } => advice(
+            "untrusted",
+            "hosts refuse, before running any of its code, a plugin that another user could have \
+             replaced: make the file and its directory owned by you or root and not writable by group \
+             or others (the problem above names which one), or build the host with \
+             TrustPolicy::Permissive if that is intended",
+        ),
+        Error::Io { path, context, .. } => advice("io", io_fix(path, context)),
+        Error::Reentrant => advice(
+            "reentrant",
+            "a plugin's constructor, register or unload function called acquire() on the host that is \
+             loading it; plugin code must not acquire its own host",
+        ),
+        _ => advice("other", "the message above names the cause"),
+    }
+}
+
+/// The platform loader's refusal, by what `dlerror` said.
+fn open_fix(reason: &str) -> String {
+    if let Some(symbol) = reason.split("undefined symbol: ").nth(1) {
+        let symbol = symbol.split_whitespace().next().unwrap_or(symbol);
+        format!(
+            "the plugin uses `{symbol}`, which nothing it links against defines: link the library that \
+             defines it when building the plugin (-l...), or define it. Hosts load with RTLD_NOW, so every \
+             symbol must resolve when the plugin loads"
+        )
+    } else if reason.contains("invalid ELF header") || reason.contains("file too short") {
+        "this is not a shared library: build plugins with `-shared -fPIC` (C, C++) or \
+         `crate-type = [\"cdylib\"]` (Rust), or move the file out of the plugin directory"
+            .to_owned()
+    } else if reason.contains("wrong ELF class") || reason.contains("ELF file") {
+        "the library was built for another architecture or platform: rebuild it for this machine".to_owned()
+    } else if reason.contains("cannot open shared object file") {
+        "a library the plugin depends on cannot be found (`ldd` on the plugin shows which): install it, \
+         or build the plugin with an rpath to it (-Wl,-rpath,...)"
+            .to_owned()
+    } else if reason.contains("Permission denied") {
+        "make the file readable by the user that runs the host".to_owned()
+    } else {
+        "the platform loader refused the file; its message above says why (`ldd` on the plugin lists \
+         what it needs)"
+            .to_owned()
+    }
+}
+
+/// `register_passes` returned non-zero, or a static plugin's register function failed.
+fn register_fix(reason: &str) -> String {
+    let rust = if reason.ends_with("returned -2") {
+        " For a Rust plugin, -2 means its register function panicked."
+    } else if reason.ends_with("returned -1") {
+        " For a Rust plugin, -1 means its register function returned an error."
+    } else {
+        ""
+    };
+    format!(
+        "the plugin's register_passes reported failure, so the host loads none of its passes: find \
+         what makes it return non-zero.{rust}"
+    )
+}
+
+fn io_fix(path: &Path, context: &str) -> String {
+    let dangling = path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) && path.metadata().is_err();
+    if dangling {
+        "this symlink points to nothing: remove the link or restore its target".to_owned()
+    } else if context == "cannot read plugin directory" {
+        "check that the directory exists and that this user can read it".to_owned()
+    } else if path.is_dir() {
+        "name a library file here, or give the directory itself as a directory source".to_owned()
+    } else if path.exists() {
+        "check that this user can read the file, and that it is a regular library file".to_owned()
+    } else {
+        "check the path: there is no such file".to_owned()
+    }
+}

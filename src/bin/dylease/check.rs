@@ -1,0 +1,220 @@
+//! Running the checks: each one builds a `PluginHost` and acquires a lease, exactly as a
+//! program that uses the plugins would, then drops the lease (which unloads the plugins).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use dylease::{Error, HostBuilder, Lease, PluginHost};
+
+use crate::advice::{self, Advice};
+
+/// What one check was about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// One library file, in a host of its own.
+    File,
+    /// A directory as a whole, as `HostBuilder::dir` loads it.
+    Directory,
+    /// Every argument at once, in one host.
+    Together,
+}
+
+impl Kind {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Kind::File => "file",
+            Kind::Directory => "directory",
+            Kind::Together => "together",
+        }
+    }
+}
+
+/// A plugin that loaded.
+#[derive(Debug)]
+pub(crate) struct Plugin {
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) path: Option<PathBuf>,
+    pub(crate) passes: Vec<String>,
+}
+
+/// Why a check failed, and what to do about it.
+#[derive(Debug)]
+pub(crate) struct Problem {
+    /// The file the problem is about, when it is about one.
+    pub(crate) file: Option<PathBuf>,
+    /// The host's error message.
+    pub(crate) message: String,
+    pub(crate) advice: Advice,
+}
+
+/// A directory entry a host does not load, and why.
+#[derive(Debug)]
+pub(crate) struct Skipped {
+    pub(crate) path: PathBuf,
+    pub(crate) reason: String,
+}
+
+/// The result of one check.
+#[derive(Debug)]
+pub(crate) struct Check {
+    pub(crate) kind: Kind,
+    /// The argument checked; `None` for `Kind::Together`.
+    pub(crate) path: Option<PathBuf>,
+    /// The plugins in load order, or why the host would not load them.
+    pub(crate) outcome: Result<Vec<Plugin>, Problem>,
+    /// For a directory: entries a host does not load.
+    pub(crate) skipped: Vec<Skipped>,
+    /// For a directory: how many plugin files it has (when it could be listed).
+    pub(crate) files: Option<usize>,
+    /// For `Kind::Together`: how many arguments.
+    pub(crate) arguments: usize,
+}
+
+impl Check {
+    pub(crate) fn ok(&self) -> bool {
+        self.outcome.is_ok()
+    }
+}
+
+/// Checks every path, handing each finished check to `report` as soon as it is done.
+pub(crate) fn run(paths: &[PathBuf], mut report: impl FnMut(Check)) {
+    for path in paths {
+        if path.is_dir() {
+            check_dir(path, &mut report);
+        } else {
+            report(load(Kind::File, Some(path), PluginHost::builder().file(path)));
+        }
+    }
+    if paths.len() > 1 {
+        let mut builder = PluginHost::builder();
+        for path in paths {
+            builder = if path.is_dir() {
+                builder.dir(path)
+            } else {
+                builder.file(path)
+            };
+        }
+        let mut together = load(Kind::Together, None, builder);
+        together.arguments = paths.len();
+        report(together);
+    }
+}
+
+/// A directory: each plugin file on its own, in the host's order, then the directory whole.
+fn check_dir(dir: &Path, report: &mut impl FnMut(Check)) {
+    let files = match dylease::plugin_files_in(dir) {
+        Ok(files) => files,
+        Err(error) => {
+            // A host given this directory would fail the same way before opening anything.
+            report(Check {
+                kind: Kind::Directory,
+                path: Some(dir.to_owned()),
+                outcome: Err(problem(&error)),
+                skipped: Vec::new(),
+                files: None,
+                arguments: 0,
+            });
+            return;
+        }
+    };
+    for file in &files {
+        report(load(Kind::File, Some(file), PluginHost::builder().file(file)));
+    }
+    let mut whole = load(Kind::Directory, Some(dir), PluginHost::builder().dir(dir));
+    whole.skipped = skipped(dir, &files);
+    whole.files = Some(files.len());
+    report(whole);
+}
+
+/// Builds the host, acquires a lease, describes what loaded, and drops the lease.
+fn load(kind: Kind, path: Option<&Path>, builder: HostBuilder) -> Check {
+    let outcome = builder
+        .build()
+        .and_then(|host| host.acquire().map(|lease| describe(&lease)))
+        .map_err(|error| problem(&error));
+    Check {
+        kind,
+        path: path.map(Path::to_owned),
+        outcome,
+        skipped: Vec::new(),
+        files: None,
+        arguments: 0,
+    }
+}
+
+fn describe(lease: &Lease) -> Vec<Plugin> {
+    lease
+        .plugins()
+        .iter()
+        .enumerate()
+        .map(|(index, plugin)| Plugin {
+            name: plugin.name().to_owned(),
+            version: plugin.version().to_owned(),
+            path: plugin.path().map(Path::to_owned),
+            passes: lease
+                .passes()
+                .iter()
+                .filter(|pass| pass.plugin_index() == index)
+                .map(|pass| pass.name().to_owned())
+                .collect(),
+        })
+        .collect()
+}
+
+fn problem(error: &Error) -> Problem {
+    let file = match error {
+        Error::Io { path, .. } => Some(path.clone()),
+        other => other.origin().and_then(|origin| origin.path().map(Path::to_owned)),
+    };
+    Problem {
+        file,
+        message: error.to_string(),
+        advice: advice::for_error(error),
+    }
+}
+
+/// The entries of `dir` that are not among the plugin files a host loads, with the reason.
+/// The selection itself is the crate's (`plugin_files_in`); this only explains it.
+fn skipped(dir: &Path, files: &[PathBuf]) -> Vec<Skipped> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let suffix = std::env::consts::DLL_SUFFIX;
+    let mut skipped: Vec<Skipped> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| !files.contains(path))
+        .map(|path| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            let reason = if path.is_dir() {
+                "a directory: subdirectories are not searched".to_owned()
+            } else if !name.ends_with(suffix) || name.len() == suffix.len() {
+                format!("the name does not end in `{suffix}`")
+            } else if let Some(same) = files.iter().find(|file| same_file(file, &path)) {
+                format!("the same file as `{}`, which loads once", same.display())
+            } else {
+                "not a regular file".to_owned()
+            };
+            Skipped { path, reason }
+        })
+        .collect();
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    skipped
+}
+
+/// Whether two paths are one file to the loader (device and inode on Unix).
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (fs::metadata(a), fs::metadata(b)) {
+            (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        matches!((fs::canonicalize(a), fs::canonicalize(b)), (Ok(a), Ok(b)) if a == b)
+    }
+}

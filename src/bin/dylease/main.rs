@@ -1,0 +1,134 @@
+//! `dylease`: the command-line companion of the dylease crate.
+//!
+//! `dylease check <file-or-dir>...` loads plugins exactly as a `PluginHost` would (the same
+//! discovery, pipeline and checks, through the crate's public API), reports each plugin with
+//! its version and passes and each problem with the file and a fix, and exits with 0 only when
+//! everything would load. Built only with the `cli` feature:
+//!
+//! ```sh
+//! cargo run --features cli --bin dylease -- check path/to/plugins/
+//! ```
+
+use std::io::{self, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+mod advice;
+mod check;
+mod report;
+mod stdout;
+
+/// Checks dylease plugins the way a host loads them.
+#[derive(Debug, Parser)]
+#[command(name = "dylease", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Loads plugin files and directories exactly as a host would, and reports what loads,
+    /// what does not, and why.
+    #[command(after_long_help = CHECK_HELP)]
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+struct CheckArgs {
+    /// Plugin library files, and directories of them (as `HostBuilder::dir` reads them).
+    #[arg(required = true, value_name = "FILE_OR_DIR")]
+    paths: Vec<PathBuf>,
+
+    /// Print one JSON document on standard output instead of text (schema in --help).
+    #[arg(long)]
+    json: bool,
+}
+
+const CHECK_HELP: &str = "\
+Each file is loaded by a host of its own. A directory is checked file by file (the files a
+host would load, in its order; other entries are listed as not loaded, with the reason),
+then as a whole: a host given the directory loads all of its plugins or none, and two
+plugins that register the same pass name fail it together. With more than one FILE_OR_DIR,
+all of them are also checked together, as one host configured with all of them in order.
+
+Checking a plugin runs its code (constructors, register and unload functions), as loading
+it in a host does: check only plugins you would load.
+
+Exit status: 0 when everything would load, 1 when anything would not, 2 on a usage error.
+
+JSON output (--json): one document on standard output; anything the plugins themselves
+print goes to standard error meanwhile.
+  {
+    \"ok\": bool,                      every check passed
+    \"checks\": [{                     in the order of the text output
+      \"kind\": \"file\" | \"directory\" | \"together\",
+      \"path\": string | null,         as given; null for \"together\"
+      \"ok\": bool,
+      \"plugins\": [{\"name\": string, \"version\": string, \"path\": string,
+                   \"passes\": [string]}],            in load order; [] when not ok
+      \"problem\": null | {\"cause\": string, \"file\": string | null,
+                          \"message\": string, \"fix\": string},
+      \"skipped\": [{\"path\": string, \"reason\": string}]   directory entries a host does not load
+    }]
+  }
+\"cause\" is one of: open, missing-entry, abi-mismatch, invalid-plugin, invalid-pass,
+register-failed, duplicate-pass, io, reentrant, other.";
+
+fn main() -> ExitCode {
+    let Cli {
+        command: Command::Check(args),
+    } = Cli::parse();
+    let ok = if args.json {
+        check_json(&args.paths)
+    } else {
+        check_human(&args.paths)
+    };
+    match ok {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(error) => {
+            eprintln!("dylease: cannot write the report: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Text, printed as each check finishes (anything a plugin prints appears next to its check).
+fn check_human(paths: &[PathBuf]) -> io::Result<bool> {
+    let mut report = report::Human::default();
+    let mut ok = true;
+    let mut written = Ok(());
+    check::run(paths, |check| {
+        ok &= check.ok();
+        stdout::flush_plugins();
+        let text = report.check(&check);
+        if written.is_ok() {
+            written = print(&text);
+        }
+    });
+    written?;
+    print(&report.summary())?;
+    Ok(ok)
+}
+
+/// One JSON document, printed when every check is done.
+fn check_json(paths: &[PathBuf]) -> io::Result<bool> {
+    let mut checks = Vec::new();
+    {
+        // Plugins may print while they load and unload; standard output must hold the
+        // document alone.
+        let _redirect = stdout::to_stderr();
+        check::run(paths, |check| checks.push(check));
+    }
+    print(&report::json(&checks))?;
+    Ok(checks.iter().all(check::Check::ok))
+}
+
+fn print(text: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}

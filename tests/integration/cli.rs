@@ -1,0 +1,303 @@
+//! `dylease check`, the real binary: what it prints for good and broken plugins, one file at
+//! a time and as a directory, in text and in JSON, and its exit status.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::{TestDir, fixture};
+
+/// One run of the binary.
+#[derive(Debug)]
+struct Run {
+    status: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `dylease` in `dir`, so that the paths it prints are the relative ones given.
+fn dylease(dir: &Path, args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_dylease"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the dylease binary runs");
+    Run {
+        status: output.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+/// A `plugins` directory inside `dir` holding copies of the fixtures, as `(fixture, file)`.
+fn plugins(dir: &TestDir, files: &[(&str, &str)]) {
+    let plugins = dir.sub("plugins");
+    for (name, file) in files {
+        fs::copy(fixture(name), plugins.join(file)).unwrap();
+    }
+}
+
+fn json(run: &Run) -> Value {
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {run:?}"))
+}
+
+#[test]
+fn a_good_plugin_is_listed_with_its_version_and_passes_and_exits_0() {
+    let dir = TestDir::new("cli_good");
+    dir.add("arith", "libarith.so");
+    let run = dylease(dir.path(), &["check", "libarith.so"]);
+    assert_eq!(run.status, 0, "{run:?}");
+    assert_eq!(
+        run.stdout,
+        "ok    libarith.so\n\
+         \x20       plugin `arith` 1.2.3: 3 passes: double, add_one, set_unload_counter\n\
+         \n\
+         The check passed: a host would load these plugins.\n"
+    );
+}
+
+#[test]
+fn a_file_that_is_not_a_plugin_is_reported_with_the_file_the_cause_and_a_fix_and_exits_1() {
+    let dir = TestDir::new("cli_bad");
+    dir.add("noentry", "libnoentry.so");
+    let run = dylease(dir.path(), &["check", "libnoentry.so"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines[0], "FAIL  libnoentry.so", "{run:?}");
+    assert!(
+        lines[1].starts_with("        problem: plugin file `libnoentry.so` does not export `dylease_plugin_v1`"),
+        "{run:?}"
+    );
+    assert!(
+        lines[2].starts_with("        fix: ") && lines[2].contains("DYLEASE_PLUGIN("),
+        "{run:?}"
+    );
+    assert_eq!(
+        lines.last(),
+        Some(&"1 of 1 check failed: a host would not load these plugins. Fix the first problem first.")
+    );
+}
+
+#[test]
+fn a_plugin_writable_by_others_is_reported_as_untrusted_with_the_mode_and_a_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TestDir::new("cli_untrusted");
+    let file = dir.add("arith", "libarith.so");
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o666)).unwrap();
+    let run = dylease(dir.path(), &["check", "--json", "libarith.so"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    let report = json(&run);
+    let problem = &report["checks"][0]["problem"];
+    assert_eq!(problem["cause"], "untrusted", "{report}");
+    let message = problem["message"].as_str().unwrap();
+    assert!(
+        message.contains("(mode 0666)") && message.contains("chmod go-w"),
+        "{report}"
+    );
+    assert!(
+        problem["fix"].as_str().unwrap().contains("TrustPolicy::Permissive"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_directory_with_a_good_and_a_bad_plugin_is_reported_file_by_file_then_as_a_whole() {
+    let dir = TestDir::new("cli_dir_text");
+    plugins(&dir, &[("arith", "libarith.so"), ("noentry", "libnoentry.so")]);
+    fs::write(dir.path().join("plugins/README.txt"), "not a plugin").unwrap();
+    let run = dylease(dir.path(), &["check", "plugins"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    let expected_starts = [
+        "ok    plugins/libarith.so",
+        "        plugin `arith` 1.2.3: 3 passes: double, add_one, set_unload_counter",
+        "FAIL  plugins/libnoentry.so",
+        "        problem: plugin file `plugins/libnoentry.so` does not export `dylease_plugin_v1`",
+        "        fix: ",
+        "FAIL  plugins (directory of 2 plugin files) as a whole: a host given this directory loads none of its \
+         plugins, so none of their passes run",
+        // The directory fails on the file above: it points back instead of repeating it.
+        "        problem: `plugins/libnoentry.so` does not load (above)",
+        "        not loaded: `plugins/README.txt` (the name does not end in `.so`)",
+        "",
+        "2 of 3 checks failed",
+    ];
+    assert_eq!(lines.len(), expected_starts.len(), "{run:?}");
+    for (line, start) in lines.iter().zip(expected_starts) {
+        assert!(
+            line.starts_with(start),
+            "expected {start:?}, got {line:?} in\n{}",
+            run.stdout
+        );
+    }
+}
+
+#[test]
+fn json_reports_each_file_and_the_directory_with_causes_and_fixes() {
+    let dir = TestDir::new("cli_dir_json");
+    plugins(&dir, &[("arith", "libarith.so"), ("noentry", "libnoentry.so")]);
+    fs::write(dir.path().join("plugins/README.txt"), "not a plugin").unwrap();
+    let run = dylease(dir.path(), &["check", "--json", "plugins"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    let report = json(&run);
+    assert_eq!(report["ok"], false);
+    let checks = report["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 3, "{report:#}");
+
+    let good = &checks[0];
+    assert_eq!(
+        (&good["kind"], &good["path"], &good["ok"]),
+        (&"file".into(), &"plugins/libarith.so".into(), &true.into())
+    );
+    assert_eq!(good["problem"], Value::Null);
+    assert_eq!(good["plugins"][0]["name"], "arith");
+    assert_eq!(good["plugins"][0]["version"], "1.2.3");
+    assert_eq!(good["plugins"][0]["path"], "plugins/libarith.so");
+    assert_eq!(
+        good["plugins"][0]["passes"],
+        serde_json::json!(["double", "add_one", "set_unload_counter"])
+    );
+
+    let bad = &checks[1];
+    assert_eq!(
+        (&bad["kind"], &bad["path"], &bad["ok"]),
+        (&"file".into(), &"plugins/libnoentry.so".into(), &false.into())
+    );
+    assert_eq!(bad["plugins"], serde_json::json!([]));
+    assert_eq!(bad["problem"]["cause"], "missing-entry");
+    assert_eq!(bad["problem"]["file"], "plugins/libnoentry.so");
+    let message = bad["problem"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`plugins/libnoentry.so` does not export `dylease_plugin_v1`"),
+        "{message}"
+    );
+    assert!(
+        bad["problem"]["fix"].as_str().unwrap().contains("DYLEASE_PLUGIN("),
+        "{report:#}"
+    );
+
+    let whole = &checks[2];
+    assert_eq!(
+        (&whole["kind"], &whole["path"], &whole["ok"]),
+        (&"directory".into(), &"plugins".into(), &false.into())
+    );
+    assert_eq!(whole["problem"]["file"], "plugins/libnoentry.so");
+    assert_eq!(
+        whole["skipped"],
+        serde_json::json!([{"path": "plugins/README.txt", "reason": "the name does not end in `.so`"}])
+    );
+}
+
+#[test]
+fn plugins_that_load_alone_but_clash_together_fail_the_directory_and_the_combined_check() {
+    let dir = TestDir::new("cli_clash");
+    plugins(&dir, &[("arith", "liba.so"), ("arith", "libb.so")]);
+    let clash = "pass `double` is registered by both plugin file `plugins/liba.so` and plugin file `plugins/libb.so`";
+
+    let run = dylease(dir.path(), &["check", "plugins"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines[0], "ok    plugins/liba.so", "{run:?}");
+    assert_eq!(lines[2], "ok    plugins/libb.so", "{run:?}");
+    assert!(
+        lines[4].starts_with("FAIL  plugins (directory of 2 plugin files) as a whole"),
+        "{run:?}"
+    );
+    assert!(lines[5].starts_with(&format!("        problem: {clash}")), "{run:?}");
+    assert!(
+        lines[6].starts_with("        fix: ") && lines[6].contains("rename the pass"),
+        "{run:?}"
+    );
+
+    // Two files named on the command line: each loads, one host with both does not.
+    let run = dylease(dir.path(), &["check", "--json", "plugins/liba.so", "plugins/libb.so"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    let report = json(&run);
+    let checks = report["checks"].as_array().unwrap();
+    let summary: Vec<_> = checks
+        .iter()
+        .map(|c| (c["kind"].as_str().unwrap(), c["ok"] == true))
+        .collect();
+    assert_eq!(
+        summary,
+        [("file", true), ("file", true), ("together", false)],
+        "{report:#}"
+    );
+    assert_eq!(checks[2]["path"], Value::Null);
+    assert_eq!(checks[2]["problem"]["cause"], "duplicate-pass");
+    assert!(
+        checks[2]["problem"]["message"].as_str().unwrap().starts_with(clash),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn a_good_directory_exits_0_and_what_plugins_print_stays_out_of_the_json() {
+    let dir = TestDir::new("cli_noisy");
+    plugins(&dir, &[("arith", "libarith.so"), ("noisy", "libnoisy.so")]);
+    let run = dylease(dir.path(), &["check", "--json", "plugins"]);
+    assert_eq!(run.status, 0, "{run:?}");
+    let report = json(&run);
+    assert_eq!(report["ok"], true);
+    let whole = &report["checks"][2];
+    assert_eq!((&whole["kind"], &whole["ok"]), (&"directory".into(), &true.into()));
+    let names: Vec<_> = whole["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["name"])
+        .collect();
+    assert_eq!(names, ["arith", "noisy"]);
+    // The plugin printed at each of its two loads (its own check, then the directory's).
+    assert_eq!(run.stderr.matches("noisy: constructor ran").count(), 2, "{run:?}");
+    assert_eq!(run.stderr.matches("noisy: on_unload ran").count(), 2, "{run:?}");
+
+    // In text mode it shows next to the check that made it print, even from C's buffer.
+    let run = dylease(dir.path(), &["check", "plugins"]);
+    assert_eq!(run.status, 0, "{run:?}");
+    let before_its_check = run.stdout.split("ok    plugins/libnoisy.so\n").next().unwrap();
+    let after_the_previous = before_its_check.split("set_unload_counter\n").nth(1).unwrap();
+    let mut printed: Vec<_> = after_the_previous.lines().collect();
+    printed.sort_unstable();
+    assert_eq!(printed, ["noisy: constructor ran", "noisy: on_unload ran"], "{run:?}");
+    assert!(
+        run.stdout
+            .contains("ok    plugins (directory of 2 plugin files) as a whole: loads 2 plugins, 4 passes"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout
+            .ends_with("All 3 checks passed: a host would load these plugins.\n"),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn no_path_is_a_usage_error_with_status_2() {
+    let dir = TestDir::new("cli_usage");
+    let run = dylease(dir.path(), &["check"]);
+    assert_eq!(run.status, 2, "{run:?}");
+    assert!(run.stderr.contains("<FILE_OR_DIR>"), "{run:?}");
+    assert!(run.stdout.is_empty(), "{run:?}");
+}
+
+#[test]
+fn a_directory_without_plugin_files_loads_nothing_and_says_why() {
+    let dir = TestDir::new("cli_empty");
+    plugins(&dir, &[("arith", "libarith.so.1")]);
+    let run = dylease(dir.path(), &["check", "plugins"]);
+    assert_eq!(run.status, 0, "a host loads an empty directory without error: {run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(
+        lines[..3],
+        [
+            "ok    plugins (directory of 0 plugin files) as a whole: loads 0 plugins, 0 passes",
+            "        note: no plugin library here: a host given it loads nothing (only regular files named \
+             `*.so` directly in a directory are loaded)",
+            "        not loaded: `plugins/libarith.so.1` (the name does not end in `.so`)",
+        ],
+        "{run:?}"
+    );
+}
