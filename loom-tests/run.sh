@@ -19,7 +19,7 @@ target=target/loom
 
 echo "== loom models at LOOM_MAX_PREEMPTIONS=$LOOM_MAX_PREEMPTIONS"
 started=$SECONDS
-RUSTFLAGS="$flags" cargo test --release --target-dir "$target" -p dylease-loom-tests --test models \
+RUSTFLAGS="$flags" cargo test --release --target-dir "$target" -p dylease-loom-tests --tests \
   -- --test-threads=1 --nocapture 2>&1 | sed -nE 's/.*(loom model .*)/\1/p; /^test result|panicked|FAILED|^error/p'
 # `grep` above only filters the report; the exit status is the test run's.
 status=${PIPESTATUS[0]}
