@@ -30,18 +30,18 @@ pub(crate) fn check(path: &Path) -> Result<(), String> {
     let Ok(head) = read_prefix(&mut file, EHDR_LEN_64 as u64) else {
         return Ok(());
     };
-    let Some(table_end) = header(&head, len)? else {
+    let Some(table) = header(&head, len)? else {
         return Ok(());
     };
     // Program headers follow the ELF header in every library a linker writes; a table placed
     // absurdly far in is left to the loader.
-    if table_end > 1 << 20 {
+    if table.end > 1 << 20 {
         return Ok(());
     }
-    let Ok(prefix) = read_prefix(&mut file, table_end) else {
+    let Ok(prefix) = read_prefix(&mut file, table.end) else {
         return Ok(());
     };
-    segments(&prefix, len)
+    segments(&prefix, &table, len)
 }
 
 fn read_prefix(file: &mut File, len: u64) -> std::io::Result<Vec<u8>> {
@@ -55,10 +55,19 @@ const EHDR_LEN_32: usize = 52;
 const EHDR_LEN_64: usize = 64;
 const PT_LOAD: u32 = 1;
 
+/// Where a sound ELF header says its program header table is, and how to read it.
+#[derive(Debug)]
+struct Table {
+    wide: bool,
+    big_endian: bool,
+    /// The end of the program header table: inside the file, and past the ELF header.
+    end: u64,
+}
+
 /// Checks the ELF header (`head`: the file's first bytes, at most 64 of them; `len`: the
-/// file's length). `Ok(Some(end))`: sound so far, and the program header table ends at
-/// `end`, inside the file.
-fn header(head: &[u8], len: u64) -> Result<Option<u64>, String> {
+/// file's length). `Ok(Some(table))`: sound so far, and the program header table lies inside
+/// the file.
+fn header(head: &[u8], len: u64) -> Result<Option<Table>, String> {
     if head.len() < 4 || head[..4] != *b"\x7fELF" {
         return Err("it is not an ELF shared library (it does not begin with the ELF magic bytes)".into());
     }
@@ -116,21 +125,33 @@ fn header(head: &[u8], len: u64) -> Result<Option<u64>, String> {
         ));
     }
     let (phoff, phentsize, phnum) = read.table();
-    let table_end = phoff.saturating_add(u64::from(phentsize) * u64::from(phnum));
-    if table_end > len {
-        return Err(truncated(len, table_end));
+    if phnum == 0 || phentsize == 0 {
+        return Err("it has no program headers, so there is nothing to load: it is not a linked shared library".into());
     }
-    Ok(Some(table_end))
+    let end = phoff.saturating_add(u64::from(phentsize) * u64::from(phnum));
+    if end > len {
+        return Err(truncated(len, end));
+    }
+    if phoff < header_len as u64 {
+        return Err(format!(
+            "its program header table starts at byte {phoff}, inside the ELF header: the headers are corrupt"
+        ));
+    }
+    Ok(Some(Table { wide, big_endian, end }))
 }
 
 /// Checks that every loadable segment lies inside the file. `prefix` holds the file's bytes
-/// up to the end of the program header table, which [`header`] found inside the file.
-fn segments(prefix: &[u8], len: u64) -> Result<(), String> {
-    let wide = prefix[4] == 2;
+/// up to the end of the program header table that [`header`] found.
+fn segments(prefix: &[u8], table: &Table, len: u64) -> Result<(), String> {
+    if (prefix.len() as u64) < table.end {
+        // The file shrank since its header was read.
+        return Err(truncated(prefix.len() as u64, table.end));
+    }
+    let wide = table.wide;
     let read = Reader {
         bytes: prefix,
         wide,
-        big_endian: prefix[5] == 2,
+        big_endian: table.big_endian,
     };
     let (phoff, phentsize, phnum) = read.table();
     let mut needed = 0u64;
@@ -244,7 +265,7 @@ mod tests {
     fn check_bytes(bytes: &[u8]) -> Result<(), String> {
         let len = bytes.len() as u64;
         match header(&bytes[..bytes.len().min(EHDR_LEN_64)], len)? {
-            Some(end) => segments(&bytes[..end as usize], len),
+            Some(table) => segments(&bytes[..table.end as usize], &table, len),
             None => Ok(()),
         }
     }
@@ -298,5 +319,24 @@ mod tests {
         let mut object = header_bytes(62, 120);
         object[16] = 1;
         assert!(check_bytes(&object).unwrap_err().contains("link it with `-shared`"));
+        // A bare header without a program header table: refused, not a panic.
+        let mut bare = header_bytes(62, 120)[..64].to_vec();
+        bare[32..40].fill(0);
+        bare[54..58].fill(0);
+        assert!(check_bytes(&bare).unwrap_err().contains("no program headers"));
+        let mut inside = header_bytes(62, 120);
+        inside[32..40].copy_from_slice(&0u64.to_le_bytes());
+        assert!(check_bytes(&inside).unwrap_err().contains("inside the ELF header"));
+    }
+
+    #[test]
+    fn a_file_that_shrank_after_its_header_was_read_is_truncated_not_a_panic() {
+        let bytes = header_bytes(THIS_MACHINE.unwrap_or(62), 120);
+        let table = Table {
+            wide: true,
+            big_endian: false,
+            end: 120,
+        };
+        assert!(segments(&bytes[..10], &table, 120).unwrap_err().contains("truncated"));
     }
 }

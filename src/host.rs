@@ -2,7 +2,6 @@
 
 use std::ffi::OsString;
 use std::fmt;
-use std::mem::ManuallyDrop;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -188,16 +187,16 @@ impl PluginHost {
         // `unloaded == loaded`, so the last set's drop has finished and marked itself; only
         // the holder of the lock fills. The set holds an `Arc` of `Shared`, which contains
         // the slot, so the slot outlives the set.
-        let lease = unsafe { self.shared.slot.fill(set) };
-        // Until the lock is released, the only lease must not be dropped, not even by an
-        // unwind: its drop would take the lock this thread holds. Should anything below
-        // panic, the set leaks instead of deadlocking.
-        let lease = ManuallyDrop::new(lease);
-        self.shared.stats.loaded(&lease);
+        let lease = Lease(unsafe { self.shared.slot.fill(set) });
+        // Until the lock is released, the only lease must not be dropped: its drop would take
+        // the lock this thread holds. Nothing between here and the unlock can panic (plain
+        // stores), and no user code (a logger) runs before it.
         life.loaded = generation;
         self.shared.loaded_gen.store(generation, Ordering::Release);
         drop(life);
-        Ok(Lease(ManuallyDrop::into_inner(lease)))
+        // Should the logger panic here, the lease unwinds outside the lock: a normal unload.
+        self.shared.stats.loaded(&lease);
+        Ok(lease)
     }
 
     /// Runs the load pipeline over every planned plugin, under the host's policies. On failure

@@ -229,23 +229,31 @@ impl SetBuilder {
     }
 
     /// Unloads everything added so far: the load failed.
-    pub(crate) fn abandon(self) {
-        teardown_all(self.teardown);
+    pub(crate) fn abandon(mut self) {
+        teardown_all(std::mem::take(&mut self.teardown));
     }
 
     /// The finished set. Construct it only where it goes straight into the host's slot, whose
     /// last lease is dropped outside the host's lock (that drop takes the lock).
-    pub(crate) fn finish(self, generation: u64, host: Arc<Shared>) -> PluginSet {
+    pub(crate) fn finish(mut self, generation: u64, host: Arc<Shared>) -> PluginSet {
         PluginSet {
             generation,
-            plugins: self.plugins.into(),
-            passes: self.passes.into(),
-            index: self.index,
-            failures: self.failures.into(),
+            plugins: std::mem::take(&mut self.plugins).into(),
+            passes: std::mem::take(&mut self.passes).into(),
+            index: std::mem::take(&mut self.index),
+            failures: std::mem::take(&mut self.failures).into(),
             load_time: self.started.elapsed(),
-            teardown: Exclusive::new(self.teardown),
+            teardown: Exclusive::new(std::mem::take(&mut self.teardown)),
             host,
         }
+    }
+}
+
+/// A builder dropped without `finish` or `abandon`: a panic unwound out of the load. The
+/// plugins registered so far still get their unload code run before their libraries close.
+impl Drop for SetBuilder {
+    fn drop(&mut self) {
+        teardown_all(std::mem::take(&mut self.teardown));
     }
 }
 
@@ -256,9 +264,13 @@ impl Drop for PluginSet {
         // this generation has not finished unloading and wait (invariant I1). The re-entrancy
         // mark makes an `acquire()` from unload code fail instead of waiting for itself. (The
         // thread cannot already be inside this host: no set of it is alive during its load.)
+        // The statistics' log event is inside the mark too: a logger that acquires this host
+        // gets `Error::Reentrant` instead of waiting for this very unload to finish.
         let teardown = std::mem::take(self.teardown.get_mut());
-        let pinned = inside_host(self.host.id(), |_| teardown_all(teardown));
-        self.host.stats.unloaded(self, started.elapsed(), pinned);
+        inside_host(self.host.id(), |_| {
+            let pinned = teardown_all(teardown);
+            self.host.stats.unloaded(self, started.elapsed(), pinned);
+        });
     }
 }
 

@@ -71,7 +71,7 @@ impl<T: Tenant> Slot<T> {
     /// A strong reference to the value, if one is alive. No lock; one compare-and-swap.
     #[inline]
     pub(crate) fn upgrade(&self) -> Option<Strong<T>> {
-        #[cfg(not(dylease_broken_upgrade))]
+        #[cfg(not(all(loom, dylease_broken_upgrade)))]
         {
             // As `std::sync::Weak::upgrade`: never increment from zero, so a value whose last
             // reference is gone (being dropped, or the slot vacant) is never handed out.
@@ -86,7 +86,7 @@ impl<T: Tenant> Slot<T> {
                 })
                 .ok()?;
         }
-        #[cfg(dylease_broken_upgrade)]
+        #[cfg(all(loom, dylease_broken_upgrade))]
         {
             // Deliberately wrong, for the loom models' own test: the count can reach zero
             // between the check and the increment, and the value is then handed out while (or

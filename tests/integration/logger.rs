@@ -2,6 +2,7 @@
 //! the records about its own files or plugins (tests run in parallel; each names something of
 //! its own).
 
+use std::cell::RefCell;
 use std::sync::{Mutex, PoisonError};
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
@@ -17,6 +18,11 @@ impl Log for Capture {
 
     fn log(&self, record: &Record<'_>) {
         let line = format!("{}", record.args());
+        // Take the hook out while it runs, so that what it logs does not call it again.
+        if let Some(hook) = HOOK.with(|hook| hook.borrow_mut().take()) {
+            let restore = Restore(Some(hook));
+            (restore.0.as_ref().unwrap())(&line);
+        }
         RECORDS
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -24,6 +30,30 @@ impl Log for Capture {
     }
 
     fn flush(&self) {}
+}
+
+thread_local! {
+    /// What the logger does on this thread besides recording: a logger that calls back into
+    /// the library, as real loggers may.
+    static HOOK: RefCell<Option<Box<dyn Fn(&str)>>> = const { RefCell::new(None) };
+}
+
+/// Puts a taken hook back, also when it panics.
+struct Restore(Option<Box<dyn Fn(&str)>>);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let hook = self.0.take();
+        HOOK.with(|slot| *slot.borrow_mut() = hook);
+    }
+}
+
+/// Runs `body` with `hook` called on every message logged on this thread.
+pub fn with_hook<R>(hook: impl Fn(&str) + 'static, body: impl FnOnce() -> R) -> R {
+    install();
+    HOOK.with(|slot| *slot.borrow_mut() = Some(Box::new(hook)));
+    let _clear = Restore(None);
+    body()
 }
 
 /// Installs the capturing logger (once per process; later calls do nothing).

@@ -220,3 +220,74 @@ fn loads_and_unloads_are_logged_with_counts_and_durations() {
         assert_eq!(logger::records(Level::Debug, &line), [line]);
     }
 }
+
+/// A logger may call back into the library. One that acquires the host while the host logs
+/// its unload must get `Error::Reentrant`, not wait for the very unload it is part of.
+#[test]
+fn a_logger_that_acquires_the_host_during_its_unload_gets_reentrant_not_a_deadlock() {
+    let (done, finished) = std::sync::mpsc::channel();
+    let worker = thread::spawn(move || {
+        let host = Arc::new(
+            PluginHost::builder()
+                .static_plugin("reentrant_logger", |_: &mut Registrar| Ok(()))
+                .build()
+                .unwrap(),
+        );
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (in_hook, seen_in_hook) = (Arc::downgrade(&host), seen.clone());
+        logger::with_hook(
+            move |line| {
+                if line.starts_with("unloaded generation") || line.starts_with("loaded generation") {
+                    if let Some(host) = in_hook.upgrade() {
+                        let outcome = host.acquire().map(|lease| lease.generation());
+                        seen_in_hook.lock().unwrap().push((line.to_owned(), outcome));
+                    }
+                }
+            },
+            || drop(host.acquire().unwrap()),
+        );
+        assert!(!host.is_loaded());
+        let seen = seen.lock().unwrap();
+        let during_unload: Vec<_> = seen.iter().filter(|(line, _)| line.starts_with("unloaded")).collect();
+        assert_eq!(during_unload.len(), 1, "{seen:?}");
+        assert!(matches!(during_unload[0].1, Err(Error::Reentrant)), "{seen:?}");
+        let _ = done.send(());
+    });
+    match finished.recv_timeout(Duration::from_secs(20)) {
+        Ok(()) => worker.join().unwrap(),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => std::panic::resume_unwind(worker.join().unwrap_err()),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("deadlock: a logger acquiring during unload hung"),
+    }
+}
+
+/// A logger that panics while the host logs a load: the panic reaches the caller of
+/// `acquire()`, and the host stays consistent: the new set unloads with the unwinding lease,
+/// the counters agree, and the next `acquire()` loads the next generation.
+#[test]
+fn a_panicking_logger_during_a_load_leaves_the_host_consistent() {
+    let host = PluginHost::builder()
+        .static_plugin("panicking_logger", |_: &mut Registrar| Ok(()))
+        .build()
+        .unwrap();
+    let outcome = logger::with_hook(
+        |line| {
+            if line.starts_with("loaded generation 1: 1 plugin") {
+                panic!("the logger fails");
+            }
+        },
+        || std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| host.acquire())),
+    );
+    assert!(outcome.is_err(), "the logger's panic reaches the caller");
+    let stats = host.stats();
+    assert_eq!((stats.generation, stats.live_leases), (1, 0), "{stats:?}");
+    assert!(
+        !host.is_loaded(),
+        "the set unloaded with the unwinding lease: {stats:?}"
+    );
+    assert!(host.wait_unloaded(Duration::ZERO));
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.generation(), 2);
+    assert_eq!(host.stats().live_leases, 1);
+    drop(lease);
+    assert!(!host.is_loaded());
+}
