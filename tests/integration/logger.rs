@@ -32,14 +32,17 @@ impl Log for Capture {
     fn flush(&self) {}
 }
 
+/// A callback on every message logged on one thread.
+type Hook = Box<dyn Fn(&str)>;
+
 thread_local! {
     /// What the logger does on this thread besides recording: a logger that calls back into
     /// the library, as real loggers may.
-    static HOOK: RefCell<Option<Box<dyn Fn(&str)>>> = const { RefCell::new(None) };
+    static HOOK: RefCell<Option<Hook>> = const { RefCell::new(None) };
 }
 
 /// Puts a taken hook back, also when it panics.
-struct Restore(Option<Box<dyn Fn(&str)>>);
+struct Restore(Option<Hook>);
 
 impl Drop for Restore {
     fn drop(&mut self) {
