@@ -237,11 +237,11 @@ fn a_logger_that_acquires_the_host_during_its_unload_gets_reentrant_not_a_deadlo
         let (in_hook, seen_in_hook) = (Arc::downgrade(&host), seen.clone());
         logger::with_hook(
             move |line| {
-                if line.starts_with("unloaded generation") || line.starts_with("loaded generation") {
-                    if let Some(host) = in_hook.upgrade() {
-                        let outcome = host.acquire().map(|lease| lease.generation());
-                        seen_in_hook.lock().unwrap().push((line.to_owned(), outcome));
-                    }
+                if (line.starts_with("unloaded generation") || line.starts_with("loaded generation"))
+                    && let Some(host) = in_hook.upgrade()
+                {
+                    let outcome = host.acquire().map(|lease| lease.generation());
+                    seen_in_hook.lock().unwrap().push((line.to_owned(), outcome));
                 }
             },
             || drop(host.acquire().unwrap()),
