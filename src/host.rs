@@ -183,11 +183,14 @@ impl PluginHost {
         // any lease exists, so nothing that could unload is dropped under the lock.
         let builder = self.load()?;
         let set = builder.finish(generation, self.shared.clone());
+        // The tag lets a weak lease of an older generation tell this one apart without taking
+        // a share of it (`as u32`: generations 2^32 apart share a tag; `WeakLease::upgrade`
+        // still compares the whole generation).
         // SAFETY: the slot is vacant: no lease upgraded (checked above under the lock) and
         // `unloaded == loaded`, so the last set's drop has finished and marked itself; only
         // the holder of the lock fills. The set holds an `Arc` of `Shared`, which contains
         // the slot, so the slot outlives the set.
-        let lease = Lease(unsafe { self.shared.slot.fill(set) });
+        let lease = Lease(unsafe { self.shared.slot.fill(set, generation as u32) });
         // Until the lock is released, the only lease must not be dropped: its drop would take
         // the lock this thread holds. Nothing between here and the unlock can panic (plain
         // stores), and no user code (a logger) runs before it.

@@ -157,9 +157,11 @@ impl WeakLease {
     /// (an unloading set is never handed out, nor a later generation of the same host).
     pub fn upgrade(&self) -> Option<Lease> {
         let (host, generation) = self.0.as_ref()?;
-        // The host's slot holds one generation at a time; a lease of a later one is dropped
-        // again (outside any lock, as every lease drop must be).
-        let lease = Lease(host.slot.upgrade()?);
+        // The host's slot holds one generation at a time, tagged with the low bits of its
+        // number: a later generation is refused without touching its lease count. Only one
+        // 2^32 generations later could the tag match; the whole number is compared then, and
+        // the lease dropped again (outside any lock, as every lease drop must be).
+        let lease = Lease(host.slot.upgrade_tagged(*generation as u32)?);
         (lease.generation() == *generation).then_some(lease)
     }
 }

@@ -32,6 +32,32 @@ fn check(name: &str, model: impl Fn() + Send + Sync + 'static) {
     );
 }
 
+/// Counts, across all interleavings of one model, how often each outcome happened, so a
+/// model can show that it explored both sides of a race instead of passing vacuously.
+/// (std atomics: loom runs the interleavings one after another on one OS thread.)
+#[derive(Default)]
+struct Outcomes([StdAtomicUsize; 2]);
+
+impl Outcomes {
+    const fn new() -> Self {
+        Outcomes([StdAtomicUsize::new(0), StdAtomicUsize::new(0)])
+    }
+
+    fn saw(&self, which: bool) {
+        self.0[usize::from(which)].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Panics unless both outcomes were seen; `what` names them (false, true).
+    fn assert_both(&self, what: [&str; 2]) {
+        let seen = self.0.each_ref().map(|n| n.load(std::sync::atomic::Ordering::Relaxed));
+        println!("    outcomes: {} {}, {} {}", seen[0], what[0], seen[1], what[1]);
+        assert!(
+            seen[0] > 0 && seen[1] > 0,
+            "the model never explored both outcomes: {seen:?} {what:?}"
+        );
+    }
+}
+
 /// What a static plugin's loads and unloads recorded.
 #[derive(Default)]
 struct Probe {
@@ -119,6 +145,7 @@ fn model_1_first_acquire_race_loads_once() {
 ///    unloading set (I2).
 #[test]
 fn model_2_last_drop_races_acquire() {
+    static RELOADED: Outcomes = Outcomes::new();
     check("2 last drop vs acquire (I1, I2)", || {
         let probe = Arc::new(Probe::default());
         let host = Arc::new(host_with(&probe));
@@ -135,11 +162,13 @@ fn model_2_last_drop_races_acquire() {
         dropper.join().unwrap();
         let generation = acquirer.join().unwrap();
         assert!(generation == 1 || generation == 2);
+        RELOADED.saw(generation == 2);
         // Every generation that loaded has unloaded, each exactly once (I3).
         assert_eq!(probe.loads.load(SeqCst), generation as usize);
         assert_eq!(probe.unloads.load(SeqCst), generation as usize);
         assert!(!host.is_loaded());
     });
+    RELOADED.assert_both(["shared generation 1", "loaded generation 2"]);
 }
 
 /// 3. Three threads clone and drop leases of one set: exactly one unload, after the last drop
@@ -180,6 +209,7 @@ fn model_3_clones_dropped_on_three_threads_unload_once() {
 /// 4. `WeakLease::upgrade` races the last drop: it returns either a live lease or `None`.
 #[test]
 fn model_4_weak_upgrade_races_last_drop() {
+    static UPGRADED: Outcomes = Outcomes::new();
     check("4 weak upgrade vs last drop", || {
         let probe = Arc::new(Probe::default());
         let host = host_with(&probe);
@@ -198,10 +228,38 @@ fn model_4_weak_upgrade_races_last_drop() {
             })
         };
         dropper.join().unwrap();
-        let _upgraded = upgrader.join().unwrap();
+        UPGRADED.saw(upgrader.join().unwrap());
         assert_eq!(probe.loads.load(SeqCst), 1);
         assert_eq!(probe.unloads.load(SeqCst), 1);
         assert!(!host.is_loaded());
+    });
+    UPGRADED.assert_both(["None", "a live lease"]);
+}
+
+/// 4b. A weak lease of an unloaded generation races the last drop of the next generation,
+///     with the host itself already dropped: the stale weak lease never upgrades, and never
+///     takes a share of the newer set even for a moment, so the real last drop unloads before
+///     it returns (I3). Leases and weak leases keep working without their `PluginHost`.
+#[test]
+fn model_4b_stale_weak_lease_races_last_drop_of_the_next_generation() {
+    check("4b stale weak lease vs next generation's last drop (I3)", || {
+        let probe = Arc::new(Probe::default());
+        let host = host_with(&probe);
+        let stale = host.acquire().unwrap().downgrade();
+        let second = host.acquire().unwrap();
+        assert_eq!(second.generation(), 2);
+        drop(host);
+        let dropper = {
+            let probe = probe.clone();
+            thread::spawn(move || {
+                drop(second);
+                assert_eq!(probe.unloads.load(SeqCst), 2, "I3: the last drop did not unload");
+            })
+        };
+        let upgrader = thread::spawn(move || assert!(stale.upgrade().is_none(), "a stale weak lease upgraded"));
+        dropper.join().unwrap();
+        upgrader.join().unwrap();
+        assert_eq!(probe.loads.load(SeqCst), 2);
     });
 }
 

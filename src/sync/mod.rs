@@ -14,7 +14,7 @@ pub(crate) use slot::{Slot, Strong, Tenant};
 /// The backing types of the default build.
 #[cfg(not(loom))]
 mod imp {
-    pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+    pub(crate) use std::sync::atomic::{AtomicU64, Ordering, fence};
     pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
     /// `std::cell::UnsafeCell` behind loom's closure-based API, so the slot's code is the same
@@ -50,7 +50,7 @@ mod imp {
 #[cfg(loom)]
 mod imp {
     pub(crate) use loom::cell::UnsafeCell;
-    pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+    pub(crate) use loom::sync::atomic::{AtomicU64, Ordering, fence};
     pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 
     /// Unwraps a lock result: this crate's locks ignore poisoning (see [`super::Mutex`]).

@@ -12,16 +12,31 @@
 //! and the slot becomes vacant; its owner may then [`fill`](Slot::fill) it with a new value.
 //! Refilling is safe for readers because an upgrade never increments a count of zero, and every
 //! upgrade that sees a non-zero count sees the value that count was published with.
+//!
+//! Each filling carries a tag (the host passes the low 32 bits of the generation), kept in the
+//! same atomic word as the count: `tag << 32 | count`. [`Slot::upgrade_tagged`] increments only
+//! a count of the same tag, so a weak handle to an old value never takes a share of a newer
+//! one, not even for a moment (which could make it, not the newer value's real last holder,
+//! the one to drop it).
 
 use std::mem::MaybeUninit;
 use std::ops::Deref;
 use std::ptr::NonNull;
 
-use super::imp::{AtomicUsize, Ordering, UnsafeCell, fence};
+use super::imp::{AtomicU64, Ordering, UnsafeCell, fence};
 
-/// The most strong references a slot counts before aborting, as in `std::sync::Arc`: far
-/// beyond what memory can hold, so only a leak of `mem::forget`ed references reaches it.
-const MAX_REFCOUNT: usize = isize::MAX as usize;
+/// The count's bits of the atomic word; the tag has the rest.
+const COUNT: u64 = u32::MAX as u64;
+
+/// The most strong references a slot counts before aborting, as `std::sync::Arc` does at
+/// `isize::MAX`: half the count's range, so that even many threads cloning at once abort long
+/// before the count could carry into the tag. Only leaked (`mem::forget`) references get there.
+const MAX_REFCOUNT: u64 = COUNT / 2;
+
+/// The tag of the value whose count is `word`.
+fn tag_of(word: u64) -> u32 {
+    (word >> 32) as u32
+}
 
 /// What a value must provide to live in a [`Slot`].
 pub(crate) trait Tenant: Sized {
@@ -37,9 +52,10 @@ pub(crate) trait Tenant: Sized {
 
 /// A home for one value at a time. See the [module docs](self).
 pub(crate) struct Slot<T> {
-    /// Strong references to the value; 0 while the slot is vacant, while its value is being
-    /// dropped, and while a new value is being written.
-    strong: AtomicUsize,
+    /// `tag << 32 | count`: the count of strong references to the value (0 while the slot is
+    /// vacant, while its value is being dropped, and while a new value is being written), and
+    /// the tag the value was filled with.
+    strong: AtomicU64,
     /// Initialised exactly while `strong > 0`, and while the last reference drops it.
     value: UnsafeCell<MaybeUninit<T>>,
 }
@@ -55,7 +71,7 @@ impl<T> Slot<T> {
     /// A vacant slot.
     pub(crate) fn vacant() -> Self {
         Slot {
-            strong: AtomicUsize::new(0),
+            strong: AtomicU64::new(0),
             value: UnsafeCell::new(MaybeUninit::uninit()),
         }
     }
@@ -63,7 +79,7 @@ impl<T> Slot<T> {
     /// The number of strong references right now. Only for observers: it may change before
     /// the caller looks at it.
     pub(crate) fn strong_count(&self) -> usize {
-        self.strong.load(Ordering::Relaxed)
+        (self.strong.load(Ordering::Relaxed) & COUNT) as usize
     }
 }
 
@@ -71,6 +87,17 @@ impl<T: Tenant> Slot<T> {
     /// A strong reference to the value, if one is alive. No lock; one compare-and-swap.
     #[inline]
     pub(crate) fn upgrade(&self) -> Option<Strong<T>> {
+        self.upgrade_if(|_| true)
+    }
+
+    /// A strong reference to the value, if one is alive and it was filled with `tag`.
+    #[inline]
+    pub(crate) fn upgrade_tagged(&self, tag: u32) -> Option<Strong<T>> {
+        self.upgrade_if(|word| tag_of(word) == tag)
+    }
+
+    #[inline]
+    fn upgrade_if(&self, wanted: impl Fn(u64) -> bool) -> Option<Strong<T>> {
         #[cfg(not(all(loom, dylease_broken_upgrade)))]
         {
             // As `std::sync::Weak::upgrade`: never increment from zero, so a value whose last
@@ -78,10 +105,11 @@ impl<T: Tenant> Slot<T> {
             // Relaxed is enough for the failure case, which learns nothing. Acquire on success
             // pairs with the Release store in `fill`: the value written there is visible here.
             self.strong
-                .fetch_update(Ordering::Acquire, Ordering::Relaxed, |n| {
-                    (n != 0).then(|| {
-                        assert!(n < MAX_REFCOUNT, "dylease: lease count overflow");
-                        n + 1
+                .fetch_update(Ordering::Acquire, Ordering::Relaxed, |word| {
+                    let count = word & COUNT;
+                    (count != 0 && wanted(word)).then(|| {
+                        assert!(count < MAX_REFCOUNT, "dylease: lease count overflow");
+                        word + 1
                     })
                 })
                 .ok()?;
@@ -91,7 +119,8 @@ impl<T: Tenant> Slot<T> {
             // Deliberately wrong, for the loom models' own test: the count can reach zero
             // between the check and the increment, and the value is then handed out while (or
             // after) its last reference drops it. The models must catch this.
-            if self.strong.load(Ordering::Acquire) == 0 {
+            let word = self.strong.load(Ordering::Acquire);
+            if word & COUNT == 0 || !wanted(word) {
                 return None;
             }
             self.strong.fetch_add(1, Ordering::Acquire);
@@ -101,7 +130,7 @@ impl<T: Tenant> Slot<T> {
         })
     }
 
-    /// Moves `value` into the slot and returns the first strong reference to it.
+    /// Moves `value` into the slot, tagged `tag`, and returns the first strong reference to it.
     ///
     /// # Safety
     ///
@@ -112,14 +141,14 @@ impl<T: Tenant> Slot<T> {
     /// - The slot's memory stays valid for as long as the value lives: the value owns a strong
     ///   reference to whatever allocation contains the slot. (A plugin set holds an `Arc` of its
     ///   host's shared state, which contains the slot.)
-    pub(crate) unsafe fn fill(&self, value: T) -> Strong<T> {
-        debug_assert_eq!(self.strong.load(Ordering::Relaxed), 0, "filling an occupied slot");
+    pub(crate) unsafe fn fill(&self, value: T, tag: u32) -> Strong<T> {
+        debug_assert_eq!(self.strong_count(), 0, "filling an occupied slot");
         // SAFETY: the slot is vacant (the caller's contract), so no reference to the old value
         // exists, and no reader touches `value` while `strong` is 0.
         self.value
             .with_mut(|cell| unsafe { cell.write(MaybeUninit::new(value)) });
         // Release: publishes the value written above to every upgrade that sees this count.
-        self.strong.store(1, Ordering::Release);
+        self.strong.store(u64::from(tag) << 32 | 1, Ordering::Release);
         Strong {
             slot: NonNull::from(self),
         }
@@ -200,7 +229,7 @@ impl<T: Tenant> Clone for Strong<T> {
         // Relaxed, as in `Arc::clone`: a new reference can only be made from an existing one,
         // which already keeps the value alive, so no other memory needs ordering here.
         let old = self.slot().strong.fetch_add(1, Ordering::Relaxed);
-        if old > MAX_REFCOUNT {
+        if old & COUNT > MAX_REFCOUNT {
             std::process::abort();
         }
         Strong { slot: self.slot }
@@ -212,7 +241,7 @@ impl<T: Tenant> Drop for Strong<T> {
     fn drop(&mut self) {
         // Release, as in `Arc::drop`: this reference's uses of the value happen before the
         // value is dropped by whichever reference is last.
-        if self.slot().strong.fetch_sub(1, Ordering::Release) != 1 {
+        if self.slot().strong.fetch_sub(1, Ordering::Release) & COUNT != 1 {
             return;
         }
         // Acquire, as in `Arc::drop`: pairs with the Release decrements of all other

@@ -19,7 +19,8 @@ impl Log for Capture {
     fn log(&self, record: &Record<'_>) {
         let line = format!("{}", record.args());
         // Take the hook out while it runs, so that what it logs does not call it again.
-        if let Some(hook) = HOOK.with(|hook| hook.borrow_mut().take()) {
+        // `try_with`: a lease dropped by a thread-local destructor logs after `HOOK` is gone.
+        if let Some(hook) = HOOK.try_with(|hook| hook.borrow_mut().take()).ok().flatten() {
             let restore = Restore(Some(hook));
             (restore.0.as_ref().unwrap())(&line);
         }
@@ -47,7 +48,7 @@ struct Restore(Option<Hook>);
 impl Drop for Restore {
     fn drop(&mut self) {
         let hook = self.0.take();
-        HOOK.with(|slot| *slot.borrow_mut() = hook);
+        let _ = HOOK.try_with(|slot| *slot.borrow_mut() = hook);
     }
 }
 
