@@ -322,6 +322,11 @@ impl HostBuilder {
     /// A plugin compiled into the host: `register` is called at each load, like a library
     /// plugin's `register_passes`, and may add passes and unload hooks. A panic in it is
     /// caught and fails the load with [`Error::Panicked`].
+    ///
+    /// `register` belongs to the host, and a loaded set may outlive the host. If a pass's
+    /// `user_data` points into state that `register` owns, move a clone of that owner (an
+    /// `Arc`, say) into an [`on_unload`](Registrar::on_unload) hook, which lives exactly as long
+    /// as the set.
     pub fn static_plugin<R>(mut self, name: impl Into<String>, register: R) -> Self
     where
         R: Fn(&mut Registrar) -> Result<(), Error> + Send + Sync + 'static,

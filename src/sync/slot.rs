@@ -46,7 +46,9 @@ pub(crate) trait Tenant: Sized {
 
     /// Prepares the slot for the value's departure. The returned value must keep the slot's
     /// memory valid until it is dropped, and its drop must be what tells the slot's owner that
-    /// the slot is vacant (see [`Slot::fill`]).
+    /// the slot is vacant (see [`Slot::fill`]). It must not panic: the value would then never
+    /// be dropped nor the slot reported vacant. (`PluginSet`'s clones an `Arc` and copies a
+    /// number.)
     fn leaving(&self) -> Self::Leaving;
 }
 
