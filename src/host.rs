@@ -63,6 +63,12 @@ pub struct PluginHost {
     shared: Arc<Shared>,
 }
 
+// A panic that unwinds out of `acquire` (from a logger, say) leaves the host consistent: its
+// lock does not poison, a failed or interrupted load is undone, and its counters are written
+// under the lock or atomically. So a host may be used across `catch_unwind`.
+impl std::panic::UnwindSafe for PluginHost {}
+impl std::panic::RefUnwindSafe for PluginHost {}
+
 impl fmt::Debug for PluginHost {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PluginHost")

@@ -44,6 +44,14 @@ impl Deref for Lease {
     }
 }
 
+// A panic cannot leave a lease (or the set it shares) half-updated where the code that
+// catches it could see it: the set is immutable after load and the lease count is changed only
+// by single atomic operations. So leases may cross `catch_unwind`, as `Arc`s of plain data do.
+impl std::panic::UnwindSafe for Lease {}
+impl std::panic::RefUnwindSafe for Lease {}
+impl std::panic::UnwindSafe for WeakLease {}
+impl std::panic::RefUnwindSafe for WeakLease {}
+
 impl fmt::Debug for Lease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Lease").field(&*self.0).finish()

@@ -459,9 +459,10 @@ mod guarantees {
     use super::*;
     use static_assertions::{assert_eq_size, assert_impl_all, assert_not_impl_any};
 
-    assert_impl_all!(Lease: Send, Sync, Clone);
+    assert_impl_all!(Lease: Send, Sync, Clone, std::panic::UnwindSafe, std::panic::RefUnwindSafe);
+    assert_impl_all!(PluginHost: std::panic::UnwindSafe, std::panic::RefUnwindSafe);
     assert_eq_size!(Lease, usize);
-    assert_impl_all!(WeakLease: Send, Sync, Clone);
+    assert_impl_all!(WeakLease: Send, Sync, Clone, std::panic::UnwindSafe);
     assert_not_impl_any!(WeakLease: core::ops::Deref);
     assert_not_impl_any!(Registrar: Send, Sync);
     assert_impl_all!(PluginHost: Send, Sync);

@@ -275,7 +275,7 @@ fn a_panicking_logger_during_a_load_leaves_the_host_consistent() {
                 panic!("the logger fails");
             }
         },
-        || std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| host.acquire())),
+        || std::panic::catch_unwind(|| host.acquire()),
     );
     assert!(outcome.is_err(), "the logger's panic reaches the caller");
     let stats = host.stats();
