@@ -12,7 +12,9 @@
 //!   against `libloading` opening the same 16 files with the same flags and closing them in
 //!   reverse order. glibc keeps nothing across a full close, so both sides do real
 //!   `dlopen`/`dlclose` work every iteration; the bench checks that with `RTLD_NOLOAD`
-//!   before timing.
+//!   before timing. A third, diagnostic side, `libloading_discover`, adds to the raw cycle a
+//!   directory scan that makes the same file-system calls as dylease's discovery does today,
+//!   so the share of discovery in the gap can be read off the same run.
 //! - `load_scaling`: the same cycle over 1, 16 and 128 plugins, with criterion's throughput
 //!   in plugins, so time per plugin can be read off; raw `libloading` alongside.
 //!
@@ -107,6 +109,31 @@ fn raw_cycle(files: &[PathBuf]) {
     }
 }
 
+/// What discovery costs a directory today, done by hand: list it, then per library file one
+/// `metadata` (is it a regular file?), one `canonicalize` and one more `metadata` (its device
+/// and inode, to load a file reached twice only once). Returns the resolved paths in order.
+/// Only a diagnostic beside `raw_cycle`: it tells how much of dylease's cold cycle is
+/// discovery rather than loading.
+fn discover_by_hand(dir: &Path) -> Vec<PathBuf> {
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .expect("read the plugin directory")
+        .map(|entry| entry.expect("a directory entry").file_name())
+        .filter(|name| name.as_bytes().ends_with(b".so"))
+        .filter(|name| std::fs::metadata(dir.join(name)).is_ok_and(|m| m.is_file()))
+        .collect();
+    names.sort();
+    let mut seen = std::collections::HashSet::new();
+    names
+        .into_iter()
+        .map(|name| std::fs::canonicalize(dir.join(name)).expect("resolve a plugin path"))
+        .filter(|path| {
+            use std::os::unix::fs::MetadataExt;
+            let metadata = std::fs::metadata(path).expect("stat a plugin");
+            seen.insert((metadata.dev(), metadata.ino()))
+        })
+        .collect()
+}
+
 /// One cold cycle through the host: load every plugin, then unload them with the last lease.
 fn host_cycle(host: &PluginHost) {
     let lease = host.acquire().expect("the plugins load");
@@ -165,6 +192,9 @@ fn cold_cycle(c: &mut Criterion, fixtures: &Fixtures) {
     group.measurement_time(Duration::from_secs(4));
     group.bench_function("dylease", |b| b.iter(|| host_cycle(&host)));
     group.bench_function("libloading", |b| b.iter(|| raw_cycle(&files)));
+    let dir = fixtures.dir(COLD_PLUGINS);
+    assert_eq!(discover_by_hand(&dir).len(), files.len());
+    group.bench_function("libloading_discover", |b| b.iter(|| raw_cycle(&discover_by_hand(&dir))));
     group.finish();
 }
 
