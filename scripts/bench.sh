@@ -7,7 +7,8 @@
 #                                    runs, each target ratio the median of the per-run ratios
 #                                    (with every run's ratio beside it): steadier on a busy
 #                                    machine
-#   scripts/bench.sh --summary       only summarise the results of the last run
+#   scripts/bench.sh --summary       summarise the last scripts/bench.sh run again (or, if
+#                                    there is none, criterion's latest results)
 #   scripts/bench.sh [--runs N] -- ARGS...
 #                                    pass ARGS to criterion (a bench name filter, --quick, ...)
 #
@@ -115,7 +116,7 @@ for n in ["10", "100", "1000"]:
 table(["passes", "dylease `Lease::pass`", "`HashMap<String, _>`", "`Vec<(String, _)>` scan", "dylease ÷ HashMap",
        "Vec ÷ HashMap"], rows)
 
-cc = {b: med(f"cold_cycle/{b}") for b in ["dylease", "libloading"]}
+cc = {b: med(f"cold_cycle/{b}") for b in ["dylease", "libloading", "libloading_discover"]}
 print("### cold_cycle (load + unload of 16 C plugins)\n")
 table(["side", "median", "÷ libloading"], [[b, fmt_time(cc[b]), fmt_ratio(ratio(cc[b], cc["libloading"]))] for b in cc])
 
@@ -139,6 +140,8 @@ targets = [
     for n in ["10", "100", "1000"]
 ] + [
     ("cold_cycle ÷ raw libloading", "cold_cycle/dylease", "cold_cycle/libloading", 1, 1.15, "le"),
+    ("(libloading + today's discovery ÷ raw libloading, diagnostic)", "cold_cycle/libloading_discover",
+     "cold_cycle/libloading", 1, None, None),
     ("load_scaling per plugin, 128 ÷ 16", "load_scaling/dylease/128", "load_scaling/dylease/16", 16 / 128, 1.5, "le"),
     ("(libloading per plugin, 128 ÷ 16, for reference)", "load_scaling/libloading/128", "load_scaling/libloading/16",
      16 / 128, None, None),
@@ -161,8 +164,10 @@ PY
 
 mkdir -p "$snapshots"
 if $summary_only; then
-  python3 -c "$summarise" snapshot "$results" "$snapshots/last.json"
-  python3 -c "$summarise" summary "$snapshots/last.json"
+  if ! compgen -G "$snapshots/run-*.json" >/dev/null; then
+    python3 -c "$summarise" snapshot "$results" "$snapshots/run-1.json"
+  fi
+  python3 -c "$summarise" summary "$snapshots"/run-*.json
   exit 0
 fi
 
