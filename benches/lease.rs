@@ -1,0 +1,224 @@
+//! `acquire_hot` and `lease_clone`: what a lease costs once its set is loaded, next to the
+//! designs a user would otherwise pick.
+//!
+//! - `acquire_hot`: a lease is held elsewhere, so `PluginHost::acquire` takes its fast path;
+//!   each iteration is one acquire plus the drop of the lease it returned. Baselines, all
+//!   over the same kind of shared value:
+//!   - `arc_clone`: `Arc::clone` plus drop, the floor (one atomic increment, one decrement);
+//!   - `mutex_weak`: lock a `Mutex<Weak<T>>`, upgrade, unlock (then drop the `Arc`);
+//!   - `rwlock_weak`: read-lock an `RwLock<Weak<T>>`, upgrade (then drop the `Arc`);
+//!   - `counter`: a mutex-protected user count incremented on acquire and decremented on
+//!     release, with the set in an `Arc` (the shape of the upstream graph-compiler fix).
+//!
+//!   Each runs `uncontended` (one thread) and with `2_threads` doing the same operation on the
+//!   same host or baseline at once. For `2_threads` the reported time is per operation per
+//!   thread: the wall time from the moment both threads start their loops until the last
+//!   one finishes, divided by the iterations each thread ran.
+//! - `lease_clone`: `Lease::clone` plus drop against `Arc::clone` plus drop.
+//!
+//! Before timing, the bench checks that the fast path really is taken (same set, no new
+//! generation) and that acquire and clone allocate nothing.
+//!
+//! Run with `cargo bench --bench lease`; `scripts/bench.sh` runs every bench and prints the
+//! ratios the targets are stated in.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
+use dylease::{Lease, PluginHost, Registrar};
+
+mod common;
+
+#[global_allocator]
+static ALLOC: common::CountingAlloc = common::CountingAlloc;
+
+/// How many threads hammer the same host in the contended runs.
+const THREADS: usize = 2;
+
+/// What the baselines share: a stand-in for a loaded plugin set. Its contents are never read
+/// on the timed paths; only the reference counts are touched, as with a real set.
+struct Payload {
+    _generation: u64,
+    _data: [u64; 7],
+}
+
+fn payload() -> Arc<Payload> {
+    Arc::new(Payload {
+        _generation: 1,
+        _data: [0; 7],
+    })
+}
+
+extern "C" fn double(x: i32) -> i32 {
+    x * 2
+}
+
+/// A host over one static plugin: no files needed.
+fn host() -> PluginHost {
+    PluginHost::builder()
+        .static_plugin("bench", |reg: &mut Registrar| {
+            reg.add_pass("double", double as extern "C" fn(i32) -> i32, std::ptr::null_mut())
+        })
+        .build()
+        .expect("a host over one static plugin builds")
+}
+
+/// The counter design: a user count under a mutex, incremented on acquire and decremented on
+/// release; the set lives in an `Arc` that the count's last release takes out.
+struct CounterHost {
+    state: Mutex<CounterState>,
+}
+
+struct CounterState {
+    users: usize,
+    set: Option<Arc<Payload>>,
+}
+
+/// A user of [`CounterHost`]: releases its count on drop.
+struct CounterLease<'host> {
+    host: &'host CounterHost,
+    _set: Arc<Payload>,
+}
+
+impl CounterHost {
+    fn acquire(&self) -> CounterLease<'_> {
+        let mut state = self.state.lock().expect("not poisoned");
+        let set = Arc::clone(state.set.get_or_insert_with(payload));
+        state.users += 1;
+        drop(state);
+        CounterLease { host: self, _set: set }
+    }
+}
+
+impl Drop for CounterLease<'_> {
+    fn drop(&mut self) {
+        let mut state = self.host.state.lock().expect("not poisoned");
+        state.users -= 1;
+        // The last user takes the set out, to drop ("unload") it outside the lock.
+        let last = if state.users == 0 { state.set.take() } else { None };
+        drop(state);
+        drop(last);
+    }
+}
+
+/// Runs `op` `iters` times on each of [`THREADS`] threads at once, and returns the wall time
+/// from the first thread's start to the last thread's end. Criterion divides it by `iters`:
+/// the time one operation takes on one thread while the others do the same. Spawning, the
+/// start rendezvous and joining are outside the timed span.
+fn contended<S: Sync, F: Fn(&S) + Sync>(state: &S, iters: u64, op: &F) -> Duration {
+    let arrived = AtomicUsize::new(0);
+    let spans: Vec<(Instant, Instant)> = thread::scope(|scope| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|_| {
+                scope.spawn(|| {
+                    arrived.fetch_add(1, Ordering::AcqRel);
+                    while arrived.load(Ordering::Acquire) < THREADS {
+                        thread::yield_now();
+                    }
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        op(state);
+                    }
+                    (start, Instant::now())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| worker.join().expect("a bench thread panicked"))
+            .collect()
+    });
+    let start = spans.iter().map(|span| span.0).min().expect("threads ran");
+    let end = spans.iter().map(|span| span.1).max().expect("threads ran");
+    end - start
+}
+
+/// Benchmarks `op` on `state` uncontended and with [`THREADS`] threads.
+fn both_ways<S: Sync, F: Fn(&S) + Sync>(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, state: &S, op: F) {
+    group.bench_function(BenchmarkId::new(name, "uncontended"), |b| b.iter(|| op(state)));
+    group.bench_function(BenchmarkId::new(name, format!("{THREADS}_threads")), |b| {
+        b.iter_custom(|iters| contended(state, iters, &op))
+    });
+}
+
+fn acquire_hot(c: &mut Criterion) {
+    let host = host();
+    let held = host.acquire().expect("the static plugin loads");
+    // The fast path is what is measured: the same set comes back, nothing loads again.
+    let again = host.acquire().expect("fast path");
+    assert!(Lease::ptr_eq(&held, &again), "acquire returned another set");
+    drop(again);
+    common::assert_no_allocation("acquire_hot: dylease acquire+drop (fast path)", 100_000, || {
+        drop(black_box(host.acquire()));
+    });
+
+    let arc = payload();
+    let mutex_weak = Mutex::new(Arc::downgrade(&arc));
+    let rwlock_weak = RwLock::new(Arc::downgrade(&arc));
+    let counter = CounterHost {
+        state: Mutex::new(CounterState { users: 0, set: None }),
+    };
+    // A user holds the counter's set too, as `held` does for the host.
+    let counter_held = counter.acquire();
+
+    let mut group = c.benchmark_group("acquire_hot");
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+
+    both_ways(&mut group, "dylease", &host, |host: &PluginHost| {
+        drop(black_box(host.acquire()));
+    });
+    both_ways(&mut group, "arc_clone", &arc, |arc: &Arc<Payload>| {
+        drop(black_box(Arc::clone(arc)));
+    });
+    both_ways(&mut group, "mutex_weak", &mutex_weak, |slot: &Mutex<Weak<Payload>>| {
+        let set = slot.lock().expect("not poisoned").upgrade();
+        drop(black_box(set));
+    });
+    both_ways(
+        &mut group,
+        "rwlock_weak",
+        &rwlock_weak,
+        |slot: &RwLock<Weak<Payload>>| {
+            let set = slot.read().expect("not poisoned").upgrade();
+            drop(black_box(set));
+        },
+    );
+    both_ways(&mut group, "counter", &counter, |counter: &CounterHost| {
+        drop(black_box(counter.acquire()));
+    });
+    group.finish();
+
+    assert_eq!(host.generation(), 1, "the hot path reloaded the set");
+    drop(counter_held);
+    drop(held);
+    assert!(!host.is_loaded());
+}
+
+fn lease_clone(c: &mut Criterion) {
+    // `size_of::<Lease>() == size_of::<usize>()` is a const assert in the crate itself
+    // (`assert_eq_size!(Lease, usize)` in src/lib.rs); repeated here so the bench says so.
+    const { assert!(size_of::<Lease>() == size_of::<usize>()) };
+
+    let host = host();
+    let lease = host.acquire().expect("the static plugin loads");
+    let arc = payload();
+    common::assert_no_allocation("lease_clone: Lease::clone+drop", 100_000, || {
+        drop(black_box(lease.clone()));
+    });
+
+    let mut group = c.benchmark_group("lease_clone");
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+    group.bench_function("dylease", |b| b.iter(|| drop(black_box(black_box(&lease).clone()))));
+    group.bench_function("arc_clone", |b| b.iter(|| drop(black_box(Arc::clone(black_box(&arc))))));
+    group.finish();
+}
+
+criterion_group!(benches, acquire_hot, lease_clone);
+criterion_main!(benches);

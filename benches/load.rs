@@ -1,0 +1,231 @@
+//! `cold_cycle` and `load_scaling`: what a load and an unload of real C plugins cost, next
+//! to raw `libloading` opens and closes of the same files.
+//!
+//! At start the bench compiles `tests/plugins/numbered.c` 128 times (each with its own plugin
+//! and pass name) into a fresh directory under cargo's target tmp dir, with the system C
+//! compiler as the tests do, and copies the first 16 and the first one into two more
+//! directories: every library file is distinct, so the loader never shares a mapping.
+//!
+//! - `cold_cycle`: with no lease alive, `acquire()` on a host over the 16-plugin directory
+//!   (discovery, `dlopen` with `RTLD_NOW | RTLD_LOCAL`, entry point, ABI check, registration
+//!   of one pass each) plus the drop of that last lease (unload: `dlclose` of all 16);
+//!   against `libloading` opening the same 16 files with the same flags and closing them in
+//!   reverse order. glibc keeps nothing across a full close, so both sides do real
+//!   `dlopen`/`dlclose` work every iteration; the bench checks that with `RTLD_NOLOAD`
+//!   before timing. A third, diagnostic side, `libloading_discover`, adds to the raw cycle a
+//!   directory scan that makes the same file-system calls as dylease's discovery does today,
+//!   so the share of discovery in the gap can be read off the same run.
+//! - `load_scaling`: the same cycle over 1, 16 and 128 plugins, with criterion's throughput
+//!   in plugins, so time per plugin can be read off; raw `libloading` alongside.
+//!
+//! Run with `cargo bench --bench load`.
+
+use std::ffi::CString;
+use std::hint::black_box;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use dylease::PluginHost;
+use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
+
+#[path = "../tests/support/cc.rs"]
+mod cc;
+
+/// The largest set `load_scaling` loads; `cold_cycle` uses the first 16.
+const MAX_PLUGINS: usize = 128;
+const SCALING_SIZES: [usize; 3] = [1, 16, 128];
+const COLD_PLUGINS: usize = 16;
+
+/// The compiled plugins: one directory per size, removed when the bench ends.
+struct Fixtures {
+    root: PathBuf,
+}
+
+impl Fixtures {
+    fn build() -> Fixtures {
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("bench-load-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let fixtures = Fixtures { root };
+        let all = fixtures.dir(MAX_PLUGINS);
+        std::fs::create_dir_all(&all).expect("create the plugin directory");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins/numbered.c");
+        // Two compilers at a time: the machines these run on have two cores.
+        std::thread::scope(|scope| {
+            for half in 0..2 {
+                let (all, source) = (&all, &source);
+                scope.spawn(move || {
+                    for i in (half..MAX_PLUGINS).step_by(2) {
+                        let out = all.join(Self::file_name(i));
+                        let plugin = format!("-DPLUGIN_NAME=\"bench{i:03}\"");
+                        let pass = format!("-DPASS_NAME=\"bench{i:03}_pass\"");
+                        cc::compile_plugin(&[source], &out, &[&plugin, &pass]).unwrap_or_else(|e| panic!("{e}"));
+                    }
+                });
+            }
+        });
+        for n in SCALING_SIZES.into_iter().filter(|&n| n != MAX_PLUGINS) {
+            let dir = fixtures.dir(n);
+            std::fs::create_dir_all(&dir).expect("create the plugin directory");
+            for i in 0..n {
+                std::fs::copy(all.join(Self::file_name(i)), dir.join(Self::file_name(i))).expect("copy a plugin");
+            }
+        }
+        fixtures
+    }
+
+    fn file_name(i: usize) -> String {
+        format!("libbench{i:03}.so")
+    }
+
+    /// The directory holding the first `n` plugins.
+    fn dir(&self, n: usize) -> PathBuf {
+        self.root.join(format!("n{n}"))
+    }
+
+    /// The library files of [`Fixtures::dir`], in the order the host loads them.
+    fn files(&self, n: usize) -> Vec<PathBuf> {
+        (0..n).map(|i| self.dir(n).join(Self::file_name(i))).collect()
+    }
+}
+
+impl Drop for Fixtures {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// Opens every file as dylease does (`RTLD_NOW | RTLD_LOCAL`), then closes them in reverse.
+fn raw_cycle(files: &[PathBuf]) {
+    let libraries: Vec<Library> = files
+        .iter()
+        // SAFETY: the bench's own plugins, built just now from `numbered.c`; their only
+        // initialisation code is the header's constructor that links a static node.
+        .map(|file| unsafe { Library::open(Some(file), RTLD_NOW | RTLD_LOCAL) }.expect("open a plugin"))
+        .collect();
+    for library in black_box(libraries).into_iter().rev() {
+        library.close().expect("close a plugin");
+    }
+}
+
+/// What discovery costs a directory today, done by hand: list it, then per library file one
+/// `metadata` (is it a regular file?), one `canonicalize` and one more `metadata` (its device
+/// and inode, to load a file reached twice only once). Returns the resolved paths in order.
+/// Only a diagnostic beside `raw_cycle`: it tells how much of dylease's cold cycle is
+/// discovery rather than loading.
+fn discover_by_hand(dir: &Path) -> Vec<PathBuf> {
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .expect("read the plugin directory")
+        .map(|entry| entry.expect("a directory entry").file_name())
+        .filter(|name| name.as_bytes().ends_with(b".so"))
+        .filter(|name| std::fs::metadata(dir.join(name)).is_ok_and(|m| m.is_file()))
+        .collect();
+    names.sort();
+    let mut seen = std::collections::HashSet::new();
+    names
+        .into_iter()
+        .map(|name| std::fs::canonicalize(dir.join(name)).expect("resolve a plugin path"))
+        .filter(|path| {
+            use std::os::unix::fs::MetadataExt;
+            let metadata = std::fs::metadata(path).expect("stat a plugin");
+            seen.insert((metadata.dev(), metadata.ino()))
+        })
+        .collect()
+}
+
+/// One cold cycle through the host: load every plugin, then unload them with the last lease.
+fn host_cycle(host: &PluginHost) {
+    let lease = host.acquire().expect("the plugins load");
+    drop(black_box(lease));
+}
+
+/// Whether `file` is still loaded in this process (`dlopen` with `RTLD_NOLOAD`).
+fn still_loaded(file: &Path) -> bool {
+    let path = CString::new(file.as_os_str().as_bytes()).expect("no NUL in the path");
+    // SAFETY: `RTLD_NOLOAD` opens nothing new: it returns a handle only for a library that is
+    // already loaded, and that extra reference is closed at once.
+    unsafe {
+        let handle = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
+        if handle.is_null() {
+            false
+        } else {
+            libc::dlclose(handle);
+            true
+        }
+    }
+}
+
+/// Checks that each kind of cycle really unloads every file, so every timed iteration does
+/// a real `dlopen` and `dlclose`.
+fn check_full_close(host: &PluginHost, files: &[PathBuf]) {
+    let generation = host.generation();
+    host_cycle(host);
+    assert_eq!(
+        host.generation(),
+        generation + 1,
+        "the cycle did not load a new generation"
+    );
+    assert!(!host.is_loaded());
+    raw_cycle(files);
+    if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        let loaded: Vec<_> = files.iter().filter(|file| still_loaded(file)).collect();
+        assert!(loaded.is_empty(), "still loaded after a full close: {loaded:?}");
+        eprintln!(
+            "{} plugins: every file left the process after each cycle (RTLD_NOLOAD)",
+            files.len()
+        );
+    }
+}
+
+fn cold_cycle(c: &mut Criterion, fixtures: &Fixtures) {
+    let files = fixtures.files(COLD_PLUGINS);
+    let host = PluginHost::builder()
+        .dir(fixtures.dir(COLD_PLUGINS))
+        .build()
+        .expect("a host over a directory builds");
+    check_full_close(&host, &files);
+
+    let mut group = c.benchmark_group("cold_cycle");
+    group.sample_size(50);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(4));
+    group.bench_function("dylease", |b| b.iter(|| host_cycle(&host)));
+    group.bench_function("libloading", |b| b.iter(|| raw_cycle(&files)));
+    let dir = fixtures.dir(COLD_PLUGINS);
+    assert_eq!(discover_by_hand(&dir).len(), files.len());
+    group.bench_function("libloading_discover", |b| b.iter(|| raw_cycle(&discover_by_hand(&dir))));
+    group.finish();
+}
+
+fn load_scaling(c: &mut Criterion, fixtures: &Fixtures) {
+    let mut group = c.benchmark_group("load_scaling");
+    group.sample_size(20);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(4));
+    for n in SCALING_SIZES {
+        let files = fixtures.files(n);
+        let host = PluginHost::builder()
+            .dir(fixtures.dir(n))
+            .build()
+            .expect("a host over a directory builds");
+        check_full_close(&host, &files);
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::new("dylease", n), &host, |b, host| {
+            b.iter(|| host_cycle(host))
+        });
+        group.bench_with_input(BenchmarkId::new("libloading", n), &files, |b, files| {
+            b.iter(|| raw_cycle(files))
+        });
+    }
+    group.finish();
+}
+
+fn load_benches(c: &mut Criterion) {
+    let fixtures = Fixtures::build();
+    cold_cycle(c, &fixtures);
+    load_scaling(c, &fixtures);
+}
+
+criterion_group!(benches, load_benches);
+criterion_main!(benches);
