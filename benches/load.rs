@@ -109,29 +109,49 @@ fn raw_cycle(files: &[PathBuf]) {
     }
 }
 
-/// What discovery costs a directory today, done by hand: list it, then per library file one
-/// `metadata` (is it a regular file?), one `canonicalize` and one more `metadata` (its device
-/// and inode, to load a file reached twice only once). Returns the resolved paths in order.
-/// Only a diagnostic beside `raw_cycle`: it tells how much of dylease's cold cycle is
-/// discovery rather than loading.
+/// What discovery costs a directory, done by hand as dylease does it: list it, resolve the
+/// directory once, then per library file one `metadata` (is it a regular file? its device and
+/// inode, to load a file reached twice only once). Returns the resolved paths in order. Only a
+/// diagnostic beside `raw_cycle`: it tells how much of dylease's cold cycle is discovery
+/// rather than loading.
 fn discover_by_hand(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let resolved = std::fs::canonicalize(dir).expect("resolve the plugin directory");
     let mut names: Vec<_> = std::fs::read_dir(dir)
         .expect("read the plugin directory")
         .map(|entry| entry.expect("a directory entry").file_name())
         .filter(|name| name.as_bytes().ends_with(b".so"))
-        .filter(|name| std::fs::metadata(dir.join(name)).is_ok_and(|m| m.is_file()))
         .collect();
     names.sort();
     let mut seen = std::collections::HashSet::new();
     names
         .into_iter()
-        .map(|name| std::fs::canonicalize(dir.join(name)).expect("resolve a plugin path"))
-        .filter(|path| {
-            use std::os::unix::fs::MetadataExt;
-            let metadata = std::fs::metadata(path).expect("stat a plugin");
-            seen.insert((metadata.dev(), metadata.ino()))
+        .filter(|name| {
+            let metadata = std::fs::metadata(dir.join(name)).expect("stat a plugin");
+            metadata.is_file() && seen.insert((metadata.dev(), metadata.ino()))
         })
+        .map(|name| resolved.join(name))
         .collect()
+}
+
+/// The checks dylease makes before it opens a file, done by hand: the trust check (the
+/// owner and mode of the file, and once of its directory) and the ELF check (open the file,
+/// its length, one read of its first page, close). Also only a diagnostic: with discovery,
+/// it is the file-system work dylease adds to `dlopen`, so what remains of the difference is
+/// the machinery itself (registration, the set, the lease, the unload bookkeeping).
+fn check_by_hand(files: &[PathBuf]) {
+    use std::io::Read;
+    if let Some(dir) = files.first().and_then(|file| file.parent()) {
+        black_box(std::fs::metadata(dir).expect("stat the directory"));
+    }
+    for file in files {
+        black_box(std::fs::metadata(file).expect("stat a plugin"));
+        let mut opened = std::fs::File::open(file).expect("open a plugin");
+        let len = opened.metadata().expect("stat an open plugin").len();
+        let mut head = Vec::with_capacity(4096);
+        (&mut opened).take(4096).read_to_end(&mut head).expect("read a plugin");
+        black_box((len, head));
+    }
 }
 
 /// One cold cycle through the host: load every plugin, then unload them with the last lease.
@@ -195,6 +215,19 @@ fn cold_cycle(c: &mut Criterion, fixtures: &Fixtures) {
     let dir = fixtures.dir(COLD_PLUGINS);
     assert_eq!(discover_by_hand(&dir).len(), files.len());
     group.bench_function("libloading_discover", |b| b.iter(|| raw_cycle(&discover_by_hand(&dir))));
+    group.bench_function("libloading_discover_check", |b| {
+        b.iter(|| {
+            let files = discover_by_hand(&dir);
+            check_by_hand(&files);
+            raw_cycle(&files);
+        })
+    });
+    let permissive = PluginHost::builder()
+        .dir(&dir)
+        .trust(dylease::TrustPolicy::Permissive)
+        .build()
+        .expect("a host over a directory builds");
+    group.bench_function("dylease_permissive", |b| b.iter(|| host_cycle(&permissive)));
     group.finish();
 }
 

@@ -35,8 +35,9 @@ pub(crate) enum Planned<'host> {
     },
 }
 
-/// A file discovery found, or the file and why it cannot be used.
-type Found = Result<PathBuf, (PathBuf, Error)>;
+/// A file discovery found (as found, resolved, and what makes it the same library as
+/// another), or the file and why it cannot be used.
+type Found = Result<(Candidate, Identity), (PathBuf, Error)>;
 
 /// Lists the plugins of `sources` in load order: sources in the order given, each
 /// directory's libraries in byte order of file name. A file reached twice (through a
@@ -48,33 +49,13 @@ type Found = Result<PathBuf, (PathBuf, Error)>;
 pub(crate) fn plan(sources: &[Source]) -> Result<Vec<Planned<'_>>, Error> {
     let mut plan = Vec::new();
     let mut seen = HashSet::new();
-    let mut add_file = |found: Found, plan: &mut Vec<Planned<'_>>| {
-        let resolved = found.and_then(|path| {
-            let resolve = || -> io::Result<_> {
-                let resolved = fs::canonicalize(&path)?;
-                let identity = file_identity(&resolved)?;
-                Ok((resolved, identity))
-            };
-            match resolve() {
-                Ok((resolved, identity)) => Ok((Candidate { path, resolved }, identity)),
-                Err(source) => Err((
-                    path.clone(),
-                    Error::Io {
-                        path,
-                        context: "cannot resolve plugin file",
-                        source,
-                    },
-                )),
+    let mut add_file = |found: Found, plan: &mut Vec<Planned<'_>>| match found {
+        Ok((candidate, identity)) => {
+            if seen.insert(identity) {
+                plan.push(Planned::File(candidate));
             }
-        });
-        match resolved {
-            Ok((candidate, identity)) => {
-                if seen.insert(identity) {
-                    plan.push(Planned::File(candidate));
-                }
-            }
-            Err((path, error)) => plan.push(Planned::Unusable { path, error }),
         }
+        Err((path, error)) => plan.push(Planned::Unusable { path, error }),
     };
     for source in sources {
         match source {
@@ -97,26 +78,32 @@ pub(crate) fn plan(sources: &[Source]) -> Result<Vec<Planned<'_>>, Error> {
     Ok(plan)
 }
 
+/// The error for a plugin file that cannot be used.
+fn unusable(path: &Path, context: &'static str, source: io::Error) -> (PathBuf, Error) {
+    (
+        path.to_owned(),
+        Error::Io {
+            path: path.to_owned(),
+            context,
+            source,
+        },
+    )
+}
+
 /// A plugin file named by the configuration, if it is a regular file (after symlinks).
 fn library_file(path: &Path) -> Found {
-    let error = |context, source| {
-        (
-            path.to_owned(),
-            Error::Io {
-                path: path.to_owned(),
-                context,
-                source,
-            },
-        )
-    };
-    match fs::metadata(path) {
-        Err(source) => Err(error("cannot read plugin file", source)),
-        Ok(metadata) if !metadata.is_file() => Err(error(
-            "cannot load plugin file",
-            io::Error::new(io::ErrorKind::InvalidInput, "it is not a regular file"),
-        )),
-        Ok(_) => Ok(path.to_owned()),
+    let metadata = fs::metadata(path).map_err(|source| unusable(path, "cannot read plugin file", source))?;
+    if !metadata.is_file() {
+        let source = io::Error::new(io::ErrorKind::InvalidInput, "it is not a regular file");
+        return Err(unusable(path, "cannot load plugin file", source));
     }
+    let resolved = fs::canonicalize(path).map_err(|source| unusable(path, "cannot resolve plugin file", source))?;
+    let identity = identity(&resolved, &metadata);
+    let candidate = Candidate {
+        path: path.to_owned(),
+        resolved,
+    };
+    Ok((candidate, identity))
 }
 
 /// The directories listed in `var`, separated by the platform's path-list separator; empty
@@ -147,6 +134,9 @@ fn env_dirs(var: &OsString) -> Result<Vec<PathBuf>, Error> {
 
 /// The regular files with the platform's library suffix in `dir`, in byte order of name,
 /// with the entries whose type cannot be read (a dangling symlink, a symlink loop).
+///
+/// The directory is resolved once; only entries that are symlinks are resolved one by one,
+/// so a directory of plain files costs one `stat` per file.
 fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
     let io_error = |source| Error::Io {
         path: dir.to_owned(),
@@ -160,6 +150,7 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
             "it is not a directory",
         )));
     }
+    let resolved_dir = fs::canonicalize(dir).map_err(io_error)?;
     let suffix = std::env::consts::DLL_SUFFIX.as_bytes();
     let mut found = Vec::new();
     for entry in fs::read_dir(dir).map_err(io_error)? {
@@ -170,18 +161,33 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
         }
         let path = entry.path();
         // Follows symlinks: a link to a library counts, a dangling link is an error.
-        match fs::metadata(&path) {
-            Ok(metadata) if metadata.is_file() => found.push((name, Ok(path))),
-            Ok(_) => {}
+        let metadata = match fs::metadata(&path) {
+            Ok(metadata) if metadata.is_file() => metadata,
+            Ok(_) => continue,
             Err(source) => {
-                let error = Error::Io {
-                    path: path.clone(),
-                    context: "cannot read plugin file",
-                    source,
-                };
-                found.push((name, Err((path, error))));
+                found.push((name, Err(unusable(&path, "cannot read plugin file", source))));
+                continue;
             }
-        }
+        };
+        // The entry's type comes with the directory listing (no system call on Linux).
+        let is_link = entry.file_type().map_or(true, |kind| kind.is_symlink());
+        let resolved = if is_link {
+            fs::canonicalize(&path)
+        } else {
+            Ok(resolved_dir.join(&name))
+        };
+        let file = resolved
+            .map(|resolved| {
+                (
+                    Candidate {
+                        path: path.clone(),
+                        resolved,
+                    },
+                    identity(&path, &metadata),
+                )
+            })
+            .map_err(|source| unusable(&path, "cannot resolve plugin file", source));
+        found.push((name, file));
     }
     found.sort_by(|(a, _), (b, _)| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
     Ok(found.into_iter().map(|(_, found)| found).collect())
@@ -189,17 +195,21 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
 
 /// What makes two paths the same library to the platform loader: on Unix the device and
 /// inode (glibc matches an already-loaded object by them, so a hard link is the same
-/// library), elsewhere the canonical path.
+/// library), elsewhere the path. `metadata` is the file's, with symlinks followed.
 #[cfg(unix)]
-fn file_identity(resolved: &Path) -> io::Result<(u64, u64)> {
+type Identity = (u64, u64);
+#[cfg(not(unix))]
+type Identity = PathBuf;
+
+#[cfg(unix)]
+fn identity(_path: &Path, metadata: &fs::Metadata) -> Identity {
     use std::os::unix::fs::MetadataExt;
-    let metadata = fs::metadata(resolved)?;
-    Ok((metadata.dev(), metadata.ino()))
+    (metadata.dev(), metadata.ino())
 }
 
 #[cfg(not(unix))]
-fn file_identity(resolved: &Path) -> io::Result<PathBuf> {
-    Ok(resolved.to_owned())
+fn identity(path: &Path, _metadata: &fs::Metadata) -> Identity {
+    fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
 }
 
 /// The plugin library files a host configured with [`HostBuilder::dir(dir)`](crate::HostBuilder::dir)

@@ -8,7 +8,7 @@
 //! headers. Reading bytes runs no plugin code; this module is safe code only.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::Path;
 
 /// Checks that `path` could be an ELF shared library for this process: the magic bytes, the
@@ -27,10 +27,13 @@ pub(crate) fn check(path: &Path) -> Result<(), String> {
     let Ok(len) = file.metadata().map(|m| m.len()) else {
         return Ok(());
     };
-    let Ok(head) = read_prefix(&mut file, EHDR_LEN_64 as u64) else {
+    // One read covers the ELF header and the program header table of every library a linker
+    // writes (the table follows the header); a longer table is read on.
+    let mut prefix = Vec::with_capacity(FIRST_READ);
+    if read_up_to(&mut file, &mut prefix, FIRST_READ).is_err() {
         return Ok(());
-    };
-    let Some(table) = header(&head, len)? else {
+    }
+    let Some(table) = header(&prefix[..prefix.len().min(EHDR_LEN_64)], len)? else {
         return Ok(());
     };
     // Program headers follow the ELF header in every library a linker writes; a table placed
@@ -38,17 +41,23 @@ pub(crate) fn check(path: &Path) -> Result<(), String> {
     if table.end > 1 << 20 {
         return Ok(());
     }
-    let Ok(prefix) = read_prefix(&mut file, table.end) else {
+    if read_up_to(&mut file, &mut prefix, table.end as usize).is_err() {
         return Ok(());
-    };
+    }
     segments(&prefix, &table, len)
 }
 
-fn read_prefix(file: &mut File, len: u64) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    file.seek(SeekFrom::Start(0))?;
-    file.take(len).read_to_end(&mut bytes)?;
-    Ok(bytes)
+/// How much of a library the first read takes: a page, which holds the headers of ordinary
+/// libraries.
+const FIRST_READ: usize = 4096;
+
+/// Reads on from where the file is until `bytes` holds `limit` bytes or the file ends.
+fn read_up_to(file: &mut File, bytes: &mut Vec<u8>, limit: usize) -> std::io::Result<()> {
+    if bytes.len() >= limit {
+        return Ok(());
+    }
+    let want = (limit - bytes.len()) as u64;
+    file.take(want).read_to_end(bytes).map(drop)
 }
 
 const EHDR_LEN_32: usize = 52;

@@ -2,7 +2,7 @@
 //! opening a library runs its initialisation routines, closing it runs its termination
 //! routines, and a symbol is only as well-typed as the plugin ABI says it is.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::abi::{DYLEASE_ENTRY_SYMBOL, dylease_plugin_v1_fn};
 
@@ -10,8 +10,6 @@ use crate::abi::{DYLEASE_ENTRY_SYMBOL, dylease_plugin_v1_fn};
 #[derive(Debug)]
 pub(crate) struct Library {
     inner: libloading::Library,
-    /// The path it was opened with.
-    path: PathBuf,
 }
 
 impl Library {
@@ -34,12 +32,7 @@ impl Library {
         #[cfg(not(unix))]
         // SAFETY: the caller vouches for the library's initialisation routines.
         let opened = unsafe { libloading::Library::new(path) };
-        opened
-            .map(|inner| Library {
-                inner,
-                path: path.to_owned(),
-            })
-            .map_err(|e| loader_message(&e))
+        opened.map(|inner| Library { inner }).map_err(|e| loader_message(&e))
     }
 
     /// Resolves the plugin entry point `dylease_plugin_v1`.
@@ -54,11 +47,6 @@ impl Library {
         symbol.map(|s| *s).map_err(|e| loader_message(&e))
     }
 
-    /// The path the library was opened with.
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Closes the library, reporting the loader's complaint, if any. A successful close does
     /// not prove the library left the address space: see [`still_loaded`].
     pub(crate) fn close(self) -> Result<(), String> {
@@ -66,29 +54,75 @@ impl Library {
     }
 }
 
-/// Whether the library at `path` is still loaded in this process: after this host closed every
-/// handle it had to it, `Some(true)` means the platform pinned it (`-z nodelete`,
-/// `RTLD_NODELETE`, a thread-local destructor, or another user of the same file). `None`
-/// where the platform cannot tell: only glibc is asked (musl never unloads at all).
+impl Library {
+    /// The name the loader keeps for this library in its list of loaded objects (glibc's
+    /// `l_name`: the path of whoever opened the file first), found through the entry point's
+    /// address. Taken before closing, it lets [`still_loaded`] look for the library after.
+    /// `None` where the platform cannot tell.
+    pub(crate) fn loader_name(&self) -> Option<LoaderName> {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            use std::ffi::{CStr, c_void};
+            let entry = self.entry().ok()?;
+            let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+            // SAFETY: `dladdr` only reads the loader's tables; `entry` is an address inside
+            // this library, which is open, and `info` is writable.
+            if unsafe { libc::dladdr(entry as *const c_void, info.as_mut_ptr()) } == 0 {
+                return None;
+            }
+            // SAFETY: `dladdr` succeeded, so it filled `info` (zeroed before, so every pointer
+            // is either set or NULL).
+            let name = unsafe { info.assume_init() }.dli_fname;
+            // SAFETY: a non-NULL `dli_fname` is the loader's NUL-terminated name of the object,
+            // valid while the library is open; it is copied before anything closes it.
+            (!name.is_null()).then(|| LoaderName(unsafe { CStr::from_ptr(name) }.to_owned()))
+        }
+        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+        None
+    }
+}
+
+/// A library's name in the loader's list of loaded objects; see [`Library::loader_name`].
+#[derive(Debug)]
+pub(crate) struct LoaderName(
+    #[cfg_attr(not(all(target_os = "linux", target_env = "gnu")), allow(dead_code))] std::ffi::CString,
+);
+
+/// Whether the library that was called `name` is still loaded in this process: after this
+/// host closed every handle it had to it, `Some(true)` means the platform pinned it (`-z
+/// nodelete`, `RTLD_NODELETE`, a thread-local destructor, or another user of the same file).
+/// `None` where the platform cannot tell: only glibc is asked (musl never unloads at all).
 ///
-/// The loader is asked with `dlopen(path, RTLD_NOLOAD)`, which loads nothing and returns a
-/// handle only to a library that is loaded; such a handle is closed at once.
-pub(crate) fn still_loaded(path: &Path) -> Option<bool> {
+/// The check walks the loader's list of loaded objects (`dl_iterate_phdr`): no file is opened
+/// and no library is mapped, so it costs next to nothing beside the `dlclose` before it.
+pub(crate) fn still_loaded(name: Option<&LoaderName>) -> Option<bool> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        use libloading::os::unix::{Library as Unix, RTLD_LAZY};
-        // SAFETY: with RTLD_NOLOAD the loader never maps a library, so no initialisation
-        // routine runs; it only adds a reference to a library that is already loaded. Closing
-        // that reference at once leaves the library as it was, still referenced by whoever
-        // pinned it. (Should another user of the same file close its last handle between the
-        // two calls, the library's termination routines run here instead of there: code of a
-        // plugin this host already loaded, so vouched for.)
-        let handle = unsafe { Unix::open(Some(path), RTLD_LAZY | libc::RTLD_NOLOAD) };
-        Some(handle.map(Unix::close).is_ok())
+        use std::ffi::{CStr, c_int, c_void};
+
+        /// Stops the walk (returns 1) at the object named `*data`.
+        ///
+        /// # Safety
+        ///
+        /// `data` points to a `&CStr` that outlives the walk, and `info` is the loader's.
+        unsafe extern "C" fn is_named(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
+            // SAFETY: `data` is the `&CStr` passed below, alive for the whole walk.
+            let wanted = unsafe { *data.cast::<&CStr>() };
+            // SAFETY: the loader passes a valid `info` for the duration of the call.
+            let name = unsafe { (*info).dlpi_name };
+            // SAFETY: a non-NULL `dlpi_name` is the object's NUL-terminated name.
+            c_int::from(!name.is_null() && unsafe { CStr::from_ptr(name) } == wanted)
+        }
+
+        let wanted: &CStr = &name?.0;
+        // SAFETY: `is_named` only reads what the loader hands it and `wanted`, which lives on
+        // this frame for the whole walk; it never unwinds.
+        let found = unsafe { libc::dl_iterate_phdr(Some(is_named), (&raw const wanted).cast_mut().cast()) };
+        Some(found != 0)
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     {
-        let _ = path;
+        let _ = name;
         None
     }
 }

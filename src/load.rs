@@ -55,10 +55,11 @@ impl fmt::Display for LoadFailure {
 pub(crate) fn load(sources: &[Source], policy: LoadPolicy, trust: TrustPolicy) -> Result<SetBuilder, Error> {
     let mut set = SetBuilder::new();
     let mut steps = Vec::new();
+    let mut checks = trust::Checks::default();
     for planned in plan(sources)? {
         let step = match planned {
             Planned::Unusable { path, error } => Err((Origin::File(path), error)),
-            Planned::File(candidate) => match trust::check(trust, &candidate) {
+            Planned::File(candidate) => match checks.check(trust, &candidate) {
                 Ok(()) => Ok(Step::File(candidate)),
                 Err(error) => Err((Origin::File(candidate.path), error)),
             },

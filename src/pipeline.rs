@@ -329,15 +329,15 @@ pub(crate) fn teardown_all(plugins: Vec<Teardown>) -> usize {
     let mut closed = Vec::with_capacity(libraries.len());
     for (origin, library) in libraries {
         let Some(library) = library else { continue };
-        let path = library.path().to_owned();
+        let name = library.loader_name();
         if let Err(reason) = library.close() {
             log::warn!("closing {origin} failed: {reason}");
         }
-        closed.push((origin, path));
+        closed.push((origin, name));
     }
     let mut pinned = 0;
-    for (origin, path) in closed {
-        if still_loaded(&path) == Some(true) {
+    for (origin, name) in closed {
+        if still_loaded(name.as_ref()) == Some(true) {
             log::warn!(
                 "{origin} is still loaded after its unload: the platform pinned it (linked with `-z nodelete`, \
                  a thread-local destructor, or another user of the same file); its statics keep their values, \

@@ -60,45 +60,80 @@ impl Default for TrustPolicy {
     }
 }
 
-/// Checks `candidate` under `policy`, before anything opens it.
-pub(crate) fn check(policy: TrustPolicy, candidate: &Candidate) -> Result<(), Error> {
-    match policy {
-        TrustPolicy::Permissive => Ok(()),
-        TrustPolicy::Strict => strict(candidate).map_err(|reason| Error::Untrusted {
-            path: candidate.path.clone(),
-            reason,
-        }),
-    }
+/// The trust checks of one load: directories are looked at once per load, however many
+/// plugin files they hold.
+#[derive(Debug, Default)]
+pub(crate) struct Checks {
+    /// This process's effective user, asked once.
+    #[cfg(unix)]
+    euid: Option<u32>,
+    /// The verdict for each directory checked so far, by role (a [`Kind`]) and resolved path.
+    #[cfg(unix)]
+    directories: [std::collections::HashMap<std::path::PathBuf, Result<(), String>>; 3],
+    /// The resolved form of each directory a plugin file was found in.
+    #[cfg(unix)]
+    resolved: std::collections::HashMap<std::path::PathBuf, Option<std::path::PathBuf>>,
 }
 
-#[cfg(unix)]
-fn strict(candidate: &Candidate) -> Result<(), String> {
-    // SAFETY: `geteuid` has no preconditions and cannot fail.
-    let euid = unsafe { libc::geteuid() };
-    inspect(&candidate.resolved, Kind::Library, euid)?;
-    let holder = candidate.resolved.parent();
-    if let Some(dir) = holder {
-        inspect(dir, Kind::Directory, euid)?;
+impl Checks {
+    /// Checks `candidate` under `policy`, before anything opens it.
+    pub(crate) fn check(&mut self, policy: TrustPolicy, candidate: &Candidate) -> Result<(), Error> {
+        match policy {
+            TrustPolicy::Permissive => Ok(()),
+            TrustPolicy::Strict => self.strict(candidate).map_err(|reason| Error::Untrusted {
+                path: candidate.path.clone(),
+                reason,
+            }),
+        }
     }
-    // Reached through a symlink elsewhere: whoever can write the link's directory can point
-    // the link at other code.
-    let found_in = candidate.path.parent().and_then(|dir| dir.canonicalize().ok());
-    if let Some(dir) = found_in.as_deref()
-        && Some(dir) != holder
-    {
-        inspect(dir, Kind::LinkDirectory, euid)?;
-    }
-    Ok(())
-}
 
-#[cfg(not(unix))]
-fn strict(_: &Candidate) -> Result<(), String> {
-    Ok(())
+    #[cfg(unix)]
+    fn strict(&mut self, candidate: &Candidate) -> Result<(), String> {
+        // SAFETY: `geteuid` has no preconditions and cannot fail.
+        let euid = *self.euid.get_or_insert_with(|| unsafe { libc::geteuid() });
+        inspect(&candidate.resolved, Kind::Library, euid)?;
+        let holder = candidate.resolved.parent();
+        if let Some(dir) = holder {
+            self.directory(dir, Kind::Directory, euid)?;
+        }
+        // Reached through a symlink elsewhere: whoever can write the link's directory can
+        // point the link at other code.
+        let found_in = candidate.path.parent().and_then(|dir| match self.resolved.get(dir) {
+            Some(resolved) => resolved.clone(),
+            None => {
+                let resolved = dir.canonicalize().ok();
+                self.resolved.insert(dir.to_owned(), resolved.clone());
+                resolved
+            }
+        });
+        if let Some(dir) = found_in.as_deref()
+            && Some(dir) != holder
+        {
+            self.directory(dir, Kind::LinkDirectory, euid)?;
+        }
+        Ok(())
+    }
+
+    #[cfg(unix)]
+    fn directory(&mut self, dir: &Path, kind: Kind, euid: u32) -> Result<(), String> {
+        let verdicts = &mut self.directories[kind as usize];
+        if let Some(verdict) = verdicts.get(dir) {
+            return verdict.clone();
+        }
+        let verdict = inspect(dir, kind, euid);
+        verdicts.insert(dir.to_owned(), verdict.clone());
+        verdict
+    }
+
+    #[cfg(not(unix))]
+    fn strict(&mut self, _: &Candidate) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// What a checked path is to the plugin, for the message.
 #[cfg(unix)]
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
     Library,
     Directory,
