@@ -74,3 +74,29 @@ fn a_nodelete_library_that_never_unmaps_still_registers_its_passes_in_the_next_g
     drop(second);
     assert_eq!(host.stats().pinned_libraries, 2, "pinned again by the second unload");
 }
+
+#[test]
+fn a_library_another_user_of_the_process_keeps_open_is_reported_as_pinned() {
+    let dir = TestDir::new("generation_shared_file");
+    let lib = dir.add("ctor", "libctor.so");
+    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    // Another part of the process opened the same file through another path (a symlink), so
+    // glibc shares one mapping between it and the host.
+    let link = dir.path().join("elsewhere.so.link");
+    std::os::unix::fs::symlink(&lib, &link).unwrap();
+    // SAFETY: ctor.c's only initialisation code is a constructor that counts its runs.
+    let other = unsafe { libloading::Library::new(&link) }.unwrap();
+    drop(host.acquire().unwrap());
+    assert_loaded(&lib);
+    assert_eq!(
+        host.stats().pinned_libraries,
+        1,
+        "the shared mapping is reported as pinned"
+    );
+    other.close().unwrap();
+    assert_unloaded(&lib);
+    // With the other user gone, the next unload really unmaps, and is not counted.
+    drop(host.acquire().unwrap());
+    assert_unloaded(&lib);
+    assert_eq!(host.stats().pinned_libraries, 1);
+}
