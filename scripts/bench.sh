@@ -116,7 +116,8 @@ for n in ["10", "100", "1000"]:
 table(["passes", "dylease `Lease::pass`", "`HashMap<String, _>`", "`Vec<(String, _)>` scan", "dylease ÷ HashMap",
        "Vec ÷ HashMap"], rows)
 
-cc = {b: med(f"cold_cycle/{b}") for b in ["dylease", "libloading", "libloading_discover"]}
+cc = {b: med(f"cold_cycle/{b}") for b in ["dylease", "dylease_permissive", "libloading", "libloading_discover",
+                                         "libloading_discover_check"]}
 print("### cold_cycle (load + unload of 16 C plugins)\n")
 table(["side", "median", "÷ libloading"], [[b, fmt_time(cc[b]), fmt_ratio(ratio(cc[b], cc["libloading"]))] for b in cc])
 
@@ -140,8 +141,12 @@ targets = [
     for n in ["10", "100", "1000"]
 ] + [
     ("cold_cycle ÷ raw libloading", "cold_cycle/dylease", "cold_cycle/libloading", 1, 1.15, "le"),
-    ("(libloading + today's discovery ÷ raw libloading, diagnostic)", "cold_cycle/libloading_discover",
+    ("(libloading + discovery ÷ raw libloading, diagnostic)", "cold_cycle/libloading_discover",
      "cold_cycle/libloading", 1, None, None),
+    ("(libloading + discovery + trust and ELF checks ÷ raw libloading, diagnostic)",
+     "cold_cycle/libloading_discover_check", "cold_cycle/libloading", 1, None, None),
+    ("(cold_cycle ÷ libloading with the same discovery and checks by hand: the machinery)",
+     "cold_cycle/dylease", "cold_cycle/libloading_discover_check", 1, None, None),
     ("load_scaling per plugin, 128 ÷ 16", "load_scaling/dylease/128", "load_scaling/dylease/16", 16 / 128, 1.5, "le"),
     ("(libloading per plugin, 128 ÷ 16, for reference)", "load_scaling/libloading/128", "load_scaling/libloading/16",
      16 / 128, None, None),
