@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use dylease::PluginHost;
 
@@ -40,16 +40,16 @@ fn eight_threads_share_one_set_at_a_time_and_leave_nothing_mapped() {
     let host = Arc::new(host);
     let threads = 8;
     let start = Arc::new(Barrier::new(threads));
-    let deadline = Duration::from_secs(3);
+    // Bounded by work, not time: enough rounds to churn through thousands of generations.
+    let rounds = 3000u64;
     let workers: Vec<_> = (0..threads)
         .map(|t| {
             let (host, start) = (host.clone(), start.clone());
             thread::spawn(move || {
                 start.wait();
-                let began = Instant::now();
                 let mut acquired = 0u64;
                 let mut last_generation = 0;
-                while began.elapsed() < deadline {
+                while acquired < rounds {
                     let lease = host.acquire().unwrap();
                     assert!(lease.generation() >= last_generation, "generations went backwards");
                     last_generation = lease.generation();
