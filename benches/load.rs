@@ -8,13 +8,15 @@
 //!
 //! - `cold_cycle`: with no lease alive, `acquire()` on a host over the 16-plugin directory
 //!   (discovery, `dlopen` with `RTLD_NOW | RTLD_LOCAL`, entry point, ABI check, registration
-//!   of one pass each) plus the drop of that last lease (unload: `dlclose` of all 16);
-//!   against `libloading` opening the same 16 files with the same flags and closing them in
-//!   reverse order. glibc keeps nothing across a full close, so both sides do real
-//!   `dlopen`/`dlclose` work every iteration; the bench checks that with `RTLD_NOLOAD`
-//!   before timing. A third, diagnostic side, `libloading_discover`, adds to the raw cycle a
-//!   directory scan that makes the same file-system calls as dylease's discovery does today,
-//!   so the share of discovery in the gap can be read off the same run.
+//!   of one pass each, after the trust and ELF checks) plus the drop of that last lease
+//!   (unload: `dlclose` of all 16, then the pinned-library check); against `libloading`
+//!   opening the same 16 files with the same flags and closing them in reverse order. glibc
+//!   keeps nothing across a full close, so every side does real `dlopen`/`dlclose` work every
+//!   iteration; the bench checks that with `RTLD_NOLOAD` before timing. Three diagnostic
+//!   sides split the gap in the same run: `libloading_discover` adds to the raw cycle a
+//!   directory scan making the same file-system calls as dylease's discovery;
+//!   `libloading_discover_check` also does the trust and ELF checks' file work by hand; and
+//!   `dylease_permissive` is a host without the trust check.
 //! - `load_scaling`: the same cycle over 1, 16 and 128 plugins, with criterion's throughput
 //!   in plugins, so time per plugin can be read off; raw `libloading` alongside.
 //!
@@ -227,6 +229,7 @@ fn cold_cycle(c: &mut Criterion, fixtures: &Fixtures) {
         .trust(dylease::TrustPolicy::Permissive)
         .build()
         .expect("a host over a directory builds");
+    check_full_close(&permissive, &files);
     group.bench_function("dylease_permissive", |b| b.iter(|| host_cycle(&permissive)));
     group.finish();
 }

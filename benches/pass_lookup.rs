@@ -64,10 +64,12 @@ fn pass_lookup(c: &mut Criterion) {
         let found = unsafe { lease.pass::<PassFn>(&wanted) }.expect("registered");
         assert_eq!(found.name(), wanted);
         common::assert_no_allocation(&format!("pass_lookup: Lease::pass with {n} passes"), 100_000, || {
+            // SAFETY: as above.
             black_box(unsafe { lease.pass::<PassFn>(black_box(&wanted)) });
         });
 
         group.bench_with_input(BenchmarkId::new("dylease", n), &wanted, |b, wanted| {
+            // SAFETY: as above.
             b.iter(|| black_box(unsafe { lease.pass::<PassFn>(black_box(wanted.as_str())) }).is_some())
         });
         group.bench_with_input(BenchmarkId::new("hashmap", n), &wanted, |b, wanted| {

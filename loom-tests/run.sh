@@ -4,7 +4,7 @@
 # deliberately broken upgrade compiled in, a model must catch it.
 #
 #   loom-tests/run.sh                          # the CI bound (3)
-#   LOOM_MAX_PREEMPTIONS=4 loom-tests/run.sh   # a deeper run before a release
+#   LOOM_MAX_PREEMPTIONS=5 loom-tests/run.sh   # a deeper run before a release
 #
 # Builds in release mode with debug assertions, into target/loom (its own directory, since
 # `--cfg loom` changes every crate's build).
@@ -16,19 +16,20 @@ export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}"
 export RUST_BACKTRACE=0
 flags="--cfg loom -C debug-assertions"
 target=target/loom
+mkdir -p "$target"
 
 echo "== loom models at LOOM_MAX_PREEMPTIONS=$LOOM_MAX_PREEMPTIONS"
 started=$SECONDS
 set +e
 RUSTFLAGS="$flags" cargo test --release --target-dir "$target" -p dylease-loom-tests --tests \
-  -- --test-threads=1 --nocapture >"$target.log" 2>&1
+  -- --test-threads=1 --nocapture >"$target/models.log" 2>&1
 status=$?
 set -e
 # The report: each model's interleavings and time, the outcomes it saw, and the verdicts.
-sed -nE 's/.*(loom model .*)/\1/p; /^    outcomes:|^test result|panicked|FAILED|^error/p' "$target.log"
+sed -nE 's/.*(loom model .*)/\1/p; /^    outcomes:|^test result|panicked|FAILED|^error/p' "$target/models.log"
 if [ "$status" -ne 0 ]; then
   echo "loom models FAILED (exit $status); the end of the log:" >&2
-  tail -40 "$target.log" >&2
+  tail -40 "$target/models.log" >&2
   exit "$status"
 fi
 echo "== all loom models passed in $((SECONDS - started)) s"

@@ -283,7 +283,7 @@
 //! inside `loom::model` from static plugins (dlopen cannot run under loom), record what they
 //! do in loom atomics, and assert your invariant; [`global`] cannot be used in a model. This
 //! example compiles only under `--cfg loom` with `loom` as a dependency. The same code runs in
-//! the repository as `loom-tests/tests/recipe.rs`, and `loom-tests/tests/models.rs` has six
+//! the repository as `loom-tests/tests/recipe.rs`, and `loom-tests/tests/models.rs` has seven
 //! more models of this shape; CI runs them all.
 //!
 //! ```ignore
@@ -378,8 +378,10 @@
 //! the reason it is sound: `library` (the only place that calls the platform loader), `pipeline`
 //! (calls a plugin's entry point and reads its descriptor), `registrar` (the C `add_pass`
 //! callback), `pass_fn` (erases and restores function-pointer types), `export` (the plugin side
-//! of the ABI, for [`export_plugin!`]) and the `sync` shim (the lease count and the slot the
-//! set lives in). dylease cannot sandbox a plugin: naming a directory or file as a plugin
+//! of the ABI, for [`export_plugin!`]), `abi` (the descriptor is `Sync`), `trust` (asks for
+//! the effective user), the `sync` shim (the lease count and the slot the set lives in), and
+//! its two callers: `host` (fills the slot under its lock) and `lease` (calls
+//! [`PassFn::from_raw`] for the typed pass). dylease cannot sandbox a plugin: naming a directory or file as a plugin
 //! source vouches for the libraries in it, as running a program vouches for the program. What
 //! it does check, before running any of a file's code, is that the file is an ELF library for
 //! this machine and, under the default [`TrustPolicy::Strict`], that no other user could have

@@ -263,7 +263,8 @@ impl Drop for PluginSet {
         // Unload code runs outside the host's lock; loaders that arrive meanwhile see that
         // this generation has not finished unloading and wait (invariant I1). The re-entrancy
         // mark makes an `acquire()` from unload code fail instead of waiting for itself. (The
-        // thread cannot already be inside this host: no set of it is alive during its load.)
+        // thread is rarely inside this host already: only if a logger panicked while the host
+        // logged its load; the mark is then simply kept.)
         // The statistics' log event is inside the mark too: a logger that acquires this host
         // gets `Error::Reentrant` instead of waiting for this very unload to finish.
         let teardown = std::mem::take(self.teardown.get_mut());

@@ -78,7 +78,8 @@ struct Record {
 }
 
 impl Recorder {
-    /// Records (and logs) a successful load. Called with the host's lock held.
+    /// Records (and logs) a successful load. Called by the loading thread right after it
+    /// released the host's lock, while it holds the new set's first lease.
     pub(crate) fn loaded(&self, set: &PluginSet) {
         let (plugins, passes, took) = (set.plugins().len(), set.passes().len(), set.load_time);
         let mut record = self.0.lock();
@@ -113,9 +114,10 @@ impl Recorder {
             n => format!(", {} pinned", count(n, "library", "libraries")),
         };
         log::info!(
-            "unloaded generation {}: {} in {took:?}{pinned}",
+            "unloaded generation {}: {}, {} in {took:?}{pinned}",
             set.generation(),
             count(set.plugins().len(), "plugin", "plugins"),
+            count(set.passes().len(), "pass", "passes"),
         );
     }
 

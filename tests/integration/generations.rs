@@ -37,7 +37,7 @@ fn a_second_generation_after_a_real_unload_runs_constructors_and_registers_again
     assert_eq!(unsafe { second.pass::<IntFn>("answer") }.unwrap()(), 42);
     drop(second);
     assert_unloaded(&lib);
-    // The pinned check looked and found nothing (and, closing what it opened, left nothing).
+    // The pinned check looked in the loader's list and found nothing.
     assert_eq!(host.stats().pinned_libraries, 0);
     assert_eq!(host.stats().unloads, 2);
 }

@@ -66,8 +66,8 @@ fn an_owned_pass_keeps_its_library_loaded_after_the_original_lease_is_gone() {
     let lib = dir.add("arith", "libarith.so");
     let host = PluginHost::builder().file(&lib).build().unwrap();
     let lease = host.acquire().unwrap();
-    // SAFETY: `double` is `int (*)(int)`.
     let compiler = Compiler {
+        // SAFETY: `double` is `int (*)(int)`.
         double: unsafe { lease.owned_pass::<IntPass>("double") }.unwrap(),
     };
     drop(lease);
