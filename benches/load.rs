@@ -22,7 +22,6 @@
 //!
 //! Run with `cargo bench --bench load`.
 
-use std::ffi::CString;
 use std::hint::black_box;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -34,6 +33,8 @@ use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 
 #[path = "../tests/support/cc.rs"]
 mod cc;
+#[path = "../tests/support/loader.rs"]
+mod loader;
 
 /// The largest set `load_scaling` loads; `cold_cycle` uses the first 16.
 const MAX_PLUGINS: usize = 128;
@@ -162,22 +163,6 @@ fn host_cycle(host: &PluginHost) {
     drop(black_box(lease));
 }
 
-/// Whether `file` is still loaded in this process (`dlopen` with `RTLD_NOLOAD`).
-fn still_loaded(file: &Path) -> bool {
-    let path = CString::new(file.as_os_str().as_bytes()).expect("no NUL in the path");
-    // SAFETY: `RTLD_NOLOAD` opens nothing new: it returns a handle only for a library that is
-    // already loaded, and that extra reference is closed at once.
-    unsafe {
-        let handle = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
-        if handle.is_null() {
-            false
-        } else {
-            libc::dlclose(handle);
-            true
-        }
-    }
-}
-
 /// Checks that each kind of cycle really unloads every file, so every timed iteration does
 /// a real `dlopen` and `dlclose`.
 fn check_full_close(host: &PluginHost, files: &[PathBuf]) {
@@ -191,7 +176,7 @@ fn check_full_close(host: &PluginHost, files: &[PathBuf]) {
     assert!(!host.is_loaded());
     raw_cycle(files);
     if cfg!(all(target_os = "linux", target_env = "gnu")) {
-        let loaded: Vec<_> = files.iter().filter(|file| still_loaded(file)).collect();
+        let loaded: Vec<_> = files.iter().filter(|file| loader::loader_has(file)).collect();
         assert!(loaded.is_empty(), "still loaded after a full close: {loaded:?}");
         eprintln!(
             "{} plugins: every file left the process after each cycle (RTLD_NOLOAD)",

@@ -11,6 +11,9 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 #[path = "../support/cc.rs"]
 mod cc;
+#[path = "../support/loader.rs"]
+mod loader;
+pub use loader::loader_has;
 
 /// The C test plugins, by fixture name: sources and extra compiler arguments.
 fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
@@ -141,23 +144,6 @@ pub fn mapped(path: &Path) -> bool {
     let maps = fs::read("/proc/self/maps").unwrap();
     maps.split(|&b| b == b'\n')
         .any(|line| line.ends_with(path) && line[..line.len() - path.len()].ends_with(b" "))
-}
-
-/// Whether the dynamic loader still has `path` loaded: `dlopen(path, RTLD_NOLOAD)` returns a
-/// handle only for a loaded object (the handle is closed again).
-pub fn loader_has(path: &Path) -> bool {
-    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-    // SAFETY: RTLD_NOLOAD never loads anything, so no library code runs; a returned handle is
-    // closed at once, undoing the reference count it added.
-    unsafe {
-        let handle = libc::dlopen(c_path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
-        if handle.is_null() {
-            false
-        } else {
-            libc::dlclose(handle);
-            true
-        }
-    }
 }
 
 /// Asserts `path` is fully gone: unmapped and unknown to the loader.
