@@ -414,46 +414,16 @@ pub use export::PluginRegistrar;
 pub use pass_fn::PassFn;
 
 #[cfg(feature = "host")]
-mod discover;
-#[cfg(feature = "host")]
-mod elf;
-#[cfg(feature = "host")]
 mod host;
-#[cfg(feature = "host")]
-mod lease;
-#[cfg(feature = "host")]
-mod library;
 #[cfg(feature = "host")]
 mod load;
 #[cfg(feature = "host")]
-mod pipeline;
-#[cfg(feature = "host")]
-mod registrar;
-#[cfg(feature = "host")]
-mod set;
-#[cfg(feature = "host")]
-mod stats;
-#[cfg(feature = "host")]
 mod sync;
-#[cfg(feature = "host")]
-mod trust;
 
 #[cfg(feature = "host")]
-pub use discover::plugin_files_in;
+pub use host::{GLOBAL_PATH_VAR, HostBuilder, Lease, OwnedPass, Pass, PluginHost, PluginSet, Stats, WeakLease, global};
 #[cfg(feature = "host")]
-pub use host::{GLOBAL_PATH_VAR, HostBuilder, LoadPolicy, PluginHost, global};
-#[cfg(feature = "host")]
-pub use lease::{Lease, OwnedPass, Pass, WeakLease};
-#[cfg(feature = "host")]
-pub use load::LoadFailure;
-#[cfg(feature = "host")]
-pub use registrar::Registrar;
-#[cfg(feature = "host")]
-pub use set::{PassInfo, PluginInfo, PluginSet};
-#[cfg(feature = "host")]
-pub use stats::Stats;
-#[cfg(feature = "host")]
-pub use trust::TrustPolicy;
+pub use load::{LoadFailure, LoadPolicy, PassInfo, PluginInfo, Registrar, TrustPolicy, plugin_files_in};
 
 // The guarantees the handle types make, checked at compile time.
 #[cfg(feature = "host")]

@@ -4,8 +4,6 @@
 //! `--cfg loom` the backing types are loom's, so the loom models in `loom-tests/` explore the
 //! crate's real code.
 
-use std::cell::Cell;
-
 mod slot;
 
 pub(crate) use imp::{Arc, AtomicU64, Ordering};
@@ -119,76 +117,5 @@ impl Condvar {
 
     pub(crate) fn notify_all(&self) {
         self.0.notify_all();
-    }
-}
-
-/// One host this thread is inside, in a list threaded through the stack frames of
-/// [`inside_host`] calls: no allocation, no limit, and no thread-local destructor.
-struct InsideNode {
-    id: usize,
-    outer: *const InsideNode,
-}
-
-cell_thread_local! {
-    /// The innermost host whose load or unload this thread is running. Without drop glue, so
-    /// it stays usable while the thread exits and its other thread-locals are being destroyed
-    /// (a lease may be dropped by a thread-local destructor).
-    static INSIDE: Cell<*const InsideNode> = std::ptr::null();
-}
-
-/// Runs `f` with this thread marked as running a load or unload of host `id`. `f` learns
-/// whether the thread already was inside that host: then waiting for the host would wait for
-/// itself, and nothing new is marked.
-pub(crate) fn inside_host<R>(id: usize, f: impl FnOnce(bool) -> R) -> R {
-    let innermost = INSIDE.with(Cell::get);
-    let mut node = innermost;
-    while !node.is_null() {
-        // SAFETY: every node in the list lives in the frame of an `inside_host` call that is
-        // still running on this thread (each call unlinks its node before returning or
-        // unwinding, below), so it outlives this loop.
-        let current = unsafe { &*node };
-        if current.id == id {
-            return f(true);
-        }
-        node = current.outer;
-    }
-    /// Unlinks the node when the call ends, however it ends.
-    struct Unlink(*const InsideNode);
-    impl Drop for Unlink {
-        fn drop(&mut self) {
-            INSIDE.with(|inside| inside.set(self.0));
-        }
-    }
-    let node = InsideNode { id, outer: innermost };
-    INSIDE.with(|inside| inside.set(&node));
-    let _unlink = Unlink(innermost);
-    f(false)
-}
-
-/// A value reachable only through `&mut` (or by value), which makes it `Sync` even when the
-/// value is only `Send`: no `&T` is ever handed out, so no two threads can touch it at once.
-/// (The same idea as the unstable `std::sync::Exclusive`.) A plugin set holds its teardown
-/// work in one, so that unload hooks need only be `Send`. (No derived `Debug`: it would read
-/// `T` through `&self`.)
-pub(crate) struct Exclusive<T>(T);
-
-impl<T> std::fmt::Debug for Exclusive<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Exclusive").finish_non_exhaustive()
-    }
-}
-
-// SAFETY: `Exclusive` offers no access through a shared reference; every access goes through
-// `&mut self` or `self`, which Rust already makes exclusive. Sharing `&Exclusive<T>` between
-// threads therefore shares nothing of `T`, and sending the value needs `T: Send`.
-unsafe impl<T: Send> Sync for Exclusive<T> {}
-
-impl<T> Exclusive<T> {
-    pub(crate) fn new(value: T) -> Self {
-        Exclusive(value)
-    }
-
-    pub(crate) fn get_mut(&mut self) -> &mut T {
-        &mut self.0
     }
 }

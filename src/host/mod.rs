@@ -5,33 +5,21 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::discover::Source;
 use crate::error::Error;
-use crate::lease::Lease;
-use crate::pipeline::StaticPlugin;
-use crate::registrar::{MAX_NAME_LEN, Registrar};
-use crate::set::{PluginSet, SetBuilder};
-use crate::stats::{Recorder, Stats};
-use crate::sync::{Arc, AtomicU64, Condvar, Mutex, Ordering, Slot, inside_host};
-use crate::trust::TrustPolicy;
+use crate::load::{LoadPolicy, LoadedPlugins, MAX_NAME_LEN, Registrar, Source, StaticPlugin, TrustPolicy};
+use crate::sync::{Arc, AtomicU64, Condvar, Mutex, Ordering, Slot};
 
-/// What a load does when one plugin fails.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LoadPolicy {
-    /// One failed plugin fails the whole [`acquire`](PluginHost::acquire): every library the
-    /// attempt opened is closed, nothing stays loaded, and the next `acquire` tries again.
-    #[default]
-    Strict,
-    /// A plugin that fails (to be found, trusted, opened, verified or registered) is left
-    /// out: whatever of it was opened is closed, and the failure is logged as a warning and
-    /// recorded in [`PluginSet::failures`](crate::PluginSet::failures); the others load. A pass whose name an earlier plugin registered is left
-    /// out the same way, and its plugin stays: the first registration keeps the name.
-    ///
-    /// A source that cannot be listed (a missing directory, a relative directory in an
-    /// environment variable) still fails the whole load.
-    SkipFailed,
-}
+mod lease;
+mod reentry;
+mod set;
+mod stats;
+
+pub use lease::{Lease, OwnedPass, Pass, WeakLease};
+pub use set::PluginSet;
+pub use stats::Stats;
+
+use reentry::inside_host;
+use stats::Recorder;
 
 /// A set of plugin sources and the slot through which their loaded set is shared.
 ///
@@ -187,8 +175,8 @@ impl PluginHost {
         // Plugin code runs inside `load`, under the lock; the mark made by `acquire_slow`
         // turns a nested `acquire()` into `Error::Reentrant`. A failed load returns before
         // any lease exists, so nothing that could unload is dropped under the lock.
-        let builder = self.load()?;
-        let set = builder.finish(generation, self.shared.clone());
+        let contents = self.load()?;
+        let set = PluginSet::new(generation, contents, self.shared.clone());
         // The tag lets a weak lease of an older generation tell this one apart without taking
         // a share of it (`as u32`: generations 2^32 apart share a tag; `WeakLease::upgrade`
         // still compares the whole generation).
@@ -210,7 +198,7 @@ impl PluginHost {
 
     /// Runs the load pipeline over every planned plugin, under the host's policies. On failure
     /// everything registered so far is unloaded before the error is returned.
-    fn load(&self) -> Result<SetBuilder, Error> {
+    fn load(&self) -> Result<LoadedPlugins, Error> {
         crate::load::load(&self.sources, self.policy, self.trust)
     }
 

@@ -5,9 +5,10 @@ use core::ffi::c_void;
 use std::fmt;
 use std::ops::Deref;
 
+use crate::host::PluginSet;
 use crate::host::Shared;
+use crate::load::PassInfo;
 use crate::pass_fn::PassFn;
-use crate::set::{PassInfo, PluginSet};
 use crate::sync::{Arc, Strong};
 
 /// A share in a loaded [`PluginSet`]: while any lease of a set exists, its plugins stay

@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::pipeline::{Candidate, StaticPlugin};
+use crate::load::pipeline::{Candidate, StaticPlugin};
 
 /// Where a host finds plugins, in the order given to the builder.
 #[derive(Debug)]

@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use crate::set::PluginSet;
+use crate::host::PluginSet;
+use crate::load::count;
 use crate::sync::Mutex;
 
 /// A snapshot of a host's statistics, from [`PluginHost::stats`](crate::PluginHost::stats).
@@ -81,7 +82,7 @@ impl Recorder {
     /// Records (and logs) a successful load. Called by the loading thread right after it
     /// released the host's lock, while it holds the new set's first lease.
     pub(crate) fn loaded(&self, set: &PluginSet) {
-        let (plugins, passes, took) = (set.plugins().len(), set.passes().len(), set.load_time);
+        let (plugins, passes, took) = (set.plugins().len(), set.passes().len(), set.load_time());
         let mut record = self.0.lock();
         record.loads += 1;
         record.plugins = plugins;
@@ -137,9 +138,4 @@ impl Recorder {
             last_unload: record.last_unload,
         }
     }
-}
-
-/// `n` and the noun in the right number, for log messages: "1 pass", "2 passes".
-pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -11,7 +11,7 @@ use std::fmt;
 use std::path::Path;
 
 use crate::error::Error;
-use crate::pipeline::Candidate;
+use crate::load::pipeline::Candidate;
 
 /// Which plugin files a host agrees to open.
 ///

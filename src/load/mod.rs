@@ -4,13 +4,45 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::discover::{Planned, Source, plan};
 use crate::error::{Error, Origin};
-use crate::host::LoadPolicy;
-use crate::pipeline::{Candidate, Opened, Registered, StaticPlugin, Verified};
-use crate::set::SetBuilder;
-use crate::stats::count;
-use crate::trust::{self, TrustPolicy};
+
+pub(crate) mod discover;
+mod elf;
+mod library;
+mod pipeline;
+mod plugins;
+mod registrar;
+mod trust;
+
+pub(crate) use discover::Source;
+pub use discover::plugin_files_in;
+pub(crate) use pipeline::StaticPlugin;
+pub(crate) use plugins::{LoadedPlugins, count};
+pub use plugins::{PassInfo, PluginInfo};
+pub(crate) use registrar::MAX_NAME_LEN;
+pub use registrar::Registrar;
+pub use trust::TrustPolicy;
+
+use discover::{Planned, plan};
+use pipeline::{Candidate, Opened, Registered, Verified};
+
+/// What a load does when one plugin fails.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LoadPolicy {
+    /// One failed plugin fails the whole [`acquire`](PluginHost::acquire): every library the
+    /// attempt opened is closed, nothing stays loaded, and the next `acquire` tries again.
+    #[default]
+    Strict,
+    /// A plugin that fails (to be found, trusted, opened, verified or registered) is left
+    /// out: whatever of it was opened is closed, and the failure is logged as a warning and
+    /// recorded in [`PluginSet::failures`](crate::PluginSet::failures); the others load. A pass whose name an earlier plugin registered is left
+    /// out the same way, and its plugin stays: the first registration keeps the name.
+    ///
+    /// A source that cannot be listed (a missing directory, a relative directory in an
+    /// environment variable) still fails the whole load.
+    SkipFailed,
+}
 
 /// Something that went wrong in a load and was skipped under
 /// [`LoadPolicy::SkipFailed`]: a plugin left out of the set, or a pass left out because an
@@ -52,8 +84,8 @@ impl fmt::Display for LoadFailure {
 ///
 /// Every file is found and checked for trust before any is opened, so under `Strict` no
 /// plugin code runs at all when one file is missing or untrusted.
-pub(crate) fn load(sources: &[Source], policy: LoadPolicy, trust: TrustPolicy) -> Result<SetBuilder, Error> {
-    let mut set = SetBuilder::new();
+pub(crate) fn load(sources: &[Source], policy: LoadPolicy, trust: TrustPolicy) -> Result<LoadedPlugins, Error> {
+    let mut set = LoadedPlugins::new();
     let mut steps = Vec::new();
     let mut checks = trust::Checks::default();
     for planned in plan(sources)? {
@@ -84,14 +116,14 @@ pub(crate) fn load(sources: &[Source], policy: LoadPolicy, trust: TrustPolicy) -
         };
         for (origin, error) in failures {
             if policy == LoadPolicy::Strict {
-                set.abandon();
+                drop(set);
                 return Err(error);
             }
             log::warn!("skipped under LoadPolicy::SkipFailed: {error}");
             set.skipped(LoadFailure { origin, error });
         }
     }
-    Ok(set)
+    Ok(set.finished())
 }
 
 /// A plugin that discovery found and the trust check let through.

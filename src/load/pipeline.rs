@@ -11,8 +11,8 @@ use std::path::PathBuf;
 
 use crate::abi::{DYLEASE_ABI_VERSION, dylease_register_fn};
 use crate::error::{Error, Origin};
-use crate::library::{Library, still_loaded};
-use crate::registrar::{Collected, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
+use crate::load::library::{Library, still_loaded};
+use crate::load::registrar::{Collected, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
 
 /// A library file found by discovery, not yet opened.
 #[derive(Debug)]
@@ -77,7 +77,7 @@ impl Candidate {
     /// headers are checked first: a truncated library would crash the process inside the
     /// loader, and the loader misreports one built for another architecture.
     pub(crate) fn open(self) -> Result<Opened, Error> {
-        if let Err(reason) = crate::elf::check(&self.resolved) {
+        if let Err(reason) = crate::load::elf::check(&self.resolved) {
             return Err(Error::Open {
                 path: self.path,
                 reason,

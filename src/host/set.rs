@@ -1,0 +1,156 @@
+//! One generation of loaded plugins and their passes.
+
+use std::fmt;
+use std::time::Instant;
+
+use crate::host::Shared;
+use crate::host::reentry::inside_host;
+use crate::load::{LoadFailure, LoadedPlugins, PassInfo, PluginInfo};
+use crate::sync::{Arc, Tenant};
+
+/// One generation of loaded plugins: what every [`Lease`](crate::Lease) of it derefs to.
+///
+/// A set is immutable after load. It unloads when the last lease of it is dropped: each
+/// plugin's unload code runs in reverse load order, then each library is closed in reverse
+/// load order, then the generation is marked unloaded, all before that last drop returns.
+pub struct PluginSet {
+    generation: u64,
+    contents: LoadedPlugins,
+    host: Arc<Shared>,
+}
+
+impl fmt::Debug for PluginSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PluginSet")
+            .field("generation", &self.generation)
+            .field("plugins", &self.contents.plugins())
+            .field("passes", &self.passes().iter().map(PassInfo::name).collect::<Vec<_>>())
+            .field("failures", &self.failures().len())
+            .finish()
+    }
+}
+
+impl PluginSet {
+    /// Which load of its host this set is: 1 for the first successful load, 2 for the
+    /// next one after that unloaded, and so on.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The loaded plugins, in load order.
+    pub fn plugins(&self) -> &[PluginInfo] {
+        self.contents.plugins()
+    }
+
+    /// Every registered pass, in registration order.
+    pub fn passes(&self) -> &[PassInfo] {
+        self.contents.passes()
+    }
+
+    /// The pass registered under `name`, if any. One hash lookup, no allocation.
+    pub fn pass_info(&self, name: &str) -> Option<&PassInfo> {
+        self.contents.pass_position(name).map(|i| &self.passes()[i])
+    }
+
+    /// The position of the pass registered under `name` in [`PluginSet::passes`].
+    pub(crate) fn pass_position(&self, name: &str) -> Option<usize> {
+        self.contents.pass_position(name)
+    }
+
+    /// The shared state of the host this set belongs to.
+    pub(crate) fn host(&self) -> &Arc<Shared> {
+        &self.host
+    }
+
+    /// Whether a pass is registered under `name`.
+    pub fn contains_pass(&self, name: &str) -> bool {
+        self.contents.pass_position(name).is_some()
+    }
+
+    /// What went wrong in this set's load and was skipped under
+    /// [`LoadPolicy::SkipFailed`](crate::LoadPolicy::SkipFailed): plugins that were left out,
+    /// and passes left out because an earlier plugin had registered their name. In load order;
+    /// always empty under the default [`LoadPolicy::Strict`](crate::LoadPolicy::Strict).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dylease::{LoadPolicy, PluginHost};
+    ///
+    /// let host = PluginHost::builder()
+    ///     .static_plugin("broken", |_reg| Err(dylease::Error::custom("no GPU")))
+    ///     .static_plugin("fine", |_reg| Ok(()))
+    ///     .policy(LoadPolicy::SkipFailed)
+    ///     .build()?;
+    /// let lease = host.acquire()?;
+    /// assert_eq!(lease.plugins().len(), 1);
+    /// for failure in lease.failures() {
+    ///     eprintln!("skipped: {failure}"); // static plugin `broken` failed to register its passes: no GPU
+    /// }
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub fn failures(&self) -> &[LoadFailure] {
+        self.contents.failures()
+    }
+}
+
+impl PluginSet {
+    /// The set of generation `generation` of `host`. Construct it only where it goes straight
+    /// into the host's slot, whose last lease is dropped outside the host's lock (that drop
+    /// takes the lock).
+    pub(crate) fn new(generation: u64, contents: LoadedPlugins, host: Arc<Shared>) -> Self {
+        PluginSet {
+            generation,
+            contents,
+            host,
+        }
+    }
+
+    /// How long the load of this set took.
+    pub(crate) fn load_time(&self) -> std::time::Duration {
+        self.contents.load_time()
+    }
+}
+
+impl Drop for PluginSet {
+    fn drop(&mut self) {
+        let started = Instant::now();
+        // Unload code runs outside the host's lock; loaders that arrive meanwhile see that
+        // this generation has not finished unloading and wait (invariant I1). The re-entrancy
+        // mark makes an `acquire()` from unload code fail instead of waiting for itself. (The
+        // thread is rarely inside this host already: only if a logger panicked while the host
+        // logged its load; the mark is then simply kept.)
+        // The statistics' log event is inside the mark too: a logger that acquires this host
+        // gets `Error::Reentrant` instead of waiting for this very unload to finish.
+        inside_host(self.host.id(), |_| {
+            let pinned = self.contents.unload();
+            self.host.stats.unloaded(self, started.elapsed(), pinned);
+        });
+    }
+}
+
+impl Tenant for PluginSet {
+    type Leaving = Unloaded;
+
+    fn leaving(&self) -> Unloaded {
+        Unloaded {
+            host: Arc::clone(&self.host),
+            generation: self.generation,
+        }
+    }
+}
+
+/// Marks a generation unloaded when dropped, which the slot does right after the set's drop
+/// finished, however it finished: a panic that escaped teardown must not leave loaders
+/// waiting for ever. (Libraries not yet closed when a panic unwinds are closed by their own
+/// `Drop`.) It holds the host's shared state, which contains the slot, alive until then.
+pub(crate) struct Unloaded {
+    host: Arc<Shared>,
+    generation: u64,
+}
+
+impl Drop for Unloaded {
+    fn drop(&mut self) {
+        self.host.mark_unloaded(self.generation);
+    }
+}

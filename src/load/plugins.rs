@@ -1,0 +1,224 @@
+//! What one load produced: the plugins, their passes, what was skipped, and the teardown that
+//! unloads them. A host's [`PluginSet`](crate::PluginSet) wraps one of these.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::abi::dylease_fn;
+use crate::error::{Error, Origin};
+use crate::load::LoadFailure;
+use crate::load::pipeline::{Registered, Teardown, teardown_all};
+use crate::load::registrar::UserData;
+
+/// One loaded plugin, as seen through a lease.
+#[derive(Debug, Clone)]
+pub struct PluginInfo {
+    name: String,
+    version: String,
+    origin: Origin,
+}
+
+impl PluginInfo {
+    /// The name from the plugin's descriptor (or given to
+    /// [`HostBuilder::static_plugin`](crate::HostBuilder::static_plugin)).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The version from the plugin's descriptor; empty if it gave none, and for static
+    /// plugins.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The library file, as discovered; `None` for a static plugin.
+    pub fn path(&self) -> Option<&Path> {
+        self.origin.path()
+    }
+
+    /// Where the plugin came from.
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+}
+
+/// One registered pass, as seen through a lease. To call it, see
+/// [`Lease::pass`](crate::Lease::pass).
+#[derive(Debug)]
+pub struct PassInfo {
+    name: Box<str>,
+    plugin: usize,
+    plugin_name: Box<str>,
+    pub(crate) func: dylease_fn,
+    pub(crate) user_data: UserData,
+}
+
+impl PassInfo {
+    /// The name the pass was registered under.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The name of the plugin that registered it.
+    pub fn plugin(&self) -> &str {
+        &self.plugin_name
+    }
+
+    /// The index of the plugin that registered it in [`PluginSet::plugins`](crate::PluginSet::plugins).
+    pub fn plugin_index(&self) -> usize {
+        self.plugin
+    }
+}
+
+/// The plugins of one load, built one plugin at a time, immutable once the load finished.
+pub(crate) struct LoadedPlugins {
+    plugins: Vec<PluginInfo>,
+    passes: Vec<PassInfo>,
+    index: HashMap<Box<str>, usize>,
+    failures: Vec<LoadFailure>,
+    /// Only touched through `&mut` (by [`LoadedPlugins::unload`] and `Drop`).
+    teardown: Exclusive<Vec<Teardown>>,
+    started: Instant,
+    /// How long the load took, set when it finished.
+    load_time: Duration,
+}
+
+impl fmt::Debug for LoadedPlugins {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadedPlugins")
+            .field("plugins", &self.plugins)
+            .field("passes", &self.passes.iter().map(PassInfo::name).collect::<Vec<_>>())
+            .field("failures", &self.failures.len())
+            .finish()
+    }
+}
+
+impl LoadedPlugins {
+    /// An empty load; its duration counts from here.
+    pub(crate) fn new() -> Self {
+        LoadedPlugins {
+            plugins: Vec::new(),
+            passes: Vec::new(),
+            index: HashMap::new(),
+            failures: Vec::new(),
+            teardown: Exclusive::new(Vec::new()),
+            started: Instant::now(),
+            load_time: Duration::ZERO,
+        }
+    }
+
+    /// Adds a plugin and its passes. A pass whose name an earlier plugin registered is left
+    /// out, and returned as a [`DuplicatePass`](crate::Error::DuplicatePass) error; the plugin
+    /// is taken in all the same (its registration ran, so its unload code must run).
+    pub(crate) fn add(&mut self, plugin: Registered) -> Vec<Error> {
+        let at = self.plugins.len();
+        let mut duplicates = Vec::new();
+        for pass in plugin.passes {
+            if let Some(&first) = self.index.get(&pass.name) {
+                let first = self.plugins[self.passes[first].plugin].origin.clone();
+                duplicates.push(Error::DuplicatePass {
+                    pass: pass.name.into(),
+                    first,
+                    second: plugin.origin.clone(),
+                });
+                continue;
+            }
+            self.index.insert(pass.name.clone(), self.passes.len());
+            self.passes.push(PassInfo {
+                name: pass.name,
+                plugin: at,
+                plugin_name: plugin.name.as_str().into(),
+                func: pass.func,
+                user_data: pass.user_data,
+            });
+        }
+        self.plugins.push(PluginInfo {
+            name: plugin.name,
+            version: plugin.version,
+            origin: plugin.origin,
+        });
+        self.teardown.get_mut().push(plugin.teardown);
+        duplicates
+    }
+
+    /// Records a failure that the load policy skipped.
+    pub(crate) fn skipped(&mut self, failure: LoadFailure) {
+        self.failures.push(failure);
+    }
+
+    /// Marks the load finished: its duration stops here.
+    pub(crate) fn finished(mut self) -> Self {
+        self.load_time = self.started.elapsed();
+        self
+    }
+
+    /// How long the load took.
+    pub(crate) fn load_time(&self) -> Duration {
+        self.load_time
+    }
+
+    /// Unloads every plugin now (unload code in reverse load order, then libraries closed in
+    /// reverse load order). Returns how many libraries the platform kept loaded. Called once;
+    /// a second call, and the `Drop` after it, find nothing left to do.
+    pub(crate) fn unload(&mut self) -> usize {
+        teardown_all(std::mem::take(self.teardown.get_mut()))
+    }
+
+    /// The loaded plugins, in load order.
+    pub(crate) fn plugins(&self) -> &[PluginInfo] {
+        &self.plugins
+    }
+
+    /// Every registered pass, in registration order.
+    pub(crate) fn passes(&self) -> &[PassInfo] {
+        &self.passes
+    }
+
+    /// The position of the pass registered under `name` in [`LoadedPlugins::passes`].
+    pub(crate) fn pass_position(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+
+    /// What was skipped under [`LoadPolicy::SkipFailed`](crate::LoadPolicy::SkipFailed).
+    pub(crate) fn failures(&self) -> &[LoadFailure] {
+        &self.failures
+    }
+}
+
+/// Dropped without [`LoadedPlugins::unload`]: a failed load, or a panic that unwound out of
+/// one. The plugins registered so far still get their unload code run before their libraries
+/// close.
+impl Drop for LoadedPlugins {
+    fn drop(&mut self) {
+        self.unload();
+    }
+}
+
+/// A value reachable only through `&mut` (or by value), which makes it `Sync` even when the
+/// value is only `Send`: no `&T` is ever handed out, so no two threads can touch it at once.
+/// (The same idea as the unstable `std::sync::Exclusive`.) The teardown work lives in one, so
+/// that unload hooks need only be `Send`. (No derived `Debug`: it would read `T` through
+/// `&self`.)
+struct Exclusive<T>(T);
+
+// SAFETY: `Exclusive` offers no access through a shared reference; every access goes through
+// `&mut self` or `self`, which Rust already makes exclusive. Sharing `&Exclusive<T>` between
+// threads therefore shares nothing of `T`, and sending the value needs `T: Send`.
+unsafe impl<T: Send> Sync for Exclusive<T> {}
+
+impl<T> Exclusive<T> {
+    fn new(value: T) -> Self {
+        Exclusive(value)
+    }
+
+    fn get_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
+
+/// `n` and the noun in the right number, for log messages: "1 pass", "2 passes".
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
