@@ -128,6 +128,13 @@ pub enum Error {
     /// load or unload on the same thread (a plugin constructor, register function or unload
     /// hook). Waiting would deadlock, so it fails at once.
     Reentrant,
+    /// [`acquire_timeout`](crate::PluginHost::acquire_timeout) gave up waiting for another
+    /// thread.
+    #[non_exhaustive]
+    TimedOut {
+        /// What it waited for.
+        waited: Waited,
+    },
     /// A static plugin's register function panicked. The panic was caught; the host is usable.
     #[non_exhaustive]
     Panicked {
@@ -186,7 +193,12 @@ impl Error {
             | Error::RegisterFailed { plugin, .. }
             | Error::Panicked { plugin, .. } => Some(plugin.clone()),
             Error::DuplicatePass { second, .. } => Some(second.clone()),
-            Error::Io { .. } | Error::Reentrant | Error::Config { .. } | Error::Custom(_) => None,
+            Error::TimedOut {
+                waited: Waited::FileUnload(path),
+            } => Some(Origin::File(path.clone())),
+            Error::Io { .. } | Error::Reentrant | Error::TimedOut { .. } | Error::Config { .. } | Error::Custom(_) => {
+                None
+            }
         }
     }
 }
@@ -230,10 +242,41 @@ impl fmt::Display for Error {
                 "acquire() was called from inside this host's own load or unload on the same thread \
                  (a plugin constructor, register function or unload hook); it would deadlock",
             ),
+            Error::TimedOut { waited } => write!(
+                f,
+                "acquire_timeout() gave up waiting for {waited}; if plugin code hands acquire() to another \
+                 thread and waits for it, that is a deadlock"
+            ),
             Error::Panicked { plugin, message } => write!(f, "{plugin} panicked while registering: {message}"),
             Error::Io { path, context, source } => write!(f, "{context} `{}`: {source}", path.display()),
             Error::Config { reason } => write!(f, "invalid plugin host configuration: {reason}"),
             Error::Custom(error) => error.fmt(f),
+        }
+    }
+}
+
+/// What [`Error::TimedOut`] waited for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Waited {
+    /// Another thread's load of the same host.
+    Load,
+    /// The host's previous set to finish unloading.
+    Unload,
+    /// Another host's instance of this library file to finish unloading.
+    FileUnload(PathBuf),
+}
+
+impl fmt::Display for Waited {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Waited::Load => f.write_str("another thread's load of this host to finish"),
+            Waited::Unload => f.write_str("this host's previous plugin set to finish unloading"),
+            Waited::FileUnload(path) => write!(
+                f,
+                "plugin file `{}` to finish unloading in another host",
+                path.display()
+            ),
         }
     }
 }

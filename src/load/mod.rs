@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::path::Path;
+use std::time::Instant;
 
 use crate::error::{Error, Origin};
 
@@ -84,7 +85,12 @@ impl fmt::Display for LoadFailure {
 ///
 /// Every file is found and checked for trust before any is opened, so under `Strict` no
 /// plugin code runs at all when one file is missing or untrusted.
-pub(crate) fn load(sources: &[Source], policy: LoadPolicy, trust: TrustPolicy) -> Result<LoadedPlugins, Error> {
+pub(crate) fn load(
+    sources: &[Source],
+    policy: LoadPolicy,
+    trust: TrustPolicy,
+    _deadline: Option<Instant>,
+) -> Result<LoadedPlugins, Error> {
     let mut set = LoadedPlugins::new();
     let mut steps = Vec::new();
     let mut checks = trust::Checks::default();

@@ -265,9 +265,9 @@ impl Registrar {
     }
 }
 
-crate::sync::cell_thread_local! {
+crate::sync::thread_locals! {
     /// The registrar whose `register_passes` call is running on this thread, if any.
-    static ACTIVE: Cell<*mut dylease_registrar> = std::ptr::null_mut();
+    static ACTIVE: Cell<*mut dylease_registrar> = const std::ptr::null_mut();
 }
 
 /// `add_pass` as plugins see it through [`dylease_host_api`].
