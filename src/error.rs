@@ -194,7 +194,7 @@ impl Error {
             | Error::Panicked { plugin, .. } => Some(plugin.clone()),
             Error::DuplicatePass { second, .. } => Some(second.clone()),
             Error::TimedOut {
-                waited: Waited::FileUnload(path),
+                waited: Waited::File(path),
             } => Some(Origin::File(path.clone())),
             Error::Io { .. } | Error::Reentrant | Error::TimedOut { .. } | Error::Config { .. } | Error::Custom(_) => {
                 None
@@ -263,8 +263,8 @@ pub enum Waited {
     Load,
     /// The host's previous set to finish unloading.
     Unload,
-    /// Another host's instance of this library file to finish unloading.
-    FileUnload(PathBuf),
+    /// Another thread's open, or unload, of this library file (in any host of the process).
+    File(PathBuf),
 }
 
 impl fmt::Display for Waited {
@@ -272,9 +272,9 @@ impl fmt::Display for Waited {
         match self {
             Waited::Load => f.write_str("another thread's load of this host to finish"),
             Waited::Unload => f.write_str("this host's previous plugin set to finish unloading"),
-            Waited::FileUnload(path) => write!(
+            Waited::File(path) => write!(
                 f,
-                "plugin file `{}` to finish unloading in another host",
+                "another thread to finish loading or unloading plugin file `{}`",
                 path.display()
             ),
         }

@@ -13,6 +13,7 @@ mod library;
 mod pipeline;
 mod plugins;
 mod registrar;
+mod registry;
 mod trust;
 
 pub(crate) use discover::Source;
@@ -25,7 +26,7 @@ pub use registrar::Registrar;
 pub use trust::TrustPolicy;
 
 use discover::{Planned, plan};
-use pipeline::{Candidate, Opened, Registered, Verified};
+use pipeline::{Candidate, Registered, Verified};
 
 /// What a load does when one plugin fails.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -89,7 +90,7 @@ pub(crate) fn load(
     sources: &[Source],
     policy: LoadPolicy,
     trust: TrustPolicy,
-    _deadline: Option<Instant>,
+    deadline: Option<Instant>,
 ) -> Result<LoadedPlugins, Error> {
     let mut set = LoadedPlugins::new();
     let mut steps = Vec::new();
@@ -110,7 +111,7 @@ pub(crate) fn load(
     }
 
     for step in steps {
-        let failures = match step.and_then(Step::register) {
+        let failures = match step.and_then(|step| step.register(deadline)) {
             Ok(plugin) => {
                 let (origin, name, passes) = (plugin.origin.clone(), plugin.name.clone(), plugin.passes.len());
                 let duplicates = set.add(plugin);
@@ -140,11 +141,11 @@ enum Step<'host> {
 
 impl Step<'_> {
     /// Runs the pipeline; a failure comes with the plugin it is about.
-    fn register(self) -> Result<Registered, (Origin, Error)> {
+    fn register(self, deadline: Option<Instant>) -> Result<Registered, (Origin, Error)> {
         match self {
             Step::File(candidate) => {
                 let origin = Origin::File(candidate.path.clone());
-                let registered = candidate.open().and_then(Opened::verify).and_then(Verified::register);
+                let registered = candidate.open(deadline).and_then(Verified::register);
                 registered.map_err(|error| (origin, error))
             }
             Step::Static(plugin) => plugin

@@ -14,7 +14,7 @@ mod loom_arc;
 /// The backing types of the default build.
 #[cfg(not(loom))]
 mod imp {
-    pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
     /// The host slot: a lock-free `ArcSwapWeak` (arc-swap's own tests cover it).
@@ -42,7 +42,7 @@ mod imp {
 #[cfg(loom)]
 mod imp {
     pub(crate) use super::loom_arc::{Arc, Weak};
-    pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
 
     /// loom cannot see inside arc-swap: the slot is a loom `Mutex<Weak>`, which has the
@@ -68,7 +68,7 @@ mod imp {
     }
 }
 
-pub(crate) use imp::{Arc, AtomicU64, Ordering, Weak};
+pub(crate) use imp::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
 
 /// Unwraps a lock result: this crate's locks ignore poisoning (see [`Mutex`]).
 fn unpoison<G>(result: std::sync::LockResult<G>) -> G {
