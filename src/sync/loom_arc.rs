@@ -205,3 +205,15 @@ impl<T> Drop for Weak<T> {
         drop(unsafe { Box::from_raw(inner.as_ptr()) });
     }
 }
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Arc<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl<T> std::fmt::Debug for Weak<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("(Weak)")
+    }
+}
