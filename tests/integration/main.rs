@@ -23,6 +23,8 @@ mod observability;
 mod policy;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod rust_plugin;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod sharing;
 mod static_plugins;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod threads;

@@ -59,6 +59,23 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         "duplicate" => (vec!["duplicate.c"], vec![]),
         "noisy" => (vec!["noisy.c"], vec![]),
         "cpp_multi" => (vec!["multi_a.cpp", "multi_b.cpp"], vec![]),
+        "stateful" => (vec!["stateful.c"], vec![]),
+        // A plugin that other libraries link against by its soname, found next to them.
+        "stateful_core" => (vec!["stateful.c"], vec!["-Wl,-soname,libcore.so".into()]),
+        // No entry point of its own, but it links (DT_NEEDED) against `libcore.so` from its
+        // own directory: `dlsym` finds the dependency's entry point through it.
+        "links_core" => (
+            vec!["noentry.c"],
+            vec![
+                "-Wl,--no-as-needed".into(),
+                // Built first by `fixture`, which holds its lock while it reads this recipe.
+                Path::new(env!("CARGO_TARGET_TMPDIR"))
+                    .join("fixtures/libstateful_core.so")
+                    .display()
+                    .to_string(),
+                "-Wl,-rpath,$ORIGIN".into(),
+            ],
+        ),
         n if n.starts_with('p') => numbered(n),
         other => panic!("no test plugin called {other}"),
     }
@@ -67,6 +84,10 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
 /// The path of the compiled fixture `name`, building it on first use in this process.
 pub fn fixture(name: &str) -> PathBuf {
     static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    if name == "links_core" {
+        // Its recipe links against another fixture: build that one first, outside the lock.
+        fixture("stateful_core");
+    }
     let mut built = BUILT
         .get_or_init(Default::default)
         .lock()
