@@ -262,7 +262,9 @@ impl<O: Opener> Registry<O> {
             let mut state = this.state.lock();
             // Steps 1 and 2.
             loop {
-                if !state.is_busy(file) {
+                // The planted bug of `loom-tests/run.sh`: without the wait, a model must fail.
+                let waits_for_busy = !cfg!(all(loom, dylease_broken_registry));
+                if !(waits_for_busy && state.is_busy(file)) {
                     let found = match state.by_identity.get(file.identity) {
                         Some(handle) => Registry::find(&state, *handle),
                         None => Found::Absent,
@@ -357,5 +359,206 @@ impl<O: Opener> Registry<O> {
                 }),
             },
         }
+    }
+}
+
+/// Loom models of the registry: two hosts (threads) share one library file through a model of
+/// the platform loader, which keeps a reference count per mapping, runs "constructors" only on
+/// a fresh mapping, and checks what the plugin's state sees (run by `loom-tests/run.sh`).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    /// The loader's view of one file, and the plugin's state in its mapping.
+    #[derive(Default)]
+    struct Mapping {
+        /// Open handles; the file is unmapped at zero.
+        refs: usize,
+        /// Fresh mappings made so far.
+        mappings: usize,
+        /// The plugin state `on_load` made and `on_unload` frees, in the current mapping.
+        state: bool,
+        /// An instance of the file is between its `on_unload` and its close.
+        unloading: bool,
+    }
+
+    #[derive(Default)]
+    struct Loader {
+        mapping: loom::sync::Mutex<Mapping>,
+        on_loads: AtomicUsize,
+        on_unloads: AtomicUsize,
+    }
+
+    struct Handle(Arc<Loader>);
+
+    impl Drop for Handle {
+        fn drop(&mut self) {
+            let mut mapping = self.0.mapping.lock().unwrap();
+            mapping.refs -= 1;
+            if mapping.refs == 0 {
+                mapping.state = false; // unmapped: its statics are gone
+            }
+        }
+    }
+
+    struct ModelOpener(Arc<Loader>);
+
+    impl Opener for ModelOpener {
+        type Library = Handle;
+        type Plugin = ();
+        type Closed = ();
+
+        fn open(&self, _file: FileRef<'_>) -> Result<Handle, Error> {
+            let mut mapping = self.0.mapping.lock().unwrap();
+            // I1: never opened while an instance of it is unloading.
+            assert!(
+                !mapping.unloading,
+                "I1: the file was opened while an instance of it unloaded"
+            );
+            if mapping.refs == 0 {
+                mapping.mappings += 1;
+            }
+            mapping.refs += 1;
+            Ok(Handle(Arc::clone(&self.0)))
+        }
+
+        fn handle(_library: &Handle) -> usize {
+            // One file: the loader hands out the same handle for every mapping of it, as glibc
+            // may reuse a `link_map`'s address.
+            1
+        }
+
+        fn start(&self, _library: &Handle, _file: FileRef<'_>) -> Result<(), Error> {
+            let mut mapping = self.0.mapping.lock().unwrap();
+            // I7: one on_load per instance: never over the live state of another instance.
+            assert!(!mapping.state, "I7: on_load ran on a mapping whose state is alive");
+            mapping.state = true;
+            self.0.on_loads.fetch_add(1, SeqCst);
+            Ok(())
+        }
+
+        fn finish(&self, _plugin: (), library: Handle, registered: bool) {
+            assert!(registered, "the model's sets always register");
+            {
+                let mut mapping = self.0.mapping.lock().unwrap();
+                assert!(mapping.state, "I7: on_unload ran twice, or without on_load");
+                mapping.unloading = true;
+                mapping.state = false;
+            }
+            self.0.on_unloads.fetch_add(1, SeqCst);
+            let mut mapping = self.0.mapping.lock().unwrap();
+            mapping.unloading = false;
+            drop(mapping);
+            drop(library);
+        }
+    }
+
+    /// One host's set using the file: open (or share) the instance, use its state, release.
+    fn use_once(registry: &Arc<Registry<ModelOpener>>, loader: &Loader) {
+        let identity: Identity = (1, 1);
+        let file = FileRef {
+            shown: Path::new("libmodel.so"),
+            resolved: Path::new("/model/libmodel.so"),
+            identity: &identity,
+        };
+        let instance = Registry::instance(registry, file, None).unwrap();
+        instance.registered();
+        // I2 for instances: a set never uses an instance whose state is torn down.
+        assert!(
+            loader.mapping.lock().unwrap().state,
+            "I2: a set got a torn-down instance"
+        );
+        LibraryInstance::release(instance);
+    }
+
+    fn check(name: &str, model: impl Fn() + Send + Sync + 'static) {
+        let mut builder = loom::model::Builder::new();
+        if builder.preemption_bound.is_none() {
+            builder.preemption_bound = Some(3);
+        }
+        let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = runs.clone();
+        builder.check(move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            model();
+        });
+        println!(
+            "loom model {name}: {} interleavings",
+            runs.load(std::sync::atomic::Ordering::Relaxed)
+        );
+    }
+
+    #[test]
+    fn registry_two_hosts_share_one_instance_i1_i7() {
+        check("registry: two hosts, one file (I1, I7)", || {
+            let loader = Arc::new(Loader::default());
+            let registry = Arc::new(Registry::new(ModelOpener(Arc::clone(&loader))));
+            let other = {
+                let (registry, loader) = (Arc::clone(&registry), Arc::clone(&loader));
+                loom::thread::spawn(move || use_once(&registry, &loader))
+            };
+            use_once(&registry, &loader);
+            other.join().unwrap();
+            let mapping = loader.mapping.lock().unwrap();
+            assert_eq!(mapping.refs, 0, "I3: a handle was left open");
+            let (loads, unloads) = (loader.on_loads.load(SeqCst), loader.on_unloads.load(SeqCst));
+            assert_eq!(loads, unloads, "I7: on_load and on_unload do not pair up");
+            assert!((1..=2).contains(&loads));
+        });
+    }
+
+    #[test]
+    fn registry_last_release_races_another_hosts_open_i1_i7() {
+        check("registry: last release vs the other host's open (I1, I7)", || {
+            let loader = Arc::new(Loader::default());
+            let registry = Arc::new(Registry::new(ModelOpener(Arc::clone(&loader))));
+            let identity: Identity = (1, 1);
+            let file = FileRef {
+                shown: Path::new("libmodel.so"),
+                resolved: Path::new("/model/libmodel.so"),
+                identity: &identity,
+            };
+            let held = Registry::instance(&registry, file, None).unwrap();
+            held.registered();
+            let other = {
+                let (registry, loader) = (Arc::clone(&registry), Arc::clone(&loader));
+                loom::thread::spawn(move || use_once(&registry, &loader))
+            };
+            LibraryInstance::release(held);
+            other.join().unwrap();
+            assert_eq!(loader.mapping.lock().unwrap().refs, 0, "I3: a handle was left open");
+            assert_eq!(loader.on_loads.load(SeqCst), loader.on_unloads.load(SeqCst), "I7");
+        });
+    }
+
+    #[test]
+    fn registry_a_held_instance_is_shared_not_reopened() {
+        check("registry: one host holds, the other cycles (I7)", || {
+            let loader = Arc::new(Loader::default());
+            let registry = Arc::new(Registry::new(ModelOpener(Arc::clone(&loader))));
+            let identity: Identity = (1, 1);
+            let file = FileRef {
+                shown: Path::new("libmodel.so"),
+                resolved: Path::new("/model/libmodel.so"),
+                identity: &identity,
+            };
+            let held = Registry::instance(&registry, file, None).unwrap();
+            held.registered();
+            let other = {
+                let (registry, loader) = (Arc::clone(&registry), Arc::clone(&loader));
+                loom::thread::spawn(move || {
+                    use_once(&registry, &loader);
+                    use_once(&registry, &loader);
+                })
+            };
+            other.join().unwrap();
+            // The other host's sets came and went: the instance this host holds is untouched.
+            assert_eq!(loader.on_unloads.load(SeqCst), 0, "on_unload ran under a holder");
+            assert!(loader.mapping.lock().unwrap().state);
+            LibraryInstance::release(held);
+            assert_eq!(loader.on_loads.load(SeqCst), 1);
+            assert_eq!(loader.on_unloads.load(SeqCst), 1);
+        });
     }
 }
