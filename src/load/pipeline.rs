@@ -7,12 +7,15 @@
 use core::ffi::c_char;
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::abi::{DYLEASE_ABI_VERSION, dylease_register_fn};
+use crate::abi::{
+    DYLEASE_ABI_VERSION, DYLEASE_OLDEST_ABI_VERSION, dylease_on_load_fn, dylease_on_unload_fn, dylease_plugin,
+    dylease_plugin_abi1, dylease_register_fn,
+};
 use crate::error::{Error, Origin};
 use crate::load::library::{Library, still_loaded};
-use crate::load::registrar::{Collected, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
+use crate::load::registrar::{Collected, Finished, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
 
 /// A library file found by discovery, not yet opened.
 #[derive(Debug)]
@@ -38,9 +41,51 @@ pub(crate) struct Verified {
     /// The descriptor's functions: code of `library`, which stays open as long as this
     /// value exists.
     register_passes: dylease_register_fn,
-    on_unload: Option<unsafe extern "C" fn()>,
+    hooks: InstanceHooks,
+    /// The descriptor's ABI version: which host API table `register_passes` gets.
+    abi_version: u32,
     name: String,
     version: String,
+}
+
+/// A library instance's own lifecycle code, from its descriptor: `on_load` (ABI version 2)
+/// runs once per instance before its first `register_passes`, `on_unload` once per instance
+/// before it is closed. Once `on_load` succeeded, `on_unload` runs exactly once whatever
+/// fails later; a failed `on_load` means no `on_unload`. Without an `on_load` (every version-1
+/// plugin), a failed `register_passes` means no `on_unload` either: the plugin undid its own
+/// work.
+///
+/// Today every open is its own instance, so [`Verified::register`] runs `on_load` right
+/// before `register_passes`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InstanceHooks {
+    on_load: Option<dylease_on_load_fn>,
+    on_unload: Option<dylease_on_unload_fn>,
+}
+
+impl InstanceHooks {
+    /// Runs `on_load`, if the plugin has one, for the instance of the library at `path`.
+    ///
+    /// # Safety
+    ///
+    /// The library these hooks came from is open, and this instance's `on_load` has not run.
+    unsafe fn run_on_load(&self, path: &Path) -> Result<(), Error> {
+        let Some(on_load) = self.on_load else { return Ok(()) };
+        // SAFETY: `on_load` comes from the verified descriptor of the open library (the
+        // caller's contract); the ABI calls it once per instance, before `register_passes`.
+        match unsafe { on_load() } {
+            0 => Ok(()),
+            code => Err(Error::OnLoadFailed {
+                path: path.to_owned(),
+                code,
+            }),
+        }
+    }
+
+    /// Whether `on_unload` is owed even when `register_passes` fails: when `on_load` ran.
+    fn unload_after_failed_registration(&self) -> bool {
+        self.on_load.is_some()
+    }
 }
 
 /// A plugin whose passes are collected: the only state a set is built from.
@@ -56,7 +101,7 @@ pub(crate) struct Registered {
 /// What unloading one plugin takes: its unload code, then closing its library.
 pub(crate) struct Teardown {
     origin: Origin,
-    c_on_unload: Option<unsafe extern "C" fn()>,
+    c_on_unload: Option<dylease_on_unload_fn>,
     hooks: Vec<UnloadHook>,
     library: Option<Library>,
 }
@@ -117,15 +162,20 @@ impl Opened {
         let Some(abi_version) = (unsafe { descriptor.cast::<u32>().as_ref() }).copied() else {
             return Err(invalid("`dylease_plugin_v1` returned NULL"));
         };
-        if abi_version != DYLEASE_ABI_VERSION {
+        if !(DYLEASE_OLDEST_ABI_VERSION..=DYLEASE_ABI_VERSION).contains(&abi_version) {
             return Err(Error::AbiMismatch {
                 path: self.path,
                 found: abi_version,
                 expected: DYLEASE_ABI_VERSION,
             });
         }
-        // SAFETY: the version matched, so the descriptor has the layout of `dylease_plugin`.
-        let plugin = unsafe { &*descriptor };
+        // SAFETY: every accepted version's descriptor begins with version 1's fields.
+        let plugin = unsafe { &*descriptor.cast::<dylease_plugin_abi1>() };
+        let on_load = match abi_version {
+            1 => None,
+            // SAFETY: a version-2 descriptor has the layout of `dylease_plugin`.
+            _ => unsafe { &*descriptor.cast::<dylease_plugin>() }.on_load,
+        };
         // SAFETY: by the ABI the strings are NULL or NUL-terminated and live as long as the
         // library.
         let name = match unsafe { c_string(plugin.name) } {
@@ -147,7 +197,11 @@ impl Opened {
             path: self.path,
             library: self.library,
             register_passes,
-            on_unload: plugin.on_unload,
+            hooks: InstanceHooks {
+                on_load,
+                on_unload: plugin.on_unload,
+            },
+            abi_version,
             name,
             version,
         })
@@ -172,35 +226,54 @@ unsafe fn c_string<'a>(ptr: *const c_char) -> Option<Result<&'a str, &'static st
 }
 
 impl Verified {
-    /// Calls the plugin's `register_passes` and collects what it registered.
+    /// Runs the instance's `on_load`, then the plugin's `register_passes`, and collects what
+    /// it registered. A failed `on_load` closes the library without `on_unload` (dropping
+    /// `self` closes it).
     pub(crate) fn register(self) -> Result<Registered, Error> {
+        // SAFETY: `self.library` is open, and this open is a fresh instance whose `on_load`
+        // has not run.
+        unsafe { self.hooks.run_on_load(&self.path) }?;
         let origin = Origin::File(self.path);
         let register = self.register_passes;
         let mut registrar = Registrar::new(origin.clone());
+        let api = Registrar::host_api(self.abi_version);
         // SAFETY: `register` comes from a verified descriptor of `self.library`, still open;
-        // the API table is static and the registrar outlives the call, on this thread.
-        let code = registrar.with_raw(|raw| unsafe { register(Registrar::host_api(), raw) });
-        let (passes, _) = registrar.finish();
+        // the API table is static and of the plugin's own version, and the registrar
+        // outlives the call, on this thread.
+        let code = registrar.with_raw(|raw| unsafe { register(api, raw) });
+        let Finished { passes, report, .. } = registrar.finish();
         let teardown = Teardown {
             origin: origin.clone(),
-            c_on_unload: self.on_unload,
+            c_on_unload: self.hooks.on_unload,
             hooks: Vec::new(),
             library: Some(self.library),
         };
         if code != 0 {
-            // The plugin's registration failed: it undoes its own work, so its `on_unload`
-            // is not called. Dropping `teardown` without running it closes the library.
-            drop(teardown.without_unload_code());
+            if self.hooks.unload_after_failed_registration() {
+                // `on_load` succeeded, so `on_unload` is owed whatever fails after it.
+                teardown_all(vec![teardown]);
+            } else {
+                // No `on_load`: the plugin undoes its own work, so its `on_unload` is not
+                // called. Dropping `teardown` without running it closes the library.
+                drop(teardown.without_unload_code());
+            }
             // A refused pass is the likely cause (the header's `register_passes` stops at
-            // the first refusal): report it rather than a bare code.
+            // the first refusal): report it rather than a bare code. Otherwise the plugin's
+            // own word (`report`), if it gave one.
             return Err(match passes {
                 Err(refused) => refused,
                 Ok(_) => Error::RegisterFailed {
                     plugin: origin,
-                    reason: format!("`register_passes` returned {code}"),
+                    reason: match report {
+                        Some(message) => format!("{message} (`register_passes` returned {code})"),
+                        None => format!("`register_passes` returned {code}"),
+                    },
                     source: None,
                 },
             });
+        }
+        if let Some(message) = report {
+            log::debug!("{origin} reported {message:?}, then registered its passes successfully");
         }
         let passes = match passes {
             Ok(passes) => passes,
@@ -243,7 +316,7 @@ impl StaticPlugin {
         let origin = Origin::Static(self.name.clone());
         let mut registrar = Registrar::new(origin.clone());
         let outcome = catch_unwind(AssertUnwindSafe(|| (self.register)(&mut registrar)));
-        let (passes, hooks) = registrar.finish();
+        let Finished { passes, hooks, .. } = registrar.finish();
         let teardown = Teardown {
             origin: origin.clone(),
             c_on_unload: None,
