@@ -88,6 +88,30 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         "hooks_reported_success" => events(&["hooks.c"], &["-DREPORT=\"all good\""]),
         "hooks_null_interface" => events(&["hooks.c"], &["-DNULL_INTERFACE"]),
         "v1_plugin" => events(&["v1_plugin.c"], &[]),
+        // Every macro of the header, under the strictest flags it promises to pass.
+        n if n.starts_with("macros_") => {
+            let (lang, variant) = n["macros_".len()..].split_once('_').expect("macros_<lang>_<variant>");
+            let (source, mut args) = match lang {
+                "c" => ("macros.c", vec!["-std=c99".to_owned()]),
+                "cpp" => (
+                    "macros.cpp",
+                    vec![
+                        "-std=c++11".into(),
+                        "-Wold-style-cast".into(),
+                        "-Wzero-as-null-pointer-constant".into(),
+                    ],
+                ),
+                other => panic!("no language {other}"),
+            };
+            args.extend(["-Wpedantic".into(), "-Wextra".into()]);
+            match variant {
+                "plain" => args.push("-DPLAIN".into()),
+                "unload" => args.push("-DUNLOAD".into()),
+                "hooks" => {}
+                other => panic!("no macros variant {other}"),
+            }
+            (vec![source], args)
+        }
         "duplicate" => (vec!["duplicate.c"], vec![]),
         "noisy" => (vec!["noisy.c"], vec![]),
         "cpp_multi" => (vec!["multi_a.cpp", "multi_b.cpp"], vec![]),
