@@ -28,7 +28,8 @@ static void on_unload(void) {
     state = 0;
 }
 
-static int fuse(int x) { return x / 2 + *state; }
+/* -1000 when on_load did not run (no state) */
+static int fuse(int x) { return x / 2 + (state ? *state : -1000); }
 static int scale(int x) { return 3 * x; }
 static int plain(int x) { return x + 1; }
 static int factor = 3;
