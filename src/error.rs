@@ -103,7 +103,7 @@ pub enum Error {
         reason: String,
     },
     /// A pass was refused: an empty or non-UTF-8 name, a NULL function, a name used twice in
-    /// one plugin.
+    /// one plugin, or (for a typed pass) a NULL, empty, too long or non-UTF-8 interface.
     #[non_exhaustive]
     InvalidPass {
         /// The plugin that tried to register it.
