@@ -73,15 +73,26 @@ pub enum Error {
         /// The loader's own explanation (`dlerror`).
         reason: String,
     },
-    /// The plugin was built for another ABI version.
+    /// The plugin was built for an ABI version this host does not speak: it speaks every
+    /// version from [`DYLEASE_OLDEST_ABI_VERSION`](crate::abi::DYLEASE_OLDEST_ABI_VERSION) to
+    /// `expected`.
     #[non_exhaustive]
     AbiMismatch {
         /// The library file.
         path: PathBuf,
         /// The version in the plugin's descriptor.
         found: u32,
-        /// The version this host speaks ([`DYLEASE_ABI_VERSION`](crate::abi::DYLEASE_ABI_VERSION)).
+        /// The newest version this host speaks ([`DYLEASE_ABI_VERSION`](crate::abi::DYLEASE_ABI_VERSION)).
         expected: u32,
+    },
+    /// The plugin's `on_load` (ABI version 2) returned non-zero. Its `register_passes` and
+    /// `on_unload` were not called, and the library was closed.
+    #[non_exhaustive]
+    OnLoadFailed {
+        /// The library file.
+        path: PathBuf,
+        /// What `on_load` returned.
+        code: i32,
     },
     /// The plugin's descriptor is unusable: a NULL descriptor, a missing or non-UTF-8 name.
     #[non_exhaustive]
@@ -92,7 +103,7 @@ pub enum Error {
         reason: String,
     },
     /// A pass was refused: an empty or non-UTF-8 name, a NULL function, a name used twice in
-    /// one plugin.
+    /// one plugin, or (for a typed pass) a NULL, empty, too long or non-UTF-8 interface.
     #[non_exhaustive]
     InvalidPass {
         /// The plugin that tried to register it.
@@ -187,7 +198,8 @@ impl Error {
             Error::Open { path, .. }
             | Error::Untrusted { path, .. }
             | Error::MissingEntry { path, .. }
-            | Error::AbiMismatch { path, .. } => Some(Origin::File(path.clone())),
+            | Error::AbiMismatch { path, .. }
+            | Error::OnLoadFailed { path, .. } => Some(Origin::File(path.clone())),
             Error::InvalidPlugin { plugin, .. }
             | Error::InvalidPass { plugin, .. }
             | Error::RegisterFailed { plugin, .. }
@@ -217,9 +229,22 @@ impl fmt::Display for Error {
                 "plugin file `{}` does not export `dylease_plugin_v1`; is it a dylease plugin? ({reason})",
                 path.display()
             ),
-            Error::AbiMismatch { path, found, expected } => write!(
+            Error::AbiMismatch { path, found, expected } => {
+                let oldest = crate::abi::DYLEASE_OLDEST_ABI_VERSION;
+                let spoken = match expected.saturating_sub(oldest) {
+                    0 => format!("version {expected}"),
+                    1 => format!("versions {oldest} and {expected}"),
+                    _ => format!("versions {oldest} to {expected}"),
+                };
+                write!(
+                    f,
+                    "plugin file `{}` was built for dylease ABI version {found}, but this host speaks {spoken}; rebuild the plugin against this host's dylease.h",
+                    path.display()
+                )
+            }
+            Error::OnLoadFailed { path, code } => write!(
                 f,
-                "plugin file `{}` was built for dylease ABI version {found}, but this host speaks version {expected}; rebuild the plugin against this host's dylease.h",
+                "plugin file `{}` failed to initialise: its `on_load` returned {code}",
                 path.display()
             ),
             Error::InvalidPlugin { plugin, reason } => write!(f, "{plugin} is not a valid plugin: {reason}"),

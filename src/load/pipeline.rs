@@ -13,11 +13,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::abi::{DYLEASE_ABI_VERSION, dylease_register_fn};
+use crate::abi::{
+    DYLEASE_ABI_VERSION, DYLEASE_OLDEST_ABI_VERSION, dylease_on_load_fn, dylease_on_unload_fn, dylease_plugin,
+    dylease_plugin_abi1, dylease_register_fn,
+};
 use crate::error::{Error, Origin};
 use crate::load::discover::Identity;
 use crate::load::library::{Library, LoaderName, still_loaded};
-use crate::load::registrar::{Collected, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
+use crate::load::registrar::{Collected, Finished, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
 use crate::load::registry::{FileRef, LibraryInstance, Opener, Registry};
 use crate::sync::Arc;
 
@@ -45,9 +48,49 @@ pub(crate) struct Descriptor {
     /// The descriptor's functions: code of the instance's library, which stays open as long
     /// as the instance exists.
     register_passes: dylease_register_fn,
-    on_unload: Option<unsafe extern "C" fn()>,
+    hooks: InstanceHooks,
+    /// The descriptor's ABI version: which host API table `register_passes` gets.
+    abi_version: u32,
     name: String,
     version: String,
+}
+
+/// A library instance's own lifecycle code, from its descriptor: `on_load` (ABI version 2)
+/// runs once per instance, before its first `register_passes` (in [`Dlopen::start`]);
+/// `on_unload` once per instance, after the last set using it is gone, before it is closed
+/// (in [`Dlopen::finish`]). Once `on_load` succeeded, `on_unload` runs exactly once whatever
+/// fails later; a failed `on_load` means no `on_unload`. Without an `on_load` (every version-1
+/// plugin), `on_unload` is owed once a set's `register_passes` succeeded on the instance: a
+/// plugin whose registration failed undid its own work.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InstanceHooks {
+    on_load: Option<dylease_on_load_fn>,
+    on_unload: Option<dylease_on_unload_fn>,
+}
+
+impl InstanceHooks {
+    /// Runs `on_load`, if the plugin has one, for the new instance of the library at `path`.
+    ///
+    /// # Safety
+    ///
+    /// The library these hooks came from is open, and this instance's `on_load` has not run.
+    unsafe fn run_on_load(&self, path: &Path) -> Result<(), Error> {
+        let Some(on_load) = self.on_load else { return Ok(()) };
+        // SAFETY: `on_load` comes from the verified descriptor of the open library (the
+        // caller's contract); the ABI calls it once per instance, before `register_passes`.
+        match unsafe { on_load() } {
+            0 => Ok(()),
+            code => Err(Error::OnLoadFailed {
+                path: path.to_owned(),
+                code,
+            }),
+        }
+    }
+
+    /// Whether `on_unload` is owed whatever the registrations did: when `on_load` ran.
+    fn unload_owed_after_on_load(&self) -> bool {
+        self.on_load.is_some()
+    }
 }
 
 /// A plugin whose passes are collected: the only state a set is built from.
@@ -133,11 +176,15 @@ impl Opener for Dlopen {
     }
 
     fn start(&self, library: &Library, file: FileRef<'_>) -> Result<Descriptor, Error> {
-        verify(library, file.shown)
+        let descriptor = verify(library, file.shown)?;
+        // SAFETY: `library` is open, and the registry starts each instance exactly once.
+        unsafe { descriptor.hooks.run_on_load(file.shown) }?;
+        Ok(descriptor)
     }
 
     fn finish(&self, plugin: Descriptor, library: Library, registered: bool) -> Option<LoaderName> {
-        if let (true, Some(on_unload)) = (registered, plugin.on_unload) {
+        let owed = registered || plugin.hooks.unload_owed_after_on_load();
+        if let (true, Some(on_unload)) = (owed, plugin.hooks.on_unload) {
             // SAFETY: `on_unload` comes from the verified descriptor of `library`, which is
             // still open; the ABI calls it once per instance, after the last set using it.
             unsafe { on_unload() };
@@ -175,15 +222,20 @@ fn verify(library: &Library, path: &Path) -> Result<Descriptor, Error> {
         let Some(abi_version) = (unsafe { descriptor.cast::<u32>().as_ref() }).copied() else {
             return Err(invalid("`dylease_plugin_v1` returned NULL"));
         };
-        if abi_version != DYLEASE_ABI_VERSION {
+        if !(DYLEASE_OLDEST_ABI_VERSION..=DYLEASE_ABI_VERSION).contains(&abi_version) {
             return Err(Error::AbiMismatch {
                 path: path.to_owned(),
                 found: abi_version,
                 expected: DYLEASE_ABI_VERSION,
             });
         }
-        // SAFETY: the version matched, so the descriptor has the layout of `dylease_plugin`.
-        let plugin = unsafe { &*descriptor };
+        // SAFETY: every accepted version's descriptor begins with version 1's fields.
+        let plugin = unsafe { &*descriptor.cast::<dylease_plugin_abi1>() };
+        let on_load = match abi_version {
+            1 => None,
+            // SAFETY: a version-2 descriptor has the layout of `dylease_plugin`.
+            _ => unsafe { &*descriptor.cast::<dylease_plugin>() }.on_load,
+        };
         // SAFETY: by the ABI the strings are NULL or NUL-terminated and live as long as the
         // library.
         let name = match unsafe { c_string(plugin.name) } {
@@ -203,7 +255,11 @@ fn verify(library: &Library, path: &Path) -> Result<Descriptor, Error> {
         };
         Ok(Descriptor {
             register_passes,
-            on_unload: plugin.on_unload,
+            hooks: InstanceHooks {
+                on_load,
+                on_unload: plugin.on_unload,
+            },
+            abi_version,
             name,
             version,
         })
@@ -231,29 +287,38 @@ impl Verified {
     /// Calls the plugin's `register_passes` and collects what it registered.
     pub(crate) fn register(self) -> Result<Registered, Error> {
         let origin = Origin::File(self.path);
-        let register = self.instance.plugin().register_passes;
-        let mut registrar = Registrar::new(origin.clone());
-        // SAFETY: `register` comes from the verified descriptor of the instance, still open;
-        // the API table is static and the registrar outlives the call, on this thread.
-        let code = registrar.with_raw(|raw| unsafe { register(Registrar::host_api(), raw) });
-        let (passes, _) = registrar.finish();
         let descriptor = self.instance.plugin();
+        let register = descriptor.register_passes;
+        let mut registrar = Registrar::new(origin.clone());
+        let api = Registrar::host_api(descriptor.abi_version);
+        // SAFETY: `register` comes from the verified descriptor of the instance, still open;
+        // the API table is static and of the plugin's own version, and the registrar
+        // outlives the call, on this thread.
+        let code = registrar.with_raw(|raw| unsafe { register(api, raw) });
+        let Finished { passes, report, .. } = registrar.finish();
         let (name, version) = (descriptor.name.clone(), descriptor.version.clone());
         if code != 0 {
             // The plugin's registration failed: it undoes its own work, so this registration
-            // does not make its `on_unload` due. Dropping the instance closes the library if
-            // no other set uses it.
+            // does not make its `on_unload` due (its `on_load` may have: see
+            // `InstanceHooks`). Dropping the instance unloads it if no other set uses it.
             drop(self.instance);
             // A refused pass is the likely cause (the header's `register_passes` stops at
-            // the first refusal): report it rather than a bare code.
+            // the first refusal): report it rather than a bare code. Otherwise the plugin's
+            // own word (`report`), if it gave one.
             return Err(match passes {
                 Err(refused) => refused,
                 Ok(_) => Error::RegisterFailed {
                     plugin: origin,
-                    reason: format!("`register_passes` returned {code}"),
+                    reason: match report {
+                        Some(message) => format!("{message} (`register_passes` returned {code})"),
+                        None => format!("`register_passes` returned {code}"),
+                    },
                     source: None,
                 },
             });
+        }
+        if let Some(message) = report {
+            log::debug!("{origin} reported {message:?}, then registered its passes successfully");
         }
         // Registration itself succeeded, so the plugin expects its `on_unload`, even if the
         // host refuses a pass below.
@@ -303,7 +368,7 @@ impl StaticPlugin {
         let origin = Origin::Static(self.name.clone());
         let mut registrar = Registrar::new(origin.clone());
         let outcome = catch_unwind(AssertUnwindSafe(|| (self.register)(&mut registrar)));
-        let (passes, hooks) = registrar.finish();
+        let Finished { passes, hooks, .. } = registrar.finish();
         let teardown = Teardown {
             origin: origin.clone(),
             hooks,

@@ -23,6 +23,11 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
             vec![format!("-DPLUGIN_NAME=\"{n}\""), format!("-DPASS_NAME=\"{n}_pass\"")],
         )
     };
+    let events = |sources: &[&'static str], args: &[&str]| {
+        let mut all: Vec<String> = vec!["-Wl,--no-as-needed".into(), "-ldl".into()];
+        all.extend(args.iter().map(|a| (*a).to_owned()));
+        (sources.to_vec(), all)
+    };
     match name {
         "arith" => (vec!["arith.c"], vec![]),
         "churn" => (vec!["churn.c"], vec![]),
@@ -31,7 +36,8 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         "noentry" => (vec!["noentry.c"], vec![]),
         "by_hand" => (vec!["by_hand.c"], vec![]),
         "by_hand_abi0" => (vec!["by_hand.c"], vec!["-DABI=0".into()]),
-        "by_hand_abi2" => (vec!["by_hand.c"], vec!["-DABI=2".into()]),
+        "by_hand_abi1" => (vec!["by_hand.c"], vec!["-DABI=1".into()]),
+        "by_hand_abi3" => (vec!["by_hand.c"], vec!["-DABI=3".into()]),
         "by_hand_huge_name" => (vec!["by_hand.c"], vec!["-DHUGE".into(), "-DNAME=huge_name".into()]),
         "by_hand_null_pass_name" => (vec!["by_hand.c"], vec!["-DEXTRA_PASS_NAME=0".into()]),
         "by_hand_empty_pass_name" => (vec!["by_hand.c"], vec!["-DEXTRA_PASS_NAME=\"\"".into()]),
@@ -56,6 +62,56 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         "by_hand_null_function" => (vec!["by_hand.c"], vec!["-DNULL_FUNCTION".into()]),
         "by_hand_unresolved" => (vec!["by_hand.c"], vec!["-DUNRESOLVED".into()]),
         "by_hand_stale" => (vec!["by_hand.c"], vec!["-DSTALE".into()]),
+        // ABI version 2 and its compatibility with version 1. These log their hooks through
+        // events.h, which needs dladdr (see by_hand_marker).
+        "typed" => events(&["typed.c"], &[]),
+        "typed_empty_interface" => events(&["typed.c"], &["-DBAD_INTERFACE=\"\""]),
+        "typed_bad_utf8_interface" => events(&["typed.c"], &["-DBAD_INTERFACE=\"bad\\xff\""]),
+        "typed_long_interface" => events(&["typed.c"], &["-DLONG_INTERFACE", "-DBAD_INTERFACE=long_interface"]),
+        "hooks" => events(&["hooks.c"], &[]),
+        "hooks_abi1" => events(&["hooks.c"], &["-DABI=1"]),
+        "hooks_on_load_fails" => events(&["hooks.c"], &["-DON_LOAD_RESULT=-3"]),
+        "hooks_register_fails" => events(&["hooks.c"], &["-DREGISTER_RESULT=-1"]),
+        "hooks_register_fails_reported" => events(
+            &["hooks.c"],
+            &[
+                "-DREGISTER_RESULT=-1",
+                "-DREPORT=\"no NPU device found\"",
+                "-DSECOND_REPORT=\"a later word\"",
+            ],
+        ),
+        "hooks_register_fails_huge_report" => events(&["hooks.c"], &["-DREGISTER_RESULT=-1", "-DHUGE_REPORT"]),
+        "hooks_register_fails_bad_utf8_report" => {
+            events(&["hooks.c"], &["-DREGISTER_RESULT=-1", "-DREPORT=\"no dev\\xffice\""])
+        }
+        "hooks_no_on_load_register_fails" => events(&["hooks.c"], &["-DNO_ON_LOAD", "-DREGISTER_RESULT=-1"]),
+        "hooks_reported_success" => events(&["hooks.c"], &["-DREPORT=\"all good\""]),
+        "hooks_null_interface" => events(&["hooks.c"], &["-DNULL_INTERFACE"]),
+        "v1_plugin" => events(&["v1_plugin.c"], &[]),
+        // Every macro of the header, under the strictest flags it promises to pass.
+        n if n.starts_with("macros_") => {
+            let (lang, variant) = n["macros_".len()..].split_once('_').expect("macros_<lang>_<variant>");
+            let (source, mut args) = match lang {
+                "c" => ("macros.c", vec!["-std=c99".to_owned()]),
+                "cpp" => (
+                    "macros.cpp",
+                    vec![
+                        "-std=c++11".into(),
+                        "-Wold-style-cast".into(),
+                        "-Wzero-as-null-pointer-constant".into(),
+                    ],
+                ),
+                other => panic!("no language {other}"),
+            };
+            args.extend(["-Wpedantic".into(), "-Wextra".into()]);
+            match variant {
+                "plain" => args.push("-DPLAIN".into()),
+                "unload" => args.push("-DUNLOAD".into()),
+                "hooks" => {}
+                other => panic!("no macros variant {other}"),
+            }
+            (vec![source], args)
+        }
         "duplicate" => (vec!["duplicate.c"], vec![]),
         "noisy" => (vec!["noisy.c"], vec![]),
         "cpp_multi" => (vec!["multi_a.cpp", "multi_b.cpp"], vec![]),
