@@ -116,6 +116,7 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         "noisy" => (vec!["noisy.c"], vec![]),
         "cpp_multi" => (vec!["multi_a.cpp", "multi_b.cpp"], vec![]),
         "stateful" => (vec!["stateful.c"], vec![]),
+        "on_load_state_nodelete" => (vec!["on_load_state.c"], vec!["-Wl,-z,nodelete".into()]),
         // A plugin that other libraries link against by its soname, found next to them.
         "stateful_core" => (vec!["stateful.c"], vec!["-Wl,-soname,libcore.so".into()]),
         // No entry point of its own, but it links (DT_NEEDED) against `libcore.so` from its
