@@ -126,7 +126,10 @@ pub(crate) fn load(
                 drop(set);
                 return Err(error);
             }
-            log::warn!("skipped under LoadPolicy::SkipFailed: {error}");
+            log::warn!(
+                "skipped under LoadPolicy::SkipFailed: {}",
+                crate::error::WithSources(&error)
+            );
             set.skipped(LoadFailure { origin, error });
         }
     }

@@ -135,6 +135,7 @@ impl Candidate {
             return Err(Error::Open {
                 path: self.path,
                 reason,
+                cause: crate::error::OpenCause::Headers,
             });
         }
         let file = FileRef {
@@ -168,6 +169,7 @@ impl Opener for Dlopen {
         library.map_err(|reason| Error::Open {
             path: file.shown.to_owned(),
             reason,
+            cause: crate::error::OpenCause::Loader,
         })
     }
 
