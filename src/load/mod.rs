@@ -32,7 +32,7 @@ use pipeline::{Candidate, Registered, Verified};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LoadPolicy {
-    /// One failed plugin fails the whole [`acquire`](PluginHost::acquire): every library the
+    /// One failed plugin fails the whole [`acquire`](crate::PluginHost::acquire): every library the
     /// attempt opened is closed, nothing stays loaded, and the next `acquire` tries again.
     #[default]
     Strict,
