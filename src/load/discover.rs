@@ -102,6 +102,7 @@ fn library_file(path: &Path) -> Found {
     let candidate = Candidate {
         path: path.to_owned(),
         resolved,
+        checked: None,
     };
     Ok((candidate, identity))
 }
@@ -182,6 +183,7 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
                     Candidate {
                         path: path.clone(),
                         resolved,
+                        checked: None,
                     },
                     identity(&path, &metadata),
                 )

@@ -8,57 +8,83 @@
 //! headers. Reading bytes runs no plugin code; this module is safe code only.
 
 use std::fs::File;
-use std::io::Read;
-use std::path::Path;
 
-/// Checks that `path` could be an ELF shared library for this process: the magic bytes, the
-/// class, byte order, type and machine, and that every loadable segment lies inside the file.
-/// `Err` says what is wrong, as a phrase ("the file is truncated: …").
+/// Checks that `file` (of `len` bytes) could be an ELF shared library for this process: the
+/// magic bytes, the class, byte order, type and machine, and that every loadable segment lies
+/// inside the file, wherever the program header table is. `Err` says what is wrong, as a
+/// phrase ("the file is truncated: …").
 ///
 /// Only on platforms whose libraries are ELF files; elsewhere, and when the file cannot be
 /// read (the loader then reports that in its own words), it passes.
-pub(crate) fn check(path: &Path) -> Result<(), String> {
+pub(crate) fn check(file: &File, len: u64) -> Result<(), String> {
     if !cfg!(all(unix, not(target_vendor = "apple"))) {
         return Ok(());
     }
-    let Ok(mut file) = File::open(path) else {
-        return Ok(());
-    };
-    let Ok(len) = file.metadata().map(|m| m.len()) else {
-        return Ok(());
-    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        check_with(|buffer, offset| file.read_at(buffer, offset), len)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, len);
+        Ok(())
+    }
+}
+
+/// [`check`] over any positioned reader (`read_at(buffer, offset)`, like `pread`).
+fn check_with(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64) -> Result<(), String> {
     // One read covers the ELF header and the program header table of every library a linker
-    // writes (the table follows the header); a longer table is read on.
-    let mut prefix = Vec::with_capacity(FIRST_READ);
-    if read_up_to(&mut file, &mut prefix, FIRST_READ).is_err() {
-        return Ok(());
-    }
-    let Some(table) = header(&prefix[..prefix.len().min(EHDR_LEN_64)], len)? else {
+    // writes (the table follows the header).
+    let mut first = vec![0; FIRST_READ.min(usize::try_from(len).unwrap_or(FIRST_READ))];
+    let Ok(got) = read_exactly(&read_at, &mut first, 0) else {
         return Ok(());
     };
-    // Program headers follow the ELF header in every library a linker writes; a table placed
-    // absurdly far in is left to the loader.
-    if table.end > 1 << 20 {
+    first.truncate(got);
+    let Some(table) = header(&first[..first.len().min(EHDR_LEN_64)], len)? else {
         return Ok(());
+    };
+    if table.end <= first.len() as u64 {
+        return segments(&first, &table, len);
     }
-    if read_up_to(&mut file, &mut prefix, table.end as usize).is_err() {
+    // Elsewhere in the file: read exactly the table, at most 65535 entries of 65535 bytes
+    // as the header's 16-bit fields allow, and only after `header` saw it inside the file.
+    let size = usize::from(table.phentsize) * usize::from(table.phnum);
+    let mut bytes = vec![0; size];
+    let Ok(got) = read_exactly(&read_at, &mut bytes, table.phoff) else {
         return Ok(());
+    };
+    if got < size {
+        // The file shrank since its length was taken.
+        return Err(truncated(table.phoff + got as u64, table.end));
     }
-    segments(&prefix, &table, len)
+    // `segments` reads entries at their offsets in the file: shift the table to offset 0.
+    let moved = Table { phoff: 0, ..table };
+    segments(&bytes, &moved, len)
+}
+
+/// Fills `buffer` from `offset` on, stopping early only at the end of the file; returns how
+/// many bytes it read.
+fn read_exactly(
+    read_at: &impl Fn(&mut [u8], u64) -> std::io::Result<usize>,
+    buffer: &mut [u8],
+    offset: u64,
+) -> std::io::Result<usize> {
+    let mut done = 0;
+    while done < buffer.len() {
+        match read_at(&mut buffer[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
 }
 
 /// How much of a library the first read takes: a page, which holds the headers of ordinary
 /// libraries.
 const FIRST_READ: usize = 4096;
-
-/// Reads on from where the file is until `bytes` holds `limit` bytes or the file ends.
-fn read_up_to(file: &mut File, bytes: &mut Vec<u8>, limit: usize) -> std::io::Result<()> {
-    if bytes.len() >= limit {
-        return Ok(());
-    }
-    let want = (limit - bytes.len()) as u64;
-    file.take(want).read_to_end(bytes).map(drop)
-}
 
 const EHDR_LEN_32: usize = 52;
 const EHDR_LEN_64: usize = 64;
@@ -69,7 +95,11 @@ const PT_LOAD: u32 = 1;
 struct Table {
     wide: bool,
     big_endian: bool,
-    /// The end of the program header table: inside the file, and past the ELF header.
+    /// Where the program header table starts in the bytes [`segments`] is given.
+    phoff: u64,
+    phentsize: u16,
+    phnum: u16,
+    /// The end of the program header table in the file: inside it, and past the ELF header.
     end: u64,
 }
 
@@ -146,23 +176,31 @@ fn header(head: &[u8], len: u64) -> Result<Option<Table>, String> {
             "its program header table starts at byte {phoff}, inside the ELF header: the headers are corrupt"
         ));
     }
-    Ok(Some(Table { wide, big_endian, end }))
+    Ok(Some(Table {
+        wide,
+        big_endian,
+        phoff,
+        phentsize,
+        phnum,
+        end,
+    }))
 }
 
-/// Checks that every loadable segment lies inside the file. `prefix` holds the file's bytes
-/// up to the end of the program header table that [`header`] found.
-fn segments(prefix: &[u8], table: &Table, len: u64) -> Result<(), String> {
-    if (prefix.len() as u64) < table.end {
+/// Checks that every loadable segment lies inside the file. `bytes` holds the program header
+/// table at `table.phoff` (the file's first bytes, or the table alone).
+fn segments(bytes: &[u8], table: &Table, len: u64) -> Result<(), String> {
+    let (phoff, phentsize, phnum) = (table.phoff, table.phentsize, table.phnum);
+    let table_end = phoff.saturating_add(u64::from(phentsize) * u64::from(phnum));
+    if (bytes.len() as u64) < table_end {
         // The file shrank since its header was read.
-        return Err(truncated(prefix.len() as u64, table.end));
+        return Err(truncated(bytes.len() as u64, table.end));
     }
     let wide = table.wide;
     let read = Reader {
-        bytes: prefix,
+        bytes,
         wide,
         big_endian: table.big_endian,
     };
-    let (phoff, phentsize, phnum) = read.table();
     let mut needed = 0u64;
     for i in 0..u64::from(phnum) {
         let entry = phoff + i * u64::from(phentsize);
@@ -270,13 +308,20 @@ fn machine_name(machine: u16) -> String {
 mod tests {
     use super::*;
 
-    /// Both checks, on a file's whole contents.
+    /// The check, on a file's whole contents.
     fn check_bytes(bytes: &[u8]) -> Result<(), String> {
-        let len = bytes.len() as u64;
-        match header(&bytes[..bytes.len().min(EHDR_LEN_64)], len)? {
-            Some(table) => segments(&bytes[..table.end as usize], &table, len),
-            None => Ok(()),
-        }
+        check_with(
+            |buffer, offset| slice_read_at(bytes, buffer, offset),
+            bytes.len() as u64,
+        )
+    }
+
+    /// `pread` on a byte slice.
+    fn slice_read_at(bytes: &[u8], buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(bytes.len());
+        let n = buffer.len().min(bytes.len() - start);
+        buffer[..n].copy_from_slice(&bytes[start..start + n]);
+        Ok(n)
     }
 
     /// A minimal 64-bit little-endian shared-object header with one PT_LOAD segment of
@@ -344,6 +389,9 @@ mod tests {
         let table = Table {
             wide: true,
             big_endian: false,
+            phoff: 64,
+            phentsize: 56,
+            phnum: 1,
             end: 120,
         };
         assert!(segments(&bytes[..10], &table, 120).unwrap_err().contains("truncated"));

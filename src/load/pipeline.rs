@@ -13,6 +13,7 @@ use crate::abi::{DYLEASE_ABI_VERSION, dylease_register_fn};
 use crate::error::{Error, Origin};
 use crate::load::library::{Library, still_loaded};
 use crate::load::registrar::{Collected, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
+use crate::load::trust::{FileId, open_checked};
 
 /// A library file found by discovery, not yet opened.
 #[derive(Debug)]
@@ -21,6 +22,8 @@ pub(crate) struct Candidate {
     pub(crate) path: PathBuf,
     /// The path with symlinks resolved (what is opened).
     pub(crate) resolved: PathBuf,
+    /// The file the trust check passed at `resolved`, if it ran: what is opened must be it.
+    pub(crate) checked: Option<FileId>,
 }
 
 /// A library that is open; its constructors have run.
@@ -76,8 +79,13 @@ impl Candidate {
     /// Opens the library (`RTLD_NOW | RTLD_LOCAL`), running its constructors. Its ELF
     /// headers are checked first: a truncated library would crash the process inside the
     /// loader, and the loader misreports one built for another architecture.
+    ///
+    /// The headers are read from the file the trust check passed (see
+    /// [`open_checked`]); `dlopen` then opens the same path, which no other user can change
+    /// once it passed the check.
     pub(crate) fn open(self) -> Result<Opened, Error> {
-        if let Err(reason) = crate::load::elf::check(&self.resolved) {
+        let (file, len) = open_checked(&self)?;
+        if let Err(reason) = crate::load::elf::check(&file, len) {
             return Err(Error::Open {
                 path: self.path,
                 reason,
@@ -88,6 +96,7 @@ impl Candidate {
         // "Trust"). Plugin code runs here under the host's lock, with the re-entrancy flag set
         // so that a nested `acquire()` fails instead of deadlocking.
         let library = unsafe { Library::open(&self.resolved) };
+        drop(file);
         let library = library.map_err(|reason| Error::Open {
             path: self.path.clone(),
             reason,
