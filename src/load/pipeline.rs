@@ -85,12 +85,7 @@ impl Candidate {
     /// once it passed the check.
     pub(crate) fn open(self) -> Result<Opened, Error> {
         let (file, len) = open_checked(&self)?;
-        if let Err(reason) = crate::load::elf::check(&file, len) {
-            return Err(Error::Open {
-                path: self.path,
-                reason,
-            });
-        }
+        crate::load::elf::check_file(&self.path, &file, len)?;
         // SAFETY: the host's configuration named this file as a plugin; by naming it, the
         // user vouches for its initialisation and termination routines (see the crate docs,
         // "Trust"). Plugin code runs here under the host's lock, with the re-entrancy flag set
