@@ -104,6 +104,7 @@ fn library_file(path: &Path) -> Found {
         resolved,
         #[allow(clippy::clone_on_copy, reason = "`Identity` is a path on platforms other than Unix")]
         identity: identity.clone(),
+        checked: None,
     };
     Ok((candidate, identity))
 }
@@ -185,6 +186,7 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
                         path: path.clone(),
                         resolved,
                         identity: identity(&path, &metadata),
+                        checked: None,
                     },
                     identity(&path, &metadata),
                 )

@@ -98,7 +98,7 @@ pub(crate) fn load(
     for planned in plan(sources)? {
         let step = match planned {
             Planned::Unusable { path, error } => Err((Origin::File(path), error)),
-            Planned::File(candidate) => match checks.check(trust, &candidate) {
+            Planned::File(mut candidate) => match checks.check(trust, &mut candidate) {
                 Ok(()) => Ok(Step::File(candidate)),
                 Err(error) => Err((Origin::File(candidate.path), error)),
             },

@@ -22,6 +22,7 @@ use crate::load::discover::Identity;
 use crate::load::library::{Library, LoaderName, still_loaded};
 use crate::load::registrar::{Collected, Finished, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
 use crate::load::registry::{FileRef, LibraryInstance, Opener, Registry};
+use crate::load::trust::{FileId, open_checked};
 use crate::sync::Arc;
 
 /// A library file found by discovery, not yet opened.
@@ -33,6 +34,8 @@ pub(crate) struct Candidate {
     pub(crate) resolved: PathBuf,
     /// What makes it the same file as another ((dev, ino) on Unix).
     pub(crate) identity: Identity,
+    /// The file the trust check passed at `resolved`, if it ran: what is opened must be it.
+    pub(crate) checked: Option<FileId>,
 }
 
 /// A plugin file whose library instance is open and whose descriptor passed every check.
@@ -130,20 +133,20 @@ impl Candidate {
     /// (`RTLD_NOW | RTLD_LOCAL`, running its constructors) and its descriptor checked. Its ELF
     /// headers are checked first: a truncated library would crash the process inside the
     /// loader, and the loader misreports one built for another architecture.
+    ///
+    /// The headers are read from the file the trust check passed (see [`open_checked`]); the
+    /// loader then opens the same path, which no other user can change once it passed the
+    /// check (every directory on the way is the user's or root's, or sticky).
     pub(crate) fn open(self, deadline: Option<Instant>) -> Result<Verified, Error> {
-        if let Err(reason) = crate::load::elf::check(&self.resolved) {
-            return Err(Error::Open {
-                path: self.path,
-                reason,
-                cause: crate::error::OpenCause::Headers,
-            });
-        }
+        let (checked, len) = open_checked(&self)?;
+        crate::load::elf::check_file(&self.path, &checked, len)?;
         let file = FileRef {
             shown: &self.path,
             resolved: &self.resolved,
             identity: &self.identity,
         };
         let instance = Registry::instance(&REGISTRY, file, deadline)?;
+        drop(checked);
         Ok(Verified {
             path: self.path,
             instance,

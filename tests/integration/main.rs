@@ -12,6 +12,8 @@ mod cli;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod discovery;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod elf_headers;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod failure;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod generations;
