@@ -1,10 +1,12 @@
-//! `acquire_hot` and `lease_clone`: what a lease costs once its set is loaded, next to the
-//! designs a user would otherwise pick.
+//! `acquire_hot`, `acquire_hosts` and `lease_clone`: what a lease costs once its set is
+//! loaded, next to the designs a user would otherwise pick.
 //!
-//! - `acquire_hot`: a lease is held elsewhere, so `PluginHost::acquire` takes its fast path;
-//!   each iteration is one acquire plus the drop of the lease it returned. Baselines, all
-//!   over the same kind of shared value:
+//! - `acquire_hot`: a lease is held elsewhere, so `PluginHost::acquire` takes its fast path
+//!   (this thread's cache of `(generation, Weak)`); each iteration is one acquire plus the
+//!   drop of the lease it returned. Baselines, all over the same kind of shared value:
 //!   - `arc_clone`: `Arc::clone` plus drop, the floor (one atomic increment, one decrement);
+//!   - `arcswap_weak`: `ArcSwapWeak::load` then `Weak::upgrade` (then drop the `Arc`): the
+//!     host's slot without the cache in front, i.e. what the cache saves;
 //!   - `mutex_weak`: lock a `Mutex<Weak<T>>`, upgrade, unlock (then drop the `Arc`);
 //!   - `rwlock_weak`: read-lock an `RwLock<Weak<T>>`, upgrade (then drop the `Arc`);
 //!   - `counter`: a mutex-protected user count incremented on acquire and decremented on
@@ -14,10 +16,14 @@
 //!   same host or baseline at once. For `2_threads` the reported time is per operation per
 //!   thread: the wall time from the moment both threads start their loops until the last
 //!   one finishes, divided by the iterations each thread ran.
+//! - `acquire_hosts`: 1, 4 and 5 hosts, each with a lease held elsewhere, acquired in turn
+//!   (one acquire plus drop per iteration, the next host each time); `arc_clone` does the same
+//!   over as many `Arc`s. The thread cache has 4 entries: 4 hosts should cost what 1 does, and
+//!   5 show what happens past the cache (every acquire misses and takes the slot path).
 //! - `lease_clone`: `Lease::clone` plus drop against `Arc::clone` plus drop.
 //!
 //! Before timing, the bench checks that the fast path really is taken (same set, no new
-//! generation) and that acquire and clone allocate nothing.
+//! generation) and that acquire (1, 4 and 5 hosts in turn) and clone allocate nothing.
 //!
 //! Run with `cargo bench --bench lease`; `scripts/bench.sh` runs every bench and prints the
 //! ratios the targets are stated in.
@@ -25,6 +31,8 @@
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
+
+use arc_swap::ArcSwapWeak;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -158,6 +166,7 @@ fn acquire_hot(c: &mut Criterion) {
     });
 
     let arc = payload();
+    let arcswap_weak = ArcSwapWeak::new(Arc::downgrade(&arc));
     let mutex_weak = Mutex::new(Arc::downgrade(&arc));
     let rwlock_weak = RwLock::new(Arc::downgrade(&arc));
     let counter = CounterHost {
@@ -176,6 +185,15 @@ fn acquire_hot(c: &mut Criterion) {
     both_ways(&mut group, "arc_clone", &arc, |arc: &Arc<Payload>| {
         drop(black_box(Arc::clone(arc)));
     });
+    both_ways(
+        &mut group,
+        "arcswap_weak",
+        &arcswap_weak,
+        |slot: &ArcSwapWeak<Payload>| {
+            let set = slot.load().upgrade();
+            drop(black_box(set));
+        },
+    );
     both_ways(&mut group, "mutex_weak", &mutex_weak, |slot: &Mutex<Weak<Payload>>| {
         let set = slot.lock().expect("not poisoned").upgrade();
         drop(black_box(set));
@@ -200,6 +218,56 @@ fn acquire_hot(c: &mut Criterion) {
     assert!(!host.is_loaded());
 }
 
+/// How many hosts `acquire_hosts` uses in turn: one, the thread cache's size, one more.
+const HOST_COUNTS: [usize; 3] = [1, 4, 5];
+
+/// Returns a closure that applies `op` to the next item of `items` each time it is called,
+/// round robin: the same loop for the hosts and for the `Arc` floor.
+fn in_turn<'a, T>(items: &'a [T], op: impl Fn(&T) + 'a) -> impl FnMut() + 'a {
+    let mut next = 0;
+    move || {
+        op(black_box(&items[next]));
+        next += 1;
+        if next == items.len() {
+            next = 0;
+        }
+    }
+}
+
+fn acquire_hosts(c: &mut Criterion) {
+    let mut group = c.benchmark_group("acquire_hosts");
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+    for n in HOST_COUNTS {
+        let hosts: Vec<PluginHost> = (0..n).map(|_| host()).collect();
+        let held: Vec<Lease> = hosts
+            .iter()
+            .map(|host| host.acquire().expect("the static plugin loads"))
+            .collect();
+        // A first round fills this thread's cache (and arc-swap's per-thread state).
+        let mut round = in_turn(&hosts, |host: &PluginHost| drop(black_box(host.acquire())));
+        for _ in 0..2 * n {
+            round();
+        }
+        common::assert_no_allocation(
+            &format!("acquire_hosts: dylease acquire+drop, {n} hosts in turn"),
+            100_000,
+            &mut round,
+        );
+        group.bench_function(BenchmarkId::new("dylease", n), |b| b.iter(&mut round));
+        drop(round);
+        for (host, lease) in hosts.iter().zip(&held) {
+            assert_eq!(host.generation(), 1, "the hot path reloaded a set");
+            assert!(Lease::ptr_eq(lease, &host.acquire().expect("fast path")));
+        }
+
+        let arcs: Vec<Arc<Payload>> = (0..n).map(|_| payload()).collect();
+        let mut round = in_turn(&arcs, |arc: &Arc<Payload>| drop(black_box(Arc::clone(arc))));
+        group.bench_function(BenchmarkId::new("arc_clone", n), |b| b.iter(&mut round));
+    }
+    group.finish();
+}
+
 fn lease_clone(c: &mut Criterion) {
     // `size_of::<Lease>() == size_of::<usize>()` is a const assert in the crate itself
     // (`assert_eq_size!(Lease, usize)` in src/lib.rs); repeated here so the bench says so.
@@ -220,5 +288,5 @@ fn lease_clone(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, acquire_hot, lease_clone);
+criterion_group!(benches, acquire_hot, acquire_hosts, lease_clone);
 criterion_main!(benches);

@@ -15,8 +15,11 @@
 //!   iteration; the bench checks that with `RTLD_NOLOAD` before timing. Three diagnostic
 //!   sides split the gap in the same run: `libloading_discover` adds to the raw cycle a
 //!   directory scan making the same file-system calls as dylease's discovery;
-//!   `libloading_discover_check` also does the trust and ELF checks' file work by hand; and
-//!   `dylease_permissive` is a host without the trust check.
+//!   `libloading_discover_check` also does the trust and ELF checks' file work by hand (the
+//!   walk from `/` through every ancestor directory included); `dylease_permissive` is a host
+//!   without the trust check; and `dylease_shared` is a second host over the same directory
+//!   while a first host holds a lease, so the registry hands it the live instances: the cycle
+//!   without `dlopen` and `dlclose`, what the registry and the rest of the machinery cost.
 //! - `load_scaling`: the same cycle over 1, 16 and 128 plugins, with criterion's throughput
 //!   in plugins, so time per plugin can be read off; raw `libloading` alongside.
 //!
@@ -137,23 +140,79 @@ fn discover_by_hand(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The checks dylease makes before it opens a file, done by hand: the trust check (the
-/// owner and mode of the file, and once of its directory) and the ELF check (open the file,
-/// its length, one read of its first page, close). Also only a diagnostic: with discovery,
-/// it is the file-system work dylease adds to `dlopen`, so what remains of the difference is
-/// the machinery itself (registration, the set, the lease, the unload bookkeeping).
+/// The checks dylease makes before it opens a file, done by hand with the same system calls:
+/// the trust check walks the directory from `/` one component at a time, opening each
+/// directory (`O_PATH`) relative to its parent and `fstat`ing it, once per load; then per
+/// file one `fstatat` of the name (not following a link), one `open` of the file
+/// (`O_NOFOLLOW`), its `fstat` (length, and the device and inode compared with the check's),
+/// one `pread` of the first page for the ELF check, and the `close`. Only a diagnostic: with
+/// discovery, it is the file-system work dylease adds to `dlopen`, so what remains of the
+/// difference is the machinery itself (the registry, the entry point and descriptor checks,
+/// registration, the set, the lease, the unload bookkeeping).
 fn check_by_hand(files: &[PathBuf]) {
-    use std::io::Read;
-    if let Some(dir) = files.first().and_then(|file| file.parent()) {
-        black_box(std::fs::metadata(dir).expect("stat the directory"));
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+
+    /// `openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW)` then `fstat`, as the walk does.
+    fn open_dir(parent: libc::c_int, name: &std::ffi::OsStr) -> OwnedFd {
+        let name = std::ffi::CString::new(name.as_bytes()).expect("no NUL in a path");
+        let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: `name` is a NUL-terminated string that outlives the call; `parent` is an
+        // open descriptor or `AT_FDCWD`.
+        let fd = unsafe { libc::openat(parent, name.as_ptr(), flags) };
+        assert!(
+            fd >= 0,
+            "open a directory on the way: {}",
+            std::io::Error::last_os_error()
+        );
+        // SAFETY: `openat` just returned this descriptor, and nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        fstat(&fd);
+        fd
     }
+
+    fn fstat(fd: &OwnedFd) -> libc::stat {
+        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: `fd` is open and `stat` is writable memory of the right type.
+        assert_eq!(unsafe { libc::fstat(fd.as_raw_fd(), stat.as_mut_ptr()) }, 0, "fstat");
+        // SAFETY: `fstat` succeeded, so it filled `stat`.
+        unsafe { stat.assume_init() }
+    }
+
+    let Some(dir) = files.first().and_then(|file| file.parent()) else {
+        return;
+    };
+    // The walk, down from the root, once per load (dylease remembers passed directories).
+    let mut at = open_dir(libc::AT_FDCWD, std::ffi::OsStr::new("/"));
+    for component in dir.components().skip(1) {
+        at = open_dir(at.as_raw_fd(), component.as_os_str());
+    }
+    let mut page = vec![0u8; 4096];
     for file in files {
-        black_box(std::fs::metadata(file).expect("stat a plugin"));
-        let mut opened = std::fs::File::open(file).expect("open a plugin");
-        let len = opened.metadata().expect("stat an open plugin").len();
-        let mut head = Vec::with_capacity(4096);
-        (&mut opened).take(4096).read_to_end(&mut head).expect("read a plugin");
-        black_box((len, head));
+        let name = std::ffi::CString::new(file.file_name().expect("a file name").as_bytes()).expect("no NUL");
+        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: `at` is an open directory, `name` a NUL-terminated string and `stat`
+        // writable memory of the right type.
+        let found = unsafe {
+            libc::fstatat(
+                at.as_raw_fd(),
+                name.as_ptr(),
+                stat.as_mut_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        assert_eq!(found, 0, "fstatat a plugin");
+        // SAFETY: `fstatat` succeeded, so it filled `stat`.
+        let checked = unsafe { stat.assume_init() };
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(file)
+            .expect("open a plugin");
+        let metadata = opened.metadata().expect("stat an open plugin");
+        assert_eq!((metadata.dev(), metadata.ino()), (checked.st_dev, checked.st_ino));
+        let got = opened.read_at(&mut page, 0).expect("read a plugin");
+        black_box((metadata.len(), &page[..got]));
     }
 }
 
@@ -216,6 +275,29 @@ fn cold_cycle(c: &mut Criterion, fixtures: &Fixtures) {
         .expect("a host over a directory builds");
     check_full_close(&permissive, &files);
     group.bench_function("dylease_permissive", |b| b.iter(|| host_cycle(&permissive)));
+
+    // The registry's share path: the files stay loaded by `owner`'s lease, so each cycle of
+    // `sharer` finds their instances alive (no `dlopen`, no `dlclose`, no `on_load`).
+    let owner = PluginHost::builder()
+        .dir(&dir)
+        .build()
+        .expect("a host over a directory builds");
+    let sharer = PluginHost::builder()
+        .dir(&dir)
+        .build()
+        .expect("a host over a directory builds");
+    let held = owner.acquire().expect("the plugins load");
+    let generation = sharer.generation();
+    host_cycle(&sharer);
+    assert_eq!(
+        sharer.generation(),
+        generation + 1,
+        "the cycle did not load a new generation"
+    );
+    assert!(!sharer.is_loaded());
+    group.bench_function("dylease_shared", |b| b.iter(|| host_cycle(&sharer)));
+    drop(held);
+    assert!(!owner.is_loaded());
     group.finish();
 }
 
