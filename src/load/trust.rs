@@ -71,6 +71,7 @@ impl Default for TrustPolicy {
 /// The file a trust check passed: its device and inode, which the file opened later must
 /// have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) struct FileId {
     dev: u64,
     ino: u64,
@@ -149,12 +150,8 @@ impl Checks {
 pub(crate) fn open_checked(candidate: &Candidate) -> Result<(File, u64), Error> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        if candidate.checked.is_some() {
-            options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-        }
+    if candidate.checked.is_some() {
+        no_follow(&mut options);
     }
     let refused = |reason: String| Error::Open {
         path: candidate.path.clone(),
@@ -184,6 +181,16 @@ pub(crate) fn open_checked(candidate: &Candidate) -> Result<(File, u64), Error> 
     }
     Ok((file, metadata.len()))
 }
+
+/// Opens without following a symlink in the last component, and without blocking on a FIFO.
+#[cfg(unix)]
+fn no_follow(options: &mut std::fs::OpenOptions) {
+    use std::os::unix::fs::OpenOptionsExt;
+    options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+}
+
+#[cfg(not(unix))]
+fn no_follow(_: &mut std::fs::OpenOptions) {}
 
 #[cfg(unix)]
 fn file_id(metadata: &std::fs::Metadata) -> Option<FileId> {
