@@ -421,7 +421,9 @@ mod load;
 mod sync;
 
 #[cfg(feature = "host")]
-pub use host::{GLOBAL_PATH_VAR, HostBuilder, Lease, OwnedPass, Pass, PluginHost, PluginSet, Stats, WeakLease, global};
+pub use host::{
+    GLOBAL_PATH_VAR, HostBuilder, Lease, OwnedPass, Pass, PluginHost, PluginSet, Stats, UnloadPolicy, WeakLease, global,
+};
 #[cfg(feature = "host")]
 pub use load::{LoadFailure, LoadPolicy, PassInfo, PluginInfo, Registrar, TrustPolicy, plugin_files_in};
 

@@ -50,7 +50,54 @@ pub struct PluginHost {
     sources: Box<[Source]>,
     policy: LoadPolicy,
     trust: TrustPolicy,
+    reload_dir: PathBuf,
     generations: Arc<Generations>,
+}
+
+/// When a host's plugin set unloads once no user holds a lease of it.
+///
+/// Every unload is still the drop of the set's last `Arc`: under `After` and `WithHost` the
+/// host holds one lease of its own, and dropping it is what unloads.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use dylease::{PluginHost, UnloadPolicy};
+///
+/// // A compiler that runs many short single-op compiles: keep the plugins for 2 s of quiet.
+/// let host = PluginHost::builder()
+///     .static_plugin("builtin", |_reg: &mut dylease::Registrar| Ok(()))
+///     .unload(UnloadPolicy::After(Duration::from_secs(2)))
+///     .build()?;
+/// for _ in 0..100 {
+///     let lease = host.acquire()?;
+///     drop(lease); // the host's own lease keeps the set loaded
+/// }
+/// assert_eq!(host.stats().loads, 1);
+/// # Ok::<(), dylease::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UnloadPolicy {
+    /// The set unloads in the drop of its last user lease (the default).
+    #[default]
+    Immediately,
+    /// The host keeps the newest set loaded until no user lease of it has been seen for this
+    /// long, then drops its own lease, which unloads it. A background thread of the host looks
+    /// every eighth of the duration (between 1 ms and 250 ms), so a user lease that lives
+    /// shorter than that between two looks may go unseen; the thread ends with the host.
+    After(Duration),
+    /// The host keeps the newest set loaded until the host itself is dropped.
+    WithHost,
+}
+
+impl Drop for PluginHost {
+    /// Drops the host's own lease (under [`UnloadPolicy::After`] and
+    /// [`UnloadPolicy::WithHost`]), which unloads the set here unless a user still holds one.
+    fn drop(&mut self) {
+        self.generations.stop_keeping();
+    }
 }
 
 // A panic that unwinds out of `acquire` (from a logger, say) leaves the host consistent: its
@@ -125,10 +172,48 @@ impl PluginHost {
         Generations::acquire(&self.generations, deadline, |deadline| self.load(deadline)).map(Lease)
     }
 
+    /// Loads the sources as they are now into a new generation and makes it the one
+    /// [`acquire`](PluginHost::acquire) returns, even if a set is loaded; returns a lease of
+    /// it. Older generations keep serving the leases their users hold (tell them apart with
+    /// [`PluginSet::generation`]) and unload when their last lease drops.
+    ///
+    /// A library file that changed since the instance still loaded from it was opened (a new
+    /// file installed by rename) is loaded from a private copy, so that the platform loader
+    /// cannot hand back the old mapping under the same name; an unchanged file keeps sharing
+    /// its live instance. Concurrent reloads, and loads by [`acquire`](PluginHost::acquire),
+    /// run one after the other; `acquire()` of a loaded set stays lock-free throughout.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](PluginHost::acquire). A failed reload leaves the current generation
+    /// current, and nothing new loaded.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let host = dylease::PluginHost::builder()
+    ///     .static_plugin("builtin", |_reg: &mut dylease::Registrar| Ok(()))
+    ///     .build()?;
+    /// let session = host.acquire()?;
+    /// let fresh = host.reload()?;
+    /// assert_eq!((session.generation(), fresh.generation()), (1, 2));
+    /// assert_eq!(host.acquire()?.generation(), 2);
+    /// drop(session); // generation 1 unloads here; generation 2 stays
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub fn reload(&self) -> Result<Lease, Error> {
+        Generations::reload(&self.generations, None, |deadline| self.load(deadline)).map(Lease)
+    }
+
+    /// The host's unload policy.
+    pub fn unload_policy(&self) -> UnloadPolicy {
+        self.generations.policy()
+    }
+
     /// Runs the load pipeline over every source, under the host's policies. On failure
     /// everything registered so far is unloaded before the error is returned.
     fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
-        crate::load::load(&self.sources, self.policy, self.trust, deadline)
+        crate::load::load(&self.sources, self.policy, self.trust, &self.reload_dir, deadline)
     }
 
     /// Whether a set of this host is loaded (or still unloading). Observes, decides nothing.
@@ -148,9 +233,11 @@ impl PluginHost {
     /// Takes no lease and decides nothing; the numbers may be stale as soon as they are read.
     /// See [`Stats`] for an example.
     pub fn stats(&self) -> Stats {
-        self.generations
-            .stats
-            .snapshot(self.is_loaded(), self.generation(), self.generations.live_leases())
+        let generations = &self.generations;
+        generations.stats.snapshot(
+            (self.is_loaded(), self.generation(), generations.live_leases()),
+            (generations.policy(), generations.unloads_at()),
+        )
     }
 
     /// Blocks until no set of this host is loaded, or until `timeout` has passed: `true` if
@@ -199,6 +286,8 @@ pub struct HostBuilder {
     sources: Vec<Source>,
     policy: LoadPolicy,
     trust: TrustPolicy,
+    unload: UnloadPolicy,
+    reload_dir: Option<PathBuf>,
 }
 
 impl HostBuilder {
@@ -260,6 +349,22 @@ impl HostBuilder {
         self
     }
 
+    /// When the set unloads once no user holds a lease; [`UnloadPolicy::Immediately`] by
+    /// default.
+    pub fn unload(mut self, unload: UnloadPolicy) -> Self {
+        self.unload = unload;
+        self
+    }
+
+    /// Where private copies of changed plugin files go (see
+    /// [`PluginHost::reload`]): each in a new directory of its own, owned by this user with
+    /// mode 0700, removed once its library unloaded. The system's temporary directory
+    /// ([`std::env::temp_dir`]) by default.
+    pub fn reload_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.reload_dir = Some(dir.into());
+        self
+    }
+
     /// Finishes the configuration. Nothing is loaded until the first
     /// [`acquire`](PluginHost::acquire).
     ///
@@ -296,7 +401,8 @@ impl HostBuilder {
             sources: self.sources.into(),
             policy: self.policy,
             trust: self.trust,
-            generations: Arc::new(Generations::new()),
+            reload_dir: self.reload_dir.unwrap_or_else(std::env::temp_dir),
+            generations: Arc::new(Generations::new(self.unload)),
         }
     }
 }

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use crate::error::{Error, Origin};
 
+mod copy;
 pub(crate) mod discover;
 mod elf;
 mod library;
@@ -90,6 +91,7 @@ pub(crate) fn load(
     sources: &[Source],
     policy: LoadPolicy,
     trust: TrustPolicy,
+    copies: &Path,
     deadline: Option<Instant>,
 ) -> Result<LoadedPlugins, Error> {
     let mut set = LoadedPlugins::new();
@@ -111,7 +113,7 @@ pub(crate) fn load(
     }
 
     for step in steps {
-        let failures = match step.and_then(|step| step.register(deadline)) {
+        let failures = match step.and_then(|step| step.register(copies, deadline)) {
             Ok(plugin) => {
                 let (origin, name, passes) = (plugin.origin.clone(), plugin.name.clone(), plugin.passes.len());
                 let duplicates = set.add(plugin);
@@ -144,11 +146,11 @@ enum Step<'host> {
 
 impl Step<'_> {
     /// Runs the pipeline; a failure comes with the plugin it is about.
-    fn register(self, deadline: Option<Instant>) -> Result<Registered, (Origin, Error)> {
+    fn register(self, copies: &Path, deadline: Option<Instant>) -> Result<Registered, (Origin, Error)> {
         match self {
             Step::File(candidate) => {
                 let origin = Origin::File(candidate.path.clone());
-                let registered = candidate.open(deadline).and_then(Verified::register);
+                let registered = candidate.open(copies, deadline).and_then(Verified::register);
                 registered.map_err(|error| (origin, error))
             }
             Step::Static(plugin) => plugin

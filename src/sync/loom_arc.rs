@@ -78,8 +78,11 @@ impl<T> Arc<T> {
         a.inner == b.inner
     }
 
+    pub(crate) fn strong_count(this: &Arc<T>) -> usize {
+        this.inner().strong.load(Ordering::Relaxed)
+    }
+
     /// The value, if this was the last strong reference (as `std::sync::Arc::into_inner`).
-    #[allow(dead_code, reason = "the library registry takes instances out of their last Arc")]
     pub(crate) fn into_inner(this: Arc<T>) -> Option<T> {
         let this = ManuallyDrop::new(this);
         if this.inner().strong.fetch_sub(1, Ordering::Release) != 1 {
