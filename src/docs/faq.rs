@@ -25,11 +25,11 @@
 //!
 //! # My plugin's state disappears after a reload, on musl, or with `-z nodelete`
 //!
-//! The plugin makes its state in a constructor (or a C++ static, or at the first call of
-//! `register_passes` in a mapping) and frees it in `on_unload`. A library the platform keeps
-//! mapped after its last close (linked with `-z nodelete`, holding a C++ `thread_local` with
-//! a destructor, any library on musl) does not run its constructors again when it is opened
-//! again, so from the second load on the state is gone while the passes still expect it.
+//! The state is gone from the second load on (the next generation after an unload) because
+//! the plugin makes it in a constructor (or a C++ static's initialiser) and frees it in
+//! `on_unload`. A library the platform keeps mapped after its last close (linked with
+//! `-z nodelete`, holding a C++ `thread_local` with a destructor, any library on musl) does
+//! not run its constructors again when it is opened again: its passes find the state freed.
 //!
 //! Move it to `on_load` (ABI version 2: `DYLEASE_PLUGIN_WITH_HOOKS(name, version, on_load,
 //! on_unload)` in C, `on_load:` in [`export_plugin!`](crate::export_plugin)). `on_load` runs

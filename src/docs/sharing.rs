@@ -13,7 +13,8 @@
 //! an open came from, it ends up in one of two places:
 //!
 //! - **an instance is alive**: the file is found by its identity ((dev, ino) on Unix) and the
-//!   instance is shared (`Arc::clone`) without calling the loader at all;
+//!   instance is shared (`Arc::clone`) without calling the loader (the trust and ELF checks
+//!   still run first);
 //! - **none is**: the file is opened (`RTLD_NOW | RTLD_LOCAL`), and the registry looks the
 //!   instance up by the **loader's handle** (what `dlopen` returns: on glibc the library's
 //!   `link_map`). Two opens the platform resolves to one mapping are one instance: if the

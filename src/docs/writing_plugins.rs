@@ -94,8 +94,8 @@
 //!
 //! 1. Rebuild against the new `include/dylease.h`. A declarative plugin (`DYLEASE_PLUGIN`,
 //!    `DYLEASE_PASS`) becomes version 2 with no source change.
-//! 2. Move state that `on_unload` frees out of constructors (and out of "first call of
-//!    `register_passes`" checks) into an `on_load`, and declare both with
+//! 2. Move state that `on_unload` frees out of constructors (and out of "only on the first
+//!    call" flags in `register_passes`) into an `on_load`, and declare both with
 //!    `DYLEASE_PLUGIN_WITH_HOOKS(name, version, on_load, on_unload)`. Until then, such state
 //!    is lost from the second load on wherever the platform keeps the library mapped (see
 //!    [`faq`](super::faq)).
