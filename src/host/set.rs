@@ -57,6 +57,12 @@ impl PluginSet {
         self.contents.pass_position(name)
     }
 
+    /// The positions in [`PluginSet::passes`] of the passes registered under `interface`, in
+    /// the order [`Lease::passes_of`](crate::Lease::passes_of) documents.
+    pub(crate) fn passes_of_interface(&self, interface: &str) -> &[usize] {
+        self.contents.passes_of(interface)
+    }
+
     /// Whether a pass is registered under `name`.
     pub fn contains_pass(&self, name: &str) -> bool {
         self.contents.pass_position(name).is_some()

@@ -42,7 +42,7 @@ unsafe extern "C" fn fold_constants(graph: *mut Graph) {
 dylease::export_plugin! {
     name: "folding",
     version: env!("CARGO_PKG_VERSION"),
-    register: |reg| reg.add_typed_pass(
+    register: |reg| reg.add_pass_with_interface(
         "fold_constants",
         "demo.graph_pass/1",
         fold_constants as unsafe extern "C" fn(*mut Graph),
