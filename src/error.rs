@@ -143,8 +143,8 @@ pub enum Error {
         pass: String,
         /// The interface asked for ([`Interface::ID`](crate::Interface::ID)).
         expected: &'static str,
-        /// Why the lookup failed.
-        cause: LookupFailure,
+        /// Why the lookup failed (boxed to keep `Error` small).
+        cause: Box<LookupFailure>,
     },
     /// [`acquire`](crate::PluginHost::acquire) was called on a host from inside that host's own
     /// load or unload on the same thread (a plugin constructor, register function or unload
@@ -216,11 +216,12 @@ impl Error {
             | Error::RegisterFailed { plugin, .. }
             | Error::Panicked { plugin, .. } => Some(plugin.clone()),
             Error::DuplicatePass { second, .. } => Some(second.clone()),
-            Error::PassLookup {
-                cause: LookupFailure::Untyped { plugin } | LookupFailure::OtherInterface { plugin, .. },
-                ..
-            } => Some(plugin.clone()),
-            Error::PassLookup { .. } => None,
+            Error::PassLookup { cause, .. } => match &**cause {
+                LookupFailure::Untyped { plugin } | LookupFailure::OtherInterface { plugin, .. } => {
+                    Some(plugin.clone())
+                }
+                LookupFailure::Missing => None,
+            },
             Error::TimedOut {
                 waited: Waited::File(path),
             } => Some(Origin::File(path.clone())),
@@ -279,7 +280,7 @@ impl fmt::Display for Error {
                     "pass `{pass}` is registered by both {first} and {second}; rename one of them"
                 )
             }
-            Error::PassLookup { pass, expected, cause } => match cause {
+            Error::PassLookup { pass, expected, cause } => match &**cause {
                 LookupFailure::Missing => {
                     write!(
                         f,

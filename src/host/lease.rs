@@ -150,7 +150,7 @@ impl Lease {
         let failure = |cause| Error::PassLookup {
             pass: name.to_owned(),
             expected: I::ID,
-            cause,
+            cause: Box::new(cause),
         };
         let index = self
             .pass_position(name)
