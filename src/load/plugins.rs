@@ -206,17 +206,20 @@ impl LoadedPlugins {
     }
 
     /// Every registered pass, in registration order.
+    #[inline]
     pub(crate) fn passes(&self) -> &[PassInfo] {
         &self.passes
     }
 
     /// The position of the pass registered under `name` in [`LoadedPlugins::passes`].
+    #[inline]
     pub(crate) fn pass_position(&self, name: &str) -> Option<usize> {
         self.index.get(name).copied()
     }
 
     /// The positions in [`LoadedPlugins::passes`] of the passes registered under `interface`,
     /// plugins in load order, then pass names in byte order; empty if there are none.
+    #[inline]
     pub(crate) fn passes_of(&self, interface: &str) -> &[usize] {
         self.by_interface.get(interface).map_or(&[], |positions| positions)
     }
