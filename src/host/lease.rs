@@ -230,6 +230,10 @@ impl Lease {
     /// Returns `None` if no plugin of this set registered `name`. The lookup is one hash
     /// lookup and allocates nothing.
     ///
+    /// This is the lookup for untyped passes (`DYLEASE_PASS`, every pass of an ABI version 1
+    /// plugin). For a pass registered under an interface, the safe [`Lease::get`] checks the
+    /// interface instead of trusting the caller.
+    ///
     /// # Safety
     ///
     /// - `F` must be the exact signature and calling convention the plugin registered the
