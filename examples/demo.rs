@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use dylease::{Lease, PluginHost};
+use dylease::{Interface, Lease, PluginHost};
 
 #[path = "../tests/support/cc.rs"]
 mod cc;
@@ -24,19 +24,26 @@ struct Graph {
     rewrites: i32,
 }
 
-/// The type of every example pass, in every language: `void (*)(demo_graph *)`.
-type GraphPass = unsafe extern "C" fn(*mut Graph);
+/// The interface of every example pass, in every language: `void (*)(demo_graph *)`.
+struct GraphPass;
+// SAFETY: every example plugin registers its passes under "demo.graph_pass/1" as
+// `void (*)(demo_graph *)` (`DYLEASE_TYPED_PASS` in C and C++, `add_typed_pass` in Rust).
+unsafe impl Interface for GraphPass {
+    const ID: &'static str = "demo.graph_pass/1";
+    type Fn = unsafe extern "C" fn(*mut Graph);
+}
 
-/// Runs every pass of the lease over `graph`, in registration order; returns how many ran.
+/// Runs every `demo.graph_pass/1` pass of the lease over `graph`, plugins in load order and
+/// each plugin's passes in name order; returns how many ran.
 fn run_all_passes(lease: &Lease, graph: &mut Graph) -> usize {
-    for info in lease.passes() {
-        // SAFETY: every example plugin registers its passes as `void (*)(demo_graph *)`, and
-        // the pass is called while `lease` is alive.
-        let pass = unsafe { lease.pass::<GraphPass>(info.name()) }.expect("listed by the lease");
-        // SAFETY: `graph` is a valid, exclusive `demo_graph`.
+    let mut ran = 0;
+    for pass in lease.passes_of::<GraphPass>() {
+        // SAFETY: `graph` is a valid, exclusive `demo_graph`, and the pass is called while
+        // `lease` is alive.
         unsafe { pass(graph) };
+        ran += 1;
     }
-    lease.passes().len()
+    ran
 }
 
 /// One line per plugin of the lease: name, version, passes.

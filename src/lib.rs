@@ -90,10 +90,12 @@ pub mod abi;
 mod error;
 #[doc(hidden)]
 pub mod export;
+mod interface;
 mod pass_fn;
 
-pub use error::{Error, OpenCause, Origin, Waited};
+pub use error::{Error, LookupFailure, OpenCause, Origin, Waited};
 pub use export::PluginRegistrar;
+pub use interface::Interface;
 pub use pass_fn::PassFn;
 
 #[cfg(feature = "host")]

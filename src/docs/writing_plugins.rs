@@ -55,7 +55,7 @@
 //! dylease::export_plugin! {
 //!     name: "npu",
 //!     version: "1.0.0",
-//!     register: |reg| reg.add_typed_pass("fuse", "ge.fusion_pass/1", fuse as extern "C" fn(i32) -> i32, std::ptr::null_mut()),
+//!     register: |reg| reg.add_pass_with_interface("fuse", "ge.fusion_pass/1", fuse as extern "C" fn(i32) -> i32, std::ptr::null_mut()),
 //!     on_load: || Ok(()),  // open the device here; an `Err` fails the load
 //!     on_unload: || {},    // and close it here
 //! }

@@ -308,7 +308,7 @@ fn a_static_plugin_records_typed_passes_and_refuses_invalid_interfaces() {
     }
     let host = PluginHost::builder()
         .static_plugin("typed", |reg: &mut Registrar| {
-            reg.add_typed_pass("one", "test.int_source/1", one as IntSource, std::ptr::null_mut())?;
+            reg.add_pass_with_interface("one", "test.int_source/1", one as IntSource, std::ptr::null_mut())?;
             reg.add_pass("plain", one as IntSource, std::ptr::null_mut())
         })
         .build()
@@ -326,7 +326,7 @@ fn a_static_plugin_records_typed_passes_and_refuses_invalid_interfaces() {
         let interface = interface.to_owned();
         let host = PluginHost::builder()
             .static_plugin("typed", move |reg: &mut Registrar| {
-                reg.add_typed_pass("one", &interface, one as IntSource, std::ptr::null_mut())
+                reg.add_pass_with_interface("one", &interface, one as IntSource, std::ptr::null_mut())
             })
             .build()
             .unwrap();

@@ -36,3 +36,5 @@ mod static_plugins;
 mod threads;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod trust;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod typed;

@@ -114,6 +114,8 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
             }
             (vec![source], args)
         }
+        "typed_ab" => (vec!["typed_a.c", "typed_b.c"], vec![]),
+        "typed_ba" => (vec!["typed_b.c", "typed_a.c"], vec![]),
         "duplicate" => (vec!["duplicate.c"], vec![]),
         "noisy" => (vec!["noisy.c"], vec![]),
         "cpp_multi" => (vec!["multi_a.cpp", "multi_b.cpp"], vec![]),
