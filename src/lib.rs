@@ -38,8 +38,10 @@
 //! # Ok::<(), dylease::Error>(())
 //! ```
 //!
-//! With library plugins only the configuration changes:
-//! `PluginHost::builder().dir("/opt/app/plugins").env("MYAPP_PLUGIN_PATH").build()?`.
+//! With library plugins only the configuration changes, and the builder methods that name
+//! native code (`dir`, `file`, `env`) are `unsafe`: the caller vouches for that code, as for
+//! `libloading::Library::new` (see [`docs::faq`] for why there and not at `acquire()`):
+//! `unsafe { PluginHost::builder().dir("/opt/app/plugins") }.build()?`.
 //!
 //! # Where to read on
 //!
@@ -107,7 +109,8 @@ mod sync;
 
 #[cfg(feature = "host")]
 pub use host::{
-    GLOBAL_PATH_VAR, HostBuilder, Lease, OwnedPass, Pass, PluginHost, PluginSet, Stats, UnloadPolicy, WeakLease, global,
+    GLOBAL_PATH_VAR, HostBuilder, Lease, OwnedPass, Pass, PluginHost, PluginSet, Stats, UnloadPolicy, WeakLease,
+    global, init_global,
 };
 #[cfg(feature = "host")]
 pub use load::{LoadFailure, LoadPolicy, PassInfo, PluginInfo, Registrar, TrustPolicy, plugin_files_in};

@@ -46,6 +46,29 @@
 //! what a hand-written descriptor changes, are in
 //! [`writing_plugins`](super::writing_plugins), "Upgrading a version-1 plugin".
 //!
+//! # Why are `dir`, `file` and `env` `unsafe`, and `acquire()` safe?
+//!
+//! Loading a library runs its constructors, and a host then calls its entry point, `on_load`,
+//! `register_passes`, `on_unload` and its destructors: foreign code that can do anything. No
+//! check dylease can make shows that code is sound, so someone must vouch for it, as
+//! `libloading::Library::new` asks (its issue #86 made that `unsafe` for this reason). The
+//! place to vouch is where the code is *chosen*: the builder methods that name native sources
+//! ([`HostBuilder::dir`](crate::HostBuilder::dir), [`file`](crate::HostBuilder::file),
+//! [`env`](crate::HostBuilder::env)) are `unsafe fn`s whose `# Safety` section is the caller's
+//! contract. After that, [`acquire`](crate::PluginHost::acquire), `reload`, and every drop of a
+//! lease run only code the configuration vouched for, and stay safe: a host is built in one
+//! place and used in many, and those many places cannot know more than the one that built it.
+//! Static plugins are Rust code compiled into the host, checked by the compiler: safe.
+//!
+//! [`global()`](crate::global) stays safe too. Its default source is the `DYLEASE_PLUGIN_PATH`
+//! environment variable, and whoever sets a process's environment already chooses its code
+//! (`LD_PRELOAD`, `LD_LIBRARY_PATH`); like the platform loader, the default ignores the
+//! variable in a process with elevated rights (`AT_SECURE`). A program that wants other
+//! sources or policies configures it once, before first use, with the `unsafe`
+//! [`init_global`](crate::init_global) (as `log::set_logger` is set once), for example with
+//! [`LoadPolicy::SkipFailed`](crate::LoadPolicy::SkipFailed) so that one missing directory
+//! in a path variable does not fail every load.
+//!
 //! # Why is calling a pass `unsafe`?
 //!
 //! The ABI stores every pass as an untyped function pointer; only the caller knows the

@@ -58,10 +58,11 @@
 //! ```no_run
 //! use dylease::PluginHost;
 //!
-//! // In the graph-session component:
-//! let session_host = PluginHost::builder().dir("/opt/app/plugins").build()?;
-//! // In the single-op compiler, which knows nothing of the session:
-//! let single_op_host = PluginHost::builder().dir("/opt/app/plugins").build()?;
+//! // In the graph-session component (SAFETY: /opt/app/plugins holds the application's own
+//! // plugins, whose code is sound):
+//! let session_host = unsafe { PluginHost::builder().dir("/opt/app/plugins") }.build()?;
+//! // In the single-op compiler, which knows nothing of the session (SAFETY: as above):
+//! let single_op_host = unsafe { PluginHost::builder().dir("/opt/app/plugins") }.build()?;
 //!
 //! let session = session_host.acquire()?;    // opens the libraries: `on_load` runs
 //! for _ in 0..20 {

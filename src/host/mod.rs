@@ -36,10 +36,14 @@ use generations::Generations;
 /// # Example
 ///
 /// ```no_run
-/// let host = dylease::PluginHost::builder()
-///     .dir("/opt/app/plugins")
-///     .env("MYAPP_PLUGIN_PATH")
-///     .build()?;
+/// // SAFETY: /opt/app/plugins and the directories in MYAPP_PLUGIN_PATH hold this
+/// // application's own plugins, whose code is sound.
+/// let host = unsafe {
+///     dylease::PluginHost::builder()
+///         .dir("/opt/app/plugins")
+///         .env("MYAPP_PLUGIN_PATH")
+/// }
+/// .build()?;
 /// let lease = host.acquire()?;
 /// for plugin in lease.plugins() {
 ///     println!("{} {}", plugin.name(), plugin.version());
@@ -297,13 +301,45 @@ impl HostBuilder {
     ///
     /// The directory is read at each load. A missing directory, or a path that is not a
     /// directory, makes the load fail with an error naming it.
-    pub fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// Loading a library runs its initialisation routines (constructors), and the host then
+    /// calls its entry point, `on_load`, `register_passes` and later `on_unload` and its
+    /// termination routines, from whichever thread acquires or drops the last lease. The
+    /// caller vouches that running that code is sound, as for calling any unknown foreign
+    /// function (the same contract as `libloading::Library::new`): the libraries this source
+    /// names are plugins built for this host's ABI, whose code upholds Rust's rules for
+    /// whatever they touch, and whose passes have the signatures the host later asks for.
+    /// [`TrustPolicy::Strict`] (the default) checks who could have *changed* the files; it
+    /// cannot check what the code does.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// // SAFETY: /opt/app/plugins holds this application's own plugins.
+    /// let host = unsafe { dylease::PluginHost::builder().dir("/opt/app/plugins") }.build()?;
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub unsafe fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.sources.push(Source::Dir(dir.into()));
         self
     }
 
     /// One plugin library.
-    pub fn file(mut self, file: impl Into<PathBuf>) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// Loading a library runs its initialisation routines (constructors), and the host then
+    /// calls its entry point, `on_load`, `register_passes` and later `on_unload` and its
+    /// termination routines, from whichever thread acquires or drops the last lease. The
+    /// caller vouches that running that code is sound, as for calling any unknown foreign
+    /// function (the same contract as `libloading::Library::new`): the libraries this source
+    /// names are plugins built for this host's ABI, whose code upholds Rust's rules for
+    /// whatever they touch, and whose passes have the signatures the host later asks for.
+    /// [`TrustPolicy::Strict`] (the default) checks who could have *changed* the files; it
+    /// cannot check what the code does.
+    pub unsafe fn file(mut self, file: impl Into<PathBuf>) -> Self {
         self.sources.push(Source::File(file.into()));
         self
     }
@@ -311,7 +347,19 @@ impl HostBuilder {
     /// The directories listed in the environment variable `var`, separated by the
     /// platform's path-list separator (`:` on Unix), read at each load. An unset variable
     /// lists none; a relative directory is refused.
-    pub fn env(mut self, var: impl Into<OsString>) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// Loading a library runs its initialisation routines (constructors), and the host then
+    /// calls its entry point, `on_load`, `register_passes` and later `on_unload` and its
+    /// termination routines, from whichever thread acquires or drops the last lease. The
+    /// caller vouches that running that code is sound, as for calling any unknown foreign
+    /// function (the same contract as `libloading::Library::new`): the libraries in every directory
+    /// whoever sets the variable lists are plugins built for this host's ABI, whose code upholds Rust's rules for
+    /// whatever they touch, and whose passes have the signatures the host later asks for.
+    /// [`TrustPolicy::Strict`] (the default) checks who could have *changed* the files; it
+    /// cannot check what the code does.
+    pub unsafe fn env(mut self, var: impl Into<OsString>) -> Self {
         self.sources.push(Source::Env(var.into()));
         self
     }
@@ -373,6 +421,12 @@ impl HostBuilder {
     /// [`Error::Config`] if a static plugin has an empty name or one longer than 256 bytes, or
     /// two static plugins share a name.
     pub fn build(self) -> Result<PluginHost, Error> {
+        self.validate()?;
+        Ok(self.build_unchecked())
+    }
+
+    /// The checks of [`HostBuilder::build`].
+    fn validate(&self) -> Result<(), Error> {
         let mut names = std::collections::HashSet::new();
         for source in &self.sources {
             if let Source::Static(plugin) = source {
@@ -393,7 +447,7 @@ impl HostBuilder {
                 }
             }
         }
-        Ok(self.build_unchecked())
+        Ok(())
     }
 
     fn build_unchecked(self) -> PluginHost {
@@ -410,8 +464,74 @@ impl HostBuilder {
 /// The name of the environment variable the [`global`] host reads.
 pub const GLOBAL_PATH_VAR: &str = "DYLEASE_PLUGIN_PATH";
 
-/// The process-wide default host: the plugin directories listed in `DYLEASE_PLUGIN_PATH`
-/// (read at each load; unset means no plugins).
+/// The global host's configuration, from `init_global` to the first use of `global()`.
+#[derive(Debug)]
+enum GlobalConfig {
+    Unset,
+    Set(HostBuilder),
+    Used,
+}
+
+crate::sync::lazy_static! {
+    static GLOBAL_CONFIG: crate::sync::Mutex<GlobalConfig> = crate::sync::Mutex::new(GlobalConfig::Unset);
+}
+
+static GLOBAL: once_cell::sync::OnceCell<PluginHost> = once_cell::sync::OnceCell::new();
+
+/// Configures the process-wide host that [`global`] returns, once, before its first use: its
+/// sources and policies (say, [`LoadPolicy::SkipFailed`], so that one missing directory in a
+/// path variable does not fail every load), like `log::set_logger`.
+///
+/// # Safety
+///
+/// As for [`HostBuilder::dir`], [`HostBuilder::file`] and [`HostBuilder::env`]: the caller
+/// vouches for the native code the configured sources name.
+///
+/// # Errors
+///
+/// [`Error::Config`] if the global host was already configured or used, or if the
+/// configuration is invalid (see [`HostBuilder::build`]).
+///
+/// # Example
+///
+/// ```no_run
+/// use dylease::{LoadPolicy, PluginHost};
+///
+/// fn main() -> Result<(), dylease::Error> {
+///     // SAFETY: the directories in MYAPP_PLUGIN_PATH hold this application's own plugins.
+///     unsafe {
+///         dylease::init_global(
+///             PluginHost::builder().env("MYAPP_PLUGIN_PATH").policy(LoadPolicy::SkipFailed),
+///         )
+///     }?;
+///     let lease = dylease::global().acquire()?;
+///     # drop(lease);
+///     Ok(())
+/// }
+/// ```
+pub unsafe fn init_global(builder: HostBuilder) -> Result<(), Error> {
+    let mut config = GLOBAL_CONFIG.lock();
+    if !matches!(*config, GlobalConfig::Unset) {
+        return Err(Error::Config {
+            reason: "the global host was already configured or used; call init_global once, before global()".into(),
+        });
+    }
+    // Checked now, so that a bad configuration fails here and not at the first `global()`.
+    builder.validate()?;
+    *config = GlobalConfig::Set(builder);
+    Ok(())
+}
+
+/// The process-wide host: the one [`init_global`] configured, or by default one over the
+/// plugin directories listed in `DYLEASE_PLUGIN_PATH` (read at each load; unset means no
+/// plugins), with default policies.
+///
+/// The default is safe to use because the environment of a process already chooses its code
+/// (`LD_PRELOAD`, `LD_LIBRARY_PATH`): whoever can set `DYLEASE_PLUGIN_PATH` can set those. Like
+/// the platform loader, the default ignores the variable in a process that runs with elevated
+/// rights (set-user-ID and the like: `AT_SECURE`), where the environment comes from a less
+/// trusted user. A program that names a variable or directory itself vouches for it through
+/// the `unsafe` builder methods or [`init_global`].
 ///
 /// # Example
 ///
@@ -421,7 +541,32 @@ pub const GLOBAL_PATH_VAR: &str = "DYLEASE_PLUGIN_PATH";
 /// # Ok::<(), dylease::Error>(())
 /// ```
 pub fn global() -> &'static PluginHost {
-    static GLOBAL: once_cell::sync::Lazy<PluginHost> =
-        once_cell::sync::Lazy::new(|| HostBuilder::default().env(GLOBAL_PATH_VAR).build_unchecked());
-    &GLOBAL
+    GLOBAL.get_or_init(|| {
+        let mut config = GLOBAL_CONFIG.lock();
+        if let GlobalConfig::Set(builder) = std::mem::replace(&mut *config, GlobalConfig::Used) {
+            return builder.build_unchecked();
+        }
+        let builder = HostBuilder::default();
+        if secure_execution() {
+            log::warn!("{GLOBAL_PATH_VAR} is ignored in a process running with elevated rights");
+            return builder.build_unchecked();
+        }
+        // SAFETY: the process's environment already chooses its code (see above), and a
+        // process whose environment comes from a less trusted user does not get here.
+        unsafe { builder.env(GLOBAL_PATH_VAR) }.build_unchecked()
+    })
+}
+
+/// Whether this process runs with elevated rights given by its executable (set-user-ID,
+/// set-group-ID, file capabilities): the platform loader's `AT_SECURE`.
+fn secure_execution() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `getauxval` only reads the auxiliary vector the kernel gave the process.
+        unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
 }

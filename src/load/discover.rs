@@ -43,9 +43,9 @@ type Found = Result<(Candidate, Identity), (PathBuf, Error)>;
 /// directory's libraries in byte order of file name. A file reached twice (through a
 /// symlink, or listed twice) is planned once, where it first appears.
 ///
-/// A source that cannot be listed (a missing directory, a relative directory in an
-/// environment variable) fails the whole plan; a single file that cannot be used is planned
-/// as [`Planned::Unusable`].
+/// A directory that cannot be listed (missing, not a directory) and a single file that
+/// cannot be used are planned as [`Planned::Unusable`], a failure a load policy may skip; an
+/// environment variable that lists a relative directory fails the whole plan.
 pub(crate) fn plan(sources: &[Source]) -> Result<Vec<Planned<'_>>, Error> {
     let mut plan = Vec::new();
     let mut seen = HashSet::new();
@@ -59,16 +59,19 @@ pub(crate) fn plan(sources: &[Source]) -> Result<Vec<Planned<'_>>, Error> {
     };
     for source in sources {
         match source {
-            Source::Dir(dir) => {
-                for found in libraries_in(dir)? {
-                    add_file(found, &mut plan);
-                }
-            }
+            Source::Dir(dir) => match libraries_in(dir) {
+                Ok(found) => found.into_iter().for_each(|found| add_file(found, &mut plan)),
+                Err(error) => plan.push(Planned::Unusable {
+                    path: dir.clone(),
+                    error,
+                }),
+            },
             Source::File(path) => add_file(library_file(path), &mut plan),
             Source::Env(var) => {
                 for dir in env_dirs(var)? {
-                    for found in libraries_in(&dir)? {
-                        add_file(found, &mut plan);
+                    match libraries_in(&dir) {
+                        Ok(found) => found.into_iter().for_each(|found| add_file(found, &mut plan)),
+                        Err(error) => plan.push(Planned::Unusable { path: dir, error }),
                     }
                 }
             }
@@ -241,8 +244,15 @@ fn identity(path: &Path, _metadata: &fs::Metadata) -> Identity {
 /// # Ok::<(), dylease::Error>(())
 /// ```
 pub fn plugin_files_in(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>, Error> {
-    let sources = [Source::Dir(dir.as_ref().to_owned())];
-    let planned = plan(&sources)?;
+    let dir = dir.as_ref();
+    let sources = [Source::Dir(dir.to_owned())];
+    let mut planned = plan(&sources)?;
+    // The directory itself cannot be listed: that is this call's error, not a file in it.
+    if matches!(planned.as_slice(), [Planned::Unusable { path, .. }] if path == dir)
+        && let Some(Planned::Unusable { error, .. }) = planned.pop()
+    {
+        return Err(error);
+    }
     Ok(planned
         .into_iter()
         .filter_map(|planned| match planned {

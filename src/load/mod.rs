@@ -42,8 +42,9 @@ pub enum LoadPolicy {
     /// recorded in [`PluginSet::failures`](crate::PluginSet::failures); the others load. A pass whose name an earlier plugin registered is left
     /// out the same way, and its plugin stays: the first registration keeps the name.
     ///
-    /// A source that cannot be listed (a missing directory, a relative directory in an
-    /// environment variable) still fails the whole load.
+    /// A directory that cannot be listed (missing, or not a directory; say one entry of a
+    /// path variable) is left out the same way. An environment variable that lists a relative
+    /// directory still fails the whole load: it is a configuration error, not a missing plugin.
     SkipFailed,
 }
 

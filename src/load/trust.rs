@@ -24,12 +24,13 @@ use crate::load::pipeline::Candidate;
 /// use dylease::{PluginHost, TrustPolicy};
 ///
 /// // The default on Unix: refuse files that other users could have changed.
-/// let strict = PluginHost::builder().dir("/opt/app/plugins").build()?;
+/// // SAFETY: /opt/app/plugins holds this application's own plugins.
+/// let strict = unsafe { PluginHost::builder().dir("/opt/app/plugins") }.build()?;
 /// assert_eq!(strict.trust(), TrustPolicy::Strict);
 ///
 /// // A build tree shared by a group of developers: open what is there.
-/// let permissive = PluginHost::builder()
-///     .dir("/srv/shared-build/plugins")
+/// // SAFETY: the group's plugins are trusted to be sound.
+/// let permissive = unsafe { PluginHost::builder().dir("/srv/shared-build/plugins") }
 ///     .trust(TrustPolicy::Permissive)
 ///     .build()?;
 /// # Ok::<(), dylease::Error>(())

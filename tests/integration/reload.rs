@@ -59,11 +59,8 @@ fn install(dir: &TestDir, n: usize) -> PathBuf {
 }
 
 fn reload_host(dir: &TestDir, copies: &Path) -> PluginHost {
-    PluginHost::builder()
-        .dir(dir.path())
-        .reload_dir(copies)
-        .build()
-        .unwrap()
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    unsafe { PluginHost::builder().dir(dir.path()).reload_dir(copies).build() }.unwrap()
 }
 
 fn assert_empty(dir: &Path) {
@@ -114,11 +111,14 @@ fn an_unchanged_file_keeps_sharing_its_instance_across_a_reload() {
     let copies = plugins.sub("copies");
     let counters = Counters::new();
     install(&plugins, 3);
-    let host = PluginHost::builder()
-        .file(plugins.path().join("libversioned.so"))
-        .reload_dir(&copies)
-        .build()
-        .unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe {
+        PluginHost::builder()
+            .file(plugins.path().join("libversioned.so"))
+            .reload_dir(&copies)
+            .build()
+    }
+    .unwrap();
     let old = host.acquire().unwrap();
     assert_eq!(version(&old, &counters), 3);
     let new = host.reload().unwrap();
@@ -218,11 +218,14 @@ fn after_keeps_a_churned_set_loaded_then_unloads_it_when_idle() {
     let plugins = TestDir::new("unload-after");
     let counters = Counters::new();
     let lib = install(&plugins, 5);
-    let host = PluginHost::builder()
-        .dir(plugins.path())
-        .unload(UnloadPolicy::After(Duration::from_millis(300)))
-        .build()
-        .unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe {
+        PluginHost::builder()
+            .dir(plugins.path())
+            .unload(UnloadPolicy::After(Duration::from_millis(300)))
+            .build()
+    }
+    .unwrap();
     for _ in 0..200 {
         let lease = host.acquire().unwrap();
         assert_eq!(version(&lease, &counters), 5);
@@ -251,11 +254,14 @@ fn with_host_keeps_the_set_loaded_until_the_host_drops() {
     let plugins = TestDir::new("unload-with-host");
     let counters = Counters::new();
     let lib = install(&plugins, 6);
-    let host = PluginHost::builder()
-        .dir(plugins.path())
-        .unload(UnloadPolicy::WithHost)
-        .build()
-        .unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe {
+        PluginHost::builder()
+            .dir(plugins.path())
+            .unload(UnloadPolicy::WithHost)
+            .build()
+    }
+    .unwrap();
     drop(host.acquire().unwrap());
     let started = Instant::now();
     while started.elapsed() < Duration::from_millis(200) {

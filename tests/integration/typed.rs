@@ -45,7 +45,8 @@ fn static_plugin(reg: &mut Registrar) -> Result<(), Error> {
 fn host_over(fixture: &str, with_static: bool) -> (TestDir, PluginHost) {
     let dir = TestDir::new(&format!("typed-{fixture}"));
     let lib = dir.add(fixture, "libtyped.so");
-    let mut builder = PluginHost::builder().file(&lib);
+    // SAFETY: the library is this suite's own fixture, whose initialisation code is sound.
+    let mut builder = unsafe { PluginHost::builder().file(&lib) };
     if with_static {
         builder = builder.static_plugin("builtin", static_plugin);
     }
