@@ -37,9 +37,23 @@ impl fmt::Display for Origin {
     }
 }
 
+/// Which check refused a library file: see [`Error::Open`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OpenCause {
+    /// dylease's own reading of the file's ELF headers, before any loader saw it: the file is
+    /// not ELF, is truncated, or was built for another architecture or byte order.
+    Headers,
+    /// The platform loader refused it (`dlopen` failed: a missing dependency or symbol, …).
+    Loader,
+}
+
 /// Everything that can go wrong while configuring a host or loading its plugins.
 ///
-/// Each message is a sentence that names the file (or static plugin) and the cause. A failed
+/// Each message is a sentence that names the file (or static plugin) and the cause; for
+/// [`Error::Io`] the operating system's error is the [`source`](std::error::Error::source),
+/// not part of the message, as the `std::error::Error` convention asks (print the chain to
+/// show both). A failed
 /// [`acquire`](crate::PluginHost::acquire) has already closed every library it opened and left
 /// the host ready for the next attempt.
 #[derive(Debug)]
@@ -55,6 +69,8 @@ pub enum Error {
         /// What is wrong: the host's reading of the file's headers, or the loader's own
         /// explanation (`dlerror`).
         reason: String,
+        /// Which of the two refused the file.
+        cause: OpenCause,
     },
     /// The trust check refused the file before opening it: another user could have changed
     /// it (see [`TrustPolicy::Strict`](crate::TrustPolicy::Strict)). None of its code ran.
@@ -136,7 +152,8 @@ pub enum Error {
         /// The panic message, if it was a string.
         message: String,
     },
-    /// A file or directory could not be read.
+    /// A file or directory could not be read. The message names the file and what was being
+    /// done; the operating system's error is the [`source`](std::error::Error::source).
     #[non_exhaustive]
     Io {
         /// The file or directory.
@@ -191,10 +208,28 @@ impl Error {
     }
 }
 
+/// An error followed by each of its sources, `: `-separated: for log lines, which have no
+/// chain printer of their own.
+#[cfg(feature = "host")]
+pub(crate) struct WithSources<'a>(pub(crate) &'a Error);
+
+#[cfg(feature = "host")]
+impl fmt::Display for WithSources<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = std::error::Error::source(self.0);
+        while let Some(error) = source {
+            write!(f, ": {error}")?;
+            source = error.source();
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Open { path, reason } => {
+            Error::Open { path, reason, .. } => {
                 write!(f, "cannot load plugin file `{}`: {reason}", path.display())
             }
             Error::Untrusted { path, reason } => {
@@ -231,7 +266,8 @@ impl fmt::Display for Error {
                  (a plugin constructor, register function or unload hook); it would deadlock",
             ),
             Error::Panicked { plugin, message } => write!(f, "{plugin} panicked while registering: {message}"),
-            Error::Io { path, context, source } => write!(f, "{context} `{}`: {source}", path.display()),
+            // The cause is `source()`: printing it here too would show it twice in a chain.
+            Error::Io { path, context, .. } => write!(f, "{context} `{}`", path.display()),
             Error::Config { reason } => write!(f, "invalid plugin host configuration: {reason}"),
             Error::Custom(error) => error.fmt(f),
         }

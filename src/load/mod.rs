@@ -119,7 +119,10 @@ pub(crate) fn load(sources: &[Source], policy: LoadPolicy, trust: TrustPolicy) -
                 drop(set);
                 return Err(error);
             }
-            log::warn!("skipped under LoadPolicy::SkipFailed: {error}");
+            log::warn!(
+                "skipped under LoadPolicy::SkipFailed: {}",
+                crate::error::WithSources(&error)
+            );
             set.skipped(LoadFailure { origin, error });
         }
     }

@@ -81,6 +81,7 @@ impl Candidate {
             return Err(Error::Open {
                 path: self.path,
                 reason,
+                cause: crate::error::OpenCause::Headers,
             });
         }
         // SAFETY: the host's configuration named this file as a plugin; by naming it, the
@@ -91,6 +92,7 @@ impl Candidate {
         let library = library.map_err(|reason| Error::Open {
             path: self.path.clone(),
             reason,
+            cause: crate::error::OpenCause::Loader,
         })?;
         Ok(Opened {
             path: self.path,

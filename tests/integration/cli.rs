@@ -2,12 +2,72 @@
 //! a time and as a directory, in text and in JSON, and its exit status.
 
 use std::fs;
-use std::path::Path;
-use std::process::Command;
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
 use crate::support::{TestDir, fixture};
+
+/// The `dylease` binary. A test build of this repository has it: the dev-dependency of the
+/// crate on itself with `cli` makes cargo build it and set `CARGO_BIN_EXE_dylease`. A packaged
+/// crate has no such dev-dependency (cargo drops path dependencies when it packages), so there
+/// the binary is built here, once, with `--features cli`, and the tests say so on stderr.
+fn binary() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    if let Some(exe) = option_env!("CARGO_BIN_EXE_dylease") {
+        return Path::new(exe);
+    }
+    BUILT.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        // In the repository the fallback would hide a broken dev-dependency: refuse it there.
+        assert!(
+            !root.join("examples/rust-plugin/Cargo.toml").exists(),
+            "CARGO_BIN_EXE_dylease is not set in the repository's own test build: the dev-dependency \
+             `dylease = {{ path = \".\", features = [\"cli\"] }}` must build the binary"
+        );
+        eprintln!(
+            "cli tests: this test build did not build the `dylease` binary (a packaged crate has no \
+             dev-dependency on itself); building it with `cargo build --features cli --bin dylease`"
+        );
+        let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-binary");
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--quiet",
+                "--features",
+                "cli",
+                "--bin",
+                "dylease",
+                "--target-dir",
+            ])
+            .arg(&target)
+            .current_dir(root)
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the dylease binary failed");
+        target.join("debug/dylease")
+    })
+}
+
+/// Sets the file's modification time a minute back, out of the checker's "may still be
+/// being written" window.
+fn settle(path: &Path) {
+    let file = fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(SystemTime::now() - Duration::from_secs(60)).unwrap();
+}
+
+/// A copy of a fixture in `dir`, settled (see [`settle`]).
+fn add(dir: &TestDir, name: &str, file: &str) -> PathBuf {
+    let path = dir.add(name, file);
+    settle(&path);
+    path
+}
 
 /// One run of the binary.
 #[derive(Debug)]
@@ -19,7 +79,7 @@ struct Run {
 
 /// Runs `dylease` in `dir`, so that the paths it prints are the relative ones given.
 fn dylease(dir: &Path, args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_dylease"))
+    let output = Command::new(binary())
         .args(args)
         .current_dir(dir)
         .output()
@@ -36,6 +96,7 @@ fn plugins(dir: &TestDir, files: &[(&str, &str)]) {
     let plugins = dir.sub("plugins");
     for (name, file) in files {
         fs::copy(fixture(name), plugins.join(file)).unwrap();
+        settle(&plugins.join(file));
     }
 }
 
@@ -46,7 +107,7 @@ fn json(run: &Run) -> Value {
 #[test]
 fn a_good_plugin_is_listed_with_its_version_and_passes_and_exits_0() {
     let dir = TestDir::new("cli_good");
-    dir.add("arith", "libarith.so");
+    add(&dir, "arith", "libarith.so");
     let run = dylease(dir.path(), &["check", "libarith.so"]);
     assert_eq!(run.status, 0, "{run:?}");
     assert_eq!(
@@ -61,7 +122,7 @@ fn a_good_plugin_is_listed_with_its_version_and_passes_and_exits_0() {
 #[test]
 fn a_file_that_is_not_a_plugin_is_reported_with_the_file_the_cause_and_a_fix_and_exits_1() {
     let dir = TestDir::new("cli_bad");
-    dir.add("noentry", "libnoentry.so");
+    add(&dir, "noentry", "libnoentry.so");
     let run = dylease(dir.path(), &["check", "libnoentry.so"]);
     assert_eq!(run.status, 1, "{run:?}");
     let lines: Vec<&str> = run.stdout.lines().collect();
@@ -84,7 +145,7 @@ fn a_file_that_is_not_a_plugin_is_reported_with_the_file_the_cause_and_a_fix_and
 fn a_plugin_writable_by_others_is_reported_as_untrusted_with_the_mode_and_a_fix() {
     use std::os::unix::fs::PermissionsExt;
     let dir = TestDir::new("cli_untrusted");
-    let file = dir.add("arith", "libarith.so");
+    let file = add(&dir, "arith", "libarith.so");
     fs::set_permissions(&file, fs::Permissions::from_mode(0o666)).unwrap();
     let run = dylease(dir.path(), &["check", "--json", "libarith.so"]);
     assert_eq!(run.status, 1, "{run:?}");
@@ -300,4 +361,120 @@ fn a_directory_without_plugin_files_loads_nothing_and_says_why() {
         ],
         "{run:?}"
     );
+}
+
+#[test]
+fn a_plugin_file_written_moments_ago_by_this_user_is_loaded_with_a_warning_to_install_by_rename() {
+    let dir = TestDir::new("cli_fresh");
+    // Written just now by this user: it may still be being written in place.
+    let fresh = dir.add("arith", "libarith.so");
+    let run = dylease(dir.path(), &["check", "libarith.so"]);
+    assert_eq!(run.status, 0, "a warning does not fail the check: {run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines[0], "ok    libarith.so", "{run:?}");
+    assert!(
+        lines[1].starts_with("        warning: `libarith.so` changed ")
+            && lines[1].contains("SIGBUS")
+            && lines[1].contains("install plugins by rename"),
+        "{run:?}"
+    );
+    let run = dylease(dir.path(), &["check", "--json", "libarith.so"]);
+    let report = json(&run);
+    let warnings = report["checks"][0]["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{report:#}");
+    assert!(warnings[0].as_str().unwrap().contains("`mv`"), "{report:#}");
+
+    // A minute old: settled, no warning.
+    settle(&fresh);
+    let run = dylease(dir.path(), &["check", "libarith.so"]);
+    assert_eq!(run.status, 0, "{run:?}");
+    assert!(!run.stdout.contains("warning"), "{run:?}");
+    let report = json(&dylease(dir.path(), &["check", "--json", "libarith.so"]));
+    assert_eq!(report["checks"][0]["warnings"], serde_json::json!([]), "{report:#}");
+}
+
+#[test]
+fn a_file_the_elf_check_refuses_gets_the_elf_checks_fix_not_the_loaders() {
+    let dir = TestDir::new("cli_headers");
+    let text = dir.path().join("libtext.so");
+    fs::write(&text, "this is a text file, not a library\n").unwrap();
+    settle(&text);
+    // A real library cut short, as an interrupted copy leaves it.
+    let truncated = add(&dir, "arith", "libtruncated.so");
+    let bytes = fs::read(&truncated).unwrap();
+    fs::write(&truncated, &bytes[..bytes.len() / 4]).unwrap();
+    settle(&truncated);
+
+    for file in ["libtext.so", "libtruncated.so"] {
+        let report = json(&dylease(dir.path(), &["check", "--json", file]));
+        let problem = &report["checks"][0]["problem"];
+        assert_eq!(problem["cause"], "headers", "{report:#}");
+        assert_eq!(problem["file"], file, "{report:#}");
+        let fix = problem["fix"].as_str().unwrap();
+        assert!(fix.contains("ELF headers"), "{report:#}");
+        assert!(
+            !fix.contains("ldd") && !fix.contains("platform loader refused"),
+            "{report:#}"
+        );
+    }
+    let run = dylease(dir.path(), &["check", "libtext.so"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    assert!(
+        run.stdout.contains("fix: dylease read the file's ELF headers"),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn an_io_error_is_reported_with_the_operating_systems_cause() {
+    let dir = TestDir::new("cli_io");
+    std::os::unix::fs::symlink("libgone.so", dir.path().join("libdangling.so")).unwrap();
+    let report = json(&dylease(dir.path(), &["check", "--json", "libdangling.so"]));
+    let problem = &report["checks"][0]["problem"];
+    assert_eq!(problem["cause"], "io", "{report:#}");
+    // `Error::Io` keeps the cause in `source()`; the checker prints the chain.
+    assert_eq!(
+        problem["message"], "cannot read plugin file `libdangling.so`: No such file or directory (os error 2)",
+        "{report:#}"
+    );
+}
+
+#[test]
+fn a_reader_that_stops_early_ends_the_checks_quietly_with_status_141() {
+    let dir = TestDir::new("cli_pipe");
+    let plugins = dir.sub("plugins");
+    // Far more report than a pipe holds (64 KiB on Linux): one "not loaded" line per file.
+    for i in 0..4000 {
+        fs::write(plugins.join(format!("{i:04}-{}.txt", "n".repeat(200))), "").unwrap();
+    }
+    let mut child = Command::new(binary())
+        .args(["check", "plugins"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader is dropped here, as `head -1` exits after its line.
+    assert!(
+        first.starts_with("ok    plugins (directory of 0 plugin files)"),
+        "{first:?}"
+    );
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(stderr, "", "nothing about the closed pipe on stderr");
+    assert_eq!(output.status.code(), Some(141), "{:?}", output.status);
+}
+
+#[test]
+fn header_prints_the_c_header_plugins_are_built_with() {
+    let dir = TestDir::new("cli_header");
+    let run = dylease(dir.path(), &["header"]);
+    assert_eq!(run.status, 0, "{run:?}");
+    let header = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/dylease.h")).unwrap();
+    assert_eq!(run.stdout, header);
+    assert!(run.stdout.contains("DYLEASE_ABI_VERSION"), "{run:?}");
 }

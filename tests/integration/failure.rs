@@ -3,7 +3,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use dylease::{Error, PluginHost};
+use dylease::{Error, OpenCause, PluginHost};
 
 use crate::support::{TestDir, assert_unloaded, fixture, loader_has, mapped};
 
@@ -59,7 +59,10 @@ fn a_file_that_is_not_a_library_is_an_open_error_naming_it() {
     let host = PluginHost::builder().dir(dir.path()).build().unwrap();
 
     let error = host.acquire().unwrap_err();
-    assert!(matches!(&error, Error::Open { path, .. } if path == &text), "{error:?}");
+    assert!(
+        matches!(&error, Error::Open { path, cause: OpenCause::Headers, .. } if path == &text),
+        "{error:?}"
+    );
     assert!(
         error.to_string().starts_with(&format!(
             "cannot load plugin file `{}`: it is not an ELF shared library",
@@ -168,7 +171,16 @@ fn a_truncated_library_is_an_open_error_saying_it_is_truncated() {
         fs::write(&path, &bytes[..bytes.len() / 3]).unwrap();
         path
     });
-    assert!(matches!(error, Error::Open { .. }), "{error:?}");
+    assert!(
+        matches!(
+            error,
+            Error::Open {
+                cause: OpenCause::Headers,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
     assert!(
         error.to_string().contains(": the file is truncated: it has "),
         "{error}"
@@ -191,7 +203,16 @@ fn a_library_for_another_architecture_is_an_open_error_naming_both_architectures
         fs::write(&path, bytes).unwrap();
         path
     });
-    assert!(matches!(error, Error::Open { .. }), "{error:?}");
+    assert!(
+        matches!(
+            error,
+            Error::Open {
+                cause: OpenCause::Headers,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
     let message = error.to_string();
     assert!(
         message.contains(&format!("it is built for {other_name} (ELF machine {other})")),
@@ -331,7 +352,17 @@ fn a_pass_name_registered_twice_by_the_header_macros_names_the_pass() {
 fn an_unresolved_symbol_fails_at_load_not_at_first_call() {
     // RTLD_NOW: the missing function is reported by `acquire`, not by a crash later.
     let error = refused("by_hand_unresolved");
-    assert!(matches!(error, Error::Open { .. }), "{error:?}");
+    // The ELF check passed it; the loader refused it.
+    assert!(
+        matches!(
+            error,
+            Error::Open {
+                cause: OpenCause::Loader,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
     assert!(
         error.to_string().contains("dylease_test_symbol_nobody_defines"),
         "{error}"

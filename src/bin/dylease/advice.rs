@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use dylease::Error;
+use dylease::{Error, OpenCause};
 
 /// A failure's cause, as a stable word for scripts, and the suggested fix, as a sentence.
 #[derive(Debug)]
@@ -18,6 +18,19 @@ fn advice(cause: &'static str, fix: impl Into<String>) -> Advice {
 
 pub(crate) fn for_error(error: &Error) -> Advice {
     match error {
+        // dylease's own ELF check refused the file: no loader saw it, so the loader's usual
+        // suspects (dependencies, symbols, `ldd`) are beside the point.
+        Error::Open {
+            cause: OpenCause::Headers,
+            ..
+        } => advice(
+            "headers",
+            "dylease read the file's ELF headers before any loader saw it, and they show it is not a \
+             complete shared library for this machine (the problem above says what is wrong): build plugins \
+             with `-shared -fPIC` (C, C++) or `crate-type = [\"cdylib\"]` (Rust) for this architecture, copy a \
+             cut-short file again (by rename: `install`, or `cp` to a temporary name then `mv`), or move \
+             the file out of the plugin directory",
+        ),
         Error::Open { reason, .. } => advice("open", open_fix(reason)),
         Error::MissingEntry { .. } => advice(
             "missing-entry",
@@ -75,7 +88,8 @@ pub(crate) fn for_error(error: &Error) -> Advice {
     }
 }
 
-/// The platform loader's refusal, by what `dlerror` said.
+/// The platform loader's refusal (`OpenCause::Loader`), by what `dlerror` said: the
+/// loader's message is all there is to go on.
 fn open_fix(reason: &str) -> String {
     if let Some(symbol) = reason.split("undefined symbol: ").nth(1) {
         let symbol = symbol.split_whitespace().next().unwrap_or(symbol);

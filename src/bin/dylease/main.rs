@@ -3,13 +3,15 @@
 //! `dylease check <file-or-dir>...` loads plugins exactly as a `PluginHost` would (the same
 //! discovery, pipeline and checks, through the crate's public API), reports each plugin with
 //! its version and passes and each problem with the file and a fix, and exits with 0 only when
-//! everything would load. Built only with the `cli` feature:
+//! everything would load. `dylease header` prints `include/dylease.h` for C builds. Built
+//! only with the `cli` feature:
 //!
 //! ```sh
 //! cargo run --features cli --bin dylease -- check path/to/plugins/
 //! ```
 
 use std::io::{self, Write as _};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -18,6 +20,7 @@ use clap::{Args, Parser, Subcommand};
 mod advice;
 mod check;
 mod report;
+mod rewrite;
 mod stdout;
 
 /// Checks dylease plugins the way a host loads them.
@@ -34,7 +37,13 @@ enum Command {
     /// what does not, and why.
     #[command(after_long_help = CHECK_HELP)]
     Check(CheckArgs),
+    /// Prints `dylease.h`, the C header plugins are built with (the copy of this dylease
+    /// version): `dylease header > dylease.h`.
+    Header,
 }
+
+/// The normative C header, as packaged with this crate.
+const HEADER: &str = include_str!("../../../include/dylease.h");
 
 #[derive(Debug, Args)]
 struct CheckArgs {
@@ -57,6 +66,11 @@ all of them are also checked together, as one host configured with all of them i
 Checking a plugin runs its code (constructors, register and unload functions), as loading
 it in a host does: check only plugins you would load.
 
+Install plugins by rename (`install`, or `cp` to a temporary name in the same directory,
+then `mv`), never by writing over a file in place: a library rewritten while a host loads
+it kills that host with SIGBUS inside the loader, and no check can prevent it. The checker
+warns when a plugin file changed less than 10 s ago and this user can write it.
+
 Exit status: 0 when everything would load, 1 when anything would not, 2 on a usage error.
 
 JSON output (--json): one document on standard output; anything the plugins themselves
@@ -71,24 +85,27 @@ print goes to standard error meanwhile.
                    \"passes\": [string]}],            in load order; [] when not ok
       \"problem\": null | {\"cause\": string, \"file\": string | null,
                           \"message\": string, \"fix\": string},
+      \"warnings\": [string],            for a file: it may still be being written
       \"skipped\": [{\"path\": string, \"reason\": string}]   directory entries a host does not load
     }]
   }
-\"cause\" is one of: open, missing-entry, abi-mismatch, invalid-plugin, invalid-pass,
+\"cause\" is one of: headers (dylease's ELF check refused the file), open (the platform
+loader refused it), missing-entry, abi-mismatch, invalid-plugin, invalid-pass,
 register-failed, duplicate-pass, io, reentrant, other.";
 
 fn main() -> ExitCode {
-    let Cli {
-        command: Command::Check(args),
-    } = Cli::parse();
-    let ok = if args.json {
-        check_json(&args.paths)
-    } else {
-        check_human(&args.paths)
+    let ok = match Cli::parse().command {
+        Command::Check(args) if args.json => check_json(&args.paths),
+        Command::Check(args) => check_human(&args.paths),
+        Command::Header => print(HEADER).map(|()| true),
     };
     match ok {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
+        // The reader went away (`dylease check | head`): stop quietly, with the status a shell
+        // reports for a tool that SIGPIPE killed, so that `set -o pipefail` sees the report
+        // was not read to the end and no verdict is claimed for checks that did not run.
+        Err(error) if error.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(BROKEN_PIPE),
         Err(error) => {
             eprintln!("dylease: cannot write the report: {error}");
             ExitCode::FAILURE
@@ -96,17 +113,22 @@ fn main() -> ExitCode {
     }
 }
 
+/// 128 + SIGPIPE, as shells report a process that SIGPIPE killed.
+const BROKEN_PIPE: u8 = 141;
+
 /// Text, printed as each check finishes (anything a plugin prints appears next to its check).
 fn check_human(paths: &[PathBuf]) -> io::Result<bool> {
     let mut report = report::Human::default();
     let mut ok = true;
     let mut written = Ok(());
-    check::run(paths, |check| {
+    // Once the report cannot be written, the remaining checks would load plugins for nobody.
+    let _ = check::run(paths, |check| {
         ok &= check.ok();
         stdout::flush_plugins();
-        let text = report.check(&check);
-        if written.is_ok() {
-            written = print(&text);
+        written = print(&report.check(&check));
+        match written {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(_) => ControlFlow::Break(()),
         }
     });
     written?;
@@ -121,7 +143,10 @@ fn check_json(paths: &[PathBuf]) -> io::Result<bool> {
         // Plugins may print while they load and unload; standard output must hold the
         // document alone.
         let _redirect = stdout::to_stderr();
-        check::run(paths, |check| checks.push(check));
+        let _ = check::run(paths, |check| {
+            checks.push(check);
+            ControlFlow::Continue(())
+        });
     }
     print(&report::json(&checks))?;
     Ok(checks.iter().all(check::Check::ok))

@@ -24,10 +24,16 @@ impl Human {
         let mut out = String::new();
         let status = if check.ok() { "ok  " } else { "FAIL" };
         let _ = write!(out, "{status}  {}", subject(check));
+        let warnings = |out: &mut String| {
+            for warning in &check.warnings {
+                let _ = writeln!(out, "{DETAIL}warning: {warning}");
+            }
+        };
         match &check.outcome {
             Ok(plugins) => {
                 if check.kind == Kind::File {
                     out.push('\n');
+                    warnings(&mut out);
                     for plugin in plugins {
                         describe(&mut out, plugin);
                     }
@@ -62,6 +68,7 @@ impl Human {
                     );
                 }
                 out.push('\n');
+                warnings(&mut out);
                 match &problem.file {
                     Some(file) if check.kind != Kind::File && self.failed.contains(file) => {
                         let _ = writeln!(
@@ -198,6 +205,10 @@ fn check_json(check: &Check) -> Json {
         ("ok", Json::Bool(check.ok())),
         ("plugins", Json::Array(plugins)),
         ("problem", problem),
+        (
+            "warnings",
+            Json::Array(check.warnings.iter().map(|w| Json::str(w)).collect()),
+        ),
         ("skipped", Json::Array(skipped)),
     ])
 }
