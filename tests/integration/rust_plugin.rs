@@ -1,37 +1,23 @@
 //! A plugin written in Rust with `export_plugin!` loads and its passes are callable.
 
 use std::path::Path;
-use std::process::Command;
 
 use dylease::PluginHost;
 
 use crate::support::{TestDir, assert_unloaded};
 
+#[path = "../support/rust_plugin.rs"]
+mod build;
+use build::build_rust_plugin;
+
 #[test]
 fn a_rust_plugin_built_with_export_plugin_loads_and_its_pass_is_callable() {
-    // Build the example plugin crate with its own target directory, so this nested cargo
-    // never waits on the lock of the build that is running these tests.
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rust-plugin");
-    let status = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--offline",
-            "--quiet",
-            "-p",
-            "dylease-example-rust-plugin",
-            "--target-dir",
-        ])
-        .arg(&target)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building the example Rust plugin failed");
+    let built = build_rust_plugin(&target, true).unwrap();
 
     let dir = TestDir::new("rust_plugin");
     let lib = dir.path().join("libfolding.so");
-    std::fs::copy(target.join("debug/libdylease_example_rust_plugin.so"), &lib).unwrap();
+    std::fs::copy(built, &lib).unwrap();
     let host = PluginHost::builder().file(&lib).build().unwrap();
     for generation in 1..=2 {
         let lease = host.acquire().unwrap();
