@@ -95,7 +95,7 @@ fn build_rust_plugin(out: &Path) -> Result<PathBuf, String> {
         .and_then(Path::parent)
         .ok_or("this program is not in a cargo target directory")?
         .join("demo-rust-plugin");
-    let built = rust_plugin::build_rust_plugin(&target, false)?;
+    let built = rust_plugin::build_rust_plugins(&target, false)?.join(rust_plugin::library_name());
     std::fs::copy(&built, out).map_err(|e| format!("cannot copy {} to {}: {e}", built.display(), out.display()))?;
     Ok(out.to_owned())
 }

@@ -1,10 +1,11 @@
 /*
- * dylease.h: the dylease plugin ABI, version 1 (normative copy).
+ * dylease.h: the dylease plugin ABI, version 2 (normative copy).
  *
  * A plugin is a shared library that exports one function, dylease_plugin_v1, returning a
- * pointer to a static descriptor. The host opens the library with RTLD_NOW | RTLD_LOCAL,
- * checks the descriptor, then calls register_passes once per load; a plugin that is loaded,
- * unloaded and loaded again is asked to register again each time.
+ * pointer to a static descriptor (the symbol names the entry convention, not the ABI
+ * version). The host opens the library with RTLD_NOW | RTLD_LOCAL, checks the descriptor,
+ * runs on_load once, then calls register_passes once per set of plugins it builds; a plugin
+ * that is loaded, unloaded and loaded again is asked to register again each time.
  *
  * Two ways to write a plugin:
  *
@@ -12,31 +13,62 @@
  *
  *         #include "dylease.h"
  *         static int double_it(int x) { return 2 * x; }
+ *         static void fuse(void *graph) { ... }
  *         DYLEASE_PLUGIN("math", "1.0.0")
  *         DYLEASE_PASS("double", double_it)
+ *         DYLEASE_TYPED_PASS("fuse", "ge.fusion_pass/1", fuse)
  *
- *     DYLEASE_PLUGIN appears once per plugin; DYLEASE_PASS may appear in any translation
- *     unit of it. The static constructors these macros emit only link nodes into a list that
- *     is private to the plugin (hidden visibility); no constructor ever calls into the host.
- *     register_passes walks that list. Use DYLEASE_PLUGIN_WITH_UNLOAD to also give an
- *     on_unload function.
+ *     DYLEASE_PLUGIN appears once per plugin; DYLEASE_PASS and DYLEASE_TYPED_PASS may appear
+ *     in any translation unit of it. The static constructors these macros emit only link
+ *     nodes into a list that is private to the plugin (hidden visibility); no constructor ever
+ *     calls into the host. register_passes walks that list. Use DYLEASE_PLUGIN_WITH_HOOKS to
+ *     give on_load and on_unload functions (DYLEASE_PLUGIN_WITH_UNLOAD: on_unload only).
  *
  *  2. By hand: define dylease_plugin_v1 and fill a dylease_plugin yourself.
  *
  * Contract with the host:
  *  - name: NUL-terminated UTF-8, non-empty. version: NUL-terminated UTF-8, may be empty.
- *    Plugin, version and pass names are at most 256 bytes long.
- *  - register_passes returns 0 on success. On failure it undoes its own work: on_unload is
- *    called only after a successful register_passes.
+ *    Plugin, version and pass names and interfaces are at most 256 bytes long.
+ *  - The host accepts descriptors of abi_version 1 and 2 and reads only the fields of the
+ *    plugin's version. It hands register_passes a host API table whose abi_version is the
+ *    plugin's own: a version-2 plugin gets add_typed_pass and report, a version-1 plugin a
+ *    table with abi_version 1 and add_pass only. A plugin calls add_typed_pass and report only
+ *    when api->abi_version >= 2, and accepts any api->abi_version >= 1 (later versions only
+ *    append fields).
+ *  - on_load (version 2, may be NULL) runs once per loaded instance of the library, after it
+ *    is opened and before the instance's first register_passes. It returns 0 on success; any
+ *    other value fails the plugin's load, and then neither register_passes nor on_unload is
+ *    called. Put state that on_unload frees here, not in a constructor: a library the
+ *    platform keeps mapped (-z nodelete, a C++ thread_local, musl) runs its constructors only
+ *    once, but on_load at every load.
+ *  - register_passes returns 0 on success. Before failing it may call report to say why.
+ *  - on_unload (may be NULL) runs once per loaded instance, before the library is closed.
+ *    When the plugin has an on_load that succeeded, on_unload runs exactly once even if a
+ *    later step fails (register_passes, a refused pass, a pass name another plugin took).
+ *    Without an on_load (every version-1 plugin) a failing register_passes undoes its own
+ *    work and on_unload is not called; it runs only after a successful register_passes.
  *  - The registrar pointer is valid only during register_passes, on the calling thread; the
- *    host refuses add_pass calls made outside a registration on that thread.
+ *    host refuses add_pass, add_typed_pass and report calls made outside a registration on
+ *    that thread.
  *  - add_pass copies the name; the function and user_data must stay valid until on_unload.
  *    user_data must be usable from any thread. add_pass returns 0 when the pass was added
  *    and a negative value when it was refused (NULL, empty or too long name, name not UTF-8,
  *    NULL function, name already used by this plugin); a refusal fails the plugin's load even if
  *    register_passes ignores it.
- *  - on_unload (may be NULL) runs once per successful load, after the last lease is dropped
- *    and before the library is closed.
+ *  - add_typed_pass (version 2) is add_pass with an interface: the pass signature, named by a
+ *    string hosts and plugins agree on, in the style of Qt's interface ids: UTF-8, 1 to 256
+ *    bytes, by convention "domain.name/MAJOR" ("ge.fusion_pass/1"). It is refused, like a bad
+ *    name, when the interface is NULL, empty, too long or not UTF-8. The host copies it.
+ *  - report (version 2) gives the reason register_passes is about to fail: the host copies
+ *    the NUL-terminated message (up to 1024 bytes of it, decoded as UTF-8 with invalid bytes
+ *    replaced) and shows it in the load error, for example
+ *        plugin file `.../libnpu.so` failed to register its passes: no NPU device found
+ *        (`register_passes` returned -1)
+ *    The first message of a registration is kept; later ones are ignored. A message from a
+ *    register_passes that then succeeds is only logged.
+ *
+ * Upgrading a version-1 plugin: nothing is required; it loads unchanged. Rebuilt against this
+ * header, a declarative plugin becomes version 2 with no source change.
  */
 #ifndef DYLEASE_H
 #define DYLEASE_H
@@ -47,22 +79,28 @@
 extern "C" {
 #endif
 
-#define DYLEASE_ABI_VERSION 1u
+#define DYLEASE_ABI_VERSION 2u
 
 typedef struct dylease_registrar dylease_registrar; /* opaque; valid only during register_passes */
 typedef void (*dylease_fn)(void);                   /* any function; the host casts it back */
 
 typedef struct dylease_host_api {
-    uint32_t abi_version; /* the host's DYLEASE_ABI_VERSION */
+    uint32_t abi_version; /* this table's version: the plugin's own, at most the host's */
     int32_t (*add_pass)(dylease_registrar *reg, const char *name, dylease_fn func, void *user_data);
-} dylease_host_api; /* add_pass: 0 = added, negative = refused */
+    /* abi_version >= 2: */
+    int32_t (*add_typed_pass)(dylease_registrar *reg, const char *name, const char *interface,
+                              dylease_fn func, void *user_data);
+    void (*report)(dylease_registrar *reg, const char *message); /* why register_passes fails */
+} dylease_host_api; /* add_pass, add_typed_pass: 0 = added, negative = refused */
 
 typedef struct dylease_plugin {
-    uint32_t abi_version; /* DYLEASE_ABI_VERSION the plugin was built for */
+    uint32_t abi_version; /* DYLEASE_ABI_VERSION the plugin was built for: 1 or 2 */
     const char *name;     /* NUL-terminated UTF-8, non-empty */
     const char *version;  /* NUL-terminated UTF-8, may be empty */
-    int32_t (*register_passes)(const dylease_host_api *api, dylease_registrar *reg); /* 0 = ok */
-    void (*on_unload)(void); /* may be NULL; once per unload, before close */
+    int32_t (*register_passes)(const dylease_host_api *api, dylease_registrar *reg); /* 0 = ok; once per set */
+    void (*on_unload)(void); /* may be NULL; once per instance, before close */
+    /* abi_version >= 2: */
+    int32_t (*on_load)(void); /* may be NULL; once per instance, before its first register_passes; 0 = ok */
 } dylease_plugin;
 
 #if defined(_WIN32)
@@ -79,16 +117,18 @@ DYLEASE_EXPORT const dylease_plugin *dylease_plugin_v1(void);
 /* ---- Declarative registration (GCC and Clang) ---------------------------------------- */
 /*
  * DYLEASE_PLUGIN must stand once, at global scope (in C++, outside any namespace).
- * DYLEASE_PASS may stand anywhere a declaration may, in any translation unit of the plugin,
- * but each one must be expanded in exactly one translation unit: a DYLEASE_PASS in a header
+ * DYLEASE_PASS and DYLEASE_TYPED_PASS may stand anywhere a declaration may, in any translation
+ * unit of the plugin, but each one must be expanded in exactly one translation unit: a pass in a header
  * included by two source files registers the pass twice, and the host refuses the plugin.
  * If the plugin is linked from a static archive (.a), link it with -Wl,--whole-archive:
  * otherwise the linker drops objects nothing refers to, and their passes with them.
  */
 
-/* One node per DYLEASE_PASS, linked by a constructor into the plugin's private list. */
+/* One node per DYLEASE_PASS or DYLEASE_TYPED_PASS, linked by a constructor into the plugin's
+ * private list. `interface` is NULL for an untyped pass. */
 typedef struct dylease_pass_node {
     const char *name;
+    const char *interface;
     dylease_fn func;
     void *user_data;
     struct dylease_pass_node *next;
@@ -117,41 +157,69 @@ extern DYLEASE_HIDDEN dylease_pass_node **dylease_pass_list_tail;
 #define DYLEASE_CAT(a, b) DYLEASE_CAT_(a, b)
 
 /* `id` is a number from __COUNTER__, unique in the translation unit. */
-#define DYLEASE_PASS_AT_(pass_name, pass_fn, pass_data, id)                                   \
+#define DYLEASE_PASS_AT_(pass_name, pass_interface, pass_fn, pass_data, id)                   \
     static dylease_pass_node DYLEASE_CAT(dylease_pass_node_, id) = {                          \
-        pass_name, DYLEASE_FN_CAST_(pass_fn), DYLEASE_DATA_CAST_(pass_data), DYLEASE_NULL_};  \
+        pass_name, pass_interface, DYLEASE_FN_CAST_(pass_fn), DYLEASE_DATA_CAST_(pass_data),  \
+        DYLEASE_NULL_};                                                                       \
     __attribute__((constructor)) static void DYLEASE_CAT(dylease_pass_link_, id)(void) {      \
         *dylease_pass_list_tail = &DYLEASE_CAT(dylease_pass_node_, id);                       \
         dylease_pass_list_tail = &DYLEASE_CAT(dylease_pass_node_, id).next;                   \
     }
-#define DYLEASE_PASS_AT(pass_name, pass_fn, pass_data, id) DYLEASE_PASS_AT_(pass_name, pass_fn, pass_data, id)
+#define DYLEASE_PASS_AT(pass_name, pass_interface, pass_fn, pass_data, id) \
+    DYLEASE_PASS_AT_(pass_name, pass_interface, pass_fn, pass_data, id)
 
 /* Registers `pass_fn` (any function) under `pass_name` (a string literal) with `pass_data`. */
 #define DYLEASE_PASS_WITH_DATA(pass_name, pass_fn, pass_data) \
-    DYLEASE_PASS_AT(pass_name, pass_fn, pass_data, __COUNTER__)
+    DYLEASE_PASS_AT(pass_name, DYLEASE_NULL_, pass_fn, pass_data, __COUNTER__)
+
+/* Registers `pass_fn` under `pass_name` as an implementation of `pass_interface` (a string
+ * literal such as "ge.fusion_pass/1"), with `pass_data`. */
+#define DYLEASE_TYPED_PASS_WITH_DATA(pass_name, pass_interface, pass_fn, pass_data) \
+    DYLEASE_PASS_AT(pass_name, pass_interface, pass_fn, pass_data, __COUNTER__)
+
+/* Registers `pass_fn` under `pass_name` as an implementation of `pass_interface`. */
+#define DYLEASE_TYPED_PASS(pass_name, pass_interface, pass_fn) \
+    DYLEASE_TYPED_PASS_WITH_DATA(pass_name, pass_interface, pass_fn, DYLEASE_NULL_)
 
 /* Registers `pass_fn` (any function) under `pass_name` (a string literal). */
 #define DYLEASE_PASS(pass_name, pass_fn) DYLEASE_PASS_WITH_DATA(pass_name, pass_fn, DYLEASE_NULL_)
 
-/* Defines the plugin: its descriptor, entry point and register_passes. Once per plugin, at
- * global scope. `unload_fn` is a `void (*)(void)`, or NULL (nullptr in C++). */
-#define DYLEASE_PLUGIN_WITH_UNLOAD(plugin_name, plugin_version, unload_fn)                     \
+/* Defines the plugin: its descriptor (ABI version 2), entry point and register_passes. Once
+ * per plugin, at global scope. `load_fn` is an `int32_t (*)(void)` and `unload_fn` a
+ * `void (*)(void)`; either may be NULL (nullptr in C++). register_passes registers every
+ * pass of the list; on a host table of version 1 (another host than dylease's) a typed pass is
+ * registered without its interface, which such a host has no notion of. */
+#define DYLEASE_PLUGIN_WITH_HOOKS(plugin_name, plugin_version, load_fn, unload_fn)             \
     DYLEASE_AT_GLOBAL_SCOPE_                                                                  \
     DYLEASE_HIDDEN dylease_pass_node *dylease_pass_list_head = DYLEASE_NULL_;                 \
     DYLEASE_HIDDEN dylease_pass_node **dylease_pass_list_tail = &dylease_pass_list_head;      \
     static int32_t dylease_register_passes(const dylease_host_api *api, dylease_registrar *reg) { \
         const dylease_pass_node *node;                                                        \
-        if (api == DYLEASE_NULL_ || api->abi_version != DYLEASE_ABI_VERSION) return -1;       \
+        if (api == DYLEASE_NULL_ || api->abi_version < 1u) return -1;                         \
         for (node = dylease_pass_list_head; node != DYLEASE_NULL_; node = node->next) {       \
-            if (api->add_pass(reg, node->name, node->func, node->user_data) != 0) return -1;  \
+            int32_t added;                                                                    \
+            if (node->interface != DYLEASE_NULL_ && api->abi_version >= 2u) {                 \
+                added = api->add_typed_pass(reg, node->name, node->interface, node->func,     \
+                                            node->user_data);                                 \
+            } else {                                                                          \
+                added = api->add_pass(reg, node->name, node->func, node->user_data);          \
+            }                                                                                 \
+            if (added != 0) return -1;                                                        \
         }                                                                                     \
         return 0;                                                                             \
     }                                                                                         \
     static const dylease_plugin dylease_descriptor = {                                        \
-        DYLEASE_ABI_VERSION, plugin_name, plugin_version, dylease_register_passes, unload_fn}; \
+        DYLEASE_ABI_VERSION, plugin_name, plugin_version, dylease_register_passes, unload_fn,  \
+        load_fn};                                                                             \
     DYLEASE_EXPORT const dylease_plugin *dylease_plugin_v1(void) { return &dylease_descriptor; }
 
-#define DYLEASE_PLUGIN(plugin_name, plugin_version) DYLEASE_PLUGIN_WITH_UNLOAD(plugin_name, plugin_version, DYLEASE_NULL_)
+/* DYLEASE_PLUGIN_WITH_HOOKS without on_load. */
+#define DYLEASE_PLUGIN_WITH_UNLOAD(plugin_name, plugin_version, unload_fn) \
+    DYLEASE_PLUGIN_WITH_HOOKS(plugin_name, plugin_version, DYLEASE_NULL_, unload_fn)
+
+/* DYLEASE_PLUGIN_WITH_HOOKS without on_load or on_unload. */
+#define DYLEASE_PLUGIN(plugin_name, plugin_version) \
+    DYLEASE_PLUGIN_WITH_HOOKS(plugin_name, plugin_version, DYLEASE_NULL_, DYLEASE_NULL_)
 
 #ifdef __cplusplus
 } /* extern "C" */

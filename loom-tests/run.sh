@@ -3,7 +3,7 @@
 # interleaving up to a preemption bound. Then checks that the models can fail: with a
 # deliberately broken upgrade compiled in, a model must catch it.
 #
-#   loom-tests/run.sh                          # the CI bound (3)
+#   loom-tests/run.sh                          # the CI bound (4)
 #   LOOM_MAX_PREEMPTIONS=5 loom-tests/run.sh   # a deeper run before a release
 #
 # Builds in release mode with debug assertions, into target/loom (its own directory, since
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}"
+export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-4}"
 # A model that fails can abort (a second panic while loom objects unwind): keep its report.
 export RUST_BACKTRACE=0
 flags="--cfg loom -C debug-assertions"
@@ -21,8 +21,14 @@ mkdir -p "$target"
 echo "== loom models at LOOM_MAX_PREEMPTIONS=$LOOM_MAX_PREEMPTIONS"
 started=$SECONDS
 set +e
-RUSTFLAGS="$flags" cargo test --release --target-dir "$target" -p dylease-loom-tests --tests \
-  -- --test-threads=1 --nocapture >"$target/models.log" 2>&1
+{
+  # The host protocol, through the public API (loom-tests/tests), then the library registry
+  # with a model of the platform loader (the crate's own loom tests, src/load/registry.rs).
+  RUSTFLAGS="$flags" cargo test --release --target-dir "$target" -p dylease-loom-tests --tests \
+    -- --test-threads=1 --nocapture &&
+  RUSTFLAGS="$flags" cargo test --release --target-dir "$target" -p dylease --lib \
+    -- --test-threads=1 --nocapture loom_models
+} >"$target/models.log" 2>&1
 status=$?
 set -e
 # The report: each model's interleavings and time, the outcomes it saw, and the verdicts.
@@ -55,4 +61,19 @@ if ! grep -qE "Causality violation|I[12]: " "$target/broken.log"; then
 fi
 echo "model 2 caught the broken upgrade (exit $broken):"
 grep -m1 -E "Causality violation|I[12]: " "$target/broken.log" | cut -c1-200
+
+# The same for the registry: without its wait for a busy file (I1), a registry model must fail.
+echo "== planted registry bug: a registry model must fail with --cfg dylease_broken_registry"
+set +e
+RUSTFLAGS="$flags --cfg dylease_broken_registry" cargo test --release --target-dir "$target/broken" \
+  -p dylease --lib -- --test-threads=1 --nocapture loom_models >"$target/broken-registry.log" 2>&1
+broken=$?
+set -e
+if [ "$broken" -eq 0 ] || ! grep -qE "I1: |I7: " "$target/broken-registry.log"; then
+  echo "the registry models did NOT catch a registry that reopens a busy file (exit $broken):" >&2
+  tail -20 "$target/broken-registry.log" >&2
+  exit 1
+fi
+echo "a registry model caught it:"
+grep -m1 -E "I1: |I7: " "$target/broken-registry.log" | cut -c1-200
 echo "== loom: $((SECONDS - started)) s in all"

@@ -89,15 +89,26 @@ pub enum Error {
         /// The loader's own explanation (`dlerror`).
         reason: String,
     },
-    /// The plugin was built for another ABI version.
+    /// The plugin was built for an ABI version this host does not speak: it speaks every
+    /// version from [`DYLEASE_OLDEST_ABI_VERSION`](crate::abi::DYLEASE_OLDEST_ABI_VERSION) to
+    /// `expected`.
     #[non_exhaustive]
     AbiMismatch {
         /// The library file.
         path: PathBuf,
         /// The version in the plugin's descriptor.
         found: u32,
-        /// The version this host speaks ([`DYLEASE_ABI_VERSION`](crate::abi::DYLEASE_ABI_VERSION)).
+        /// The newest version this host speaks ([`DYLEASE_ABI_VERSION`](crate::abi::DYLEASE_ABI_VERSION)).
         expected: u32,
+    },
+    /// The plugin's `on_load` (ABI version 2) returned non-zero. Its `register_passes` and
+    /// `on_unload` were not called, and the library was closed.
+    #[non_exhaustive]
+    OnLoadFailed {
+        /// The library file.
+        path: PathBuf,
+        /// What `on_load` returned.
+        code: i32,
     },
     /// The plugin's descriptor is unusable: a NULL descriptor, a missing or non-UTF-8 name.
     #[non_exhaustive]
@@ -108,7 +119,7 @@ pub enum Error {
         reason: String,
     },
     /// A pass was refused: an empty or non-UTF-8 name, a NULL function, a name used twice in
-    /// one plugin.
+    /// one plugin, or (for a typed pass) a NULL, empty, too long or non-UTF-8 interface.
     #[non_exhaustive]
     InvalidPass {
         /// The plugin that tried to register it.
@@ -144,6 +155,13 @@ pub enum Error {
     /// load or unload on the same thread (a plugin constructor, register function or unload
     /// hook). Waiting would deadlock, so it fails at once.
     Reentrant,
+    /// [`acquire_timeout`](crate::PluginHost::acquire_timeout) gave up waiting for another
+    /// thread.
+    #[non_exhaustive]
+    TimedOut {
+        /// What it waited for.
+        waited: Waited,
+    },
     /// A static plugin's register function panicked. The panic was caught; the host is usable.
     #[non_exhaustive]
     Panicked {
@@ -197,13 +215,19 @@ impl Error {
             Error::Open { path, .. }
             | Error::Untrusted { path, .. }
             | Error::MissingEntry { path, .. }
-            | Error::AbiMismatch { path, .. } => Some(Origin::File(path.clone())),
+            | Error::AbiMismatch { path, .. }
+            | Error::OnLoadFailed { path, .. } => Some(Origin::File(path.clone())),
             Error::InvalidPlugin { plugin, .. }
             | Error::InvalidPass { plugin, .. }
             | Error::RegisterFailed { plugin, .. }
             | Error::Panicked { plugin, .. } => Some(plugin.clone()),
             Error::DuplicatePass { second, .. } => Some(second.clone()),
-            Error::Io { .. } | Error::Reentrant | Error::Config { .. } | Error::Custom(_) => None,
+            Error::TimedOut {
+                waited: Waited::File(path),
+            } => Some(Origin::File(path.clone())),
+            Error::Io { .. } | Error::Reentrant | Error::TimedOut { .. } | Error::Config { .. } | Error::Custom(_) => {
+                None
+            }
         }
     }
 }
@@ -240,9 +264,22 @@ impl fmt::Display for Error {
                 "plugin file `{}` does not export `dylease_plugin_v1`; is it a dylease plugin? ({reason})",
                 path.display()
             ),
-            Error::AbiMismatch { path, found, expected } => write!(
+            Error::AbiMismatch { path, found, expected } => {
+                let oldest = crate::abi::DYLEASE_OLDEST_ABI_VERSION;
+                let spoken = match expected.saturating_sub(oldest) {
+                    0 => format!("version {expected}"),
+                    1 => format!("versions {oldest} and {expected}"),
+                    _ => format!("versions {oldest} to {expected}"),
+                };
+                write!(
+                    f,
+                    "plugin file `{}` was built for dylease ABI version {found}, but this host speaks {spoken}; rebuild the plugin against this host's dylease.h",
+                    path.display()
+                )
+            }
+            Error::OnLoadFailed { path, code } => write!(
                 f,
-                "plugin file `{}` was built for dylease ABI version {found}, but this host speaks version {expected}; rebuild the plugin against this host's dylease.h",
+                "plugin file `{}` failed to initialise: its `on_load` returned {code}",
                 path.display()
             ),
             Error::InvalidPlugin { plugin, reason } => write!(f, "{plugin} is not a valid plugin: {reason}"),
@@ -265,11 +302,42 @@ impl fmt::Display for Error {
                 "acquire() was called from inside this host's own load or unload on the same thread \
                  (a plugin constructor, register function or unload hook); it would deadlock",
             ),
+            Error::TimedOut { waited } => write!(
+                f,
+                "acquire_timeout() gave up waiting for {waited}; if plugin code hands acquire() to another \
+                 thread and waits for it, that is a deadlock"
+            ),
             Error::Panicked { plugin, message } => write!(f, "{plugin} panicked while registering: {message}"),
             // The cause is `source()`: printing it here too would show it twice in a chain.
             Error::Io { path, context, .. } => write!(f, "{context} `{}`", path.display()),
             Error::Config { reason } => write!(f, "invalid plugin host configuration: {reason}"),
             Error::Custom(error) => error.fmt(f),
+        }
+    }
+}
+
+/// What [`Error::TimedOut`] waited for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Waited {
+    /// Another thread's load of the same host.
+    Load,
+    /// The host's previous set to finish unloading.
+    Unload,
+    /// Another thread's open, or unload, of this library file (in any host of the process).
+    File(PathBuf),
+}
+
+impl fmt::Display for Waited {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Waited::Load => f.write_str("another thread's load of this host to finish"),
+            Waited::Unload => f.write_str("this host's previous plugin set to finish unloading"),
+            Waited::File(path) => write!(
+                f,
+                "another thread to finish loading or unloading plugin file `{}`",
+                path.display()
+            ),
         }
     }
 }

@@ -409,7 +409,7 @@ mod error;
 pub mod export;
 mod pass_fn;
 
-pub use error::{Error, OpenCause, Origin};
+pub use error::{Error, OpenCause, Origin, Waited};
 pub use export::PluginRegistrar;
 pub use pass_fn::PassFn;
 

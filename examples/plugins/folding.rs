@@ -1,11 +1,17 @@
-//! An example dylease plugin written in Rust: a constant-folding pass over the demo's graph,
-//! and an unload hook.
+//! An example dylease plugin written in Rust: a typed constant-folding pass over the demo's
+//! graph, a load hook and an unload hook.
 //!
 //! Build it with `cargo build -p dylease-example-rust-plugin`; the library lands in
 //! `target/debug/` (`libdylease_example_rust_plugin.so` on Linux). `cargo run --example demo`
 //! builds and loads it next to the C and C++ example plugins.
 
 use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set by `on_load`, cleared by `on_unload`: state that belongs to one loaded instance of the
+/// library. Kept in `on_load` rather than in a constructor (or a lazily initialised static),
+/// it is fresh at every load even where the platform keeps the library mapped.
+static READY: AtomicBool = AtomicBool::new(false);
 
 /// The demo's graph: the same layout as `demo_graph` in `examples/plugins/graph.h`.
 #[repr(C)]
@@ -25,6 +31,9 @@ unsafe extern "C" fn fold_constants(graph: *mut Graph) {
     let Some(graph) = (unsafe { graph.as_mut() }) else {
         return;
     };
+    if !READY.load(Ordering::Acquire) {
+        return;
+    }
     let folded = graph.nodes / 5;
     graph.nodes -= folded;
     graph.rewrites += folded;
@@ -33,10 +42,19 @@ unsafe extern "C" fn fold_constants(graph: *mut Graph) {
 dylease::export_plugin! {
     name: "folding",
     version: env!("CARGO_PKG_VERSION"),
-    register: |reg| reg.add_pass(
+    register: |reg| reg.add_typed_pass(
         "fold_constants",
+        "demo.graph_pass/1",
         fold_constants as unsafe extern "C" fn(*mut Graph),
         ptr::null_mut(),
     ),
-    on_unload: || println!("             [folding plugin, Rust] on_unload"),
+    on_load: || {
+        println!("             [folding plugin, Rust] on_load");
+        READY.store(true, Ordering::Release);
+        Ok(())
+    },
+    on_unload: || {
+        READY.store(false, Ordering::Release);
+        println!("             [folding plugin, Rust] on_unload");
+    },
 }

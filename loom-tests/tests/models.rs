@@ -363,3 +363,35 @@ fn model_6_nested_acquire_is_reentrant_not_a_deadlock() {
         assert!(!host.is_loaded());
     });
 }
+
+/// 7. The cached fast path races the last drop and a new generation: this thread's cache holds
+///    generation 1 while another thread drops its last lease and a third loads generation 2.
+///    The cached `Weak` is used only while it is current and alive (I2), and nothing is loaded
+///    twice at once (I1, asserted by the plugin).
+#[test]
+fn model_7_cached_lease_races_last_drop_and_new_generation() {
+    static FROM_CACHE: Outcomes = Outcomes::new();
+    check("7 cached fast path vs last drop and generation 2 (I1, I2)", || {
+        let probe = Arc::new(Probe::default());
+        let host = Arc::new(host_with(&probe));
+        // Fills this thread's cache with generation 1.
+        let first = host.acquire().unwrap();
+        let dropper = thread::spawn(move || drop(first));
+        let loader = {
+            let (host, probe) = (host.clone(), probe.clone());
+            thread::spawn(move || {
+                let lease = host.acquire().unwrap();
+                assert_live(&lease, &probe);
+            })
+        };
+        let lease = host.acquire().unwrap();
+        assert_live(&lease, &probe);
+        FROM_CACHE.saw(lease.generation() == 1);
+        drop(lease);
+        dropper.join().unwrap();
+        loader.join().unwrap();
+        assert_eq!(probe.loads.load(SeqCst), probe.unloads.load(SeqCst), "I3");
+        assert!(!host.is_loaded());
+    });
+    FROM_CACHE.assert_both(["a newer generation", "generation 1 shared"]);
+}

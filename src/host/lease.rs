@@ -6,10 +6,9 @@ use std::fmt;
 use std::ops::Deref;
 
 use crate::host::PluginSet;
-use crate::host::Shared;
 use crate::load::PassInfo;
 use crate::pass_fn::PassFn;
-use crate::sync::{Arc, Strong};
+use crate::sync::{Arc, Weak};
 
 /// A share in a loaded [`PluginSet`]: while any lease of a set exists, its plugins stay
 /// loaded; when the last one is dropped, the set unloads before that drop returns.
@@ -34,7 +33,7 @@ use crate::sync::{Arc, Strong};
 /// # Ok::<(), dylease::Error>(())
 /// ```
 #[derive(Clone)]
-pub struct Lease(pub(crate) Strong<PluginSet>);
+pub struct Lease(pub(crate) Arc<PluginSet>);
 
 impl Deref for Lease {
     type Target = PluginSet;
@@ -62,12 +61,12 @@ impl fmt::Debug for Lease {
 impl Lease {
     /// A weak lease: it observes the set without keeping it loaded.
     pub fn downgrade(&self) -> WeakLease {
-        WeakLease(Some((Arc::clone(self.host()), self.generation())))
+        WeakLease(Arc::downgrade(&self.0))
     }
 
     /// Whether two leases share one set.
     pub fn ptr_eq(a: &Lease, b: &Lease) -> bool {
-        Strong::ptr_eq(&a.0, &b.0)
+        Arc::ptr_eq(&a.0, &b.0)
     }
 
     /// The pass registered under `name`, typed as `F`, borrowing this lease: it cannot
@@ -159,19 +158,13 @@ impl Lease {
 ///
 /// `WeakLease::default()` observes nothing: its `upgrade` always returns `None`.
 #[derive(Clone, Default)]
-pub struct WeakLease(Option<(Arc<Shared>, u64)>);
+pub struct WeakLease(Weak<PluginSet>);
 
 impl WeakLease {
     /// A lease of the same set if it is still loaded, `None` once its last lease was dropped
     /// (an unloading set is never handed out, nor a later generation of the same host).
     pub fn upgrade(&self) -> Option<Lease> {
-        let (host, generation) = self.0.as_ref()?;
-        // The host's slot holds one generation at a time, tagged with the low bits of its
-        // number: a later generation is refused without touching its lease count. Only one
-        // 2^32 generations later could the tag match; the whole number is compared then, and
-        // the lease dropped again (outside any lock, as every lease drop must be).
-        let lease = Lease(host.slot.upgrade_tagged(*generation as u32)?);
-        (lease.generation() == *generation).then_some(lease)
+        self.0.upgrade().map(Lease)
     }
 }
 

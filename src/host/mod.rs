@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use crate::error::Error;
 use crate::load::{LoadPolicy, LoadedPlugins, MAX_NAME_LEN, Registrar, Source, StaticPlugin, TrustPolicy};
-use crate::sync::{Arc, AtomicU64, Condvar, Mutex, Ordering, Slot};
+use crate::sync::Arc;
 
+mod generations;
 mod lease;
 mod reentry;
 mod set;
@@ -18,8 +19,7 @@ pub use lease::{Lease, OwnedPass, Pass, WeakLease};
 pub use set::PluginSet;
 pub use stats::Stats;
 
-use reentry::inside_host;
-use stats::Recorder;
+use generations::Generations;
 
 /// A set of plugin sources and the slot through which their loaded set is shared.
 ///
@@ -28,8 +28,10 @@ use stats::Recorder;
 /// lease is dropped. A host is `Send + Sync`; share it by reference (for example from a
 /// `static`, as [`global`](crate::global) does) or in an `Arc`.
 ///
-/// A library file should belong to one host: two hosts that load the same file share one
-/// mapping of it, and neither host's unload knows about the other's leases.
+/// Hosts are independent, but the libraries they load are not: two hosts (in two components
+/// of one program, say) that load the same library share one instance of it, process-wide.
+/// Its `on_load` runs once, its `on_unload` once after the last set of any host that uses it
+/// is gone, and each host's sets register its passes afresh.
 ///
 /// # Example
 ///
@@ -48,7 +50,7 @@ pub struct PluginHost {
     sources: Box<[Source]>,
     policy: LoadPolicy,
     trust: TrustPolicy,
-    shared: Arc<Shared>,
+    generations: Arc<Generations>,
 }
 
 // A panic that unwinds out of `acquire` (from a logger, say) leaves the host consistent: its
@@ -66,56 +68,6 @@ impl fmt::Debug for PluginHost {
             .field("generation", &self.generation())
             .field("loaded", &self.is_loaded())
             .finish()
-    }
-}
-
-/// The part of a host that its sets point back to, so a set can mark itself unloaded even
-/// after the `PluginHost` value is gone.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    /// The home of the current set: holds it while any lease of it is alive, never keeps it
-    /// alive by itself, and is filled again by the next load.
-    pub(crate) slot: Slot<PluginSet>,
-    life: Mutex<Life>,
-    /// Signalled when a generation finishes unloading.
-    unloaded: Condvar,
-    /// Mirrors of `life`, written under the lock, read without it by observers.
-    loaded_gen: AtomicU64,
-    unloaded_gen: AtomicU64,
-    /// Observed by `PluginHost::stats`; never decides anything.
-    pub(crate) stats: Recorder,
-}
-
-/// The lifecycle under the host's lock.
-#[derive(Debug, Default)]
-struct Life {
-    /// The generation of the last successful load.
-    loaded: u64,
-    /// The generation of the last finished unload; `unloaded < loaded` while a set is loaded
-    /// or still unloading.
-    unloaded: u64,
-}
-
-impl Shared {
-    /// Identifies the host to the re-entrancy flag.
-    pub(crate) fn id(&self) -> usize {
-        self as *const Shared as usize
-    }
-
-    /// The number of leases of the loaded set, for [`PluginHost::stats`]. Observes only: it
-    /// reads the count without taking a lease (an observer holding a lease might end up
-    /// dropping the last one, and run the unload on its own thread).
-    pub(crate) fn live_leases(&self) -> usize {
-        self.slot.strong_count()
-    }
-
-    /// Called once the set of `generation` has been dropped and the slot is vacant.
-    pub(crate) fn mark_unloaded(&self, generation: u64) {
-        let mut life = self.life.lock();
-        life.unloaded = generation;
-        self.unloaded_gen.store(generation, Ordering::Release);
-        drop(life);
-        self.unloaded.notify_all();
     }
 }
 
@@ -140,77 +92,53 @@ impl PluginHost {
     /// again. [`Error::Reentrant`] if called from inside this host's own load or unload on the
     /// same thread.
     pub fn acquire(&self) -> Result<Lease, Error> {
-        match self.shared.slot.upgrade() {
-            Some(set) => Ok(Lease(set)),
-            None => self.acquire_slow(),
-        }
+        Generations::acquire(&self.generations, None, |deadline| self.load(deadline)).map(Lease)
     }
 
-    #[cold]
-    fn acquire_slow(&self) -> Result<Lease, Error> {
-        inside_host(self.shared.id(), |already_inside| match already_inside {
-            true => Err(Error::Reentrant),
-            false => self.acquire_locked(),
-        })
+    /// As [`acquire`](PluginHost::acquire), but gives up waiting for other threads after
+    /// `timeout`: for another thread's load of this host, for this host's previous set to
+    /// finish unloading, and for a library file another host is unloading. A load this call
+    /// started itself runs to its end.
+    ///
+    /// Plugin code that hands `acquire()` to another thread and joins it deadlocks (the
+    /// nested call's check is per thread; see the README's "Limits"): a bound turns that into
+    /// an error instead of a hang.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](PluginHost::acquire), and [`Error::TimedOut`] naming what it waited for.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let host = dylease::PluginHost::builder()
+    ///     .static_plugin("builtin", |_reg: &mut dylease::Registrar| Ok(()))
+    ///     .build()?;
+    /// let lease = host.acquire_timeout(Duration::from_secs(5))?;
+    /// assert_eq!(lease.generation(), 1);
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub fn acquire_timeout(&self, timeout: Duration) -> Result<Lease, Error> {
+        let deadline = Instant::now().checked_add(timeout);
+        Generations::acquire(&self.generations, deadline, |deadline| self.load(deadline)).map(Lease)
     }
 
-    /// The slow path proper, with this thread marked as inside this host.
-    fn acquire_locked(&self) -> Result<Lease, Error> {
-        let mut life = self.shared.life.lock();
-        loop {
-            // Another thread may have loaded while this one waited for the lock. A lease made
-            // here leaves the lock's scope before it can be dropped.
-            if let Some(set) = self.shared.slot.upgrade() {
-                drop(life);
-                return Ok(Lease(set));
-            }
-            if life.unloaded < life.loaded {
-                // A set's last lease is gone but its teardown has not finished.
-                life = self.shared.unloaded.wait(life);
-            } else {
-                break;
-            }
-        }
-        let generation = life.loaded + 1;
-        // Plugin code runs inside `load`, under the lock; the mark made by `acquire_slow`
-        // turns a nested `acquire()` into `Error::Reentrant`. A failed load returns before
-        // any lease exists, so nothing that could unload is dropped under the lock.
-        let contents = self.load()?;
-        let set = PluginSet::new(generation, contents, self.shared.clone());
-        // The tag lets a weak lease of an older generation tell this one apart without taking
-        // a share of it (`as u32`: generations 2^32 apart share a tag; `WeakLease::upgrade`
-        // still compares the whole generation).
-        // SAFETY: the slot is vacant: no lease upgraded (checked above under the lock) and
-        // `unloaded == loaded`, so the last set's drop has finished and marked itself; only
-        // the holder of the lock fills. The set holds an `Arc` of `Shared`, which contains
-        // the slot, so the slot outlives the set.
-        let lease = Lease(unsafe { self.shared.slot.fill(set, generation as u32) });
-        // Until the lock is released, the only lease must not be dropped: its drop would take
-        // the lock this thread holds. Nothing between here and the unlock can panic (plain
-        // stores), and no user code (a logger) runs before it.
-        life.loaded = generation;
-        self.shared.loaded_gen.store(generation, Ordering::Release);
-        drop(life);
-        // Should the logger panic here, the lease unwinds outside the lock: a normal unload.
-        self.shared.stats.loaded(&lease);
-        Ok(lease)
-    }
-
-    /// Runs the load pipeline over every planned plugin, under the host's policies. On failure
+    /// Runs the load pipeline over every source, under the host's policies. On failure
     /// everything registered so far is unloaded before the error is returned.
-    fn load(&self) -> Result<LoadedPlugins, Error> {
-        crate::load::load(&self.sources, self.policy, self.trust)
+    fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
+        crate::load::load(&self.sources, self.policy, self.trust, deadline)
     }
 
     /// Whether a set of this host is loaded (or still unloading). Observes, decides nothing.
     pub fn is_loaded(&self) -> bool {
-        let unloaded = self.shared.unloaded_gen.load(Ordering::Acquire);
-        self.shared.loaded_gen.load(Ordering::Acquire) != unloaded
+        self.generations.is_loaded()
     }
 
     /// The number of successful loads so far: the generation of the newest set.
     pub fn generation(&self) -> u64 {
-        self.shared.loaded_gen.load(Ordering::Acquire)
+        self.generations.generation()
     }
 
     /// What this host observed so far: whether a set is loaded, its generation, leases,
@@ -220,9 +148,9 @@ impl PluginHost {
     /// Takes no lease and decides nothing; the numbers may be stale as soon as they are read.
     /// See [`Stats`] for an example.
     pub fn stats(&self) -> Stats {
-        self.shared
+        self.generations
             .stats
-            .snapshot(self.is_loaded(), self.generation(), self.shared.live_leases())
+            .snapshot(self.is_loaded(), self.generation(), self.generations.live_leases())
     }
 
     /// Blocks until no set of this host is loaded, or until `timeout` has passed: `true` if
@@ -251,21 +179,7 @@ impl PluginHost {
     /// # Ok::<(), dylease::Error>(())
     /// ```
     pub fn wait_unloaded(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now().checked_add(timeout);
-        inside_host(self.shared.id(), |already_inside| {
-            if already_inside {
-                return false;
-            }
-            let mut life = self.shared.life.lock();
-            while life.unloaded < life.loaded {
-                match deadline.map(|deadline| deadline.saturating_duration_since(Instant::now())) {
-                    Some(Duration::ZERO) => return false,
-                    Some(left) => life = self.shared.unloaded.wait_timeout(life, left),
-                    None => life = self.shared.unloaded.wait(life),
-                }
-            }
-            true
-        })
+        self.generations.wait_unloaded(Instant::now().checked_add(timeout))
     }
 
     /// The host's load policy.
@@ -382,14 +296,7 @@ impl HostBuilder {
             sources: self.sources.into(),
             policy: self.policy,
             trust: self.trust,
-            shared: Arc::new(Shared {
-                slot: Slot::vacant(),
-                life: Mutex::new(Life::default()),
-                unloaded: Condvar::new(),
-                loaded_gen: AtomicU64::new(0),
-                unloaded_gen: AtomicU64::new(0),
-                stats: Recorder::default(),
-            }),
+            generations: Arc::new(Generations::new()),
         }
     }
 }

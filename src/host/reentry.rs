@@ -7,21 +7,21 @@ use std::cell::Cell;
 /// One host this thread is inside, in a list threaded through the stack frames of
 /// [`inside_host`] calls: no allocation, no limit, and no thread-local destructor.
 struct InsideNode {
-    id: usize,
+    id: u64,
     outer: *const InsideNode,
 }
 
-crate::sync::cell_thread_local! {
+crate::sync::thread_locals! {
     /// The innermost host whose load or unload this thread is running. Without drop glue, so
     /// it stays usable while the thread exits and its other thread-locals are being destroyed
     /// (a lease may be dropped by a thread-local destructor).
-    static INSIDE: Cell<*const InsideNode> = std::ptr::null();
+    static INSIDE: Cell<*const InsideNode> = const std::ptr::null();
 }
 
 /// Runs `f` with this thread marked as running a load or unload of host `id`. `f` learns
 /// whether the thread already was inside that host: then waiting for the host would wait for
 /// itself, and nothing new is marked.
-pub(crate) fn inside_host<R>(id: usize, f: impl FnOnce(bool) -> R) -> R {
+pub(crate) fn inside_host<R>(id: u64, f: impl FnOnce(bool) -> R) -> R {
     let innermost = INSIDE.with(Cell::get);
     let mut node = innermost;
     while !node.is_null() {

@@ -3,10 +3,10 @@
 use std::fmt;
 use std::time::Instant;
 
-use crate::host::Shared;
+use crate::host::generations::Generations;
 use crate::host::reentry::inside_host;
 use crate::load::{LoadFailure, LoadedPlugins, PassInfo, PluginInfo};
-use crate::sync::{Arc, Tenant};
+use crate::sync::Arc;
 
 /// One generation of loaded plugins: what every [`Lease`](crate::Lease) of it derefs to.
 ///
@@ -16,7 +16,7 @@ use crate::sync::{Arc, Tenant};
 pub struct PluginSet {
     generation: u64,
     contents: LoadedPlugins,
-    host: Arc<Shared>,
+    host: Arc<Generations>,
 }
 
 impl fmt::Debug for PluginSet {
@@ -57,11 +57,6 @@ impl PluginSet {
         self.contents.pass_position(name)
     }
 
-    /// The shared state of the host this set belongs to.
-    pub(crate) fn host(&self) -> &Arc<Shared> {
-        &self.host
-    }
-
     /// Whether a pass is registered under `name`.
     pub fn contains_pass(&self, name: &str) -> bool {
         self.contents.pass_position(name).is_some()
@@ -98,7 +93,7 @@ impl PluginSet {
     /// The set of generation `generation` of `host`. Construct it only where it goes straight
     /// into the host's slot, whose last lease is dropped outside the host's lock (that drop
     /// takes the lock).
-    pub(crate) fn new(generation: u64, contents: LoadedPlugins, host: Arc<Shared>) -> Self {
+    pub(crate) fn new(generation: u64, contents: LoadedPlugins, host: Arc<Generations>) -> Self {
         PluginSet {
             generation,
             contents,
@@ -114,43 +109,25 @@ impl PluginSet {
 
 impl Drop for PluginSet {
     fn drop(&mut self) {
+        // However teardown ends (a panic that escaped it included), the generation is marked
+        // unloaded when this guard drops, after the teardown: loaders waiting for it (I1)
+        // must not wait for ever. It holds the host's state alive until then.
+        struct MarkUnloaded(Arc<Generations>, u64);
+        impl Drop for MarkUnloaded {
+            fn drop(&mut self) {
+                self.0.mark_unloaded(self.1);
+            }
+        }
+        let _mark = MarkUnloaded(Arc::clone(&self.host), self.generation);
         let started = Instant::now();
         // Unload code runs outside the host's lock; loaders that arrive meanwhile see that
-        // this generation has not finished unloading and wait (invariant I1). The re-entrancy
-        // mark makes an `acquire()` from unload code fail instead of waiting for itself. (The
-        // thread is rarely inside this host already: only if a logger panicked while the host
-        // logged its load; the mark is then simply kept.)
-        // The statistics' log event is inside the mark too: a logger that acquires this host
-        // gets `Error::Reentrant` instead of waiting for this very unload to finish.
+        // this generation has not finished unloading and wait (I1). The re-entrancy mark
+        // makes an `acquire()` from unload code fail instead of waiting for itself (I4); the
+        // statistics' log event is inside the mark too, so a logger that acquires this host
+        // gets `Error::Reentrant` instead of waiting for this very unload.
         inside_host(self.host.id(), |_| {
             let pinned = self.contents.unload();
             self.host.stats.unloaded(self, started.elapsed(), pinned);
         });
-    }
-}
-
-impl Tenant for PluginSet {
-    type Leaving = Unloaded;
-
-    fn leaving(&self) -> Unloaded {
-        Unloaded {
-            host: Arc::clone(&self.host),
-            generation: self.generation,
-        }
-    }
-}
-
-/// Marks a generation unloaded when dropped, which the slot does right after the set's drop
-/// finished, however it finished: a panic that escaped teardown must not leave loaders
-/// waiting for ever. (Libraries not yet closed when a panic unwinds are closed by their own
-/// `Drop`.) It holds the host's shared state, which contains the slot, alive until then.
-pub(crate) struct Unloaded {
-    host: Arc<Shared>,
-    generation: u64,
-}
-
-impl Drop for Unloaded {
-    fn drop(&mut self) {
-        self.host.mark_unloaded(self.generation);
     }
 }

@@ -102,6 +102,9 @@ fn library_file(path: &Path) -> Found {
     let candidate = Candidate {
         path: path.to_owned(),
         resolved,
+        #[allow(clippy::clone_on_copy, reason = "`Identity` is a path on platforms other than Unix")]
+        identity: identity.clone(),
+        checked: None,
     };
     Ok((candidate, identity))
 }
@@ -182,6 +185,8 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
                     Candidate {
                         path: path.clone(),
                         resolved,
+                        identity: identity(&path, &metadata),
+                        checked: None,
                     },
                     identity(&path, &metadata),
                 )
@@ -197,9 +202,9 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
 /// inode (glibc matches an already-loaded object by them, so a hard link is the same
 /// library), elsewhere the path. `metadata` is the file's, with symlinks followed.
 #[cfg(unix)]
-type Identity = (u64, u64);
+pub(crate) type Identity = (u64, u64);
 #[cfg(not(unix))]
-type Identity = PathBuf;
+pub(crate) type Identity = PathBuf;
 
 #[cfg(unix)]
 fn identity(_path: &Path, metadata: &fs::Metadata) -> Identity {

@@ -8,57 +8,95 @@
 //! headers. Reading bytes runs no plugin code; this module is safe code only.
 
 use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
-/// Checks that `path` could be an ELF shared library for this process: the magic bytes, the
-/// class, byte order, type and machine, and that every loadable segment lies inside the file.
-/// `Err` says what is wrong, as a phrase ("the file is truncated: …").
+use crate::error::Error;
+
+/// [`check`], with a refusal as the error that names the plugin file `path` (as discovered).
+pub(crate) fn check_file(path: &Path, file: &File, len: u64) -> Result<(), Error> {
+    check(file, len).map_err(|reason| Error::Open {
+        path: path.to_owned(),
+        reason,
+        cause: crate::error::OpenCause::Headers,
+    })
+}
+
+/// Checks that `file` (of `len` bytes) could be an ELF shared library for this process: the
+/// magic bytes, the class, byte order, type and machine, and that every loadable segment lies
+/// inside the file, wherever the program header table is. `Err` says what is wrong, as a
+/// phrase ("the file is truncated: …").
 ///
 /// Only on platforms whose libraries are ELF files; elsewhere, and when the file cannot be
 /// read (the loader then reports that in its own words), it passes.
-pub(crate) fn check(path: &Path) -> Result<(), String> {
+pub(crate) fn check(file: &File, len: u64) -> Result<(), String> {
     if !cfg!(all(unix, not(target_vendor = "apple"))) {
         return Ok(());
     }
-    let Ok(mut file) = File::open(path) else {
-        return Ok(());
-    };
-    let Ok(len) = file.metadata().map(|m| m.len()) else {
-        return Ok(());
-    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        check_with(|buffer, offset| file.read_at(buffer, offset), len)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, len);
+        Ok(())
+    }
+}
+
+/// [`check`] over any positioned reader (`read_at(buffer, offset)`, like `pread`).
+fn check_with(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64) -> Result<(), String> {
     // One read covers the ELF header and the program header table of every library a linker
-    // writes (the table follows the header); a longer table is read on.
-    let mut prefix = Vec::with_capacity(FIRST_READ);
-    if read_up_to(&mut file, &mut prefix, FIRST_READ).is_err() {
-        return Ok(());
-    }
-    let Some(table) = header(&prefix[..prefix.len().min(EHDR_LEN_64)], len)? else {
+    // writes (the table follows the header).
+    let mut first = vec![0; FIRST_READ.min(usize::try_from(len).unwrap_or(FIRST_READ))];
+    let Ok(got) = read_exactly(&read_at, &mut first, 0) else {
         return Ok(());
     };
-    // Program headers follow the ELF header in every library a linker writes; a table placed
-    // absurdly far in is left to the loader.
-    if table.end > 1 << 20 {
+    first.truncate(got);
+    let Some(table) = header(&first[..first.len().min(EHDR_LEN_64)], len)? else {
         return Ok(());
+    };
+    if table.end <= first.len() as u64 {
+        return segments(&first, &table, len);
     }
-    if read_up_to(&mut file, &mut prefix, table.end as usize).is_err() {
+    // Elsewhere in the file: read exactly the table, at most 65535 entries of 65535 bytes
+    // as the header's 16-bit fields allow, and only after `header` saw it inside the file.
+    let size = usize::from(table.phentsize) * usize::from(table.phnum);
+    let mut bytes = vec![0; size];
+    let Ok(got) = read_exactly(&read_at, &mut bytes, table.phoff) else {
         return Ok(());
+    };
+    if got < size {
+        // The file shrank since its length was taken.
+        return Err(truncated(table.phoff + got as u64, table.end));
     }
-    segments(&prefix, &table, len)
+    // `segments` reads entries at their offsets in the file: shift the table to offset 0.
+    let moved = Table { phoff: 0, ..table };
+    segments(&bytes, &moved, len)
+}
+
+/// Fills `buffer` from `offset` on, stopping early only at the end of the file; returns how
+/// many bytes it read.
+fn read_exactly(
+    read_at: &impl Fn(&mut [u8], u64) -> std::io::Result<usize>,
+    buffer: &mut [u8],
+    offset: u64,
+) -> std::io::Result<usize> {
+    let mut done = 0;
+    while done < buffer.len() {
+        match read_at(&mut buffer[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
 }
 
 /// How much of a library the first read takes: a page, which holds the headers of ordinary
 /// libraries.
 const FIRST_READ: usize = 4096;
-
-/// Reads on from where the file is until `bytes` holds `limit` bytes or the file ends.
-fn read_up_to(file: &mut File, bytes: &mut Vec<u8>, limit: usize) -> std::io::Result<()> {
-    if bytes.len() >= limit {
-        return Ok(());
-    }
-    let want = (limit - bytes.len()) as u64;
-    file.take(want).read_to_end(bytes).map(drop)
-}
 
 const EHDR_LEN_32: usize = 52;
 const EHDR_LEN_64: usize = 64;
@@ -69,7 +107,11 @@ const PT_LOAD: u32 = 1;
 struct Table {
     wide: bool,
     big_endian: bool,
-    /// The end of the program header table: inside the file, and past the ELF header.
+    /// Where the program header table starts in the bytes [`segments`] is given.
+    phoff: u64,
+    phentsize: u16,
+    phnum: u16,
+    /// The end of the program header table in the file: inside it, and past the ELF header.
     end: u64,
 }
 
@@ -146,23 +188,31 @@ fn header(head: &[u8], len: u64) -> Result<Option<Table>, String> {
             "its program header table starts at byte {phoff}, inside the ELF header: the headers are corrupt"
         ));
     }
-    Ok(Some(Table { wide, big_endian, end }))
+    Ok(Some(Table {
+        wide,
+        big_endian,
+        phoff,
+        phentsize,
+        phnum,
+        end,
+    }))
 }
 
-/// Checks that every loadable segment lies inside the file. `prefix` holds the file's bytes
-/// up to the end of the program header table that [`header`] found.
-fn segments(prefix: &[u8], table: &Table, len: u64) -> Result<(), String> {
-    if (prefix.len() as u64) < table.end {
+/// Checks that every loadable segment lies inside the file. `bytes` holds the program header
+/// table at `table.phoff` (the file's first bytes, or the table alone).
+fn segments(bytes: &[u8], table: &Table, len: u64) -> Result<(), String> {
+    let (phoff, phentsize, phnum) = (table.phoff, table.phentsize, table.phnum);
+    let table_end = phoff.saturating_add(u64::from(phentsize) * u64::from(phnum));
+    if (bytes.len() as u64) < table_end {
         // The file shrank since its header was read.
-        return Err(truncated(prefix.len() as u64, table.end));
+        return Err(truncated(bytes.len() as u64, table.end));
     }
     let wide = table.wide;
     let read = Reader {
-        bytes: prefix,
+        bytes,
         wide,
         big_endian: table.big_endian,
     };
-    let (phoff, phentsize, phnum) = read.table();
     let mut needed = 0u64;
     for i in 0..u64::from(phnum) {
         let entry = phoff + i * u64::from(phentsize);
@@ -270,13 +320,20 @@ fn machine_name(machine: u16) -> String {
 mod tests {
     use super::*;
 
-    /// Both checks, on a file's whole contents.
+    /// The check, on a file's whole contents.
     fn check_bytes(bytes: &[u8]) -> Result<(), String> {
-        let len = bytes.len() as u64;
-        match header(&bytes[..bytes.len().min(EHDR_LEN_64)], len)? {
-            Some(table) => segments(&bytes[..table.end as usize], &table, len),
-            None => Ok(()),
-        }
+        check_with(
+            |buffer, offset| slice_read_at(bytes, buffer, offset),
+            bytes.len() as u64,
+        )
+    }
+
+    /// `pread` on a byte slice.
+    pub(super) fn slice_read_at(bytes: &[u8], buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(bytes.len());
+        let n = buffer.len().min(bytes.len() - start);
+        buffer[..n].copy_from_slice(&bytes[start..start + n]);
+        Ok(n)
     }
 
     /// A minimal 64-bit little-endian shared-object header with one PT_LOAD segment of
@@ -344,8 +401,244 @@ mod tests {
         let table = Table {
             wide: true,
             big_endian: false,
+            phoff: 64,
+            phentsize: 56,
+            phnum: 1,
             end: 120,
         };
         assert!(segments(&bytes[..10], &table, 120).unwrap_err().contains("truncated"));
+    }
+}
+
+/// Random mutations and truncations of real plugin libraries (the C test plugins, compiled
+/// here): the check never panics, and each refusal names the file. Mutated files are never
+/// opened with `dlopen`: one that passes the header check may still crash the loader.
+#[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
+mod mutations {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    use super::tests::slice_read_at;
+    use super::*;
+
+    /// A seeded xorshift64* generator: the same cases on every run.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n.max(1) as u64) as usize
+        }
+    }
+
+    /// A directory of this test's own under the system's temporary directory.
+    struct Scratch(PathBuf);
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Compiles the C test plugin `source` with `args` into `dir`.
+    fn compile(dir: &Path, source: &str, args: &[&str]) -> Vec<u8> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let out = dir.join(format!("lib{}.so", source.trim_end_matches(".c")));
+        let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+        let output = Command::new(&cc)
+            .args(["-shared", "-fPIC", "-O1", "-I"])
+            .arg(root.join("include"))
+            .args(args)
+            .arg(root.join("tests/plugins").join(source))
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run the C compiler {cc:?}: {e}"));
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        std::fs::read(&out).unwrap()
+    }
+
+    /// The end of the last loadable segment of a sound 64-bit little-endian library.
+    fn loaded_end(bytes: &[u8]) -> u64 {
+        let read = Reader {
+            bytes,
+            wide: true,
+            big_endian: false,
+        };
+        let (phoff, phentsize, phnum) = read.table();
+        (0..u64::from(phnum))
+            .map(|i| (phoff + i * u64::from(phentsize)) as usize)
+            .filter(|&entry| read.u32(entry) == PT_LOAD)
+            .map(|entry| read.u64(entry + 8) + read.u64(entry + 32))
+            .max()
+            .unwrap()
+    }
+
+    /// `library` with its program header table copied to `at` (past its end) and its last
+    /// loadable segment claiming 64 KiB more than the file then has: a truncated library
+    /// whose headers are far from the ELF header.
+    fn far_and_truncated(library: &[u8], at: usize) -> Vec<u8> {
+        let read = Reader {
+            bytes: library,
+            wide: true,
+            big_endian: false,
+        };
+        let (phoff, phentsize, phnum) = read.table();
+        let (phoff, phentsize) = (phoff as usize, usize::from(phentsize));
+        let mut bytes = library.to_vec();
+        bytes.resize(at, 0);
+        bytes.extend_from_slice(&library[phoff..phoff + phentsize * usize::from(phnum)]);
+        bytes[32..40].copy_from_slice(&(at as u64).to_le_bytes());
+        let last = (0..usize::from(phnum))
+            .map(|i| at + i * phentsize)
+            .rfind(|&entry| read.u32(phoff + entry - at) == PT_LOAD)
+            .unwrap();
+        let offset = read.u64(phoff + last - at + 8);
+        let claimed = (bytes.len() as u64 + 65536 - offset).to_le_bytes();
+        bytes[last + 32..last + 40].copy_from_slice(&claimed);
+        bytes[last + 40..last + 48].copy_from_slice(&claimed);
+        bytes
+    }
+
+    /// Where a mutation writes: mostly the ELF header and the program header table, which
+    /// the check reads, sometimes anywhere.
+    fn spot(rng: &mut Rng, bytes: &[u8]) -> usize {
+        let read = Reader {
+            bytes,
+            wide: true,
+            big_endian: false,
+        };
+        let (phoff, phentsize, phnum) = read.table();
+        let table = usize::from(phentsize) * usize::from(phnum);
+        match rng.below(3) {
+            0 => rng.below(EHDR_LEN_64),
+            1 if table > 0 => (phoff as usize).saturating_add(rng.below(table)),
+            _ => rng.below(bytes.len()),
+        }
+    }
+
+    /// A value worth writing into a header field: small, extreme, or near the file's length.
+    fn value(rng: &mut Rng, len: usize) -> u64 {
+        let len = len as u64;
+        [
+            0,
+            1,
+            0xffff,
+            u64::MAX,
+            u64::MAX / 2,
+            len,
+            len - 1,
+            len + 1,
+            1 << 20,
+            2 << 20,
+            rng.next(),
+        ][rng.below(11)]
+    }
+
+    fn mutate(rng: &mut Rng, original: &[u8]) -> (Vec<u8>, String) {
+        let mut bytes = original.to_vec();
+        let mut what = Vec::new();
+        for _ in 0..1 + rng.below(3) {
+            if bytes.is_empty() {
+                break;
+            }
+            match rng.below(4) {
+                0 => {
+                    let at = spot(rng, &bytes).min(bytes.len() - 1);
+                    bytes[at] ^= 1 << rng.below(8);
+                    what.push(format!("flip a bit at {at}"));
+                }
+                1 => {
+                    let at = spot(rng, &bytes).min(bytes.len() - 1);
+                    bytes[at] = rng.next() as u8;
+                    what.push(format!("set byte {at}"));
+                }
+                2 => {
+                    // A 2-, 4- or 8-byte field, where header fields are.
+                    let width = [2, 4, 8][rng.below(3)];
+                    let at = spot(rng, &bytes) & !(width - 1);
+                    let field = value(rng, bytes.len()).to_le_bytes();
+                    if let Some(target) = bytes.get_mut(at..at + width) {
+                        target.copy_from_slice(&field[..width]);
+                        what.push(format!("write {width} bytes at {at}"));
+                    }
+                }
+                _ => {
+                    let len = rng.below(bytes.len() + 1);
+                    bytes.truncate(len);
+                    what.push(format!("truncate to {len}"));
+                }
+            }
+        }
+        (bytes, what.join(", "))
+    }
+
+    #[test]
+    fn mutated_and_truncated_libraries_never_panic_and_each_refusal_names_the_file() {
+        let scratch = Scratch(std::env::temp_dir().join(format!("dylease-elf-mutations-{}", std::process::id())));
+        std::fs::create_dir_all(&scratch.0).unwrap();
+        let originals = [
+            compile(&scratch.0, "by_hand.c", &[]),
+            compile(&scratch.0, "ctor.c", &["-Wl,-z,nodelete"]),
+        ];
+        let path = scratch.0.join("libmutated.so");
+        let mut rng = Rng(0x5eed_d11e_a5e0_0001);
+        let (mut refused, mut passed) = (0, 0);
+        for case in 0..256 {
+            let original = &originals[case % originals.len()];
+            let (bytes, what) = mutate(&mut rng, original);
+            std::fs::write(&path, &bytes).unwrap();
+            let file = File::open(&path).unwrap();
+            let outcome = std::panic::catch_unwind(|| check_file(&path, &file, bytes.len() as u64));
+            let outcome = outcome.unwrap_or_else(|_| panic!("case {case} ({what}) panicked"));
+            match outcome {
+                Ok(()) => passed += 1,
+                Err(error) => {
+                    refused += 1;
+                    let message = error.to_string();
+                    assert!(
+                        matches!(&error, Error::Open { path: p, .. } if p == &path)
+                            && message.starts_with(&format!("cannot load plugin file `{}`: ", path.display())),
+                        "case {case} ({what}): {message}"
+                    );
+                }
+            }
+        }
+        // Both outcomes occur, or the generator tests less than it claims.
+        assert!(refused > 25 && passed > 25, "{refused} refused, {passed} passed");
+
+        // Truncations alone: refused exactly when they cut into a loadable segment, wherever
+        // the program headers are.
+        let mut variants = originals.to_vec();
+        for original in &originals {
+            let at = original.len() + rng.below(3 << 20);
+            variants.push(far_and_truncated(original, at));
+        }
+        for (n, original) in variants.iter().enumerate() {
+            let end = loaded_end(original);
+            // Random lengths, and the whole file.
+            for round in 0..33 {
+                let len = if round == 0 {
+                    original.len()
+                } else {
+                    rng.below(original.len() + 1)
+                };
+                let outcome = check_with(
+                    |buffer, offset| slice_read_at(&original[..len], buffer, offset),
+                    len as u64,
+                );
+                assert_eq!(
+                    outcome.is_err(),
+                    (len as u64) < end,
+                    "library {n} truncated to {len}: {outcome:?}"
+                );
+            }
+        }
     }
 }

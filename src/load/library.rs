@@ -10,6 +10,8 @@ use crate::abi::{DYLEASE_ENTRY_SYMBOL, dylease_plugin_v1_fn};
 #[derive(Debug)]
 pub(crate) struct Library {
     inner: libloading::Library,
+    /// The loader's handle: what identifies the mapping (on glibc, its `link_map`).
+    handle: usize,
 }
 
 impl Library {
@@ -27,15 +29,41 @@ impl Library {
         let opened = {
             use libloading::os::unix::{Library as Unix, RTLD_LOCAL, RTLD_NOW};
             // SAFETY: the caller vouches for the library's initialisation routines.
-            unsafe { Unix::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map(libloading::Library::from)
+            unsafe { Unix::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map(|library| {
+                let raw = library.into_raw();
+                // SAFETY: `raw` was just returned by `into_raw` of an open library, and is
+                // taken back exactly once.
+                let library = unsafe { Unix::from_raw(raw) };
+                (libloading::Library::from(library), raw as usize)
+            })
         };
-        #[cfg(not(unix))]
-        // SAFETY: the caller vouches for the library's initialisation routines.
-        let opened = unsafe { libloading::Library::new(path) };
-        opened.map(|inner| Library { inner }).map_err(|e| loader_message(&e))
+        #[cfg(windows)]
+        let opened = {
+            // SAFETY: the caller vouches for the library's initialisation routines.
+            unsafe { libloading::os::windows::Library::new(path) }.map(|library| {
+                let raw = library.into_raw();
+                // SAFETY: as on Unix: the module handle is taken back exactly once.
+                let library = unsafe { libloading::os::windows::Library::from_raw(raw) };
+                (libloading::Library::from(library), raw as usize)
+            })
+        };
+        opened
+            .map(|(inner, handle)| Library { inner, handle })
+            .map_err(|e| loader_message(&e))
     }
 
-    /// Resolves the plugin entry point `dylease_plugin_v1`.
+    /// The loader's handle of the mapping: equal for two opens the platform resolved to one
+    /// mapping, whatever path they named.
+    pub(crate) fn handle(&self) -> usize {
+        self.handle
+    }
+
+    /// Resolves the plugin entry point `dylease_plugin_v1`, which must be the library's own.
+    ///
+    /// `dlsym` also searches a library's dependencies: a library without an entry point that
+    /// links against a plugin would otherwise be taken for that plugin, and the plugin's
+    /// registration and unload code would run twice on one mapping. So the symbol's object is
+    /// compared with this library (`dladdr1(RTLD_DL_LINKMAP)` against the handle, on glibc).
     ///
     /// The returned pointer is valid only while `self` is open; callers keep it next to the
     /// library and never past it.
@@ -44,7 +72,51 @@ impl Library {
         // `dylease_plugin_v1_fn`; a library that exports the name with another type breaks
         // the ABI it claims to implement, which is the trust the host places in its plugins.
         let symbol = unsafe { self.inner.get::<dylease_plugin_v1_fn>(DYLEASE_ENTRY_SYMBOL.as_bytes()) };
-        symbol.map(|s| *s).map_err(|e| loader_message(&e))
+        let entry = symbol.map(|s| *s).map_err(|e| loader_message(&e))?;
+        match self.owner_of(entry as *const core::ffi::c_void) {
+            Some(Err(owner)) => Err(format!(
+                "the `{DYLEASE_ENTRY_SYMBOL}` the loader found belongs to `{}`, a library it depends on, \
+                 not to the file itself",
+                owner.to_string_lossy()
+            )),
+            Some(Ok(())) | None => Ok(entry),
+        }
+    }
+
+    /// Whether `address` lies in this library: `Some(Ok)` if so, `Some(Err(name))` with the
+    /// loader's name of the object it lies in otherwise, `None` where the platform cannot tell.
+    fn owner_of(&self, address: *const core::ffi::c_void) -> Option<Result<(), std::ffi::CString>> {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            use std::ffi::{CStr, c_void};
+            /// glibc's `RTLD_DL_LINKMAP` (dlfcn.h), which the `libc` crate does not declare.
+            const RTLD_DL_LINKMAP: libc::c_int = 2;
+            let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+            let mut link_map: *mut c_void = std::ptr::null_mut();
+            // SAFETY: `dladdr1` only reads the loader's tables; `address` is the entry point the
+            // loader just resolved in this open library; both out-pointers are writable, and
+            // with RTLD_DL_LINKMAP the extra one receives a `struct link_map *`.
+            let found = unsafe { libc::dladdr1(address, info.as_mut_ptr(), &mut link_map, RTLD_DL_LINKMAP) };
+            if found == 0 || link_map.is_null() {
+                return None;
+            }
+            // On glibc the handle `dlopen` returns is the object's `link_map`.
+            if link_map as usize == self.handle {
+                return Some(Ok(()));
+            }
+            // SAFETY: `dladdr1` succeeded, so it filled `info` (zeroed before: a pointer is
+            // either set or NULL).
+            let name = unsafe { info.assume_init() }.dli_fname;
+            // SAFETY: a non-NULL `dli_fname` is the loader's NUL-terminated name of the object,
+            // valid while it is loaded; it is copied at once.
+            let name = (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_owned());
+            Some(Err(name.unwrap_or_default()))
+        }
+        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+        {
+            let _ = address;
+            None
+        }
     }
 
     /// Closes the library, reporting the loader's complaint, if any. A successful close does
@@ -84,9 +156,14 @@ impl Library {
 
 /// A library's name in the loader's list of loaded objects; see [`Library::loader_name`].
 #[derive(Debug)]
-pub(crate) struct LoaderName(
-    #[cfg_attr(not(all(target_os = "linux", target_env = "gnu")), allow(dead_code))] std::ffi::CString,
-);
+pub(crate) struct LoaderName(std::ffi::CString);
+
+impl LoaderName {
+    /// The name, lossily decoded, for messages.
+    pub(crate) fn display(&self) -> String {
+        self.0.to_string_lossy().into_owned()
+    }
+}
 
 /// Whether the library that was called `name` is still loaded in this process: after this
 /// host closed every handle it had to it, `Some(true)` means the platform pinned it (`-z

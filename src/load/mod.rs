@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::path::Path;
+use std::time::Instant;
 
 use crate::error::{Error, Origin};
 
@@ -12,6 +13,7 @@ mod library;
 mod pipeline;
 mod plugins;
 mod registrar;
+mod registry;
 mod trust;
 
 pub(crate) use discover::Source;
@@ -24,13 +26,13 @@ pub use registrar::Registrar;
 pub use trust::TrustPolicy;
 
 use discover::{Planned, plan};
-use pipeline::{Candidate, Opened, Registered, Verified};
+use pipeline::{Candidate, Registered, Verified};
 
 /// What a load does when one plugin fails.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LoadPolicy {
-    /// One failed plugin fails the whole [`acquire`](PluginHost::acquire): every library the
+    /// One failed plugin fails the whole [`acquire`](crate::PluginHost::acquire): every library the
     /// attempt opened is closed, nothing stays loaded, and the next `acquire` tries again.
     #[default]
     Strict,
@@ -84,14 +86,19 @@ impl fmt::Display for LoadFailure {
 ///
 /// Every file is found and checked for trust before any is opened, so under `Strict` no
 /// plugin code runs at all when one file is missing or untrusted.
-pub(crate) fn load(sources: &[Source], policy: LoadPolicy, trust: TrustPolicy) -> Result<LoadedPlugins, Error> {
+pub(crate) fn load(
+    sources: &[Source],
+    policy: LoadPolicy,
+    trust: TrustPolicy,
+    deadline: Option<Instant>,
+) -> Result<LoadedPlugins, Error> {
     let mut set = LoadedPlugins::new();
     let mut steps = Vec::new();
     let mut checks = trust::Checks::default();
     for planned in plan(sources)? {
         let step = match planned {
             Planned::Unusable { path, error } => Err((Origin::File(path), error)),
-            Planned::File(candidate) => match checks.check(trust, &candidate) {
+            Planned::File(mut candidate) => match checks.check(trust, &mut candidate) {
                 Ok(()) => Ok(Step::File(candidate)),
                 Err(error) => Err((Origin::File(candidate.path), error)),
             },
@@ -104,7 +111,7 @@ pub(crate) fn load(sources: &[Source], policy: LoadPolicy, trust: TrustPolicy) -
     }
 
     for step in steps {
-        let failures = match step.and_then(Step::register) {
+        let failures = match step.and_then(|step| step.register(deadline)) {
             Ok(plugin) => {
                 let (origin, name, passes) = (plugin.origin.clone(), plugin.name.clone(), plugin.passes.len());
                 let duplicates = set.add(plugin);
@@ -137,11 +144,11 @@ enum Step<'host> {
 
 impl Step<'_> {
     /// Runs the pipeline; a failure comes with the plugin it is about.
-    fn register(self) -> Result<Registered, (Origin, Error)> {
+    fn register(self, deadline: Option<Instant>) -> Result<Registered, (Origin, Error)> {
         match self {
             Step::File(candidate) => {
                 let origin = Origin::File(candidate.path.clone());
-                let registered = candidate.open().and_then(Opened::verify).and_then(Verified::register);
+                let registered = candidate.open(deadline).and_then(Verified::register);
                 registered.map_err(|error| (origin, error))
             }
             Step::Static(plugin) => plugin

@@ -1,18 +1,29 @@
-//! The load pipeline as typestates: `Candidate` → `Opened` → `Verified` → `Registered`.
+//! The load pipeline as typestates: `Candidate` → `Verified` → `Registered`.
 //!
 //! Each step consumes the previous state, so a library cannot be registered before its ABI
-//! is checked, and only a `Registered` plugin can enter a set. Every failure drops what the
-//! step held: an `Opened` or `Verified` library that goes out of scope is closed.
+//! is checked, and only a `Registered` plugin can enter a set. Opening goes through the
+//! process-wide [registry](super::registry): a `Verified` plugin holds a shared
+//! [`LibraryInstance`], opened and checked once for the whole process (the [`Dlopen`]
+//! opener's `start`, which is where the descriptor is checked). Every failure drops what the
+//! step held: an instance whose last holder goes out of scope unloads.
 
 use core::ffi::c_char;
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
-use crate::abi::{DYLEASE_ABI_VERSION, dylease_register_fn};
+use crate::abi::{
+    DYLEASE_ABI_VERSION, DYLEASE_OLDEST_ABI_VERSION, dylease_on_load_fn, dylease_on_unload_fn, dylease_plugin,
+    dylease_plugin_abi1, dylease_register_fn,
+};
 use crate::error::{Error, Origin};
-use crate::load::library::{Library, still_loaded};
-use crate::load::registrar::{Collected, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
+use crate::load::discover::Identity;
+use crate::load::library::{Library, LoaderName, still_loaded};
+use crate::load::registrar::{Collected, Finished, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
+use crate::load::registry::{FileRef, LibraryInstance, Opener, Registry};
+use crate::load::trust::{FileId, open_checked};
+use crate::sync::Arc;
 
 /// A library file found by discovery, not yet opened.
 #[derive(Debug)]
@@ -21,26 +32,68 @@ pub(crate) struct Candidate {
     pub(crate) path: PathBuf,
     /// The path with symlinks resolved (what is opened).
     pub(crate) resolved: PathBuf,
+    /// What makes it the same file as another ((dev, ino) on Unix).
+    pub(crate) identity: Identity,
+    /// The file the trust check passed at `resolved`, if it ran: what is opened must be it.
+    pub(crate) checked: Option<FileId>,
 }
 
-/// A library that is open; its constructors have run.
-#[derive(Debug)]
-pub(crate) struct Opened {
-    path: PathBuf,
-    library: Library,
-}
-
-/// A library whose descriptor passed every check.
+/// A plugin file whose library instance is open and whose descriptor passed every check.
 #[derive(Debug)]
 pub(crate) struct Verified {
     path: PathBuf,
-    library: Library,
-    /// The descriptor's functions: code of `library`, which stays open as long as this
-    /// value exists.
+    instance: Arc<LibraryInstance<Dlopen>>,
+}
+
+/// What the checked descriptor of a library instance says.
+#[derive(Debug)]
+pub(crate) struct Descriptor {
+    /// The descriptor's functions: code of the instance's library, which stays open as long
+    /// as the instance exists.
     register_passes: dylease_register_fn,
-    on_unload: Option<unsafe extern "C" fn()>,
+    hooks: InstanceHooks,
+    /// The descriptor's ABI version: which host API table `register_passes` gets.
+    abi_version: u32,
     name: String,
     version: String,
+}
+
+/// A library instance's own lifecycle code, from its descriptor: `on_load` (ABI version 2)
+/// runs once per instance, before its first `register_passes` (in [`Dlopen::start`]);
+/// `on_unload` once per instance, after the last set using it is gone, before it is closed
+/// (in [`Dlopen::finish`]). Once `on_load` succeeded, `on_unload` runs exactly once whatever
+/// fails later; a failed `on_load` means no `on_unload`. Without an `on_load` (every version-1
+/// plugin), `on_unload` is owed once a set's `register_passes` succeeded on the instance: a
+/// plugin whose registration failed undid its own work.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InstanceHooks {
+    on_load: Option<dylease_on_load_fn>,
+    on_unload: Option<dylease_on_unload_fn>,
+}
+
+impl InstanceHooks {
+    /// Runs `on_load`, if the plugin has one, for the new instance of the library at `path`.
+    ///
+    /// # Safety
+    ///
+    /// The library these hooks came from is open, and this instance's `on_load` has not run.
+    unsafe fn run_on_load(&self, path: &Path) -> Result<(), Error> {
+        let Some(on_load) = self.on_load else { return Ok(()) };
+        // SAFETY: `on_load` comes from the verified descriptor of the open library (the
+        // caller's contract); the ABI calls it once per instance, before `register_passes`.
+        match unsafe { on_load() } {
+            0 => Ok(()),
+            code => Err(Error::OnLoadFailed {
+                path: path.to_owned(),
+                code,
+            }),
+        }
+    }
+
+    /// Whether `on_unload` is owed whatever the registrations did: when `on_load` ran.
+    fn unload_owed_after_on_load(&self) -> bool {
+        self.on_load.is_some()
+    }
 }
 
 /// A plugin whose passes are collected: the only state a set is built from.
@@ -56,78 +109,138 @@ pub(crate) struct Registered {
 /// What unloading one plugin takes: its unload code, then closing its library.
 pub(crate) struct Teardown {
     origin: Origin,
-    c_on_unload: Option<unsafe extern "C" fn()>,
     hooks: Vec<UnloadHook>,
-    library: Option<Library>,
+    instance: Option<Arc<LibraryInstance<Dlopen>>>,
 }
 
 impl std::fmt::Debug for Teardown {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Teardown")
             .field("origin", &self.origin)
-            .field("c_on_unload", &self.c_on_unload.is_some())
             .field("hooks", &self.hooks.len())
-            .field("library", &self.library)
+            .field("instance", &self.instance)
             .finish()
     }
 }
 
+crate::sync::lazy_static! {
+    /// The process-wide registry of library instances.
+    static REGISTRY: Arc<Registry<Dlopen>> = Arc::new(Registry::new(Dlopen));
+}
+
 impl Candidate {
-    /// Opens the library (`RTLD_NOW | RTLD_LOCAL`), running its constructors. Its ELF
+    /// The library instance of this file: a live one shared, or the file opened
+    /// (`RTLD_NOW | RTLD_LOCAL`, running its constructors) and its descriptor checked. Its ELF
     /// headers are checked first: a truncated library would crash the process inside the
     /// loader, and the loader misreports one built for another architecture.
-    pub(crate) fn open(self) -> Result<Opened, Error> {
-        if let Err(reason) = crate::load::elf::check(&self.resolved) {
-            return Err(Error::Open {
-                path: self.path,
-                reason,
-                cause: crate::error::OpenCause::Headers,
-            });
-        }
-        // SAFETY: the host's configuration named this file as a plugin; by naming it, the
-        // user vouches for its initialisation and termination routines (see the crate docs,
-        // "Trust"). Plugin code runs here under the host's lock, with the re-entrancy flag set
-        // so that a nested `acquire()` fails instead of deadlocking.
-        let library = unsafe { Library::open(&self.resolved) };
-        let library = library.map_err(|reason| Error::Open {
-            path: self.path.clone(),
-            reason,
-            cause: crate::error::OpenCause::Loader,
-        })?;
-        Ok(Opened {
+    ///
+    /// The headers are read from the file the trust check passed (see [`open_checked`]); the
+    /// loader then opens the same path, which no other user can change once it passed the
+    /// check (every directory on the way is the user's or root's, or sticky).
+    pub(crate) fn open(self, deadline: Option<Instant>) -> Result<Verified, Error> {
+        let (checked, len) = open_checked(&self)?;
+        crate::load::elf::check_file(&self.path, &checked, len)?;
+        let file = FileRef {
+            shown: &self.path,
+            resolved: &self.resolved,
+            identity: &self.identity,
+        };
+        let instance = Registry::instance(&REGISTRY, file, deadline)?;
+        drop(checked);
+        Ok(Verified {
             path: self.path,
-            library,
+            instance,
         })
     }
 }
 
-impl Opened {
-    /// Resolves the entry point, calls it, and checks the descriptor it returns.
-    pub(crate) fn verify(self) -> Result<Verified, Error> {
+/// The platform loader, as the registry's [`Opener`].
+#[derive(Debug)]
+pub(crate) struct Dlopen;
+
+impl Opener for Dlopen {
+    type Library = Library;
+    type Plugin = Descriptor;
+    type Closed = Option<LoaderName>;
+
+    fn open(&self, file: FileRef<'_>) -> Result<Library, Error> {
+        // SAFETY: the host's configuration named this file as a plugin; by naming it, the
+        // user vouches for its initialisation and termination routines (see the crate docs,
+        // "Trust"). The registry calls this outside its lock, with the host's re-entrancy
+        // mark set so that a nested `acquire()` fails instead of deadlocking.
+        let library = unsafe { Library::open(file.resolved) };
+        library.map_err(|reason| Error::Open {
+            path: file.shown.to_owned(),
+            reason,
+            cause: crate::error::OpenCause::Loader,
+        })
+    }
+
+    fn handle(library: &Library) -> usize {
+        library.handle()
+    }
+
+    fn start(&self, library: &Library, file: FileRef<'_>) -> Result<Descriptor, Error> {
+        let descriptor = verify(library, file.shown)?;
+        // SAFETY: `library` is open, and the registry starts each instance exactly once.
+        unsafe { descriptor.hooks.run_on_load(file.shown) }?;
+        Ok(descriptor)
+    }
+
+    fn finish(&self, plugin: Descriptor, library: Library, registered: bool) -> Option<LoaderName> {
+        let owed = registered || plugin.hooks.unload_owed_after_on_load();
+        if let (true, Some(on_unload)) = (owed, plugin.hooks.on_unload) {
+            // SAFETY: `on_unload` comes from the verified descriptor of `library`, which is
+            // still open; the ABI calls it once per instance, after the last set using it.
+            unsafe { on_unload() };
+        }
+        let name = library.loader_name();
+        if let Err(reason) = library.close() {
+            log::warn!("closing plugin library `{}` failed: {reason}", name_of(&name));
+        }
+        name
+    }
+}
+
+/// A loader name for a log line.
+fn name_of(name: &Option<LoaderName>) -> String {
+    name.as_ref()
+        .map_or_else(|| "(unknown)".to_owned(), LoaderName::display)
+}
+
+/// Resolves the entry point of `library` (found as `path`), calls it, and checks the descriptor
+/// it returns.
+fn verify(library: &Library, path: &Path) -> Result<Descriptor, Error> {
+    {
         let invalid = |reason: &str| Error::InvalidPlugin {
-            plugin: Origin::File(self.path.clone()),
+            plugin: Origin::File(path.to_owned()),
             reason: reason.to_owned(),
         };
-        let entry = self.library.entry().map_err(|reason| Error::MissingEntry {
-            path: self.path.clone(),
+        let entry = library.entry().map_err(|reason| Error::MissingEntry {
+            path: path.to_owned(),
             reason,
         })?;
-        // SAFETY: `entry` has the ABI's type and `self.library` is open.
+        // SAFETY: `entry` has the ABI's type and `library` is open.
         let descriptor = unsafe { entry() };
         // SAFETY: by the ABI, a non-NULL result points to a descriptor that lives as long as
         // the library, and `abi_version` is its first field in every ABI version.
         let Some(abi_version) = (unsafe { descriptor.cast::<u32>().as_ref() }).copied() else {
             return Err(invalid("`dylease_plugin_v1` returned NULL"));
         };
-        if abi_version != DYLEASE_ABI_VERSION {
+        if !(DYLEASE_OLDEST_ABI_VERSION..=DYLEASE_ABI_VERSION).contains(&abi_version) {
             return Err(Error::AbiMismatch {
-                path: self.path,
+                path: path.to_owned(),
                 found: abi_version,
                 expected: DYLEASE_ABI_VERSION,
             });
         }
-        // SAFETY: the version matched, so the descriptor has the layout of `dylease_plugin`.
-        let plugin = unsafe { &*descriptor };
+        // SAFETY: every accepted version's descriptor begins with version 1's fields.
+        let plugin = unsafe { &*descriptor.cast::<dylease_plugin_abi1>() };
+        let on_load = match abi_version {
+            1 => None,
+            // SAFETY: a version-2 descriptor has the layout of `dylease_plugin`.
+            _ => unsafe { &*descriptor.cast::<dylease_plugin>() }.on_load,
+        };
         // SAFETY: by the ABI the strings are NULL or NUL-terminated and live as long as the
         // library.
         let name = match unsafe { c_string(plugin.name) } {
@@ -145,11 +258,13 @@ impl Opened {
         let Some(register_passes) = plugin.register_passes else {
             return Err(invalid("its `register_passes` is NULL"));
         };
-        Ok(Verified {
-            path: self.path,
-            library: self.library,
+        Ok(Descriptor {
             register_passes,
-            on_unload: plugin.on_unload,
+            hooks: InstanceHooks {
+                on_load,
+                on_unload: plugin.on_unload,
+            },
+            abi_version,
             name,
             version,
         })
@@ -177,45 +292,58 @@ impl Verified {
     /// Calls the plugin's `register_passes` and collects what it registered.
     pub(crate) fn register(self) -> Result<Registered, Error> {
         let origin = Origin::File(self.path);
-        let register = self.register_passes;
+        let descriptor = self.instance.plugin();
+        let register = descriptor.register_passes;
         let mut registrar = Registrar::new(origin.clone());
-        // SAFETY: `register` comes from a verified descriptor of `self.library`, still open;
-        // the API table is static and the registrar outlives the call, on this thread.
-        let code = registrar.with_raw(|raw| unsafe { register(Registrar::host_api(), raw) });
-        let (passes, _) = registrar.finish();
-        let teardown = Teardown {
-            origin: origin.clone(),
-            c_on_unload: self.on_unload,
-            hooks: Vec::new(),
-            library: Some(self.library),
-        };
+        let api = Registrar::host_api(descriptor.abi_version);
+        // SAFETY: `register` comes from the verified descriptor of the instance, still open;
+        // the API table is static and of the plugin's own version, and the registrar
+        // outlives the call, on this thread.
+        let code = registrar.with_raw(|raw| unsafe { register(api, raw) });
+        let Finished { passes, report, .. } = registrar.finish();
+        let (name, version) = (descriptor.name.clone(), descriptor.version.clone());
         if code != 0 {
-            // The plugin's registration failed: it undoes its own work, so its `on_unload`
-            // is not called. Dropping `teardown` without running it closes the library.
-            drop(teardown.without_unload_code());
+            // The plugin's registration failed: it undoes its own work, so this registration
+            // does not make its `on_unload` due (its `on_load` may have: see
+            // `InstanceHooks`). Dropping the instance unloads it if no other set uses it.
+            drop(self.instance);
             // A refused pass is the likely cause (the header's `register_passes` stops at
-            // the first refusal): report it rather than a bare code.
+            // the first refusal): report it rather than a bare code. Otherwise the plugin's
+            // own word (`report`), if it gave one.
             return Err(match passes {
                 Err(refused) => refused,
                 Ok(_) => Error::RegisterFailed {
                     plugin: origin,
-                    reason: format!("`register_passes` returned {code}"),
+                    reason: match report {
+                        Some(message) => format!("{message} (`register_passes` returned {code})"),
+                        None => format!("`register_passes` returned {code}"),
+                    },
                     source: None,
                 },
             });
         }
+        if let Some(message) = report {
+            log::debug!("{origin} reported {message:?}, then registered its passes successfully");
+        }
+        // Registration itself succeeded, so the plugin expects its `on_unload`, even if the
+        // host refuses a pass below.
+        self.instance.registered();
+        let teardown = Teardown {
+            origin: origin.clone(),
+            hooks: Vec::new(),
+            instance: Some(self.instance),
+        };
         let passes = match passes {
             Ok(passes) => passes,
             Err(refused) => {
-                // Registration itself succeeded, so the plugin expects its `on_unload`.
                 teardown_all(vec![teardown]);
                 return Err(refused);
             }
         };
         Ok(Registered {
             origin,
-            name: self.name,
-            version: self.version,
+            name,
+            version,
             passes,
             teardown,
         })
@@ -245,12 +373,11 @@ impl StaticPlugin {
         let origin = Origin::Static(self.name.clone());
         let mut registrar = Registrar::new(origin.clone());
         let outcome = catch_unwind(AssertUnwindSafe(|| (self.register)(&mut registrar)));
-        let (passes, hooks) = registrar.finish();
+        let Finished { passes, hooks, .. } = registrar.finish();
         let teardown = Teardown {
             origin: origin.clone(),
-            c_on_unload: None,
             hooks,
-            library: None,
+            instance: None,
         };
         let result = match outcome {
             Ok(Ok(())) => passes,
@@ -292,58 +419,42 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
-impl Teardown {
-    fn without_unload_code(mut self) -> Self {
-        self.c_on_unload = None;
-        self.hooks.clear();
-        self
-    }
-}
-
-/// Unloads plugins given in load order: every plugin's unload code in reverse load order,
-/// then every library closed in reverse load order. A panicking hook is caught and logged;
-/// teardown goes on.
+/// Unloads plugins given in load order: every static plugin's unload hooks in reverse load
+/// order (a panicking hook is caught and logged; teardown goes on), then every library
+/// instance released in reverse load order. An instance no other set uses unloads now: its
+/// `on_unload` runs and its library is closed (see the [registry](super::registry)).
 ///
-/// Then, with every handle closed (one plugin's library may hold another's), each library is
-/// looked for: one the platform kept loaded is logged as a warning. Returns how many were
-/// kept.
+/// Then, with every handle closed (one plugin's library may hold another's), each library
+/// this teardown closed is looked for: one the platform kept loaded is logged as a warning.
+/// Returns how many were kept.
 pub(crate) fn teardown_all(plugins: Vec<Teardown>) -> usize {
-    let mut libraries = Vec::with_capacity(plugins.len());
+    let mut instances = Vec::with_capacity(plugins.len());
     for plugin in plugins.into_iter().rev() {
         let Teardown {
             origin,
-            c_on_unload,
             hooks,
-            library,
+            instance,
         } = plugin;
-        if let Some(on_unload) = c_on_unload {
-            // SAFETY: `on_unload` comes from the verified descriptor of `library`, which is
-            // still open; the ABI calls it once per unload, before close.
-            unsafe { on_unload() };
-        }
         for hook in hooks.into_iter().rev() {
             if let Err(panic) = catch_unwind(AssertUnwindSafe(hook)) {
                 log::error!("unload hook of {origin} panicked: {}", panic_message(&*panic));
             }
         }
-        libraries.push((origin, library));
+        instances.extend(instance.map(|instance| (origin, instance)));
     }
-    let mut closed = Vec::with_capacity(libraries.len());
-    for (origin, library) in libraries {
-        let Some(library) = library else { continue };
-        let name = library.loader_name();
-        if let Err(reason) = library.close() {
-            log::warn!("closing {origin} failed: {reason}");
+    let mut closed = Vec::with_capacity(instances.len());
+    for (origin, instance) in instances {
+        if let Some(name) = LibraryInstance::release(instance) {
+            closed.push((origin, name));
         }
-        closed.push((origin, name));
     }
     let mut pinned = 0;
     for (origin, name) in closed {
         if still_loaded(name.as_ref()) == Some(true) {
             log::warn!(
                 "{origin} is still loaded after its unload: the platform pinned it (linked with `-z nodelete`, \
-                 a thread-local destructor, or another user of the same file); its statics keep their values, \
-                 and the next load registers its passes again on the same mapping"
+                 a thread-local destructor, or a user of the same file outside dylease); its statics keep their \
+                 values, so keep plugin state in `on_load` and `on_unload`"
             );
             pinned += 1;
         }

@@ -49,6 +49,7 @@ impl PluginInfo {
 #[derive(Debug)]
 pub struct PassInfo {
     name: Box<str>,
+    interface: Option<Box<str>>,
     plugin: usize,
     plugin_name: Box<str>,
     pub(crate) func: dylease_fn,
@@ -59,6 +60,15 @@ impl PassInfo {
     /// The name the pass was registered under.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The interface the pass was registered as implementing (`add_typed_pass` in C,
+    /// [`Registrar::add_typed_pass`](crate::Registrar::add_typed_pass) for static plugins):
+    /// the name of a pass signature the host and its plugins agree on, such as
+    /// `ge.fusion_pass/1`. `None` for a pass registered without one (`add_pass`, and every
+    /// pass of a plugin built for ABI version 1).
+    pub fn interface(&self) -> Option<&str> {
+        self.interface.as_deref()
     }
 
     /// The name of the plugin that registered it.
@@ -128,6 +138,7 @@ impl LoadedPlugins {
             self.index.insert(pass.name.clone(), self.passes.len());
             self.passes.push(PassInfo {
                 name: pass.name,
+                interface: pass.interface,
                 plugin: at,
                 plugin_name: plugin.name.as_str().into(),
                 func: pass.func,

@@ -1,5 +1,5 @@
 //! Registration: the [`Registrar`] that static plugins fill in directly and that the C
-//! `add_pass` callback fills in for library plugins.
+//! host API (`add_pass`, `add_typed_pass`, `report`) fills in for library plugins.
 
 use core::ffi::{c_char, c_void};
 use std::cell::Cell;
@@ -8,7 +8,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::abi::{DYLEASE_ABI_VERSION, dylease_fn, dylease_host_api, dylease_registrar};
+use crate::abi::{dylease_fn, dylease_host_api, dylease_host_api_abi1, dylease_registrar};
 use crate::error::{Error, Origin};
 use crate::pass_fn::PassFn;
 
@@ -30,6 +30,8 @@ unsafe impl Sync for UserData {}
 #[derive(Debug)]
 pub(crate) struct Collected {
     pub(crate) name: Box<str>,
+    /// The pass signature it implements; `None` for an untyped pass.
+    pub(crate) interface: Option<Box<str>>,
     pub(crate) func: dylease_fn,
     pub(crate) user_data: UserData,
 }
@@ -45,6 +47,12 @@ pub(crate) const TOO_LONG: &str = "is longer than 256 bytes";
 
 /// The same, for a refused pass.
 const NAME_TOO_LONG: &str = "the name is longer than 256 bytes";
+
+/// The same, for a refused interface.
+const INTERFACE_TOO_LONG: &str = "the interface is longer than 256 bytes";
+
+/// How much of a message given to `report` the host keeps, in bytes.
+pub(crate) const MAX_REPORT_LEN: usize = 1024;
 
 /// The bytes of a NUL-terminated string, reading at most `max + 1` of them: `None` if the
 /// string is longer than `max` bytes. Never reads past the terminating NUL, so an absurdly
@@ -124,6 +132,8 @@ pub struct Registrar {
     /// The first pass the host refused, kept so that a plugin that ignores `add_pass`'s
     /// return code still fails.
     refused: Option<Refusal>,
+    /// The first message the plugin gave `report`: why its registration fails.
+    report: Option<String>,
     _not_send: PhantomData<*mut ()>,
 }
 
@@ -145,6 +155,7 @@ impl Registrar {
             names: HashSet::new(),
             hooks: Vec::new(),
             refused: None,
+            report: None,
             _not_send: PhantomData,
         }
     }
@@ -177,7 +188,51 @@ impl Registrar {
     /// # Ok::<(), dylease::Error>(())
     /// ```
     pub fn add_pass<F: PassFn>(&mut self, name: &str, func: F, user_data: *mut c_void) -> Result<(), Error> {
-        self.add_raw(Ok(name), Some(func.into_raw()), UserData(user_data))
+        self.add_raw(Ok(name), None, Some(func.into_raw()), UserData(user_data))
+    }
+
+    /// Registers a pass under `name` as an implementation of `interface`: a pass signature
+    /// the host and its plugins agree on, named in the style of Qt's interface ids (UTF-8, 1
+    /// to 256 bytes, by convention `domain.name/MAJOR`, such as `ge.fusion_pass/1`). The
+    /// interface is what [`PassInfo::interface`](crate::PassInfo::interface) returns; the C
+    /// counterpart is `add_typed_pass` (ABI version 2).
+    ///
+    /// This is the string form of the interface. dylease does not check that `func` has the
+    /// signature `interface` names: the string is the agreement, recorded so that a host can
+    /// look before it casts.
+    ///
+    /// # Errors
+    ///
+    /// As for [`add_pass`](Registrar::add_pass), and [`Error::InvalidPass`] for an empty
+    /// interface or one longer than 256 bytes.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// fn fuse(nodes: u32) -> u32 { nodes / 2 }
+    ///
+    /// let host = dylease::PluginHost::builder()
+    ///     .static_plugin("fusion", |reg: &mut dylease::Registrar| {
+    ///         reg.add_typed_pass("fuse", "ge.fusion_pass/1", fuse as fn(u32) -> u32, std::ptr::null_mut())
+    ///     })
+    ///     .build()?;
+    /// let lease = host.acquire()?;
+    /// assert_eq!(lease.passes()[0].interface(), Some("ge.fusion_pass/1"));
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub fn add_typed_pass<F: PassFn>(
+        &mut self,
+        name: &str,
+        interface: &str,
+        func: F,
+        user_data: *mut c_void,
+    ) -> Result<(), Error> {
+        self.add_raw(
+            Ok(name),
+            Some(Ok(interface)),
+            Some(func.into_raw()),
+            UserData(user_data),
+        )
     }
 
     /// Runs `hook` when the generation this registration belongs to unloads: the static
@@ -194,14 +249,28 @@ impl Registrar {
         &self.plugin
     }
 
-    /// The common path of both registration routes. `name` is `Err` with the raw bytes when
-    /// it is not UTF-8.
+    /// The common path of both registration routes. `name` and `interface` are `Err` with
+    /// the raw bytes when they are not UTF-8; `interface` is `None` for an untyped pass.
     fn add_raw(
         &mut self,
         name: Result<&str, &[u8]>,
+        interface: Option<Result<&str, &[u8]>>,
         func: Option<dylease_fn>,
         user_data: UserData,
     ) -> Result<(), Error> {
+        if let (Ok(name), Some(interface)) = (name, interface) {
+            let reason = match interface {
+                Err(_) => Some("the interface is not valid UTF-8"),
+                Ok("") => Some("the interface is empty"),
+                Ok(interface) if interface.len() > MAX_NAME_LEN => Some(INTERFACE_TOO_LONG),
+                Ok(_) => None,
+            };
+            // A bad name is reported first (below); a good name with a bad interface here.
+            if let Some(reason) = reason.filter(|_| !name.is_empty() && name.len() <= MAX_NAME_LEN) {
+                return Err(self.refuse(Refusal::Invalid(name.to_owned(), reason)));
+            }
+        }
+        let interface = interface.and_then(Result::ok);
         let refusal = match (name, func) {
             (Err(bytes), _) => Refusal::Invalid(
                 String::from_utf8_lossy(bytes).into_owned(),
@@ -215,6 +284,7 @@ impl Registrar {
                 self.names.insert(name.into());
                 self.passes.push(Collected {
                     name: name.into(),
+                    interface: interface.map(Into::into),
                     func,
                     user_data,
                 });
@@ -232,22 +302,40 @@ impl Registrar {
     }
 
     /// Ends registration: the passes and unload hooks, or the first refusal (which the plugin
-    /// may have ignored). On refusal the hooks are handed back so they can still run.
-    pub(crate) fn finish(self) -> (Result<Vec<Collected>, Error>, Vec<UnloadHook>) {
-        let result = match &self.refused {
+    /// may have ignored), and the message the plugin gave `report`, if any. On refusal the
+    /// hooks are handed back so they can still run.
+    pub(crate) fn finish(self) -> Finished {
+        let passes = match &self.refused {
             None => Ok(self.passes),
             Some(refusal) => Err(refusal.to_error(&self.plugin)),
         };
-        (result, self.hooks)
+        Finished {
+            passes,
+            hooks: self.hooks,
+            report: self.report,
+        }
     }
 
-    /// The host API table handed to C `register_passes`.
-    pub(crate) fn host_api() -> &'static dylease_host_api {
-        static HOST_API: dylease_host_api = dylease_host_api {
-            abi_version: DYLEASE_ABI_VERSION,
+    /// The host API table handed to the C `register_passes` of a plugin built for ABI
+    /// `version` (1 or 2): a table that says the plugin's own version, because a version-1
+    /// plugin refuses any other. Version 1's table is a prefix of version 2's, and
+    /// `register_passes` reads only as much of it as its `abi_version` says exists.
+    pub(crate) fn host_api(version: u32) -> *const dylease_host_api {
+        static HOST_API_ABI1: dylease_host_api_abi1 = dylease_host_api_abi1 {
+            abi_version: 1,
             add_pass: c_add_pass,
         };
-        &HOST_API
+        static HOST_API: dylease_host_api = dylease_host_api {
+            abi_version: 2,
+            add_pass: c_add_pass,
+            add_typed_pass: c_add_typed_pass,
+            report: c_report,
+        };
+        if version == 1 {
+            (&raw const HOST_API_ABI1).cast()
+        } else {
+            &raw const HOST_API
+        }
     }
 
     /// Runs `register` with this registrar as the opaque pointer of the C ABI. Only during
@@ -265,9 +353,58 @@ impl Registrar {
     }
 }
 
-crate::sync::cell_thread_local! {
+crate::sync::thread_locals! {
     /// The registrar whose `register_passes` call is running on this thread, if any.
-    static ACTIVE: Cell<*mut dylease_registrar> = std::ptr::null_mut();
+    static ACTIVE: Cell<*mut dylease_registrar> = const std::ptr::null_mut();
+}
+
+/// What registration produced; see [`Registrar::finish`].
+pub(crate) struct Finished {
+    /// The passes, or the first refusal.
+    pub(crate) passes: Result<Vec<Collected>, Error>,
+    /// A static plugin's unload hooks.
+    pub(crate) hooks: Vec<UnloadHook>,
+    /// The first message the plugin gave `report`.
+    pub(crate) report: Option<String>,
+}
+
+/// The registrar of the `register_passes` call in progress on this thread, if `reg` is it.
+/// A plugin that kept the pointer past its `register_passes`, or calls from another thread,
+/// gets `None` instead of writing into a registrar that is gone.
+///
+/// # Safety
+///
+/// The returned reference must not outlive the host API call it is taken in.
+unsafe fn active<'a>(reg: *mut dylease_registrar) -> Option<&'a mut Registrar> {
+    if reg.is_null() || ACTIVE.with(Cell::get) != reg {
+        return None;
+    }
+    // SAFETY: `reg` is the registrar `Registrar::with_raw` is running `register_passes` with
+    // on this thread; that call holds the only reference to it meanwhile, and the caller
+    // drops this one before returning to the plugin.
+    Some(unsafe { &mut *reg.cast::<Registrar>() })
+}
+
+/// A pass name or interface from C: its bytes (UTF-8 is checked by [`Registrar::add_raw`]),
+/// or `Err` with the start to show and whether it was too long (`false`: it was NULL).
+///
+/// # Safety
+///
+/// `ptr` is NULL or a NUL-terminated string readable for `'a`.
+unsafe fn c_field<'a>(ptr: *const c_char) -> Result<&'a [u8], (String, bool)> {
+    if ptr.is_null() {
+        return Err((String::new(), false));
+    }
+    // SAFETY: by the caller's contract, a non-NULL `ptr` is NUL-terminated and readable.
+    match unsafe { bounded_c_str(ptr, MAX_NAME_LEN) } {
+        Some(bytes) => Ok(bytes),
+        None => {
+            // SAFETY: the string is longer than `MAX_NAME_LEN` bytes, so its first 32 bytes
+            // are part of it.
+            let start = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), 32) };
+            Err((shortened(start), true))
+        }
+    }
 }
 
 /// `add_pass` as plugins see it through [`dylease_host_api`].
@@ -283,36 +420,116 @@ unsafe extern "C" fn c_add_pass(
     func: Option<dylease_fn>,
     user_data: *mut c_void,
 ) -> i32 {
-    // A plugin that kept the pointer past its `register_passes`, or calls from another
-    // thread, gets a refusal instead of writing into a registrar that is gone.
-    if reg.is_null() || ACTIVE.with(Cell::get) != reg {
+    // SAFETY: the ABI's contract, passed on; `name` is NULL or NUL-terminated.
+    unsafe { add_from_c(reg, name, None, func, user_data) }
+}
+
+/// `add_typed_pass` (ABI version 2) as plugins see it through [`dylease_host_api`].
+///
+/// # Safety
+///
+/// As for [`c_add_pass`], and `interface`, if not NULL, is a NUL-terminated string.
+unsafe extern "C" fn c_add_typed_pass(
+    reg: *mut dylease_registrar,
+    name: *const c_char,
+    interface: *const c_char,
+    func: Option<dylease_fn>,
+    user_data: *mut c_void,
+) -> i32 {
+    // SAFETY: the ABI's contract, passed on.
+    unsafe { add_from_c(reg, name, Some(interface), func, user_data) }
+}
+
+/// The body of [`c_add_pass`] and [`c_add_typed_pass`]; `interface` is `None` for the first.
+///
+/// # Safety
+///
+/// As for [`c_add_typed_pass`].
+unsafe fn add_from_c(
+    reg: *mut dylease_registrar,
+    name: *const c_char,
+    interface: Option<*const c_char>,
+    func: Option<dylease_fn>,
+    user_data: *mut c_void,
+) -> i32 {
+    // SAFETY: the reference lives only for this call.
+    let Some(registrar) = (unsafe { active(reg) }) else {
         return -1;
-    }
-    // SAFETY: `reg` is the registrar `Registrar::with_raw` is running `register_passes` with
-    // on this thread; that call holds the only reference to it meanwhile.
-    let registrar = unsafe { &mut *reg.cast::<Registrar>() };
-    if name.is_null() {
-        registrar.refuse(Refusal::Invalid(String::new(), "the name is NULL"));
-        return -1;
-    }
-    // SAFETY: by the ABI, a non-NULL `name` is NUL-terminated and readable for the call.
-    let Some(name) = (unsafe { bounded_c_str(name, MAX_NAME_LEN) }) else {
-        // SAFETY: the string is longer than `MAX_NAME_LEN` bytes, so its first 32 bytes are
-        // part of it.
-        let start = unsafe { std::slice::from_raw_parts(name.cast::<u8>(), 32) };
-        registrar.refuse(Refusal::Invalid(shortened(start), NAME_TOO_LONG));
-        return -1;
+    };
+    // SAFETY: by the ABI, `name` is NULL or NUL-terminated and readable for the call.
+    let name = match unsafe { c_field(name) } {
+        Ok(name) => name,
+        Err((shown, too_long)) => {
+            let reason = if too_long { NAME_TOO_LONG } else { "the name is NULL" };
+            registrar.refuse(Refusal::Invalid(shown, reason));
+            return -1;
+        }
+    };
+    let interface = match interface {
+        None => None,
+        // SAFETY: as for `name`.
+        Some(interface) => match unsafe { c_field(interface) } {
+            Ok(interface) => Some(interface),
+            Err((_, too_long)) => {
+                let reason = if too_long {
+                    INTERFACE_TOO_LONG
+                } else {
+                    "the interface is NULL"
+                };
+                let shown = String::from_utf8_lossy(name).into_owned();
+                registrar.refuse(Refusal::Invalid(shown, reason));
+                return -1;
+            }
+        },
     };
     // A panic must not unwind into C; nothing below is expected to panic, but an allocation
     // failure hook or a bug must end here as a refusal rather than as an abort.
     let added = catch_unwind(AssertUnwindSafe(|| {
-        registrar.add_raw(std::str::from_utf8(name).map_err(|_| name), func, UserData(user_data))
+        registrar.add_raw(utf8(name), interface.map(utf8), func, UserData(user_data))
     }));
     match added {
         Ok(Ok(())) => 0,
         Ok(Err(_)) => -2,
         Err(_) => -3,
     }
+}
+
+/// `bytes` as UTF-8, or `Err` with them.
+fn utf8(bytes: &[u8]) -> Result<&str, &[u8]> {
+    std::str::from_utf8(bytes).map_err(|_| bytes)
+}
+
+/// `report` (ABI version 2) as plugins see it through [`dylease_host_api`]: keeps the first
+/// message of the registration, at most [`MAX_REPORT_LEN`] bytes of it, lossily decoded. A
+/// call outside the registration, or with a NULL message, does nothing.
+///
+/// # Safety
+///
+/// As for [`c_add_pass`], and `message`, if not NULL, is a NUL-terminated string.
+unsafe extern "C" fn c_report(reg: *mut dylease_registrar, message: *const c_char) {
+    // SAFETY: the reference lives only for this call.
+    let Some(registrar) = (unsafe { active(reg) }) else {
+        return;
+    };
+    if message.is_null() || registrar.report.is_some() {
+        return;
+    }
+    // SAFETY: by the ABI, a non-NULL `message` is NUL-terminated and readable for the call.
+    let (bytes, cut) = match unsafe { bounded_c_str(message, MAX_REPORT_LEN) } {
+        Some(bytes) => (bytes, false),
+        // SAFETY: the message is longer than `MAX_REPORT_LEN` bytes, so that many are part of it.
+        None => (
+            unsafe { std::slice::from_raw_parts(message.cast::<u8>(), MAX_REPORT_LEN) },
+            true,
+        ),
+    };
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let mut text = String::from_utf8_lossy(bytes).into_owned();
+        if cut {
+            text.push('…');
+        }
+        registrar.report = Some(text);
+    }));
 }
 
 /// Why the host refused a pass.

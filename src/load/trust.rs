@@ -1,14 +1,17 @@
-//! The trust check: who could have changed a plugin file before it is opened.
+//! The trust check: who could have chosen the code a plugin file holds.
 //!
 //! Opening a library runs its code with all of this process's rights. If another user can
-//! write the file, or the directory that holds it (and so replace the file), that user can
-//! run code as this process. The check looks at owners and modes before `dlopen`, so a
-//! refused plugin runs no code at all.
+//! write the file, or any directory on the way to it (and so rename the file, or a whole
+//! directory, or a symlink, out from under the path), that user can run code as this
+//! process. The check walks the path one component at a time on open descriptors, as the
+//! kernel would resolve it, and looks at the owner and mode of every directory and symlink
+//! it traverses and of the file it ends at, before `dlopen`: a refused plugin runs no code at
+//! all. The file is then opened once, and that descriptor is what the ELF check reads (see
+//! [`open_checked`]).
 
+use std::fs::File;
 #[cfg(unix)]
-use std::fmt;
-#[cfg(unix)]
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use crate::error::Error;
 use crate::load::pipeline::Candidate;
@@ -35,14 +38,19 @@ use crate::load::pipeline::Candidate;
 #[non_exhaustive]
 pub enum TrustPolicy {
     /// Refuses, with [`Error::Untrusted`] and before opening it, a plugin file that another
-    /// user could have changed: one whose file, or whose containing directory, is writable by
-    /// group or others, or is owned by a user other than this process's effective user or
-    /// root. Symlinks are resolved and their target is checked, together with the directory
-    /// that holds the target and the directory the link was found in.
+    /// user could have chosen. The path is resolved one component at a time (a relative
+    /// path, even a bare file name, from the current directory), and every directory
+    /// traversed counts — each ancestor up to `/` of the directory the file or a symlink is
+    /// found in, and of each symlink's target — as does every symlink and the file itself.
+    /// Each must be owned by this process's effective user or root; the file and the
+    /// directories must not be writable by group or others, except a directory with the
+    /// sticky bit (like `/tmp`), where others cannot rename what they do not own. The file is
+    /// then opened once and its device and inode compared with the file checked, so a file
+    /// renamed into place after the check (by a plugin loaded before it, say) is refused too.
     ///
-    /// Not checked: directories further up (a writable parent can rename the whole
-    /// directory), access control lists, and the libraries a plugin depends on. On platforms
-    /// other than Unix there are no owners and modes to check, and nothing is refused.
+    /// Not checked: access control lists, the libraries a plugin depends on, and what the
+    /// effective user or root change between the check and `dlopen`. On platforms other than
+    /// Unix there are no owners and modes to check, and nothing is refused.
     Strict,
     /// Opens every plugin file the sources name, whoever could have written it.
     Permissive,
@@ -60,124 +68,527 @@ impl Default for TrustPolicy {
     }
 }
 
-/// The trust checks of one load: directories are looked at once per load, however many
-/// plugin files they hold.
+/// The file a trust check passed: its device and inode, which the file opened later must
+/// have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+/// The trust checks of one load: each directory is walked and checked once per load,
+/// however many plugin files it holds.
 #[derive(Debug, Default)]
 pub(crate) struct Checks {
     /// This process's effective user, asked once.
     #[cfg(unix)]
     euid: Option<u32>,
-    /// The verdict for each directory checked so far, by role (a [`Kind`]) and resolved path.
+    /// The directories that passed so far, by the absolute path that named them (as written,
+    /// and resolved): where the path resolves to, and an open descriptor of it. No other user
+    /// can change what a passed path resolves to, so the verdict holds for the whole load.
     #[cfg(unix)]
-    directories: [std::collections::HashMap<std::path::PathBuf, Result<(), String>>; 3],
-    /// The resolved form of each directory a plugin file was found in.
-    #[cfg(unix)]
-    resolved: std::collections::HashMap<std::path::PathBuf, Option<std::path::PathBuf>>,
+    passed: std::collections::HashMap<PathBuf, std::rc::Rc<sys::Dir>>,
 }
 
 impl Checks {
-    /// Checks `candidate` under `policy`, before anything opens it.
-    pub(crate) fn check(&mut self, policy: TrustPolicy, candidate: &Candidate) -> Result<(), Error> {
+    /// Checks `candidate` under `policy`, before anything opens it. Under
+    /// [`TrustPolicy::Strict`] a passed candidate's `resolved` path becomes the path the
+    /// check walked, and `checked` the file it found there.
+    pub(crate) fn check(&mut self, policy: TrustPolicy, candidate: &mut Candidate) -> Result<(), Error> {
         match policy {
             TrustPolicy::Permissive => Ok(()),
-            TrustPolicy::Strict => self.strict(candidate).map_err(|reason| Error::Untrusted {
-                path: candidate.path.clone(),
-                reason,
-            }),
+            TrustPolicy::Strict => match self.strict(&candidate.path) {
+                Ok(Some((resolved, id))) => {
+                    candidate.resolved = resolved;
+                    candidate.checked = Some(id);
+                    Ok(())
+                }
+                Ok(None) => Ok(()),
+                Err(reason) => Err(Error::Untrusted {
+                    path: candidate.path.clone(),
+                    reason,
+                }),
+            },
         }
     }
 
     #[cfg(unix)]
-    fn strict(&mut self, candidate: &Candidate) -> Result<(), String> {
+    fn strict(&mut self, path: &Path) -> Result<Option<(PathBuf, FileId)>, String> {
         // SAFETY: `geteuid` has no preconditions and cannot fail.
         let euid = *self.euid.get_or_insert_with(|| unsafe { libc::geteuid() });
-        inspect(&candidate.resolved, Kind::Library, euid)?;
-        let holder = candidate.resolved.parent();
-        if let Some(dir) = holder {
-            self.directory(dir, Kind::Directory, euid)?;
-        }
-        // Reached through a symlink elsewhere: whoever can write the link's directory can
-        // point the link at other code.
-        let found_in = candidate.path.parent().and_then(|dir| match self.resolved.get(dir) {
-            Some(resolved) => resolved.clone(),
-            None => {
-                let resolved = dir.canonicalize().ok();
-                self.resolved.insert(dir.to_owned(), resolved.clone());
-                resolved
-            }
-        });
-        if let Some(dir) = found_in.as_deref()
-            && Some(dir) != holder
-        {
-            self.directory(dir, Kind::LinkDirectory, euid)?;
-        }
-        Ok(())
-    }
-
-    #[cfg(unix)]
-    fn directory(&mut self, dir: &Path, kind: Kind, euid: u32) -> Result<(), String> {
-        let verdicts = &mut self.directories[kind as usize];
-        if let Some(verdict) = verdicts.get(dir) {
-            return verdict.clone();
-        }
-        let verdict = inspect(dir, kind, euid);
-        verdicts.insert(dir.to_owned(), verdict.clone());
-        verdict
+        // A relative path, a bare file name too, is resolved from the current directory,
+        // whose every ancestor counts like those of any other directory.
+        let absolute = if path.is_absolute() {
+            path.to_owned()
+        } else {
+            let cwd = std::env::current_dir()
+                .map_err(|e| format!("cannot find the current directory the relative path starts from: {e}"))?;
+            cwd.join(path)
+        };
+        let mut walk = Walk {
+            passed: &mut self.passed,
+            euid,
+            links: 0,
+        };
+        walk.file(&absolute).map(Some).map_err(|mut problem| {
+            problem.holder = problem.through.is_empty() && Some(problem.path.as_path()) == absolute.parent();
+            problem.to_string()
+        })
     }
 
     #[cfg(not(unix))]
-    fn strict(&mut self, _: &Candidate) -> Result<(), String> {
-        Ok(())
+    fn strict(&mut self, _: &std::path::Path) -> Result<Option<(std::path::PathBuf, FileId)>, String> {
+        Ok(None)
+    }
+}
+
+/// Opens the file `candidate` names for reading, once: the descriptor the ELF check reads.
+/// After a trust check it must be the file checked (same device and inode), and the last
+/// component is not followed (the check resolved every symlink already). Returns the file
+/// and its length.
+pub(crate) fn open_checked(candidate: &Candidate) -> Result<(File, u64), Error> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        if candidate.checked.is_some() {
+            options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        }
+    }
+    let refused = |reason: String| Error::Open {
+        path: candidate.path.clone(),
+        reason,
+        cause: crate::error::OpenCause::Headers,
+    };
+    let file = options
+        .open(&candidate.resolved)
+        .map_err(|e| refused(format!("cannot open `{}`: {e}", candidate.resolved.display())))?;
+    let metadata = file.metadata().map_err(|e| {
+        refused(format!(
+            "cannot read the length of `{}`: {e}",
+            candidate.resolved.display()
+        ))
+    })?;
+    if let Some(checked) = candidate.checked
+        && file_id(&metadata) != Some(checked)
+    {
+        return Err(Error::Untrusted {
+            path: candidate.path.clone(),
+            reason: format!(
+                "the library file `{}` was replaced between the trust check and opening it (another \
+                 file has its name now); install plugins by rename while no host loads them, or try again",
+                candidate.resolved.display()
+            ),
+        });
+    }
+    Ok((file, metadata.len()))
+}
+
+#[cfg(unix)]
+fn file_id(metadata: &std::fs::Metadata) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    Some(FileId {
+        dev: metadata.dev(),
+        ino: metadata.ino(),
+    })
+}
+
+#[cfg(not(unix))]
+fn file_id(_: &std::fs::Metadata) -> Option<FileId> {
+    None
+}
+
+/// How many symlinks one path may traverse, as Linux allows (`ELOOP` beyond).
+#[cfg(unix)]
+const MAX_LINKS: u32 = 40;
+
+/// One path's walk, component by component, on descriptors of the directories it passes.
+#[cfg(unix)]
+struct Walk<'a> {
+    passed: &'a mut std::collections::HashMap<PathBuf, std::rc::Rc<sys::Dir>>,
+    euid: u32,
+    /// Symlinks traversed so far.
+    links: u32,
+}
+
+#[cfg(unix)]
+impl Walk<'_> {
+    /// Resolves the absolute path `path` to a regular file, checking everything traversed.
+    fn file(&mut self, path: &Path) -> Result<(PathBuf, FileId), Problem> {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(Problem::io(path, "is not a regular file"));
+        };
+        let dir = self.dir(parent)?;
+        let resolved = dir.path.join(name);
+        let stat = sys::stat_at(&dir, name).map_err(|e| Problem::io(&resolved, &e.to_string()))?;
+        match stat.kind() {
+            sys::Kind::Symlink => {
+                let target = self.follow(&dir, name, &resolved, &stat)?;
+                self.file(&target).map_err(|problem| problem.through(&resolved))
+            }
+            sys::Kind::File => {
+                self.verdict(Subject::File, &resolved, &stat)?;
+                Ok((resolved, stat.id()))
+            }
+            sys::Kind::Directory | sys::Kind::Other => Err(Problem::io(&resolved, "is not a regular file")),
+        }
+    }
+
+    /// Resolves the absolute path `path` to a directory, checking it and every directory and
+    /// symlink on the way to it.
+    fn dir(&mut self, path: &Path) -> Result<std::rc::Rc<sys::Dir>, Problem> {
+        if let Some(dir) = self.passed.get(path) {
+            return Ok(dir.clone());
+        }
+        // Every path here is absolute, so only the root has no parent.
+        let parent = path.parent().unwrap_or(Path::new("/"));
+        let dir = match path.components().next_back() {
+            None | Some(Component::RootDir | Component::Prefix(_)) => {
+                let root = sys::Dir::root().map_err(|e| Problem::io(Path::new("/"), &e.to_string()))?;
+                self.verdict(Subject::Directory, &root.path, &root.stat)?;
+                std::rc::Rc::new(root)
+            }
+            Some(Component::ParentDir) => {
+                // The parent of a resolved directory: walked (and so passed) already.
+                let from = self.dir(parent)?;
+                let up = from.path.parent().unwrap_or(&from.path).to_owned();
+                self.dir(&up)?
+            }
+            Some(Component::CurDir) => self.dir(parent)?,
+            Some(Component::Normal(name)) => {
+                let parent = self.dir(parent)?;
+                let resolved = parent.path.join(name);
+                match sys::Dir::open_at(&parent, name, resolved.clone()) {
+                    Ok(dir) => {
+                        self.verdict(Subject::Directory, &dir.path, &dir.stat)?;
+                        std::rc::Rc::new(dir)
+                    }
+                    Err(open_error) => {
+                        let stat = sys::stat_at(&parent, name).map_err(|e| Problem::io(&resolved, &e.to_string()))?;
+                        if stat.kind() != sys::Kind::Symlink {
+                            return Err(Problem::io(&resolved, &open_error.to_string()));
+                        }
+                        let target = self.follow(&parent, name, &resolved, &stat)?;
+                        self.dir(&target).map_err(|problem| problem.through(&resolved))?
+                    }
+                }
+            }
+        };
+        self.passed.insert(path.to_owned(), dir.clone());
+        if dir.path != path {
+            self.passed.insert(dir.path.clone(), dir.clone());
+        }
+        Ok(dir)
+    }
+
+    /// Checks the symlink `name` in `dir` (at `resolved`) and returns the absolute path it
+    /// points to.
+    fn follow(
+        &mut self,
+        dir: &sys::Dir,
+        name: &std::ffi::OsStr,
+        resolved: &Path,
+        stat: &sys::Stat,
+    ) -> Result<PathBuf, Problem> {
+        self.links += 1;
+        if self.links > MAX_LINKS {
+            return Err(Problem::io(resolved, "leads through too many symlinks (a loop?)"));
+        }
+        self.verdict(Subject::Symlink, resolved, stat)?;
+        let target = sys::read_link_at(dir, name).map_err(|e| Problem::io(resolved, &e.to_string()))?;
+        Ok(dir.path.join(target))
+    }
+
+    /// Checks the owner and mode of a file, directory or symlink.
+    fn verdict(&self, subject: Subject, path: &Path, stat: &sys::Stat) -> Result<(), Problem> {
+        let (owner, mode) = (stat.owner(), stat.mode());
+        if owner != self.euid && owner != 0 {
+            return Err(Problem::new(subject, path, Issue::Owner { owner, euid: self.euid }));
+        }
+        // A symlink's own mode means nothing; whoever owns it or its directory can replace it.
+        let sticky_dir = subject == Subject::Directory && mode & 0o1000 != 0;
+        if subject == Subject::Symlink || sticky_dir {
+            return Ok(());
+        }
+        let writers = match (mode & 0o020 != 0, mode & 0o002 != 0) {
+            (false, false) => return Ok(()),
+            (true, false) => "group",
+            (false, true) => "others",
+            (true, true) => "group and others",
+        };
+        Err(Problem::new(subject, path, Issue::Writable { writers, mode }))
     }
 }
 
 /// What a checked path is to the plugin, for the message.
 #[cfg(unix)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Kind {
-    Library,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Subject {
+    File,
     Directory,
-    LinkDirectory,
+    Symlink,
 }
 
 #[cfg(unix)]
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Kind::Library => "the library file",
-            Kind::Directory => "its directory",
-            Kind::LinkDirectory => "the directory of the symlink to it",
-        })
+#[derive(Debug)]
+enum Issue {
+    Owner {
+        owner: u32,
+        euid: u32,
+    },
+    Writable {
+        writers: &'static str,
+        mode: u32,
+    },
+    /// It cannot be looked at: how the system put it.
+    Io(String),
+}
+
+/// Why a path failed the check, and the symlinks through which the walk reached it.
+#[cfg(unix)]
+#[derive(Debug)]
+struct Problem {
+    subject: Subject,
+    path: PathBuf,
+    issue: Issue,
+    /// Symlinks that led here, innermost first.
+    through: Vec<PathBuf>,
+    /// The directory the plugin file, as named, is in.
+    holder: bool,
+}
+
+#[cfg(unix)]
+impl Problem {
+    fn new(subject: Subject, path: &Path, issue: Issue) -> Problem {
+        Problem {
+            subject,
+            path: path.to_owned(),
+            issue,
+            through: Vec::new(),
+            holder: false,
+        }
+    }
+
+    fn io(path: &Path, what: &str) -> Problem {
+        Problem::new(Subject::File, path, Issue::Io(what.to_owned()))
+    }
+
+    fn through(mut self, link: &Path) -> Problem {
+        self.through.push(link.to_owned());
+        self
     }
 }
 
-/// Checks the owner and mode of one file or directory.
 #[cfg(unix)]
-fn inspect(path: &Path, kind: Kind, euid: u32) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
-
-    let metadata = std::fs::metadata(path)
-        .map_err(|e| format!("cannot read the owner and mode of {kind} `{}`: {e}", path.display()))?;
-    let (owner, mode) = (metadata.uid(), metadata.mode() & 0o7777);
-    const OPT_OUT: &str = "or, if every user who can write there is trusted, build the host with \
-                           `TrustPolicy::Permissive`";
-    if owner != euid && owner != 0 {
-        return Err(format!(
-            "{kind} `{path}` is owned by uid {owner}, which is neither this process's effective user \
-             (uid {euid}) nor root, so that user can change the code this process would run; \
-             fix: `chown {euid} {path}`, {OPT_OUT}",
-            path = path.display(),
-        ));
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const OPT_OUT: &str = "or, if every user who can write there is trusted, build the host with \
+                               `TrustPolicy::Permissive`";
+        let path = self.path.display();
+        let subject = match self.subject {
+            Subject::File => "the library file",
+            Subject::Directory if self.holder => "its directory",
+            Subject::Directory => "the directory",
+            Subject::Symlink => "the symlink",
+        };
+        let mut through = String::new();
+        for (i, link) in self.through.iter().rev().enumerate() {
+            through.push_str(if i == 0 {
+                ", reached through the symlink "
+            } else {
+                ", then "
+            });
+            through.push_str(&format!("`{}`", link.display()));
+        }
+        if !through.is_empty() {
+            through.push(',');
+        }
+        let on_the_way = if self.subject == Subject::File || self.holder {
+            ""
+        } else {
+            " on the way to it"
+        };
+        match &self.issue {
+            Issue::Io(what) => write!(f, "cannot check `{path}`{}: {what}", through.trim_end_matches(',')),
+            Issue::Owner { owner, euid } => write!(
+                f,
+                "{subject} `{path}`{on_the_way}{through} is owned by uid {owner}, which is neither this \
+                 process's effective user (uid {euid}) nor root, so that user can change the code this \
+                 process would run; fix: `chown {euid} {path}`, {OPT_OUT}"
+            ),
+            Issue::Writable { writers, mode } => write!(
+                f,
+                "{subject} `{path}`{on_the_way}{through} is writable by {writers} (mode {mode:04o}), so \
+                 other users can change the code this process would run; fix: `chmod go-w {path}`, {OPT_OUT}"
+            ),
+        }
     }
-    let writers = match (mode & 0o020 != 0, mode & 0o002 != 0) {
-        (false, false) => return Ok(()),
-        (true, false) => "group",
-        (false, true) => "others",
-        (true, true) => "group and others",
-    };
-    Err(format!(
-        "{kind} `{path}` is writable by {writers} (mode {mode:04o}), so other users can change the \
-         code this process would run; fix: `chmod go-w {path}`, {OPT_OUT}",
-        path = path.display(),
-    ))
+}
+
+/// The system calls of the walk: `openat`, `fstat`, `fstatat` and `readlinkat` on
+/// descriptors, so that each step looks at exactly the inode the previous one led to.
+#[cfg(unix)]
+mod sys {
+    use std::ffi::{CString, OsStr, OsString};
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::path::PathBuf;
+
+    use super::FileId;
+
+    /// Opens a directory only to walk through it and `fstat` it: no read permission needed.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    const SEARCH: libc::c_int = libc::O_PATH;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    const SEARCH: libc::c_int = libc::O_RDONLY;
+
+    /// A directory the walk passed: its resolved path, an open descriptor and its status.
+    #[derive(Debug)]
+    pub(super) struct Dir {
+        pub(super) path: PathBuf,
+        fd: OwnedFd,
+        pub(super) stat: Stat,
+    }
+
+    impl Dir {
+        pub(super) fn root() -> io::Result<Dir> {
+            let fd = open_at(libc::AT_FDCWD, OsStr::new("/"), SEARCH | libc::O_DIRECTORY)?;
+            let stat = fstat(&fd)?;
+            Ok(Dir {
+                path: PathBuf::from("/"),
+                fd,
+                stat,
+            })
+        }
+
+        /// The directory `name` in `parent`, not following a symlink.
+        pub(super) fn open_at(parent: &Dir, name: &OsStr, path: PathBuf) -> io::Result<Dir> {
+            let fd = open_at(
+                parent.fd.as_raw_fd(),
+                name,
+                SEARCH | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+            )?;
+            let stat = fstat(&fd)?;
+            Ok(Dir { path, fd, stat })
+        }
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(super) enum Kind {
+        File,
+        Directory,
+        Symlink,
+        Other,
+    }
+
+    /// What `fstat` says about a file.
+    #[derive(Debug)]
+    pub(super) struct Stat(libc::stat);
+
+    impl Stat {
+        pub(super) fn kind(&self) -> Kind {
+            match self.0.st_mode & libc::S_IFMT {
+                libc::S_IFREG => Kind::File,
+                libc::S_IFDIR => Kind::Directory,
+                libc::S_IFLNK => Kind::Symlink,
+                _ => Kind::Other,
+            }
+        }
+
+        pub(super) fn owner(&self) -> u32 {
+            self.0.st_uid
+        }
+
+        // `st_mode` is a `u16` on some platforms (macOS).
+        #[allow(clippy::useless_conversion)]
+        pub(super) fn mode(&self) -> u32 {
+            u32::from(self.0.st_mode) & 0o7777
+        }
+
+        #[allow(clippy::unnecessary_cast)]
+        pub(super) fn id(&self) -> FileId {
+            // The field types differ between platforms; both fit in 64 bits.
+            FileId {
+                dev: self.0.st_dev as u64,
+                ino: self.0.st_ino as u64,
+            }
+        }
+    }
+
+    fn c_name(name: &OsStr) -> io::Result<CString> {
+        CString::new(name.as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the name holds a NUL byte"))
+    }
+
+    fn open_at(dir: libc::c_int, name: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+        let name = c_name(name)?;
+        // SAFETY: `name` is NUL-terminated and outlives the call; `dir` is an open
+        // descriptor or `AT_FDCWD`. Opening a directory or a path runs no code.
+        let fd = unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `openat` just returned this descriptor, and nothing else owns it.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    fn fstat(fd: &OwnedFd) -> io::Result<Stat> {
+        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: `fd` is open and `stat` is writable memory of the right type.
+        if unsafe { libc::fstat(fd.as_raw_fd(), stat.as_mut_ptr()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fstat` succeeded, so it filled `stat`.
+        Ok(Stat(unsafe { stat.assume_init() }))
+    }
+
+    /// The status of `name` in `dir`, not following a symlink.
+    pub(super) fn stat_at(dir: &Dir, name: &OsStr) -> io::Result<Stat> {
+        let name = c_name(name)?;
+        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: `dir.fd` is open, `name` is NUL-terminated, `stat` is writable.
+        let done = unsafe {
+            libc::fstatat(
+                dir.fd.as_raw_fd(),
+                name.as_ptr(),
+                stat.as_mut_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if done != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fstatat` succeeded, so it filled `stat`.
+        Ok(Stat(unsafe { stat.assume_init() }))
+    }
+
+    /// The target of the symlink `name` in `dir`.
+    pub(super) fn read_link_at(dir: &Dir, name: &OsStr) -> io::Result<OsString> {
+        let name = c_name(name)?;
+        let mut buffer = vec![0u8; 256];
+        loop {
+            // SAFETY: `dir.fd` is open, `name` is NUL-terminated, and `buffer` has
+            // `buffer.len()` writable bytes.
+            let len = unsafe {
+                libc::readlinkat(
+                    dir.fd.as_raw_fd(),
+                    name.as_ptr(),
+                    buffer.as_mut_ptr().cast(),
+                    buffer.len(),
+                )
+            };
+            let Ok(len) = usize::try_from(len) else {
+                return Err(io::Error::last_os_error());
+            };
+            if len < buffer.len() {
+                buffer.truncate(len);
+                return Ok(OsString::from_vec(buffer));
+            }
+            // The target may have been cut: read again with room to spare.
+            let longer = buffer.len() * 4;
+            buffer.resize(longer, 0);
+        }
+    }
 }

@@ -1,67 +1,119 @@
-//! The synchronisation shim: every `Arc`, lock, condition variable, atomic, the slot and the
-//! thread-locals the crate uses come from here, and nothing else in the crate names `std::sync`
-//! or loom. Keeping them in one place is what lets the protocol be model-checked: under
-//! `--cfg loom` the backing types are loom's, so the loom models in `loom-tests/` explore the
-//! crate's real code.
+//! The synchronisation shim: every `Arc`, `Weak`, lock, condition variable, atomic, the host
+//! slot and the thread-locals the crate uses come from here, and nothing else in the crate
+//! names `std::sync`, `arc_swap` or loom. Under `--cfg loom` the backing types are loom's (and
+//! a loom-checked `Arc`/`Weak` pair, which loom lacks), so the models in `loom-tests/` and the
+//! crate's own loom tests explore the crate's real code.
+//!
+//! Nothing here knows about plugins: it only re-exports, as tokio's `loom` module does, plus
+//! the two adapters that make std's and loom's APIs agree (locks without poisoning, and the
+//! slot).
 
-mod slot;
-
-pub(crate) use imp::{Arc, AtomicU64, Ordering};
-pub(crate) use slot::{Slot, Strong, Tenant};
+#[cfg(loom)]
+mod loom_arc;
 
 /// The backing types of the default build.
 #[cfg(not(loom))]
 mod imp {
-    pub(crate) use std::sync::atomic::{AtomicU64, Ordering, fence};
-    pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
-    /// `std::cell::UnsafeCell` behind loom's closure-based API, so the slot's code is the same
-    /// in both builds.
-    #[derive(Debug)]
-    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+    /// The host slot: a lock-free `ArcSwapWeak` (arc-swap's own tests cover it).
+    pub(crate) type WeakSlot<T> = arc_swap::ArcSwapWeak<T>;
 
-    impl<T> UnsafeCell<T> {
-        pub(crate) fn new(value: T) -> Self {
-            UnsafeCell(std::cell::UnsafeCell::new(value))
-        }
-
-        #[inline]
-        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
-            f(self.0.get())
-        }
-
-        #[inline]
-        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
-            f(self.0.get())
-        }
+    pub(crate) fn slot_new<T>(weak: Weak<T>) -> WeakSlot<T> {
+        arc_swap::ArcSwapAny::new(weak)
     }
 
-    /// Unwraps a lock result: this crate's locks ignore poisoning (see [`super::Mutex`]).
-    pub(crate) fn unpoison<G>(result: std::sync::LockResult<G>) -> G {
-        result.unwrap_or_else(std::sync::PoisonError::into_inner)
+    #[inline]
+    pub(crate) fn slot_upgrade<T>(slot: &WeakSlot<T>) -> Option<Arc<T>> {
+        slot.load().upgrade()
+    }
+
+    pub(crate) fn slot_store<T>(slot: &WeakSlot<T>, weak: Weak<T>) {
+        slot.store(weak);
+    }
+
+    pub(crate) fn slot_strong_count<T>(slot: &WeakSlot<T>) -> usize {
+        slot.load().strong_count()
     }
 }
 
-/// The backing types under `--cfg loom`: every access is visible to the model checker. loom's
-/// `UnsafeCell` also checks that the slot's orderings order every write of the value before
-/// every read of it.
+/// The backing types under `--cfg loom`: every access is visible to the model checker.
 #[cfg(loom)]
 mod imp {
-    pub(crate) use loom::cell::UnsafeCell;
-    pub(crate) use loom::sync::atomic::{AtomicU64, Ordering, fence};
-    pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
+    pub(crate) use super::loom_arc::{Arc, Weak};
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
 
-    /// Unwraps a lock result: this crate's locks ignore poisoning (see [`super::Mutex`]).
-    pub(crate) fn unpoison<G>(result: std::sync::LockResult<G>) -> G {
-        result.unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// loom cannot see inside arc-swap: the slot is a loom `Mutex<Weak>`, which has the
+    /// semantics the host relies on (a load sees the last store, or a later one).
+    pub(crate) type WeakSlot<T> = loom::sync::Mutex<Weak<T>>;
+
+    pub(crate) fn slot_new<T>(weak: Weak<T>) -> WeakSlot<T> {
+        loom::sync::Mutex::new(weak)
+    }
+
+    pub(crate) fn slot_upgrade<T>(slot: &WeakSlot<T>) -> Option<Arc<T>> {
+        let weak = super::unpoison(slot.lock()).clone();
+        weak.upgrade()
+    }
+
+    pub(crate) fn slot_store<T>(slot: &WeakSlot<T>, weak: Weak<T>) {
+        let old = std::mem::replace(&mut *super::unpoison(slot.lock()), weak);
+        drop(old);
+    }
+
+    pub(crate) fn slot_strong_count<T>(slot: &WeakSlot<T>) -> usize {
+        super::unpoison(slot.lock()).strong_count()
     }
 }
 
-/// Declares a thread-local `Cell` that loom sees as per-thread under `--cfg loom` (std's
-/// thread-locals would be shared by all loom threads, which run on one OS thread). In the
-/// default build it is a `const` thread-local without drop glue, usable while a thread exits.
-macro_rules! cell_thread_local {
-    ($(#[$attr:meta])* static $name:ident: Cell<$t:ty> = $init:expr;) => {
+pub(crate) use imp::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
+
+/// Unwraps a lock result: this crate's locks ignore poisoning (see [`Mutex`]).
+fn unpoison<G>(result: std::sync::LockResult<G>) -> G {
+    result.unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A slot holding a `Weak<T>`, swapped atomically; loads take no lock in the default build.
+pub(crate) struct WeakSlot<T>(imp::WeakSlot<T>);
+
+impl<T> std::fmt::Debug for WeakSlot<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WeakSlot")
+    }
+}
+
+impl<T> WeakSlot<T> {
+    /// A slot whose weak reference upgrades to nothing.
+    pub(crate) fn empty() -> Self {
+        WeakSlot(imp::slot_new(Weak::new()))
+    }
+
+    /// A strong reference to the value the slot's weak reference points to, if it is alive.
+    #[inline]
+    pub(crate) fn upgrade(&self) -> Option<Arc<T>> {
+        imp::slot_upgrade(&self.0)
+    }
+
+    /// How many strong references the slot's value has right now (for observers only).
+    pub(crate) fn strong_count(&self) -> usize {
+        imp::slot_strong_count(&self.0)
+    }
+
+    /// Replaces the weak reference. (Only a `Weak` is dropped here, never a strong one.)
+    pub(crate) fn store(&self, weak: Weak<T>) {
+        imp::slot_store(&self.0, weak);
+    }
+}
+
+/// Declares a thread-local that loom sees as per-thread under `--cfg loom` (std's
+/// thread-locals would be shared by all loom threads, which run on one OS thread).
+///
+/// `const` form: a `Cell` without drop glue, usable while a thread exits. Otherwise: any
+/// value; reach it with `try_with`, which fails once the thread's locals are being destroyed.
+macro_rules! thread_locals {
+    ($(#[$attr:meta])* static $name:ident: Cell<$t:ty> = const $init:expr;) => {
         #[cfg(not(loom))]
         std::thread_local! {
             $(#[$attr])* static $name: std::cell::Cell<$t> = const { std::cell::Cell::new($init) };
@@ -71,8 +123,33 @@ macro_rules! cell_thread_local {
             $(#[$attr])* static $name: std::cell::Cell<$t> = std::cell::Cell::new($init);
         }
     };
+    ($(#[$attr:meta])* static $name:ident: $t:ty = $init:expr;) => {
+        #[cfg(not(loom))]
+        std::thread_local! {
+            $(#[$attr])* static $name: $t = $init;
+        }
+        #[cfg(loom)]
+        loom::thread_local! {
+            $(#[$attr])* static $name: $t = $init;
+        }
+    };
 }
-pub(crate) use cell_thread_local;
+pub(crate) use thread_locals;
+
+/// A process-wide value made on first use: `once_cell`'s `Lazy` (loom's `lazy_static!`, reset
+/// for each explored execution, under `--cfg loom`).
+macro_rules! lazy_static {
+    ($(#[$attr:meta])* static $name:ident: $t:ty = $init:expr;) => {
+        #[cfg(not(loom))]
+        $(#[$attr])*
+        static $name: once_cell::sync::Lazy<$t> = once_cell::sync::Lazy::new(|| $init);
+        #[cfg(loom)]
+        loom::lazy_static! {
+            $(#[$attr])* static ref $name: $t = $init;
+        }
+    };
+}
+pub(crate) use lazy_static;
 
 /// A mutex without poisoning: a panic in plugin teardown must not make the host unusable
 /// for ever, and every critical section in this crate leaves its data consistent at each
@@ -88,7 +165,7 @@ impl<T> Mutex<T> {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-        imp::unpoison(self.0.lock())
+        unpoison(self.0.lock())
     }
 }
 
@@ -102,7 +179,7 @@ impl Condvar {
     }
 
     pub(crate) fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-        imp::unpoison(self.0.wait(guard))
+        unpoison(self.0.wait(guard))
     }
 
     /// Waits for a notification or until `timeout` has passed, whichever comes first (or
@@ -112,7 +189,7 @@ impl Condvar {
         guard: MutexGuard<'a, T>,
         timeout: std::time::Duration,
     ) -> MutexGuard<'a, T> {
-        imp::unpoison(self.0.wait_timeout(guard, timeout)).0
+        unpoison(self.0.wait_timeout(guard, timeout)).0
     }
 
     pub(crate) fn notify_all(&self) {

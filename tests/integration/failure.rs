@@ -103,7 +103,7 @@ fn two_plugins_registering_one_pass_name_fail_with_both_named() {
 fn a_plugin_built_for_another_abi_version_is_refused_before_registering() {
     let dir = TestDir::new("abi_mismatch");
     let good = dir.add("by_hand", "libgood.so");
-    let future = dir.add("by_hand_abi2", "libfuture.so");
+    let future = dir.add("by_hand_abi3", "libfuture.so");
     let host = PluginHost::builder().file(&good).build().unwrap();
     let lease = host.acquire().unwrap();
     // SAFETY: `seven` is `int (*)(void)`.
@@ -115,13 +115,18 @@ fn a_plugin_built_for_another_abi_version_is_refused_before_registering() {
     match &error {
         Error::AbiMismatch {
             path,
-            found: 2,
-            expected: 1,
+            found: 3,
+            expected: 2,
             ..
         } => assert_eq!(path, &future),
         other => panic!("expected AbiMismatch, got {other:?}"),
     }
-    assert!(error.to_string().contains("built for dylease ABI version 2"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("built for dylease ABI version 3, but this host speaks versions 1 and 2"),
+        "{error}"
+    );
     assert_unloaded(&future);
     assert_unloaded(&good);
 }
@@ -232,7 +237,7 @@ fn a_plugin_built_for_abi_version_zero_is_refused() {
             error,
             Error::AbiMismatch {
                 found: 0,
-                expected: 1,
+                expected: 2,
                 ..
             }
         ),

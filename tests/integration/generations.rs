@@ -100,3 +100,25 @@ fn a_library_another_user_of_the_process_keeps_open_is_reported_as_pinned() {
     assert_unloaded(&lib);
     assert_eq!(host.stats().pinned_libraries, 1);
 }
+
+#[test]
+fn a_pinned_v2_plugin_starts_each_generation_with_fresh_on_load_state() {
+    let dir = TestDir::new("generation_on_load_pinned");
+    let lib = dir.add("on_load_state_nodelete", "libpinned.so");
+    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    for generation in 1..=3 {
+        let lease = host.acquire().unwrap();
+        assert_eq!(lease.generation(), generation);
+        // SAFETY: on_load_state.c registers `bump` and `ctor_runs` as `int (*)(void)`.
+        let bump = unsafe { lease.pass::<IntFn>("bump") }.unwrap();
+        // SAFETY: as above.
+        let ctor_runs = unsafe { lease.pass::<IntFn>("ctor_runs") }.unwrap();
+        // `on_load` made the state of this instance: fresh, whatever the mapping kept.
+        assert_eq!(bump(), 1, "generation {generation}: on_load state is not fresh");
+        assert_eq!(bump(), 2);
+        // The mapping is the same one (its constructor ran once): only on_load made it fresh.
+        assert_eq!(ctor_runs(), 1, "generation {generation}: the library was not pinned");
+        drop(lease);
+        assert_loaded(&lib);
+    }
+}

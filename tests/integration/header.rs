@@ -1,4 +1,5 @@
-//! `include/dylease.h` from C++: a plugin whose passes come from two translation units.
+//! `include/dylease.h` from C and C++: a plugin whose passes come from two translation units,
+//! and every macro under the strictest flags the header promises to pass.
 
 use dylease::PluginHost;
 
@@ -33,4 +34,44 @@ fn a_cpp_plugin_registers_passes_from_two_translation_units() {
     assert_eq!(unsafe { *add_offset.user_data().cast::<i32>() }, 100);
     drop(lease);
     assert_unloaded(&lib);
+}
+
+#[test]
+fn every_header_macro_compiles_cleanly_as_strict_c99_and_cpp11_and_registers_its_pass() {
+    for lang in ["c", "cpp"] {
+        for variant in ["plain", "unload", "hooks"] {
+            let name = format!("macros_{lang}_{variant}");
+            let dir = TestDir::new(&name);
+            // Built with -Wall -Wextra -Wpedantic -Werror (and the C++ casts' warnings).
+            let lib = dir.add(&name, "libmacros.so");
+            let host = PluginHost::builder().file(&lib).build().unwrap();
+            let lease = host.acquire().unwrap();
+            assert_eq!(lease.plugins()[0].version(), "1.2.3", "{name}");
+            let passes: Vec<_> = lease.passes().iter().map(|p| (p.name(), p.interface())).collect();
+            assert_eq!(
+                passes,
+                [
+                    ("pass", None),
+                    ("pass_with_data", None),
+                    ("typed_pass", Some("test.int_op/1")),
+                    ("typed_pass_with_data", Some("test.int_op/1")),
+                ],
+                "{name}"
+            );
+            for pass in ["pass", "pass_with_data", "typed_pass", "typed_pass_with_data"] {
+                // SAFETY: every pass is `int (*)(int)`; called while `lease` lives.
+                let twice = unsafe { lease.pass::<IntPass>(pass) }.unwrap();
+                assert_eq!(twice(21), 42, "{name}: {pass}");
+                let data = twice.user_data().cast::<i32>();
+                if pass.ends_with("with_data") {
+                    // SAFETY: registered with a pointer to the plugin's live `int` (5).
+                    assert_eq!(unsafe { *data }, 5, "{name}: {pass}");
+                } else {
+                    assert!(data.is_null(), "{name}: {pass}");
+                }
+            }
+            drop(lease);
+            assert_unloaded(&lib);
+        }
+    }
 }

@@ -6,9 +6,13 @@
 mod support;
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod abi_v2;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod cli;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod discovery;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod elf_headers;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod failure;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -23,6 +27,8 @@ mod observability;
 mod policy;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod rust_plugin;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod sharing;
 mod static_plugins;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod threads;

@@ -1,6 +1,7 @@
 //! A plugin written in Rust with `export_plugin!` loads and its passes are callable.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use dylease::PluginHost;
 
@@ -8,28 +9,38 @@ use crate::support::{TestDir, assert_unloaded};
 
 #[path = "../support/rust_plugin.rs"]
 mod build;
-use build::build_rust_plugin;
+
+/// Builds the example Rust plugins (the library `examples/plugins/folding.rs` and its two
+/// failing example plugins, `no_device` and `panicking`) once per test process; returns the
+/// directory the libraries are in (the failing ones under `examples/`).
+pub fn built_rust_plugins() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rust-plugin");
+        build::build_rust_plugins(&target, true).unwrap()
+    })
+}
 
 #[test]
 fn a_rust_plugin_built_with_export_plugin_loads_and_its_pass_is_callable() {
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rust-plugin");
-    let built = build_rust_plugin(&target, true).unwrap();
-
+    let built = built_rust_plugins();
     let dir = TestDir::new("rust_plugin");
     let lib = dir.path().join("libfolding.so");
-    std::fs::copy(built, &lib).unwrap();
+    std::fs::copy(built.join(build::library_name()), &lib).unwrap();
     let host = PluginHost::builder().file(&lib).build().unwrap();
     for generation in 1..=2 {
         let lease = host.acquire().unwrap();
         assert_eq!(lease.generation(), generation);
         assert_eq!(lease.plugins()[0].name(), "folding");
         assert_eq!(lease.plugins()[0].version(), "0.1.0");
+        assert_eq!(lease.passes()[0].interface(), Some("demo.graph_pass/1"));
         // SAFETY: the plugin registers `fold_constants` as `unsafe extern "C" fn(*mut Graph)`,
         // with the layout of `Graph`; it is called while `lease` lives.
         let fold = unsafe { lease.pass::<unsafe extern "C" fn(*mut Graph)>("fold_constants") }.unwrap();
         let mut graph = Graph { nodes: 10, rewrites: 0 };
         // SAFETY: `graph` is valid and exclusive.
         unsafe { fold(&mut graph) };
+        // The pass folds only once the plugin's `on_load` ran in this generation.
         assert_eq!((graph.nodes, graph.rewrites), (8, 2));
         drop(lease);
         // A Rust cdylib with no thread-locals in use unmaps like a C library, and registers

@@ -435,3 +435,51 @@ fn nested_acquire_from_an_unload_on_an_exiting_thread_still_fails_fast() {
         );
     });
 }
+
+#[test]
+fn acquire_timeout_turns_a_cross_thread_acquire_from_registration_into_timed_out() {
+    within(30, || {
+        let seen = Log::default();
+        let this_host: Arc<OnceLock<Weak<PluginHost>>> = Arc::default();
+        let (s, h) = (seen.clone(), this_host.clone());
+        let host = Arc::new(
+            PluginHost::builder()
+                .static_plugin("hands_off", move |_reg| {
+                    let host = h.get().unwrap().upgrade().unwrap();
+                    // The nested check is per thread: another thread waits for this very load.
+                    let outcome = std::thread::spawn(move || {
+                        host.acquire_timeout(std::time::Duration::from_millis(200)).map(drop)
+                    })
+                    .join()
+                    .unwrap();
+                    s.lock().unwrap().push(match outcome {
+                        Err(error) => error.to_string(),
+                        Ok(()) => "acquired".into(),
+                    });
+                    Ok(())
+                })
+                .build()
+                .unwrap(),
+        );
+        this_host.set(Arc::downgrade(&host)).unwrap();
+        let lease = host.acquire().unwrap();
+        assert_eq!(lease.generation(), 1);
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert!(
+            seen[0].contains("gave up waiting for another thread's load of this host"),
+            "{seen:?}"
+        );
+    });
+}
+
+#[test]
+fn acquire_timeout_acquires_like_acquire_when_nothing_blocks() {
+    let host = PluginHost::builder()
+        .static_plugin("plain", |_reg| Ok(()))
+        .build()
+        .unwrap();
+    let lease = host.acquire_timeout(std::time::Duration::ZERO).unwrap();
+    let again = host.acquire_timeout(std::time::Duration::ZERO).unwrap();
+    assert!(dylease::Lease::ptr_eq(&lease, &again));
+}

@@ -23,6 +23,11 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
             vec![format!("-DPLUGIN_NAME=\"{n}\""), format!("-DPASS_NAME=\"{n}_pass\"")],
         )
     };
+    let events = |sources: &[&'static str], args: &[&str]| {
+        let mut all: Vec<String> = vec!["-Wl,--no-as-needed".into(), "-ldl".into()];
+        all.extend(args.iter().map(|a| (*a).to_owned()));
+        (sources.to_vec(), all)
+    };
     match name {
         "arith" => (vec!["arith.c"], vec![]),
         "churn" => (vec!["churn.c"], vec![]),
@@ -31,7 +36,8 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         "noentry" => (vec!["noentry.c"], vec![]),
         "by_hand" => (vec!["by_hand.c"], vec![]),
         "by_hand_abi0" => (vec!["by_hand.c"], vec!["-DABI=0".into()]),
-        "by_hand_abi2" => (vec!["by_hand.c"], vec!["-DABI=2".into()]),
+        "by_hand_abi1" => (vec!["by_hand.c"], vec!["-DABI=1".into()]),
+        "by_hand_abi3" => (vec!["by_hand.c"], vec!["-DABI=3".into()]),
         "by_hand_huge_name" => (vec!["by_hand.c"], vec!["-DHUGE".into(), "-DNAME=huge_name".into()]),
         "by_hand_null_pass_name" => (vec!["by_hand.c"], vec!["-DEXTRA_PASS_NAME=0".into()]),
         "by_hand_empty_pass_name" => (vec!["by_hand.c"], vec!["-DEXTRA_PASS_NAME=\"\"".into()]),
@@ -47,6 +53,8 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
             vec!["by_hand.c"],
             vec!["-DMARK_CONSTRUCTOR".into(), "-Wl,--no-as-needed".into(), "-ldl".into()],
         ),
+        // dladdr, as for by_hand_marker.
+        "swap_on_load" => (vec!["swap_on_load.c"], vec!["-Wl,--no-as-needed".into(), "-ldl".into()]),
         "by_hand_null_descriptor" => (vec!["by_hand.c"], vec!["-DNULL_DESCRIPTOR".into()]),
         "by_hand_null_name" => (vec!["by_hand.c"], vec!["-DNAME=0".into()]),
         "by_hand_empty_name" => (vec!["by_hand.c"], vec!["-DNAME=\"\"".into()]),
@@ -56,9 +64,77 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         "by_hand_null_function" => (vec!["by_hand.c"], vec!["-DNULL_FUNCTION".into()]),
         "by_hand_unresolved" => (vec!["by_hand.c"], vec!["-DUNRESOLVED".into()]),
         "by_hand_stale" => (vec!["by_hand.c"], vec!["-DSTALE".into()]),
+        // ABI version 2 and its compatibility with version 1. These log their hooks through
+        // events.h, which needs dladdr (see by_hand_marker).
+        "typed" => events(&["typed.c"], &[]),
+        "typed_empty_interface" => events(&["typed.c"], &["-DBAD_INTERFACE=\"\""]),
+        "typed_bad_utf8_interface" => events(&["typed.c"], &["-DBAD_INTERFACE=\"bad\\xff\""]),
+        "typed_long_interface" => events(&["typed.c"], &["-DLONG_INTERFACE", "-DBAD_INTERFACE=long_interface"]),
+        "hooks" => events(&["hooks.c"], &[]),
+        "hooks_abi1" => events(&["hooks.c"], &["-DABI=1"]),
+        "hooks_on_load_fails" => events(&["hooks.c"], &["-DON_LOAD_RESULT=-3"]),
+        "hooks_register_fails" => events(&["hooks.c"], &["-DREGISTER_RESULT=-1"]),
+        "hooks_register_fails_reported" => events(
+            &["hooks.c"],
+            &[
+                "-DREGISTER_RESULT=-1",
+                "-DREPORT=\"no NPU device found\"",
+                "-DSECOND_REPORT=\"a later word\"",
+            ],
+        ),
+        "hooks_register_fails_huge_report" => events(&["hooks.c"], &["-DREGISTER_RESULT=-1", "-DHUGE_REPORT"]),
+        "hooks_register_fails_bad_utf8_report" => {
+            events(&["hooks.c"], &["-DREGISTER_RESULT=-1", "-DREPORT=\"no dev\\xffice\""])
+        }
+        "hooks_no_on_load_register_fails" => events(&["hooks.c"], &["-DNO_ON_LOAD", "-DREGISTER_RESULT=-1"]),
+        "hooks_reported_success" => events(&["hooks.c"], &["-DREPORT=\"all good\""]),
+        "hooks_null_interface" => events(&["hooks.c"], &["-DNULL_INTERFACE"]),
+        "v1_plugin" => events(&["v1_plugin.c"], &[]),
+        // Every macro of the header, under the strictest flags it promises to pass.
+        n if n.starts_with("macros_") => {
+            let (lang, variant) = n["macros_".len()..].split_once('_').expect("macros_<lang>_<variant>");
+            let (source, mut args) = match lang {
+                "c" => ("macros.c", vec!["-std=c99".to_owned()]),
+                "cpp" => (
+                    "macros.cpp",
+                    vec![
+                        "-std=c++11".into(),
+                        "-Wold-style-cast".into(),
+                        "-Wzero-as-null-pointer-constant".into(),
+                    ],
+                ),
+                other => panic!("no language {other}"),
+            };
+            args.extend(["-Wpedantic".into(), "-Wextra".into()]);
+            match variant {
+                "plain" => args.push("-DPLAIN".into()),
+                "unload" => args.push("-DUNLOAD".into()),
+                "hooks" => {}
+                other => panic!("no macros variant {other}"),
+            }
+            (vec![source], args)
+        }
         "duplicate" => (vec!["duplicate.c"], vec![]),
         "noisy" => (vec!["noisy.c"], vec![]),
         "cpp_multi" => (vec!["multi_a.cpp", "multi_b.cpp"], vec![]),
+        "stateful" => (vec!["stateful.c"], vec![]),
+        "on_load_state_nodelete" => (vec!["on_load_state.c"], vec!["-Wl,-z,nodelete".into()]),
+        // A plugin that other libraries link against by its soname, found next to them.
+        "stateful_core" => (vec!["stateful.c"], vec!["-Wl,-soname,libcore.so".into()]),
+        // No entry point of its own, but it links (DT_NEEDED) against `libcore.so` from its
+        // own directory: `dlsym` finds the dependency's entry point through it.
+        "links_core" => (
+            vec!["noentry.c"],
+            vec![
+                "-Wl,--no-as-needed".into(),
+                // Built first by `fixture`, which holds its lock while it reads this recipe.
+                Path::new(env!("CARGO_TARGET_TMPDIR"))
+                    .join("fixtures/libstateful_core.so")
+                    .display()
+                    .to_string(),
+                "-Wl,-rpath,$ORIGIN".into(),
+            ],
+        ),
         n if n.starts_with('p') => numbered(n),
         other => panic!("no test plugin called {other}"),
     }
@@ -67,6 +143,10 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
 /// The path of the compiled fixture `name`, building it on first use in this process.
 pub fn fixture(name: &str) -> PathBuf {
     static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    if name == "links_core" {
+        // Its recipe links against another fixture: build that one first, outside the lock.
+        fixture("stateful_core");
+    }
     let mut built = BUILT
         .get_or_init(Default::default)
         .lock()

@@ -100,8 +100,10 @@ fn a_symlink_is_followed_and_its_target_is_checked() {
     );
     assert!(
         message.contains(&format!(
-            "its directory `{}` is writable by group and others (mode 0777)",
-            shared.display()
+            "the directory `{}` on the way to it, reached through the symlink `{}`, is writable by group and \
+             others (mode 0777)",
+            shared.display(),
+            link.display()
         )),
         "{message}"
     );
@@ -112,13 +114,13 @@ fn a_symlink_in_a_directory_writable_by_others_is_refused_even_if_its_target_is_
     let dir = TestDir::new("trust_link_dir");
     let target = dir.add("by_hand_marker", "libmarker.so");
     let drop_box = dir.sub("drop_box");
-    fs::set_permissions(&drop_box, Permissions::from_mode(0o1777)).unwrap();
+    fs::set_permissions(&drop_box, Permissions::from_mode(0o777)).unwrap();
     let link = drop_box.join("libmarker.so");
     symlink(&target, &link).unwrap();
     let error = refused_then_permitted(&link, &target);
     assert!(
         error.to_string().contains(&format!(
-            "the directory of the symlink to it `{}` is writable by group and others (mode 1777)",
+            "its directory `{}` is writable by group and others (mode 0777)",
             drop_box.display()
         )),
         "{error}"
@@ -202,4 +204,307 @@ fn an_untrusted_plugin_fails_a_strict_load_before_any_plugin_opens() {
         "a plugin opened although the load was bound to fail"
     );
     assert_unloaded(&first);
+}
+
+#[test]
+fn a_world_writable_grandparent_is_refused() {
+    // `shared` can rename `sub`, and so swap in a directory of its own users' choosing.
+    let dir = TestDir::new("trust_grandparent");
+    let shared = dir.sub("shared");
+    dir.sub("shared/sub");
+    let lib = dir.add("by_hand_marker", "shared/sub/libmarker.so");
+    fs::set_permissions(&shared, Permissions::from_mode(0o777)).unwrap();
+    let error = refused_then_permitted(&lib, &lib);
+    assert!(
+        error.to_string().contains(&format!(
+            "the directory `{}` on the way to it is writable by group and others (mode 0777)",
+            shared.display()
+        )),
+        "{error}"
+    );
+}
+
+/// `renameat2(from, to, RENAME_EXCHANGE)`: swaps two directory entries atomically.
+fn exchange(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let from = std::ffi::CString::new(from.as_os_str().as_bytes()).unwrap();
+    let to = std::ffi::CString::new(to.as_os_str().as_bytes()).unwrap();
+    // SAFETY: both paths are NUL-terminated and outlive the call.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// The `.ran` markers under `dir`, one level of subdirectories deep.
+fn markers_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for sub in fs::read_dir(dir).unwrap().flatten() {
+        let Ok(entries) = fs::read_dir(sub.path()) else {
+            continue;
+        };
+        found.extend(
+            entries
+                .flatten()
+                .map(|entry| entry.path())
+                .filter(|path| path.extension().is_some_and(|e| e == "ran")),
+        );
+    }
+    found
+}
+
+#[test]
+fn a_directory_swapped_by_another_user_during_loads_never_runs_their_code() {
+    // The attack of the first round: `plugins/libx.so -> shared/sub/libx.so`, everything
+    // root's and 0755 but `shared` (0777). Another user keeps exchanging `sub` with a
+    // directory of their own while this process loads. Every load must be refused for the
+    // writable `shared` (whichever `sub` it saw), and their constructor must never run.
+    let dir = TestDir::new("trust_swap_race");
+    let shared = dir.sub("shared");
+    let plugins = dir.sub("plugins");
+    dir.sub("shared/sub");
+    dir.sub("shared/theirs");
+    dir.add("p1", "shared/sub/libx.so");
+    let theirs = dir.add("by_hand_marker", "shared/theirs/libx.so");
+    fs::set_permissions(&shared, Permissions::from_mode(0o777)).unwrap();
+    let link = plugins.join("libx.so");
+    symlink(shared.join("sub/libx.so"), &link).unwrap();
+
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let host = PluginHost::builder().file(&link).build().unwrap();
+    let (swaps, outcomes) = std::thread::scope(|scope| {
+        let swapper = scope.spawn(|| {
+            let mut swaps = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                exchange(&shared.join("sub"), &shared.join("theirs")).unwrap();
+                swaps += 1;
+            }
+            swaps
+        });
+        let outcomes: Vec<_> = (0..300).map(|_| host.acquire().map(drop)).collect();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (swapper.join().unwrap(), outcomes)
+    });
+    assert!(swaps > 0, "the attacker never swapped");
+    for outcome in outcomes {
+        let error = outcome.expect_err("a load through the writable directory succeeded");
+        assert!(
+            matches!(&error, Error::Untrusted { path, .. } if path == &link)
+                && error.to_string().contains(&format!(
+                    "the directory `{}` on the way to it, reached through the symlink `{}`, is writable by group \
+                     and others (mode 0777)",
+                    shared.display(),
+                    link.display()
+                )),
+            "{error}"
+        );
+    }
+    assert_eq!(
+        markers_under(dir.path()),
+        Vec::<PathBuf>::new(),
+        "their constructor ran"
+    );
+    assert!(!crate::support::mapped(&theirs));
+}
+
+#[test]
+fn a_file_renamed_into_place_after_the_check_is_refused() {
+    // Every file of a load is checked before the first opens, so the constructors of the
+    // plugins loaded first run between the check of a later file and its `dlopen`. Here
+    // `liba.so`'s constructor renames `stage.so` (theirs) onto `libb.so` (checked): the file
+    // opened is not the file checked, and must be refused, not loaded.
+    let dir = TestDir::new("trust_renamed_after_check");
+    dir.add("swap_on_load", "liba.so");
+    let checked = dir.add("p1", "libb.so");
+    let stage = dir.add("by_hand_marker", "stage.so");
+    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    let error = host.acquire().unwrap_err();
+    assert!(
+        !stage.exists(),
+        "the constructor did not swap the file: the test proves nothing"
+    );
+    assert!(
+        matches!(&error, Error::Untrusted { path, .. } if path == &checked),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains(&format!(
+            "the library file `{}` was replaced between the trust check and opening it",
+            checked.display()
+        )),
+        "{error}"
+    );
+    assert!(!marker(&checked).exists(), "the swapped-in library's constructor ran");
+    assert_unloaded(&checked);
+    assert!(!host.is_loaded());
+    // The next load checks the file now there (theirs, but root's and 0755 here) afresh.
+    let lease = host.acquire().unwrap();
+    assert!(marker(&checked).exists());
+    drop(lease);
+}
+
+#[test]
+fn a_symlink_chain_through_a_world_writable_directory_is_refused() {
+    // plugins/libx.so -> ww/hop.so -> trusted/libx.so: `ww` can re-point `hop.so`.
+    let dir = TestDir::new("trust_chain");
+    let plugins = dir.sub("plugins");
+    let ww = dir.sub("ww");
+    dir.sub("trusted");
+    let target = dir.add("by_hand_marker", "trusted/libx.so");
+    symlink(&target, ww.join("hop.so")).unwrap();
+    let link = plugins.join("libx.so");
+    symlink("../ww/hop.so", &link).unwrap();
+    fs::set_permissions(&ww, Permissions::from_mode(0o777)).unwrap();
+    let error = refused_then_permitted(&link, &target);
+    assert!(
+        error.to_string().contains(&format!(
+            "the directory `{}` on the way to it, reached through the symlink `{}`, is writable by group and \
+             others (mode 0777)",
+            ww.display(),
+            link.display()
+        )),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_directory_symlink_through_a_world_writable_directory_is_refused() {
+    // top/lib -> ww/real: whoever writes `ww` can swap `real` for a directory of their own.
+    let dir = TestDir::new("trust_dir_link");
+    let top = dir.sub("top");
+    let ww = dir.sub("ww");
+    dir.sub("ww/real");
+    let target = dir.add("by_hand_marker", "ww/real/libx.so");
+    symlink(ww.join("real"), top.join("lib")).unwrap();
+    fs::set_permissions(&ww, Permissions::from_mode(0o777)).unwrap();
+    let named = top.join("lib/libx.so");
+    let error = refused_then_permitted(&named, &target);
+    assert!(
+        error.to_string().contains(&format!(
+            "the directory `{}` on the way to it, reached through the symlink `{}`, is writable by group and \
+             others (mode 0777)",
+            ww.display(),
+            top.join("lib").display()
+        )),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_sticky_world_writable_directory_on_the_way_is_accepted() {
+    // Like /tmp: others can create entries there but not rename or remove root's.
+    let dir = TestDir::new("trust_sticky");
+    let sticky = dir.sub("sticky");
+    dir.sub("sticky/mine");
+    let lib = dir.add("by_hand_marker", "sticky/mine/libmarker.so");
+    let link = sticky.join("libmarker.so");
+    symlink(&lib, &link).unwrap();
+    fs::set_permissions(&sticky, Permissions::from_mode(0o1777)).unwrap();
+    for named in [&lib, &link] {
+        let host = PluginHost::builder().file(named).build().unwrap();
+        let lease = host.acquire().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(lease.plugins()[0].path(), Some(named.as_path()));
+        assert!(marker(&lib).exists());
+        fs::remove_file(marker(&lib)).unwrap();
+        drop(lease);
+        assert_unloaded(&lib);
+    }
+}
+
+#[test]
+fn a_symlink_owned_by_another_user_in_a_sticky_directory_is_refused() {
+    // In a sticky directory the owner of an entry can still replace it.
+    let dir = TestDir::new("trust_sticky_link");
+    let sticky = dir.sub("sticky");
+    let lib = dir.add("by_hand_marker", "libmarker.so");
+    let link = sticky.join("libmarker.so");
+    symlink(&lib, &link).unwrap();
+    fs::set_permissions(&sticky, Permissions::from_mode(0o1777)).unwrap();
+    if let Err(e) = std::os::unix::fs::lchown(&link, Some(12345), None) {
+        eprintln!("skipped: cannot lchown {} ({e}); run the tests as root", link.display());
+        return;
+    }
+    let error = refused_then_permitted(&link, &lib);
+    assert!(
+        error.to_string().contains(&format!(
+            "the symlink `{}` on the way to it is owned by uid 12345",
+            link.display()
+        )),
+        "{error}"
+    );
+}
+
+/// The environment variable that turns [`a_bare_relative_name_is_checked_like_dot_slash`]
+/// into its own child process, whose current directory the parent chose.
+const RELATIVE_CHILD: &str = "DYLEASE_TEST_RELATIVE_CHILD";
+
+#[test]
+fn a_bare_relative_name_is_checked_like_dot_slash() {
+    if std::env::var_os(RELATIVE_CHILD).is_some() {
+        // The child: the current directory is the parent's writable test directory.
+        let cwd = std::env::current_dir().unwrap();
+        for named in ["libmarker.so", "./libmarker.so"] {
+            let host = PluginHost::builder().file(named).build().unwrap();
+            let error = host.acquire().unwrap_err();
+            assert!(
+                matches!(&error, Error::Untrusted { path, .. } if path == Path::new(named)),
+                "{named}: {error:?}"
+            );
+            assert!(
+                error.to_string().contains(&format!(
+                    "its directory `{}` is writable by others (mode 0757)",
+                    cwd.display()
+                )),
+                "{named}: {error}"
+            );
+            assert!(!cwd.join("libmarker.so.ran").exists(), "{named}: the constructor ran");
+        }
+        return;
+    }
+    // The parent: a directory others can write, made the current directory of a child
+    // process (tests share this process's current directory, so it is not changed here).
+    let dir = TestDir::new("trust_relative");
+    let open = dir.sub("open");
+    dir.add("by_hand_marker", "open/libmarker.so");
+    fs::set_permissions(&open, Permissions::from_mode(0o757)).unwrap();
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "trust::a_bare_relative_name_is_checked_like_dot_slash"])
+        .args(["--test-threads", "1", "--nocapture"])
+        .env(RELATIVE_CHILD, "1")
+        .current_dir(&open)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "the child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The checker, run the same way, agrees.
+    let checker = std::process::Command::new(env!("CARGO_BIN_EXE_dylease"))
+        .args(["check", "libmarker.so"])
+        .current_dir(&open)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&checker.stdout);
+    assert!(
+        !checker.status.success(),
+        "the checker passed a bare name in a writable directory:\n{report}"
+    );
+    assert!(report.contains("writable by others (mode 0757)"), "{report}");
+    assert!(
+        !open.join("libmarker.so.ran").exists(),
+        "the checker ran the plugin's code"
+    );
 }

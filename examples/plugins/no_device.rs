@@ -1,0 +1,11 @@
+//! A Rust plugin whose device is missing: its `register` fails with an error of its own, which
+//! reaches the host's load error. Built as a library
+//! (`cargo build -p dylease-example-rust-plugin --example no_device`); the integration tests
+//! load it.
+
+dylease::export_plugin! {
+    name: "npu",
+    version: "0.1.0",
+    register: |_reg| Err(dylease::Error::custom("no NPU device found")),
+    on_load: || Ok(()),
+}

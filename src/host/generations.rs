@@ -1,0 +1,350 @@
+//! The generations of one host: the slot protocol.
+//!
+//! A host's plugin sets are numbered 1, 2, … in load order ("generations"). The host keeps
+//! only a `Weak` to its current set, in a lock-free slot (`ArcSwapWeak`); every user holds a
+//! `Lease`, an `Arc` of the set obtained by upgrading that weak or by loading a fresh set. The
+//! set unloads in the `Drop` of its last `Arc`. Nothing counts users: every count is an
+//! `Arc`'s.
+//!
+//! # Invariants (from DESIGN.md; each argument below cites them by number)
+//!
+//! - **I1** one *current* generation per host, and a generation is loaded only after the
+//!   previous current one finished unloading. (Per library file, process-wide, I1 is the
+//!   registry's: `load/registry.rs`.)
+//! - **I2** a lease never sees an unloading set: an `Arc` is never made from a count of zero.
+//! - **I3** no leak: the last lease's drop unloads before it returns; the slot and the
+//!   thread caches hold `Weak`s only.
+//! - **I4** no deadlock from plugin code on the same thread: no plugin code runs under the
+//!   host's lock, and a nested `acquire()` fails fast with `Error::Reentrant`.
+//! - **I5** failure atomicity: a failed load leaves the host as it was; the next call tries
+//!   again.
+//!
+//! # `acquire()`
+//!
+//! 1. **Cached fast path**, no lock, no allocation: this thread's cache maps the host's id to
+//!    `(generation, Weak<PluginSet>)`. If the entry's generation is the host's current one (one
+//!    Acquire load) and the `Weak` upgrades (one compare-and-swap), that is the lease.
+//! 2. **Slot path**: upgrade the slot's `Weak`, and refresh this thread's cache entry.
+//! 3. **Slow path**, under the host's lock: upgrade again; wait while another thread loads
+//!    or the current generation is still unloading (I1); then mark the host as loading,
+//!    release the lock, load generation `loaded + 1` with this thread marked "inside this
+//!    host" (I4), and publish it: the slot's `Weak` first, then the current generation.
+//!
+//! Measured (BENCHMARKS.md): the cached path costs what an `Arc` clone does; the slot path
+//! about 1.6× that, which is why the cache exists.
+//!
+//! # Traps of the cache
+//!
+//! - Host ids come from a process-wide counter and are never reused: an address is reused
+//!   after a host is dropped, and a stale entry would then hand out another host's set.
+//! - Entries hold `Weak`s only: a cache never keeps plugins loaded (I3).
+//! - A thread whose thread-locals are being destroyed (a lease acquired or dropped from a TLS
+//!   destructor) skips the cache (`try_with`) and takes step 2.
+//! - The cache is bounded ([`CACHE_ENTRIES`]): a process may create and drop thousands of
+//!   hosts.
+//! - The generation check is what keeps a cached `Weak` of an older generation that still
+//!   upgrades (a draining one) from being handed out as current.
+//!
+//! # Traps of the protocol
+//!
+//! - A strong reference is never dropped while the host's lock is held: its drop may be the
+//!   last, which takes the same lock to mark the generation unloaded.
+//! - A panic in plugin teardown must not poison anything: the locks ignore poisoning, and the
+//!   generation is marked unloaded from a drop guard.
+
+use std::cell::RefCell;
+use std::time::Instant;
+
+use crate::error::{Error, Waited};
+use crate::host::reentry::inside_host;
+use crate::host::set::PluginSet;
+use crate::host::stats::Recorder;
+use crate::load::LoadedPlugins;
+use crate::sync::{Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, Weak, WeakSlot};
+
+/// How many hosts one thread's cache remembers. Four hosts used in turn all stay cached; a
+/// fifth evicts the oldest entry, which then takes the slot path once.
+pub(crate) const CACHE_ENTRIES: usize = 4;
+
+/// The state of one host that its sets point back to, so a set can mark itself unloaded even
+/// after the `PluginHost` value is gone.
+#[derive(Debug)]
+pub(crate) struct Generations {
+    /// Unique for the life of the process (never reused, unlike an address).
+    id: u64,
+    /// The current generation's set, held weakly: it never keeps the set alive (I3).
+    slot: WeakSlot<PluginSet>,
+    /// The number of the generation in the slot; 0 before the first load. Stored after the
+    /// slot, with Release, so a thread that sees it also sees the slot's new `Weak`.
+    current: AtomicU64,
+    /// Generations loaded and not yet finished unloading, mirrored for observers.
+    alive: AtomicU64,
+    life: Mutex<Life>,
+    /// Signalled when a load finishes (or fails) and when a generation finishes unloading.
+    changed: Condvar,
+    /// Observed by `PluginHost::stats`; never decides anything.
+    pub(crate) stats: Recorder,
+}
+
+/// The lifecycle under the host's lock.
+#[derive(Debug, Default)]
+struct Life {
+    /// The generation of the last successful load.
+    loaded: u64,
+    /// Whether generation `loaded` finished unloading (true before the first load).
+    current_unloaded: bool,
+    /// Generations loaded and not yet finished unloading.
+    alive: u64,
+    /// A thread is loading generation `loaded + 1` outside the lock.
+    loading: bool,
+}
+
+impl Generations {
+    pub(crate) fn new() -> Self {
+        crate::sync::lazy_static! {
+            /// Host ids, never reused.
+            static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        }
+        Generations {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            slot: WeakSlot::empty(),
+            current: AtomicU64::new(0),
+            alive: AtomicU64::new(0),
+            life: Mutex::new(Life {
+                current_unloaded: true,
+                ..Life::default()
+            }),
+            changed: Condvar::new(),
+            stats: Recorder::default(),
+        }
+    }
+
+    /// This host's id: the key of the thread caches and of the re-entrancy marks.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// A lease of the current set, loading one with `load` if none is alive. `deadline`
+    /// bounds the waits for other threads (`None`: wait as long as it takes).
+    #[inline]
+    pub(crate) fn acquire(
+        this: &Arc<Self>,
+        deadline: Option<Instant>,
+        load: impl FnOnce(Option<Instant>) -> Result<LoadedPlugins, Error>,
+    ) -> Result<Arc<PluginSet>, Error> {
+        // Step 1. The generation check comes first: a cached `Weak` of an older generation
+        // may still upgrade while it drains, but it is not current.
+        if let Some(set) = cache::lookup(this.id, &this.current) {
+            return Ok(set);
+        }
+        Generations::acquire_uncached(this, deadline, load)
+    }
+
+    #[cold]
+    fn acquire_uncached(
+        this: &Arc<Self>,
+        deadline: Option<Instant>,
+        load: impl FnOnce(Option<Instant>) -> Result<LoadedPlugins, Error>,
+    ) -> Result<Arc<PluginSet>, Error> {
+        // Step 2.
+        if let Some(set) = this.slot.upgrade() {
+            cache::refresh(this.id, &set);
+            return Ok(set);
+        }
+        // Step 3. A nested call from this host's own load or unload would wait for itself.
+        inside_host(this.id, |already_inside| match already_inside {
+            true => Err(Error::Reentrant),
+            false => Generations::acquire_slow(this, deadline, load),
+        })
+    }
+
+    /// Step 3, with this thread marked as inside this host.
+    fn acquire_slow(
+        this: &Arc<Self>,
+        deadline: Option<Instant>,
+        load: impl FnOnce(Option<Instant>) -> Result<LoadedPlugins, Error>,
+    ) -> Result<Arc<PluginSet>, Error> {
+        let mut life = this.life.lock();
+        loop {
+            // Another thread may have loaded while this one waited. A lease made here leaves
+            // the lock's scope before it can be dropped.
+            if let Some(set) = this.slot.upgrade() {
+                drop(life);
+                cache::refresh(this.id, &set);
+                return Ok(set);
+            }
+            let waited = if life.loading {
+                Waited::Load
+            } else if !life.current_unloaded {
+                // The current set's last lease is gone, its teardown has not finished (I1).
+                Waited::Unload
+            } else {
+                break;
+            };
+            life = this.wait(life, deadline, waited)?;
+        }
+        life.loading = true;
+        let generation = life.loaded + 1;
+        drop(life);
+
+        // Plugin code runs here, outside the lock (I4); other acquirers wait for `loading`.
+        // If the load fails or panics, `Loading` clears the flag and wakes them (I5).
+        let loading = Loading(this);
+        let contents = load(deadline)?;
+        let set = Arc::new(PluginSet::new(generation, contents, Arc::clone(this)));
+        let mut life = this.life.lock();
+        // Publish: the slot's `Weak`, then the generation (Release), so a thread that sees the
+        // new generation finds the new `Weak` in the slot (I1: one current generation).
+        this.slot.store(Arc::downgrade(&set));
+        this.current.store(generation, Ordering::Release);
+        life.loaded = generation;
+        life.current_unloaded = false;
+        life.alive += 1;
+        this.alive.store(life.alive, Ordering::Release);
+        // `Loading` would take the lock to clear the flag: clear it here instead.
+        life.loading = false;
+        std::mem::forget(loading);
+        drop(life);
+        this.changed.notify_all();
+        // Outside the lock: should the logger panic, the only lease unwinds normally.
+        cache::refresh(this.id, &set);
+        this.stats.loaded(&set);
+        Ok(set)
+    }
+
+    /// Waits for a change, until `deadline` if there is one.
+    fn wait<'a>(
+        &'a self,
+        life: MutexGuard<'a, Life>,
+        deadline: Option<Instant>,
+        waited: Waited,
+    ) -> Result<MutexGuard<'a, Life>, Error> {
+        match deadline {
+            None => Ok(self.changed.wait(life)),
+            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Ok(self.changed.wait_timeout(life, left)),
+                _ => Err(Error::TimedOut { waited }),
+            },
+        }
+    }
+
+    /// Called from a set's drop guard once generation `generation` finished unloading,
+    /// however its teardown ended.
+    pub(crate) fn mark_unloaded(&self, generation: u64) {
+        let mut life = self.life.lock();
+        life.alive -= 1;
+        self.alive.store(life.alive, Ordering::Release);
+        if generation == life.loaded {
+            life.current_unloaded = true;
+        }
+        drop(life);
+        self.changed.notify_all();
+    }
+
+    /// Whether a set of this host is loaded (or still unloading). Observes only.
+    pub(crate) fn is_loaded(&self) -> bool {
+        self.alive.load(Ordering::Acquire) != 0
+    }
+
+    /// The generation of the newest set (0 before the first load).
+    pub(crate) fn generation(&self) -> u64 {
+        self.current.load(Ordering::Acquire)
+    }
+
+    /// The number of leases of the current set. Reads the count without taking a lease (an
+    /// observer holding one might end up dropping the last, and run the unload itself).
+    pub(crate) fn live_leases(&self) -> usize {
+        self.slot.strong_count()
+    }
+
+    /// Blocks until no generation is loaded or `deadline` passed: `true` if none is.
+    pub(crate) fn wait_unloaded(&self, deadline: Option<Instant>) -> bool {
+        inside_host(self.id, |already_inside| {
+            if already_inside {
+                return false;
+            }
+            let mut life = self.life.lock();
+            while life.alive > 0 || life.loading {
+                match self.wait(life, deadline, Waited::Unload) {
+                    Ok(next) => life = next,
+                    Err(_) => return false,
+                }
+            }
+            true
+        })
+    }
+}
+
+/// Clears the host's `loading` flag if a load fails or unwinds, so waiters try again (I5).
+struct Loading<'a>(&'a Generations);
+
+impl Drop for Loading<'_> {
+    fn drop(&mut self) {
+        self.0.life.lock().loading = false;
+        self.0.changed.notify_all();
+    }
+}
+
+/// Each thread's cache of the sets it acquired last: a few entries keyed by host id.
+mod cache {
+    use super::*;
+
+    struct Entry {
+        /// 0: unused (host ids start at 1).
+        host: u64,
+        generation: u64,
+        set: Weak<PluginSet>,
+    }
+
+    struct Cache {
+        entries: [Entry; CACHE_ENTRIES],
+        /// The entry a new host replaces next (round robin).
+        next: usize,
+    }
+
+    crate::sync::thread_locals! {
+        static CACHE: RefCell<Cache> = RefCell::new(Cache {
+            entries: std::array::from_fn(|_| Entry { host: 0, generation: 0, set: Weak::new() }),
+            next: 0,
+        });
+    }
+
+    /// The current set of host `host`, if this thread's cache has it and it is alive.
+    #[inline]
+    pub(super) fn lookup(host: u64, current: &AtomicU64) -> Option<Arc<PluginSet>> {
+        CACHE
+            .try_with(|cache| {
+                let cache = cache.borrow();
+                let entry = cache.entries.iter().find(|entry| entry.host == host)?;
+                if entry.generation != current.load(Ordering::Acquire) {
+                    return None;
+                }
+                // One compare-and-swap that never increments from zero (I2).
+                entry.set.upgrade()
+            })
+            .ok()
+            .flatten()
+    }
+
+    /// Remembers `set` as host `host`'s current set on this thread.
+    pub(super) fn refresh(host: u64, set: &Arc<PluginSet>) {
+        let _ = CACHE.try_with(|cache| {
+            let mut cache = cache.borrow_mut();
+            let at = match cache.entries.iter().position(|entry| entry.host == host) {
+                Some(at) => at,
+                None => {
+                    let at = cache.next;
+                    cache.next = (at + 1) % CACHE_ENTRIES;
+                    at
+                }
+            };
+            let entry = Entry {
+                host,
+                generation: set.generation(),
+                set: Arc::downgrade(set),
+            };
+            // Only a `Weak` is dropped here: it may free the set's memory, never unload it.
+            drop(std::mem::replace(&mut cache.entries[at], entry));
+        });
+    }
+}

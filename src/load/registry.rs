@@ -1,0 +1,564 @@
+//! The process-wide library registry: one instance of each loaded library, shared by every
+//! host and generation that uses it.
+//!
+//! A [`LibraryInstance`] is one loaded mapping of one library file. Sets hold it by `Arc`; the
+//! registry keeps only a `Weak` to each live instance, keyed by the loader's handle (on glibc
+//! `dlopen` returns the `link_map`, so two opens that the platform resolves to one mapping are
+//! one instance, whatever path or host they came from), and finds instances by file
+//! ((dev, ino)) too. The instance's drop runs the plugin's `on_unload`, closes the handle, and
+//! marks the file "unloaded" so that a waiting opener may proceed.
+//!
+//! # Invariants (DESIGN.md numbers)
+//!
+//! - **I1** one instance of a file at a time, process-wide: a file (by path or by (dev, ino))
+//!   is not opened while an instance of it is unloading, nor while another thread opens it.
+//!   Otherwise `dlopen` would return the dying mapping, whose constructors will not run again.
+//! - **I4** no plugin code (constructors, `on_load`, `on_unload`) runs under the registry's
+//!   lock; threads waiting for a file wait on its condition variable, never inside the loader.
+//! - **I5** a failed open or `on_load` leaves nothing new: the handle is closed and the file's
+//!   mark removed (by a drop guard, also when a panic unwinds).
+//! - **I7** one `on_load` and one `on_unload` per instance, whatever the number of hosts and
+//!   generations sharing it; `on_unload` runs when the last set using the instance is gone.
+//!
+//! # Protocol
+//!
+//! Opening file F (path P, identity I), under the lock:
+//! 1. while P or I is *busy* (being opened or unloading), wait (I1);
+//! 2. if a live instance of I exists, upgrade its `Weak`: that is the instance (no `dlopen`);
+//!    if the `Weak` is dead, the instance's drop is about to mark I busy: wait for it;
+//! 3. otherwise mark P and I busy and release the lock; open; take the lock: if the handle is
+//!    a live instance's (the loader matched another spelling of the file), share it and close
+//!    the extra handle; if it is a dying one's, close the handle and start again at 1;
+//!    otherwise release the lock, start the instance (entry point, `on_load`) outside it, and
+//!    publish it. The busy mark goes in every case, waking the waiters.
+//!
+//! The last `Arc`'s drop, under the lock: forget the instance's entries and mark its P and I
+//! busy; outside the lock: finish it (`on_unload`, close); under the lock: unmark and wake.
+//!
+//! The protocol is generic over an [`Opener`], so that the loom tests below can replace
+//! `dlopen` with a model of the platform loader and check I1 and I7 with two hosts.
+
+// `Identity` is `Copy` on Unix and a path elsewhere: one spelling for both.
+#![allow(clippy::clone_on_copy)]
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::error::{Error, Waited};
+use crate::load::discover::Identity;
+use crate::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+
+/// One plugin file as the registry sees it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FileRef<'a> {
+    /// The path as discovered: what errors name.
+    pub(crate) shown: &'a Path,
+    /// The path with symlinks resolved: what is opened, and one of the file's two keys.
+    pub(crate) resolved: &'a Path,
+    /// The file's identity ((dev, ino) on Unix): the other key.
+    pub(crate) identity: &'a Identity,
+}
+
+/// What the registry needs of a platform loader.
+pub(crate) trait Opener: Send + Sync + Sized + 'static {
+    /// An open handle; dropping it closes it.
+    type Library: Send + Sync;
+    /// What starting an instance found out about the plugin (its checked descriptor).
+    type Plugin: Send + Sync;
+    /// What finishing an instance leaves for the caller (to look for a pinned library).
+    type Closed;
+
+    /// Opens the file, running its constructors if the platform maps it now.
+    fn open(&self, file: FileRef<'_>) -> Result<Self::Library, Error>;
+    /// The loader's identity of the mapping `library` refers to.
+    fn handle(library: &Self::Library) -> usize;
+    /// The first use of a new instance: checks the plugin and runs its `on_load`. On `Err`
+    /// nothing of the plugin has to be undone, and the library is closed.
+    fn start(&self, library: &Self::Library, file: FileRef<'_>) -> Result<Self::Plugin, Error>;
+    /// The last use of an instance: runs `on_unload` if `registered` (a set's registration
+    /// succeeded on it, or its `on_load` did), then closes the library.
+    fn finish(&self, plugin: Self::Plugin, library: Self::Library, registered: bool) -> Self::Closed;
+}
+
+/// The registry of the library instances that one [`Opener`] loaded.
+pub(crate) struct Registry<O: Opener> {
+    opener: O,
+    state: Mutex<State<O>>,
+    /// Signalled when a file stops being busy.
+    changed: Condvar,
+}
+
+impl<O: Opener> fmt::Debug for Registry<O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry").finish_non_exhaustive()
+    }
+}
+
+/// What the registry knows, under its lock.
+struct State<O: Opener> {
+    /// Live (or dying) instances by the loader's handle.
+    by_handle: HashMap<usize, Weak<LibraryInstance<O>>>,
+    /// The handle of the instance of each file (by identity).
+    by_identity: HashMap<Identity, usize>,
+    /// Files being opened or unloading, by resolved path and by identity (I1), with the
+    /// number of marks each has.
+    busy_paths: HashMap<PathBuf, usize>,
+    busy_identities: HashMap<Identity, usize>,
+}
+
+impl<O: Opener> State<O> {
+    fn is_busy(&self, file: FileRef<'_>) -> bool {
+        self.busy_paths.contains_key(file.resolved) || self.busy_identities.contains_key(file.identity)
+    }
+
+    fn mark(&mut self, path: &Path, identity: &Identity) {
+        *self.busy_paths.entry(path.to_owned()).or_default() += 1;
+        *self.busy_identities.entry(identity.clone()).or_default() += 1;
+    }
+
+    fn unmark(&mut self, path: &Path, identity: &Identity) {
+        fn take<K>(map: &mut HashMap<K::Owned, usize>, key: &K)
+        where
+            K: Eq + std::hash::Hash + ToOwned + ?Sized,
+            K::Owned: std::borrow::Borrow<K> + Eq + std::hash::Hash,
+        {
+            if let Some(n) = map.get_mut(key) {
+                *n -= 1;
+                if *n == 0 {
+                    map.remove(key);
+                }
+            }
+        }
+        take::<Path>(&mut self.busy_paths, path);
+        take::<Identity>(&mut self.busy_identities, identity);
+    }
+}
+
+/// One loaded mapping of one library file, shared by every set that uses it.
+pub(crate) struct LibraryInstance<O: Opener> {
+    registry: Arc<Registry<O>>,
+    handle: usize,
+    resolved: PathBuf,
+    identity: Identity,
+    /// Taken by the instance's finish.
+    parts: Option<(O::Library, O::Plugin)>,
+    /// Whether a registration (or `on_load`) succeeded on it: then `on_unload` is due.
+    registered: crate::sync::AtomicBool,
+}
+
+impl<O: Opener> fmt::Debug for LibraryInstance<O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LibraryInstance")
+            .field("path", &self.resolved)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<O: Opener> LibraryInstance<O> {
+    /// The checked plugin (descriptor) of this instance.
+    pub(crate) fn plugin(&self) -> &O::Plugin {
+        &self
+            .parts
+            .as_ref()
+            .expect("an instance is finished only by its last owner")
+            .1
+    }
+
+    /// Records that a set's registration succeeded on this instance: its `on_unload` is due.
+    pub(crate) fn registered(&self) {
+        self.registered.store(true, crate::sync::Ordering::Relaxed);
+    }
+
+    /// Ends the instance if `this` is its last owner, returning what finishing left;
+    /// `None` if another set still uses it.
+    pub(crate) fn release(this: Arc<Self>) -> Option<O::Closed> {
+        Arc::into_inner(this).and_then(|mut instance| instance.finish())
+    }
+
+    /// Forgets the instance, marks its file busy, finishes it outside the lock, then unmarks
+    /// the file and wakes the openers waiting for it (I1, I7).
+    fn finish(&mut self) -> Option<O::Closed> {
+        let (library, plugin) = self.parts.take()?;
+        let registry = Arc::clone(&self.registry);
+        {
+            let mut state = registry.state.lock();
+            // The entries are this instance's unless a newer instance took the handle, which
+            // cannot happen before this one closed it; but check, to forget only our own.
+            if state
+                .by_handle
+                .get(&self.handle)
+                .is_some_and(|weak| weak.strong_count() == 0)
+            {
+                state.by_handle.remove(&self.handle);
+            }
+            if state.by_identity.get(&self.identity) == Some(&self.handle) {
+                state.by_identity.remove(&self.identity);
+            }
+            state.mark(&self.resolved, &self.identity);
+        }
+        let _unmark = Unmark {
+            registry: &registry,
+            path: &self.resolved,
+            identity: &self.identity,
+        };
+        let registered = self.registered.load(crate::sync::Ordering::Relaxed);
+        Some(registry.opener.finish(plugin, library, registered))
+    }
+}
+
+impl<O: Opener> Drop for LibraryInstance<O> {
+    /// An instance dropped other than through [`LibraryInstance::release`] (a panic unwound
+    /// through its owner) still finishes.
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// Removes a file's busy mark and wakes the waiters, however the step that set it ends.
+struct Unmark<'a, O: Opener> {
+    registry: &'a Registry<O>,
+    path: &'a Path,
+    identity: &'a Identity,
+}
+
+impl<O: Opener> Drop for Unmark<'_, O> {
+    fn drop(&mut self) {
+        self.registry.state.lock().unmark(self.path, self.identity);
+        self.registry.changed.notify_all();
+    }
+}
+
+/// What step 2 or 3 of the protocol found for a handle or identity.
+enum Found<O: Opener> {
+    Live(Arc<LibraryInstance<O>>),
+    Dying,
+    Absent,
+}
+
+impl<O: Opener> Registry<O> {
+    pub(crate) fn new(opener: O) -> Self {
+        Registry {
+            opener,
+            state: Mutex::new(State {
+                by_handle: HashMap::new(),
+                by_identity: HashMap::new(),
+                busy_paths: HashMap::new(),
+                busy_identities: HashMap::new(),
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// The instance of `file`, sharing a live one or opening and starting a new one.
+    /// `deadline` bounds the waits for other threads' opens and unloads of the same file.
+    pub(crate) fn instance(
+        this: &Arc<Self>,
+        file: FileRef<'_>,
+        deadline: Option<Instant>,
+    ) -> Result<Arc<LibraryInstance<O>>, Error> {
+        loop {
+            let mut state = this.state.lock();
+            // Steps 1 and 2.
+            loop {
+                // The planted bug of `loom-tests/run.sh`: without the wait, a model must fail.
+                let waits_for_busy = !cfg!(all(loom, dylease_broken_registry));
+                if !(waits_for_busy && state.is_busy(file)) {
+                    let found = match state.by_identity.get(file.identity) {
+                        Some(handle) => Registry::find(&state, *handle),
+                        None => Found::Absent,
+                    };
+                    match found {
+                        Found::Live(instance) => {
+                            drop(state);
+                            return Ok(instance);
+                        }
+                        Found::Absent => break,
+                        Found::Dying => {}
+                    }
+                }
+                state = this.wait(state, file, deadline)?;
+            }
+            // Step 3.
+            state.mark(file.resolved, file.identity);
+            drop(state);
+            let unmark = Unmark {
+                registry: this,
+                path: file.resolved,
+                identity: file.identity,
+            };
+            // Declared after `unmark`, so dropped (closed) before it on every exit (I1, I5).
+            let library = this.opener.open(file)?;
+            let handle = O::handle(&library);
+            let found = {
+                let state = this.state.lock();
+                Registry::find(&state, handle)
+            };
+            match found {
+                Found::Live(instance) => {
+                    // The loader resolved this file to a mapping a live instance has: share
+                    // it; the extra handle only drops the loader's count.
+                    drop(library);
+                    drop(unmark);
+                    return Ok(instance);
+                }
+                Found::Dying => {
+                    // The mapping is being unloaded under another name: let go and wait (I1).
+                    drop(library);
+                    drop(unmark);
+                    continue;
+                }
+                Found::Absent => {}
+            }
+            // Plugin code (`on_load`) runs outside the lock (I4); the file stays busy, so
+            // other openers of it wait for this one.
+            let plugin = this.opener.start(&library, file)?;
+            let instance = Arc::new(LibraryInstance {
+                registry: Arc::clone(this),
+                handle,
+                resolved: file.resolved.to_owned(),
+                identity: file.identity.clone(),
+                parts: Some((library, plugin)),
+                registered: crate::sync::AtomicBool::new(false),
+            });
+            let mut state = this.state.lock();
+            state.by_handle.insert(handle, Arc::downgrade(&instance));
+            state.by_identity.insert(file.identity.clone(), handle);
+            drop(state);
+            drop(unmark);
+            return Ok(instance);
+        }
+    }
+
+    /// The instance registered under `handle`, if any, and whether it is still alive.
+    fn find(state: &State<O>, handle: usize) -> Found<O> {
+        // A strong reference made here must leave the lock's scope before it can be dropped
+        // (its drop may be the last, which takes the lock): every caller releases the lock
+        // before it returns or drops the instance.
+        match state.by_handle.get(&handle).map(Weak::upgrade) {
+            None => Found::Absent,
+            Some(Some(instance)) => Found::Live(instance),
+            Some(None) => Found::Dying,
+        }
+    }
+
+    /// Waits for a file to stop being busy, until `deadline` if there is one.
+    fn wait<'a>(
+        &'a self,
+        state: MutexGuard<'a, State<O>>,
+        file: FileRef<'_>,
+        deadline: Option<Instant>,
+    ) -> Result<MutexGuard<'a, State<O>>, Error> {
+        match deadline {
+            None => Ok(self.changed.wait(state)),
+            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Ok(self.changed.wait_timeout(state, left)),
+                _ => Err(Error::TimedOut {
+                    waited: Waited::File(file.shown.to_owned()),
+                }),
+            },
+        }
+    }
+}
+
+/// Loom models of the registry: two hosts (threads) share one library file through a model of
+/// the platform loader, which keeps a reference count per mapping, runs "constructors" only on
+/// a fresh mapping, and checks what the plugin's state sees (run by `loom-tests/run.sh`).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    /// The loader's view of one file, and the plugin's state in its mapping.
+    #[derive(Default)]
+    struct Mapping {
+        /// Open handles; the file is unmapped at zero.
+        refs: usize,
+        /// Fresh mappings made so far.
+        mappings: usize,
+        /// The plugin state `on_load` made and `on_unload` frees, in the current mapping.
+        state: bool,
+        /// An instance of the file is between its `on_unload` and its close.
+        unloading: bool,
+    }
+
+    #[derive(Default)]
+    struct Loader {
+        mapping: loom::sync::Mutex<Mapping>,
+        on_loads: AtomicUsize,
+        on_unloads: AtomicUsize,
+    }
+
+    struct Handle(Arc<Loader>);
+
+    impl Drop for Handle {
+        fn drop(&mut self) {
+            let mut mapping = self.0.mapping.lock().unwrap();
+            mapping.refs -= 1;
+            if mapping.refs == 0 {
+                mapping.state = false; // unmapped: its statics are gone
+            }
+        }
+    }
+
+    struct ModelOpener(Arc<Loader>);
+
+    impl Opener for ModelOpener {
+        type Library = Handle;
+        type Plugin = ();
+        type Closed = ();
+
+        fn open(&self, _file: FileRef<'_>) -> Result<Handle, Error> {
+            let mut mapping = self.0.mapping.lock().unwrap();
+            // I1: never opened while an instance of it is unloading.
+            assert!(
+                !mapping.unloading,
+                "I1: the file was opened while an instance of it unloaded"
+            );
+            if mapping.refs == 0 {
+                mapping.mappings += 1;
+            }
+            mapping.refs += 1;
+            Ok(Handle(Arc::clone(&self.0)))
+        }
+
+        fn handle(_library: &Handle) -> usize {
+            // One file: the loader hands out the same handle for every mapping of it, as glibc
+            // may reuse a `link_map`'s address.
+            1
+        }
+
+        fn start(&self, _library: &Handle, _file: FileRef<'_>) -> Result<(), Error> {
+            let mut mapping = self.0.mapping.lock().unwrap();
+            // I7: one on_load per instance: never over the live state of another instance.
+            assert!(!mapping.state, "I7: on_load ran on a mapping whose state is alive");
+            mapping.state = true;
+            self.0.on_loads.fetch_add(1, SeqCst);
+            Ok(())
+        }
+
+        fn finish(&self, _plugin: (), library: Handle, registered: bool) {
+            assert!(registered, "the model's sets always register");
+            {
+                let mut mapping = self.0.mapping.lock().unwrap();
+                assert!(mapping.state, "I7: on_unload ran twice, or without on_load");
+                mapping.unloading = true;
+                mapping.state = false;
+            }
+            self.0.on_unloads.fetch_add(1, SeqCst);
+            let mut mapping = self.0.mapping.lock().unwrap();
+            mapping.unloading = false;
+            drop(mapping);
+            drop(library);
+        }
+    }
+
+    /// One host's set using the file: open (or share) the instance, use its state, release.
+    fn use_once(registry: &Arc<Registry<ModelOpener>>, loader: &Loader) {
+        let identity: Identity = (1, 1);
+        let file = FileRef {
+            shown: Path::new("libmodel.so"),
+            resolved: Path::new("/model/libmodel.so"),
+            identity: &identity,
+        };
+        let instance = Registry::instance(registry, file, None).unwrap();
+        instance.registered();
+        // I2 for instances: a set never uses an instance whose state is torn down.
+        assert!(
+            loader.mapping.lock().unwrap().state,
+            "I2: a set got a torn-down instance"
+        );
+        LibraryInstance::release(instance);
+    }
+
+    fn check(name: &str, model: impl Fn() + Send + Sync + 'static) {
+        let mut builder = loom::model::Builder::new();
+        if builder.preemption_bound.is_none() {
+            builder.preemption_bound = Some(3);
+        }
+        let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = runs.clone();
+        builder.check(move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            model();
+        });
+        println!(
+            "loom model {name}: {} interleavings",
+            runs.load(std::sync::atomic::Ordering::Relaxed)
+        );
+    }
+
+    #[test]
+    fn registry_two_hosts_share_one_instance_i1_i7() {
+        check("registry: two hosts, one file (I1, I7)", || {
+            let loader = Arc::new(Loader::default());
+            let registry = Arc::new(Registry::new(ModelOpener(Arc::clone(&loader))));
+            let other = {
+                let (registry, loader) = (Arc::clone(&registry), Arc::clone(&loader));
+                loom::thread::spawn(move || use_once(&registry, &loader))
+            };
+            use_once(&registry, &loader);
+            other.join().unwrap();
+            let mapping = loader.mapping.lock().unwrap();
+            assert_eq!(mapping.refs, 0, "I3: a handle was left open");
+            let (loads, unloads) = (loader.on_loads.load(SeqCst), loader.on_unloads.load(SeqCst));
+            assert_eq!(loads, unloads, "I7: on_load and on_unload do not pair up");
+            assert!((1..=2).contains(&loads));
+        });
+    }
+
+    #[test]
+    fn registry_last_release_races_another_hosts_open_i1_i7() {
+        check("registry: last release vs the other host's open (I1, I7)", || {
+            let loader = Arc::new(Loader::default());
+            let registry = Arc::new(Registry::new(ModelOpener(Arc::clone(&loader))));
+            let identity: Identity = (1, 1);
+            let file = FileRef {
+                shown: Path::new("libmodel.so"),
+                resolved: Path::new("/model/libmodel.so"),
+                identity: &identity,
+            };
+            let held = Registry::instance(&registry, file, None).unwrap();
+            held.registered();
+            let other = {
+                let (registry, loader) = (Arc::clone(&registry), Arc::clone(&loader));
+                loom::thread::spawn(move || use_once(&registry, &loader))
+            };
+            LibraryInstance::release(held);
+            other.join().unwrap();
+            assert_eq!(loader.mapping.lock().unwrap().refs, 0, "I3: a handle was left open");
+            assert_eq!(loader.on_loads.load(SeqCst), loader.on_unloads.load(SeqCst), "I7");
+        });
+    }
+
+    #[test]
+    fn registry_a_held_instance_is_shared_not_reopened() {
+        check("registry: one host holds, the other cycles (I7)", || {
+            let loader = Arc::new(Loader::default());
+            let registry = Arc::new(Registry::new(ModelOpener(Arc::clone(&loader))));
+            let identity: Identity = (1, 1);
+            let file = FileRef {
+                shown: Path::new("libmodel.so"),
+                resolved: Path::new("/model/libmodel.so"),
+                identity: &identity,
+            };
+            let held = Registry::instance(&registry, file, None).unwrap();
+            held.registered();
+            let other = {
+                let (registry, loader) = (Arc::clone(&registry), Arc::clone(&loader));
+                loom::thread::spawn(move || {
+                    use_once(&registry, &loader);
+                    use_once(&registry, &loader);
+                })
+            };
+            other.join().unwrap();
+            // The other host's sets came and went: the instance this host holds is untouched.
+            assert_eq!(loader.on_unloads.load(SeqCst), 0, "on_unload ran under a holder");
+            assert!(loader.mapping.lock().unwrap().state);
+            LibraryInstance::release(held);
+            assert_eq!(loader.on_loads.load(SeqCst), 1);
+            assert_eq!(loader.on_unloads.load(SeqCst), 1);
+        });
+    }
+}

@@ -1,0 +1,219 @@
+//! `Arc` and `Weak` for loom, which has no `Weak`: built from loom atomics, following
+//! `std::sync::Arc`'s algorithm step for step, with loom's `UnsafeCell` around the value so
+//! that loom checks every access to it.
+//!
+//! - `clone` and `downgrade`: a Relaxed increment (a new reference is made from an existing
+//!   one, which already keeps the allocation alive). std's `downgrade` spins on a lock value
+//!   that only `get_mut`/`is_unique` use; this crate has neither, so the increment is plain.
+//! - `Weak::upgrade`: a compare-and-swap loop that never increments from zero, Acquire on
+//!   success (std uses Acquire here too, so that the value is visible to the new reference).
+//! - drop of a strong reference: a Release decrement; the last one issues an Acquire fence,
+//!   drops the value, then drops the weak reference that all strong ones share.
+//! - drop of a weak reference: the same Release / Acquire-fence pair before deallocating.
+//!
+//! Under `--cfg dylease_broken_upgrade` (only with loom), `upgrade` checks for zero and then
+//! increments in two steps: the race the loom models must catch.
+#![allow(unsafe_code)]
+
+use std::mem::ManuallyDrop;
+use std::ops::Deref;
+use std::ptr::NonNull;
+
+use loom::cell::UnsafeCell;
+use loom::sync::atomic::{AtomicUsize, Ordering, fence};
+
+struct Inner<T> {
+    strong: AtomicUsize,
+    /// Weak references, plus one shared by all strong references while any exists.
+    weak: AtomicUsize,
+    value: UnsafeCell<ManuallyDrop<T>>,
+}
+
+/// A loom-checked `std::sync::Arc`.
+pub(crate) struct Arc<T> {
+    inner: NonNull<Inner<T>>,
+}
+
+/// A loom-checked `std::sync::Weak`. `Weak::new()` allocates nothing and never upgrades.
+pub(crate) struct Weak<T> {
+    inner: Option<NonNull<Inner<T>>>,
+}
+
+// SAFETY: the same bounds as std's `Arc` and `Weak`: a reference hands out `&T` to every
+// thread (so `T: Sync`), and the last one may drop `T` on any thread (so `T: Send`).
+unsafe impl<T: Send + Sync> Send for Arc<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for Arc<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Send for Weak<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for Weak<T> {}
+
+impl<T> Arc<T> {
+    pub(crate) fn new(value: T) -> Arc<T> {
+        let inner = Box::new(Inner {
+            strong: AtomicUsize::new(1),
+            weak: AtomicUsize::new(1),
+            value: UnsafeCell::new(ManuallyDrop::new(value)),
+        });
+        Arc {
+            inner: NonNull::from(Box::leak(inner)),
+        }
+    }
+
+    fn inner(&self) -> &Inner<T> {
+        // SAFETY: a strong reference keeps the allocation alive (it holds a share of the
+        // weak count).
+        unsafe { self.inner.as_ref() }
+    }
+
+    pub(crate) fn downgrade(this: &Arc<T>) -> Weak<T> {
+        this.inner().weak.fetch_add(1, Ordering::Relaxed);
+        Weak {
+            inner: Some(this.inner),
+        }
+    }
+
+    pub(crate) fn ptr_eq(a: &Arc<T>, b: &Arc<T>) -> bool {
+        a.inner == b.inner
+    }
+
+    /// The value, if this was the last strong reference (as `std::sync::Arc::into_inner`).
+    #[allow(dead_code, reason = "the library registry takes instances out of their last Arc")]
+    pub(crate) fn into_inner(this: Arc<T>) -> Option<T> {
+        let this = ManuallyDrop::new(this);
+        if this.inner().strong.fetch_sub(1, Ordering::Release) != 1 {
+            return None;
+        }
+        fence(Ordering::Acquire);
+        // SAFETY: the count reached zero: no other strong reference exists, none can be made
+        // (upgrade never increments from zero), and the fence ordered every earlier access to
+        // the value before this read, which moves it out exactly once.
+        let value = this
+            .inner()
+            .value
+            .with_mut(|value| unsafe { ManuallyDrop::take(&mut *value) });
+        drop(Weak {
+            inner: Some(this.inner),
+        });
+        Some(value)
+    }
+}
+
+impl<T> Clone for Arc<T> {
+    fn clone(&self) -> Arc<T> {
+        self.inner().strong.fetch_add(1, Ordering::Relaxed);
+        Arc { inner: self.inner }
+    }
+}
+
+impl<T> Deref for Arc<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        // SAFETY: while a strong reference exists the value is initialised and only read;
+        // loom records this read and checks it against the write that drops the value.
+        self.inner().value.with(|value| unsafe { &**value })
+    }
+}
+
+impl<T> Drop for Arc<T> {
+    fn drop(&mut self) {
+        if self.inner().strong.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        fence(Ordering::Acquire);
+        // SAFETY: as in `into_inner`: the last strong reference, ordered after every other.
+        self.inner()
+            .value
+            .with_mut(|value| unsafe { ManuallyDrop::drop(&mut *value) });
+        drop(Weak {
+            inner: Some(self.inner),
+        });
+    }
+}
+
+impl<T> Weak<T> {
+    pub(crate) fn new() -> Weak<T> {
+        Weak { inner: None }
+    }
+
+    pub(crate) fn upgrade(&self) -> Option<Arc<T>> {
+        // SAFETY: a weak reference keeps the allocation alive.
+        let inner = unsafe { self.inner?.as_ref() };
+        #[cfg(not(dylease_broken_upgrade))]
+        {
+            let mut n = inner.strong.load(Ordering::Relaxed);
+            loop {
+                if n == 0 {
+                    return None;
+                }
+                match inner
+                    .strong
+                    .compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed)
+                {
+                    Ok(_) => break,
+                    Err(now) => n = now,
+                }
+            }
+        }
+        #[cfg(dylease_broken_upgrade)]
+        {
+            // The bug the models must catch: between the check and the increment, the last
+            // strong reference may go and the value be dropped.
+            if inner.strong.load(Ordering::Acquire) == 0 {
+                return None;
+            }
+            inner.strong.fetch_add(1, Ordering::Acquire);
+        }
+        Some(Arc { inner: self.inner? })
+    }
+
+    pub(crate) fn strong_count(&self) -> usize {
+        // SAFETY: a weak reference keeps the allocation alive.
+        self.inner
+            .map_or(0, |inner| unsafe { inner.as_ref() }.strong.load(Ordering::Relaxed))
+    }
+}
+
+impl<T> Clone for Weak<T> {
+    fn clone(&self) -> Weak<T> {
+        if let Some(inner) = self.inner {
+            // SAFETY: this weak reference keeps the allocation alive.
+            unsafe { inner.as_ref() }.weak.fetch_add(1, Ordering::Relaxed);
+        }
+        Weak { inner: self.inner }
+    }
+}
+
+impl<T> Default for Weak<T> {
+    fn default() -> Weak<T> {
+        Weak::new()
+    }
+}
+
+impl<T> Drop for Weak<T> {
+    fn drop(&mut self) {
+        let Some(inner) = self.inner else { return };
+        // SAFETY: this weak reference keeps the allocation alive until the decrement below.
+        if unsafe { inner.as_ref() }.weak.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        fence(Ordering::Acquire);
+        // SAFETY: the last reference of any kind: the value was dropped (or moved out) by the
+        // last strong one, and nothing else can reach the allocation.
+        drop(unsafe { Box::from_raw(inner.as_ptr()) });
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Arc<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl<T> std::fmt::Debug for Weak<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("(Weak)")
+    }
+}

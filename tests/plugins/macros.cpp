@@ -1,0 +1,2 @@
+// macros.c compiled as C++ (see there).
+#include "macros.c"
