@@ -17,7 +17,9 @@ use crate::support::{TestDir, fixture};
 /// A packaged crate has no such dev-dependency (cargo drops path dependencies when it packages)
 /// and cargo still sets `CARGO_BIN_EXE_dylease`, to a file it did not build (the binary
 /// requires `cli`); there the binary is built here, once, and the tests say so on stderr.
-fn binary() -> &'static Path {
+/// Every test that runs the binary takes it from here (scripts/package-check.sh catches one
+/// that does not).
+pub(crate) fn binary() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     if cfg!(feature = "cli") {
         return Path::new(env!("CARGO_BIN_EXE_dylease"));
