@@ -5,16 +5,18 @@
 //! Run with `cargo run --example demo`. It first builds the three example plugins into a
 //! temporary directory: C (`examples/plugins/fusion.c`) with the system C compiler, C++
 //! (`examples/plugins/layout*.cpp`, two translation units) with the system C++ compiler, and
-//! Rust (`examples/rust-plugin`) with a nested `cargo build`.
+//! Rust (`examples/plugins/folding.rs`, the crate `examples/rust-plugin`) with a nested
+//! `cargo build`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use dylease::{Interface, Lease, PluginHost};
 
 #[path = "../tests/support/cc.rs"]
 mod cc;
+#[path = "../tests/support/rust_plugin.rs"]
+mod rust_plugin;
 
 /// The graph the passes rewrite; `examples/plugins/graph.h` declares the same layout.
 #[repr(C)]
@@ -85,14 +87,14 @@ fn build_plugins() -> Result<(PathBuf, Vec<PathBuf>), String> {
         &[&include],
     )?);
 
-    println!("  Rust  examples/rust-plugin (cargo build)                -> libfolding.so");
-    libs.push(build_rust_plugin(root, &dir.join("libfolding.so"))?);
+    println!("  Rust  examples/plugins/folding.rs (cargo build)         -> libfolding.so");
+    libs.push(build_rust_plugin(&dir.join("libfolding.so"))?);
     Ok((dir, libs))
 }
 
-/// Builds `examples/rust-plugin` with cargo, in a target directory of its own next to this
+/// Builds the example Rust plugin with cargo, in a target directory of its own next to this
 /// example's binary (so it never waits for another build's lock), and copies it to `out`.
-fn build_rust_plugin(root: &Path, out: &Path) -> Result<PathBuf, String> {
+fn build_rust_plugin(out: &Path) -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     // `<target>/<profile>/examples/demo` → `<target>/<profile>/demo-rust-plugin`.
     let target = exe
@@ -100,21 +102,7 @@ fn build_rust_plugin(root: &Path, out: &Path) -> Result<PathBuf, String> {
         .and_then(Path::parent)
         .ok_or("this program is not in a cargo target directory")?
         .join("demo-rust-plugin");
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "dylease-example-rust-plugin", "--target-dir"])
-        .arg(&target)
-        .current_dir(root)
-        .status()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if !status.success() {
-        return Err(format!("building examples/rust-plugin failed ({status})"));
-    }
-    let name = format!(
-        "{}dylease_example_rust_plugin{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
-    let built = target.join("debug").join(name);
+    let built = rust_plugin::build_rust_plugins(&target, false)?.join(rust_plugin::library_name());
     std::fs::copy(&built, out).map_err(|e| format!("cannot copy {} to {}: {e}", built.display(), out.display()))?;
     Ok(out.to_owned())
 }

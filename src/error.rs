@@ -411,3 +411,49 @@ impl std::error::Error for Error {
         }
     }
 }
+
+#[cfg(all(test, feature = "host"))]
+mod tests {
+    use super::*;
+
+    /// An error with a source of its own, as a static plugin might return.
+    #[derive(Debug)]
+    struct NoDevice(io::Error);
+
+    impl fmt::Display for NoDevice {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("no GPU found")
+        }
+    }
+
+    impl std::error::Error for NoDevice {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_chain_printer_shows_each_cause_once() {
+        let io = Error::Io {
+            path: PathBuf::from("plugins/libx.so"),
+            context: "cannot read plugin file",
+            source: io::Error::new(io::ErrorKind::NotFound, "No such file or directory"),
+        };
+        assert_eq!(io.to_string(), "cannot read plugin file `plugins/libx.so`");
+        assert_eq!(
+            WithSources(&io).to_string(),
+            "cannot read plugin file `plugins/libx.so`: No such file or directory"
+        );
+
+        let own = Error::custom(NoDevice(io::Error::other("/dev/gpu0: permission denied")));
+        let failed = Error::RegisterFailed {
+            plugin: Origin::Static("gpu".to_owned()),
+            reason: own.to_string(),
+            source: Some(Box::new(own)),
+        };
+        assert_eq!(
+            WithSources(&failed).to_string(),
+            "static plugin `gpu` failed to register its passes: no GPU found: /dev/gpu0: permission denied"
+        );
+    }
+}

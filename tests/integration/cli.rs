@@ -2,7 +2,7 @@
 //! a time and as a directory, in text and in JSON, and its exit status.
 
 use std::fs;
-use std::io::{BufRead as _, BufReader};
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -13,25 +13,30 @@ use serde_json::Value;
 use crate::support::{TestDir, fixture};
 
 /// The `dylease` binary. A test build of this repository has it: the dev-dependency of the
-/// crate on itself with `cli` makes cargo build it and set `CARGO_BIN_EXE_dylease`. A packaged
-/// crate has no such dev-dependency (cargo drops path dependencies when it packages), so there
-/// the binary is built here, once, with `--features cli`, and the tests say so on stderr.
-fn binary() -> &'static Path {
+/// crate on itself with `cli` turns the feature on, so cargo builds the binary for the tests.
+/// A packaged crate has no such dev-dependency (cargo drops path dependencies when it packages)
+/// and cargo still sets `CARGO_BIN_EXE_dylease`, to a file it did not build (the binary
+/// requires `cli`); there the binary is built here, once, and the tests say so on stderr.
+/// Every test that runs the binary takes it from here (scripts/package-check.sh catches one
+/// that does not).
+pub(crate) fn binary() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    if let Some(exe) = option_env!("CARGO_BIN_EXE_dylease") {
-        return Path::new(exe);
+    if cfg!(feature = "cli") {
+        return Path::new(env!("CARGO_BIN_EXE_dylease"));
     }
     BUILT.get_or_init(|| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         // In the repository the fallback would hide a broken dev-dependency: refuse it there.
         assert!(
             !root.join("examples/rust-plugin/Cargo.toml").exists(),
-            "CARGO_BIN_EXE_dylease is not set in the repository's own test build: the dev-dependency \
-             `dylease = {{ path = \".\", features = [\"cli\"] }}` must build the binary"
+            "the repository's own test build has no `cli` feature: the dev-dependency \
+             `dylease = {{ path = \".\", features = [\"cli\"] }}` must turn it on"
         );
-        eprintln!(
-            "cli tests: this test build did not build the `dylease` binary (a packaged crate has no \
-             dev-dependency on itself); building it with `cargo build --features cli --bin dylease`"
+        // Straight to stderr, past the test harness's capture: shown even when the tests pass.
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: this test build has no `cli` feature, so cargo did not build the `dylease` binary (a \
+             packaged crate has no dev-dependency on itself); building it with `cargo build --features cli`"
         );
         let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-binary");
         let status = Command::new(env!("CARGO"))

@@ -501,7 +501,7 @@ fn a_bare_relative_name_is_checked_like_dot_slash() {
         String::from_utf8_lossy(&output.stderr)
     );
     // The checker, run the same way, agrees.
-    let checker = std::process::Command::new(env!("CARGO_BIN_EXE_dylease"))
+    let checker = std::process::Command::new(crate::cli::binary())
         .args(["check", "libmarker.so"])
         .current_dir(&open)
         .output()
