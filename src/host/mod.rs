@@ -394,8 +394,8 @@ impl HostBuilder {
     ///
     /// [`Error::Config`] if a static plugin has an empty name or one longer than 256 bytes, or
     /// two static plugins share a name.
-    /// With [`watch`](HostBuilder::watch) (feature `watch`), [`Error::Io`] naming a
-    /// directory that cannot be watched.
+    /// With `watch` (crate feature `watch`), [`Error::Io`] naming a directory that cannot
+    /// be watched.
     pub fn build(self) -> Result<PluginHost, Error> {
         let mut names = std::collections::HashSet::new();
         for source in &self.sources {
