@@ -232,6 +232,7 @@ impl PluginHost {
         self.generations.policy()
     }
 
+    /// Loads the sources under the host's policies ([`LoadConfig::load`]).
     fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
         self.config.load(deadline)
     }
