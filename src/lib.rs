@@ -46,7 +46,8 @@
 //! # Where to read on
 //!
 //! - [`docs::recipes`]: a session holding a lease, passes stored in a struct, orderly
-//!   shutdown, testing with static plugins, model-checking your own code with loom.
+//!   shutdown, reloading and the unload policies, testing with static plugins,
+//!   model-checking your own code with loom.
 //! - [`docs::comparison`]: dylease next to a plain `libloading::Library`, a global user
 //!   counter and leaking the library.
 //! - [`docs::sharing`]: process-wide library instances, what runs once per instance and

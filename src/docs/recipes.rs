@@ -1,4 +1,5 @@
-//! Recipes: how to hold, store, share and end leases, and how to test code that uses a host.
+//! Recipes: how to hold, store, share, reload and end leases, and how to test code that uses
+//! a host.
 //!
 //! Every example here is a doctest. Most use static plugins
 //! ([`HostBuilder::static_plugin`](crate::HostBuilder::static_plugin)) so that they run
@@ -193,6 +194,113 @@
 //! }
 //! # user.join().unwrap();
 //! # assert!(!host.is_loaded());
+//! # Ok::<(), dylease::Error>(())
+//! ```
+//!
+//! # Reloading while a session holds a lease, and keeping a set through churn
+//!
+//! [`PluginHost::reload`](crate::PluginHost::reload) loads a new generation now; a session
+//! that holds a lease of the old one keeps calling the code it started with, and the old
+//! generation unloads when its last lease drops. Here a static plugin stands in for a library
+//! file: what it registers depends on the version "installed". (With library plugins,
+//! install the new file by rename and call `reload()`, or let `HostBuilder::watch` call it,
+//! with the crate feature `watch`.)
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//!
+//! use dylease::{Lease, PluginHost, Registrar};
+//!
+//! extern "C" fn fuse_v1(nodes: i32) -> i32 { nodes / 2 }
+//! extern "C" fn fuse_v2(nodes: i32) -> i32 { nodes / 3 }
+//!
+//! let installed = Arc::new(AtomicUsize::new(1)); // which version a load finds
+//! let unloads = Arc::new(AtomicUsize::new(0));
+//! let (found, counter) = (installed.clone(), unloads.clone());
+//! let host = PluginHost::builder()
+//!     .static_plugin("fusion", move |reg: &mut Registrar| {
+//!         let counter = counter.clone();
+//!         reg.on_unload(move || {
+//!             counter.fetch_add(1, Ordering::SeqCst);
+//!         });
+//!         let fuse = match found.load(Ordering::SeqCst) {
+//!             1 => fuse_v1,
+//!             _ => fuse_v2,
+//!         };
+//!         reg.add_pass("fuse", fuse as extern "C" fn(i32) -> i32, std::ptr::null_mut())
+//!     })
+//!     .build()?;
+//! let fuse = |lease: &Lease| {
+//!     // SAFETY: "fuse" is registered as `extern "C" fn(i32) -> i32`.
+//!     let pass = unsafe { lease.pass::<extern "C" fn(i32) -> i32>("fuse") }.unwrap();
+//!     pass(12)
+//! };
+//!
+//! let session = host.acquire()?; // a long compile session: generation 1
+//! installed.store(2, Ordering::SeqCst); // a new version is installed
+//! let fresh = host.reload()?; // generation 2, loaded now
+//! assert_eq!((session.generation(), fresh.generation()), (1, 2));
+//! assert_eq!(fuse(&session), 6, "the session keeps the code it started with");
+//! assert_eq!(fuse(&fresh), 4);
+//! assert!(Lease::ptr_eq(&host.acquire()?, &fresh), "new acquirers share generation 2");
+//! drop(session); // generation 1 drains: its last lease is gone, it unloads here
+//! assert_eq!(unloads.load(Ordering::SeqCst), 1);
+//! drop(fresh); // `UnloadPolicy::Immediately` (the default): generation 2 unloads too
+//! assert_eq!(unloads.load(Ordering::SeqCst), 2);
+//! assert!(!host.is_loaded());
+//! # Ok::<(), dylease::Error>(())
+//! ```
+//!
+//! Many short users, each the only one alive, would load and unload the set each time under
+//! `Immediately`. [`UnloadPolicy::After`](crate::UnloadPolicy::After) keeps it until no user
+//! lease has existed for a while; [`UnloadPolicy::WithHost`](crate::UnloadPolicy::WithHost)
+//! until the host is dropped. Either way the host holds one lease of its own, and dropping it
+//! is what unloads:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use std::time::Duration;
+//!
+//! use dylease::{PluginHost, Registrar, UnloadPolicy};
+//!
+//! let unloads = Arc::new(AtomicUsize::new(0));
+//! let counting = |unloads: &Arc<AtomicUsize>| {
+//!     let unloads = unloads.clone();
+//!     move |reg: &mut Registrar| {
+//!         let unloads = unloads.clone();
+//!         reg.on_unload(move || {
+//!             unloads.fetch_add(1, Ordering::SeqCst);
+//!         });
+//!         Ok(())
+//!     }
+//! };
+//!
+//! // 200 single-op compiles: one load, and the set stays for a minute of quiet.
+//! let compiler = PluginHost::builder()
+//!     .static_plugin("ops", counting(&unloads))
+//!     .unload(UnloadPolicy::After(Duration::from_secs(60)))
+//!     .build()?;
+//! for _ in 0..200 {
+//!     let op = compiler.acquire()?;
+//!     drop(op);
+//! }
+//! assert_eq!(compiler.stats().loads, 1);
+//! assert!(compiler.stats().unloads_at.is_some(), "planned: a minute after the last lease");
+//! assert_eq!(unloads.load(Ordering::SeqCst), 0);
+//! drop(compiler); // the host's own lease goes with it
+//! assert_eq!(unloads.load(Ordering::SeqCst), 1);
+//!
+//! // Loaded for as long as the host lives.
+//! let service = PluginHost::builder()
+//!     .static_plugin("ops", counting(&unloads))
+//!     .unload(UnloadPolicy::WithHost)
+//!     .build()?;
+//! drop(service.acquire()?);
+//! assert!(service.is_loaded());
+//! drop(service);
+//! assert_eq!(unloads.load(Ordering::SeqCst), 2);
 //! # Ok::<(), dylease::Error>(())
 //! ```
 //!

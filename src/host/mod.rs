@@ -14,6 +14,8 @@ mod lease;
 mod reentry;
 mod set;
 mod stats;
+#[cfg(feature = "watch")]
+mod watch;
 
 pub use lease::{Lease, OwnedPass, Pass, WeakLease};
 pub use set::PluginSet;
@@ -51,11 +53,28 @@ use generations::Generations;
 /// # Ok::<(), dylease::Error>(())
 /// ```
 pub struct PluginHost {
+    config: Arc<LoadConfig>,
+    generations: Arc<Generations>,
+    /// The watcher of [`HostBuilder::watch`]; it holds `config` weakly, so it ends with the host.
+    #[cfg(feature = "watch")]
+    watch: Option<watch::Watch>,
+}
+
+/// What every load of a host reads.
+#[derive(Debug)]
+struct LoadConfig {
     sources: Box<[Source]>,
     policy: LoadPolicy,
     trust: TrustPolicy,
     reload_dir: PathBuf,
-    generations: Arc<Generations>,
+}
+
+impl LoadConfig {
+    /// Runs the load pipeline over every source, under the host's policies. On failure
+    /// everything registered so far is unloaded before the error is returned.
+    fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
+        crate::load::load(&self.sources, self.policy, self.trust, &self.reload_dir, deadline)
+    }
 }
 
 /// When a host's plugin set unloads once no user holds a lease of it.
@@ -100,6 +119,9 @@ impl Drop for PluginHost {
     /// Drops the host's own lease (under [`UnloadPolicy::After`] and
     /// [`UnloadPolicy::WithHost`]), which unloads the set here unless a user still holds one.
     fn drop(&mut self) {
+        // The watcher first: no reload starts once the host's own lease is gone.
+        #[cfg(feature = "watch")]
+        drop(self.watch.take());
         self.generations.stop_keeping();
     }
 }
@@ -113,9 +135,9 @@ impl std::panic::RefUnwindSafe for PluginHost {}
 impl fmt::Debug for PluginHost {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PluginHost")
-            .field("sources", &self.sources)
-            .field("policy", &self.policy)
-            .field("trust", &self.trust)
+            .field("sources", &self.config.sources)
+            .field("policy", &self.config.policy)
+            .field("trust", &self.config.trust)
             .field("generation", &self.generation())
             .field("loaded", &self.is_loaded())
             .finish()
@@ -214,10 +236,9 @@ impl PluginHost {
         self.generations.policy()
     }
 
-    /// Runs the load pipeline over every source, under the host's policies. On failure
-    /// everything registered so far is unloaded before the error is returned.
+    /// Loads the sources under the host's policies ([`LoadConfig::load`]).
     fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
-        crate::load::load(&self.sources, self.policy, self.trust, &self.reload_dir, deadline)
+        self.config.load(deadline)
     }
 
     /// Whether a set of this host is loaded (or still unloading). Observes, decides nothing.
@@ -275,12 +296,12 @@ impl PluginHost {
 
     /// The host's load policy.
     pub fn policy(&self) -> LoadPolicy {
-        self.policy
+        self.config.policy
     }
 
     /// The host's trust policy.
     pub fn trust(&self) -> TrustPolicy {
-        self.trust
+        self.config.trust
     }
 }
 
@@ -292,6 +313,8 @@ pub struct HostBuilder {
     trust: TrustPolicy,
     unload: UnloadPolicy,
     reload_dir: Option<PathBuf>,
+    #[cfg(feature = "watch")]
+    watch: Option<Duration>,
 }
 
 impl HostBuilder {
@@ -420,8 +443,14 @@ impl HostBuilder {
     ///
     /// [`Error::Config`] if a static plugin has an empty name or one longer than 256 bytes, or
     /// two static plugins share a name.
+    /// With `watch` (crate feature `watch`), [`Error::Io`] naming a directory that cannot
+    /// be watched.
     pub fn build(self) -> Result<PluginHost, Error> {
         self.validate()?;
+        #[cfg(feature = "watch")]
+        if let Some(debounce) = self.watch {
+            return watch::start(self.build_unchecked(), debounce);
+        }
         Ok(self.build_unchecked())
     }
 
@@ -452,11 +481,15 @@ impl HostBuilder {
 
     fn build_unchecked(self) -> PluginHost {
         PluginHost {
-            sources: self.sources.into(),
-            policy: self.policy,
-            trust: self.trust,
-            reload_dir: self.reload_dir.unwrap_or_else(std::env::temp_dir),
+            config: Arc::new(LoadConfig {
+                sources: self.sources.into(),
+                policy: self.policy,
+                trust: self.trust,
+                reload_dir: self.reload_dir.unwrap_or_else(std::env::temp_dir),
+            }),
             generations: Arc::new(Generations::new(self.unload)),
+            #[cfg(feature = "watch")]
+            watch: None,
         }
     }
 }
@@ -518,6 +551,12 @@ pub unsafe fn init_global(builder: HostBuilder) -> Result<(), Error> {
     }
     // Checked now, so that a bad configuration fails here and not at the first `global()`.
     builder.validate()?;
+    #[cfg(feature = "watch")]
+    if builder.watch.is_some() {
+        return Err(Error::Config {
+            reason: "the global host cannot watch its sources; build a host of your own to watch".into(),
+        });
+    }
     *config = GlobalConfig::Set(builder);
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! Discovery: turns a host's sources into the ordered list of plugins one load will try.
 
 use std::collections::HashSet;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -114,7 +114,7 @@ fn library_file(path: &Path) -> Found {
 
 /// The directories listed in `var`, separated by the platform's path-list separator; empty
 /// entries are ignored and an unset variable lists none.
-fn env_dirs(var: &OsString) -> Result<Vec<PathBuf>, Error> {
+pub(crate) fn env_dirs(var: &OsString) -> Result<Vec<PathBuf>, Error> {
     let Some(value) = std::env::var_os(var) else {
         return Ok(Vec::new());
     };
@@ -138,6 +138,13 @@ fn env_dirs(var: &OsString) -> Result<Vec<PathBuf>, Error> {
     Ok(dirs)
 }
 
+/// Whether a directory entry called `name` is a plugin library candidate: a name with the
+/// platform's library suffix, and more than the suffix.
+pub(crate) fn is_library_name(name: &OsStr) -> bool {
+    let suffix = std::env::consts::DLL_SUFFIX.as_bytes();
+    name.as_encoded_bytes().ends_with(suffix) && name.len() > suffix.len()
+}
+
 /// The regular files with the platform's library suffix in `dir`, in byte order of name,
 /// with the entries whose type cannot be read (a dangling symlink, a symlink loop).
 ///
@@ -157,12 +164,11 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
         )));
     }
     let resolved_dir = fs::canonicalize(dir).map_err(io_error)?;
-    let suffix = std::env::consts::DLL_SUFFIX.as_bytes();
     let mut found = Vec::new();
     for entry in fs::read_dir(dir).map_err(io_error)? {
         let entry = entry.map_err(io_error)?;
         let name = entry.file_name();
-        if !name.as_encoded_bytes().ends_with(suffix) || name.len() == suffix.len() {
+        if !is_library_name(&name) {
             continue;
         }
         let path = entry.path();

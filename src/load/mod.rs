@@ -19,6 +19,8 @@ mod trust;
 
 pub(crate) use discover::Source;
 pub use discover::plugin_files_in;
+#[cfg(feature = "watch")]
+pub(crate) use discover::{env_dirs, is_library_name};
 pub(crate) use pipeline::StaticPlugin;
 pub(crate) use plugins::{LoadedPlugins, count};
 pub use plugins::{PassInfo, PluginInfo};

@@ -38,3 +38,5 @@ mod threads;
 mod trust;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod typed;
+#[cfg(all(target_os = "linux", target_env = "gnu", feature = "watch"))]
+mod watch;
