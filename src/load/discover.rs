@@ -7,7 +7,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::load::pipeline::{Candidate, StaticPlugin};
+use crate::load::candidate::{Candidate, Identity};
+use crate::load::pipeline::StaticPlugin;
 
 /// Where a host finds plugins, in the order given to the builder.
 #[derive(Debug)]
@@ -206,14 +207,6 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
     found.sort_by(|(a, _), (b, _)| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
     Ok(found.into_iter().map(|(_, found)| found).collect())
 }
-
-/// What makes two paths the same library to the platform loader: on Unix the device and
-/// inode (glibc matches an already-loaded object by them, so a hard link is the same
-/// library), elsewhere the path. `metadata` is the file's, with symlinks followed.
-#[cfg(unix)]
-pub(crate) type Identity = (u64, u64);
-#[cfg(not(unix))]
-pub(crate) type Identity = PathBuf;
 
 #[cfg(unix)]
 fn identity(_path: &Path, metadata: &fs::Metadata) -> Identity {

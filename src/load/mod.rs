@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use crate::error::{Error, Origin};
 
+mod candidate;
 mod copy;
 pub(crate) mod discover;
 mod elf;
@@ -28,8 +29,9 @@ pub(crate) use registrar::MAX_NAME_LEN;
 pub use registrar::Registrar;
 pub use trust::TrustPolicy;
 
+use candidate::Candidate;
 use discover::{Planned, plan};
-use pipeline::{Candidate, Registered, Verified};
+use pipeline::{Registered, Verified};
 
 /// What a load does when one plugin fails.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -18,25 +18,12 @@ use crate::abi::{
     dylease_plugin_abi1, dylease_register_fn,
 };
 use crate::error::{Error, Origin};
-use crate::load::discover::Identity;
+use crate::load::candidate::Candidate;
 use crate::load::library::{Library, LoaderName, still_loaded};
 use crate::load::registrar::{Collected, Finished, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
 use crate::load::registry::{FileRef, LibraryInstance, Opener, Registry};
-use crate::load::trust::{FileId, open_checked};
+use crate::load::trust::open_checked;
 use crate::sync::Arc;
-
-/// A library file found by discovery, not yet opened.
-#[derive(Debug)]
-pub(crate) struct Candidate {
-    /// The path as discovered (what errors and `PluginInfo::path` show).
-    pub(crate) path: PathBuf,
-    /// The path with symlinks resolved (what is opened).
-    pub(crate) resolved: PathBuf,
-    /// What makes it the same file as another ((dev, ino) on Unix).
-    pub(crate) identity: Identity,
-    /// The file the trust check passed at `resolved`, if it ran: what is opened must be it.
-    pub(crate) checked: Option<FileId>,
-}
 
 /// A plugin file whose library instance is open and whose descriptor passed every check.
 #[derive(Debug)]

@@ -47,8 +47,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::error::{Error, Waited};
+use crate::load::candidate::Identity;
 use crate::load::copy::PrivateCopy;
-use crate::load::discover::Identity;
 use crate::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 /// One plugin file as the registry sees it.

@@ -14,7 +14,7 @@ use std::fs::File;
 use std::path::{Component, Path, PathBuf};
 
 use crate::error::Error;
-use crate::load::pipeline::Candidate;
+use crate::load::candidate::{Candidate, FileId};
 
 /// Which plugin files a host agrees to open.
 ///
@@ -67,15 +67,6 @@ impl Default for TrustPolicy {
             TrustPolicy::Permissive
         }
     }
-}
-
-/// The file a trust check passed: its device and inode, which the file opened later must
-/// have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(not(unix), allow(dead_code))]
-pub(crate) struct FileId {
-    dev: u64,
-    ino: u64,
 }
 
 /// The trust checks of one load: each directory is walked and checked once per load,
