@@ -514,17 +514,22 @@ mod loom_models {
         }
     }
 
-    /// One host's set using the file: open (or share) the instance, use its state, release.
-    fn use_once(registry: &Arc<Registry<ModelOpener>>, loader: &Loader) {
-        let identity: Identity = (1, 1);
-        let file = FileRef {
+    /// The one file of the models.
+    const IDENTITY: Identity = (1, 1);
+
+    fn model_file(identity: &Identity) -> FileRef<'_> {
+        FileRef {
             shown: Path::new("libmodel.so"),
             resolved: Path::new("/model/libmodel.so"),
-            identity: &identity,
+            identity,
             source: None,
             copies: Path::new("/model/copies"),
-        };
-        let instance = Registry::instance(registry, file, None).unwrap();
+        }
+    }
+
+    /// One host's set using the file: open (or share) the instance, use its state, release.
+    fn use_once(registry: &Arc<Registry<ModelOpener>>, loader: &Loader) {
+        let instance = Registry::instance(registry, model_file(&IDENTITY), None).unwrap();
         instance.registered();
         // I2 for instances: a set never uses an instance whose state is torn down.
         assert!(
@@ -575,15 +580,7 @@ mod loom_models {
         check("registry: last release vs the other host's open (I1, I7)", || {
             let loader = Arc::new(Loader::default());
             let registry = Arc::new(Registry::new(ModelOpener(Arc::clone(&loader))));
-            let identity: Identity = (1, 1);
-            let file = FileRef {
-                shown: Path::new("libmodel.so"),
-                resolved: Path::new("/model/libmodel.so"),
-                identity: &identity,
-                source: None,
-                copies: Path::new("/model/copies"),
-            };
-            let held = Registry::instance(&registry, file, None).unwrap();
+            let held = Registry::instance(&registry, model_file(&IDENTITY), None).unwrap();
             held.registered();
             let other = {
                 let (registry, loader) = (Arc::clone(&registry), Arc::clone(&loader));
@@ -601,15 +598,7 @@ mod loom_models {
         check("registry: one host holds, the other cycles (I7)", || {
             let loader = Arc::new(Loader::default());
             let registry = Arc::new(Registry::new(ModelOpener(Arc::clone(&loader))));
-            let identity: Identity = (1, 1);
-            let file = FileRef {
-                shown: Path::new("libmodel.so"),
-                resolved: Path::new("/model/libmodel.so"),
-                identity: &identity,
-                source: None,
-                copies: Path::new("/model/copies"),
-            };
-            let held = Registry::instance(&registry, file, None).unwrap();
+            let held = Registry::instance(&registry, model_file(&IDENTITY), None).unwrap();
             held.registered();
             let other = {
                 let (registry, loader) = (Arc::clone(&registry), Arc::clone(&loader));
