@@ -33,7 +33,7 @@ struct IntOp;
 // SAFETY: every pass this bench registers under "bench.int_op/1" is a `PassFn`.
 unsafe impl Interface for IntOp {
     const ID: &'static str = "bench.int_op/1";
-    type Fn = PassFn;
+    type Fn = unsafe extern "C" fn(i32) -> i32;
 }
 
 const SIZES: [usize; 3] = [10, 100, 1_000];

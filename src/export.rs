@@ -291,7 +291,7 @@ pub const fn literal_ptr(with_nul: &'static str) -> *const c_char {
 /// // SAFETY: every pass registered under "math.int_op/1" is an `extern "C" fn(i32) -> i32`.
 /// unsafe impl dylease::Interface for IntOp {
 ///     const ID: &'static str = "math.int_op/1";
-///     type Fn = extern "C" fn(i32) -> i32;
+///     type Fn = unsafe extern "C" fn(i32) -> i32;
 /// }
 ///
 /// extern "C" fn triple(x: i32) -> i32 {

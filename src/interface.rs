@@ -1,6 +1,6 @@
 //! Interfaces: a pass signature named by an id that hosts and plugins agree on.
 
-use crate::pass_fn::PassFn;
+use crate::pass_fn::UnsafePassFn;
 
 /// A pass signature with a name: the agreement between a host and its plugins that every
 /// pass registered under [`ID`](Interface::ID) has the signature [`Fn`](Interface::Fn).
@@ -30,7 +30,7 @@ use crate::pass_fn::PassFn;
 /// // SAFETY: every pass registered under "math.int_op/1" is an `extern "C" fn(i32) -> i32`.
 /// unsafe impl dylease::Interface for IntOp {
 ///     const ID: &'static str = "math.int_op/1";
-///     type Fn = extern "C" fn(i32) -> i32;
+///     type Fn = unsafe extern "C" fn(i32) -> i32;
 /// }
 ///
 /// extern "C" fn double(x: i32) -> i32 { x * 2 }
@@ -41,13 +41,15 @@ use crate::pass_fn::PassFn;
 ///     })
 ///     .build()?;
 /// let lease = host.acquire()?;
-/// let pass = lease.get::<IntOp>("double")?;
-/// assert_eq!(pass(21), 42);
+/// let pass = lease.get::<IntOp>("double")?; // safe: the interface's id is checked
+/// // SAFETY: `lease` is alive, so the pass's library is loaded; `double` takes any `i32`.
+/// assert_eq!(unsafe { pass(21) }, 42);
 /// # Ok::<(), dylease::Error>(())
 /// ```
 pub unsafe trait Interface {
     /// The interface id the passes are registered under, such as `ge.fusion_pass/1`.
     const ID: &'static str;
-    /// The signature of every pass registered under [`ID`](Interface::ID).
-    type Fn: PassFn;
+    /// The signature of every pass registered under [`ID`](Interface::ID): an `unsafe fn`
+    /// or `unsafe extern "C" fn` pointer type (see [`UnsafePassFn`] for why).
+    type Fn: UnsafePassFn;
 }

@@ -99,7 +99,7 @@ mod pass_fn;
 pub use error::{Error, LookupFailure, OpenCause, Origin, Waited};
 pub use export::PluginRegistrar;
 pub use interface::Interface;
-pub use pass_fn::PassFn;
+pub use pass_fn::{PassFn, UnsafePassFn};
 
 #[cfg(feature = "host")]
 mod host;

@@ -96,12 +96,56 @@ pub unsafe trait PassFn: Copy + Send + Sync + 'static {
     unsafe fn from_raw(raw: dylease_fn) -> Self;
 }
 
+/// A [`PassFn`] that is an `unsafe fn` or `unsafe extern "C" fn` pointer: what an
+/// [`Interface`](crate::Interface) names as its signature.
+///
+/// A pass borrowed from a lease derefs to its function pointer, and a function pointer is
+/// `Copy`: a copy taken out with `*pass` is no longer tied to the lease, and calling it after
+/// the last lease dropped would call into an unloaded library. With an `unsafe` pointer type
+/// that call needs an `unsafe` block, whose reason is that a lease of the set is alive; with a
+/// safe `fn` type, safe code could make it, which a safe lookup
+/// ([`Lease::get`](crate::Lease::get)) must not allow. Sealed: implemented for exactly the
+/// `unsafe` pointer types [`PassFn`] is.
+///
+/// ```compile_fail,E0277
+/// pub struct IntOp;
+/// // A safe `fn` type is refused as an interface's signature:
+/// unsafe impl dylease::Interface for IntOp {
+///     const ID: &'static str = "math.int_op/1";
+///     type Fn = extern "C" fn(i32) -> i32;
+/// }
+/// ```
+///
+/// The same with `unsafe extern "C" fn(i32) -> i32` compiles:
+///
+/// ```
+/// pub struct IntOp;
+/// unsafe impl dylease::Interface for IntOp {
+///     const ID: &'static str = "math.int_op/1";
+///     type Fn = unsafe extern "C" fn(i32) -> i32;
+/// }
+/// ```
+pub trait UnsafePassFn: PassFn + sealed::Sealed {}
+
+mod sealed {
+    /// Keeps [`UnsafePassFn`](super::UnsafePassFn) to the pointer types this module lists.
+    pub trait Sealed {}
+}
+
 macro_rules! impl_pass_fn {
     ($($arg:ident),*) => {
         impl_pass_fn!(@one fn($($arg),*) -> R; $($arg),*);
         impl_pass_fn!(@one unsafe fn($($arg),*) -> R; $($arg),*);
         impl_pass_fn!(@one extern "C" fn($($arg),*) -> R; $($arg),*);
         impl_pass_fn!(@one unsafe extern "C" fn($($arg),*) -> R; $($arg),*);
+        impl_pass_fn!(@unsafe unsafe fn($($arg),*) -> R; $($arg),*);
+        impl_pass_fn!(@unsafe unsafe extern "C" fn($($arg),*) -> R; $($arg),*);
+    };
+    (@unsafe $ty:ty; $($arg:ident),*) => {
+        #[allow(coherence_leak_check)]
+        impl<R: 'static, $($arg: 'static),*> sealed::Sealed for $ty {}
+        #[allow(coherence_leak_check)]
+        impl<R: 'static, $($arg: 'static),*> UnsafePassFn for $ty {}
     };
     (@one $ty:ty; $($arg:ident),*) => {
         // SAFETY: every type named here is a plain function pointer: the size of a code
@@ -140,6 +184,8 @@ macro_rules! impl_pass_fn_refs {
         impl_pass_fn_refs!(@one for<$($l,)*> unsafe fn($($ty,)*) -> R; $($gen,)*);
         impl_pass_fn_refs!(@one for<$($l,)*> extern "C" fn($($ty,)*) -> R; $($gen,)*);
         impl_pass_fn_refs!(@one for<$($l,)*> unsafe extern "C" fn($($ty,)*) -> R; $($gen,)*);
+        impl_pass_fn!(@unsafe for<$($l,)*> unsafe fn($($ty,)*) -> R; $($gen),*);
+        impl_pass_fn!(@unsafe for<$($l,)*> unsafe extern "C" fn($($ty,)*) -> R; $($gen),*);
     };
     (@go [$($l:lifetime,)*] [$($ty:ty,)*] [$($gen:ident,)*] ($a:ident $al:lifetime) $($rest:tt)*) => {
         impl_pass_fn_refs!(@go [$($l,)*] [$($ty,)* $a,] [$($gen,)* $a,] $($rest)*);

@@ -99,7 +99,7 @@ impl Lease {
     /// // SAFETY: every pass registered under "math.int_op/1" is an `extern "C" fn(i32) -> i32`.
     /// unsafe impl dylease::Interface for IntOp {
     ///     const ID: &'static str = "math.int_op/1";
-    ///     type Fn = extern "C" fn(i32) -> i32;
+    ///     type Fn = unsafe extern "C" fn(i32) -> i32;
     /// }
     /// extern "C" fn double(x: i32) -> i32 { x * 2 }
     ///
@@ -109,8 +109,9 @@ impl Lease {
     ///     })
     ///     .build()?;
     /// let lease = host.acquire()?;
-    /// let pass = lease.get::<IntOp>("double")?;
-    /// assert_eq!(pass(21), 42);
+    /// let pass = lease.get::<IntOp>("double")?; // safe: the interface id is checked
+    /// // SAFETY: `lease` is alive, so the pass's library is loaded; `double` takes any `i32`.
+    /// assert_eq!(unsafe { pass(21) }, 42);
     /// assert_eq!(pass.info().interface(), Some("math.int_op/1"));
     /// # Ok::<(), dylease::Error>(())
     /// ```
@@ -121,7 +122,7 @@ impl Lease {
     /// # pub struct IntOp;
     /// # unsafe impl dylease::Interface for IntOp {
     /// #     const ID: &'static str = "math.int_op/1";
-    /// #     type Fn = extern "C" fn(i32) -> i32;
+    /// #     type Fn = unsafe extern "C" fn(i32) -> i32;
     /// # }
     /// # let host = dylease::PluginHost::builder().build()?;
     /// let lease = host.acquire()?;
@@ -137,7 +138,7 @@ impl Lease {
     /// # pub struct IntOp;
     /// # unsafe impl dylease::Interface for IntOp {
     /// #     const ID: &'static str = "math.int_op/1";
-    /// #     type Fn = extern "C" fn(i32) -> i32;
+    /// #     type Fn = unsafe extern "C" fn(i32) -> i32;
     /// # }
     /// # let host = dylease::PluginHost::builder().build()?;
     /// let lease = host.acquire()?;
@@ -191,7 +192,7 @@ impl Lease {
     /// // SAFETY: every pass registered under "math.int_op/1" is an `fn(i32) -> i32`.
     /// unsafe impl dylease::Interface for IntOp {
     ///     const ID: &'static str = "math.int_op/1";
-    ///     type Fn = fn(i32) -> i32;
+    ///     type Fn = unsafe fn(i32) -> i32;
     /// }
     ///
     /// let host = dylease::PluginHost::builder()
@@ -201,7 +202,9 @@ impl Lease {
     ///     })
     ///     .build()?;
     /// let lease = host.acquire()?;
-    /// let results: Vec<(&str, i32)> = lease.passes_of::<IntOp>().map(|p| (p.name(), p(7))).collect();
+    /// // SAFETY: `lease` is alive while the passes run; they take any `i32`.
+    /// let results: Vec<(&str, i32)> =
+    ///     lease.passes_of::<IntOp>().map(|p| (p.name(), unsafe { p(7) })).collect();
     /// assert_eq!(results, [("double", 14), ("triple", 21)]);
     /// # Ok::<(), dylease::Error>(())
     /// ```

@@ -208,7 +208,7 @@ impl Registrar {
     /// // SAFETY: every pass registered under "ge.fusion_pass/1" is an `fn(u32) -> u32`.
     /// unsafe impl dylease::Interface for FusionPass {
     ///     const ID: &'static str = "ge.fusion_pass/1";
-    ///     type Fn = fn(u32) -> u32;
+    ///     type Fn = unsafe fn(u32) -> u32;
     /// }
     /// fn fuse(nodes: u32) -> u32 { nodes / 2 }
     ///
@@ -218,7 +218,9 @@ impl Registrar {
     ///     })
     ///     .build()?;
     /// let lease = host.acquire()?;
-    /// assert_eq!(lease.get::<FusionPass>("fuse")?(10), 5);
+    /// let fuse = lease.get::<FusionPass>("fuse")?;
+    /// // SAFETY: `lease` is alive while the pass runs; it takes any `u32`.
+    /// assert_eq!(unsafe { fuse(10) }, 5);
     /// # Ok::<(), dylease::Error>(())
     /// ```
     ///
@@ -228,7 +230,7 @@ impl Registrar {
     /// # pub struct FusionPass;
     /// # unsafe impl dylease::Interface for FusionPass {
     /// #     const ID: &'static str = "ge.fusion_pass/1";
-    /// #     type Fn = fn(u32) -> u32;
+    /// #     type Fn = unsafe fn(u32) -> u32;
     /// # }
     /// fn fuse(nodes: i64) -> i64 { nodes / 2 }
     /// fn register(reg: &mut dylease::Registrar) -> Result<(), dylease::Error> {
@@ -242,7 +244,7 @@ impl Registrar {
     /// # pub struct FusionPass;
     /// # unsafe impl dylease::Interface for FusionPass {
     /// #     const ID: &'static str = "ge.fusion_pass/1";
-    /// #     type Fn = fn(u32) -> u32;
+    /// #     type Fn = unsafe fn(u32) -> u32;
     /// # }
     /// fn fuse(nodes: u32) -> u32 { nodes / 2 }
     /// fn register(reg: &mut dylease::Registrar) -> Result<(), dylease::Error> {

@@ -14,7 +14,7 @@ struct IntOp;
 // "test.int_op/1" is an `extern "C" fn(i32) -> i32` (`int (*)(int)`).
 unsafe impl Interface for IntOp {
     const ID: &'static str = "test.int_op/1";
-    type Fn = extern "C" fn(i32) -> i32;
+    type Fn = unsafe extern "C" fn(i32) -> i32;
 }
 
 /// An interface no pass of the fixtures is registered under with this name's passes.
@@ -22,7 +22,7 @@ struct OtherOp;
 // SAFETY: as for `IntOp`; "test.other_op/1" is `int (*)(int)` too.
 unsafe impl Interface for OtherOp {
     const ID: &'static str = "test.other_op/1";
-    type Fn = extern "C" fn(i32) -> i32;
+    type Fn = unsafe extern "C" fn(i32) -> i32;
 }
 
 extern "C" fn static_half(x: i32) -> i32 {
@@ -66,12 +66,14 @@ fn get_returns_the_registered_function_of_each_typed_pass() {
         ("aardvark", 10, 5),
     ] {
         let pass = lease.get::<IntOp>(name).unwrap();
-        assert_eq!(pass(input), output, "pass {name}");
+        // SAFETY: the lease this pass came from is alive, and the fixture passes take any `i32`.
+        assert_eq!(unsafe { pass(input) }, output, "pass {name}");
         assert_eq!(pass.name(), name);
         assert_eq!(pass.info().interface(), Some(IntOp::ID));
     }
     let negate = lease.get::<OtherOp>("negate").unwrap();
-    assert_eq!(negate(5), -5);
+    // SAFETY: the lease this pass came from is alive, and the fixture passes take any `i32`.
+    assert_eq!(unsafe { negate(5) }, -5);
 
     let beta = lease.get::<IntOp>("Beta").unwrap();
     // SAFETY: typed_b.c attaches a pointer to an `int` holding 7.
@@ -84,7 +86,8 @@ fn get_returns_the_registered_function_of_each_typed_pass() {
     let owned = lease.get_owned::<IntOp>("mid").unwrap();
     drop(lease);
     assert!(host.is_loaded(), "the OwnedPass keeps its set loaded");
-    assert_eq!(owned(5), 15);
+    // SAFETY: the owned pass carries a lease, and the fixture passes take any `i32`.
+    assert_eq!(unsafe { owned(5) }, 15);
     drop(owned);
     assert!(!host.is_loaded());
 }
@@ -177,7 +180,12 @@ fn int_ops(fixture: &str) -> (Vec<(String, String, i32)>, Vec<String>) {
     let lease = host.acquire().unwrap();
     let ordered = lease
         .passes_of::<IntOp>()
-        .map(|pass| (pass.info().plugin().to_owned(), pass.name().to_owned(), pass(2)))
+        // SAFETY: as above: the lease is alive, and the passes take any `i32`.
+        .map(|pass| {
+            (pass.info().plugin().to_owned(), pass.name().to_owned(), unsafe {
+                pass(2)
+            })
+        })
         .collect();
     let registered = lease.passes().iter().map(|p| p.name().to_owned()).collect();
     (ordered, registered)
@@ -222,7 +230,7 @@ fn passes_of_is_load_order_then_byte_order_whatever_the_link_order() {
     // SAFETY: no pass is registered under this id, so nothing is ever cast.
     unsafe impl Interface for Unused {
         const ID: &'static str = "test.unused/1";
-        type Fn = fn();
+        type Fn = unsafe fn();
     }
     assert_eq!(lease.passes_of::<Unused>().count(), 0);
 }
