@@ -246,9 +246,8 @@ fn check_full_close(host: &PluginHost, files: &[PathBuf]) {
 
 fn cold_cycle(c: &mut Criterion, fixtures: &Fixtures) {
     let files = fixtures.files(COLD_PLUGINS);
-    let host = PluginHost::builder()
-        .dir(fixtures.dir(COLD_PLUGINS))
-        .build()
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(fixtures.dir(COLD_PLUGINS)).build() }
         .expect("a host over a directory builds");
     check_full_close(&host, &files);
 
@@ -268,24 +267,23 @@ fn cold_cycle(c: &mut Criterion, fixtures: &Fixtures) {
             raw_cycle(&files);
         })
     });
-    let permissive = PluginHost::builder()
-        .dir(&dir)
-        .trust(dylease::TrustPolicy::Permissive)
-        .build()
-        .expect("a host over a directory builds");
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let permissive = unsafe {
+        PluginHost::builder()
+            .dir(&dir)
+            .trust(dylease::TrustPolicy::Permissive)
+            .build()
+    }
+    .expect("a host over a directory builds");
     check_full_close(&permissive, &files);
     group.bench_function("dylease_permissive", |b| b.iter(|| host_cycle(&permissive)));
 
     // The registry's share path: the files stay loaded by `owner`'s lease, so each cycle of
     // `sharer` finds their instances alive (no `dlopen`, no `dlclose`, no `on_load`).
-    let owner = PluginHost::builder()
-        .dir(&dir)
-        .build()
-        .expect("a host over a directory builds");
-    let sharer = PluginHost::builder()
-        .dir(&dir)
-        .build()
-        .expect("a host over a directory builds");
+    // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
+    let owner = unsafe { PluginHost::builder().dir(&dir).build() }.expect("a host over a directory builds");
+    // SAFETY: as for `owner`.
+    let sharer = unsafe { PluginHost::builder().dir(&dir).build() }.expect("a host over a directory builds");
     let held = owner.acquire().expect("the plugins load");
     let generation = sharer.generation();
     host_cycle(&sharer);
@@ -308,10 +306,9 @@ fn load_scaling(c: &mut Criterion, fixtures: &Fixtures) {
     group.measurement_time(Duration::from_secs(4));
     for n in SCALING_SIZES {
         let files = fixtures.files(n);
-        let host = PluginHost::builder()
-            .dir(fixtures.dir(n))
-            .build()
-            .expect("a host over a directory builds");
+        // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+        let host =
+            unsafe { PluginHost::builder().dir(fixtures.dir(n)).build() }.expect("a host over a directory builds");
         check_full_close(&host, &files);
         group.throughput(Throughput::Elements(n as u64));
         group.bench_with_input(BenchmarkId::new("dylease", n), &host, |b, host| {

@@ -1,10 +1,11 @@
-//! `pass_lookup`: `Lease::pass` by name with 10, 100 and 1,000 registered passes, against a
+//! `pass_lookup`: `Lease::pass` and the typed `Lease::get` (lookup plus interface check) by
+//! name with 10, 100 and 1,000 registered passes, against a
 //! plain `HashMap<String, F>` lookup and a linear scan of a `Vec<(String, F)>` (the shape of
 //! the upstream registry). Every lookup asks for the pass in the middle of registration
 //! order, with the name behind `black_box`.
 //!
 //! Before timing, the bench checks with a counting global allocator that a lookup through
-//! the lease allocates nothing, at every size.
+//! the lease allocates nothing, at every size, nor does iterating `Lease::passes_of`.
 //!
 //! Run with `cargo bench --bench pass_lookup`.
 
@@ -13,7 +14,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use dylease::{PluginHost, Registrar};
+use dylease::{Interface, PluginHost, Registrar};
 
 mod common;
 
@@ -25,6 +26,14 @@ type PassFn = extern "C" fn(i32) -> i32;
 
 extern "C" fn identity(x: i32) -> i32 {
     x
+}
+
+/// The interface the typed host's passes are registered under.
+struct IntOp;
+// SAFETY: every pass this bench registers under "bench.int_op/1" is a `PassFn`.
+unsafe impl Interface for IntOp {
+    const ID: &'static str = "bench.int_op/1";
+    type Fn = unsafe extern "C" fn(i32) -> i32;
 }
 
 const SIZES: [usize; 3] = [10, 100, 1_000];
@@ -40,6 +49,18 @@ fn host(names: Vec<String>) -> PluginHost {
             names
                 .iter()
                 .try_for_each(|name| reg.add_pass(name, identity as PassFn, std::ptr::null_mut()))
+        })
+        .build()
+        .expect("a host over one static plugin builds")
+}
+
+/// A host whose one static plugin registers the passes `names` as typed `IntOp` passes.
+fn typed_host(names: Vec<String>) -> PluginHost {
+    PluginHost::builder()
+        .static_plugin("passes", move |reg: &mut Registrar| {
+            names
+                .iter()
+                .try_for_each(|name| reg.add_typed_pass::<IntOp>(name, identity, std::ptr::null_mut()))
         })
         .build()
         .expect("a host over one static plugin builds")
@@ -72,6 +93,25 @@ fn pass_lookup(c: &mut Criterion) {
             // SAFETY: as above.
             b.iter(|| black_box(unsafe { lease.pass::<PassFn>(black_box(wanted.as_str())) }).is_some())
         });
+        let typed = typed_host(names.clone());
+        let typed_lease = typed.acquire().expect("the static plugin loads");
+        assert_eq!(typed_lease.get::<IntOp>(&wanted).expect("registered").name(), wanted);
+        common::assert_no_allocation(&format!("pass_lookup: Lease::get with {n} passes"), 100_000, || {
+            black_box(typed_lease.get::<IntOp>(black_box(&wanted)).is_ok());
+        });
+        assert_eq!(typed_lease.passes_of::<IntOp>().count(), n);
+        common::assert_no_allocation(&format!("pass_lookup: Lease::passes_of with {n} passes"), 100, || {
+            black_box(
+                typed_lease
+                    .passes_of::<IntOp>()
+                    .map(|p| black_box(p.name()).len())
+                    .sum::<usize>(),
+            );
+        });
+        group.bench_with_input(BenchmarkId::new("dylease_get", n), &wanted, |b, wanted| {
+            b.iter(|| black_box(typed_lease.get::<IntOp>(black_box(wanted.as_str()))).is_ok())
+        });
+
         group.bench_with_input(BenchmarkId::new("hashmap", n), &wanted, |b, wanted| {
             b.iter(|| black_box(map.get(black_box(wanted.as_str())).copied()).is_some())
         });

@@ -5,16 +5,18 @@
 //! Run with `cargo run --example demo`. It first builds the three example plugins into a
 //! temporary directory: C (`examples/plugins/fusion.c`) with the system C compiler, C++
 //! (`examples/plugins/layout*.cpp`, two translation units) with the system C++ compiler, and
-//! Rust (`examples/rust-plugin`) with a nested `cargo build`.
+//! Rust (`examples/plugins/folding.rs`, the crate `examples/rust-plugin`) with a nested
+//! `cargo build`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
-use dylease::{Lease, PluginHost};
+use dylease::{Interface, Lease, PluginHost};
 
 #[path = "../tests/support/cc.rs"]
 mod cc;
+#[path = "../tests/support/rust_plugin.rs"]
+mod rust_plugin;
 
 /// The graph the passes rewrite; `examples/plugins/graph.h` declares the same layout.
 #[repr(C)]
@@ -24,19 +26,26 @@ struct Graph {
     rewrites: i32,
 }
 
-/// The type of every example pass, in every language: `void (*)(demo_graph *)`.
-type GraphPass = unsafe extern "C" fn(*mut Graph);
+/// The interface of every example pass, in every language: `void (*)(demo_graph *)`.
+struct GraphPass;
+// SAFETY: every example plugin registers its passes under "demo.graph_pass/1" as
+// `void (*)(demo_graph *)` (`DYLEASE_TYPED_PASS` in C and C++, `add_typed_pass` in Rust).
+unsafe impl Interface for GraphPass {
+    const ID: &'static str = "demo.graph_pass/1";
+    type Fn = unsafe extern "C" fn(*mut Graph);
+}
 
-/// Runs every pass of the lease over `graph`, in registration order; returns how many ran.
+/// Runs every `demo.graph_pass/1` pass of the lease over `graph`, plugins in load order and
+/// each plugin's passes in name order; returns how many ran.
 fn run_all_passes(lease: &Lease, graph: &mut Graph) -> usize {
-    for info in lease.passes() {
-        // SAFETY: every example plugin registers its passes as `void (*)(demo_graph *)`, and
-        // the pass is called while `lease` is alive.
-        let pass = unsafe { lease.pass::<GraphPass>(info.name()) }.expect("listed by the lease");
-        // SAFETY: `graph` is a valid, exclusive `demo_graph`.
+    let mut ran = 0;
+    for pass in lease.passes_of::<GraphPass>() {
+        // SAFETY: `graph` is a valid, exclusive `demo_graph`, and the pass is called while
+        // `lease` is alive.
         unsafe { pass(graph) };
+        ran += 1;
     }
-    lease.passes().len()
+    ran
 }
 
 /// One line per plugin of the lease: name, version, passes.
@@ -78,14 +87,14 @@ fn build_plugins() -> Result<(PathBuf, Vec<PathBuf>), String> {
         &[&include],
     )?);
 
-    println!("  Rust  examples/rust-plugin (cargo build)                -> libfolding.so");
-    libs.push(build_rust_plugin(root, &dir.join("libfolding.so"))?);
+    println!("  Rust  examples/plugins/folding.rs (cargo build)         -> libfolding.so");
+    libs.push(build_rust_plugin(&dir.join("libfolding.so"))?);
     Ok((dir, libs))
 }
 
-/// Builds `examples/rust-plugin` with cargo, in a target directory of its own next to this
+/// Builds the example Rust plugin with cargo, in a target directory of its own next to this
 /// example's binary (so it never waits for another build's lock), and copies it to `out`.
-fn build_rust_plugin(root: &Path, out: &Path) -> Result<PathBuf, String> {
+fn build_rust_plugin(out: &Path) -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     // `<target>/<profile>/examples/demo` → `<target>/<profile>/demo-rust-plugin`.
     let target = exe
@@ -93,21 +102,7 @@ fn build_rust_plugin(root: &Path, out: &Path) -> Result<PathBuf, String> {
         .and_then(Path::parent)
         .ok_or("this program is not in a cargo target directory")?
         .join("demo-rust-plugin");
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "dylease-example-rust-plugin", "--target-dir"])
-        .arg(&target)
-        .current_dir(root)
-        .status()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if !status.success() {
-        return Err(format!("building examples/rust-plugin failed ({status})"));
-    }
-    let name = format!(
-        "{}dylease_example_rust_plugin{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
-    let built = target.join("debug").join(name);
+    let built = rust_plugin::build_rust_plugins(&target, false)?.join(rust_plugin::library_name());
     std::fs::copy(&built, out).map_err(|e| format!("cannot copy {} to {}: {e}", built.display(), out.display()))?;
     Ok(out.to_owned())
 }
@@ -131,7 +126,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     println!("into {}\n", dir.display());
-    let host = PluginHost::builder().dir(&dir).build()?;
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(&dir).build() }?;
 
     let session = host.acquire()?;
     say(

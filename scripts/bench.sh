@@ -2,7 +2,7 @@
 # Runs every criterion bench of dylease, then prints, as markdown, one table per benchmark
 # (dylease and its baselines) and the ratios the targets of the benchmark issue are stated in.
 #
-#   scripts/bench.sh                 run all benches once (about 3 minutes), then summarise
+#   scripts/bench.sh                 run all benches once (about 5 minutes), then summarise
 #   scripts/bench.sh --runs N        run them N times; each table shows the median over the
 #                                    runs, each target ratio the median of the per-run ratios
 #                                    (with every run's ratio beside it): steadier on a busy
@@ -119,10 +119,11 @@ table(["handle", "median", "÷ Arc"], [[b, fmt_time(lc[b]), fmt_ratio(ratio(lc[b
 print("### pass_lookup (lookup of the middle pass by name)\n")
 rows = []
 for n in ["10", "100", "1000"]:
-    d, h, v = (med(f"pass_lookup/{b}/{n}") for b in ["dylease", "hashmap", "vec_scan"])
-    rows.append([n, fmt_time(d), fmt_time(h), fmt_time(v), fmt_ratio(ratio(d, h)), fmt_ratio(ratio(v, h))])
-table(["passes", "dylease `Lease::pass`", "`HashMap<String, _>`", "`Vec<(String, _)>` scan", "dylease ÷ HashMap",
-       "Vec ÷ HashMap"], rows)
+    d, g, h, v = (med(f"pass_lookup/{b}/{n}") for b in ["dylease", "dylease_get", "hashmap", "vec_scan"])
+    rows.append([n, fmt_time(d), fmt_time(g), fmt_time(h), fmt_time(v), fmt_ratio(ratio(d, h)), fmt_ratio(ratio(g, h)),
+                 fmt_ratio(ratio(v, h))])
+table(["passes", "dylease `Lease::pass`", "dylease `Lease::get`", "`HashMap<String, _>`", "`Vec<(String, _)>` scan",
+       "`pass` ÷ HashMap", "`get` ÷ HashMap", "Vec ÷ HashMap"], rows)
 
 cc = {b: med(f"cold_cycle/{b}") for b in ["dylease", "dylease_permissive", "dylease_shared", "libloading",
                                          "libloading_discover", "libloading_discover_check"]}
@@ -135,6 +136,18 @@ for n in [1, 16, 128]:
     d, l = (med(f"load_scaling/{b}/{n}") for b in ["dylease", "libloading"])
     rows.append([str(n), fmt_time(d), fmt_time(d and d / n), fmt_time(l), fmt_time(l and l / n), fmt_ratio(ratio(d, l))])
 table(["plugins", "dylease", "dylease per plugin", "libloading", "libloading per plugin", "dylease ÷ libloading"], rows)
+
+print("### reload (benches/reload.rs)\n")
+rows = []
+for group, benches, base in [
+    ("acquire_hot_during_reloads", ["between_reloads", "while_reloading"], "between_reloads"),
+    ("single_op", ["immediately", "after_1s", "hot"], "hot"),
+    ("reload_latency", ["unchanged_16", "changed_16", "cold_16"], "cold_16"),
+]:
+    for b in benches:
+        t = med(f"{group}/{b}")
+        rows.append([f"{group}/{b}", fmt_time(t), f"{fmt_ratio(ratio(t, med(f'{group}/{base}')))} ({base})"])
+table(["bench", "median", "÷ baseline"], rows)
 
 # The targets: (what, numerator, denominator, factor, limit, "le" or "ge"); a ratio is
 # numerator / denominator * factor, computed within each run.
@@ -167,6 +180,12 @@ targets = [
     ("(cold_cycle permissive ÷ raw libloading)", "cold_cycle/dylease_permissive", "cold_cycle/libloading", 1, None, None),
     ("(cold_cycle of a second host sharing live instances ÷ raw libloading: no dlopen)",
      "cold_cycle/dylease_shared", "cold_cycle/libloading", 1, None, None),
+    ("(pass_lookup Lease::get ÷ HashMap, 1000 passes)", "pass_lookup/dylease_get/1000", "pass_lookup/hashmap/1000", 1,
+     None, None),
+    ("(hot acquire while another thread reloads ÷ between reloads)", "acquire_hot_during_reloads/while_reloading",
+     "acquire_hot_during_reloads/between_reloads", 1, None, None),
+    ("(reload of 16 unchanged plugins ÷ a cold load of 16)", "reload_latency/unchanged_16", "reload_latency/cold_16", 1,
+     None, None),
     ("load_scaling per plugin, 128 ÷ 16", "load_scaling/dylease/128", "load_scaling/dylease/16", 16 / 128, 1.5, "le"),
     ("(libloading per plugin, 128 ÷ 16, for reference)", "load_scaling/libloading/128", "load_scaling/libloading/16",
      16 / 128, None, None),
@@ -200,7 +219,7 @@ rm -f "$snapshots"/*.json
 start=$SECONDS
 for run in $(seq 1 "$runs"); do
   printf '\n== bench run %d of %d (%s)\n' "$run" "$runs" "$(uptime)"
-  cargo bench --bench lease --bench pass_lookup --bench load -- "$@"
+  cargo bench --bench lease --bench pass_lookup --bench load --bench reload -- "$@"
   python3 -c "$summarise" snapshot "$results" "$snapshots/run-$run.json"
 done
 printf '\n%d bench run(s): %d s; %s\n\n' "$runs" "$((SECONDS - start))" "$(uptime)"

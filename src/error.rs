@@ -151,6 +151,17 @@ pub enum Error {
         /// The plugin that registered it again.
         second: Origin,
     },
+    /// [`Lease::get`](crate::Lease::get) (or [`get_owned`](crate::Lease::get_owned)) found no
+    /// pass of the asked interface under that name: see `cause` for which of the three ways.
+    #[non_exhaustive]
+    PassLookup {
+        /// The pass name asked for.
+        pass: String,
+        /// The interface asked for ([`Interface::ID`](crate::Interface::ID)).
+        expected: &'static str,
+        /// Why the lookup failed (boxed to keep `Error` small).
+        cause: Box<LookupFailure>,
+    },
     /// [`acquire`](crate::PluginHost::acquire) was called on a host from inside that host's own
     /// load or unload on the same thread (a plugin constructor, register function or unload
     /// hook). Waiting would deadlock, so it fails at once.
@@ -222,6 +233,12 @@ impl Error {
             | Error::RegisterFailed { plugin, .. }
             | Error::Panicked { plugin, .. } => Some(plugin.clone()),
             Error::DuplicatePass { second, .. } => Some(second.clone()),
+            Error::PassLookup { cause, .. } => match &**cause {
+                LookupFailure::Untyped { plugin } | LookupFailure::OtherInterface { plugin, .. } => {
+                    Some(plugin.clone())
+                }
+                LookupFailure::Missing => None,
+            },
             Error::TimedOut {
                 waited: Waited::File(path),
             } => Some(Origin::File(path.clone())),
@@ -298,6 +315,23 @@ impl fmt::Display for Error {
                     "pass `{pass}` is registered by both {first} and {second}; rename one of them"
                 )
             }
+            Error::PassLookup { pass, expected, cause } => match &**cause {
+                LookupFailure::Missing => {
+                    write!(
+                        f,
+                        "no plugin registered a pass `{pass}` (looked up as interface `{expected}`)"
+                    )
+                }
+                LookupFailure::Untyped { plugin } => write!(
+                    f,
+                    "pass `{pass}` of {plugin} was registered without an interface, not as `{expected}`; \
+                     register it as a typed pass, or look it up with the unsafe `Lease::pass`"
+                ),
+                LookupFailure::OtherInterface { registered, plugin } => write!(
+                    f,
+                    "pass `{pass}` of {plugin} implements interface `{registered}`, not the expected `{expected}`"
+                ),
+            },
             Error::Reentrant => f.write_str(
                 "acquire() was called from inside this host's own load or unload on the same thread \
                  (a plugin constructor, register function or unload hook); it would deadlock",
@@ -314,6 +348,27 @@ impl fmt::Display for Error {
             Error::Custom(error) => error.fmt(f),
         }
     }
+}
+
+/// Why [`Error::PassLookup`] failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LookupFailure {
+    /// No plugin of the set registered a pass under that name.
+    Missing,
+    /// The pass was registered without an interface (`add_pass`, `DYLEASE_PASS`, every pass of
+    /// an ABI version 1 plugin).
+    Untyped {
+        /// The plugin that registered it.
+        plugin: Origin,
+    },
+    /// The pass was registered under another interface.
+    OtherInterface {
+        /// The interface it was registered under.
+        registered: String,
+        /// The plugin that registered it.
+        plugin: Origin,
+    },
 }
 
 /// What [`Error::TimedOut`] waited for.
@@ -354,5 +409,51 @@ impl std::error::Error for Error {
             Error::Custom(error) => error.source(),
             _ => None,
         }
+    }
+}
+
+#[cfg(all(test, feature = "host"))]
+mod tests {
+    use super::*;
+
+    /// An error with a source of its own, as a static plugin might return.
+    #[derive(Debug)]
+    struct NoDevice(io::Error);
+
+    impl fmt::Display for NoDevice {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("no GPU found")
+        }
+    }
+
+    impl std::error::Error for NoDevice {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_chain_printer_shows_each_cause_once() {
+        let io = Error::Io {
+            path: PathBuf::from("plugins/libx.so"),
+            context: "cannot read plugin file",
+            source: io::Error::new(io::ErrorKind::NotFound, "No such file or directory"),
+        };
+        assert_eq!(io.to_string(), "cannot read plugin file `plugins/libx.so`");
+        assert_eq!(
+            WithSources(&io).to_string(),
+            "cannot read plugin file `plugins/libx.so`: No such file or directory"
+        );
+
+        let own = Error::custom(NoDevice(io::Error::other("/dev/gpu0: permission denied")));
+        let failed = Error::RegisterFailed {
+            plugin: Origin::Static("gpu".to_owned()),
+            reason: own.to_string(),
+            source: Some(Box::new(own)),
+        };
+        assert_eq!(
+            WithSources(&failed).to_string(),
+            "static plugin `gpu` failed to register its passes: no GPU found: /dev/gpu0: permission denied"
+        );
     }
 }

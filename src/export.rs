@@ -61,8 +61,29 @@ impl PluginRegistrar<'_> {
         self.added(name, code)
     }
 
-    /// Registers a pass with the host as an implementation of `interface`: a pass signature
-    /// the host and its plugins agree on (UTF-8, 1 to 256 bytes, by convention
+    /// Registers `func` under `name` as an implementation of interface `I` (recorded under
+    /// `I::ID`): the host's [`Lease::get::<I>`](crate::Lease::get) hands it out. `func` must
+    /// be an `I::Fn`, which the compiler checks.
+    ///
+    /// # Errors
+    ///
+    /// As for [`add_pass_with_interface`](PluginRegistrar::add_pass_with_interface).
+    #[allow(
+        clippy::not_unsafe_ptr_arg_deref,
+        reason = "`user_data` is only stored by the host, never dereferenced"
+    )]
+    pub fn add_typed_pass<I: crate::Interface>(
+        &mut self,
+        name: &str,
+        func: I::Fn,
+        user_data: *mut c_void,
+    ) -> Result<(), Error> {
+        self.add_pass_with_interface(name, I::ID, func, user_data)
+    }
+
+    /// Registers a pass with the host as an implementation of `interface`, given as a string
+    /// (the unchecked form of [`add_typed_pass`](PluginRegistrar::add_typed_pass)): a pass
+    /// signature the host and its plugins agree on (UTF-8, 1 to 256 bytes, by convention
     /// `domain.name/MAJOR`, such as `ge.fusion_pass/1`). The host shows it in
     /// [`PassInfo::interface`](crate::PassInfo::interface).
     ///
@@ -75,7 +96,7 @@ impl PluginRegistrar<'_> {
         clippy::not_unsafe_ptr_arg_deref,
         reason = "`user_data` is only stored by the host, never dereferenced"
     )]
-    pub fn add_typed_pass<F: PassFn>(
+    pub fn add_pass_with_interface<F: PassFn>(
         &mut self,
         name: &str,
         interface: &str,
@@ -266,6 +287,13 @@ pub const fn literal_ptr(with_nul: &'static str) -> *const c_char {
 /// ```
 /// use std::ptr;
 ///
+/// pub struct IntOp;
+/// // SAFETY: every pass registered under "math.int_op/1" is an `extern "C" fn(i32) -> i32`.
+/// unsafe impl dylease::Interface for IntOp {
+///     const ID: &'static str = "math.int_op/1";
+///     type Fn = unsafe extern "C" fn(i32) -> i32;
+/// }
+///
 /// extern "C" fn triple(x: i32) -> i32 {
 ///     x * 3
 /// }
@@ -274,7 +302,7 @@ pub const fn literal_ptr(with_nul: &'static str) -> *const c_char {
 ///     name: "rust-math",
 ///     version: "1.0.0",
 ///     register: |reg| {
-///         reg.add_typed_pass("triple", "math.int_op/1", triple as extern "C" fn(i32) -> i32, ptr::null_mut())
+///         reg.add_typed_pass::<IntOp>("triple", triple, ptr::null_mut())
 ///     },
 ///     on_load: || Ok(()),
 ///     on_unload: || {},

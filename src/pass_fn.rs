@@ -6,14 +6,29 @@ use crate::abi::dylease_fn;
 ///
 /// The plugin ABI stores every pass as an untyped [`dylease_fn`]; this trait converts a
 /// typed function pointer to and from that form. It is implemented for `fn`, `unsafe fn`,
-/// `extern "C" fn` and `unsafe extern "C" fn` pointers with up to six arguments whose types
-/// are `'static`.
+/// `extern "C" fn` and `unsafe extern "C" fn` pointers returning a `'static` type, with
+///
+/// - up to six arguments of `'static` types (`*mut Graph`, `i32`, `&'static str`), and
+/// - up to three arguments where each may also be a reference with a lifetime of its own,
+///   `&T` or `&mut T` of a `'static` `T`: the signatures written with elided lifetimes, such
+///   as `unsafe extern "C" fn(&mut Graph, *mut c_void) -> i32`, which mean the higher-ranked
+///   `for<'a> unsafe extern "C" fn(&'a mut Graph, *mut c_void) -> i32`.
+///
+/// Not covered, because each is its own type and the combinations multiply: references in
+/// a fourth or later argument, one lifetime shared by two arguments
+/// (`for<'a> fn(&'a A, &'a B)`), references to non-`'static` types (`&mut Graph<'_>`) and
+/// references in the return type. The orphan rule keeps you from implementing this trait
+/// for a function-pointer type in your own crate; use raw pointers (`*mut Graph`) for such
+/// a signature, which is what a C plugin passes anyway.
+///
+/// (Each reference form is a distinct type from the plain `fn(A1)` form: rustc's
+/// `coherence_leak_check` lint, allowed here, warns that telling them apart may change in a
+/// future release, rust-lang/rust#56105.)
 ///
 /// # Safety
 ///
 /// Implementors must be function-pointer types (the size of a code pointer, no drop glue),
-/// and `from_raw(into_raw(f))` must return `f`. Implement it yourself only for a signature the
-/// blanket implementations cannot name, such as a higher-ranked `for<'a> fn(&'a Graph)`.
+/// and `from_raw(into_raw(f))` must return `f`.
 ///
 /// # Example
 ///
@@ -27,6 +42,45 @@ use crate::abi::dylease_fn;
 /// // SAFETY: `raw` came from a pointer of exactly this type.
 /// let back = unsafe { <extern "C" fn(i32) -> i32 as PassFn>::from_raw(raw) };
 /// assert_eq!(back(21), 42);
+/// ```
+///
+/// Signatures with references work for both typed and untyped passes:
+///
+/// ```
+/// use std::ffi::c_void;
+///
+/// pub struct Graph { nodes: u32 }
+/// pub struct GraphPass;
+/// // SAFETY: every pass registered under "demo.graph_pass/2" has this signature.
+/// unsafe impl dylease::Interface for GraphPass {
+///     const ID: &'static str = "demo.graph_pass/2";
+///     type Fn = unsafe extern "C" fn(&mut Graph, *mut c_void) -> i32;
+/// }
+/// unsafe extern "C" fn halve(graph: &mut Graph, _: *mut c_void) -> i32 {
+///     graph.nodes /= 2;
+///     0
+/// }
+///
+/// let host = dylease::PluginHost::builder()
+///     .static_plugin("graph", |reg: &mut dylease::Registrar| {
+///         reg.add_typed_pass::<GraphPass>("halve", halve, std::ptr::null_mut())?;
+///         reg.add_pass("untyped_halve", halve as unsafe extern "C" fn(&mut Graph, *mut c_void) -> i32, std::ptr::null_mut())
+///     })
+///     .build()?;
+/// let lease = host.acquire()?;
+/// let mut graph = Graph { nodes: 8 };
+/// let pass = lease.get::<GraphPass>("halve")?;
+/// // SAFETY: `halve` only needs a valid graph.
+/// assert_eq!(unsafe { pass(&mut graph, std::ptr::null_mut()) }, 0);
+/// // SAFETY: registered with exactly this signature.
+/// let untyped = unsafe {
+///     lease.pass::<unsafe extern "C" fn(&mut Graph, *mut c_void) -> i32>("untyped_halve")
+/// }
+/// .unwrap();
+/// // SAFETY: as above.
+/// unsafe { untyped(&mut graph, std::ptr::null_mut()) };
+/// assert_eq!(graph.nodes, 2);
+/// # Ok::<(), dylease::Error>(())
 /// ```
 pub unsafe trait PassFn: Copy + Send + Sync + 'static {
     /// Erases the signature.
@@ -42,16 +96,64 @@ pub unsafe trait PassFn: Copy + Send + Sync + 'static {
     unsafe fn from_raw(raw: dylease_fn) -> Self;
 }
 
+/// A [`PassFn`] that is an `unsafe fn` or `unsafe extern "C" fn` pointer: what an
+/// [`Interface`](crate::Interface) names as its signature.
+///
+/// A pass borrowed from a lease derefs to its function pointer, and a function pointer is
+/// `Copy`: a copy taken out with `*pass` is no longer tied to the lease, and calling it after
+/// the last lease dropped would call into an unloaded library. With an `unsafe` pointer type
+/// that call needs an `unsafe` block, whose reason is that a lease of the set is alive; with a
+/// safe `fn` type, safe code could make it, which a safe lookup
+/// ([`Lease::get`](crate::Lease::get)) must not allow. Sealed: implemented for exactly the
+/// `unsafe` pointer types [`PassFn`] is.
+///
+/// ```compile_fail,E0277
+/// pub struct IntOp;
+/// // A safe `fn` type is refused as an interface's signature:
+/// unsafe impl dylease::Interface for IntOp {
+///     const ID: &'static str = "math.int_op/1";
+///     type Fn = extern "C" fn(i32) -> i32;
+/// }
+/// ```
+///
+/// The same with `unsafe extern "C" fn(i32) -> i32` compiles:
+///
+/// ```
+/// pub struct IntOp;
+/// unsafe impl dylease::Interface for IntOp {
+///     const ID: &'static str = "math.int_op/1";
+///     type Fn = unsafe extern "C" fn(i32) -> i32;
+/// }
+/// ```
+pub trait UnsafePassFn: PassFn + sealed::Sealed {}
+
+mod sealed {
+    /// Keeps [`UnsafePassFn`](super::UnsafePassFn) to the pointer types this module lists.
+    pub trait Sealed {}
+}
+
 macro_rules! impl_pass_fn {
     ($($arg:ident),*) => {
         impl_pass_fn!(@one fn($($arg),*) -> R; $($arg),*);
         impl_pass_fn!(@one unsafe fn($($arg),*) -> R; $($arg),*);
         impl_pass_fn!(@one extern "C" fn($($arg),*) -> R; $($arg),*);
         impl_pass_fn!(@one unsafe extern "C" fn($($arg),*) -> R; $($arg),*);
+        impl_pass_fn!(@unsafe unsafe fn($($arg),*) -> R; $($arg),*);
+        impl_pass_fn!(@unsafe unsafe extern "C" fn($($arg),*) -> R; $($arg),*);
+    };
+    (@unsafe $ty:ty; $($arg:ident),*) => {
+        #[allow(coherence_leak_check)]
+        impl<R: 'static, $($arg: 'static),*> sealed::Sealed for $ty {}
+        #[allow(coherence_leak_check)]
+        impl<R: 'static, $($arg: 'static),*> UnsafePassFn for $ty {}
     };
     (@one $ty:ty; $($arg:ident),*) => {
         // SAFETY: every type named here is a plain function pointer: the size of a code
         // pointer, `Copy`, without drop glue, and a transmute round trip returns it intact.
+        // `coherence_leak_check`: `fn(A1)` (for any `A1: 'static`) and the higher-ranked
+        // `for<'a> fn(&'a A1)` are different types that rustc tells apart by its leak check;
+        // the lint warns that this may change (rust-lang/rust#56105). See the module docs.
+        #[allow(coherence_leak_check)]
         unsafe impl<R: 'static, $($arg: 'static),*> PassFn for $ty {
             #[inline]
             fn into_raw(self) -> dylease_fn {
@@ -70,10 +172,35 @@ macro_rules! impl_pass_fn {
     };
 }
 
-impl_pass_fn!();
-impl_pass_fn!(A1);
-impl_pass_fn!(A1, A2);
-impl_pass_fn!(A1, A2, A3);
+// Up to three arguments, every argument may also be a reference (`&T` or `&mut T`, each with a
+// lifetime of its own, bound by the pointer type: the higher-ranked `for<'a> fn(&'a mut T)`
+// that `fn(&mut T)` means). Every combination is its own type, so each gets its own impl.
+macro_rules! impl_pass_fn_refs {
+    ($(($arg:ident $lt:lifetime))*) => {
+        impl_pass_fn_refs!(@go [] [] [] $(($arg $lt))*);
+    };
+    (@go [$($l:lifetime,)*] [$($ty:ty,)*] [$($gen:ident,)*]) => {
+        impl_pass_fn_refs!(@one for<$($l,)*> fn($($ty,)*) -> R; $($gen,)*);
+        impl_pass_fn_refs!(@one for<$($l,)*> unsafe fn($($ty,)*) -> R; $($gen,)*);
+        impl_pass_fn_refs!(@one for<$($l,)*> extern "C" fn($($ty,)*) -> R; $($gen,)*);
+        impl_pass_fn_refs!(@one for<$($l,)*> unsafe extern "C" fn($($ty,)*) -> R; $($gen,)*);
+        impl_pass_fn!(@unsafe for<$($l,)*> unsafe fn($($ty,)*) -> R; $($gen),*);
+        impl_pass_fn!(@unsafe for<$($l,)*> unsafe extern "C" fn($($ty,)*) -> R; $($gen),*);
+    };
+    (@go [$($l:lifetime,)*] [$($ty:ty,)*] [$($gen:ident,)*] ($a:ident $al:lifetime) $($rest:tt)*) => {
+        impl_pass_fn_refs!(@go [$($l,)*] [$($ty,)* $a,] [$($gen,)* $a,] $($rest)*);
+        impl_pass_fn_refs!(@go [$($l,)* $al,] [$($ty,)* &$al $a,] [$($gen,)* $a,] $($rest)*);
+        impl_pass_fn_refs!(@go [$($l,)* $al,] [$($ty,)* &$al mut $a,] [$($gen,)* $a,] $($rest)*);
+    };
+    (@one $ty:ty; $($gen:ident,)*) => {
+        impl_pass_fn!(@one $ty; $($gen),*);
+    };
+}
+
+impl_pass_fn_refs!();
+impl_pass_fn_refs!((A1 'a));
+impl_pass_fn_refs!((A1 'a) (A2 'b));
+impl_pass_fn_refs!((A1 'a) (A2 'b) (A3 'c));
 impl_pass_fn!(A1, A2, A3, A4);
 impl_pass_fn!(A1, A2, A3, A4, A5);
 impl_pass_fn!(A1, A2, A3, A4, A5, A6);

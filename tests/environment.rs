@@ -50,7 +50,8 @@ fn environment_sources_list_absolute_directories_and_refuse_relative_ones() {
     // A relative directory would make the plugins depend on the current directory.
     // SAFETY: as above.
     unsafe { std::env::set_var("DYLEASE_TEST_PATH", format!("{}::relative/plugins", a.display())) };
-    let host = dylease::PluginHost::builder().env("DYLEASE_TEST_PATH").build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { dylease::PluginHost::builder().env("DYLEASE_TEST_PATH").build() }.unwrap();
     let error = host.acquire().unwrap_err();
     assert!(matches!(error, dylease::Error::Config { .. }), "{error:?}");
     let message = error.to_string();

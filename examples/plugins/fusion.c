@@ -23,5 +23,5 @@ static void on_unload(void) {
 }
 
 DYLEASE_PLUGIN_WITH_UNLOAD("fusion", "1.0.0", on_unload)
-DYLEASE_PASS("fuse_conv_relu", fuse_conv_relu)
-DYLEASE_PASS("drop_identity", drop_identity)
+DYLEASE_TYPED_PASS("fuse_conv_relu", "demo.graph_pass/1", fuse_conv_relu)
+DYLEASE_TYPED_PASS("drop_identity", "demo.graph_pass/1", drop_identity)

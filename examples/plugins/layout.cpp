@@ -16,4 +16,4 @@ void on_unload() {
 }  // namespace
 
 DYLEASE_PLUGIN_WITH_UNLOAD("layout", "0.3.1", on_unload)
-DYLEASE_PASS("nchw_to_nhwc", nchw_to_nhwc)
+DYLEASE_TYPED_PASS("nchw_to_nhwc", "demo.graph_pass/1", nchw_to_nhwc)

@@ -1,5 +1,5 @@
 // Example plugin in C++, second translation unit: adds a pass to the plugin defined in
-// layout.cpp. DYLEASE_PASS may stand in any source file of the plugin; each one is expanded in
+// layout.cpp. DYLEASE_TYPED_PASS may stand in any source file of the plugin; each one is expanded in
 // exactly one translation unit.
 #include <algorithm>
 
@@ -20,4 +20,4 @@ void cancel_transposes(demo_graph *g) {
 }
 }  // namespace
 
-DYLEASE_PASS_WITH_DATA("cancel_transposes", cancel_transposes, &policy)
+DYLEASE_TYPED_PASS_WITH_DATA("cancel_transposes", "demo.graph_pass/1", cancel_transposes, &policy)

@@ -395,3 +395,134 @@ fn model_7_cached_lease_races_last_drop_and_new_generation() {
     });
     FROM_CACHE.assert_both(["a newer generation", "generation 1 shared"]);
 }
+
+/// Which generations a static plugin has seen loaded and unloaded: under reload, several
+/// generations are alive at once, so I2 is asked per generation.
+#[derive(Default)]
+struct Generations {
+    /// Loads begun (load `n` is generation `n`: every load of these hosts succeeds or fails
+    /// before the next begins).
+    loads: AtomicUsize,
+    /// `unloaded[n]`: generation `n`'s unload hook ran.
+    unloaded: loom::sync::Mutex<Vec<bool>>,
+}
+
+impl Generations {
+    fn assert_live(&self, lease: &Lease) {
+        let unloaded = self.unloaded.lock().unwrap();
+        let generation = lease.generation() as usize;
+        assert!(
+            generation < unloaded.len(),
+            "I2: a lease of a generation that never loaded"
+        );
+        assert!(
+            !unloaded[generation],
+            "I2: a lease sees generation {generation}, which unloaded"
+        );
+    }
+}
+
+/// A static plugin that records each generation's load and unload into `seen`, and fails the
+/// load whose number is `fail_on` (0: none).
+fn per_generation(
+    seen: &Arc<Generations>,
+    fail_on: usize,
+) -> impl Fn(&mut Registrar) -> Result<(), Error> + Send + Sync + 'static {
+    let seen = seen.clone();
+    move |reg: &mut Registrar| {
+        let generation = seen.loads.fetch_add(1, SeqCst) + 1;
+        if generation == fail_on {
+            return Err(Error::custom("this load fails"));
+        }
+        {
+            let mut unloaded = seen.unloaded.lock().unwrap();
+            unloaded.resize(generation + 1, false);
+        }
+        let seen = seen.clone();
+        reg.on_unload(move || {
+            let mut unloaded = seen.unloaded.lock().unwrap();
+            assert!(!unloaded[generation], "I3: generation {generation} unloaded twice");
+            unloaded[generation] = true;
+        });
+        Ok(())
+    }
+}
+
+/// 8. `reload()` on one thread races the last drop of generation 1 and an `acquire()` on
+///    another: every lease is of a loaded generation (I2), the reload's generation or a newer
+///    one is current after it, and every generation unloads exactly once at the end (I3).
+#[test]
+fn model_8_reload_races_acquire_and_the_last_drop_of_the_old_generation() {
+    static SAW_OLD: Outcomes = Outcomes::new();
+    check("8 reload vs last drop of generation 1 and acquire (I2, I3)", || {
+        let seen = Arc::new(Generations::default());
+        let host = Arc::new(
+            PluginHost::builder()
+                .static_plugin("generations", per_generation(&seen, 0))
+                .build()
+                .unwrap(),
+        );
+        let first = host.acquire().unwrap();
+        let reloader = {
+            let (host, seen) = (host.clone(), seen.clone());
+            thread::spawn(move || {
+                let fresh = host.reload().unwrap();
+                seen.assert_live(&fresh);
+                assert!(
+                    host.generation() >= fresh.generation(),
+                    "I1: an older generation is current"
+                );
+            })
+        };
+        drop(first);
+        let lease = host.acquire().unwrap();
+        seen.assert_live(&lease);
+        // Generation 2 is the reload's (shared) or this acquire's own load before the reload;
+        // generation 3 a load after the reload's lease was gone, or the reload's after it.
+        SAW_OLD.saw(lease.generation() == 2);
+        drop(lease);
+        reloader.join().unwrap();
+        let unloaded = seen.unloaded.lock().unwrap();
+        assert!(
+            unloaded[1..].iter().all(|&u| u),
+            "I3: a generation stayed loaded: {unloaded:?}"
+        );
+        assert!(!host.is_loaded());
+    });
+    SAW_OLD.assert_both(["generation 3", "generation 2"]);
+}
+
+/// 9. A failing `reload()` races `acquire()`: the current generation stays current and loaded
+///    (I5), and the acquirer gets a loaded generation.
+#[test]
+fn model_9_failed_reload_leaves_the_current_generation() {
+    check("9 failed reload vs acquire (I5)", || {
+        let seen = Arc::new(Generations::default());
+        let host = Arc::new(
+            PluginHost::builder()
+                .static_plugin("generations", per_generation(&seen, 2))
+                .build()
+                .unwrap(),
+        );
+        let session = host.acquire().unwrap();
+        let acquirer = {
+            let (host, seen) = (host.clone(), seen.clone());
+            thread::spawn(move || {
+                let lease = host.acquire().unwrap();
+                seen.assert_live(&lease);
+                assert_eq!(
+                    lease.generation(),
+                    1,
+                    "I5: a failed reload changed the current generation"
+                );
+            })
+        };
+        assert!(host.reload().is_err());
+        assert_eq!(host.generation(), 1, "I5");
+        let again = host.acquire().unwrap();
+        assert!(Lease::ptr_eq(&again, &session), "I5: the current generation changed");
+        acquirer.join().unwrap();
+        drop((again, session));
+        assert!(!host.is_loaded());
+    });
+}

@@ -53,9 +53,10 @@
 //!   generation is marked unloaded from a drop guard.
 
 use std::cell::RefCell;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Waited};
+use crate::host::UnloadPolicy;
 use crate::host::reentry::inside_host;
 use crate::host::set::PluginSet;
 use crate::host::stats::Recorder;
@@ -84,6 +85,12 @@ pub(crate) struct Generations {
     changed: Condvar,
     /// Observed by `PluginHost::stats`; never decides anything.
     pub(crate) stats: Recorder,
+    /// When the newest set unloads.
+    policy: UnloadPolicy,
+    /// The host's own lease (see [`UnloadPolicy`]), and its keeper's state. A set in it holds
+    /// this `Generations` alive in turn: the host's drop breaks the cycle (`stop_keeping`).
+    kept: Mutex<Kept>,
+    kept_changed: Condvar,
 }
 
 /// The lifecycle under the host's lock.
@@ -100,7 +107,7 @@ struct Life {
 }
 
 impl Generations {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(policy: UnloadPolicy) -> Self {
         crate::sync::lazy_static! {
             /// Host ids, never reused.
             static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -116,6 +123,14 @@ impl Generations {
             }),
             changed: Condvar::new(),
             stats: Recorder::default(),
+            policy,
+            kept: Mutex::new(Kept {
+                set: None,
+                last_busy: Instant::now(),
+                stopped: false,
+                keeper_started: false,
+            }),
+            kept_changed: Condvar::new(),
         }
     }
 
@@ -154,27 +169,44 @@ impl Generations {
         // Step 3. A nested call from this host's own load or unload would wait for itself.
         inside_host(this.id, |already_inside| match already_inside {
             true => Err(Error::Reentrant),
-            false => Generations::acquire_slow(this, deadline, load),
+            false => Generations::acquire_slow(this, Mode::Acquire, deadline, load),
+        })
+    }
+
+    /// Loads a new generation now and makes it current, whatever is loaded; older generations
+    /// keep serving their leases and unload when their last lease drops. Waits for another
+    /// thread's load or reload to finish first (reloads serialise). A failed load leaves the
+    /// current generation current (I5).
+    pub(crate) fn reload(
+        this: &Arc<Self>,
+        deadline: Option<Instant>,
+        load: impl FnOnce(Option<Instant>) -> Result<LoadedPlugins, Error>,
+    ) -> Result<Arc<PluginSet>, Error> {
+        inside_host(this.id, |already_inside| match already_inside {
+            true => Err(Error::Reentrant),
+            false => Generations::acquire_slow(this, Mode::Reload, deadline, load),
         })
     }
 
     /// Step 3, with this thread marked as inside this host.
     fn acquire_slow(
         this: &Arc<Self>,
+        mode: Mode,
         deadline: Option<Instant>,
         load: impl FnOnce(Option<Instant>) -> Result<LoadedPlugins, Error>,
     ) -> Result<Arc<PluginSet>, Error> {
         let mut life = this.life.lock();
         loop {
-            // Another thread may have loaded while this one waited. A lease made here leaves
-            // the lock's scope before it can be dropped.
-            if let Some(set) = this.slot.upgrade() {
+            let waited = if life.loading {
+                Waited::Load
+            } else if mode == Mode::Reload {
+                break;
+            } else if let Some(set) = this.slot.upgrade() {
+                // Another thread loaded while this one waited. A lease made here leaves the
+                // lock's scope before it can be dropped.
                 drop(life);
                 cache::refresh(this.id, &set);
                 return Ok(set);
-            }
-            let waited = if life.loading {
-                Waited::Load
             } else if !life.current_unloaded {
                 // The current set's last lease is gone, its teardown has not finished (I1).
                 Waited::Unload
@@ -208,6 +240,7 @@ impl Generations {
         this.changed.notify_all();
         // Outside the lock: should the logger panic, the only lease unwinds normally.
         cache::refresh(this.id, &set);
+        Generations::keep(this, &set);
         this.stats.loaded(&set);
         Ok(set)
     }
@@ -272,6 +305,111 @@ impl Generations {
             }
             true
         })
+    }
+}
+
+/// Whether the slow path shares a live set (`acquire`) or always loads a new one (`reload`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Acquire,
+    Reload,
+}
+
+/// The host's own lease, kept under [`UnloadPolicy::After`] and [`UnloadPolicy::WithHost`].
+#[derive(Debug)]
+struct Kept {
+    /// The newest set the host keeps loaded, if any.
+    set: Option<Arc<PluginSet>>,
+    /// When the keeper last saw a user lease of `set` (or `set` was loaded).
+    last_busy: Instant,
+    /// The host was dropped: keep nothing, and the keeper thread ends.
+    stopped: bool,
+    /// The keeper thread of `After` runs.
+    keeper_started: bool,
+}
+
+impl Generations {
+    /// Keeps `set`, the newest generation, loaded under the host's unload policy: the host's
+    /// own lease replaces the one it kept of an older generation (dropped here, outside every
+    /// lock: it may be the older generation's last).
+    fn keep(this: &Arc<Self>, set: &Arc<PluginSet>) {
+        if this.policy == UnloadPolicy::Immediately {
+            return;
+        }
+        let mut kept = this.kept.lock();
+        if kept.stopped
+            || kept
+                .set
+                .as_ref()
+                .is_some_and(|held| held.generation() >= set.generation())
+        {
+            return;
+        }
+        let older = kept.set.replace(Arc::clone(set));
+        kept.last_busy = Instant::now();
+        let start_keeper = matches!(this.policy, UnloadPolicy::After(_)) && !kept.keeper_started;
+        kept.keeper_started |= start_keeper;
+        drop(kept);
+        this.kept_changed.notify_all();
+        drop(older);
+        if start_keeper {
+            let keeper = Arc::clone(this);
+            crate::sync::spawn("dylease-keeper", move || Generations::run_keeper(keeper));
+        }
+    }
+
+    /// The keeper of [`UnloadPolicy::After`]: drops the host's lease once no user lease has
+    /// been seen for the policy's duration. Looks every eighth of it (between 1 ms and 250 ms),
+    /// so a user lease that lives shorter than that between two looks may go unseen: the set
+    /// then unloads up to that much earlier. Ends when the host is dropped.
+    fn run_keeper(this: Arc<Self>) {
+        let UnloadPolicy::After(idle) = this.policy else { return };
+        let poll = (idle / 8).clamp(Duration::from_millis(1), Duration::from_millis(250));
+        let mut kept = this.kept.lock();
+        while !kept.stopped {
+            let Some(set) = &kept.set else {
+                kept = this.kept_changed.wait(kept);
+                continue;
+            };
+            let now = Instant::now();
+            if Arc::strong_count(set) > 1 {
+                kept.last_busy = now;
+            }
+            if now.duration_since(kept.last_busy) >= idle {
+                let set = kept.set.take();
+                drop(kept);
+                // The drop that unloads, as any last drop (unless a user acquired meanwhile).
+                drop(set);
+                kept = this.kept.lock();
+                continue;
+            }
+            kept = this.kept_changed.wait_timeout(kept, poll);
+        }
+    }
+
+    /// The host is gone: drop its own lease (which may unload now) and stop the keeper.
+    pub(crate) fn stop_keeping(&self) {
+        let mut kept = self.kept.lock();
+        kept.stopped = true;
+        let set = kept.set.take();
+        drop(kept);
+        self.kept_changed.notify_all();
+        drop(set);
+    }
+
+    /// The host's unload policy.
+    pub(crate) fn policy(&self) -> UnloadPolicy {
+        self.policy
+    }
+
+    /// When the host plans to drop its own lease: under `After`, if no user lease is alive.
+    pub(crate) fn unloads_at(&self) -> Option<Instant> {
+        let UnloadPolicy::After(idle) = self.policy else {
+            return None;
+        };
+        let kept = self.kept.lock();
+        let set = kept.set.as_ref()?;
+        (Arc::strong_count(set) == 1).then(|| kept.last_busy + idle)
     }
 }
 

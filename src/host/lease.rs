@@ -5,7 +5,9 @@ use core::ffi::c_void;
 use std::fmt;
 use std::ops::Deref;
 
+use crate::error::{Error, LookupFailure};
 use crate::host::PluginSet;
+use crate::interface::Interface;
 use crate::load::PassInfo;
 use crate::pass_fn::PassFn;
 use crate::sync::{Arc, Weak};
@@ -69,11 +71,171 @@ impl Lease {
         Arc::ptr_eq(&a.0, &b.0)
     }
 
+    /// The pass registered under `name` as an implementation of interface `I`, borrowing this
+    /// lease: it cannot outlive the lease, so its library stays loaded while it is in use.
+    ///
+    /// Safe: the pass is handed out only if its plugin registered it under `I::ID`
+    /// (`DYLEASE_TYPED_PASS` in C, [`Registrar::add_typed_pass`](crate::Registrar::add_typed_pass)
+    /// in Rust), and [`Interface`]'s implementer promised that every such pass has the
+    /// signature `I::Fn`. One hash lookup and one string comparison; no allocation unless it
+    /// fails.
+    ///
+    /// A copy of the function pointer taken out with `*pass` is not tied to the lease; call
+    /// through the `Pass` (or an [`OwnedPass`] from [`Lease::get_owned`]) rather than storing
+    /// such a copy. And a running pass must not cause the last lease of its own set to be
+    /// dropped (for example through `user_data`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PassLookup`], whose `cause` tells the three failures apart:
+    /// [`LookupFailure::Missing`] if no plugin registered `name`, [`LookupFailure::Untyped`] if
+    /// it was registered without an interface, and [`LookupFailure::OtherInterface`] (naming
+    /// both interfaces) if it was registered under another one.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// pub struct IntOp;
+    /// // SAFETY: every pass registered under "math.int_op/1" is an `extern "C" fn(i32) -> i32`.
+    /// unsafe impl dylease::Interface for IntOp {
+    ///     const ID: &'static str = "math.int_op/1";
+    ///     type Fn = unsafe extern "C" fn(i32) -> i32;
+    /// }
+    /// extern "C" fn double(x: i32) -> i32 { x * 2 }
+    ///
+    /// let host = dylease::PluginHost::builder()
+    ///     .static_plugin("math", |reg: &mut dylease::Registrar| {
+    ///         reg.add_typed_pass::<IntOp>("double", double, std::ptr::null_mut())
+    ///     })
+    ///     .build()?;
+    /// let lease = host.acquire()?;
+    /// let pass = lease.get::<IntOp>("double")?; // safe: the interface id is checked
+    /// // SAFETY: `lease` is alive, so the pass's library is loaded; `double` takes any `i32`.
+    /// assert_eq!(unsafe { pass(21) }, 42);
+    /// assert_eq!(pass.info().interface(), Some("math.int_op/1"));
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    ///
+    /// A pass from `get` cannot outlive its lease:
+    ///
+    /// ```compile_fail,E0505
+    /// # pub struct IntOp;
+    /// # unsafe impl dylease::Interface for IntOp {
+    /// #     const ID: &'static str = "math.int_op/1";
+    /// #     type Fn = unsafe extern "C" fn(i32) -> i32;
+    /// # }
+    /// # let host = dylease::PluginHost::builder().build()?;
+    /// let lease = host.acquire()?;
+    /// let pass = lease.get::<IntOp>("double");
+    /// drop(lease); // error: `lease` is still borrowed by `pass`
+    /// drop(pass);
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    ///
+    /// while the same code with the drops in the other order compiles:
+    ///
+    /// ```
+    /// # pub struct IntOp;
+    /// # unsafe impl dylease::Interface for IntOp {
+    /// #     const ID: &'static str = "math.int_op/1";
+    /// #     type Fn = unsafe extern "C" fn(i32) -> i32;
+    /// # }
+    /// # let host = dylease::PluginHost::builder().build()?;
+    /// let lease = host.acquire()?;
+    /// let pass = lease.get::<IntOp>("double");
+    /// drop(pass);
+    /// drop(lease);
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub fn get<I: Interface>(&self, name: &str) -> Result<Pass<'_, I::Fn>, Error> {
+        let failure = |cause| Error::PassLookup {
+            pass: name.to_owned(),
+            expected: I::ID,
+            cause: Box::new(cause),
+        };
+        let index = self
+            .pass_position(name)
+            .ok_or_else(|| failure(LookupFailure::Missing))?;
+        let info = &self.passes()[index];
+        match info.interface() {
+            Some(registered) if registered == I::ID => Ok(self.typed_pass::<I>(index)),
+            Some(registered) => Err(failure(LookupFailure::OtherInterface {
+                registered: registered.to_owned(),
+                plugin: self.plugins()[info.plugin_index()].origin().clone(),
+            })),
+            None => Err(failure(LookupFailure::Untyped {
+                plugin: self.plugins()[info.plugin_index()].origin().clone(),
+            })),
+        }
+    }
+
+    /// As [`Lease::get`], but the pass carries a clone of this lease, so it can be stored in
+    /// structs and sent to other threads.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Lease::get`].
+    pub fn get_owned<I: Interface>(&self, name: &str) -> Result<OwnedPass<I::Fn>, Error> {
+        self.get::<I>(name).map(|pass| pass.to_owned_pass())
+    }
+
+    /// Every pass registered under interface `I`, in an order that depends neither on link
+    /// order nor on hash order: plugins in load order (the order
+    /// [`PluginSet::plugins`](crate::PluginSet::plugins) lists them), then, within a plugin,
+    /// pass names in byte order (`str`'s `Ord`). The order is computed once at load;
+    /// iterating allocates nothing.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// pub struct IntOp;
+    /// // SAFETY: every pass registered under "math.int_op/1" is an `fn(i32) -> i32`.
+    /// unsafe impl dylease::Interface for IntOp {
+    ///     const ID: &'static str = "math.int_op/1";
+    ///     type Fn = unsafe fn(i32) -> i32;
+    /// }
+    ///
+    /// let host = dylease::PluginHost::builder()
+    ///     .static_plugin("math", |reg: &mut dylease::Registrar| {
+    ///         reg.add_typed_pass::<IntOp>("triple", |x| x * 3, std::ptr::null_mut())?;
+    ///         reg.add_typed_pass::<IntOp>("double", |x| x * 2, std::ptr::null_mut())
+    ///     })
+    ///     .build()?;
+    /// let lease = host.acquire()?;
+    /// // SAFETY: `lease` is alive while the passes run; they take any `i32`.
+    /// let results: Vec<(&str, i32)> =
+    ///     lease.passes_of::<IntOp>().map(|p| (p.name(), unsafe { p(7) })).collect();
+    /// assert_eq!(results, [("double", 14), ("triple", 21)]);
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub fn passes_of<I: Interface>(&self) -> impl ExactSizeIterator<Item = Pass<'_, I::Fn>> + '_ {
+        self.passes_of_interface(I::ID)
+            .iter()
+            .map(move |&index| self.typed_pass::<I>(index))
+    }
+
+    /// The pass at `index`, which was registered under `I::ID`.
+    fn typed_pass<I: Interface>(&self, index: usize) -> Pass<'_, I::Fn> {
+        debug_assert_eq!(self.passes()[index].interface(), Some(I::ID));
+        // SAFETY: the pass was registered under `I::ID`, and `I`'s implementer guarantees
+        // that every pass registered under that id has the signature `I::Fn`.
+        let func = unsafe { I::Fn::from_raw(self.passes()[index].func) };
+        Pass {
+            func,
+            index,
+            lease: self,
+        }
+    }
+
     /// The pass registered under `name`, typed as `F`, borrowing this lease: it cannot
     /// outlive the lease, so its library stays loaded while it is in use.
     ///
     /// Returns `None` if no plugin of this set registered `name`. The lookup is one hash
     /// lookup and allocates nothing.
+    ///
+    /// This is the lookup for untyped passes (`DYLEASE_PASS`, every pass of an ABI version 1
+    /// plugin). For a pass registered under an interface, the safe [`Lease::get`] checks the
+    /// interface instead of trusting the caller.
     ///
     /// # Safety
     ///

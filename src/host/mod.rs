@@ -14,6 +14,8 @@ mod lease;
 mod reentry;
 mod set;
 mod stats;
+#[cfg(feature = "watch")]
+mod watch;
 
 pub use lease::{Lease, OwnedPass, Pass, WeakLease};
 pub use set::PluginSet;
@@ -36,10 +38,14 @@ use generations::Generations;
 /// # Example
 ///
 /// ```no_run
-/// let host = dylease::PluginHost::builder()
-///     .dir("/opt/app/plugins")
-///     .env("MYAPP_PLUGIN_PATH")
-///     .build()?;
+/// // SAFETY: /opt/app/plugins and the directories in MYAPP_PLUGIN_PATH hold this
+/// // application's own plugins, whose code is sound.
+/// let host = unsafe {
+///     dylease::PluginHost::builder()
+///         .dir("/opt/app/plugins")
+///         .env("MYAPP_PLUGIN_PATH")
+/// }
+/// .build()?;
 /// let lease = host.acquire()?;
 /// for plugin in lease.plugins() {
 ///     println!("{} {}", plugin.name(), plugin.version());
@@ -47,10 +53,77 @@ use generations::Generations;
 /// # Ok::<(), dylease::Error>(())
 /// ```
 pub struct PluginHost {
+    config: Arc<LoadConfig>,
+    generations: Arc<Generations>,
+    /// The watcher of [`HostBuilder::watch`]; it holds `config` weakly, so it ends with the host.
+    #[cfg(feature = "watch")]
+    watch: Option<watch::Watch>,
+}
+
+/// What every load of a host reads.
+#[derive(Debug)]
+struct LoadConfig {
     sources: Box<[Source]>,
     policy: LoadPolicy,
     trust: TrustPolicy,
-    generations: Arc<Generations>,
+    reload_dir: PathBuf,
+}
+
+impl LoadConfig {
+    /// Runs the load pipeline over every source, under the host's policies. On failure
+    /// everything registered so far is unloaded before the error is returned.
+    fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
+        crate::load::load(&self.sources, self.policy, self.trust, &self.reload_dir, deadline)
+    }
+}
+
+/// When a host's plugin set unloads once no user holds a lease of it.
+///
+/// Every unload is still the drop of the set's last `Arc`: under `After` and `WithHost` the
+/// host holds one lease of its own, and dropping it is what unloads.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use dylease::{PluginHost, UnloadPolicy};
+///
+/// // A compiler that runs many short single-op compiles: keep the plugins for 2 s of quiet.
+/// let host = PluginHost::builder()
+///     .static_plugin("builtin", |_reg: &mut dylease::Registrar| Ok(()))
+///     .unload(UnloadPolicy::After(Duration::from_secs(2)))
+///     .build()?;
+/// for _ in 0..100 {
+///     let lease = host.acquire()?;
+///     drop(lease); // the host's own lease keeps the set loaded
+/// }
+/// assert_eq!(host.stats().loads, 1);
+/// # Ok::<(), dylease::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UnloadPolicy {
+    /// The set unloads in the drop of its last user lease (the default).
+    #[default]
+    Immediately,
+    /// The host keeps the newest set loaded until no user lease of it has been seen for this
+    /// long, then drops its own lease, which unloads it. A background thread of the host looks
+    /// every eighth of the duration (between 1 ms and 250 ms), so a user lease that lives
+    /// shorter than that between two looks may go unseen; the thread ends with the host.
+    After(Duration),
+    /// The host keeps the newest set loaded until the host itself is dropped.
+    WithHost,
+}
+
+impl Drop for PluginHost {
+    /// Drops the host's own lease (under [`UnloadPolicy::After`] and
+    /// [`UnloadPolicy::WithHost`]), which unloads the set here unless a user still holds one.
+    fn drop(&mut self) {
+        // The watcher first: no reload starts once the host's own lease is gone.
+        #[cfg(feature = "watch")]
+        drop(self.watch.take());
+        self.generations.stop_keeping();
+    }
 }
 
 // A panic that unwinds out of `acquire` (from a logger, say) leaves the host consistent: its
@@ -62,9 +135,9 @@ impl std::panic::RefUnwindSafe for PluginHost {}
 impl fmt::Debug for PluginHost {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PluginHost")
-            .field("sources", &self.sources)
-            .field("policy", &self.policy)
-            .field("trust", &self.trust)
+            .field("sources", &self.config.sources)
+            .field("policy", &self.config.policy)
+            .field("trust", &self.config.trust)
             .field("generation", &self.generation())
             .field("loaded", &self.is_loaded())
             .finish()
@@ -125,10 +198,47 @@ impl PluginHost {
         Generations::acquire(&self.generations, deadline, |deadline| self.load(deadline)).map(Lease)
     }
 
-    /// Runs the load pipeline over every source, under the host's policies. On failure
-    /// everything registered so far is unloaded before the error is returned.
+    /// Loads the sources as they are now into a new generation and makes it the one
+    /// [`acquire`](PluginHost::acquire) returns, even if a set is loaded; returns a lease of
+    /// it. Older generations keep serving the leases their users hold (tell them apart with
+    /// [`PluginSet::generation`]) and unload when their last lease drops.
+    ///
+    /// A library file that changed since the instance still loaded from it was opened (a new
+    /// file installed by rename) is loaded from a private copy, so that the platform loader
+    /// cannot hand back the old mapping under the same name; an unchanged file keeps sharing
+    /// its live instance. Concurrent reloads, and loads by [`acquire`](PluginHost::acquire),
+    /// run one after the other; `acquire()` of a loaded set stays lock-free throughout.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](PluginHost::acquire). A failed reload leaves the current generation
+    /// current, and nothing new loaded.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let host = dylease::PluginHost::builder()
+    ///     .static_plugin("builtin", |_reg: &mut dylease::Registrar| Ok(()))
+    ///     .build()?;
+    /// let session = host.acquire()?;
+    /// let fresh = host.reload()?;
+    /// assert_eq!((session.generation(), fresh.generation()), (1, 2));
+    /// assert_eq!(host.acquire()?.generation(), 2);
+    /// drop(session); // generation 1 unloads here; generation 2 stays
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub fn reload(&self) -> Result<Lease, Error> {
+        Generations::reload(&self.generations, None, |deadline| self.load(deadline)).map(Lease)
+    }
+
+    /// The host's unload policy.
+    pub fn unload_policy(&self) -> UnloadPolicy {
+        self.generations.policy()
+    }
+
+    /// Loads the sources under the host's policies ([`LoadConfig::load`]).
     fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
-        crate::load::load(&self.sources, self.policy, self.trust, deadline)
+        self.config.load(deadline)
     }
 
     /// Whether a set of this host is loaded (or still unloading). Observes, decides nothing.
@@ -148,9 +258,11 @@ impl PluginHost {
     /// Takes no lease and decides nothing; the numbers may be stale as soon as they are read.
     /// See [`Stats`] for an example.
     pub fn stats(&self) -> Stats {
-        self.generations
-            .stats
-            .snapshot(self.is_loaded(), self.generation(), self.generations.live_leases())
+        let generations = &self.generations;
+        generations.stats.snapshot(
+            (self.is_loaded(), self.generation(), generations.live_leases()),
+            (generations.policy(), generations.unloads_at()),
+        )
     }
 
     /// Blocks until no set of this host is loaded, or until `timeout` has passed: `true` if
@@ -184,12 +296,12 @@ impl PluginHost {
 
     /// The host's load policy.
     pub fn policy(&self) -> LoadPolicy {
-        self.policy
+        self.config.policy
     }
 
     /// The host's trust policy.
     pub fn trust(&self) -> TrustPolicy {
-        self.trust
+        self.config.trust
     }
 }
 
@@ -199,6 +311,10 @@ pub struct HostBuilder {
     sources: Vec<Source>,
     policy: LoadPolicy,
     trust: TrustPolicy,
+    unload: UnloadPolicy,
+    reload_dir: Option<PathBuf>,
+    #[cfg(feature = "watch")]
+    watch: Option<Duration>,
 }
 
 impl HostBuilder {
@@ -208,13 +324,45 @@ impl HostBuilder {
     ///
     /// The directory is read at each load. A missing directory, or a path that is not a
     /// directory, makes the load fail with an error naming it.
-    pub fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// Loading a library runs its initialisation routines (constructors), and the host then
+    /// calls its entry point, `on_load`, `register_passes` and later `on_unload` and its
+    /// termination routines, from whichever thread acquires or drops the last lease. The
+    /// caller vouches that running that code is sound, as for calling any unknown foreign
+    /// function (the same contract as `libloading::Library::new`): the libraries this source
+    /// names are plugins built for this host's ABI, whose code upholds Rust's rules for
+    /// whatever they touch, and whose passes have the signatures the host later asks for.
+    /// [`TrustPolicy::Strict`] (the default) checks who could have *changed* the files; it
+    /// cannot check what the code does.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// // SAFETY: /opt/app/plugins holds this application's own plugins.
+    /// let host = unsafe { dylease::PluginHost::builder().dir("/opt/app/plugins") }.build()?;
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub unsafe fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.sources.push(Source::Dir(dir.into()));
         self
     }
 
     /// One plugin library.
-    pub fn file(mut self, file: impl Into<PathBuf>) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// Loading a library runs its initialisation routines (constructors), and the host then
+    /// calls its entry point, `on_load`, `register_passes` and later `on_unload` and its
+    /// termination routines, from whichever thread acquires or drops the last lease. The
+    /// caller vouches that running that code is sound, as for calling any unknown foreign
+    /// function (the same contract as `libloading::Library::new`): the libraries this source
+    /// names are plugins built for this host's ABI, whose code upholds Rust's rules for
+    /// whatever they touch, and whose passes have the signatures the host later asks for.
+    /// [`TrustPolicy::Strict`] (the default) checks who could have *changed* the files; it
+    /// cannot check what the code does.
+    pub unsafe fn file(mut self, file: impl Into<PathBuf>) -> Self {
         self.sources.push(Source::File(file.into()));
         self
     }
@@ -222,7 +370,19 @@ impl HostBuilder {
     /// The directories listed in the environment variable `var`, separated by the
     /// platform's path-list separator (`:` on Unix), read at each load. An unset variable
     /// lists none; a relative directory is refused.
-    pub fn env(mut self, var: impl Into<OsString>) -> Self {
+    ///
+    /// # Safety
+    ///
+    /// Loading a library runs its initialisation routines (constructors), and the host then
+    /// calls its entry point, `on_load`, `register_passes` and later `on_unload` and its
+    /// termination routines, from whichever thread acquires or drops the last lease. The
+    /// caller vouches that running that code is sound, as for calling any unknown foreign
+    /// function (the same contract as `libloading::Library::new`): the libraries in every directory
+    /// whoever sets the variable lists are plugins built for this host's ABI, whose code upholds Rust's rules for
+    /// whatever they touch, and whose passes have the signatures the host later asks for.
+    /// [`TrustPolicy::Strict`] (the default) checks who could have *changed* the files; it
+    /// cannot check what the code does.
+    pub unsafe fn env(mut self, var: impl Into<OsString>) -> Self {
         self.sources.push(Source::Env(var.into()));
         self
     }
@@ -260,6 +420,22 @@ impl HostBuilder {
         self
     }
 
+    /// When the set unloads once no user holds a lease; [`UnloadPolicy::Immediately`] by
+    /// default.
+    pub fn unload(mut self, unload: UnloadPolicy) -> Self {
+        self.unload = unload;
+        self
+    }
+
+    /// Where private copies of changed plugin files go (see
+    /// [`PluginHost::reload`]): each in a new directory of its own, owned by this user with
+    /// mode 0700, removed once its library unloaded. The system's temporary directory
+    /// ([`std::env::temp_dir`]) by default.
+    pub fn reload_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.reload_dir = Some(dir.into());
+        self
+    }
+
     /// Finishes the configuration. Nothing is loaded until the first
     /// [`acquire`](PluginHost::acquire).
     ///
@@ -267,7 +443,19 @@ impl HostBuilder {
     ///
     /// [`Error::Config`] if a static plugin has an empty name or one longer than 256 bytes, or
     /// two static plugins share a name.
+    /// With `watch` (crate feature `watch`), [`Error::Io`] naming a directory that cannot
+    /// be watched.
     pub fn build(self) -> Result<PluginHost, Error> {
+        self.validate()?;
+        #[cfg(feature = "watch")]
+        if let Some(debounce) = self.watch {
+            return watch::start(self.build_unchecked(), debounce);
+        }
+        Ok(self.build_unchecked())
+    }
+
+    /// The checks of [`HostBuilder::build`].
+    fn validate(&self) -> Result<(), Error> {
         let mut names = std::collections::HashSet::new();
         for source in &self.sources {
             if let Source::Static(plugin) = source {
@@ -288,15 +476,20 @@ impl HostBuilder {
                 }
             }
         }
-        Ok(self.build_unchecked())
+        Ok(())
     }
 
     fn build_unchecked(self) -> PluginHost {
         PluginHost {
-            sources: self.sources.into(),
-            policy: self.policy,
-            trust: self.trust,
-            generations: Arc::new(Generations::new()),
+            config: Arc::new(LoadConfig {
+                sources: self.sources.into(),
+                policy: self.policy,
+                trust: self.trust,
+                reload_dir: self.reload_dir.unwrap_or_else(std::env::temp_dir),
+            }),
+            generations: Arc::new(Generations::new(self.unload)),
+            #[cfg(feature = "watch")]
+            watch: None,
         }
     }
 }
@@ -304,8 +497,80 @@ impl HostBuilder {
 /// The name of the environment variable the [`global`] host reads.
 pub const GLOBAL_PATH_VAR: &str = "DYLEASE_PLUGIN_PATH";
 
-/// The process-wide default host: the plugin directories listed in `DYLEASE_PLUGIN_PATH`
-/// (read at each load; unset means no plugins).
+/// The global host's configuration, from `init_global` to the first use of `global()`.
+#[derive(Debug)]
+enum GlobalConfig {
+    Unset,
+    Set(HostBuilder),
+    Used,
+}
+
+crate::sync::lazy_static! {
+    static GLOBAL_CONFIG: crate::sync::Mutex<GlobalConfig> = crate::sync::Mutex::new(GlobalConfig::Unset);
+}
+
+static GLOBAL: once_cell::sync::OnceCell<PluginHost> = once_cell::sync::OnceCell::new();
+
+/// Configures the process-wide host that [`global`] returns, once, before its first use: its
+/// sources and policies (say, [`LoadPolicy::SkipFailed`], so that one missing directory in a
+/// path variable does not fail every load), like `log::set_logger`.
+///
+/// # Safety
+///
+/// As for [`HostBuilder::dir`], [`HostBuilder::file`] and [`HostBuilder::env`]: the caller
+/// vouches for the native code the configured sources name.
+///
+/// # Errors
+///
+/// [`Error::Config`] if the global host was already configured or used, or if the
+/// configuration is invalid (see [`HostBuilder::build`]).
+///
+/// # Example
+///
+/// ```no_run
+/// use dylease::{LoadPolicy, PluginHost};
+///
+/// fn main() -> Result<(), dylease::Error> {
+///     // SAFETY: the directories in MYAPP_PLUGIN_PATH hold this application's own plugins.
+///     unsafe {
+///         dylease::init_global(
+///             PluginHost::builder().env("MYAPP_PLUGIN_PATH").policy(LoadPolicy::SkipFailed),
+///         )
+///     }?;
+///     let lease = dylease::global().acquire()?;
+///     # drop(lease);
+///     Ok(())
+/// }
+/// ```
+pub unsafe fn init_global(builder: HostBuilder) -> Result<(), Error> {
+    let mut config = GLOBAL_CONFIG.lock();
+    if !matches!(*config, GlobalConfig::Unset) {
+        return Err(Error::Config {
+            reason: "the global host was already configured or used; call init_global once, before global()".into(),
+        });
+    }
+    // Checked now, so that a bad configuration fails here and not at the first `global()`.
+    builder.validate()?;
+    #[cfg(feature = "watch")]
+    if builder.watch.is_some() {
+        return Err(Error::Config {
+            reason: "the global host cannot watch its sources; build a host of your own to watch".into(),
+        });
+    }
+    *config = GlobalConfig::Set(builder);
+    Ok(())
+}
+
+/// The process-wide host: the one [`init_global`] configured, or by default one over the
+/// plugin directories listed in `DYLEASE_PLUGIN_PATH` (read at each load; unset means no
+/// plugins), with default policies.
+///
+/// The default is safe to use because the environment of a process already chooses its code
+/// (`LD_PRELOAD`, `LD_LIBRARY_PATH`): whoever can set `DYLEASE_PLUGIN_PATH` can set those. Like
+/// the platform loader, the default ignores the variable in a process that runs with elevated
+/// rights (set-user-ID and the like: `AT_SECURE`), where the environment comes from a less
+/// trusted user. A program that names a variable or directory itself vouches for it through
+/// the `unsafe` builder methods or [`init_global`].
 ///
 /// # Example
 ///
@@ -315,7 +580,32 @@ pub const GLOBAL_PATH_VAR: &str = "DYLEASE_PLUGIN_PATH";
 /// # Ok::<(), dylease::Error>(())
 /// ```
 pub fn global() -> &'static PluginHost {
-    static GLOBAL: once_cell::sync::Lazy<PluginHost> =
-        once_cell::sync::Lazy::new(|| HostBuilder::default().env(GLOBAL_PATH_VAR).build_unchecked());
-    &GLOBAL
+    GLOBAL.get_or_init(|| {
+        let mut config = GLOBAL_CONFIG.lock();
+        if let GlobalConfig::Set(builder) = std::mem::replace(&mut *config, GlobalConfig::Used) {
+            return builder.build_unchecked();
+        }
+        let builder = HostBuilder::default();
+        if secure_execution() {
+            log::warn!("{GLOBAL_PATH_VAR} is ignored in a process running with elevated rights");
+            return builder.build_unchecked();
+        }
+        // SAFETY: the process's environment already chooses its code (see above), and a
+        // process whose environment comes from a less trusted user does not get here.
+        unsafe { builder.env(GLOBAL_PATH_VAR) }.build_unchecked()
+    })
+}
+
+/// Whether this process runs with elevated rights given by its executable (set-user-ID,
+/// set-group-ID, file capabilities): the platform loader's `AT_SECURE`.
+fn secure_execution() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `getauxval` only reads the auxiliary vector the kernel gave the process.
+        unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
 }

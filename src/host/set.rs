@@ -38,11 +38,13 @@ impl PluginSet {
     }
 
     /// The loaded plugins, in load order.
+    #[inline]
     pub fn plugins(&self) -> &[PluginInfo] {
         self.contents.plugins()
     }
 
     /// Every registered pass, in registration order.
+    #[inline]
     pub fn passes(&self) -> &[PassInfo] {
         self.contents.passes()
     }
@@ -53,8 +55,16 @@ impl PluginSet {
     }
 
     /// The position of the pass registered under `name` in [`PluginSet::passes`].
+    #[inline]
     pub(crate) fn pass_position(&self, name: &str) -> Option<usize> {
         self.contents.pass_position(name)
+    }
+
+    /// The positions in [`PluginSet::passes`] of the passes registered under `interface`, in
+    /// the order [`Lease::passes_of`](crate::Lease::passes_of) documents.
+    #[inline]
+    pub(crate) fn passes_of_interface(&self, interface: &str) -> &[usize] {
+        self.contents.passes_of(interface)
     }
 
     /// Whether a pass is registered under `name`.

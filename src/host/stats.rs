@@ -4,9 +4,9 @@
 //! consulted to decide when to load or unload. The recorder's lock is a leaf: it is held only
 //! to copy numbers, never while plugin code runs or a lease is dropped.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::host::PluginSet;
+use crate::host::{PluginSet, UnloadPolicy};
 use crate::load::count;
 use crate::sync::Mutex;
 
@@ -61,6 +61,11 @@ pub struct Stats {
     /// How long the last unload took: unload code, closing the libraries, and the pinned
     /// check.
     pub last_unload: Option<Duration>,
+    /// The host's [`UnloadPolicy`].
+    pub unload_policy: UnloadPolicy,
+    /// When the host plans to drop its own lease of the newest set, which then unloads:
+    /// under [`UnloadPolicy::After`] while no user lease is alive; `None` otherwise.
+    pub unloads_at: Option<Instant>,
 }
 
 /// The host's side of [`Stats`]: updated by loads and unloads.
@@ -123,7 +128,11 @@ impl Recorder {
     }
 
     /// A snapshot, with the parts the host itself knows.
-    pub(crate) fn snapshot(&self, loaded: bool, generation: u64, live_leases: usize) -> Stats {
+    pub(crate) fn snapshot(
+        &self,
+        (loaded, generation, live_leases): (bool, u64, usize),
+        (unload_policy, unloads_at): (UnloadPolicy, Option<Instant>),
+    ) -> Stats {
         let record = self.0.lock();
         Stats {
             loaded,
@@ -136,6 +145,8 @@ impl Recorder {
             pinned_libraries: record.pinned_libraries,
             last_load: record.last_load,
             last_unload: record.last_unload,
+            unload_policy,
+            unloads_at,
         }
     }
 }

@@ -1,13 +1,14 @@
 //! Discovery: turns a host's sources into the ordered list of plugins one load will try.
 
 use std::collections::HashSet;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::load::pipeline::{Candidate, StaticPlugin};
+use crate::load::candidate::{Candidate, Identity};
+use crate::load::pipeline::StaticPlugin;
 
 /// Where a host finds plugins, in the order given to the builder.
 #[derive(Debug)]
@@ -43,9 +44,9 @@ type Found = Result<(Candidate, Identity), (PathBuf, Error)>;
 /// directory's libraries in byte order of file name. A file reached twice (through a
 /// symlink, or listed twice) is planned once, where it first appears.
 ///
-/// A source that cannot be listed (a missing directory, a relative directory in an
-/// environment variable) fails the whole plan; a single file that cannot be used is planned
-/// as [`Planned::Unusable`].
+/// A directory that cannot be listed (missing, not a directory) and a single file that
+/// cannot be used are planned as [`Planned::Unusable`], a failure a load policy may skip; an
+/// environment variable that lists a relative directory fails the whole plan.
 pub(crate) fn plan(sources: &[Source]) -> Result<Vec<Planned<'_>>, Error> {
     let mut plan = Vec::new();
     let mut seen = HashSet::new();
@@ -59,16 +60,19 @@ pub(crate) fn plan(sources: &[Source]) -> Result<Vec<Planned<'_>>, Error> {
     };
     for source in sources {
         match source {
-            Source::Dir(dir) => {
-                for found in libraries_in(dir)? {
-                    add_file(found, &mut plan);
-                }
-            }
+            Source::Dir(dir) => match libraries_in(dir) {
+                Ok(found) => found.into_iter().for_each(|found| add_file(found, &mut plan)),
+                Err(error) => plan.push(Planned::Unusable {
+                    path: dir.clone(),
+                    error,
+                }),
+            },
             Source::File(path) => add_file(library_file(path), &mut plan),
             Source::Env(var) => {
                 for dir in env_dirs(var)? {
-                    for found in libraries_in(&dir)? {
-                        add_file(found, &mut plan);
+                    match libraries_in(&dir) {
+                        Ok(found) => found.into_iter().for_each(|found| add_file(found, &mut plan)),
+                        Err(error) => plan.push(Planned::Unusable { path: dir, error }),
                     }
                 }
             }
@@ -111,7 +115,7 @@ fn library_file(path: &Path) -> Found {
 
 /// The directories listed in `var`, separated by the platform's path-list separator; empty
 /// entries are ignored and an unset variable lists none.
-fn env_dirs(var: &OsString) -> Result<Vec<PathBuf>, Error> {
+pub(crate) fn env_dirs(var: &OsString) -> Result<Vec<PathBuf>, Error> {
     let Some(value) = std::env::var_os(var) else {
         return Ok(Vec::new());
     };
@@ -135,6 +139,13 @@ fn env_dirs(var: &OsString) -> Result<Vec<PathBuf>, Error> {
     Ok(dirs)
 }
 
+/// Whether a directory entry called `name` is a plugin library candidate: a name with the
+/// platform's library suffix, and more than the suffix.
+pub(crate) fn is_library_name(name: &OsStr) -> bool {
+    let suffix = std::env::consts::DLL_SUFFIX.as_bytes();
+    name.as_encoded_bytes().ends_with(suffix) && name.len() > suffix.len()
+}
+
 /// The regular files with the platform's library suffix in `dir`, in byte order of name,
 /// with the entries whose type cannot be read (a dangling symlink, a symlink loop).
 ///
@@ -154,12 +165,11 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
         )));
     }
     let resolved_dir = fs::canonicalize(dir).map_err(io_error)?;
-    let suffix = std::env::consts::DLL_SUFFIX.as_bytes();
     let mut found = Vec::new();
     for entry in fs::read_dir(dir).map_err(io_error)? {
         let entry = entry.map_err(io_error)?;
         let name = entry.file_name();
-        if !name.as_encoded_bytes().ends_with(suffix) || name.len() == suffix.len() {
+        if !is_library_name(&name) {
             continue;
         }
         let path = entry.path();
@@ -198,14 +208,6 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
     Ok(found.into_iter().map(|(_, found)| found).collect())
 }
 
-/// What makes two paths the same library to the platform loader: on Unix the device and
-/// inode (glibc matches an already-loaded object by them, so a hard link is the same
-/// library), elsewhere the path. `metadata` is the file's, with symlinks followed.
-#[cfg(unix)]
-pub(crate) type Identity = (u64, u64);
-#[cfg(not(unix))]
-pub(crate) type Identity = PathBuf;
-
 #[cfg(unix)]
 fn identity(_path: &Path, metadata: &fs::Metadata) -> Identity {
     use std::os::unix::fs::MetadataExt;
@@ -241,8 +243,15 @@ fn identity(path: &Path, _metadata: &fs::Metadata) -> Identity {
 /// # Ok::<(), dylease::Error>(())
 /// ```
 pub fn plugin_files_in(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>, Error> {
-    let sources = [Source::Dir(dir.as_ref().to_owned())];
-    let planned = plan(&sources)?;
+    let dir = dir.as_ref();
+    let sources = [Source::Dir(dir.to_owned())];
+    let mut planned = plan(&sources)?;
+    // The directory itself cannot be listed: that is this call's error, not a file in it.
+    if matches!(planned.as_slice(), [Planned::Unusable { path, .. }] if path == dir)
+        && let Some(Planned::Unusable { error, .. }) = planned.pop()
+    {
+        return Err(error);
+    }
     Ok(planned
         .into_iter()
         .filter_map(|planned| match planned {

@@ -32,16 +32,23 @@ pub(crate) fn check(file: &File, len: u64) -> Result<(), String> {
     if !cfg!(all(unix, not(target_vendor = "apple"))) {
         return Ok(());
     }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileExt;
-        check_with(|buffer, offset| file.read_at(buffer, offset), len)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (file, len);
-        Ok(())
-    }
+    check_with(|buffer, offset| read_at(file, buffer, offset), len)
+}
+
+/// Reads from `offset` on without moving the file's position (`pread`).
+#[cfg(unix)]
+fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buffer, offset)
+}
+
+#[cfg(windows)]
+fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buffer, offset)
+}
+
+#[cfg(not(any(unix, windows)))]
+fn read_at(_: &File, _: &mut [u8], _: u64) -> std::io::Result<usize> {
+    Err(std::io::ErrorKind::Unsupported.into())
 }
 
 /// [`check`] over any positioned reader (`read_at(buffer, offset)`, like `pread`).

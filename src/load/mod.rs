@@ -7,6 +7,8 @@ use std::time::Instant;
 
 use crate::error::{Error, Origin};
 
+mod candidate;
+mod copy;
 pub(crate) mod discover;
 mod elf;
 mod library;
@@ -18,6 +20,8 @@ mod trust;
 
 pub(crate) use discover::Source;
 pub use discover::plugin_files_in;
+#[cfg(feature = "watch")]
+pub(crate) use discover::{env_dirs, is_library_name};
 pub(crate) use pipeline::StaticPlugin;
 pub(crate) use plugins::{LoadedPlugins, count};
 pub use plugins::{PassInfo, PluginInfo};
@@ -25,8 +29,9 @@ pub(crate) use registrar::MAX_NAME_LEN;
 pub use registrar::Registrar;
 pub use trust::TrustPolicy;
 
+use candidate::Candidate;
 use discover::{Planned, plan};
-use pipeline::{Candidate, Registered, Verified};
+use pipeline::{Registered, Verified};
 
 /// What a load does when one plugin fails.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -41,8 +46,9 @@ pub enum LoadPolicy {
     /// recorded in [`PluginSet::failures`](crate::PluginSet::failures); the others load. A pass whose name an earlier plugin registered is left
     /// out the same way, and its plugin stays: the first registration keeps the name.
     ///
-    /// A source that cannot be listed (a missing directory, a relative directory in an
-    /// environment variable) still fails the whole load.
+    /// A directory that cannot be listed (missing, or not a directory; say one entry of a
+    /// path variable) is left out the same way. An environment variable that lists a relative
+    /// directory still fails the whole load: it is a configuration error, not a missing plugin.
     SkipFailed,
 }
 
@@ -90,6 +96,7 @@ pub(crate) fn load(
     sources: &[Source],
     policy: LoadPolicy,
     trust: TrustPolicy,
+    copies: &Path,
     deadline: Option<Instant>,
 ) -> Result<LoadedPlugins, Error> {
     let mut set = LoadedPlugins::new();
@@ -111,7 +118,7 @@ pub(crate) fn load(
     }
 
     for step in steps {
-        let failures = match step.and_then(|step| step.register(deadline)) {
+        let failures = match step.and_then(|step| step.register(copies, deadline)) {
             Ok(plugin) => {
                 let (origin, name, passes) = (plugin.origin.clone(), plugin.name.clone(), plugin.passes.len());
                 let duplicates = set.add(plugin);
@@ -144,11 +151,11 @@ enum Step<'host> {
 
 impl Step<'_> {
     /// Runs the pipeline; a failure comes with the plugin it is about.
-    fn register(self, deadline: Option<Instant>) -> Result<Registered, (Origin, Error)> {
+    fn register(self, copies: &Path, deadline: Option<Instant>) -> Result<Registered, (Origin, Error)> {
         match self {
             Step::File(candidate) => {
                 let origin = Origin::File(candidate.path.clone());
-                let registered = candidate.open(deadline).and_then(Verified::register);
+                let registered = candidate.open(copies, deadline).and_then(Verified::register);
                 registered.map_err(|error| (origin, error))
             }
             Step::Static(plugin) => plugin

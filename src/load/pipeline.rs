@@ -18,25 +18,12 @@ use crate::abi::{
     dylease_plugin_abi1, dylease_register_fn,
 };
 use crate::error::{Error, Origin};
-use crate::load::discover::Identity;
+use crate::load::candidate::Candidate;
 use crate::load::library::{Library, LoaderName, still_loaded};
 use crate::load::registrar::{Collected, Finished, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
 use crate::load::registry::{FileRef, LibraryInstance, Opener, Registry};
-use crate::load::trust::{FileId, open_checked};
+use crate::load::trust::open_checked;
 use crate::sync::Arc;
-
-/// A library file found by discovery, not yet opened.
-#[derive(Debug)]
-pub(crate) struct Candidate {
-    /// The path as discovered (what errors and `PluginInfo::path` show).
-    pub(crate) path: PathBuf,
-    /// The path with symlinks resolved (what is opened).
-    pub(crate) resolved: PathBuf,
-    /// What makes it the same file as another ((dev, ino) on Unix).
-    pub(crate) identity: Identity,
-    /// The file the trust check passed at `resolved`, if it ran: what is opened must be it.
-    pub(crate) checked: Option<FileId>,
-}
 
 /// A plugin file whose library instance is open and whose descriptor passed every check.
 #[derive(Debug)]
@@ -137,13 +124,15 @@ impl Candidate {
     /// The headers are read from the file the trust check passed (see [`open_checked`]); the
     /// loader then opens the same path, which no other user can change once it passed the
     /// check (every directory on the way is the user's or root's, or sticky).
-    pub(crate) fn open(self, deadline: Option<Instant>) -> Result<Verified, Error> {
+    pub(crate) fn open(self, copies: &Path, deadline: Option<Instant>) -> Result<Verified, Error> {
         let (checked, len) = open_checked(&self)?;
         crate::load::elf::check_file(&self.path, &checked, len)?;
         let file = FileRef {
             shown: &self.path,
             resolved: &self.resolved,
             identity: &self.identity,
+            source: Some(&checked),
+            copies,
         };
         let instance = Registry::instance(&REGISTRY, file, deadline)?;
         drop(checked);
@@ -163,12 +152,12 @@ impl Opener for Dlopen {
     type Plugin = Descriptor;
     type Closed = Option<LoaderName>;
 
-    fn open(&self, file: FileRef<'_>) -> Result<Library, Error> {
+    fn open(&self, path: &Path, file: FileRef<'_>) -> Result<Library, Error> {
         // SAFETY: the host's configuration named this file as a plugin; by naming it, the
         // user vouches for its initialisation and termination routines (see the crate docs,
         // "Trust"). The registry calls this outside its lock, with the host's re-entrancy
         // mark set so that a nested `acquire()` fails instead of deadlocking.
-        let library = unsafe { Library::open(file.resolved) };
+        let library = unsafe { Library::open(path) };
         library.map_err(|reason| Error::Open {
             path: file.shown.to_owned(),
             reason,

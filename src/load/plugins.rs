@@ -87,6 +87,10 @@ pub(crate) struct LoadedPlugins {
     plugins: Vec<PluginInfo>,
     passes: Vec<PassInfo>,
     index: HashMap<Box<str>, usize>,
+    /// For each interface id, the positions in `passes` of the passes registered under it:
+    /// plugins in load order, then pass names in byte order. Built by
+    /// [`LoadedPlugins::finished`].
+    by_interface: HashMap<Box<str>, Box<[usize]>>,
     failures: Vec<LoadFailure>,
     /// Only touched through `&mut` (by [`LoadedPlugins::unload`] and `Drop`).
     teardown: Exclusive<Vec<Teardown>>,
@@ -112,6 +116,7 @@ impl LoadedPlugins {
             plugins: Vec::new(),
             passes: Vec::new(),
             index: HashMap::new(),
+            by_interface: HashMap::new(),
             failures: Vec::new(),
             teardown: Exclusive::new(Vec::new()),
             started: Instant::now(),
@@ -159,8 +164,26 @@ impl LoadedPlugins {
         self.failures.push(failure);
     }
 
-    /// Marks the load finished: its duration stops here.
+    /// Marks the load finished: its duration stops here, and the per-interface index is
+    /// built (plugins in load order, then pass names in byte order, so neither link order
+    /// nor registration order nor hash order shows through).
     pub(crate) fn finished(mut self) -> Self {
+        let mut by_interface: HashMap<Box<str>, Vec<usize>> = HashMap::new();
+        for (at, pass) in self.passes.iter().enumerate() {
+            if let Some(interface) = &pass.interface {
+                by_interface.entry(interface.clone()).or_default().push(at);
+            }
+        }
+        let passes = &self.passes;
+        self.by_interface = by_interface
+            .into_iter()
+            .map(|(interface, mut positions)| {
+                positions.sort_unstable_by(|&a, &b| {
+                    (passes[a].plugin, &*passes[a].name).cmp(&(passes[b].plugin, &*passes[b].name))
+                });
+                (interface, positions.into_boxed_slice())
+            })
+            .collect();
         self.load_time = self.started.elapsed();
         self
     }
@@ -183,13 +206,22 @@ impl LoadedPlugins {
     }
 
     /// Every registered pass, in registration order.
+    #[inline]
     pub(crate) fn passes(&self) -> &[PassInfo] {
         &self.passes
     }
 
     /// The position of the pass registered under `name` in [`LoadedPlugins::passes`].
+    #[inline]
     pub(crate) fn pass_position(&self, name: &str) -> Option<usize> {
         self.index.get(name).copied()
+    }
+
+    /// The positions in [`LoadedPlugins::passes`] of the passes registered under `interface`,
+    /// plugins in load order, then pass names in byte order; empty if there are none.
+    #[inline]
+    pub(crate) fn passes_of(&self, interface: &str) -> &[usize] {
+        self.by_interface.get(interface).map_or(&[], |positions| positions)
     }
 
     /// What was skipped under [`LoadPolicy::SkipFailed`](crate::LoadPolicy::SkipFailed).

@@ -191,15 +191,86 @@ impl Registrar {
         self.add_raw(Ok(name), None, Some(func.into_raw()), UserData(user_data))
     }
 
-    /// Registers a pass under `name` as an implementation of `interface`: a pass signature
-    /// the host and its plugins agree on, named in the style of Qt's interface ids (UTF-8, 1
-    /// to 256 bytes, by convention `domain.name/MAJOR`, such as `ge.fusion_pass/1`). The
-    /// interface is what [`PassInfo::interface`](crate::PassInfo::interface) returns; the C
-    /// counterpart is `add_typed_pass` (ABI version 2).
+    /// Registers `func` under `name` as an implementation of interface `I`: the pass is
+    /// recorded under `I::ID` ([`PassInfo::interface`](crate::PassInfo::interface)) and is
+    /// what [`Lease::get::<I>`](crate::Lease::get) and
+    /// [`Lease::passes_of::<I>`](crate::Lease::passes_of) hand out. `func` must be an `I::Fn`,
+    /// which the compiler checks; a closure or fn item coerces to it.
     ///
-    /// This is the string form of the interface. dylease does not check that `func` has the
-    /// signature `interface` names: the string is the agreement, recorded so that a host can
-    /// look before it casts.
+    /// # Errors
+    ///
+    /// As for [`add_pass_with_interface`](Registrar::add_pass_with_interface).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// pub struct FusionPass;
+    /// // SAFETY: every pass registered under "ge.fusion_pass/1" is an `fn(u32) -> u32`.
+    /// unsafe impl dylease::Interface for FusionPass {
+    ///     const ID: &'static str = "ge.fusion_pass/1";
+    ///     type Fn = unsafe fn(u32) -> u32;
+    /// }
+    /// fn fuse(nodes: u32) -> u32 { nodes / 2 }
+    ///
+    /// let host = dylease::PluginHost::builder()
+    ///     .static_plugin("fusion", |reg: &mut dylease::Registrar| {
+    ///         reg.add_typed_pass::<FusionPass>("fuse", fuse, std::ptr::null_mut())
+    ///     })
+    ///     .build()?;
+    /// let lease = host.acquire()?;
+    /// let fuse = lease.get::<FusionPass>("fuse")?;
+    /// // SAFETY: `lease` is alive while the pass runs; it takes any `u32`.
+    /// assert_eq!(unsafe { fuse(10) }, 5);
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    ///
+    /// A function of another type is refused at compile time:
+    ///
+    /// ```compile_fail,E0308
+    /// # pub struct FusionPass;
+    /// # unsafe impl dylease::Interface for FusionPass {
+    /// #     const ID: &'static str = "ge.fusion_pass/1";
+    /// #     type Fn = unsafe fn(u32) -> u32;
+    /// # }
+    /// fn fuse(nodes: i64) -> i64 { nodes / 2 }
+    /// fn register(reg: &mut dylease::Registrar) -> Result<(), dylease::Error> {
+    ///     reg.add_typed_pass::<FusionPass>("fuse", fuse, std::ptr::null_mut())
+    /// }
+    /// ```
+    ///
+    /// while its twin, with the interface's signature, compiles:
+    ///
+    /// ```
+    /// # pub struct FusionPass;
+    /// # unsafe impl dylease::Interface for FusionPass {
+    /// #     const ID: &'static str = "ge.fusion_pass/1";
+    /// #     type Fn = unsafe fn(u32) -> u32;
+    /// # }
+    /// fn fuse(nodes: u32) -> u32 { nodes / 2 }
+    /// fn register(reg: &mut dylease::Registrar) -> Result<(), dylease::Error> {
+    ///     reg.add_typed_pass::<FusionPass>("fuse", fuse, std::ptr::null_mut())
+    /// }
+    /// ```
+    pub fn add_typed_pass<I: crate::Interface>(
+        &mut self,
+        name: &str,
+        func: I::Fn,
+        user_data: *mut c_void,
+    ) -> Result<(), Error> {
+        self.add_pass_with_interface(name, I::ID, func, user_data)
+    }
+
+    /// Registers a pass under `name` as an implementation of `interface`, given as a string:
+    /// a pass signature the host and its plugins agree on, named in the style of Qt's
+    /// interface ids (UTF-8, 1 to 256 bytes, by convention `domain.name/MAJOR`, such as
+    /// `ge.fusion_pass/1`). The interface is what
+    /// [`PassInfo::interface`](crate::PassInfo::interface) returns; the C counterpart is
+    /// `add_typed_pass` (ABI version 2).
+    ///
+    /// This is the unchecked form of [`add_typed_pass`](Registrar::add_typed_pass), for an
+    /// interface the plugin has no [`Interface`](crate::Interface) type for: dylease does not
+    /// check that `func` has the signature `interface` names, and a host that looks the pass
+    /// up with [`Lease::get`](crate::Lease::get) trusts that it does.
     ///
     /// # Errors
     ///
@@ -213,14 +284,14 @@ impl Registrar {
     ///
     /// let host = dylease::PluginHost::builder()
     ///     .static_plugin("fusion", |reg: &mut dylease::Registrar| {
-    ///         reg.add_typed_pass("fuse", "ge.fusion_pass/1", fuse as fn(u32) -> u32, std::ptr::null_mut())
+    ///         reg.add_pass_with_interface("fuse", "ge.fusion_pass/1", fuse as fn(u32) -> u32, std::ptr::null_mut())
     ///     })
     ///     .build()?;
     /// let lease = host.acquire()?;
     /// assert_eq!(lease.passes()[0].interface(), Some("ge.fusion_pass/1"));
     /// # Ok::<(), dylease::Error>(())
     /// ```
-    pub fn add_typed_pass<F: PassFn>(
+    pub fn add_pass_with_interface<F: PassFn>(
         &mut self,
         name: &str,
         interface: &str,

@@ -47,7 +47,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::error::{Error, Waited};
-use crate::load::discover::Identity;
+use crate::load::candidate::Identity;
+use crate::load::copy::PrivateCopy;
 use crate::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 /// One plugin file as the registry sees it.
@@ -59,6 +60,10 @@ pub(crate) struct FileRef<'a> {
     pub(crate) resolved: &'a Path,
     /// The file's identity ((dev, ino) on Unix): the other key.
     pub(crate) identity: &'a Identity,
+    /// The open file the trust and ELF checks looked at: what a private copy is made from.
+    pub(crate) source: Option<&'a std::fs::File>,
+    /// Where private copies of changed files go.
+    pub(crate) copies: &'a Path,
 }
 
 /// What the registry needs of a platform loader.
@@ -70,8 +75,9 @@ pub(crate) trait Opener: Send + Sync + Sized + 'static {
     /// What finishing an instance leaves for the caller (to look for a pinned library).
     type Closed;
 
-    /// Opens the file, running its constructors if the platform maps it now.
-    fn open(&self, file: FileRef<'_>) -> Result<Self::Library, Error>;
+    /// Opens the library at `path` (the file's resolved path, or a private copy of it),
+    /// running its constructors if the platform maps it now.
+    fn open(&self, path: &Path, file: FileRef<'_>) -> Result<Self::Library, Error>;
     /// The loader's identity of the mapping `library` refers to.
     fn handle(library: &Self::Library) -> usize;
     /// The first use of a new instance: checks the plugin and runs its `on_load`. On `Err`
@@ -102,6 +108,9 @@ struct State<O: Opener> {
     by_handle: HashMap<usize, Weak<LibraryInstance<O>>>,
     /// The handle of the instance of each file (by identity).
     by_identity: HashMap<Identity, usize>,
+    /// The handle of the instance opened from each path itself (not from a copy): the one
+    /// the loader would hand back for that path by name.
+    by_path: HashMap<PathBuf, usize>,
     /// Files being opened or unloading, by resolved path and by identity (I1), with the
     /// number of marks each has.
     busy_paths: HashMap<PathBuf, usize>,
@@ -144,6 +153,11 @@ pub(crate) struct LibraryInstance<O: Opener> {
     identity: Identity,
     /// Taken by the instance's finish.
     parts: Option<(O::Library, O::Plugin)>,
+    /// The private copy it was opened from, if the file had changed; removed after close.
+    /// With it, the original file kept open: the instance is found by the original's
+    /// identity, and a mapping of the copy does not keep the original's inode number from
+    /// being reused by a newer file, which would then be taken for this one.
+    copy: Option<(PrivateCopy, std::fs::File)>,
     /// Whether a registration (or `on_load`) succeeded on it: then `on_unload` is due.
     registered: crate::sync::AtomicBool,
 }
@@ -196,6 +210,9 @@ impl<O: Opener> LibraryInstance<O> {
             if state.by_identity.get(&self.identity) == Some(&self.handle) {
                 state.by_identity.remove(&self.identity);
             }
+            if self.copy.is_none() && state.by_path.get(&self.resolved) == Some(&self.handle) {
+                state.by_path.remove(&self.resolved);
+            }
             state.mark(&self.resolved, &self.identity);
         }
         let _unmark = Unmark {
@@ -204,7 +221,10 @@ impl<O: Opener> LibraryInstance<O> {
             identity: &self.identity,
         };
         let registered = self.registered.load(crate::sync::Ordering::Relaxed);
-        Some(registry.opener.finish(plugin, library, registered))
+        let closed = registry.opener.finish(plugin, library, registered);
+        // The library is closed: its copy (if any) can go.
+        drop(self.copy.take());
+        Some(closed)
     }
 }
 
@@ -244,6 +264,7 @@ impl<O: Opener> Registry<O> {
             state: Mutex::new(State {
                 by_handle: HashMap::new(),
                 by_identity: HashMap::new(),
+                by_path: HashMap::new(),
                 busy_paths: HashMap::new(),
                 busy_identities: HashMap::new(),
             }),
@@ -259,11 +280,13 @@ impl<O: Opener> Registry<O> {
         deadline: Option<Instant>,
     ) -> Result<Arc<LibraryInstance<O>>, Error> {
         loop {
+            let mut changed;
             let mut state = this.state.lock();
             // Steps 1 and 2.
             loop {
                 // The planted bug of `loom-tests/run.sh`: without the wait, a model must fail.
                 let waits_for_busy = !cfg!(all(loom, dylease_broken_registry));
+                changed = false;
                 if !(waits_for_busy && state.is_busy(file)) {
                     let found = match state.by_identity.get(file.identity) {
                         Some(handle) => Registry::find(&state, *handle),
@@ -274,8 +297,27 @@ impl<O: Opener> Registry<O> {
                             drop(state);
                             return Ok(instance);
                         }
-                        Found::Absent => break,
-                        Found::Dying => {}
+                        Found::Absent => {}
+                        Found::Dying => {
+                            state = this.wait(state, file, deadline)?;
+                            continue;
+                        }
+                    }
+                    // Another file under this path still has an instance opened from it: the
+                    // loader would return that one by name, so this file needs a copy.
+                    // (Asked without taking a reference, which would have to be dropped outside
+                    // the lock.) A dying one is waited for: the file is busy once its drop runs.
+                    let by_path = state.by_path.get(file.resolved);
+                    match by_path
+                        .and_then(|handle| state.by_handle.get(handle))
+                        .map(Weak::strong_count)
+                    {
+                        Some(0) => {}
+                        Some(_) => {
+                            changed = true;
+                            break;
+                        }
+                        None => break,
                     }
                 }
                 state = this.wait(state, file, deadline)?;
@@ -288,8 +330,22 @@ impl<O: Opener> Registry<O> {
                 path: file.resolved,
                 identity: file.identity,
             };
-            // Declared after `unmark`, so dropped (closed) before it on every exit (I1, I5).
-            let library = this.opener.open(file)?;
+            // A changed file is opened from a private copy, removed when its instance goes.
+            let copy = match (changed, file.source) {
+                (true, Some(source)) => {
+                    let pin = source.try_clone().map_err(|source| Error::Io {
+                        path: file.shown.to_owned(),
+                        context: "cannot keep open the changed plugin file",
+                        source,
+                    })?;
+                    Some((PrivateCopy::make(file.copies, file.shown, source)?, pin))
+                }
+                _ => None,
+            };
+            let path = copy.as_ref().map_or(file.resolved, |(copy, _)| copy.path());
+            // Declared after `unmark` (and `copy`), so dropped (closed) before them on every
+            // exit (I1, I5).
+            let library = this.opener.open(path, file)?;
             let handle = O::handle(&library);
             let found = {
                 let state = this.state.lock();
@@ -320,11 +376,15 @@ impl<O: Opener> Registry<O> {
                 resolved: file.resolved.to_owned(),
                 identity: file.identity.clone(),
                 parts: Some((library, plugin)),
+                copy,
                 registered: crate::sync::AtomicBool::new(false),
             });
             let mut state = this.state.lock();
             state.by_handle.insert(handle, Arc::downgrade(&instance));
             state.by_identity.insert(file.identity.clone(), handle);
+            if !changed {
+                state.by_path.insert(file.resolved.to_owned(), handle);
+            }
             drop(state);
             drop(unmark);
             return Ok(instance);
@@ -409,7 +469,7 @@ mod loom_models {
         type Plugin = ();
         type Closed = ();
 
-        fn open(&self, _file: FileRef<'_>) -> Result<Handle, Error> {
+        fn open(&self, _path: &Path, _file: FileRef<'_>) -> Result<Handle, Error> {
             let mut mapping = self.0.mapping.lock().unwrap();
             // I1: never opened while an instance of it is unloading.
             assert!(
@@ -454,15 +514,22 @@ mod loom_models {
         }
     }
 
-    /// One host's set using the file: open (or share) the instance, use its state, release.
-    fn use_once(registry: &Arc<Registry<ModelOpener>>, loader: &Loader) {
-        let identity: Identity = (1, 1);
-        let file = FileRef {
+    /// The one file of the models.
+    const IDENTITY: Identity = (1, 1);
+
+    fn model_file(identity: &Identity) -> FileRef<'_> {
+        FileRef {
             shown: Path::new("libmodel.so"),
             resolved: Path::new("/model/libmodel.so"),
-            identity: &identity,
-        };
-        let instance = Registry::instance(registry, file, None).unwrap();
+            identity,
+            source: None,
+            copies: Path::new("/model/copies"),
+        }
+    }
+
+    /// One host's set using the file: open (or share) the instance, use its state, release.
+    fn use_once(registry: &Arc<Registry<ModelOpener>>, loader: &Loader) {
+        let instance = Registry::instance(registry, model_file(&IDENTITY), None).unwrap();
         instance.registered();
         // I2 for instances: a set never uses an instance whose state is torn down.
         assert!(
@@ -513,13 +580,7 @@ mod loom_models {
         check("registry: last release vs the other host's open (I1, I7)", || {
             let loader = Arc::new(Loader::default());
             let registry = Arc::new(Registry::new(ModelOpener(Arc::clone(&loader))));
-            let identity: Identity = (1, 1);
-            let file = FileRef {
-                shown: Path::new("libmodel.so"),
-                resolved: Path::new("/model/libmodel.so"),
-                identity: &identity,
-            };
-            let held = Registry::instance(&registry, file, None).unwrap();
+            let held = Registry::instance(&registry, model_file(&IDENTITY), None).unwrap();
             held.registered();
             let other = {
                 let (registry, loader) = (Arc::clone(&registry), Arc::clone(&loader));
@@ -537,13 +598,7 @@ mod loom_models {
         check("registry: one host holds, the other cycles (I7)", || {
             let loader = Arc::new(Loader::default());
             let registry = Arc::new(Registry::new(ModelOpener(Arc::clone(&loader))));
-            let identity: Identity = (1, 1);
-            let file = FileRef {
-                shown: Path::new("libmodel.so"),
-                resolved: Path::new("/model/libmodel.so"),
-                identity: &identity,
-            };
-            let held = Registry::instance(&registry, file, None).unwrap();
+            let held = Registry::instance(&registry, model_file(&IDENTITY), None).unwrap();
             held.registered();
             let other = {
                 let (registry, loader) = (Arc::clone(&registry), Arc::clone(&loader));

@@ -14,7 +14,7 @@ use std::fs::File;
 use std::path::{Component, Path, PathBuf};
 
 use crate::error::Error;
-use crate::load::pipeline::Candidate;
+use crate::load::candidate::{Candidate, FileId};
 
 /// Which plugin files a host agrees to open.
 ///
@@ -24,12 +24,13 @@ use crate::load::pipeline::Candidate;
 /// use dylease::{PluginHost, TrustPolicy};
 ///
 /// // The default on Unix: refuse files that other users could have changed.
-/// let strict = PluginHost::builder().dir("/opt/app/plugins").build()?;
+/// // SAFETY: /opt/app/plugins holds this application's own plugins.
+/// let strict = unsafe { PluginHost::builder().dir("/opt/app/plugins") }.build()?;
 /// assert_eq!(strict.trust(), TrustPolicy::Strict);
 ///
 /// // A build tree shared by a group of developers: open what is there.
-/// let permissive = PluginHost::builder()
-///     .dir("/srv/shared-build/plugins")
+/// // SAFETY: the group's plugins are trusted to be sound.
+/// let permissive = unsafe { PluginHost::builder().dir("/srv/shared-build/plugins") }
 ///     .trust(TrustPolicy::Permissive)
 ///     .build()?;
 /// # Ok::<(), dylease::Error>(())
@@ -66,14 +67,6 @@ impl Default for TrustPolicy {
             TrustPolicy::Permissive
         }
     }
-}
-
-/// The file a trust check passed: its device and inode, which the file opened later must
-/// have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FileId {
-    dev: u64,
-    ino: u64,
 }
 
 /// The trust checks of one load: each directory is walked and checked once per load,
@@ -149,12 +142,8 @@ impl Checks {
 pub(crate) fn open_checked(candidate: &Candidate) -> Result<(File, u64), Error> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        if candidate.checked.is_some() {
-            options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-        }
+    if candidate.checked.is_some() {
+        no_follow(&mut options);
     }
     let refused = |reason: String| Error::Open {
         path: candidate.path.clone(),
@@ -184,6 +173,16 @@ pub(crate) fn open_checked(candidate: &Candidate) -> Result<(File, u64), Error> 
     }
     Ok((file, metadata.len()))
 }
+
+/// Opens without following a symlink in the last component, and without blocking on a FIFO.
+#[cfg(unix)]
+fn no_follow(options: &mut std::fs::OpenOptions) {
+    use std::os::unix::fs::OpenOptionsExt;
+    options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+}
+
+#[cfg(not(unix))]
+fn no_follow(_: &mut std::fs::OpenOptions) {}
 
 #[cfg(unix)]
 fn file_id(metadata: &std::fs::Metadata) -> Option<FileId> {

@@ -11,6 +11,11 @@
 //!   drops the value, then drops the weak reference that all strong ones share.
 //! - drop of a weak reference: the same Release / Acquire-fence pair before deallocating.
 //!
+//! ThreadSanitizer does not model fences, so std's `Arc` uses an Acquire load instead of the
+//! fence under `cfg(sanitize = "thread")`. This copy needs no such switch: it exists only under
+//! `--cfg loom`, and sanitizer builds (`scripts/memcheck.sh --tsan`) use std's `Arc`. A
+//! hand-written count in the production build would need the switch.
+//!
 //! Under `--cfg dylease_broken_upgrade` (only with loom), `upgrade` checks for zero and then
 //! increments in two steps: the race the loom models must catch.
 #![allow(unsafe_code)]
@@ -78,8 +83,11 @@ impl<T> Arc<T> {
         a.inner == b.inner
     }
 
+    pub(crate) fn strong_count(this: &Arc<T>) -> usize {
+        this.inner().strong.load(Ordering::Relaxed)
+    }
+
     /// The value, if this was the last strong reference (as `std::sync::Arc::into_inner`).
-    #[allow(dead_code, reason = "the library registry takes instances out of their last Arc")]
     pub(crate) fn into_inner(this: Arc<T>) -> Option<T> {
         let this = ManuallyDrop::new(this);
         if this.inner().strong.fetch_sub(1, Ordering::Release) != 1 {

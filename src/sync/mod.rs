@@ -70,6 +70,22 @@ mod imp {
 
 pub(crate) use imp::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
 
+/// Starts a named background thread (loom's threads under `--cfg loom`).
+pub(crate) fn spawn(name: &str, body: impl FnOnce() + Send + 'static) {
+    #[cfg(not(loom))]
+    {
+        let spawned = std::thread::Builder::new().name(name.to_owned()).spawn(body);
+        if let Err(error) = spawned {
+            log::error!("cannot start the {name} thread: {error}");
+        }
+    }
+    #[cfg(loom)]
+    {
+        let _ = name;
+        drop(loom::thread::spawn(body));
+    }
+}
+
 /// Unwraps a lock result: this crate's locks ignore poisoning (see [`Mutex`]).
 fn unpoison<G>(result: std::sync::LockResult<G>) -> G {
     result.unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -28,7 +28,8 @@ fn events(lib: &Path) -> Vec<String> {
 fn load_error(name: &str) -> (TestDir, std::path::PathBuf, Error) {
     let dir = TestDir::new(name);
     let lib = dir.add(name, &format!("lib{name}.so"));
-    let host = PluginHost::builder().file(&lib).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
     let error = host.acquire().unwrap_err();
     assert_unloaded(&lib);
     (dir, lib, error)
@@ -38,7 +39,8 @@ fn load_error(name: &str) -> (TestDir, std::path::PathBuf, Error) {
 fn typed_passes_carry_their_interface_and_untyped_passes_none() {
     let dir = TestDir::new("typed");
     let lib = dir.add("typed", "libtyped.so");
-    let host = PluginHost::builder().file(&lib).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
     for generation in 1..=2 {
         let lease = host.acquire().unwrap();
         let interfaces: Vec<_> = lease.passes().iter().map(|p| (p.name(), p.interface())).collect();
@@ -106,7 +108,8 @@ fn an_invalid_interface_is_refused_naming_the_pass_and_the_reason() {
 fn a_failing_on_load_fails_the_load_before_register_passes_and_without_on_unload() {
     let dir = TestDir::new("on_load_fails");
     let lib = dir.add("hooks_on_load_fails", "libnpu.so");
-    let host = PluginHost::builder().file(&lib).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
     let error = host.acquire().unwrap_err();
     match &error {
         Error::OnLoadFailed { path, code, .. } => {
@@ -167,7 +170,8 @@ fn a_reported_message_is_cut_to_1024_bytes_and_decoded_lossily() {
 fn a_report_from_a_registration_that_succeeds_does_not_fail_the_load() {
     let dir = TestDir::new("reported_success");
     let lib = dir.add("hooks_reported_success", "libhooks.so");
-    let host = PluginHost::builder().file(&lib).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
     let lease = host.acquire().unwrap();
     assert_eq!(lease.passes().len(), 3);
     drop(lease);
@@ -199,7 +203,8 @@ fn after_a_successful_on_load_a_duplicate_pass_under_strict_still_runs_on_unload
     let dir = TestDir::new("on_load_duplicate");
     let first = dir.add("hooks", "libfirst.so");
     let second = dir.add("hooks", "libsecond.so");
-    let host = PluginHost::builder().file(&first).file(&second).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&first).file(&second).build() }.unwrap();
     let error = host.acquire().unwrap_err();
     assert!(matches!(error, Error::DuplicatePass { .. }), "{error:?}");
     for lib in [&first, &second] {
@@ -212,7 +217,8 @@ fn after_a_successful_on_load_a_duplicate_pass_under_strict_still_runs_on_unload
 fn a_version_2_plugin_gets_the_version_2_host_api() {
     let dir = TestDir::new("v2_table");
     let lib = dir.add("hooks", "libhooks.so");
-    let host = PluginHost::builder().file(&lib).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
     let lease = host.acquire().unwrap();
     // SAFETY: `api_version` is `int (*)(void)`; called while `lease` lives.
     let api_version = unsafe { lease.pass::<IntSource>("api_version") }.unwrap();
@@ -230,7 +236,8 @@ fn a_version_1_descriptor_is_read_only_as_far_as_version_1_and_gets_a_version_1_
     // `on_load`: the host must neither call it nor offer the version-2 functions.
     let dir = TestDir::new("v1_table");
     let lib = dir.add("hooks_abi1", "libhooks.so");
-    let host = PluginHost::builder().file(&lib).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
     let lease = host.acquire().unwrap();
     // SAFETY: `api_version` is `int (*)(void)`; called while `lease` lives.
     let api_version = unsafe { lease.pass::<IntSource>("api_version") }.unwrap();
@@ -246,7 +253,8 @@ fn a_version_1_descriptor_is_read_only_as_far_as_version_1_and_gets_a_version_1_
 fn a_version_1_plugin_built_against_the_old_header_loads_and_runs_unchanged() {
     let dir = TestDir::new("v1_plugin");
     let lib = dir.add("v1_plugin", "libold.so");
-    let host = PluginHost::builder().file(&lib).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
     for generation in 1..=2 {
         let lease = host.acquire().unwrap();
         assert_eq!(
@@ -269,7 +277,8 @@ fn a_rust_plugins_own_error_reaches_the_host_error() {
     let dir = TestDir::new("rust_no_device");
     let lib = dir.path().join("libnpu.so");
     std::fs::copy(built.join("examples/libno_device.so"), &lib).unwrap();
-    let host = PluginHost::builder().file(&lib).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
     let error = host.acquire().unwrap_err();
     assert_eq!(
         error.to_string(),
@@ -287,7 +296,8 @@ fn a_rust_plugins_panic_is_caught_and_its_message_reaches_the_host_error() {
     let dir = TestDir::new("rust_panicking");
     let lib = dir.path().join("libfragile.so");
     std::fs::copy(built.join("examples/libpanicking.so"), &lib).unwrap();
-    let host = PluginHost::builder().file(&lib).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
     let error = host.acquire().unwrap_err();
     assert_eq!(
         error.to_string(),
@@ -308,7 +318,7 @@ fn a_static_plugin_records_typed_passes_and_refuses_invalid_interfaces() {
     }
     let host = PluginHost::builder()
         .static_plugin("typed", |reg: &mut Registrar| {
-            reg.add_typed_pass("one", "test.int_source/1", one as IntSource, std::ptr::null_mut())?;
+            reg.add_pass_with_interface("one", "test.int_source/1", one as IntSource, std::ptr::null_mut())?;
             reg.add_pass("plain", one as IntSource, std::ptr::null_mut())
         })
         .build()
@@ -326,7 +336,7 @@ fn a_static_plugin_records_typed_passes_and_refuses_invalid_interfaces() {
         let interface = interface.to_owned();
         let host = PluginHost::builder()
             .static_plugin("typed", move |reg: &mut Registrar| {
-                reg.add_typed_pass("one", &interface, one as IntSource, std::ptr::null_mut())
+                reg.add_pass_with_interface("one", &interface, one as IntSource, std::ptr::null_mut())
             })
             .build()
             .unwrap();

@@ -2,7 +2,7 @@
 //! a time and as a directory, in text and in JSON, and its exit status.
 
 use std::fs;
-use std::io::{BufRead as _, BufReader};
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -13,25 +13,30 @@ use serde_json::Value;
 use crate::support::{TestDir, fixture};
 
 /// The `dylease` binary. A test build of this repository has it: the dev-dependency of the
-/// crate on itself with `cli` makes cargo build it and set `CARGO_BIN_EXE_dylease`. A packaged
-/// crate has no such dev-dependency (cargo drops path dependencies when it packages), so there
-/// the binary is built here, once, with `--features cli`, and the tests say so on stderr.
-fn binary() -> &'static Path {
+/// crate on itself with `cli` turns the feature on, so cargo builds the binary for the tests.
+/// A packaged crate has no such dev-dependency (cargo drops path dependencies when it packages)
+/// and cargo still sets `CARGO_BIN_EXE_dylease`, to a file it did not build (the binary
+/// requires `cli`); there the binary is built here, once, and the tests say so on stderr.
+/// Every test that runs the binary takes it from here (scripts/package-check.sh catches one
+/// that does not).
+pub(crate) fn binary() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    if let Some(exe) = option_env!("CARGO_BIN_EXE_dylease") {
-        return Path::new(exe);
+    if cfg!(feature = "cli") {
+        return Path::new(env!("CARGO_BIN_EXE_dylease"));
     }
     BUILT.get_or_init(|| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         // In the repository the fallback would hide a broken dev-dependency: refuse it there.
         assert!(
             !root.join("examples/rust-plugin/Cargo.toml").exists(),
-            "CARGO_BIN_EXE_dylease is not set in the repository's own test build: the dev-dependency \
-             `dylease = {{ path = \".\", features = [\"cli\"] }}` must build the binary"
+            "the repository's own test build has no `cli` feature: the dev-dependency \
+             `dylease = {{ path = \".\", features = [\"cli\"] }}` must turn it on"
         );
-        eprintln!(
-            "cli tests: this test build did not build the `dylease` binary (a packaged crate has no \
-             dev-dependency on itself); building it with `cargo build --features cli --bin dylease`"
+        // Straight to stderr, past the test harness's capture: shown even when the tests pass.
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: this test build has no `cli` feature, so cargo did not build the `dylease` binary (a \
+             packaged crate has no dev-dependency on itself); building it with `cargo build --features cli`"
         );
         let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-binary");
         let status = Command::new(env!("CARGO"))
@@ -218,7 +223,11 @@ fn json_reports_each_file_and_the_directory_with_causes_and_fixes() {
     assert_eq!(good["plugins"][0]["path"], "plugins/libarith.so");
     assert_eq!(
         good["plugins"][0]["passes"],
-        serde_json::json!(["double", "add_one", "set_unload_counter"])
+        serde_json::json!([
+            {"name": "double", "interface": null},
+            {"name": "add_one", "interface": null},
+            {"name": "set_unload_counter", "interface": null},
+        ])
     );
 
     let bad = &checks[1];
@@ -311,9 +320,10 @@ fn a_good_directory_exits_0_and_what_plugins_print_stays_out_of_the_json() {
         .map(|p| &p["name"])
         .collect();
     assert_eq!(names, ["arith", "noisy"]);
-    // The plugin printed at each of its two loads (its own check, then the directory's).
-    assert_eq!(run.stderr.matches("noisy: constructor ran").count(), 2, "{run:?}");
-    assert_eq!(run.stderr.matches("noisy: on_unload ran").count(), 2, "{run:?}");
+    // The plugin printed at each of its three loads (its own check loads it twice, to see
+    // whether it unloads; then the directory's).
+    assert_eq!(run.stderr.matches("noisy: constructor ran").count(), 3, "{run:?}");
+    assert_eq!(run.stderr.matches("noisy: on_unload ran").count(), 3, "{run:?}");
 
     // In text mode it shows next to the check that made it print, even from C's buffer.
     let run = dylease(dir.path(), &["check", "plugins"]);
@@ -322,7 +332,17 @@ fn a_good_directory_exits_0_and_what_plugins_print_stays_out_of_the_json() {
     let after_the_previous = before_its_check.split("set_unload_counter\n").nth(1).unwrap();
     let mut printed: Vec<_> = after_the_previous.lines().collect();
     printed.sort_unstable();
-    assert_eq!(printed, ["noisy: constructor ran", "noisy: on_unload ran"], "{run:?}");
+    // Twice each: the file's check loads it, unloads it, and loads it again.
+    assert_eq!(
+        printed,
+        [
+            "noisy: constructor ran",
+            "noisy: constructor ran",
+            "noisy: on_unload ran",
+            "noisy: on_unload ran"
+        ],
+        "{run:?}"
+    );
     assert!(
         run.stdout
             .contains("ok    plugins (directory of 2 plugin files) as a whole: loads 2 plugins, 4 passes"),
@@ -477,4 +497,79 @@ fn header_prints_the_c_header_plugins_are_built_with() {
     let header = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/dylease.h")).unwrap();
     assert_eq!(run.stdout, header);
     assert!(run.stdout.contains("DYLEASE_ABI_VERSION"), "{run:?}");
+}
+
+#[test]
+fn a_plugin_that_stays_mapped_after_unload_is_loaded_twice_and_told_to_move_its_state_to_on_load() {
+    let dir = TestDir::new("cli_pinned");
+    add(&dir, "ctor_nodelete", "libpinned.so");
+    add(&dir, "ctor", "libplain.so");
+    let warnings = |file: &str| {
+        let run = dylease(dir.path(), &["check", "--json", file]);
+        assert_eq!(run.status, 0, "a warning does not fail the check: {run:?}");
+        json(&run)["checks"][0]["warnings"].as_array().unwrap().clone()
+    };
+    let pinned = warnings("libpinned.so");
+    assert_eq!(pinned.len(), 1, "{pinned:?}");
+    let warning = pinned[0].as_str().unwrap();
+    assert!(
+        warning.contains("stays mapped after its unload") && warning.contains("move it to `on_load`"),
+        "{warning}"
+    );
+    assert_eq!(
+        warnings("libplain.so"),
+        Vec::<Value>::new(),
+        "a plugin that really unloads gets no warning"
+    );
+
+    let text = dylease(dir.path(), &["check", "libpinned.so"]);
+    assert!(text.stdout.contains("move it to `on_load`"), "{text:?}");
+}
+
+#[test]
+fn typed_passes_are_listed_with_their_interfaces() {
+    let dir = TestDir::new("cli_typed");
+    add(&dir, "typed_ab", "libtyped.so");
+    let run = dylease(dir.path(), &["check", "--json", "libtyped.so"]);
+    assert_eq!(run.status, 0, "{run:?}");
+    let report = json(&run);
+    let passes = report["checks"][0]["plugins"][0]["passes"].as_array().unwrap();
+    assert!(
+        passes.iter().any(|p| p["interface"].is_string()),
+        "no typed pass listed: {report:#}"
+    );
+    assert!(
+        passes.iter().any(|p| p["interface"].is_null()),
+        "no untyped pass listed: {report:#}"
+    );
+    let typed = passes.iter().find(|p| p["interface"].is_string()).unwrap();
+    let text = dylease(dir.path(), &["check", "libtyped.so"]);
+    let listed = format!(
+        "{} ({})",
+        typed["name"].as_str().unwrap(),
+        typed["interface"].as_str().unwrap()
+    );
+    assert!(text.stdout.contains(&listed), "{listed} not in {text:?}");
+}
+
+#[test]
+fn a_library_that_links_against_a_plugin_is_reported_as_missing_its_entry_point() {
+    let dir = TestDir::new("cli_dt_needed");
+    plugins(&dir, &[("stateful_core", "libcore.so"), ("links_core", "libext.so")]);
+    let run = dylease(dir.path(), &["check", "--json", "plugins"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    let report = json(&run);
+    let checks = report["checks"].as_array().unwrap();
+    let ext = checks
+        .iter()
+        .find(|c| c["path"] == "plugins/libext.so")
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(ext["ok"], false);
+    assert_eq!(ext["problem"]["cause"], "missing-entry", "{report:#}");
+    assert!(
+        ext["problem"]["message"].as_str().unwrap().contains("libcore.so"),
+        "{report:#}"
+    );
+    let core = checks.iter().find(|c| c["path"] == "plugins/libcore.so").unwrap();
+    assert_eq!(core["ok"], true, "the real plugin checks ok: {report:#}");
 }

@@ -20,7 +20,8 @@ fn a_directory_loads_its_libraries_in_byte_order_of_name_and_ignores_other_files
     fs::write(dir.path().join("README.txt"), "not a plugin").unwrap();
     fs::write(dir.path().join("libd.so.disabled"), "not a plugin").unwrap();
     fs::create_dir(dir.path().join("sub.so")).unwrap(); // a directory, not a library
-    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     let lease = host.acquire().unwrap();
     let names: Vec<_> = lease.plugins().iter().map(|p| p.name()).collect();
     assert_eq!(names, ["p2", "p1", "p3"]);
@@ -31,7 +32,8 @@ fn a_library_reached_twice_through_a_symlink_or_two_sources_loads_once() {
     let dir = TestDir::new("discovery_dedupe");
     let lib = dir.add("p1", "liba.so");
     symlink(&lib, dir.path().join("libz.so")).unwrap();
-    let host = PluginHost::builder().dir(dir.path()).file(&lib).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).file(&lib).build() }.unwrap();
     let lease = host.acquire().unwrap();
     assert_eq!(lease.plugins().len(), 1);
     assert_eq!(lease.plugins()[0].path(), Some(lib.as_path()));
@@ -42,7 +44,8 @@ fn a_library_reached_twice_through_a_symlink_or_two_sources_loads_once() {
 /// library opens); returns the error and the host.
 fn refused_source(dir: &TestDir, source: &Path, culprit: &Path) -> (Error, PluginHost) {
     let good = dir.add("p1", "libgood.so");
-    let host = PluginHost::builder().file(&good).dir(source).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&good).dir(source).build() }.unwrap();
     let error = host.acquire().unwrap_err();
     assert!(matches!(&error, Error::Io { path, .. } if path == culprit), "{error:?}");
     assert!(error.to_string().contains(&*culprit.to_string_lossy()), "{error}");
@@ -92,7 +95,8 @@ fn a_directory_without_read_permission_is_an_error_naming_it() {
     dir.add("p2", "locked/libhidden.so");
     fs::set_permissions(&locked, Permissions::from_mode(0o311)).unwrap();
     let good = dir.add("p1", "libgood.so");
-    let host = PluginHost::builder().file(&good).dir(&locked).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&good).dir(&locked).build() }.unwrap();
 
     // Root reads any directory; a thread without the DAC capabilities does not.
     let outcome = with_permission_checks(|| (fs::read_dir(&locked).is_err(), host.acquire().map(drop)));
@@ -156,7 +160,8 @@ fn a_file_name_that_is_not_utf8_loads_and_is_named_exactly_in_errors() {
     let lib = dir.path().join(OsStr::from_bytes(b"lib\xff\xfe.so"));
     fs::copy(dir.add("p1", "libp1.tmp"), &lib).unwrap();
     fs::remove_file(dir.path().join("libp1.tmp")).unwrap();
-    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     let lease = host.acquire().unwrap();
     assert_eq!(lease.plugins()[0].path(), Some(lib.as_path()));
     assert!(mapped(&lib));
@@ -177,14 +182,16 @@ fn a_file_name_at_the_length_limit_loads_and_one_beyond_it_is_an_error_naming_it
     let longest = format!("lib{}.so", "a".repeat(255 - 6));
     assert_eq!(longest.len(), 255, "NAME_MAX on Linux");
     let lib = dir.add("p1", &longest);
-    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     let lease = host.acquire().unwrap();
     assert_eq!(lease.plugins()[0].path(), Some(lib.as_path()));
     drop(lease);
     assert_unloaded(&lib);
 
     let too_long = dir.path().join(format!("lib{}.so", "a".repeat(256 - 6)));
-    let host = PluginHost::builder().file(&too_long).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&too_long).build() }.unwrap();
     let error = host.acquire().unwrap_err();
     assert!(
         matches!(&error, Error::Io { path, .. } if path == &too_long),
@@ -199,7 +206,8 @@ fn a_hard_link_to_a_library_already_planned_loads_once() {
     let dir = TestDir::new("discovery_hardlink");
     let lib = dir.add("p1", "liba.so");
     fs::hard_link(&lib, dir.path().join("libb.so")).unwrap();
-    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     let lease = host.acquire().unwrap();
     assert_eq!(lease.plugins().len(), 1);
     assert_eq!(lease.plugins()[0].path(), Some(lib.as_path()));
@@ -217,7 +225,8 @@ fn plugin_files_in_lists_what_the_host_would_load_in_the_same_order() {
 
     let files = dylease::plugin_files_in(dir.path()).unwrap();
     assert_eq!(files, [b, a, c]);
-    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     let lease = host.acquire().unwrap();
     let loaded: Vec<_> = lease.plugins().iter().map(|p| p.path().unwrap().to_owned()).collect();
     assert_eq!(loaded, files);

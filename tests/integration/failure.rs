@@ -17,7 +17,8 @@ fn a_load_failing_at_the_third_of_five_plugins_leaves_none_mapped_and_succeeds_o
         dir.add("p4", "lib4.so"),
         dir.add("p5", "lib5.so"),
     ];
-    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
 
     let error = host.acquire().unwrap_err();
     match &error {
@@ -56,7 +57,8 @@ fn a_file_that_is_not_a_library_is_an_open_error_naming_it() {
     let good = dir.add("p1", "lib1.so");
     let text = dir.path().join("libx.so");
     fs::write(&text, "not an ELF file\n").unwrap();
-    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
 
     let error = host.acquire().unwrap_err();
     assert!(
@@ -79,7 +81,8 @@ fn two_plugins_registering_one_pass_name_fail_with_both_named() {
     let dir = TestDir::new("duplicate_across");
     let first = dir.add("arith", "liba.so");
     let second = dir.add("arith", "libb.so");
-    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
 
     let error = host.acquire().unwrap_err();
     match &error {
@@ -104,13 +107,15 @@ fn a_plugin_built_for_another_abi_version_is_refused_before_registering() {
     let dir = TestDir::new("abi_mismatch");
     let good = dir.add("by_hand", "libgood.so");
     let future = dir.add("by_hand_abi3", "libfuture.so");
-    let host = PluginHost::builder().file(&good).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&good).build() }.unwrap();
     let lease = host.acquire().unwrap();
     // SAFETY: `seven` is `int (*)(void)`.
     assert_eq!(unsafe { lease.pass::<extern "C" fn() -> i32>("seven") }.unwrap()(), 7);
     drop(lease);
 
-    let host = PluginHost::builder().file(&future).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&future).build() }.unwrap();
     let error = host.acquire().unwrap_err();
     match &error {
         Error::AbiMismatch {
@@ -145,7 +150,8 @@ fn refused_file(test: &str, make: impl FnOnce(&TestDir) -> PathBuf) -> Error {
     let bad_dir = TestDir::new(&format!("{test}_bad"));
     let bad = make(&bad_dir);
     // The good plugin loads first: the failure must close it again.
-    let host = PluginHost::builder().file(&good).dir(bad_dir.path()).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&good).dir(bad_dir.path()).build() }.unwrap();
     let error = host.acquire().unwrap_err();
     assert!(!mapped(&bad), "{} is still mapped", bad.display());
     assert!(!loader_has(&bad), "the loader still has {}", bad.display());
@@ -378,7 +384,8 @@ fn an_unresolved_symbol_fails_at_load_not_at_first_call() {
 fn add_pass_through_a_registrar_kept_past_registration_is_refused() {
     let dir = TestDir::new("stale_registrar");
     let lib = dir.add("by_hand_stale", "libstale.so");
-    let host = PluginHost::builder().file(&lib).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
     let lease = host.acquire().unwrap();
     // SAFETY: by_hand.c registers `add_late` as `int (*)(void)`.
     let add_late = unsafe { lease.pass::<extern "C" fn() -> i32>("add_late") }.unwrap();

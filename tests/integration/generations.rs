@@ -20,7 +20,8 @@ fn ctor_runs(lease: &dylease::Lease) -> i32 {
 fn a_second_generation_after_a_real_unload_runs_constructors_and_registers_again() {
     let dir = TestDir::new("generation_reload");
     let lib = dir.add("ctor", "libctor.so");
-    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
 
     let first = host.acquire().unwrap();
     assert_eq!(first.generation(), 1);
@@ -46,7 +47,8 @@ fn a_second_generation_after_a_real_unload_runs_constructors_and_registers_again
 fn a_nodelete_library_that_never_unmaps_still_registers_its_passes_in_the_next_generation() {
     let dir = TestDir::new("generation_nodelete");
     let lib = dir.add("ctor_nodelete", "libctor_nodelete.so");
-    let host = PluginHost::builder().file(&lib).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
 
     logger::install();
     let first = host.acquire().unwrap();
@@ -79,7 +81,8 @@ fn a_nodelete_library_that_never_unmaps_still_registers_its_passes_in_the_next_g
 fn a_library_another_user_of_the_process_keeps_open_is_reported_as_pinned() {
     let dir = TestDir::new("generation_shared_file");
     let lib = dir.add("ctor", "libctor.so");
-    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     // Another part of the process opened the same file through another path (a symlink), so
     // glibc shares one mapping between it and the host.
     let link = dir.path().join("elsewhere.so.link");
@@ -105,7 +108,8 @@ fn a_library_another_user_of_the_process_keeps_open_is_reported_as_pinned() {
 fn a_pinned_v2_plugin_starts_each_generation_with_fresh_on_load_state() {
     let dir = TestDir::new("generation_on_load_pinned");
     let lib = dir.add("on_load_state_nodelete", "libpinned.so");
-    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     for generation in 1..=3 {
         let lease = host.acquire().unwrap();
         assert_eq!(lease.generation(), generation);

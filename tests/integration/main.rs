@@ -26,6 +26,8 @@ mod observability;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod policy;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod reload;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod rust_plugin;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod sharing;
@@ -34,3 +36,7 @@ mod static_plugins;
 mod threads;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod trust;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod typed;
+#[cfg(all(target_os = "linux", target_env = "gnu", feature = "watch"))]
+mod watch;

@@ -14,7 +14,8 @@ type SetCounter = extern "C" fn(*mut i32);
 fn single_op_users_come_and_go_while_the_session_keeps_its_passes() {
     let dir = TestDir::new("mission");
     let lib = dir.add("arith", "libarith.so");
-    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     let unloads = AtomicI32::new(0);
 
     let session = host.acquire().unwrap();
@@ -64,7 +65,8 @@ fn an_owned_pass_keeps_its_library_loaded_after_the_original_lease_is_gone() {
 
     let dir = TestDir::new("owned_pass");
     let lib = dir.add("arith", "libarith.so");
-    let host = PluginHost::builder().file(&lib).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
     let lease = host.acquire().unwrap();
     let compiler = Compiler {
         // SAFETY: `double` is `int (*)(int)`.
@@ -85,7 +87,8 @@ fn an_owned_pass_keeps_its_library_loaded_after_the_original_lease_is_gone() {
 fn a_weak_lease_observes_without_keeping_the_set_loaded() {
     let dir = TestDir::new("weak_lease");
     let lib = dir.add("arith", "libarith.so");
-    let host = PluginHost::builder().file(&lib).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
     let lease = host.acquire().unwrap();
     let weak = lease.downgrade();
     assert!(dylease::Lease::ptr_eq(&weak.upgrade().unwrap(), &lease));

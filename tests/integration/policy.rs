@@ -27,14 +27,17 @@ fn skip_failed_loads_the_good_plugins_and_reports_each_failure() {
     let untrusted = dir.add("p2", "libe.so");
     fs::set_permissions(&untrusted, Permissions::from_mode(0o775)).unwrap();
     let configure = |policy| {
-        PluginHost::builder()
-            .dir(dir.path())
-            .static_plugin("refuses", |_reg| Err(Error::custom("not today")))
-            .static_plugin("panics", |_reg| panic!("skip_failed test panic"))
-            .static_plugin("fine", |_reg| Ok(()))
-            .policy(policy)
-            .build()
-            .unwrap()
+        // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+        unsafe {
+            PluginHost::builder()
+                .dir(dir.path())
+                .static_plugin("refuses", |_reg| Err(Error::custom("not today")))
+                .static_plugin("panics", |_reg| panic!("skip_failed test panic"))
+                .static_plugin("fine", |_reg| Ok(()))
+                .policy(policy)
+                .build()
+        }
+        .unwrap()
     };
 
     // Strict: the first file that cannot be used fails the load before any library opens.
@@ -86,14 +89,17 @@ fn skip_failed_keeps_the_first_registration_of_a_pass_name_and_the_rest_of_the_s
     logger::install();
     let dir = TestDir::new("skip_duplicate");
     let arith = dir.add("arith", "libarith.so");
-    let host = PluginHost::builder()
-        .static_plugin("first", |reg| {
-            reg.add_pass("double", double as extern "C" fn(i32) -> i32, ptr::null_mut())
-        })
-        .file(&arith)
-        .policy(LoadPolicy::SkipFailed)
-        .build()
-        .unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe {
+        PluginHost::builder()
+            .static_plugin("first", |reg| {
+                reg.add_pass("double", double as extern "C" fn(i32) -> i32, ptr::null_mut())
+            })
+            .file(&arith)
+            .policy(LoadPolicy::SkipFailed)
+            .build()
+    }
+    .unwrap();
     let lease = host.acquire().unwrap();
     assert_eq!(lease.plugins().len(), 2, "the second plugin stays");
     assert_eq!(lease.pass_info("double").unwrap().plugin(), "first");
@@ -124,13 +130,16 @@ fn skip_failed_keeps_the_first_registration_of_a_pass_name_and_the_rest_of_the_s
     assert_eq!(logger::records(Level::Warn, &warning).len(), 1);
 
     // Under the default policy the same configuration is an error naming both plugins.
-    let strict = PluginHost::builder()
-        .static_plugin("first", |reg| {
-            reg.add_pass("double", double as extern "C" fn(i32) -> i32, ptr::null_mut())
-        })
-        .file(&arith)
-        .build()
-        .unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let strict = unsafe {
+        PluginHost::builder()
+            .static_plugin("first", |reg| {
+                reg.add_pass("double", double as extern "C" fn(i32) -> i32, ptr::null_mut())
+            })
+            .file(&arith)
+            .build()
+    }
+    .unwrap();
     drop(lease);
     let error = strict.acquire().unwrap_err();
     assert!(matches!(error, Error::DuplicatePass { .. }), "{error:?}");

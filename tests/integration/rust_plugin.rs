@@ -1,41 +1,23 @@
 //! A plugin written in Rust with `export_plugin!` loads and its passes are callable.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use dylease::PluginHost;
 
 use crate::support::{TestDir, assert_unloaded};
 
-/// Builds the example plugin crate (its library, `examples/rust-plugin`, and its two failing
-/// example plugins, `no_device` and `panicking`) once per test process; returns the
-/// directory the libraries are in (the examples under `examples/`).
+#[path = "../support/rust_plugin.rs"]
+mod build;
+
+/// Builds the example Rust plugins (the library `examples/plugins/folding.rs` and its two
+/// failing example plugins, `no_device` and `panicking`) once per test process; returns the
+/// directory the libraries are in (the failing ones under `examples/`).
 pub fn built_rust_plugins() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        // Its own target directory, so this nested cargo never waits on the lock of the build
-        // that is running these tests.
         let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rust-plugin");
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--offline",
-                "--quiet",
-                "-p",
-                "dylease-example-rust-plugin",
-                "--lib",
-                "--examples",
-                "--target-dir",
-            ])
-            .arg(&target)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the example Rust plugins failed");
-        target.join("debug")
+        build::build_rust_plugins(&target, true).unwrap()
     })
 }
 
@@ -44,8 +26,9 @@ fn a_rust_plugin_built_with_export_plugin_loads_and_its_pass_is_callable() {
     let built = built_rust_plugins();
     let dir = TestDir::new("rust_plugin");
     let lib = dir.path().join("libfolding.so");
-    std::fs::copy(built.join("libdylease_example_rust_plugin.so"), &lib).unwrap();
-    let host = PluginHost::builder().file(&lib).build().unwrap();
+    std::fs::copy(built.join(build::library_name()), &lib).unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
     for generation in 1..=2 {
         let lease = host.acquire().unwrap();
         assert_eq!(lease.generation(), generation);

@@ -45,7 +45,8 @@ fn read_state(lease: &Lease) -> i32 {
 }
 
 fn host(dir: &TestDir) -> PluginHost {
-    PluginHost::builder().dir(dir.path()).build().unwrap()
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap()
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -167,11 +168,14 @@ fn a_library_that_links_against_a_plugin_is_not_taken_for_it() {
     assert_unloaded(&core);
 
     let counters = Box::new(Counters::default());
-    let host = PluginHost::builder()
-        .dir(dir.path())
-        .policy(LoadPolicy::SkipFailed)
-        .build()
-        .unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe {
+        PluginHost::builder()
+            .dir(dir.path())
+            .policy(LoadPolicy::SkipFailed)
+            .build()
+    }
+    .unwrap();
     let lease = host.acquire().unwrap();
     attach(&lease, &counters);
     assert_eq!(lease.plugins().len(), 1, "only the real plugin loads");

@@ -114,6 +114,8 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
             }
             (vec![source], args)
         }
+        "typed_ab" => (vec!["typed_a.c", "typed_b.c"], vec![]),
+        "typed_ba" => (vec!["typed_b.c", "typed_a.c"], vec![]),
         "duplicate" => (vec!["duplicate.c"], vec![]),
         "noisy" => (vec!["noisy.c"], vec![]),
         "cpp_multi" => (vec!["multi_a.cpp", "multi_b.cpp"], vec![]),
@@ -135,6 +137,7 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
                 "-Wl,-rpath,$ORIGIN".into(),
             ],
         ),
+        n if n.starts_with("versioned_") => (vec!["versioned.c"], vec![format!("-DVERSION={}", &n[10..])]),
         n if n.starts_with('p') => numbered(n),
         other => panic!("no test plugin called {other}"),
     }
@@ -285,4 +288,10 @@ pub fn with_permission_checks<R: Send>(f: impl FnOnce() -> R + Send) -> Result<R
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
+}
+
+/// Whether any file whose path contains `needle` is mapped into this process.
+pub fn mapped_containing(needle: &str) -> bool {
+    let maps = fs::read_to_string("/proc/self/maps").unwrap();
+    maps.lines().any(|line| line.contains(needle))
 }

@@ -20,23 +20,26 @@ fn eight_threads_share_one_set_at_a_time_and_leave_nothing_mapped() {
     let (loads, unloads) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let (l, u, live_r) = (loads.clone(), unloads.clone(), live.clone());
     // A static plugin after the library observes each generation's load and unload.
-    let host = PluginHost::builder()
-        .dir(dir.path())
-        .static_plugin("observer", move |reg| {
-            assert!(!live_r.swap(true, Ordering::SeqCst), "two sets were loaded at once");
-            l.fetch_add(1, Ordering::SeqCst);
-            let (live, u) = (live_r.clone(), u.clone());
-            reg.on_unload(move || {
-                // Linger while still marked live: a load that began before this unload
-                // finished (a broken invariant I1) would find `live` set.
-                thread::sleep(Duration::from_micros(50));
-                assert!(live.swap(false, Ordering::SeqCst));
-                u.fetch_add(1, Ordering::SeqCst);
-            });
-            Ok(())
-        })
-        .build()
-        .unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe {
+        PluginHost::builder()
+            .dir(dir.path())
+            .static_plugin("observer", move |reg| {
+                assert!(!live_r.swap(true, Ordering::SeqCst), "two sets were loaded at once");
+                l.fetch_add(1, Ordering::SeqCst);
+                let (live, u) = (live_r.clone(), u.clone());
+                reg.on_unload(move || {
+                    // Linger while still marked live: a load that began before this unload
+                    // finished (a broken invariant I1) would find `live` set.
+                    thread::sleep(Duration::from_micros(50));
+                    assert!(live.swap(false, Ordering::SeqCst));
+                    u.fetch_add(1, Ordering::SeqCst);
+                });
+                Ok(())
+            })
+            .build()
+    }
+    .unwrap();
     let host = Arc::new(host);
     let threads = 8;
     let start = Arc::new(Barrier::new(threads));
@@ -116,7 +119,8 @@ fn eight_threads_churning_their_only_leases_match_every_load_with_one_unload() {
     let dir = TestDir::new("churn");
     let churn = dir.add("churn", "libchurn.so");
     let counted = dir.add("by_hand", "libcounted.so");
-    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     let counters = ChurnCounters::default();
     let (threads, rounds) = (8, churn_rounds());
     let round_done = Barrier::new(threads);

@@ -21,7 +21,8 @@ fn marker(lib: &Path) -> PathBuf {
 /// one, which must load it and so run its constructor (proof that the marker works). Returns
 /// the strict error.
 fn refused_then_permitted(source: &Path, lib: &Path) -> Error {
-    let strict = PluginHost::builder().file(source).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let strict = unsafe { PluginHost::builder().file(source).build() }.unwrap();
     assert_eq!(strict.trust(), TrustPolicy::Strict, "the default on Unix");
     let error = strict.acquire().unwrap_err();
     assert!(
@@ -32,11 +33,14 @@ fn refused_then_permitted(source: &Path, lib: &Path) -> Error {
     assert_unloaded(lib);
     assert!(!strict.is_loaded());
 
-    let permissive = PluginHost::builder()
-        .file(source)
-        .trust(TrustPolicy::Permissive)
-        .build()
-        .unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let permissive = unsafe {
+        PluginHost::builder()
+            .file(source)
+            .trust(TrustPolicy::Permissive)
+            .build()
+    }
+    .unwrap();
     let lease = permissive.acquire().unwrap();
     assert_eq!(lease.plugins()[0].name(), "by-hand");
     assert!(marker(lib).exists(), "the marker must show code that ran");
@@ -189,7 +193,8 @@ fn an_untrusted_plugin_fails_a_strict_load_before_any_plugin_opens() {
     let first = dir.add("by_hand_marker", "liba.so");
     let second = dir.add("p1", "libb.so");
     fs::set_permissions(&second, Permissions::from_mode(0o766)).unwrap();
-    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     let error = host.acquire().unwrap_err();
     assert!(
         matches!(&error, Error::Untrusted { path, .. } if path == &second),
@@ -282,7 +287,8 @@ fn a_directory_swapped_by_another_user_during_loads_never_runs_their_code() {
     symlink(shared.join("sub/libx.so"), &link).unwrap();
 
     let stop = std::sync::atomic::AtomicBool::new(false);
-    let host = PluginHost::builder().file(&link).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&link).build() }.unwrap();
     let (swaps, outcomes) = std::thread::scope(|scope| {
         let swapper = scope.spawn(|| {
             let mut swaps = 0u64;
@@ -328,7 +334,8 @@ fn a_file_renamed_into_place_after_the_check_is_refused() {
     dir.add("swap_on_load", "liba.so");
     let checked = dir.add("p1", "libb.so");
     let stage = dir.add("by_hand_marker", "stage.so");
-    let host = PluginHost::builder().dir(dir.path()).build().unwrap();
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     let error = host.acquire().unwrap_err();
     assert!(
         !stage.exists(),
@@ -412,7 +419,8 @@ fn a_sticky_world_writable_directory_on_the_way_is_accepted() {
     symlink(&lib, &link).unwrap();
     fs::set_permissions(&sticky, Permissions::from_mode(0o1777)).unwrap();
     for named in [&lib, &link] {
-        let host = PluginHost::builder().file(named).build().unwrap();
+        // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+        let host = unsafe { PluginHost::builder().file(named).build() }.unwrap();
         let lease = host.acquire().unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(lease.plugins()[0].path(), Some(named.as_path()));
         assert!(marker(&lib).exists());
@@ -455,7 +463,8 @@ fn a_bare_relative_name_is_checked_like_dot_slash() {
         // The child: the current directory is the parent's writable test directory.
         let cwd = std::env::current_dir().unwrap();
         for named in ["libmarker.so", "./libmarker.so"] {
-            let host = PluginHost::builder().file(named).build().unwrap();
+            // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+            let host = unsafe { PluginHost::builder().file(named).build() }.unwrap();
             let error = host.acquire().unwrap_err();
             assert!(
                 matches!(&error, Error::Untrusted { path, .. } if path == Path::new(named)),
@@ -492,7 +501,7 @@ fn a_bare_relative_name_is_checked_like_dot_slash() {
         String::from_utf8_lossy(&output.stderr)
     );
     // The checker, run the same way, agrees.
-    let checker = std::process::Command::new(env!("CARGO_BIN_EXE_dylease"))
+    let checker = std::process::Command::new(crate::cli::binary())
         .args(["check", "libmarker.so"])
         .current_dir(&open)
         .output()

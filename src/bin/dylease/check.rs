@@ -39,7 +39,14 @@ pub(crate) struct Plugin {
     pub(crate) name: String,
     pub(crate) version: String,
     pub(crate) path: Option<PathBuf>,
-    pub(crate) passes: Vec<String>,
+    pub(crate) passes: Vec<PassEntry>,
+}
+
+/// A pass a plugin registered, with the interface it registered it under (typed passes).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct PassEntry {
+    pub(crate) name: String,
+    pub(crate) interface: Option<String>,
 }
 
 /// Why a check failed, and what to do about it.
@@ -91,16 +98,23 @@ pub(crate) fn run(paths: &[PathBuf], mut report: impl FnMut(Check) -> ControlFlo
         if path.is_dir() {
             check_dir(path, &mut report)?;
         } else {
-            report(load(Kind::File, Some(path), PluginHost::builder().file(path)))?;
+            // SAFETY: loading the plugins its user names, to check them, is what `dylease check`
+            // is for; its help says that checking runs their code.
+            report(load(Kind::File, Some(path), unsafe {
+                PluginHost::builder().file(path)
+            }))?;
         }
     }
     if paths.len() > 1 {
         let mut builder = PluginHost::builder();
         for path in paths {
-            builder = if path.is_dir() {
-                builder.dir(path)
-            } else {
-                builder.file(path)
+            // SAFETY: as above, the user named these plugins to be loaded and checked.
+            builder = unsafe {
+                if path.is_dir() {
+                    builder.dir(path)
+                } else {
+                    builder.file(path)
+                }
             };
         }
         let mut together = load(Kind::Together, None, builder);
@@ -128,9 +142,13 @@ fn check_dir(dir: &Path, report: &mut impl FnMut(Check) -> ControlFlow<()>) -> C
         }
     };
     for file in &files {
-        report(load(Kind::File, Some(file), PluginHost::builder().file(file)))?;
+        // SAFETY: the user named this directory's plugins to be loaded and checked.
+        report(load(Kind::File, Some(file), unsafe {
+            PluginHost::builder().file(file)
+        }))?;
     }
-    let mut whole = load(Kind::Directory, Some(dir), PluginHost::builder().dir(dir));
+    // SAFETY: as above.
+    let mut whole = load(Kind::Directory, Some(dir), unsafe { PluginHost::builder().dir(dir) });
     whole.skipped = skipped(dir, &files);
     whole.files = Some(files.len());
     report(whole)
@@ -143,9 +161,10 @@ fn load(kind: Kind, path: Option<&Path>, builder: HostBuilder) -> Check {
         (Kind::File, Some(path)) => rewrite::warning(path).into_iter().collect(),
         _ => Vec::new(),
     };
+    let mut warnings = warnings;
     let outcome = builder
         .build()
-        .and_then(|host| host.acquire().map(|lease| describe(&lease)))
+        .and_then(|host| load_twice(kind, &host, &mut warnings))
         .map_err(|error| problem(&error));
     Check {
         kind,
@@ -156,6 +175,40 @@ fn load(kind: Kind, path: Option<&Path>, builder: HostBuilder) -> Check {
         arguments: 0,
         warnings,
     }
+}
+
+/// Loads the plugins, unloads them, and (for a single file) loads them a second time, as a
+/// long-lived program that reloads would: a library the platform keeps mapped after its
+/// unload (`-z nodelete`, a C++ `thread_local`, musl) does not run its constructors again, so
+/// state a constructor made and `on_unload` freed is gone from the second load on.
+fn load_twice(kind: Kind, host: &PluginHost, warnings: &mut Vec<String>) -> Result<Vec<Plugin>, Error> {
+    let first = describe(&host.acquire()?);
+    if kind != Kind::File {
+        return Ok(first);
+    }
+    if host.stats().pinned_libraries > 0 {
+        warnings.push(
+            "the library stays mapped after its unload (linked with `-z nodelete`, a C++ `thread_local`, \
+             or on musl): its constructors will not run again on the next load, so state a constructor set up \
+             and `on_unload` freed is gone from then on; move it to `on_load` (DYLEASE_PLUGIN_WITH_HOOKS, or \
+             `on_load` in export_plugin!)"
+                .to_owned(),
+        );
+    }
+    let second = host.acquire().inspect_err(|_| {
+        warnings.push("it loaded once, but the second load, after an unload, failed".to_owned());
+    })?;
+    let second = describe(&second);
+    let passes = |plugins: &[Plugin]| plugins.iter().map(|p| p.passes.len()).sum::<usize>();
+    if passes(&second) != passes(&first) {
+        warnings.push(format!(
+            "the second load registered {} passes, the first {}: registration depends on state that does not \
+             survive an unload; register every pass from `register_passes` (or the header's macros) each time",
+            passes(&second),
+            passes(&first)
+        ));
+    }
+    Ok(first)
 }
 
 fn describe(lease: &Lease) -> Vec<Plugin> {
@@ -171,7 +224,10 @@ fn describe(lease: &Lease) -> Vec<Plugin> {
                 .passes()
                 .iter()
                 .filter(|pass| pass.plugin_index() == index)
-                .map(|pass| pass.name().to_owned())
+                .map(|pass| PassEntry {
+                    name: pass.name().to_owned(),
+                    interface: pass.interface().map(str::to_owned),
+                })
                 .collect(),
         })
         .collect()

@@ -82,10 +82,12 @@ print goes to standard error meanwhile.
       \"path\": string | null,         as given; null for \"together\"
       \"ok\": bool,
       \"plugins\": [{\"name\": string, \"version\": string, \"path\": string,
-                   \"passes\": [string]}],            in load order; [] when not ok
+                   \"passes\": [{\"name\": string,
+                               \"interface\": string | null}]}],   in load order; [] when not ok
       \"problem\": null | {\"cause\": string, \"file\": string | null,
                           \"message\": string, \"fix\": string},
-      \"warnings\": [string],            for a file: it may still be being written
+      \"warnings\": [string],            for a file: it may still be being written; it stays
+                                      mapped after unload; its second load differs
       \"skipped\": [{\"path\": string, \"reason\": string}]   directory entries a host does not load
     }]
   }

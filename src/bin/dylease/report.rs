@@ -151,7 +151,15 @@ fn describe(out: &mut String, plugin: &Plugin) {
             "{DETAIL}plugin `{}` {version}: {}: {}",
             plugin.name,
             count(plugin.passes.len(), "pass"),
-            plugin.passes.join(", ")
+            plugin
+                .passes
+                .iter()
+                .map(|pass| match &pass.interface {
+                    Some(interface) => format!("{} ({interface})", pass.name),
+                    None => pass.name.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
 }
@@ -220,7 +228,18 @@ fn plugin_json(plugin: &Plugin) -> Json {
         ("path", path_json(plugin.path.as_deref())),
         (
             "passes",
-            Json::Array(plugin.passes.iter().map(|p| Json::str(p)).collect()),
+            Json::Array(
+                plugin
+                    .passes
+                    .iter()
+                    .map(|pass| {
+                        Json::Object(vec![
+                            ("name", Json::str(&pass.name)),
+                            ("interface", pass.interface.as_deref().map_or(Json::Null, Json::str)),
+                        ])
+                    })
+                    .collect(),
+            ),
         ),
     ])
 }

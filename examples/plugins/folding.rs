@@ -21,6 +21,15 @@ pub struct Graph {
     rewrites: i32,
 }
 
+/// The interface of every example pass: `void (*)(demo_graph *)` under "demo.graph_pass/1".
+pub struct GraphPass;
+// SAFETY: every pass registered under "demo.graph_pass/1" (by this plugin and the C and C++
+// example plugins) is a `void (*)(demo_graph *)`.
+unsafe impl dylease::Interface for GraphPass {
+    const ID: &'static str = "demo.graph_pass/1";
+    type Fn = unsafe extern "C" fn(*mut Graph);
+}
+
 /// Folds one node in five. The type of every example pass: `void (*)(demo_graph *)`.
 ///
 /// # Safety
@@ -42,12 +51,7 @@ unsafe extern "C" fn fold_constants(graph: *mut Graph) {
 dylease::export_plugin! {
     name: "folding",
     version: env!("CARGO_PKG_VERSION"),
-    register: |reg| reg.add_typed_pass(
-        "fold_constants",
-        "demo.graph_pass/1",
-        fold_constants as unsafe extern "C" fn(*mut Graph),
-        ptr::null_mut(),
-    ),
+    register: |reg| reg.add_typed_pass::<GraphPass>("fold_constants", fold_constants, ptr::null_mut()),
     on_load: || {
         println!("             [folding plugin, Rust] on_load");
         READY.store(true, Ordering::Release);

@@ -1,0 +1,123 @@
+//! Writing plugins: the C header, Rust's [`export_plugin!`](crate::export_plugin), ABI
+//! version 2, and the upgrade path for version-1 plugins.
+//!
+//! A plugin is a shared library that exports one function, `dylease_plugin_v1`, returning a
+//! static descriptor: its name, version, `register_passes`, and optionally `on_load` and
+//! `on_unload`. [`abi`](crate::abi) mirrors the declarations for Rust;
+//! `include/dylease.h` is the normative copy and documents the contract in full.
+//!
+//! # In C or C++
+//!
+//! ```c
+//! #include <stdlib.h>
+//! #include "dylease.h"
+//!
+//! static int *calls;   /* this instance's state: made in on_load, freed in on_unload */
+//!
+//! static int32_t on_load(void) {
+//!     calls = calloc(1, sizeof *calls);
+//!     return calls ? 0 : -1;     /* non-zero: the load fails, on_unload is not called */
+//! }
+//! static void on_unload(void) { free(calls); calls = 0; }
+//!
+//! static int double_it(int x) { ++*calls; return 2 * x; }
+//! static void fuse(void *graph) { /* ... */ }
+//!
+//! DYLEASE_PLUGIN_WITH_HOOKS("math", "1.0.0", on_load, on_unload)
+//! DYLEASE_PASS("double", double_it)
+//! DYLEASE_TYPED_PASS("fuse", "ge.fusion_pass/1", fuse)
+//! ```
+//!
+//! ```sh
+//! cc -shared -fPIC -I include math.c -o libmath.so
+//! ```
+//!
+//! - `DYLEASE_PLUGIN(name, version)` stands once per plugin, at global scope;
+//!   `DYLEASE_PLUGIN_WITH_UNLOAD(name, version, on_unload)` adds an `on_unload`, and
+//!   `DYLEASE_PLUGIN_WITH_HOOKS(name, version, on_load, on_unload)` both (either may be
+//!   `NULL`).
+//! - `DYLEASE_PASS(name, fn)`, `DYLEASE_PASS_WITH_DATA(name, fn, data)`,
+//!   `DYLEASE_TYPED_PASS(name, interface, fn)` and `DYLEASE_TYPED_PASS_WITH_DATA` may stand
+//!   in any translation unit of the plugin, each expanded in exactly one. Their constructors
+//!   only link nodes into a list private to the plugin; `register_passes` walks it, once per
+//!   set (I6 in [`sharing`](super::sharing)).
+//! - A typed pass carries an *interface*, the pass signature that hosts and plugins agree on:
+//!   UTF-8, 1 to 256 bytes, by convention `domain.name/MAJOR`. Hosts read it with
+//!   [`PassInfo::interface`](crate::PassInfo::interface) (`None` for an untyped pass).
+//!
+//! # In Rust
+//!
+//! A `cdylib` that depends on dylease with `default-features = false` (no loading code):
+//!
+//! ```no_run
+//! extern "C" fn fuse(x: i32) -> i32 { x / 2 }
+//!
+//! dylease::export_plugin! {
+//!     name: "npu",
+//!     version: "1.0.0",
+//!     register: |reg| reg.add_pass_with_interface("fuse", "ge.fusion_pass/1", fuse as extern "C" fn(i32) -> i32, std::ptr::null_mut()),
+//!     on_load: || Ok(()),  // open the device here; an `Err` fails the load
+//!     on_unload: || {},    // and close it here
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! An `Err(dylease::Error::custom("no NPU device found"))` from `register` reaches the host's
+//! load error through the ABI's `report` ("plugin file `…/libnpu.so` failed to register its
+//! passes: no NPU device found (`register_passes` returned -1)"), and so does a panic
+//! ("panicked: …"). An error or panic in `on_load` reaches the host only as a code
+//! ([`Error::OnLoadFailed`](crate::Error::OnLoadFailed)): the ABI gives `on_load` no
+//! registrar to report through. No panic ever unwinds into the host.
+//!
+//! # ABI version 2
+//!
+//! Version 2 only appends fields to version 1's structures:
+//!
+//! - **`on_load`** in the descriptor: runs once per library instance, before its first
+//!   `register_passes`; non-zero fails the load naming the file and the code, and then
+//!   neither `register_passes` nor `on_unload` runs. Once it succeeded, `on_unload` runs
+//!   exactly once, even if a later step fails.
+//! - **`add_typed_pass`** in the host API: `add_pass` with an interface.
+//! - **`report`** in the host API: why `register_passes` is about to fail; the first message
+//!   of a registration appears in the load error.
+//!
+//! A version-2 plugin calls `add_typed_pass` and `report` only when `api->abi_version >= 2`.
+//! The entry symbol stays `dylease_plugin_v1`: it names the entry convention, not the version.
+//!
+//! # Upgrading a version-1 plugin
+//!
+//! Nothing is required: a plugin built against the version-1 header keeps loading unchanged,
+//! without a rebuild. The host reads only version 1's fields of its descriptor, hands its
+//! `register_passes` a host API table whose `abi_version` is 1 (the only one a version-1
+//! plugin accepts), and runs its `on_unload` once per instance after a successful
+//! `register_passes`. To use version 2:
+//!
+//! 1. Rebuild against the new `include/dylease.h`. A declarative plugin (`DYLEASE_PLUGIN`,
+//!    `DYLEASE_PASS`) becomes version 2 with no source change.
+//! 2. Move state that `on_unload` frees out of constructors (and out of "only on the first
+//!    call" flags in `register_passes`) into an `on_load`, and declare both with
+//!    `DYLEASE_PLUGIN_WITH_HOOKS(name, version, on_load, on_unload)`. Until then, such state
+//!    is lost from the second load on wherever the platform keeps the library mapped (see
+//!    [`faq`](super::faq)).
+//! 3. Optionally register typed passes and `report` failures.
+//!
+//! A hand-written descriptor sets `abi_version` to `DYLEASE_ABI_VERSION` (2) and fills the
+//! new `on_load` field (or `NULL`); a hand-written `register_passes` accepts any
+//! `api->abi_version >= 1` and uses the version-2 functions only when it is at least 2, so
+//! it also works with a host that speaks only version 1. Descriptors of any other version
+//! (0, 3, …) are refused with [`Error::AbiMismatch`](crate::Error::AbiMismatch).
+//!
+//! # Checking plugins
+//!
+//! With the `cli` feature, the `dylease` command loads plugin files and directories exactly
+//! as a host would and says, for each file, which plugin and passes it brings, or why it does
+//! not load and how to fix it — the answer to "why is my pass not running?":
+//!
+//! ```sh
+//! cargo run --features cli --bin dylease -- check path/to/plugins/
+//! ```
+//!
+//! `--json` prints the same report for scripts; the exit status is 0 only when everything
+//! would load. [`plugin_files_in`](crate::plugin_files_in) lists a directory's plugin files
+//! by the same rules. The repository's `examples/` has one plugin in each language, which
+//! `cargo run --example demo` builds and loads.

@@ -1,0 +1,283 @@
+//! Watching a host's sources (feature `watch`): [`HostBuilder::watch`] reloads the host when
+//! a plugin directory or file changes.
+//!
+//! notify's thread turns file-system events into messages on a channel, keeping only those
+//! that concern a plugin source. The host's watcher thread (`dylease-watch`) waits for
+//! `debounce` of quiet after the last of them, then calls what [`PluginHost::reload`] calls.
+//! It holds the host's load configuration and generations only weakly, upgrading them for
+//! each reload, so it never keeps a host alive; the host's drop stops it and joins it (a
+//! reload in progress finishes first).
+//!
+//! A half-written file is never loaded: the debounce waits for the writer to pause, and a
+//! library that is still incomplete then fails the load's ELF check ("the file is
+//! truncated"), so the reload fails and the current generation stays current (I5).
+//!
+//! The watcher is I/O around `reload()`, whose protocol the loom models cover; it is not
+//! modelled itself, and uses std's channel and thread directly.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use notify::{Event, EventKind, RecursiveMode, Watcher};
+
+use super::{Generations, HostBuilder, LoadConfig, PluginHost};
+use crate::error::{Error, WithSources};
+use crate::load::{Source, count, env_dirs, is_library_name};
+use crate::sync::{Arc, Weak};
+
+impl HostBuilder {
+    /// Reloads the host, as [`PluginHost::reload`] does, whenever one of its plugin sources
+    /// changes and then `debounce` passes without a further change. (Crate feature `watch`.)
+    ///
+    /// Watched, from [`build`](HostBuilder::build) on: each [`dir`](HostBuilder::dir) (a
+    /// library created, replaced, removed or changed in it); the directory holding each
+    /// [`file`](HostBuilder::file) (for that file's name only); and the directories that each
+    /// [`env`](HostBuilder::env) variable lists *when the host is built*. A later change of
+    /// the variable is not watched (call [`reload`](PluginHost::reload) after one), nor are
+    /// subdirectories, the targets of symlinks, or static plugins. Opening and reading a
+    /// library, as a load does, is not a change.
+    ///
+    /// Each reload is logged at `info` and each failure at `warn`, with the error; a failed
+    /// reload leaves the current generation current, and the next change tries again. A file
+    /// still being written is not loaded half: the debounce waits for writing to pause, and a
+    /// library still incomplete then fails the load's ELF check. Install plugins by rename
+    /// (write beside, then `mv`): a library rewritten in place while it is mapped crashes the
+    /// platform loader, watched or not.
+    ///
+    /// The watcher holds the new set's lease only while it logs the reload: under
+    /// [`UnloadPolicy::Immediately`](super::UnloadPolicy::Immediately) with no user lease
+    /// alive, the reloaded set unloads at once, and the next
+    /// [`acquire`](PluginHost::acquire) loads again. Use
+    /// [`UnloadPolicy::After`](super::UnloadPolicy::After) or
+    /// [`WithHost`](super::UnloadPolicy::WithHost) to keep it loaded.
+    ///
+    /// The watcher ends with the host: dropping the host stops it, after a reload in progress
+    /// finished.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use dylease::{PluginHost, UnloadPolicy};
+    ///
+    /// // SAFETY: /opt/app/plugins holds this application's own plugins.
+    /// let host = unsafe { PluginHost::builder().dir("/opt/app/plugins") }
+    ///     .unload(UnloadPolicy::WithHost)
+    ///     .watch(Duration::from_millis(500))
+    ///     .build()?;
+    /// // `install -m 755 libnew.so /opt/app/plugins/` elsewhere: half a second later,
+    /// // `acquire()` returns generation 2 with the new code.
+    /// let lease = host.acquire()?;
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub fn watch(mut self, debounce: Duration) -> Self {
+        self.watch = Some(debounce);
+        self
+    }
+}
+
+/// A host's watcher: notify's watcher, and the thread that reloads.
+pub(super) struct Watch {
+    /// Its drop removes the watches and ends notify's thread.
+    _events: notify::RecommendedWatcher,
+    stop: Sender<Message>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.stop.send(Message::Stop);
+        if let Some(thread) = self.thread.take() {
+            // A host dropped by the watcher thread itself (from plugin code it reloaded)
+            // cannot wait for that thread: it ends once the reload returns.
+            if thread.thread().id() != thread::current().id() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+/// What notify's thread tells the watcher thread.
+enum Message {
+    /// A change of this path, which concerns a plugin source.
+    Changed(PathBuf),
+    /// The host is being dropped.
+    Stop,
+}
+
+/// Which entries of one watched directory concern the host.
+#[derive(Debug, Default)]
+struct Interest {
+    /// Every library (a [`Source::Dir`] or a directory listed by a [`Source::Env`]).
+    libraries: bool,
+    /// These names (the [`Source::File`]s in the directory).
+    names: BTreeSet<OsString>,
+}
+
+/// Starts watching `host`'s sources: the last step of [`HostBuilder::build`]. A host without
+/// a directory or file source gets no watcher.
+pub(super) fn start(mut host: PluginHost, debounce: Duration) -> Result<PluginHost, Error> {
+    let interests = interests(&host.config.sources)?;
+    let dirs: Vec<PathBuf> = interests.keys().cloned().collect();
+    let Some(first) = dirs.first().cloned() else {
+        log::debug!("nothing to watch: the host has no plugin directory or file");
+        return Ok(host);
+    };
+    let (sender, receiver) = mpsc::channel();
+    let events = sender.clone();
+    let on_event = move |event: notify::Result<Event>| match event {
+        Ok(event) => {
+            if let Some(path) = concerns(&interests, &event) {
+                let _ = events.send(Message::Changed(path));
+            }
+        }
+        Err(error) => log::warn!("watching plugin sources: {error}"),
+    };
+    let cannot = |path: &Path, context, source| Error::Io {
+        path: path.to_owned(),
+        context,
+        source,
+    };
+    let mut watcher = notify::recommended_watcher(on_event)
+        .map_err(|error| cannot(&first, "cannot start watching plugin directory", into_io(error)))?;
+    for dir in &dirs {
+        watcher
+            .watch(dir, RecursiveMode::NonRecursive)
+            .map_err(|error| cannot(dir, "cannot watch plugin directory", into_io(error)))?;
+    }
+    let config = Arc::downgrade(&host.config);
+    let generations = Arc::downgrade(&host.generations);
+    let thread = thread::Builder::new()
+        .name("dylease-watch".to_owned())
+        .spawn(move || run(&receiver, debounce, &config, &generations))
+        .map_err(|source| cannot(&first, "cannot start the thread that watches plugin directory", source))?;
+    log::debug!("watching {dirs:?} for plugin changes, {debounce:?} of quiet before a reload");
+    host.watch = Some(Watch {
+        _events: watcher,
+        stop: sender,
+        thread: Some(thread),
+    });
+    Ok(host)
+}
+
+/// The directories to watch, and what in each concerns the host. Each path is made absolute
+/// (as notify reports events under the path it was given), without resolving symlinks.
+fn interests(sources: &[Source]) -> Result<BTreeMap<PathBuf, Interest>, Error> {
+    let absolute = |path: &Path| {
+        std::path::absolute(path).map_err(|source| Error::Io {
+            path: path.to_owned(),
+            context: "cannot watch plugin path",
+            source,
+        })
+    };
+    let mut interests: BTreeMap<PathBuf, Interest> = BTreeMap::new();
+    for source in sources {
+        match source {
+            Source::Dir(dir) => interests.entry(absolute(dir)?).or_default().libraries = true,
+            Source::File(file) => {
+                let file = absolute(file)?;
+                if let (Some(dir), Some(name)) = (file.parent(), file.file_name()) {
+                    interests
+                        .entry(dir.to_owned())
+                        .or_default()
+                        .names
+                        .insert(name.to_owned());
+                }
+            }
+            Source::Env(var) => {
+                for dir in env_dirs(var)? {
+                    interests.entry(absolute(&dir)?).or_default().libraries = true;
+                }
+            }
+            Source::Static(_) => {}
+        }
+    }
+    Ok(interests)
+}
+
+/// The changed path, if `event` concerns a plugin source: an entry of a watched directory
+/// that the host loads (or would load), or a watched directory itself. Opening and closing
+/// files (what every load does) are not changes.
+fn concerns(interests: &BTreeMap<PathBuf, Interest>, event: &Event) -> Option<PathBuf> {
+    if event.need_rescan() {
+        // The kernel's queue overflowed: events were lost.
+        return interests.keys().next().cloned();
+    }
+    if matches!(event.kind, EventKind::Access(_)) {
+        return None;
+    }
+    let concerned = |path: &&PathBuf| {
+        if interests.contains_key(path.as_path()) {
+            if matches!(
+                event.kind,
+                EventKind::Remove(_) | EventKind::Modify(notify::event::ModifyKind::Name(_))
+            ) {
+                log::warn!(
+                    "the watched plugin directory `{}` was removed or moved: changes in it are not watched any more",
+                    path.display()
+                );
+            }
+            return true;
+        }
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return false;
+        };
+        interests
+            .get(dir)
+            .is_some_and(|interest| interest.names.contains(name) || (interest.libraries && is_library_name(name)))
+    };
+    event.paths.iter().find(concerned).cloned()
+}
+
+/// The watcher thread: after each change, waits for `debounce` of quiet, then reloads.
+/// Ends on [`Message::Stop`], or when the host is gone.
+fn run(receiver: &Receiver<Message>, debounce: Duration, config: &Weak<LoadConfig>, generations: &Weak<Generations>) {
+    while let Ok(Message::Changed(mut changed)) = receiver.recv() {
+        loop {
+            match receiver.recv_timeout(debounce) {
+                Ok(Message::Changed(path)) => changed = path,
+                Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                Err(RecvTimeoutError::Timeout) => break,
+            }
+        }
+        let (Some(config), Some(generations)) = (config.upgrade(), generations.upgrade()) else {
+            return;
+        };
+        reload(&config, &generations, &changed);
+        // The upgraded references go here, before the next wait: between reloads the
+        // watcher keeps nothing of the host alive.
+    }
+}
+
+/// Reloads after a change of `changed`, and logs what happened. The new set's lease is
+/// dropped here, outside every lock (it may be its last under `UnloadPolicy::Immediately`).
+fn reload(config: &LoadConfig, generations: &Arc<Generations>, changed: &Path) {
+    match Generations::reload(generations, None, |deadline| config.load(deadline)) {
+        Ok(set) => log::info!(
+            "reloaded plugins after a change of `{}`: generation {}, {}",
+            changed.display(),
+            set.generation(),
+            count(set.plugins().len(), "plugin", "plugins"),
+        ),
+        Err(error) => log::warn!(
+            "reloading plugins after a change of `{}` failed; generation {} stays current: {}",
+            changed.display(),
+            generations.generation(),
+            WithSources(&error),
+        ),
+    }
+}
+
+/// notify's error as the operating system's, where it is one.
+fn into_io(error: notify::Error) -> io::Error {
+    match error.kind {
+        notify::ErrorKind::Io(source) => source,
+        notify::ErrorKind::PathNotFound => io::Error::new(io::ErrorKind::NotFound, "no such directory"),
+        _ => io::Error::other(error),
+    }
+}

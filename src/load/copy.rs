@@ -1,0 +1,144 @@
+//! Private copies of changed library files.
+//!
+//! glibc resolves an open by name first: `dlopen` of a path whose file was replaced (a new
+//! version installed by rename) while the old mapping is alive returns the *old* mapping. So a
+//! changed file is loaded from a copy in a directory of its own, owned by the effective user
+//! with mode 0700, the copy keeping the file's name (so `/proc/self/maps` and the loader's
+//! messages still name the plugin). The copy is made from the descriptor the trust and ELF
+//! checks looked at, and removed, with its directory, once its instance unloaded (or at once
+//! if making it failed).
+
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+
+/// A private copy of one library file; dropping it removes the copy and its directory.
+#[derive(Debug)]
+pub(crate) struct PrivateCopy {
+    dir: PathBuf,
+    file: PathBuf,
+}
+
+impl PrivateCopy {
+    /// Copies what `source` reads (the file found as `shown`) into a new private directory
+    /// under `base`, as a file named like `shown`.
+    pub(crate) fn make(base: &Path, shown: &Path, source: &File) -> Result<PrivateCopy, Error> {
+        let failed = |context: &'static str, path: &Path, source: io::Error| Error::Io {
+            path: path.to_owned(),
+            context,
+            source,
+        };
+        let dir = private_dir(base).map_err(|e| failed("cannot make a private directory for a reload in", base, e))?;
+        // From here on, `copy` removes what exists of it if a step fails.
+        let copy = PrivateCopy {
+            file: dir.join(shown.file_name().unwrap_or(shown.as_os_str())),
+            dir,
+        };
+        let written = write_copy(&copy.file, source);
+        written.map_err(|e| failed("cannot copy the changed plugin file to", &copy.file, e))?;
+        Ok(copy)
+    }
+
+    /// The path of the copy: what is opened.
+    pub(crate) fn path(&self) -> &Path {
+        &self.file
+    }
+}
+
+impl Drop for PrivateCopy {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.file);
+        if let Err(error) = fs::remove_dir(&self.dir) {
+            log::warn!("cannot remove the reload directory `{}`: {error}", self.dir.display());
+        }
+    }
+}
+
+/// A new directory under `base` that only this user can enter: created with mode 0700 (it
+/// must not exist before), then checked to be a directory, not a link, owned by the effective
+/// user, with that mode.
+fn private_dir(base: &Path) -> io::Result<PathBuf> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    for _ in 0..16 {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = base.join(format!("dylease-reload-{}-{n}", std::process::id()));
+        match imp::create_private(&dir) {
+            Ok(()) => {
+                imp::check_private(&dir)?;
+                return Ok(dir);
+            }
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(error) => return Err(error),
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::AlreadyExists, "no unused directory name"))
+}
+
+/// Writes the bytes `source` reads, from its start, into the new file `to`.
+fn write_copy(to: &Path, source: &File) -> io::Result<()> {
+    let mut reader = source.try_clone()?;
+    io::Seek::seek(&mut reader, io::SeekFrom::Start(0))?;
+    let mut writer = imp::create_new_private_file(to)?;
+    // No `sync_all`: the copy is read back by this process's loader at once and removed
+    // after use; durability would only cost an fsync per plugin (measured: most of a
+    // changed reload's time).
+    io::copy(&mut reader, &mut writer).map(drop)
+}
+
+#[cfg(unix)]
+mod imp {
+    use std::fs::{self, File};
+    use std::io;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+    use std::path::Path;
+
+    pub(super) fn create_private(dir: &Path) -> io::Result<()> {
+        fs::DirBuilder::new().mode(0o700).create(dir)
+    }
+
+    pub(super) fn check_private(dir: &Path) -> io::Result<()> {
+        let metadata = fs::symlink_metadata(dir)?;
+        // SAFETY: `geteuid` has no preconditions and cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        let private = metadata.is_dir() && metadata.uid() == euid && metadata.mode() & 0o777 == 0o700;
+        if private {
+            Ok(())
+        } else {
+            let _ = fs::remove_dir(dir);
+            Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the new directory is not private (not a directory owned by this user with mode 0700)",
+            ))
+        }
+    }
+
+    pub(super) fn create_new_private_file(path: &Path) -> io::Result<File> {
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o700)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+    }
+}
+
+#[cfg(not(unix))]
+mod imp {
+    use std::fs::{self, File};
+    use std::io;
+    use std::path::Path;
+
+    pub(super) fn create_private(dir: &Path) -> io::Result<()> {
+        fs::create_dir(dir)
+    }
+
+    pub(super) fn check_private(_dir: &Path) -> io::Result<()> {
+        Ok(())
+    }
+
+    pub(super) fn create_new_private_file(path: &Path) -> io::Result<File> {
+        fs::OpenOptions::new().write(true).create_new(true).open(path)
+    }
+}
