@@ -119,12 +119,17 @@ fn acquire_hot_during_reloads(c: &mut Criterion) {
         std::thread::spawn(move || {
             // A reload every 100 µs: far more often than any program reloads plugins, but with
             // room between reloads for the fast path to be the fast path.
+            // The newest generation's lease is kept until the next reload replaces it, as a
+            // session that moves to the new plugins would: the current set always has a lease,
+            // so the timed acquires never have to load one themselves.
             let mut reloads = 0u64;
+            let mut newest = None;
             while !stop.load(Ordering::Relaxed) {
-                drop(host.reload().unwrap());
+                newest = Some(host.reload().unwrap());
                 reloads += 1;
                 std::thread::sleep(Duration::from_micros(100));
             }
+            drop(newest);
             reloads
         })
     };
@@ -133,6 +138,12 @@ fn acquire_hot_during_reloads(c: &mut Criterion) {
     });
     stop.store(true, Ordering::Relaxed);
     let reloads = reloader.join().unwrap();
+    // Every generation came from a reload: no timed acquire loaded one.
+    assert_eq!(
+        host.generation(),
+        1 + reloads,
+        "an acquire loaded a generation of its own"
+    );
     eprintln!("acquire_hot_during_reloads: {reloads} reloads ran meanwhile");
     drop(session);
     group.finish();
