@@ -63,7 +63,10 @@ fn a_strict_reload_never_loads_a_copy_from_a_reload_dir_another_user_owns() {
     let dir = TestDir::new("review_reload_dir_theirs");
     let theirs = dir.sub("theirs");
     if let Err(e) = std::os::unix::fs::chown(&theirs, Some(12345), None) {
-        panic!("cannot chown {} to another user ({e}); run the tests as root", theirs.display());
+        panic!(
+            "cannot chown {} to another user ({e}); run the tests as root",
+            theirs.display()
+        );
     }
     let (result, from_copies) = reload_through(&theirs, "review_reload_dir_theirs_plugins");
     assert!(
@@ -107,7 +110,10 @@ fn a_file_replaced_after_its_pinned_instance_unloaded_loads_the_new_code() {
     let first = host.acquire().unwrap();
     assert_eq!(first.plugins()[0].name(), "on-load-state");
     drop(first);
-    assert!(mapped(&lib), "the fixture is linked with -z nodelete and must stay mapped");
+    assert!(
+        mapped(&lib),
+        "the fixture is linked with -z nodelete and must stay mapped"
+    );
     install(&plugins, "by_hand");
     let second = host.acquire().unwrap();
     assert_eq!(
@@ -118,4 +124,101 @@ fn a_file_replaced_after_its_pinned_instance_unloaded_loads_the_new_code() {
     drop(second);
     let third = host.reload().unwrap();
     assert_eq!(third.plugins()[0].name(), "by-hand", "reload too");
+}
+
+/// `renameat2(from, to, RENAME_EXCHANGE)`: swaps two directory entries atomically.
+fn exchange(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let from = std::ffi::CString::new(from.as_os_str().as_bytes()).unwrap();
+    let to = std::ffi::CString::new(to.as_os_str().as_bytes()).unwrap();
+    // SAFETY: both paths are NUL-terminated and outlive the call.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[test]
+fn another_user_swapping_the_private_directory_in_a_writable_reload_dir_never_runs_their_code() {
+    // The attack itself: `shared` is mode 0777 and not sticky. Another user watches it and,
+    // a moment after each private directory appears, exchanges it with a directory of their
+    // own that holds their library under the plugin's file name. Their constructor must never
+    // run (it leaves `libx.so.ran` beside itself).
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+    let dir = TestDir::new("review_reload_dir_swap");
+    let shared = dir.sub("shared");
+    fs::set_permissions(&shared, Permissions::from_mode(0o777)).unwrap();
+    let plugins = TestDir::new("review_reload_dir_swap_plugins");
+    install(&plugins, "stateful");
+    let host = host(&plugins, &shared);
+    let session = host.acquire().unwrap();
+    let stop = AtomicBool::new(false);
+    let swaps = AtomicU64::new(0);
+    let mut theirs_n = 0u64;
+    let ran = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut seen = std::collections::HashSet::new();
+            let mut delay = 0u64;
+            while !stop.load(Relaxed) {
+                for entry in fs::read_dir(&shared).unwrap().flatten() {
+                    let name = entry.file_name();
+                    if !name.to_string_lossy().starts_with("dylease-reload-") || !seen.insert(name.clone()) {
+                        continue;
+                    }
+                    // Theirs: a directory of uid 12345 with their library as `libx.so`.
+                    let theirs = shared.join(format!("theirs-{theirs_n}"));
+                    theirs_n += 1;
+                    fs::create_dir(&theirs).unwrap();
+                    fs::copy(crate::support::fixture("by_hand_marker"), theirs.join("libx.so")).unwrap();
+                    std::os::unix::fs::chown(theirs.join("libx.so"), Some(12345), None).unwrap();
+                    std::os::unix::fs::chown(&theirs, Some(12345), None).unwrap();
+                    // The copy step takes a moment: try a different lateness each time.
+                    delay = (delay + 37) % 400;
+                    std::thread::sleep(std::time::Duration::from_micros(delay));
+                    if exchange(&entry.path(), &theirs).is_ok() {
+                        swaps.fetch_add(1, Relaxed);
+                    }
+                }
+            }
+        });
+        let mut ran = Vec::new();
+        for round in 0..200 {
+            install(&plugins, if round % 2 == 0 { "by_hand" } else { "stateful" });
+            let fresh = host.reload();
+            drop(fresh);
+            ran.extend(
+                fs::read_dir(&shared)
+                    .unwrap()
+                    .flatten()
+                    .filter_map(|e| fs::read_dir(e.path()).ok())
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "ran")),
+            );
+            if !ran.is_empty() {
+                break;
+            }
+        }
+        stop.store(true, Relaxed);
+        ran
+    });
+    drop(session);
+    assert!(swaps.load(Relaxed) > 0, "the attacker never swapped");
+    assert_eq!(
+        ran,
+        Vec::<PathBuf>::new(),
+        "their constructor ran: code of uid 12345 under TrustPolicy::Strict"
+    );
 }
