@@ -87,7 +87,11 @@ fn private_dir(base: &Path) -> io::Result<PathBuf> {
     for _ in 0..64 {
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
         hasher.write_u32(std::process::id());
-        let dir = base.join(format!("dylease-reload-{}-{:016x}", std::process::id(), hasher.finish()));
+        let dir = base.join(format!(
+            "dylease-reload-{}-{:016x}",
+            std::process::id(),
+            hasher.finish()
+        ));
         match imp::create_private(&dir) {
             Ok(()) => {
                 imp::check_private(&dir)?;

@@ -236,7 +236,9 @@ pub(crate) fn mapped_from_another_file(path: &Path, identity: &crate::load::cand
         maps.split(|&b| b == b'\n').any(|line| {
             // address perms offset dev inode path
             let mut fields = line.splitn(6, |&b| b == b' ');
-            let inode = fields.nth(4).and_then(|f| std::str::from_utf8(f).ok()?.parse::<u64>().ok());
+            let inode = fields
+                .nth(4)
+                .and_then(|f| std::str::from_utf8(f).ok()?.parse::<u64>().ok());
             let mapped = fields.next().map(|rest| rest.trim_ascii_start());
             match (inode, mapped) {
                 (Some(inode), Some(mapped)) if mapped == wanted => inode != identity.1,
