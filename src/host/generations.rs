@@ -129,6 +129,7 @@ impl Generations {
                 last_busy: Instant::now(),
                 stopped: false,
                 keeper_started: false,
+                dropping: false,
             }),
             kept_changed: Condvar::new(),
         }
@@ -326,6 +327,8 @@ struct Kept {
     stopped: bool,
     /// The keeper thread of `After` runs.
     keeper_started: bool,
+    /// The keeper is dropping the set it took (outside the lock): the host's drop waits for it.
+    dropping: bool,
 }
 
 impl Generations {
@@ -376,11 +379,25 @@ impl Generations {
                 kept.last_busy = now;
             }
             if now.duration_since(kept.last_busy) >= idle {
-                let set = kept.set.take();
-                drop(kept);
-                // The drop that unloads, as any last drop (unless a user acquired meanwhile).
-                drop(set);
-                kept = this.kept.lock();
+                // Only if the host's lease is the only one, atomically: a user who acquired
+                // meanwhile (through a thread cache, which never asks the host) keeps the set,
+                // and the host keeps its lease, as if the user had been seen.
+                let Some(set) = kept.set.take() else { continue };
+                match Arc::try_unwrap(set) {
+                    Ok(set) => {
+                        kept.dropping = true;
+                        drop(kept);
+                        // The drop that unloads, as any last drop.
+                        drop(set);
+                        kept = this.kept.lock();
+                        kept.dropping = false;
+                        this.kept_changed.notify_all();
+                    }
+                    Err(set) => {
+                        kept.set = Some(set);
+                        kept.last_busy = now;
+                    }
+                }
                 continue;
             }
             kept = this.kept_changed.wait_timeout(kept, poll);
@@ -392,6 +409,10 @@ impl Generations {
         let mut kept = self.kept.lock();
         kept.stopped = true;
         let set = kept.set.take();
+        // A set the keeper took is unloading on its thread: the host's drop returns after it.
+        while kept.dropping {
+            kept = self.kept_changed.wait(kept);
+        }
         drop(kept);
         self.kept_changed.notify_all();
         drop(set);

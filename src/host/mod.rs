@@ -276,6 +276,10 @@ impl PluginHost {
     /// unload on the same thread, it returns `false` at once (it would wait for itself); a
     /// thread that holds a lease of this host waits for itself until the timeout.
     ///
+    /// Under [`UnloadPolicy::After`] the wait includes the host's own idle time; under
+    /// [`UnloadPolicy::WithHost`] a set stays loaded while the host exists, so this waits out
+    /// its timeout.
+    ///
     /// # Example
     ///
     /// ```

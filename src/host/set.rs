@@ -31,8 +31,8 @@ impl fmt::Debug for PluginSet {
 }
 
 impl PluginSet {
-    /// Which load of its host this set is: 1 for the first successful load, 2 for the
-    /// next one after that unloaded, and so on.
+    /// Which load of its host this set is: 1 for the first successful load, 2 for the next
+    /// load or [`reload`](crate::PluginHost::reload), and so on.
     pub fn generation(&self) -> u64 {
         self.generation
     }

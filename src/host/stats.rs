@@ -41,7 +41,9 @@ pub struct Stats {
     /// The generation of the newest set, as
     /// [`PluginHost::generation`](crate::PluginHost::generation).
     pub generation: u64,
-    /// The number of leases of the loaded set (clones included); 0 when none is loaded.
+    /// The number of leases of the current set (clones included); 0 when none is loaded.
+    /// Under [`UnloadPolicy::After`] and [`UnloadPolicy::WithHost`] the host's own lease is
+    /// one of them.
     pub live_leases: usize,
     /// The number of plugins in the loaded set; 0 when none is loaded.
     pub plugins: usize,

@@ -32,3 +32,16 @@ pub(crate) struct FileId {
 pub(crate) type Identity = (u64, u64);
 #[cfg(not(unix))]
 pub(crate) type Identity = PathBuf;
+
+/// The identity of the file `file` is open on (what was checked and will be copied), or
+/// `discovered` where the platform has no (dev, ino) to ask.
+#[cfg(unix)]
+pub(crate) fn identity_of(file: &std::fs::File, discovered: &Identity) -> Identity {
+    use std::os::unix::fs::MetadataExt;
+    file.metadata().map_or(*discovered, |m| (m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+pub(crate) fn identity_of(_file: &std::fs::File, discovered: &Identity) -> Identity {
+    discovered.clone()
+}

@@ -14,6 +14,15 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 
+/// Where private copies go: the host's `reload_dir`, and why it may not be used, if the trust
+/// check refused it (another user could change what is in it, and so choose the code loaded
+/// from a copy).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Copies<'a> {
+    pub(crate) dir: &'a Path,
+    pub(crate) refused: Option<&'a str>,
+}
+
 /// A private copy of one library file; dropping it removes the copy and its directory.
 #[derive(Debug)]
 pub(crate) struct PrivateCopy {
@@ -24,7 +33,19 @@ pub(crate) struct PrivateCopy {
 impl PrivateCopy {
     /// Copies what `source` reads (the file found as `shown`) into a new private directory
     /// under `base`, as a file named like `shown`.
-    pub(crate) fn make(base: &Path, shown: &Path, source: &File) -> Result<PrivateCopy, Error> {
+    pub(crate) fn make(copies: Copies<'_>, shown: &Path, source: &File) -> Result<PrivateCopy, Error> {
+        let base = copies.dir;
+        if let Some(reason) = copies.refused {
+            return Err(Error::Untrusted {
+                path: shown.to_owned(),
+                reason: format!(
+                    "the file changed since its loaded instance opened it, so it must load from a private copy, \
+                     but the directory for copies `{}` is not safe: {reason}; point `HostBuilder::reload_dir` \
+                     at a directory only this user (or root) can change",
+                    base.display()
+                ),
+            });
+        }
         let failed = |context: &'static str, path: &Path, source: io::Error| Error::Io {
             path: path.to_owned(),
             context,
@@ -60,10 +81,17 @@ impl Drop for PrivateCopy {
 /// must not exist before), then checked to be a directory, not a link, owned by the effective
 /// user, with that mode.
 fn private_dir(base: &Path) -> io::Result<PathBuf> {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    for _ in 0..16 {
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = base.join(format!("dylease-reload-{}-{n}", std::process::id()));
+    use std::hash::{BuildHasher, Hasher};
+    // Random names (std's per-process random hash keys, fresh for each `RandomState`), so
+    // that another user cannot plant the next ones in a shared directory such as /tmp.
+    for _ in 0..64 {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        let dir = base.join(format!(
+            "dylease-reload-{}-{:016x}",
+            std::process::id(),
+            hasher.finish()
+        ));
         match imp::create_private(&dir) {
             Ok(()) => {
                 imp::check_private(&dir)?;

@@ -212,3 +212,44 @@ fn loader_message(error: &libloading::Error) -> String {
         None => error.to_string(),
     }
 }
+
+/// Whether the loader still has a library named `path` whose mapping is not of the file
+/// `identity` names: a library the platform kept mapped (pinned) after its instance unloaded,
+/// whose file was since replaced. `dlopen(path)` would return that old mapping by name. Asks
+/// the loader's list first (cheap, no file opened), and only if the name is there reads the
+/// kernel's `/proc/self/maps` for the mapped file's inode. `false` where the platform cannot
+/// tell.
+pub(crate) fn mapped_from_another_file(path: &Path, identity: &crate::load::candidate::Identity) -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(name) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+            return false;
+        };
+        if still_loaded(Some(&LoaderName(name))) != Some(true) {
+            return false;
+        }
+        let Ok(maps) = std::fs::read("/proc/self/maps") else {
+            return false;
+        };
+        let wanted = path.as_os_str().as_bytes();
+        maps.split(|&b| b == b'\n').any(|line| {
+            // address perms offset dev inode path
+            let mut fields = line.splitn(6, |&b| b == b' ');
+            let inode = fields
+                .nth(4)
+                .and_then(|f| std::str::from_utf8(f).ok()?.parse::<u64>().ok());
+            let mapped = fields.next().map(|rest| rest.trim_ascii_start());
+            match (inode, mapped) {
+                (Some(inode), Some(mapped)) if mapped == wanted => inode != identity.1,
+                (Some(_), Some(mapped)) => mapped.strip_suffix(b" (deleted)") == Some(wanted),
+                _ => false,
+            }
+        })
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        let _ = (path, identity);
+        false
+    }
+}

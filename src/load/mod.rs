@@ -30,6 +30,7 @@ pub use registrar::Registrar;
 pub use trust::TrustPolicy;
 
 use candidate::Candidate;
+use copy::Copies;
 use discover::{Planned, plan};
 use pipeline::{Registered, Verified};
 
@@ -117,8 +118,15 @@ pub(crate) fn load(
         }
     }
 
+    // Private copies (for files that changed under a live instance) go where the trust
+    // policy allows: under `Strict`, a directory no other user can change.
+    let refused = checks.check_dir(trust, copies).err();
+    let copies_of_this_load = Copies {
+        dir: copies,
+        refused: refused.as_deref(),
+    };
     for step in steps {
-        let failures = match step.and_then(|step| step.register(copies, deadline)) {
+        let failures = match step.and_then(|step| step.register(copies_of_this_load, deadline)) {
             Ok(plugin) => {
                 let (origin, name, passes) = (plugin.origin.clone(), plugin.name.clone(), plugin.passes.len());
                 let duplicates = set.add(plugin);
@@ -151,7 +159,7 @@ enum Step<'host> {
 
 impl Step<'_> {
     /// Runs the pipeline; a failure comes with the plugin it is about.
-    fn register(self, copies: &Path, deadline: Option<Instant>) -> Result<Registered, (Origin, Error)> {
+    fn register(self, copies: Copies<'_>, deadline: Option<Instant>) -> Result<Registered, (Origin, Error)> {
         match self {
             Step::File(candidate) => {
                 let origin = Origin::File(candidate.path.clone());

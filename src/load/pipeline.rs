@@ -19,6 +19,7 @@ use crate::abi::{
 };
 use crate::error::{Error, Origin};
 use crate::load::candidate::Candidate;
+use crate::load::copy::Copies;
 use crate::load::library::{Library, LoaderName, still_loaded};
 use crate::load::registrar::{Collected, Finished, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
 use crate::load::registry::{FileRef, LibraryInstance, Opener, Registry};
@@ -124,13 +125,16 @@ impl Candidate {
     /// The headers are read from the file the trust check passed (see [`open_checked`]); the
     /// loader then opens the same path, which no other user can change once it passed the
     /// check (every directory on the way is the user's or root's, or sticky).
-    pub(crate) fn open(self, copies: &Path, deadline: Option<Instant>) -> Result<Verified, Error> {
+    pub(crate) fn open(self, copies: Copies<'_>, deadline: Option<Instant>) -> Result<Verified, Error> {
         let (checked, len) = open_checked(&self)?;
         crate::load::elf::check_file(&self.path, &checked, len)?;
+        // The instance is known by the file that was checked (and would be copied), not by
+        // what discovery saw: a file replaced in between has another inode.
+        let identity = crate::load::candidate::identity_of(&checked, &self.identity);
         let file = FileRef {
             shown: &self.path,
             resolved: &self.resolved,
-            identity: &self.identity,
+            identity: &identity,
             source: Some(&checked),
             copies,
         };
@@ -167,6 +171,10 @@ impl Opener for Dlopen {
 
     fn handle(library: &Library) -> usize {
         library.handle()
+    }
+
+    fn stale_name(&self, file: FileRef<'_>) -> bool {
+        crate::load::library::mapped_from_another_file(file.resolved, file.identity)
     }
 
     fn start(&self, library: &Library, file: FileRef<'_>) -> Result<Descriptor, Error> {

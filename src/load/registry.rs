@@ -48,7 +48,7 @@ use std::time::Instant;
 
 use crate::error::{Error, Waited};
 use crate::load::candidate::Identity;
-use crate::load::copy::PrivateCopy;
+use crate::load::copy::{Copies, PrivateCopy};
 use crate::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 /// One plugin file as the registry sees it.
@@ -63,7 +63,7 @@ pub(crate) struct FileRef<'a> {
     /// The open file the trust and ELF checks looked at: what a private copy is made from.
     pub(crate) source: Option<&'a std::fs::File>,
     /// Where private copies of changed files go.
-    pub(crate) copies: &'a Path,
+    pub(crate) copies: Copies<'a>,
 }
 
 /// What the registry needs of a platform loader.
@@ -80,6 +80,13 @@ pub(crate) trait Opener: Send + Sync + Sized + 'static {
     fn open(&self, path: &Path, file: FileRef<'_>) -> Result<Self::Library, Error>;
     /// The loader's identity of the mapping `library` refers to.
     fn handle(library: &Self::Library) -> usize;
+    /// Whether opening `file` by its path would hand back a mapping of *another* file that
+    /// the loader still knows under that name (a library the platform kept mapped after its
+    /// instance unloaded, since replaced on disk): then it must load from a copy.
+    fn stale_name(&self, file: FileRef<'_>) -> bool {
+        let _ = file;
+        false
+    }
     /// The first use of a new instance: checks the plugin and runs its `on_load`. On `Err`
     /// nothing of the plugin has to be undone, and the library is closed.
     fn start(&self, library: &Self::Library, file: FileRef<'_>) -> Result<Self::Plugin, Error>;
@@ -331,6 +338,8 @@ impl<O: Opener> Registry<O> {
                 identity: file.identity,
             };
             // A changed file is opened from a private copy, removed when its instance goes.
+            // (Asked outside the registry's lock: the question takes the loader's.)
+            let changed = changed || this.opener.stale_name(file);
             let copy = match (changed, file.source) {
                 (true, Some(source)) => {
                     let pin = source.try_clone().map_err(|source| Error::Io {
@@ -523,7 +532,10 @@ mod loom_models {
             resolved: Path::new("/model/libmodel.so"),
             identity,
             source: None,
-            copies: Path::new("/model/copies"),
+            copies: Copies {
+                dir: Path::new("/model/copies"),
+                refused: None,
+            },
         }
     }
 

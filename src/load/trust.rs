@@ -105,6 +105,40 @@ impl Checks {
         }
     }
 
+    /// Checks the directory `dir` and every directory on the way to it, under `policy`, as
+    /// the directories on the way to a plugin file are checked: `Err` with the reason if
+    /// another user could change what is in it. For the directory private copies go in.
+    pub(crate) fn check_dir(&mut self, policy: TrustPolicy, dir: &Path) -> Result<(), String> {
+        match policy {
+            TrustPolicy::Permissive => Ok(()),
+            TrustPolicy::Strict => self.strict_dir(dir),
+        }
+    }
+
+    #[cfg(unix)]
+    fn strict_dir(&mut self, dir: &Path) -> Result<(), String> {
+        // SAFETY: `geteuid` has no preconditions and cannot fail.
+        let euid = *self.euid.get_or_insert_with(|| unsafe { libc::geteuid() });
+        let absolute = if dir.is_absolute() {
+            dir.to_owned()
+        } else {
+            let cwd = std::env::current_dir()
+                .map_err(|e| format!("cannot find the current directory the relative path starts from: {e}"))?;
+            cwd.join(dir)
+        };
+        let mut walk = Walk {
+            passed: &mut self.passed,
+            euid,
+            links: 0,
+        };
+        walk.dir(&absolute).map(drop).map_err(|problem| problem.to_string())
+    }
+
+    #[cfg(not(unix))]
+    fn strict_dir(&mut self, _: &Path) -> Result<(), String> {
+        Ok(())
+    }
+
     #[cfg(unix)]
     fn strict(&mut self, path: &Path) -> Result<Option<(PathBuf, FileId)>, String> {
         // SAFETY: `geteuid` has no preconditions and cannot fail.

@@ -87,6 +87,32 @@ impl<T> Arc<T> {
         this.inner().strong.load(Ordering::Relaxed)
     }
 
+    /// The value if this is the only strong reference, else the reference back (as
+    /// `std::sync::Arc::try_unwrap`: a compare-and-swap from one to zero, so no upgrade can
+    /// slip in between).
+    pub(crate) fn try_unwrap(this: Arc<T>) -> Result<T, Arc<T>> {
+        if this
+            .inner()
+            .strong
+            .compare_exchange(1, 0, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(this);
+        }
+        fence(Ordering::Acquire);
+        let this = ManuallyDrop::new(this);
+        // SAFETY: the count went from one to zero: this was the only strong reference, none
+        // can be made any more, and the fence ordered every earlier access before this read.
+        let value = this
+            .inner()
+            .value
+            .with_mut(|value| unsafe { ManuallyDrop::take(&mut *value) });
+        drop(Weak {
+            inner: Some(this.inner),
+        });
+        Ok(value)
+    }
+
     /// The value, if this was the last strong reference (as `std::sync::Arc::into_inner`).
     pub(crate) fn into_inner(this: Arc<T>) -> Option<T> {
         let this = ManuallyDrop::new(this);

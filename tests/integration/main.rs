@@ -28,6 +28,8 @@ mod policy;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod reload;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod reload_trust;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod rust_plugin;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod sharing;
