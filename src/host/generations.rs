@@ -63,9 +63,11 @@ use crate::host::stats::Recorder;
 use crate::load::LoadedPlugins;
 use crate::sync::{Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, Weak, WeakSlot};
 
-/// How many hosts one thread's cache remembers. Four hosts used in turn all stay cached; a
-/// fifth evicts the oldest entry, which then takes the slot path once.
-pub(crate) const CACHE_ENTRIES: usize = 4;
+/// How many hosts one thread's cache remembers: eight hosts used in turn all stay cached; a
+/// ninth evicts an entry (round robin), which then takes the slot path. Measured
+/// (BENCHMARKS.md): 8 entries cost one host nothing measurable against 4, and move the cliff
+/// of a host used in turn with too many others from 5 hosts to 9.
+pub(crate) const CACHE_ENTRIES: usize = 8;
 
 /// The state of one host that its sets point back to, so a set can mark itself unloaded even
 /// after the `PluginHost` value is gone.
