@@ -16,14 +16,15 @@
 //!   same host or baseline at once. For `2_threads` the reported time is per operation per
 //!   thread: the wall time from the moment both threads start their loops until the last
 //!   one finishes, divided by the iterations each thread ran.
-//! - `acquire_hosts`: 1, 4 and 5 hosts, each with a lease held elsewhere, acquired in turn
-//!   (one acquire plus drop per iteration, the next host each time); `arc_clone` does the same
-//!   over as many `Arc`s. The thread cache has 4 entries: 4 hosts should cost what 1 does, and
-//!   5 show what happens past the cache (every acquire misses and takes the slot path).
+//! - `acquire_hosts`: 1, 4, 5, 8 and 9 hosts, each with a lease held elsewhere, acquired in
+//!   turn (one acquire plus drop per iteration, the next host each time); `arc_clone` does the
+//!   same over as many `Arc`s. The thread cache has 8 entries: up to 8 hosts should cost what 1
+//!   does, and 9 show what happens past the cache (every acquire misses and takes the slot
+//!   path).
 //! - `lease_clone`: `Lease::clone` plus drop against `Arc::clone` plus drop.
 //!
 //! Before timing, the bench checks that the fast path really is taken (same set, no new
-//! generation) and that acquire (1, 4 and 5 hosts in turn) and clone allocate nothing.
+//! generation) and that acquire (1, 4, 5, 8 and 9 hosts in turn) and clone allocate nothing.
 //!
 //! Run with `cargo bench --bench lease`; `scripts/bench.sh` runs every bench and prints the
 //! ratios the targets are stated in.
@@ -218,8 +219,9 @@ fn acquire_hot(c: &mut Criterion) {
     assert!(!host.is_loaded());
 }
 
-/// How many hosts `acquire_hosts` uses in turn: one, the thread cache's size, one more.
-const HOST_COUNTS: [usize; 3] = [1, 4, 5];
+/// How many hosts `acquire_hosts` uses in turn: one, the first edition's cache size and one
+/// more, the thread cache's size (8) and one more.
+const HOST_COUNTS: [usize; 5] = [1, 4, 5, 8, 9];
 
 /// Returns a closure that applies `op` to the next item of `items` each time it is called,
 /// round robin: the same loop for the hosts and for the `Arc` floor.
