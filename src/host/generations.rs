@@ -360,7 +360,18 @@ impl Generations {
         drop(older);
         if start_keeper {
             let keeper = Arc::clone(this);
-            crate::sync::spawn("dylease-keeper", move || Generations::run_keeper(keeper));
+            if let Err(error) = crate::sync::spawn("dylease-keeper", move || Generations::run_keeper(keeper)) {
+                // Without its keeper the host would keep the set for ever: let it go, so the
+                // policy falls back to `Immediately` until a later load tries again.
+                log::error!(
+                    "cannot start the thread of UnloadPolicy::After ({error}); the set unloads with its last lease"
+                );
+                let mut kept = this.kept.lock();
+                kept.keeper_started = false;
+                let set = kept.set.take();
+                drop(kept);
+                drop(set);
+            }
         }
     }
 

@@ -70,19 +70,17 @@ mod imp {
 
 pub(crate) use imp::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
 
-/// Starts a named background thread (loom's threads under `--cfg loom`).
-pub(crate) fn spawn(name: &str, body: impl FnOnce() + Send + 'static) {
+/// Starts a named background thread (loom's threads under `--cfg loom`), detached.
+pub(crate) fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
     #[cfg(not(loom))]
     {
-        let spawned = std::thread::Builder::new().name(name.to_owned()).spawn(body);
-        if let Err(error) = spawned {
-            log::error!("cannot start the {name} thread: {error}");
-        }
+        std::thread::Builder::new().name(name.to_owned()).spawn(body).map(drop)
     }
     #[cfg(loom)]
     {
         let _ = name;
         drop(loom::thread::spawn(body));
+        Ok(())
     }
 }
 
