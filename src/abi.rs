@@ -15,6 +15,8 @@
 //!
 //! The names keep the C spelling so that the header and this module can be read side by side.
 #![allow(non_camel_case_types)]
+// `unsafe` here: the C types of the plugin ABI, whose layout checks and `Sync` impls are `unsafe`.
+#![allow(unsafe_code)]
 
 use core::ffi::{c_char, c_void};
 use core::mem::offset_of;

@@ -2,6 +2,8 @@
 //!
 //! This module does not depend on the host's loading code, so a plugin crate can depend on
 //! dylease with `default-features = false`.
+// `unsafe` here: the plugin side of the C ABI: calls through the host's function table.
+#![allow(unsafe_code)]
 
 use core::ffi::{c_char, c_void};
 use std::ffi::CString;

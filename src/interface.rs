@@ -1,4 +1,6 @@
 //! Interfaces: a pass signature named by an id that hosts and plugins agree on.
+// `unsafe` here: `Interface` is an `unsafe trait`: its implementer vouches for the signature.
+#![allow(unsafe_code)]
 
 use crate::pass_fn::UnsafePassFn;
 

@@ -61,15 +61,17 @@
 //!
 //! This crate uses `unsafe`: loading a plugin runs its initialisation code in your process,
 //! calling a pass calls foreign code through a function pointer, and the plugin ABI is C. The
-//! `unsafe` code sits in small modules, each block with a `// SAFETY:` reason: the loading
-//! layer (`load::library`, the only caller of the platform loader; `load::pipeline`, which
-//! calls a plugin's entry point, `on_load` and `on_unload`; `load::registrar`, the C
-//! callbacks; `load::trust`, the system calls of the trust check; `load::plugins`), the
-//! host's `lease` (restores a pass's type) and `reentry` (this thread's re-entrancy marks),
-//! `pass_fn`, `export` (the plugin side, for [`export_plugin!`]) and [`abi`]; under `--cfg
-//! loom` also the shim's model `Arc`/`Weak`. dylease cannot sandbox a plugin: naming a
-//! directory or file as a plugin source vouches for its code, as running a program vouches
-//! for the program. What it checks before running any of a file's code is that the file is
+//! `unsafe` code sits in small modules, each block with a `// SAFETY:` reason, and the
+//! compiler keeps the list: the crate denies `unsafe_code`, and each module that needs it
+//! allows it at its top with the reason. They are the loading layer (`load::library`, the
+//! only caller of the platform loader; `load::pipeline`, which calls a plugin's entry point,
+//! `on_load` and `on_unload`; `load::registrar`, the C callbacks; `load::trust` and
+//! `load::copy`, system calls of the trust check; `load::plugins`), the host's `mod` (the
+//! `unsafe` builder methods), `lease` (restores a pass's type) and `reentry` (this thread's
+//! re-entrancy marks), `interface`, `pass_fn`, `export` (the plugin side, for
+//! [`export_plugin!`]) and [`abi`]; under `--cfg loom` also the shim's model `Arc`/`Weak`.
+//! dylease cannot sandbox a plugin: naming a directory or file as a plugin source (an `unsafe`
+//! builder method) vouches for its code, as running a program vouches for the program. What it checks before running any of a file's code is that the file is
 //! an ELF library for this machine and, under the default [`TrustPolicy::Strict`], that no
 //! other user could have chosen it.
 //!
@@ -87,6 +89,7 @@
 // Without the `host` feature (a plugin-only build) the crate docs still mention the host's
 // types, which are then absent.
 #![cfg_attr(not(feature = "host"), allow(rustdoc::broken_intra_doc_links))]
+#![deny(unsafe_code)]
 #![warn(unreachable_pub, unsafe_op_in_unsafe_fn, missing_debug_implementations)]
 
 pub mod abi;

@@ -1,4 +1,6 @@
 //! Function-pointer types that can be registered as passes.
+// `unsafe` here: function-pointer casts to and from the ABI's untyped pointer.
+#![allow(unsafe_code)]
 
 use crate::abi::dylease_fn;
 

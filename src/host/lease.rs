@@ -1,5 +1,7 @@
 //! Leases: the RAII handles that keep a plugin set loaded, and the passes reached through
 //! them.
+// `unsafe` here: restores a pass's function-pointer type from the ABI's untyped one.
+#![allow(unsafe_code)]
 
 use core::ffi::c_void;
 use std::fmt;

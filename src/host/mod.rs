@@ -1,4 +1,6 @@
 //! The host: configuration plus the process-wide slot, and the slot protocol.
+// `unsafe` here: the builder methods that name native code are `unsafe fn`s (the caller vouches for it); `getauxval`.
+#![allow(unsafe_code)]
 
 use std::ffi::OsString;
 use std::fmt;

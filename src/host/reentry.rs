@@ -1,6 +1,8 @@
 //! Re-entrancy marks: which hosts this thread is loading or unloading right now, so that a
 //! nested `acquire()` fails with [`Error::Reentrant`](crate::Error::Reentrant) instead of
 //! waiting for itself (invariant I4).
+// `unsafe` here: this thread's re-entrancy marks are a list through stack frames.
+#![allow(unsafe_code)]
 
 use std::cell::Cell;
 

@@ -7,6 +7,8 @@
 //! messages still name the plugin). The copy is made from the descriptor the trust and ELF
 //! checks looked at, and removed, with its directory, once its instance unloaded (or at once
 //! if making it failed).
+// `unsafe` here: `geteuid` for the check of a private directory.
+#![allow(unsafe_code)]
 
 use std::fs::{self, File};
 use std::io;

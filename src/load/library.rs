@@ -1,6 +1,8 @@
 //! The one place that calls the platform loader. Everything here is `unsafe` by nature:
 //! opening a library runs its initialisation routines, closing it runs its termination
 //! routines, and a symbol is only as well-typed as the plugin ABI says it is.
+// `unsafe` here: the only caller of the platform loader (`dlopen`, `dlsym`, `dladdr1`, `dl_iterate_phdr`).
+#![allow(unsafe_code)]
 
 use std::path::Path;
 

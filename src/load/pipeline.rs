@@ -6,6 +6,8 @@
 //! [`LibraryInstance`], opened and checked once for the whole process (the [`Dlopen`]
 //! opener's `start`, which is where the descriptor is checked). Every failure drops what the
 //! step held: an instance whose last holder goes out of scope unloads.
+// `unsafe` here: calls a plugin's entry point, `on_load`, `register_passes` and `on_unload`.
+#![allow(unsafe_code)]
 
 use core::ffi::c_char;
 use std::any::Any;

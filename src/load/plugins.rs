@@ -1,5 +1,7 @@
 //! What one load produced: the plugins, their passes, what was skipped, and the teardown that
 //! unloads them. A host's [`PluginSet`](crate::PluginSet) wraps one of these.
+// `unsafe` here: `Exclusive` is `Sync` by an `unsafe impl`.
+#![allow(unsafe_code)]
 
 use std::collections::HashMap;
 use std::fmt;

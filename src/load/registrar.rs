@@ -1,5 +1,7 @@
 //! Registration: the [`Registrar`] that static plugins fill in directly and that the C
 //! host API (`add_pass`, `add_typed_pass`, `report`) fills in for library plugins.
+// `unsafe` here: the C callbacks `add_pass`, `add_typed_pass` and `report`, and reading C strings.
+#![allow(unsafe_code)]
 
 use core::ffi::{c_char, c_void};
 use std::cell::Cell;

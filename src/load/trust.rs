@@ -8,6 +8,8 @@
 //! it traverses and of the file it ends at, before `dlopen`: a refused plugin runs no code at
 //! all. The file is then opened once, and that descriptor is what the ELF check reads (see
 //! [`open_checked`]).
+// `unsafe` here: the system calls of the trust walk (`openat`, `fstatat`, `readlinkat`, `geteuid`).
+#![allow(unsafe_code)]
 
 use std::fs::File;
 #[cfg(unix)]
