@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use dylease::{Error, PluginHost};
 
-use crate::support::{TestDir, mapped, mapped_containing};
+use crate::support::{TestDir, exchange, mapped, mapped_containing};
 
 /// Installs fixture `name` as `dir/libx.so` by rename, as plugins must be installed.
 fn install(dir: &TestDir, name: &str) -> PathBuf {
@@ -125,29 +125,6 @@ fn a_file_replaced_after_its_pinned_instance_unloaded_loads_the_new_code() {
     drop(second);
     let third = host.reload().unwrap();
     assert_eq!(third.plugins()[0].name(), "by-hand", "reload too");
-}
-
-/// `renameat2(from, to, RENAME_EXCHANGE)`: swaps two directory entries atomically.
-fn exchange(from: &Path, to: &Path) -> std::io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let from = std::ffi::CString::new(from.as_os_str().as_bytes()).unwrap();
-    let to = std::ffi::CString::new(to.as_os_str().as_bytes()).unwrap();
-    // SAFETY: both paths are NUL-terminated and outlive the call.
-    let done = unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        )
-    };
-    if done == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
 }
 
 #[test]

@@ -295,3 +295,25 @@ pub fn mapped_containing(needle: &str) -> bool {
     let maps = fs::read_to_string("/proc/self/maps").unwrap();
     maps.lines().any(|line| line.contains(needle))
 }
+
+/// `renameat2(from, to, RENAME_EXCHANGE)`: swaps two directory entries atomically, as an
+/// attacker racing a check would.
+pub fn exchange(from: &Path, to: &Path) -> std::io::Result<()> {
+    let from = std::ffi::CString::new(from.as_os_str().as_bytes()).unwrap();
+    let to = std::ffi::CString::new(to.as_os_str().as_bytes()).unwrap();
+    // SAFETY: both paths are NUL-terminated and outlive the call.
+    let done = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}

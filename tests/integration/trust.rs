@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use dylease::{Error, PluginHost, TrustPolicy};
 
-use crate::support::{TestDir, assert_unloaded};
+use crate::support::{TestDir, assert_unloaded, exchange};
 
 /// The file the `by_hand_marker` fixture's constructor creates when its code runs.
 fn marker(lib: &Path) -> PathBuf {
@@ -227,29 +227,6 @@ fn a_world_writable_grandparent_is_refused() {
         )),
         "{error}"
     );
-}
-
-/// `renameat2(from, to, RENAME_EXCHANGE)`: swaps two directory entries atomically.
-fn exchange(from: &Path, to: &Path) -> std::io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let from = std::ffi::CString::new(from.as_os_str().as_bytes()).unwrap();
-    let to = std::ffi::CString::new(to.as_os_str().as_bytes()).unwrap();
-    // SAFETY: both paths are NUL-terminated and outlive the call.
-    let done = unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        )
-    };
-    if done == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
 }
 
 /// The `.ran` markers under `dir`, one level of subdirectories deep.
