@@ -503,18 +503,6 @@ impl HostBuilder {
 /// The name of the environment variable the [`global`] host reads.
 pub const GLOBAL_PATH_VAR: &str = "DYLEASE_PLUGIN_PATH";
 
-/// The global host's configuration, from `init_global` to the first use of `global()`.
-#[derive(Debug)]
-enum GlobalConfig {
-    Unset,
-    Set(HostBuilder),
-    Used,
-}
-
-crate::sync::lazy_static! {
-    static GLOBAL_CONFIG: crate::sync::Mutex<GlobalConfig> = crate::sync::Mutex::new(GlobalConfig::Unset);
-}
-
 static GLOBAL: once_cell::sync::OnceCell<PluginHost> = once_cell::sync::OnceCell::new();
 
 /// Configures the process-wide host that [`global`] returns, once, before its first use: its
@@ -549,22 +537,18 @@ static GLOBAL: once_cell::sync::OnceCell<PluginHost> = once_cell::sync::OnceCell
 /// }
 /// ```
 pub unsafe fn init_global(builder: HostBuilder) -> Result<(), Error> {
-    let mut config = GLOBAL_CONFIG.lock();
-    if !matches!(*config, GlobalConfig::Unset) {
-        return Err(Error::Config {
-            reason: "the global host was already configured or used; call init_global once, before global()".into(),
-        });
-    }
-    // Checked now, so that a bad configuration fails here and not at the first `global()`.
-    builder.validate()?;
     #[cfg(feature = "watch")]
     if builder.watch.is_some() {
         return Err(Error::Config {
             reason: "the global host cannot watch its sources; build a host of your own to watch".into(),
         });
     }
-    *config = GlobalConfig::Set(builder);
-    Ok(())
+    // Built (which loads nothing) and checked now, so that a bad configuration fails here
+    // and not at the first `global()`; `set` fails once `global()` has made the default host.
+    let host = builder.build()?;
+    GLOBAL.set(host).map_err(|_| Error::Config {
+        reason: "the global host was already configured or used; call init_global once, before global()".into(),
+    })
 }
 
 /// The process-wide host: the one [`init_global`] configured, or by default one over the
@@ -587,10 +571,6 @@ pub unsafe fn init_global(builder: HostBuilder) -> Result<(), Error> {
 /// ```
 pub fn global() -> &'static PluginHost {
     GLOBAL.get_or_init(|| {
-        let mut config = GLOBAL_CONFIG.lock();
-        if let GlobalConfig::Set(builder) = std::mem::replace(&mut *config, GlobalConfig::Used) {
-            return builder.build_unchecked();
-        }
         let builder = HostBuilder::default();
         if secure_execution() {
             log::warn!("{GLOBAL_PATH_VAR} is ignored in a process running with elevated rights");

@@ -100,17 +100,9 @@ impl<T> Arc<T> {
             return Err(this);
         }
         fence(Ordering::Acquire);
-        let this = ManuallyDrop::new(this);
-        // SAFETY: the count went from one to zero: this was the only strong reference, none
-        // can be made any more, and the fence ordered every earlier access before this read.
-        let value = this
-            .inner()
-            .value
-            .with_mut(|value| unsafe { ManuallyDrop::take(&mut *value) });
-        drop(Weak {
-            inner: Some(this.inner),
-        });
-        Ok(value)
+        // The count went from one to zero: this was the only strong reference, and none can
+        // be made any more.
+        Ok(Arc::take_last(ManuallyDrop::new(this)))
     }
 
     /// The value, if this was the last strong reference (as `std::sync::Arc::into_inner`).
@@ -120,9 +112,17 @@ impl<T> Arc<T> {
             return None;
         }
         fence(Ordering::Acquire);
-        // SAFETY: the count reached zero: no other strong reference exists, none can be made
-        // (upgrade never increments from zero), and the fence ordered every earlier access to
-        // the value before this read, which moves it out exactly once.
+        // The count reached zero: no other strong reference exists, and none can be made
+        // (upgrade never increments from zero).
+        Some(Arc::take_last(this))
+    }
+
+    /// Moves the value out of the last strong reference `this`, whose count is already zero
+    /// and ordered (Acquire fence) after every other reference's accesses, then drops the
+    /// weak reference all strong ones shared.
+    fn take_last(this: ManuallyDrop<Arc<T>>) -> T {
+        // SAFETY: the caller's count reached zero after the fence: nothing else reads the value
+        // any more, and it is moved out exactly once, here.
         let value = this
             .inner()
             .value
@@ -130,7 +130,7 @@ impl<T> Arc<T> {
         drop(Weak {
             inner: Some(this.inner),
         });
-        Some(value)
+        value
     }
 }
 
