@@ -99,13 +99,12 @@ pub(crate) struct Generations {
 /// The lifecycle under the host's lock.
 #[derive(Debug, Default)]
 struct Life {
-    /// The generation of the last successful load.
-    loaded: u64,
-    /// Whether generation `loaded` finished unloading (true before the first load).
+    /// Whether the current generation (`Generations::current`, written only under this
+    /// lock) finished unloading (true before the first load).
     current_unloaded: bool,
     /// Generations loaded and not yet finished unloading.
     alive: u64,
-    /// A thread is loading generation `loaded + 1` outside the lock.
+    /// A thread is loading the next generation outside the lock.
     loading: bool,
 }
 
@@ -220,7 +219,8 @@ impl Generations {
             life = this.wait(life, deadline, waited)?;
         }
         life.loading = true;
-        let generation = life.loaded + 1;
+        // `current` is written only under this lock, so this read is exact.
+        let generation = this.current.load(Ordering::Relaxed) + 1;
         drop(life);
 
         // Plugin code runs here, outside the lock (I4); other acquirers wait for `loading`.
@@ -233,7 +233,6 @@ impl Generations {
         // new generation finds the new `Weak` in the slot (I1: one current generation).
         this.slot.store(Arc::downgrade(&set));
         this.current.store(generation, Ordering::Release);
-        life.loaded = generation;
         life.current_unloaded = false;
         life.alive += 1;
         this.alive.store(life.alive, Ordering::Release);
@@ -271,7 +270,7 @@ impl Generations {
         let mut life = self.life.lock();
         life.alive -= 1;
         self.alive.store(life.alive, Ordering::Release);
-        if generation == life.loaded {
+        if generation == self.current.load(Ordering::Relaxed) {
             life.current_unloaded = true;
         }
         drop(life);
