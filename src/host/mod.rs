@@ -68,14 +68,13 @@ struct LoadConfig {
     sources: Box<[Source]>,
     policy: LoadPolicy,
     trust: TrustPolicy,
-    reload_dir: PathBuf,
 }
 
 impl LoadConfig {
     /// Runs the load pipeline over every source, under the host's policies. On failure
     /// everything registered so far is unloaded before the error is returned.
     fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
-        crate::load::load(&self.sources, self.policy, self.trust, &self.reload_dir, deadline)
+        crate::load::load(&self.sources, self.policy, self.trust, deadline)
     }
 }
 
@@ -318,7 +317,6 @@ pub struct HostBuilder {
     policy: LoadPolicy,
     trust: TrustPolicy,
     unload: UnloadPolicy,
-    reload_dir: Option<PathBuf>,
     #[cfg(feature = "watch")]
     watch: Option<Duration>,
 }
@@ -433,12 +431,15 @@ impl HostBuilder {
         self
     }
 
-    /// Where private copies of changed plugin files go (see
-    /// [`PluginHost::reload`]): each in a new directory of its own, owned by this user with
-    /// mode 0700, removed once its library unloaded. The system's temporary directory
-    /// ([`std::env::temp_dir`]) by default.
-    pub fn reload_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.reload_dir = Some(dir.into());
+    /// Formerly where private copies of changed plugin files went. The loader now maps the
+    /// descriptor the checks read, under a name that no other file can have, so a changed
+    /// file loads beside its old mapping without a copy: this setting does nothing.
+    #[deprecated(
+        since = "0.2.0",
+        note = "changed plugin files load without private copies; remove the call"
+    )]
+    pub fn reload_dir(self, dir: impl Into<PathBuf>) -> Self {
+        let _ = dir.into();
         self
     }
 
@@ -491,7 +492,6 @@ impl HostBuilder {
                 sources: self.sources.into(),
                 policy: self.policy,
                 trust: self.trust,
-                reload_dir: self.reload_dir.unwrap_or_else(std::env::temp_dir),
             }),
             generations: Arc::new(Generations::new(self.unload)),
             #[cfg(feature = "watch")]

@@ -33,15 +33,16 @@ pub(crate) type Identity = (u64, u64);
 #[cfg(not(unix))]
 pub(crate) type Identity = PathBuf;
 
-/// The identity of the file `file` is open on (what was checked and will be copied), or
-/// `discovered` where the platform has no (dev, ino) to ask.
-#[cfg(unix)]
-pub(crate) fn identity_of(file: &std::fs::File, discovered: &Identity) -> Identity {
-    use std::os::unix::fs::MetadataExt;
-    file.metadata().map_or(*discovered, |m| (m.dev(), m.ino()))
-}
+impl FileId {
+    /// The file's identity.
+    #[cfg(unix)]
+    pub(crate) fn identity(self) -> Identity {
+        (self.dev, self.ino)
+    }
 
-#[cfg(not(unix))]
-pub(crate) fn identity_of(_file: &std::fs::File, discovered: &Identity) -> Identity {
-    discovered.clone()
+    /// The file's identity, where the platform has no (dev, ino): never asked there.
+    #[cfg(not(unix))]
+    pub(crate) fn identity(self) -> Identity {
+        PathBuf::new()
+    }
 }

@@ -4,34 +4,58 @@
 // `unsafe` here: the only caller of the platform loader (`dlopen`, `dlsym`, `dladdr1`, `dl_iterate_phdr`).
 #![allow(unsafe_code)]
 
+use std::fs::File;
 use std::path::Path;
 
 use crate::abi::{DYLEASE_ENTRY_SYMBOL, dylease_plugin_v1_fn};
 
+/// The checked file a library is opened from: the descriptor the trust and ELF checks read,
+/// and where it was found.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Checked<'a> {
+    /// The descriptor the checks read: what the loader must map.
+    pub(crate) file: &'a File,
+    /// The path the file was found at, with symlinks resolved (for `$ORIGIN`, and messages).
+    pub(crate) resolved: &'a Path,
+    /// Whether the library's run paths or needed names use `$ORIGIN`.
+    pub(crate) origin: bool,
+}
+
 /// An open shared library. Dropping it closes the library (`dlclose`).
 #[derive(Debug)]
 pub(crate) struct Library {
-    inner: libloading::Library,
+    inner: Option<libloading::Library>,
     /// The loader's handle: what identifies the mapping (on glibc, its `link_map`).
     handle: usize,
+    /// The descriptors whose names the loader recorded for the mapping (see [`imp`]): each
+    /// stays open while the mapping lives, for ever if the platform keeps it.
+    names: imp::Names,
 }
 
 impl Library {
-    /// Opens `path` with `RTLD_NOW | RTLD_LOCAL`: every undefined symbol is resolved now (a
-    /// missing one fails here, not at a first call), and the library's symbols stay out of
-    /// the global namespace so two plugins cannot clash.
+    /// Opens the checked file with `RTLD_NOW | RTLD_LOCAL`: every undefined symbol is
+    /// resolved now (a missing one fails here, not at a first call), and the library's
+    /// symbols stay out of the global namespace so two plugins cannot clash.
+    ///
+    /// The loader maps the checked descriptor itself, by one of its names under
+    /// `/proc/self/fd` (identity I9, `docs::internals`): the file mapped is the file checked,
+    /// whatever was renamed in between. A library whose run path uses `$ORIGIN` is mapped
+    /// through its directory's descriptor instead (so that `$ORIGIN` is its directory), and
+    /// the mapping is then compared with the checked file: a mismatch closes it and is an
+    /// `Err`.
     ///
     /// # Safety
     ///
     /// Opening a library runs its initialisation routines (and closing it later runs its
     /// termination routines). The caller vouches that running that code is sound, as for
     /// calling any unknown foreign function.
-    pub(crate) unsafe fn open(path: &Path) -> Result<Library, String> {
+    pub(crate) unsafe fn open(checked: Checked<'_>) -> Result<Library, String> {
+        let (name, names) = imp::name(checked).map_err(|e| io_message(checked.resolved, &e))?;
         #[cfg(unix)]
         let opened = {
             use libloading::os::unix::{Library as Unix, RTLD_LOCAL, RTLD_NOW};
             // SAFETY: the caller vouches for the library's initialisation routines.
-            unsafe { Unix::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.map(|library| {
+            unsafe { Unix::open(Some(&name), RTLD_NOW | RTLD_LOCAL) }.map(|library| {
                 let raw = library.into_raw();
                 // SAFETY: `raw` was just returned by `into_raw` of an open library, and is
                 // taken back exactly once.
@@ -42,16 +66,35 @@ impl Library {
         #[cfg(windows)]
         let opened = {
             // SAFETY: the caller vouches for the library's initialisation routines.
-            unsafe { libloading::os::windows::Library::new(path) }.map(|library| {
+            unsafe { libloading::os::windows::Library::new(&name) }.map(|library| {
                 let raw = library.into_raw();
                 // SAFETY: as on Unix: the module handle is taken back exactly once.
                 let library = unsafe { libloading::os::windows::Library::from_raw(raw) };
                 (libloading::Library::from(library), raw as usize)
             })
         };
-        opened
-            .map(|(inner, handle)| Library { inner, handle })
-            .map_err(|e| loader_message(&e))
+        let (inner, handle) = opened.map_err(|e| loader_message(&e))?;
+        let library = Library {
+            inner: Some(inner),
+            handle,
+            names,
+        };
+        if imp::maps_checked_file(&library.names, handle) == Some(false) {
+            let (_, closed) = library.close();
+            let Unmapped { kept } = closed.settle();
+            return Err(format!(
+                "the file at `{}` was replaced while the loader mapped it (its directory's owner renamed \
+                 another file in){}",
+                checked.resolved.display(),
+                if kept == Some(true) { "; the platform keeps what it mapped" } else { "" }
+            ));
+        }
+        Ok(library)
+    }
+
+    /// The open library: `inner` is taken only by [`Library::unmap`], which nothing follows.
+    fn open_library(&self) -> &libloading::Library {
+        self.inner.as_ref().expect("a library is open until it is closed")
     }
 
     /// The loader's handle of the mapping: equal for two opens the platform resolved to one
@@ -73,13 +116,13 @@ impl Library {
         // SAFETY: the plugin ABI defines `dylease_plugin_v1` as a function of type
         // `dylease_plugin_v1_fn`; a library that exports the name with another type breaks
         // the ABI it claims to implement, which is the trust the host places in its plugins.
-        let symbol = unsafe { self.inner.get::<dylease_plugin_v1_fn>(DYLEASE_ENTRY_SYMBOL.as_bytes()) };
+        let symbol = unsafe { self.open_library().get::<dylease_plugin_v1_fn>(DYLEASE_ENTRY_SYMBOL.as_bytes()) };
         let entry = symbol.map(|s| *s).map_err(|e| loader_message(&e))?;
         match self.owner_of(entry as *const core::ffi::c_void) {
             Some(Err(owner)) => Err(format!(
                 "the `{DYLEASE_ENTRY_SYMBOL}` the loader found belongs to `{}`, a library it depends on, \
                  not to the file itself",
-                owner.to_string_lossy()
+                file_of(&owner)
             )),
             Some(Ok(())) | None => Ok(entry),
         }
@@ -121,89 +164,98 @@ impl Library {
         }
     }
 
-    /// Closes the library, reporting the loader's complaint, if any. A successful close does
-    /// not prove the library left the address space: see [`still_loaded`].
-    pub(crate) fn close(self) -> Result<(), String> {
-        self.inner.close().map_err(|e| loader_message(&e))
+    /// Closes the library (`dlclose`), reporting the loader's complaint, if any. A zero from
+    /// `dlclose` proves nothing: the returned [`Closed`] keeps the names the loader was given
+    /// until [`Closed::settle`] looked for the mapping.
+    pub(crate) fn close(mut self) -> (Result<(), String>, Closed) {
+        self.close_inner()
+    }
+
+    fn close_inner(&mut self) -> (Result<(), String>, Closed) {
+        let closed = match self.inner.take() {
+            Some(inner) => inner.close().map_err(|e| loader_message(&e)),
+            None => Ok(()),
+        };
+        let names = Closed {
+            handle: self.handle,
+            names: Some(std::mem::take(&mut self.names)),
+        };
+        (closed, names)
     }
 }
 
-impl Library {
-    /// The name the loader keeps for this library in its list of loaded objects (glibc's
-    /// `l_name`: the path of whoever opened the file first), found through the entry point's
-    /// address. Taken before closing, it lets [`still_loaded`] look for the library after.
-    /// `None` where the platform cannot tell.
-    pub(crate) fn loader_name(&self) -> Option<LoaderName> {
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        {
-            use std::ffi::{CStr, c_void};
-            let entry = self.entry().ok()?;
-            let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
-            // SAFETY: `dladdr` only reads the loader's tables; `entry` is an address inside
-            // this library, which is open, and `info` is writable.
-            if unsafe { libc::dladdr(entry as *const c_void, info.as_mut_ptr()) } == 0 {
-                return None;
+impl Drop for Library {
+    /// A library dropped without [`Library::close`] (an extra handle of a mapping someone
+    /// else holds, a failed start) closes and settles at once.
+    fn drop(&mut self) {
+        if self.inner.is_some() {
+            let (closed, names) = self.close_inner();
+            if let Err(reason) = closed {
+                log::warn!("closing a plugin library failed: {reason}");
             }
-            // SAFETY: `dladdr` succeeded, so it filled `info` (zeroed before, so every pointer
-            // is either set or NULL).
-            let name = unsafe { info.assume_init() }.dli_fname;
-            // SAFETY: a non-NULL `dli_fname` is the loader's NUL-terminated name of the object,
-            // valid while the library is open; it is copied before anything closes it.
-            (!name.is_null()).then(|| LoaderName(unsafe { CStr::from_ptr(name) }.to_owned()))
+            names.settle();
         }
-        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-        None
     }
 }
 
-/// A library's name in the loader's list of loaded objects; see [`Library::loader_name`].
+/// A closed library whose names the loader may still know: dropping it settles it.
 #[derive(Debug)]
-pub(crate) struct LoaderName(std::ffi::CString);
+pub(crate) struct Closed {
+    handle: usize,
+    names: Option<imp::Names>,
+}
 
-impl LoaderName {
-    /// The name, lossily decoded, for messages.
-    pub(crate) fn display(&self) -> String {
-        self.0.to_string_lossy().into_owned()
+impl Closed {
+    /// Looks for the mapping by the checked file's own name (`RTLD_NOLOAD`, which finds this
+    /// mapping and no other while nothing else maps the file: the registry's busy mark, I1),
+    /// and closes the names if it is gone; if it is still there (pinned, or held by a library
+    /// that depends on it or by someone outside dylease), they stay open for the life of the
+    /// process. Call it once every library closed with it is closed.
+    pub(crate) fn settle(mut self) -> Unmapped {
+        self.settle_now()
+    }
+
+    fn settle_now(&mut self) -> Unmapped {
+        let Some(names) = self.names.take() else {
+            return Unmapped { kept: None };
+        };
+        let kept = imp::still_mapped(&names, self.handle);
+        if kept != Some(false) {
+            imp::keep_for_ever(names);
+        }
+        Unmapped { kept }
     }
 }
 
-/// Whether the library that was called `name` is still loaded in this process: after this
-/// host closed every handle it had to it, `Some(true)` means the platform pinned it (`-z
-/// nodelete`, `RTLD_NODELETE`, a thread-local destructor, or another user of the same file).
-/// `None` where the platform cannot tell: only glibc is asked (musl never unloads at all).
-///
-/// The check walks the loader's list of loaded objects (`dl_iterate_phdr`): no file is opened
-/// and no library is mapped, so it costs next to nothing beside the `dlclose` before it.
-pub(crate) fn still_loaded(name: Option<&LoaderName>) -> Option<bool> {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        use std::ffi::{CStr, c_int, c_void};
-
-        /// Stops the walk (returns 1) at the object named `*data`.
-        ///
-        /// # Safety
-        ///
-        /// `data` points to a `&CStr` that outlives the walk, and `info` is the loader's.
-        unsafe extern "C" fn is_named(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
-            // SAFETY: `data` is the `&CStr` passed below, alive for the whole walk.
-            let wanted = unsafe { *data.cast::<&CStr>() };
-            // SAFETY: the loader passes a valid `info` for the duration of the call.
-            let name = unsafe { (*info).dlpi_name };
-            // SAFETY: a non-NULL `dlpi_name` is the object's NUL-terminated name.
-            c_int::from(!name.is_null() && unsafe { CStr::from_ptr(name) } == wanted)
-        }
-
-        let wanted: &CStr = &name?.0;
-        // SAFETY: `is_named` only reads what the loader hands it and `wanted`, which lives on
-        // this frame for the whole walk; it never unwinds.
-        let found = unsafe { libc::dl_iterate_phdr(Some(is_named), (&raw const wanted).cast_mut().cast()) };
-        Some(found != 0)
+impl Drop for Closed {
+    fn drop(&mut self) {
+        self.settle_now();
     }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        let _ = name;
-        None
-    }
+}
+
+/// What closing a library left.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Unmapped {
+    /// Whether the platform still maps the library after this close (`Some(true)`: pinned,
+    /// or held by someone outside dylease); `None` where it cannot tell.
+    pub(crate) kept: Option<bool>,
+}
+
+/// The file a loader's name of a library stands for, for messages: a name under
+/// `/proc/self/fd` (dylease's own, see [`imp`]) resolved to the path it links to.
+fn file_of(name: &std::ffi::CStr) -> String {
+    let name = name.to_string_lossy();
+    let name = Path::new(name.as_ref());
+    std::fs::canonicalize(name)
+        .or_else(|_| std::fs::read_link(name))
+        .unwrap_or_else(|_| name.to_owned())
+        .display()
+        .to_string()
+}
+
+/// An I/O failure while naming a checked file for the loader.
+fn io_message(path: &Path, error: &std::io::Error) -> String {
+    format!("cannot hand `{}` to the loader: {error}{}", path.display(), imp::descriptor_hint(error))
 }
 
 /// The loader's own words, without libloading's wrapper text.
@@ -215,43 +267,147 @@ fn loader_message(error: &libloading::Error) -> String {
     }
 }
 
-/// Whether the loader still has a library named `path` whose mapping is not of the file
-/// `identity` names: a library the platform kept mapped (pinned) after its instance unloaded,
-/// whose file was since replaced. `dlopen(path)` would return that old mapping by name. Asks
-/// the loader's list first (cheap, no file opened), and only if the name is there reads the
-/// kernel's `/proc/self/maps` for the mapped file's inode. `false` where the platform cannot
-/// tell.
-pub(crate) fn mapped_from_another_file(path: &Path, identity: &crate::load::candidate::Identity) -> bool {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        let Ok(name) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-            return false;
-        };
-        if still_loaded(Some(&LoaderName(name))) != Some(true) {
-            return false;
-        }
-        let Ok(maps) = std::fs::read("/proc/self/maps") else {
-            return false;
-        };
-        let wanted = path.as_os_str().as_bytes();
-        maps.split(|&b| b == b'\n').any(|line| {
-            // address perms offset dev inode path
-            let mut fields = line.splitn(6, |&b| b == b' ');
-            let inode = fields
-                .nth(4)
-                .and_then(|f| std::str::from_utf8(f).ok()?.parse::<u64>().ok());
-            let mapped = fields.next().map(|rest| rest.trim_ascii_start());
-            match (inode, mapped) {
-                (Some(inode), Some(mapped)) if mapped == wanted => inode != identity.1,
-                (Some(_), Some(mapped)) => mapped.strip_suffix(b" (deleted)") == Some(wanted),
-                _ => false,
-            }
-        })
+/// How the loader is told which file to map, on Linux: by a name under `/proc/self/fd` of the
+/// checked descriptor.
+///
+/// glibc has no `fdlopen`; `dlopen("/proc/self/fd/N")` maps the inode descriptor N is open on,
+/// whatever was renamed over the path since. Three traps (measured, glibc 2.36):
+/// - the loader records the name it was given, and matches a later `dlopen` of the same
+///   string to that mapping without looking at the file: once N is closed and reused for
+///   another file, `dlopen("/proc/self/fd/N")` returns the *old* library. So every name given
+///   to the loader stays open while the mapping lives, and for ever if the platform keeps it;
+/// - an open that the loader resolves to an existing mapping (same device and inode) adds the
+///   name to it: the same rule covers it;
+/// - `$ORIGIN` is the name's directory, `/proc/self/fd`: a library whose run path uses it is
+///   given `/proc/self/fd/D/name`, D its directory's descriptor, and the mapping is then
+///   compared with the checked file through `RTLD_NOLOAD` on the checked descriptor's name.
+#[cfg(target_os = "linux")]
+mod imp {
+    use std::ffi::{CStr, CString, c_void};
+    use std::io;
+    use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::path::PathBuf;
+
+    use super::Checked;
+
+    /// The descriptors behind the names one open gave the loader.
+    #[derive(Debug, Default)]
+    pub(super) struct Names {
+        fds: Vec<OwnedFd>,
+        /// `/proc/self/fd/N` of the checked file: finds exactly its mapping.
+        exact: CString,
+        /// Whether the loader was given another name (the directory's), so that the mapping
+        /// must be compared with the checked file.
+        through_dir: bool,
     }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        let _ = (path, identity);
-        false
+
+    /// The name to give the loader for `checked`, and the descriptors behind it.
+    pub(super) fn name(checked: Checked<'_>) -> io::Result<(PathBuf, Names)> {
+        let file = OwnedFd::from(checked.file.try_clone()?);
+        let exact = format!("/proc/self/fd/{}", file.as_raw_fd());
+        let mut names = Names {
+            exact: CString::new(exact.clone()).expect("a number holds no NUL"),
+            fds: vec![file],
+            through_dir: false,
+        };
+        let (Some(dir), Some(file_name), true) = (
+            checked.resolved.parent(),
+            checked.resolved.file_name(),
+            checked.origin,
+        ) else {
+            return Ok((PathBuf::from(exact), names));
+        };
+        let dir = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+            .open(dir)?;
+        let mut name = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+        name.push(file_name);
+        names.fds.push(dir.into());
+        names.through_dir = true;
+        debug_assert!(!name.as_os_str().as_bytes().contains(&0));
+        Ok((name, names))
+    }
+
+    /// Whether the mapping `handle` is of the checked file, where the loader was given
+    /// another name for it; `None` where it was given the checked descriptor itself.
+    pub(super) fn maps_checked_file(names: &Names, handle: usize) -> Option<bool> {
+        names.through_dir.then(|| loaded(&names.exact) == Some(handle))
+    }
+
+    /// Whether the mapping is still there after its last `dlclose`.
+    pub(super) fn still_mapped(names: &Names, handle: usize) -> Option<bool> {
+        if names.fds.is_empty() {
+            return None;
+        }
+        Some(loaded(&names.exact) == Some(handle))
+    }
+
+    /// The handle of the loaded library `name` names, without loading anything: by the
+    /// loader's record of the name, or by the device and inode of the file it opens.
+    fn loaded(name: &CStr) -> Option<usize> {
+        // SAFETY: `RTLD_NOLOAD` maps nothing and runs no initialisation routine: it returns a
+        // library that is already loaded (one more reference) or NULL; `name` is
+        // NUL-terminated.
+        let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+        if handle.is_null() {
+            return None;
+        }
+        // SAFETY: `handle` came from the `dlopen` above, whose reference this gives back; the
+        // library stays loaded by its other references, so no termination routine runs.
+        unsafe { libc::dlclose(handle.cast::<c_void>()) };
+        Some(handle as usize)
+    }
+
+    /// What a failure to get a descriptor means here, for the message.
+    pub(super) fn descriptor_hint(error: &io::Error) -> &'static str {
+        match error.raw_os_error() {
+            Some(libc::EMFILE) => {
+                " (EMFILE: this process has as many files open as `ulimit -n` allows; dylease keeps one \
+                 descriptor open per loaded library, so raise the limit)"
+            }
+            Some(libc::ENFILE) => " (ENFILE: the system's table of open files is full)",
+            _ => "",
+        }
+    }
+
+    /// Keeps the descriptors open for the life of the process: the loader may still match
+    /// their names to a mapping it keeps.
+    pub(super) fn keep_for_ever(names: Names) {
+        for fd in names.fds {
+            let _kept_open = fd.into_raw_fd();
+        }
+    }
+}
+
+/// Elsewhere the loader is given the resolved path, and a mapping cannot be looked for.
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use std::io;
+    use std::path::PathBuf;
+
+    use super::Checked;
+
+    #[derive(Debug, Default)]
+    pub(super) struct Names;
+
+    pub(super) fn name(checked: Checked<'_>) -> io::Result<(PathBuf, Names)> {
+        Ok((checked.resolved.to_owned(), Names))
+    }
+
+    pub(super) fn maps_checked_file(_: &Names, _: usize) -> Option<bool> {
+        None
+    }
+
+    pub(super) fn still_mapped(_: &Names, _: usize) -> Option<bool> {
+        None
+    }
+
+    pub(super) fn keep_for_ever(_: Names) {}
+
+    pub(super) fn descriptor_hint(_: &io::Error) -> &'static str {
+        ""
     }
 }

@@ -8,7 +8,6 @@ use std::time::Instant;
 use crate::error::{Error, Origin};
 
 mod candidate;
-mod copy;
 pub(crate) mod discover;
 mod elf;
 mod library;
@@ -30,7 +29,6 @@ pub use registrar::Registrar;
 pub use trust::TrustPolicy;
 
 use candidate::Candidate;
-use copy::Copies;
 use discover::{Planned, plan};
 use pipeline::{Registered, Verified};
 
@@ -97,7 +95,6 @@ pub(crate) fn load(
     sources: &[Source],
     policy: LoadPolicy,
     trust: TrustPolicy,
-    copies: &Path,
     deadline: Option<Instant>,
 ) -> Result<LoadedPlugins, Error> {
     let mut set = LoadedPlugins::new();
@@ -118,15 +115,8 @@ pub(crate) fn load(
         }
     }
 
-    // Private copies (for files that changed under a live instance) go where the trust
-    // policy allows: under `Strict`, a directory no other user can change.
-    let refused = checks.check_dir(trust, copies).err();
-    let copies_of_this_load = Copies {
-        dir: copies,
-        refused: refused.as_deref(),
-    };
     for step in steps {
-        let failures = match step.and_then(|step| step.register(copies_of_this_load, deadline)) {
+        let failures = match step.and_then(|step| step.register(&mut checks, trust, deadline)) {
             Ok(plugin) => {
                 let (origin, name, passes) = (plugin.origin.clone(), plugin.name.clone(), plugin.passes.len());
                 let duplicates = set.add(plugin);
@@ -159,11 +149,18 @@ enum Step<'host> {
 
 impl Step<'_> {
     /// Runs the pipeline; a failure comes with the plugin it is about.
-    fn register(self, copies: Copies<'_>, deadline: Option<Instant>) -> Result<Registered, (Origin, Error)> {
+    fn register(
+        self,
+        checks: &mut trust::Checks,
+        trust: TrustPolicy,
+        deadline: Option<Instant>,
+    ) -> Result<Registered, (Origin, Error)> {
         match self {
             Step::File(candidate) => {
                 let origin = Origin::File(candidate.path.clone());
-                let registered = candidate.open(copies, deadline).and_then(Verified::register);
+                let registered = candidate
+                    .open(checks, trust, deadline)
+                    .and_then(Verified::register);
                 registered.map_err(|error| (origin, error))
             }
             Step::Static(plugin) => plugin

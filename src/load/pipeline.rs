@@ -21,11 +21,10 @@ use crate::abi::{
 };
 use crate::error::{Error, Origin};
 use crate::load::candidate::Candidate;
-use crate::load::copy::Copies;
-use crate::load::library::{Library, LoaderName, still_loaded};
+use crate::load::library::{Checked, Closed, Library, Unmapped};
 use crate::load::registrar::{Collected, Finished, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
 use crate::load::registry::{FileRef, LibraryInstance, Opener, Registry};
-use crate::load::trust::open_checked;
+use crate::load::trust::{Checks, TrustPolicy, open_checked};
 use crate::sync::Arc;
 
 /// A plugin file whose library instance is open and whose descriptor passed every check.
@@ -124,21 +123,23 @@ impl Candidate {
     /// headers are checked first: a truncated library would crash the process inside the
     /// loader, and the loader misreports one built for another architecture.
     ///
-    /// The headers are read from the file the trust check passed (see [`open_checked`]); the
-    /// loader then opens the same path, which no other user can change once it passed the
-    /// check (every directory on the way is the user's or root's, or sticky).
-    pub(crate) fn open(self, copies: Copies<'_>, deadline: Option<Instant>) -> Result<Verified, Error> {
-        let (checked, len) = open_checked(&self)?;
+    /// The file is opened once ([`open_checked`], which checks a replaced file again); the
+    /// ELF check reads that descriptor, the registry knows the instance by its identity, and
+    /// the loader maps that descriptor (I9, `docs::internals`).
+    pub(crate) fn open(
+        mut self,
+        checks: &mut Checks,
+        trust: TrustPolicy,
+        deadline: Option<Instant>,
+    ) -> Result<Verified, Error> {
+        let (checked, len, identity) = open_checked(&mut self, checks, trust)?;
         crate::load::elf::check_file(&self.path, &checked, len)?;
-        // The instance is known by the file that was checked (and would be copied), not by
-        // what discovery saw: a file replaced in between has another inode.
-        let identity = crate::load::candidate::identity_of(&checked, &self.identity);
         let file = FileRef {
             shown: &self.path,
             resolved: &self.resolved,
             identity: &identity,
             source: Some(&checked),
-            copies,
+            origin: crate::load::elf::names_origin(&checked, len),
         };
         let instance = Registry::instance(&REGISTRY, file, deadline)?;
         drop(checked);
@@ -156,14 +157,25 @@ pub(crate) struct Dlopen;
 impl Opener for Dlopen {
     type Library = Library;
     type Plugin = Descriptor;
-    type Closed = Option<LoaderName>;
+    type Closing = Closed;
+    type Closed = Unmapped;
 
-    fn open(&self, path: &Path, file: FileRef<'_>) -> Result<Library, Error> {
+    fn open(&self, file: FileRef<'_>) -> Result<Library, Error> {
+        let source = file.source.ok_or_else(|| Error::Open {
+            path: file.shown.to_owned(),
+            reason: "it was not opened for its checks".to_owned(),
+            cause: crate::error::OpenCause::Headers,
+        })?;
+        let checked = Checked {
+            file: source,
+            resolved: file.resolved,
+            origin: file.origin,
+        };
         // SAFETY: the host's configuration named this file as a plugin; by naming it, the
         // user vouches for its initialisation and termination routines (see the crate docs,
         // "Trust"). The registry calls this outside its lock, with the host's re-entrancy
         // mark set so that a nested `acquire()` fails instead of deadlocking.
-        let library = unsafe { Library::open(path) };
+        let library = unsafe { Library::open(checked) };
         library.map_err(|reason| Error::Open {
             path: file.shown.to_owned(),
             reason,
@@ -175,10 +187,6 @@ impl Opener for Dlopen {
         library.handle()
     }
 
-    fn stale_name(&self, file: FileRef<'_>) -> bool {
-        crate::load::library::mapped_from_another_file(file.resolved, file.identity)
-    }
-
     fn start(&self, library: &Library, file: FileRef<'_>) -> Result<Descriptor, Error> {
         let descriptor = verify(library, file.shown)?;
         // SAFETY: `library` is open, and the registry starts each instance exactly once.
@@ -186,25 +194,23 @@ impl Opener for Dlopen {
         Ok(descriptor)
     }
 
-    fn finish(&self, plugin: Descriptor, library: Library, registered: bool) -> Option<LoaderName> {
+    fn finish(&self, plugin: Descriptor, library: Library, registered: bool) -> Closed {
         let owed = registered || plugin.hooks.unload_owed_after_on_load();
         if let (true, Some(on_unload)) = (owed, plugin.hooks.on_unload) {
             // SAFETY: `on_unload` comes from the verified descriptor of `library`, which is
             // still open; the ABI calls it once per instance, after the last set using it.
             unsafe { on_unload() };
         }
-        let name = library.loader_name();
-        if let Err(reason) = library.close() {
-            log::warn!("closing plugin library `{}` failed: {reason}", name_of(&name));
+        let (closed, names) = library.close();
+        if let Err(reason) = closed {
+            log::warn!("closing a plugin library failed: {reason}");
         }
-        name
+        names
     }
-}
 
-/// A loader name for a log line.
-fn name_of(name: &Option<LoaderName>) -> String {
-    name.as_ref()
-        .map_or_else(|| "(unknown)".to_owned(), LoaderName::display)
+    fn settle(&self, closed: Closed) -> Unmapped {
+        closed.settle()
+    }
 }
 
 /// Resolves the entry point of `library` (found as `path`), calls it, and checks the descriptor
@@ -424,8 +430,9 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
 /// `on_unload` runs and its library is closed (see the [registry](super::registry)).
 ///
 /// Then, with every handle closed (one plugin's library may hold another's), each library
-/// this teardown closed is looked for: one the platform kept loaded is logged as a warning.
-/// Returns how many were kept.
+/// this teardown closed is looked for by its own checked descriptor, before anything maps its
+/// file again: one the platform kept loaded is logged as a warning. Returns how many were
+/// kept.
 pub(crate) fn teardown_all(plugins: Vec<Teardown>) -> usize {
     let mut instances = Vec::with_capacity(plugins.len());
     for plugin in plugins.into_iter().rev() {
@@ -441,15 +448,15 @@ pub(crate) fn teardown_all(plugins: Vec<Teardown>) -> usize {
         }
         instances.extend(instance.map(|instance| (origin, instance)));
     }
-    let mut closed = Vec::with_capacity(instances.len());
-    for (origin, instance) in instances {
-        if let Some(name) = LibraryInstance::release(instance) {
-            closed.push((origin, name));
-        }
-    }
+    // Every instance closed first (one plugin's library may hold another's), each file still
+    // marked busy, so nothing maps it again before it is looked for.
+    let released: Vec<_> = instances
+        .into_iter()
+        .filter_map(|(origin, instance)| Some((origin, LibraryInstance::release(instance)?)))
+        .collect();
     let mut pinned = 0;
-    for (origin, name) in closed {
-        if still_loaded(name.as_ref()) == Some(true) {
+    for (origin, released) in released {
+        if let Some(Unmapped { kept: Some(true) }) = released.settle() {
             log::warn!(
                 "{origin} is still loaded after its unload: the platform pinned it (linked with `-z nodelete`, \
                  a thread-local destructor, or a user of the same file outside dylease); its statics keep their \

@@ -48,7 +48,6 @@ use std::time::Instant;
 
 use crate::error::{Error, Waited};
 use crate::load::candidate::Identity;
-use crate::load::copy::{Copies, PrivateCopy};
 use crate::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 /// One plugin file as the registry sees it.
@@ -56,14 +55,14 @@ use crate::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 pub(crate) struct FileRef<'a> {
     /// The path as discovered: what errors name.
     pub(crate) shown: &'a Path,
-    /// The path with symlinks resolved: what is opened, and one of the file's two keys.
+    /// The path with symlinks resolved, where the file was found.
     pub(crate) resolved: &'a Path,
-    /// The file's identity ((dev, ino) on Unix): the other key.
+    /// The checked file's identity ((dev, ino) on Unix): the registry's key.
     pub(crate) identity: &'a Identity,
-    /// The open file the trust and ELF checks looked at: what a private copy is made from.
+    /// The open file the trust and ELF checks looked at: what the loader maps.
     pub(crate) source: Option<&'a std::fs::File>,
-    /// Where private copies of changed files go.
-    pub(crate) copies: Copies<'a>,
+    /// Whether the library's run paths use `$ORIGIN` (see `library::Checked`).
+    pub(crate) origin: bool,
 }
 
 /// What the registry needs of a platform loader.
@@ -72,27 +71,25 @@ pub(crate) trait Opener: Send + Sync + Sized + 'static {
     type Library: Send + Sync;
     /// What starting an instance found out about the plugin (its checked descriptor).
     type Plugin: Send + Sync;
-    /// What finishing an instance leaves for the caller (to look for a pinned library).
+    /// What finishing an instance leaves until it is settled (a closed library whose
+    /// mapping is still to be looked for).
+    type Closing;
+    /// What settling it tells the caller (whether the platform kept the library).
     type Closed;
 
-    /// Opens the library at `path` (the file's resolved path, or a private copy of it),
-    /// running its constructors if the platform maps it now.
-    fn open(&self, path: &Path, file: FileRef<'_>) -> Result<Self::Library, Error>;
+    /// Opens the library `file` checked (its descriptor, not its path: see I9), running its
+    /// constructors if the platform maps it now.
+    fn open(&self, file: FileRef<'_>) -> Result<Self::Library, Error>;
     /// The loader's identity of the mapping `library` refers to.
     fn handle(library: &Self::Library) -> usize;
-    /// Whether opening `file` by its path would hand back a mapping of *another* file that
-    /// the loader still knows under that name (a library the platform kept mapped after its
-    /// instance unloaded, since replaced on disk): then it must load from a copy.
-    fn stale_name(&self, file: FileRef<'_>) -> bool {
-        let _ = file;
-        false
-    }
     /// The first use of a new instance: checks the plugin and runs its `on_load`. On `Err`
     /// nothing of the plugin has to be undone, and the library is closed.
     fn start(&self, library: &Self::Library, file: FileRef<'_>) -> Result<Self::Plugin, Error>;
     /// The last use of an instance: runs `on_unload` if `registered` (a set's registration
     /// succeeded on it, or its `on_load` did), then closes the library.
-    fn finish(&self, plugin: Self::Plugin, library: Self::Library, registered: bool) -> Self::Closed;
+    fn finish(&self, plugin: Self::Plugin, library: Self::Library, registered: bool) -> Self::Closing;
+    /// After every instance released with it finished: whether the platform kept it.
+    fn settle(&self, closing: Self::Closing) -> Self::Closed;
 }
 
 /// The registry of the library instances that one [`Opener`] loaded.
@@ -115,42 +112,28 @@ struct State<O: Opener> {
     by_handle: HashMap<usize, Weak<LibraryInstance<O>>>,
     /// The handle of the instance of each file (by identity).
     by_identity: HashMap<Identity, usize>,
-    /// The handle of the instance opened from each path itself (not from a copy): the one
-    /// the loader would hand back for that path by name.
-    by_path: HashMap<PathBuf, usize>,
-    /// Files being opened or unloading, by resolved path and by identity (I1), with the
-    /// number of marks each has.
-    busy_paths: HashMap<PathBuf, usize>,
-    busy_identities: HashMap<Identity, usize>,
+    /// Files being opened or unloading, by identity (I1), with the number of marks each has.
+    busy: HashMap<Identity, usize>,
     /// Threads waiting on `changed`.
     waiters: usize,
 }
 
 impl<O: Opener> State<O> {
     fn is_busy(&self, file: FileRef<'_>) -> bool {
-        self.busy_paths.contains_key(file.resolved) || self.busy_identities.contains_key(file.identity)
+        self.busy.contains_key(file.identity)
     }
 
-    fn mark(&mut self, path: &Path, identity: &Identity) {
-        *self.busy_paths.entry(path.to_owned()).or_default() += 1;
-        *self.busy_identities.entry(identity.clone()).or_default() += 1;
+    fn mark(&mut self, identity: &Identity) {
+        *self.busy.entry(identity.clone()).or_default() += 1;
     }
 
-    fn unmark(&mut self, path: &Path, identity: &Identity) {
-        fn take<K>(map: &mut HashMap<K::Owned, usize>, key: &K)
-        where
-            K: Eq + std::hash::Hash + ToOwned + ?Sized,
-            K::Owned: std::borrow::Borrow<K> + Eq + std::hash::Hash,
-        {
-            if let Some(n) = map.get_mut(key) {
-                *n -= 1;
-                if *n == 0 {
-                    map.remove(key);
-                }
+    fn unmark(&mut self, identity: &Identity) {
+        if let Some(n) = self.busy.get_mut(identity) {
+            *n -= 1;
+            if *n == 0 {
+                self.busy.remove(identity);
             }
         }
-        take::<Path>(&mut self.busy_paths, path);
-        take::<Identity>(&mut self.busy_identities, identity);
     }
 }
 
@@ -162,11 +145,6 @@ pub(crate) struct LibraryInstance<O: Opener> {
     identity: Identity,
     /// Taken by the instance's finish.
     parts: Option<(O::Library, O::Plugin)>,
-    /// The private copy it was opened from, if the file had changed; removed after close.
-    /// With it, the original file kept open: the instance is found by the original's
-    /// identity, and a mapping of the copy does not keep the original's inode number from
-    /// being reused by a newer file, which would then be taken for this one.
-    copy: Option<(PrivateCopy, std::fs::File)>,
     /// Whether a registration (or `on_load`) succeeded on it: then `on_unload` is due.
     registered: crate::sync::AtomicBool,
 }
@@ -194,15 +172,15 @@ impl<O: Opener> LibraryInstance<O> {
         self.registered.store(true, crate::sync::Ordering::Relaxed);
     }
 
-    /// Ends the instance if `this` is its last owner, returning what finishing left;
-    /// `None` if another set still uses it.
-    pub(crate) fn release(this: Arc<Self>) -> Option<O::Closed> {
+    /// Ends the instance if `this` is its last owner, returning what finishing left, with
+    /// the file still marked busy until that is settled; `None` if another set still uses it.
+    pub(crate) fn release(this: Arc<Self>) -> Option<Released<O>> {
         Arc::into_inner(this).and_then(|mut instance| instance.finish())
     }
 
-    /// Forgets the instance, marks its file busy, finishes it outside the lock, then unmarks
-    /// the file and wakes the openers waiting for it (I1, I7).
-    fn finish(&mut self) -> Option<O::Closed> {
+    /// Forgets the instance, marks its file busy and finishes it outside the lock; the file
+    /// is unmarked, waking the openers waiting for it (I1, I7), once the result is settled.
+    fn finish(&mut self) -> Option<Released<O>> {
         let (library, plugin) = self.parts.take()?;
         let registry = Arc::clone(&self.registry);
         {
@@ -219,21 +197,18 @@ impl<O: Opener> LibraryInstance<O> {
             if state.by_identity.get(&self.identity) == Some(&self.handle) {
                 state.by_identity.remove(&self.identity);
             }
-            if self.copy.is_none() && state.by_path.get(&self.resolved) == Some(&self.handle) {
-                state.by_path.remove(&self.resolved);
-            }
-            state.mark(&self.resolved, &self.identity);
+            state.mark(&self.identity);
         }
-        let _unmark = Unmark {
-            registry: &registry,
-            path: &self.resolved,
-            identity: &self.identity,
+        let unmark = Unmark {
+            registry,
+            identity: self.identity.clone(),
         };
         let registered = self.registered.load(crate::sync::Ordering::Relaxed);
-        let closed = registry.opener.finish(plugin, library, registered);
-        // The library is closed: its copy (if any) can go.
-        drop(self.copy.take());
-        Some(closed)
+        let closing = unmark.registry.opener.finish(plugin, library, registered);
+        Some(Released {
+            closing: Some(closing),
+            unmark,
+        })
     }
 }
 
@@ -241,21 +216,52 @@ impl<O: Opener> Drop for LibraryInstance<O> {
     /// An instance dropped other than through [`LibraryInstance::release`] (a panic unwound
     /// through its owner) still finishes.
     fn drop(&mut self) {
-        self.finish();
+        if let Some(released) = self.finish() {
+            released.settle();
+        }
+    }
+}
+
+/// A finished instance whose file stays busy until [`Released::settle`] (or its drop): a
+/// teardown closes every instance it released, then settles each, so that a library another
+/// one depended on is looked for after both closed, and before anything maps the file again.
+pub(crate) struct Released<O: Opener> {
+    closing: Option<O::Closing>,
+    unmark: Unmark<O>,
+}
+
+impl<O: Opener> fmt::Debug for Released<O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Released").finish_non_exhaustive()
+    }
+}
+
+impl<O: Opener> Released<O> {
+    /// Settles the closed instance (see [`Opener::settle`]), then unmarks its file.
+    pub(crate) fn settle(mut self) -> Option<O::Closed> {
+        let closing = self.closing.take()?;
+        Some(self.unmark.registry.opener.settle(closing))
+    }
+}
+
+impl<O: Opener> Drop for Released<O> {
+    fn drop(&mut self) {
+        if let Some(closing) = self.closing.take() {
+            self.unmark.registry.opener.settle(closing);
+        }
     }
 }
 
 /// Removes a file's busy mark and wakes the waiters, however the step that set it ends.
-struct Unmark<'a, O: Opener> {
-    registry: &'a Registry<O>,
-    path: &'a Path,
-    identity: &'a Identity,
+struct Unmark<O: Opener> {
+    registry: Arc<Registry<O>>,
+    identity: Identity,
 }
 
-impl<O: Opener> Drop for Unmark<'_, O> {
+impl<O: Opener> Drop for Unmark<O> {
     fn drop(&mut self) {
         let mut state = self.registry.state.lock();
-        state.unmark(self.path, self.identity);
+        state.unmark(&self.identity);
         // std's condition variable makes a system call even when nobody waits: wake only
         // when someone does (measured: two `futex` calls per plugin in a cold load).
         let waiting = state.waiters > 0;
@@ -280,9 +286,7 @@ impl<O: Opener> Registry<O> {
             state: Mutex::new(State {
                 by_handle: HashMap::new(),
                 by_identity: HashMap::new(),
-                by_path: HashMap::new(),
-                busy_paths: HashMap::new(),
-                busy_identities: HashMap::new(),
+                busy: HashMap::new(),
                 waiters: 0,
             }),
             changed: Condvar::new(),
@@ -297,13 +301,11 @@ impl<O: Opener> Registry<O> {
         deadline: Option<Instant>,
     ) -> Result<Arc<LibraryInstance<O>>, Error> {
         loop {
-            let mut changed;
             let mut state = this.state.lock();
             // Steps 1 and 2.
             loop {
                 // The planted bug of `loom-tests/run.sh`: without the wait, a model must fail.
                 let waits_for_busy = !cfg!(all(loom, dylease_broken_registry));
-                changed = false;
                 if !(waits_for_busy && state.is_busy(file)) {
                     let found = match state.by_identity.get(file.identity) {
                         Some(handle) => Registry::find(&state, *handle),
@@ -314,69 +316,46 @@ impl<O: Opener> Registry<O> {
                             drop(state);
                             return Ok(instance);
                         }
-                        Found::Absent => {}
-                        Found::Dying => {
-                            state = this.wait(state, file, deadline)?;
-                            continue;
-                        }
-                    }
-                    // Another file under this path still has an instance opened from it: the
-                    // loader would return that one by name, so this file needs a copy.
-                    // (Asked without taking a reference, which would have to be dropped outside
-                    // the lock.) A dying one is waited for: the file is busy once its drop runs.
-                    let by_path = state.by_path.get(file.resolved);
-                    match by_path
-                        .and_then(|handle| state.by_handle.get(handle))
-                        .map(Weak::strong_count)
-                    {
-                        Some(0) => {}
-                        Some(_) => {
-                            changed = true;
-                            break;
-                        }
-                        None => break,
+                        Found::Absent => break,
+                        Found::Dying => {}
                     }
                 }
                 state = this.wait(state, file, deadline)?;
             }
             // Step 3.
-            state.mark(file.resolved, file.identity);
+            state.mark(file.identity);
             drop(state);
             let unmark = Unmark {
-                registry: this,
-                path: file.resolved,
-                identity: file.identity,
+                registry: Arc::clone(this),
+                identity: file.identity.clone(),
             };
-            // A changed file is opened from a private copy, removed when its instance goes.
-            // (Asked outside the registry's lock: the question takes the loader's.)
-            let changed = changed || this.opener.stale_name(file);
-            let copy = match (changed, file.source) {
-                (true, Some(source)) => {
-                    let pin = source.try_clone().map_err(|source| Error::Io {
-                        path: file.shown.to_owned(),
-                        context: "cannot keep open the changed plugin file",
-                        source,
-                    })?;
-                    Some((PrivateCopy::make(file.copies, file.shown, source)?, pin))
-                }
-                _ => None,
-            };
-            let path = copy.as_ref().map_or(file.resolved, |(copy, _)| copy.path());
-            // Declared after `unmark` (and `copy`), so dropped (closed) before them on every
-            // exit (I1, I5).
-            let library = this.opener.open(path, file)?;
+            // Declared after `unmark`, so dropped (closed) before it on every exit (I1, I5).
+            let library = this.opener.open(file)?;
             let handle = O::handle(&library);
             let found = {
                 let state = this.state.lock();
                 Registry::find(&state, handle)
             };
             match found {
-                Found::Live(instance) => {
+                Found::Live(instance) if instance.identity == *file.identity => {
                     // The loader resolved this file to a mapping a live instance has: share
                     // it; the extra handle only drops the loader's count.
                     drop(library);
                     drop(unmark);
                     return Ok(instance);
+                }
+                Found::Live(instance) => {
+                    // The loader handed back another file's mapping: never share it (I9).
+                    drop(library);
+                    drop(unmark);
+                    return Err(Error::Open {
+                        path: file.shown.to_owned(),
+                        reason: format!(
+                            "the loader returned the mapping of another file (`{}`) for it",
+                            instance.resolved.display()
+                        ),
+                        cause: crate::error::OpenCause::Loader,
+                    });
                 }
                 Found::Dying => {
                     // The mapping is being unloaded under another name: let go and wait (I1).
@@ -395,15 +374,11 @@ impl<O: Opener> Registry<O> {
                 resolved: file.resolved.to_owned(),
                 identity: file.identity.clone(),
                 parts: Some((library, plugin)),
-                copy,
                 registered: crate::sync::AtomicBool::new(false),
             });
             let mut state = this.state.lock();
             state.by_handle.insert(handle, Arc::downgrade(&instance));
             state.by_identity.insert(file.identity.clone(), handle);
-            if !changed {
-                state.by_path.insert(file.resolved.to_owned(), handle);
-            }
             drop(state);
             drop(unmark);
             return Ok(instance);
@@ -495,9 +470,12 @@ mod loom_models {
     impl Opener for ModelOpener {
         type Library = Handle;
         type Plugin = ();
+        type Closing = ();
         type Closed = ();
 
-        fn open(&self, _path: &Path, _file: FileRef<'_>) -> Result<Handle, Error> {
+        fn settle(&self, (): ()) {}
+
+        fn open(&self, _file: FileRef<'_>) -> Result<Handle, Error> {
             let mut mapping = self.0.mapping.lock().unwrap();
             // I1: never opened while an instance of it is unloading.
             assert!(
@@ -551,10 +529,7 @@ mod loom_models {
             resolved: Path::new("/model/libmodel.so"),
             identity,
             source: None,
-            copies: Copies {
-                dir: Path::new("/model/copies"),
-                refused: None,
-            },
+            origin: false,
         }
     }
 

@@ -16,7 +16,7 @@ use std::fs::File;
 use std::path::{Component, Path, PathBuf};
 
 use crate::error::Error;
-use crate::load::candidate::{Candidate, FileId};
+use crate::load::candidate::{Candidate, FileId, Identity};
 
 /// Which plugin files a host agrees to open.
 ///
@@ -107,40 +107,6 @@ impl Checks {
         }
     }
 
-    /// Checks the directory `dir` and every directory on the way to it, under `policy`, as
-    /// the directories on the way to a plugin file are checked: `Err` with the reason if
-    /// another user could change what is in it. For the directory private copies go in.
-    pub(crate) fn check_dir(&mut self, policy: TrustPolicy, dir: &Path) -> Result<(), String> {
-        match policy {
-            TrustPolicy::Permissive => Ok(()),
-            TrustPolicy::Strict => self.strict_dir(dir),
-        }
-    }
-
-    #[cfg(unix)]
-    fn strict_dir(&mut self, dir: &Path) -> Result<(), String> {
-        // SAFETY: `geteuid` has no preconditions and cannot fail.
-        let euid = *self.euid.get_or_insert_with(|| unsafe { libc::geteuid() });
-        let absolute = if dir.is_absolute() {
-            dir.to_owned()
-        } else {
-            let cwd = std::env::current_dir()
-                .map_err(|e| format!("cannot find the current directory the relative path starts from: {e}"))?;
-            cwd.join(dir)
-        };
-        let mut walk = Walk {
-            passed: &mut self.passed,
-            euid,
-            links: 0,
-        };
-        walk.dir(&absolute).map(drop).map_err(|problem| problem.to_string())
-    }
-
-    #[cfg(not(unix))]
-    fn strict_dir(&mut self, _: &Path) -> Result<(), String> {
-        Ok(())
-    }
-
     #[cfg(unix)]
     fn strict(&mut self, path: &Path) -> Result<Option<(PathBuf, FileId)>, String> {
         // SAFETY: `geteuid` has no preconditions and cannot fail.
@@ -171,43 +137,92 @@ impl Checks {
     }
 }
 
-/// Opens the file `candidate` names for reading, once: the descriptor the ELF check reads.
-/// After a trust check it must be the file checked (same device and inode), and the last
-/// component is not followed (the check resolved every symlink already). Returns the file
-/// and its length.
-pub(crate) fn open_checked(candidate: &Candidate) -> Result<(File, u64), Error> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    if candidate.checked.is_some() {
-        no_follow(&mut options);
-    }
-    let refused = |reason: String| Error::Open {
-        path: candidate.path.clone(),
-        reason,
-        cause: crate::error::OpenCause::Headers,
-    };
-    let file = options
-        .open(&candidate.resolved)
-        .map_err(|e| refused(format!("cannot open `{}`: {e}", candidate.resolved.display())))?;
-    let metadata = file.metadata().map_err(|e| {
-        refused(format!(
-            "cannot read the length of `{}`: {e}",
-            candidate.resolved.display()
-        ))
-    })?;
-    if let Some(checked) = candidate.checked
-        && file_id(&metadata) != Some(checked)
-    {
-        return Err(Error::Untrusted {
+/// How many times [`open_checked`] checks a file again that was replaced after its check.
+const REPLACEMENTS: u32 = 8;
+
+/// Opens the file `candidate` names for reading, once: the descriptor the ELF check reads and
+/// the loader maps. After a trust check it must be the file checked (same device and inode),
+/// and the last component is not followed (the check resolved every symlink already). Returns
+/// the file, its length and its identity.
+///
+/// A file replaced after its check (renamed over, or removed and created again) was replaced
+/// by this user or root: only they can change a directory that passed. That is an install,
+/// not an attack, so the new file is checked in turn (at most [`REPLACEMENTS`] times) and
+/// opened if it passes; `Untrusted` only if what is there now fails the check.
+pub(crate) fn open_checked(
+    candidate: &mut Candidate,
+    checks: &mut Checks,
+    policy: TrustPolicy,
+) -> Result<(File, u64, Identity), Error> {
+    let mut replaced = 0;
+    loop {
+        let refused = |reason: String| Error::Open {
             path: candidate.path.clone(),
-            reason: format!(
-                "the library file `{}` was replaced between the trust check and opening it (another \
-                 file has its name now); install plugins by rename while no host loads them, or try again",
-                candidate.resolved.display()
-            ),
+            reason,
+            cause: crate::error::OpenCause::Headers,
+        };
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        if candidate.checked.is_some() {
+            no_follow(&mut options);
+        }
+        let opened = options.open(&candidate.resolved).and_then(|file| {
+            let metadata = file.metadata()?;
+            Ok((file, metadata))
         });
+        let (file, metadata) = match opened {
+            Ok(opened) => opened,
+            // Gone, or a symlink now: replaced after the check, if it was checked.
+            Err(e) if candidate.checked.is_some() && replaced < REPLACEMENTS && is_replacement(&e) => {
+                replaced += 1;
+                checks.check(policy, candidate)?;
+                continue;
+            }
+            Err(e) => {
+                return Err(refused(format!(
+                    "cannot open `{}`: {e}",
+                    candidate.resolved.display()
+                )));
+            }
+        };
+        let id = file_id(&metadata);
+        match candidate.checked {
+            Some(checked) if id != Some(checked) => {
+                if replaced == REPLACEMENTS {
+                    return Err(Error::Untrusted {
+                        path: candidate.path.clone(),
+                        reason: format!(
+                            "the library file `{}` was replaced {REPLACEMENTS} times while this host checked \
+                             and opened it; try again once its installation is done",
+                            candidate.resolved.display()
+                        ),
+                    });
+                }
+                replaced += 1;
+                drop(file);
+                checks.check(policy, candidate)?;
+            }
+            _ => {
+                let identity = id.map_or_else(|| candidate.identity.clone(), FileId::identity);
+                return Ok((file, metadata.len(), identity));
+            }
+        }
     }
-    Ok((file, metadata.len()))
+}
+
+/// Whether opening a checked path failed because the file was replaced: removed (an
+/// installer that unlinks first) or turned into a symlink or something else.
+#[cfg(unix)]
+fn is_replacement(error: &std::io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::ENOENT | libc::ELOOP | libc::ENXIO | libc::EISDIR)
+    )
+}
+
+#[cfg(not(unix))]
+fn is_replacement(_: &std::io::Error) -> bool {
+    false
 }
 
 /// Opens without following a symlink in the last component, and without blocking on a FIFO.

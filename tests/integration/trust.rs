@@ -302,15 +302,16 @@ fn a_directory_swapped_by_another_user_during_loads_never_runs_their_code() {
 }
 
 #[test]
-fn a_file_renamed_into_place_after_the_check_is_refused() {
+fn a_file_renamed_into_place_after_the_check_is_checked_again_and_refused_if_it_fails() {
     // Every file of a load is checked before the first opens, so the constructors of the
-    // plugins loaded first run between the check of a later file and its `dlopen`. Here
-    // `liba.so`'s constructor renames `stage.so` (theirs) onto `libb.so` (checked): the file
-    // opened is not the file checked, and must be refused, not loaded.
+    // plugins loaded first run between the check of a later file and its opening. Here
+    // `liba.so`'s constructor renames `stage.new` (writable by others) onto `libb.so` (checked):
+    // the file there now is checked in turn, fails, and none of its code runs.
     let dir = TestDir::new("trust_renamed_after_check");
     dir.add("swap_on_load", "liba.so");
     let checked = dir.add("p1", "libb.so");
-    let stage = dir.add("by_hand_marker", "stage.so");
+    let stage = dir.add("by_hand_marker", "stage.new");
+    fs::set_permissions(&stage, Permissions::from_mode(0o666)).unwrap();
     // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
     let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     let error = host.acquire().unwrap_err();
@@ -324,7 +325,7 @@ fn a_file_renamed_into_place_after_the_check_is_refused() {
     );
     assert!(
         error.to_string().contains(&format!(
-            "the library file `{}` was replaced between the trust check and opening it",
+            "the library file `{}` is writable by group and others (mode 0666)",
             checked.display()
         )),
         "{error}"
@@ -332,10 +333,28 @@ fn a_file_renamed_into_place_after_the_check_is_refused() {
     assert!(!marker(&checked).exists(), "the swapped-in library's constructor ran");
     assert_unloaded(&checked);
     assert!(!host.is_loaded());
-    // The next load checks the file now there (theirs, but root's and 0755 here) afresh.
+}
+
+#[test]
+fn a_file_renamed_into_place_after_the_check_that_passes_is_loaded() {
+    // The same swap by the directory's owner of a file that passes the check: an install, not
+    // an attack. The load checks the new file and loads it, with no error.
+    let dir = TestDir::new("trust_installed_after_check");
+    dir.add("swap_on_load", "liba.so");
+    let checked = dir.add("p1", "libb.so");
+    let stage = dir.add("by_hand_marker", "stage.new");
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     let lease = host.acquire().unwrap();
-    assert!(marker(&checked).exists());
+    assert!(
+        !stage.exists(),
+        "the constructor did not swap the file: the test proves nothing"
+    );
+    assert!(marker(&checked).exists(), "the installed library did not load");
+    let names: Vec<_> = lease.plugins().iter().map(|p| p.name()).collect();
+    assert_eq!(names, ["swap-on-load", "by-hand"]);
     drop(lease);
+    assert_unloaded(&checked);
 }
 
 #[test]

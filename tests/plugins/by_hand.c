@@ -14,9 +14,7 @@
  *   -DMARK_CONSTRUCTOR   a constructor creates the file "<this library's path>.ran": proof that
  *                        the library's code ran */
 #ifdef MARK_CONSTRUCTOR
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <stdio.h>
+#include "events.h"
 #endif
 #ifdef HUGE
 #include <string.h>
@@ -46,10 +44,11 @@ static char huge_name[(1 << 20) + 1];
 
 #ifdef MARK_CONSTRUCTOR
 __attribute__((constructor)) static void mark(void) {
-    Dl_info self;
-    char path[4096];
-    if (dladdr((void *)mark, &self) && self.dli_fname) {
-        snprintf(path, sizeof path, "%s.ran", self.dli_fname);
+    char self[4096];
+    char path[4200];
+    self_path((void *)mark, self, sizeof self);
+    if (self[0]) {
+        snprintf(path, sizeof path, "%s.ran", self);
         FILE *f = fopen(path, "w");
         if (f) fclose(f);
     }

@@ -6,13 +6,36 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The path of the file this library was mapped from, into out (empty if unknown). dylease
+ * hands the loader a name of the checked descriptor, /proc/self/fd/N, which is what dladdr
+ * reports: its link names the file (" (deleted)" appended once it was renamed over). */
+__attribute__((unused)) static void self_path(void *address, char *out, size_t size) {
+    Dl_info self;
+    ssize_t n;
+    out[0] = '\0';
+    if (!dladdr(address, &self) || !self.dli_fname) return;
+    n = readlink(self.dli_fname, out, size - 1);
+    if (n > 0) {
+        size_t len = (size_t)n;
+        const char *deleted = " (deleted)";
+        out[len] = '\0';
+        if (len > strlen(deleted) && strcmp(out + len - strlen(deleted), deleted) == 0)
+            out[len - strlen(deleted)] = '\0';
+        return;
+    }
+    snprintf(out, size, "%s", self.dli_fname);
+}
 
 __attribute__((unused)) static void log_event(const char *event) {
-    Dl_info self;
-    char path[4096];
-    if (dladdr((void *)log_event, &self) && self.dli_fname) {
+    char self[4096];
+    char path[4200];
+    self_path((void *)log_event, self, sizeof self);
+    if (self[0]) {
         FILE *f;
-        snprintf(path, sizeof path, "%s.log", self.dli_fname);
+        snprintf(path, sizeof path, "%s.log", self);
         f = fopen(path, "a");
         if (f) {
             fprintf(f, "%s\n", event);
