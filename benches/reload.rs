@@ -8,7 +8,7 @@
 //!   keeps the set), and the hot path (a session lease alive) as the floor.
 //! - `reload_latency`: `reload()` until the first lease of the new generation, for 16
 //!   plugins: unchanged files (the instances are shared), every file changed (installed by
-//!   rename: private copies and fresh loads), against a cold load of the same 16.
+//!   rename: fresh loads beside the draining old ones), against a cold load of the same 16.
 //!
 //! Run with `cargo bench --bench reload`; `scripts/bench.sh` summarises the ratios.
 
@@ -38,7 +38,7 @@ impl Fixtures {
         let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("bench-reload-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let fixtures = Fixtures { root };
-        for dir in [fixtures.plugins(), fixtures.spares(), fixtures.copies()] {
+        for dir in [fixtures.plugins(), fixtures.spares()] {
             std::fs::create_dir_all(&dir).expect("create a bench directory");
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
@@ -65,10 +65,6 @@ impl Fixtures {
         self.root.join("spares")
     }
 
-    fn copies(&self) -> PathBuf {
-        self.root.join("copies")
-    }
-
     /// Installs a new file (a new inode, the same code) over every plugin, by rename.
     fn install_all(&self) {
         for i in 0..PLUGINS {
@@ -81,7 +77,6 @@ impl Fixtures {
     fn host(&self, unload: UnloadPolicy) -> PluginHost {
         // SAFETY: the bench's own plugins, compiled from tests/plugins/numbered.c.
         unsafe { PluginHost::builder().dir(self.plugins()) }
-            .reload_dir(self.copies())
             .unload(unload)
             .build()
             .unwrap()

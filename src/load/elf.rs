@@ -323,7 +323,6 @@ fn machine_name(machine: u16) -> String {
     }
 }
 
-
 /// Whether the library's run paths or needed-library names use `$ORIGIN` (the directory the
 /// loader opened the library from), read from its dynamic section: `DT_RPATH`, `DT_RUNPATH`
 /// and `DT_NEEDED` strings. The loader maps a checked descriptor under a name of its own,

@@ -86,7 +86,11 @@ impl Library {
                 "the file at `{}` was replaced while the loader mapped it (its directory's owner renamed \
                  another file in){}",
                 checked.resolved.display(),
-                if kept == Some(true) { "; the platform keeps what it mapped" } else { "" }
+                if kept == Some(true) {
+                    "; the platform keeps what it mapped"
+                } else {
+                    ""
+                }
             ));
         }
         Ok(library)
@@ -116,7 +120,10 @@ impl Library {
         // SAFETY: the plugin ABI defines `dylease_plugin_v1` as a function of type
         // `dylease_plugin_v1_fn`; a library that exports the name with another type breaks
         // the ABI it claims to implement, which is the trust the host places in its plugins.
-        let symbol = unsafe { self.open_library().get::<dylease_plugin_v1_fn>(DYLEASE_ENTRY_SYMBOL.as_bytes()) };
+        let symbol = unsafe {
+            self.open_library()
+                .get::<dylease_plugin_v1_fn>(DYLEASE_ENTRY_SYMBOL.as_bytes())
+        };
         let entry = symbol.map(|s| *s).map_err(|e| loader_message(&e))?;
         match self.owner_of(entry as *const core::ffi::c_void) {
             Some(Err(owner)) => Err(format!(
@@ -255,7 +262,11 @@ fn file_of(name: &std::ffi::CStr) -> String {
 
 /// An I/O failure while naming a checked file for the loader.
 fn io_message(path: &Path, error: &std::io::Error) -> String {
-    format!("cannot hand `{}` to the loader: {error}{}", path.display(), imp::descriptor_hint(error))
+    format!(
+        "cannot hand `{}` to the loader: {error}{}",
+        path.display(),
+        imp::descriptor_hint(error)
+    )
 }
 
 /// The loader's own words, without libloading's wrapper text.
@@ -312,11 +323,9 @@ mod imp {
             fds: vec![file],
             through_dir: false,
         };
-        let (Some(dir), Some(file_name), true) = (
-            checked.resolved.parent(),
-            checked.resolved.file_name(),
-            checked.origin,
-        ) else {
+        let (Some(dir), Some(file_name), true) =
+            (checked.resolved.parent(), checked.resolved.file_name(), checked.origin)
+        else {
             return Ok((PathBuf::from(exact), names));
         };
         let dir = std::fs::OpenOptions::new()

@@ -158,9 +158,7 @@ impl Step<'_> {
         match self {
             Step::File(candidate) => {
                 let origin = Origin::File(candidate.path.clone());
-                let registered = candidate
-                    .open(checks, trust, deadline)
-                    .and_then(Verified::register);
+                let registered = candidate.open(checks, trust, deadline).and_then(Verified::register);
                 registered.map_err(|error| (origin, error))
             }
             Step::Static(plugin) => plugin

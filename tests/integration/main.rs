@@ -19,6 +19,8 @@ mod failure;
 mod generations;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod header;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod identity;
 mod logger;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod mission;
@@ -27,8 +29,6 @@ mod observability;
 mod policy;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod reload;
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-mod reload_trust;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod rust_plugin;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

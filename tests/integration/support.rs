@@ -71,6 +71,8 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         "typed_bad_utf8_interface" => events(&["typed.c"], &["-DBAD_INTERFACE=\"bad\\xff\""]),
         "typed_long_interface" => events(&["typed.c"], &["-DLONG_INTERFACE", "-DBAD_INTERFACE=long_interface"]),
         "hooks" => events(&["hooks.c"], &[]),
+        "slow_unload" => events(&["slow_unload.c"], &[]),
+        "slow_unload_2" => events(&["slow_unload.c"], &["-DVERSION=2"]),
         "hooks_abi1" => events(&["hooks.c"], &["-DABI=1"]),
         "hooks_on_load_fails" => events(&["hooks.c"], &["-DON_LOAD_RESULT=-3"]),
         "hooks_register_fails" => events(&["hooks.c"], &["-DREGISTER_RESULT=-1"]),
