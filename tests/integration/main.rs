@@ -21,6 +21,8 @@ mod generations;
 mod header;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod identity;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod install;
 mod logger;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod mission;

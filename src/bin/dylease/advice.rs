@@ -28,7 +28,7 @@ pub(crate) fn for_error(error: &Error) -> Advice {
             "dylease read the file's ELF headers before any loader saw it, and they show it is not a \
              complete shared library for this machine (the problem above says what is wrong): build plugins \
              with `-shared -fPIC` (C, C++) or `crate-type = [\"cdylib\"]` (Rust) for this architecture, copy a \
-             cut-short file again (by rename: `install`, or `cp` to a temporary name then `mv`), or move \
+             cut-short file again (by rename: `dylease install`, or `cp` to a temporary name then `mv`), or move \
              the file out of the plugin directory",
         ),
         Error::Open { reason, .. } => advice("open", open_fix(reason)),

@@ -3,7 +3,9 @@
 //! `dylease check <file-or-dir>...` loads plugins exactly as a `PluginHost` would (the same
 //! discovery, pipeline and checks, through the crate's public API), reports each plugin with
 //! its version and passes and each problem with the file and a fix, and exits with 0 only when
-//! everything would load. `dylease header` prints `include/dylease.h` for C builds. Built
+//! everything would load. `dylease install <file>... <dir>` installs plugins atomically (a
+//! checked temporary file renamed into place). `dylease header` prints `include/dylease.h`
+//! for C builds. Built
 //! only with the `cli` feature:
 //!
 //! ```sh
@@ -19,6 +21,7 @@ use clap::{Args, Parser, Subcommand};
 
 mod advice;
 mod check;
+mod install;
 mod report;
 mod rewrite;
 mod stdout;
@@ -40,7 +43,37 @@ enum Command {
     /// Prints `dylease.h`, the C header plugins are built with (the copy of this dylease
     /// version): `dylease header > dylease.h`.
     Header,
+    /// Installs plugin files into a directory that running hosts read, atomically: each is
+    /// written under a temporary name in DIR, flushed, checked as `check` does, and renamed
+    /// into place only if it would load.
+    #[command(after_long_help = INSTALL_HELP)]
+    Install(InstallArgs),
 }
+
+#[derive(Debug, Args)]
+struct InstallArgs {
+    /// Plugin library files to install (named `*.so`: the name they get in DIR).
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+
+    /// The plugin directory the hosts read.
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+}
+
+const INSTALL_HELP: &str = "\
+A host that loads while a plugin is installed sees the old file or the new one, whole: the
+new file is written as `.NAME.dylease-install-PID` inside DIR (a name no host loads),
+flushed to disk, checked by loading it in a host of its own (which runs its code, as
+`dylease check` does), and renamed over DIR/NAME, which the file system does atomically.
+A file that would not load is removed again and DIR stays as it was.
+
+GNU `install` does not do this: it removes the old file and writes the new one under its
+final name, so a host loading meanwhile finds no file, or half of one. By hand: `cp` to a
+temporary name in the same directory, then `mv`.
+
+The installed file gets mode 0755. Exit status: 0 when every file was installed, 1 when one
+was not (the others are), 2 on a usage error.";
 
 /// The normative C header, as packaged with this crate.
 const HEADER: &str = include_str!("../../../include/dylease.h");
@@ -66,8 +99,9 @@ all of them are also checked together, as one host configured with all of them i
 Checking a plugin runs its code (constructors, register and unload functions), as loading
 it in a host does: check only plugins you would load.
 
-Install plugins by rename (`install`, or `cp` to a temporary name in the same directory,
-then `mv`), never by writing over a file in place: a library rewritten while a host loads
+Install plugins by rename (`dylease install`, or `cp` to a temporary name in the same
+directory, then `mv`; GNU `install` removes the old file first), never by writing over a
+file in place: a library rewritten while a host loads
 it kills that host with SIGBUS inside the loader, and no check can prevent it. The checker
 warns when a plugin file changed less than 10 s ago and this user can write it.
 
@@ -100,6 +134,7 @@ fn main() -> ExitCode {
         Command::Check(args) if args.json => check_json(&args.paths),
         Command::Check(args) => check_human(&args.paths),
         Command::Header => print(HEADER).map(|()| true),
+        Command::Install(args) => install::run(&args.files, &args.dir, print),
     };
     match ok {
         Ok(true) => ExitCode::SUCCESS,

@@ -22,7 +22,7 @@ pub(crate) fn warning(path: &Path) -> Option<String> {
     Some(format!(
         "`{}` changed {} s ago and this user can write it: a library rewritten in place (`cp` over \
          it) while a host loads it kills that host with SIGBUS; install plugins by rename \
-         (`install`, or `cp` to a temporary name in the same directory, then `mv`)",
+         (`dylease install`, or `cp` to a temporary name in the same directory, then `mv`)",
         path.display(),
         age.as_secs()
     ))

@@ -1,0 +1,193 @@
+//! Installing plugins while hosts load them: by rename, and with `dylease install`. A host
+//! sees the old file or the new one, whole, and never fails because a file it checked was
+//! replaced meanwhile (an install in a trusted directory is not an attack).
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::time::{Duration, Instant};
+
+use dylease::{Lease, PluginHost};
+
+use crate::cli::binary;
+use crate::support::{TestDir, fixture, mapped_containing};
+
+/// The versions the installers cycle through.
+const VERSIONS: usize = 4;
+
+/// The version a lease's plugin reports (negative if its `on_load` state is gone).
+fn version(lease: &Lease) -> i32 {
+    // SAFETY: versioned.c registers `version` as `int (*)(void)`; called while `lease` lives.
+    unsafe { lease.pass::<extern "C" fn() -> i32>("version").expect("version")() }
+}
+
+/// Runs `install(i)` for `installs` rounds while two threads acquire and drop leases of a
+/// host over `dir` (each a cold load, or a share of the other's) and a third reloads it;
+/// each round waits until a loader finished a load after the previous install. Every load
+/// must succeed with the plugin present, of a version that was installed.
+fn race_installs(dir: &Path, installs: usize, install: impl Fn(usize) + Sync) {
+    // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir).build() }.unwrap();
+    let (done, loads) = (AtomicBool::new(false), AtomicUsize::new(0));
+    let check = |lease: &Lease, how: &str| {
+        assert_eq!(lease.plugins().len(), 1, "a set {how} is missing its plugin");
+        let v = version(lease);
+        assert!(
+            (1..=VERSIONS as i32).contains(&v),
+            "{how}: version {v} was never installed"
+        );
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                while !done.load(SeqCst) {
+                    let lease = host.acquire().unwrap_or_else(|e| panic!("an acquire failed: {e}"));
+                    check(&lease, "acquired");
+                    drop(lease);
+                    loads.fetch_add(1, SeqCst);
+                }
+            });
+        }
+        scope.spawn(|| {
+            while !done.load(SeqCst) {
+                let lease = host.reload().unwrap_or_else(|e| panic!("a reload failed: {e}"));
+                check(&lease, "reloaded");
+            }
+        });
+        let _stop = StopOnDrop(&done);
+        for i in 0..installs {
+            let before = loads.load(SeqCst);
+            install(i % VERSIONS + 1);
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while loads.load(SeqCst) == before {
+                assert!(Instant::now() < deadline, "no load finished within 20 s of install {i}");
+                std::thread::yield_now();
+            }
+        }
+    });
+    drop(host);
+    assert!(
+        !mapped_containing(&dir.display().to_string()),
+        "a plugin is still mapped after every lease and host is gone"
+    );
+}
+
+/// Sets the flag when dropped, so that the loaders stop also when the installer panics.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, SeqCst);
+    }
+}
+
+#[test]
+fn loaders_never_fail_and_never_miss_a_plugin_while_new_versions_are_renamed_in() {
+    let plugins = TestDir::new("install_race_rename");
+    let staging = TestDir::new("install_race_rename_staging");
+    let built: Vec<PathBuf> = (1..=VERSIONS)
+        .map(|v| staging.add(&format!("versioned_{v}"), &format!("v{v}.so")))
+        .collect();
+    let target = plugins.path().join("libversioned.so");
+    fs::copy(&built[0], &target).unwrap();
+    race_installs(plugins.path(), 200, |v| {
+        let partial = plugins.path().join(".libversioned.so.partial");
+        fs::copy(&built[v - 1], &partial).unwrap();
+        fs::rename(&partial, &target).unwrap();
+    });
+}
+
+#[test]
+fn loaders_never_fail_and_never_miss_a_plugin_while_dylease_install_runs() {
+    let plugins = TestDir::new("install_race_cli");
+    let staging = TestDir::new("install_race_cli_staging");
+    let built: Vec<PathBuf> = (1..=VERSIONS)
+        .map(|v| {
+            let dir = staging.sub(&format!("v{v}"));
+            let file = Path::new(&dir).join("libversioned.so");
+            fs::copy(fixture(&format!("versioned_{v}")), &file).unwrap();
+            file
+        })
+        .collect();
+    fs::copy(&built[0], plugins.path().join("libversioned.so")).unwrap();
+    fs::set_permissions(
+        plugins.path().join("libversioned.so"),
+        fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    race_installs(plugins.path(), 24, |v| {
+        let out = Command::new(binary())
+            .arg("install")
+            .arg(&built[v - 1])
+            .arg(plugins.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    });
+}
+
+#[test]
+fn dylease_install_renames_a_checked_copy_into_place_and_leaves_nothing_else() {
+    let plugins = TestDir::new("install_cli_ok");
+    let old = plugins.add("versioned_1", "libversioned.so");
+    let old_inode = fs::metadata(&old).unwrap().ino();
+    let staging = TestDir::new("install_cli_ok_staging");
+    let new = staging.add("versioned_2", "libversioned.so");
+    let out = Command::new(binary())
+        .arg("install")
+        .arg(&new)
+        .arg(plugins.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stdout.contains(&format!("installed `{}` as `{}`", new.display(), old.display()))
+            && stdout.contains("plugin `versioned`"),
+        "{stdout}"
+    );
+    let installed = fs::metadata(&old).unwrap();
+    assert_ne!(installed.ino(), old_inode, "installed in place, not by rename");
+    assert_eq!(installed.mode() & 0o7777, 0o755);
+    assert_eq!(fs::read(&old).unwrap(), fs::read(&new).unwrap());
+    let entries: Vec<_> = fs::read_dir(plugins.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(entries, ["libversioned.so"], "something else was left in the directory");
+}
+
+#[test]
+fn dylease_install_refuses_a_file_that_would_not_load_and_changes_nothing() {
+    let plugins = TestDir::new("install_cli_refused");
+    let old = plugins.add("versioned_1", "libversioned.so");
+    let old_inode = fs::metadata(&old).unwrap().ino();
+    let staging = TestDir::new("install_cli_refused_staging");
+    let broken = staging.path().join("libversioned.so");
+    fs::write(&broken, b"not a library").unwrap();
+    let out = Command::new(binary())
+        .arg("install")
+        .arg(&broken)
+        .arg(plugins.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(&format!("not installed: `{}` would not load", broken.display()))
+            && stdout.contains("not an ELF shared library"),
+        "{stdout}"
+    );
+    assert_eq!(
+        fs::metadata(&old).unwrap().ino(),
+        old_inode,
+        "the installed plugin was replaced"
+    );
+    let entries: Vec<_> = fs::read_dir(plugins.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(entries, ["libversioned.so"], "the temporary file was left behind");
+}
