@@ -72,7 +72,7 @@ struct Installed {
 
 enum Refused {
     /// The file was copied and checked, and would not load.
-    Check(Check),
+    Check(Box<Check>),
     /// The file could not be copied, or renamed into place: why, naming the path.
     Io(String),
 }
@@ -110,7 +110,7 @@ fn install(file: &Path, dir: &Path) -> Result<Installed, Refused> {
     });
     let check = checked.expect("checking one file reports one check");
     if !check.ok() {
-        return Err(Refused::Check(check));
+        return Err(Refused::Check(Box::new(check)));
     }
     fs::rename(&partial, &to).map_err(|e| io(&format!("cannot rename `{}` to", partial.display()), &to, e))?;
     temporary.renamed = true;
