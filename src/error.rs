@@ -173,6 +173,17 @@ pub enum Error {
         /// What it waited for.
         waited: Waited,
     },
+    /// A load was attempted in a `fork()`ed child of a process that had used dylease. The
+    /// child's copies of the locks (the host's, the process-wide registry's, the platform
+    /// loader's) may be held by threads that exist only in the parent, so dylease never waits
+    /// on them there: a lease the child inherited still works (and its last drop there unloads
+    /// nothing: the plugins are the parent's), but loading fails at once instead of hanging.
+    /// `exec` a new program to load plugins.
+    #[non_exhaustive]
+    Forked {
+        /// The process that built the host.
+        parent: u32,
+    },
     /// A static plugin's register function panicked. The panic was caught; the host is usable.
     #[non_exhaustive]
     Panicked {
@@ -242,9 +253,12 @@ impl Error {
             Error::TimedOut {
                 waited: Waited::File(path),
             } => Some(Origin::File(path.clone())),
-            Error::Io { .. } | Error::Reentrant | Error::TimedOut { .. } | Error::Config { .. } | Error::Custom(_) => {
-                None
-            }
+            Error::Io { .. }
+            | Error::Reentrant
+            | Error::TimedOut { .. }
+            | Error::Forked { .. }
+            | Error::Config { .. }
+            | Error::Custom(_) => None,
         }
     }
 }
@@ -340,6 +354,12 @@ impl fmt::Display for Error {
                 f,
                 "acquire_timeout() gave up waiting for {waited}; if plugin code hands acquire() to another \
                  thread and waits for it, that is a deadlock"
+            ),
+            Error::Forked { parent } => write!(
+                f,
+                "dylease was used in process {parent}, and this process is a fork() of it: it does not load \
+                 plugins here, where the parent's threads may hold its locks and the loader's; exec a new \
+                 program to load plugins"
             ),
             Error::Panicked { plugin, message } => write!(f, "{plugin} panicked while registering: {message}"),
             // The cause is `source()`: printing it here too would show it twice in a chain.

@@ -76,6 +76,9 @@ pub(crate) const CACHE_ENTRIES: usize = 8;
 pub(crate) struct Generations {
     /// Unique for the life of the process (never reused, unlike an address).
     id: u64,
+    /// The process that made it: a `fork()`ed child has copies of its locks, which threads
+    /// that do not exist there may hold, so the child never waits on them.
+    pid: u32,
     /// The current generation's set, held weakly: it never keeps the set alive (I3).
     slot: WeakSlot<PluginSet>,
     /// The number of the generation in the slot; 0 before the first load. Stored after the
@@ -116,6 +119,7 @@ impl Generations {
         }
         Generations {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            pid: std::process::id(),
             slot: WeakSlot::empty(),
             current: AtomicU64::new(0),
             alive: AtomicU64::new(0),
@@ -169,6 +173,7 @@ impl Generations {
             cache::refresh(this.id, &set);
             return Ok(set);
         }
+        this.not_forked()?;
         // Step 3. A nested call from this host's own load or unload would wait for itself.
         inside_host(this.id, |already_inside| match already_inside {
             true => Err(Error::Reentrant),
@@ -185,10 +190,24 @@ impl Generations {
         deadline: Option<Instant>,
         load: impl FnOnce(Option<Instant>) -> Result<LoadedPlugins, Error>,
     ) -> Result<Arc<PluginSet>, Error> {
+        this.not_forked()?;
         inside_host(this.id, |already_inside| match already_inside {
             true => Err(Error::Reentrant),
             false => Generations::acquire_slow(this, Mode::Reload, deadline, load),
         })
+    }
+
+    /// `Err(Error::Forked)` in a `fork()`ed child of the process that made this host.
+    pub(crate) fn not_forked(&self) -> Result<(), Error> {
+        if self.forked() {
+            return Err(Error::Forked { parent: self.pid });
+        }
+        Ok(())
+    }
+
+    /// Whether this is a `fork()`ed child of the process that made this host.
+    pub(crate) fn forked(&self) -> bool {
+        std::process::id() != self.pid
     }
 
     /// Step 3, with this thread marked as inside this host.

@@ -205,10 +205,11 @@ impl PluginHost {
     /// [`PluginSet::generation`]) and unload when their last lease drops.
     ///
     /// A library file that changed since the instance still loaded from it was opened (a new
-    /// file installed by rename) is loaded from a private copy, so that the platform loader
-    /// cannot hand back the old mapping under the same name; an unchanged file keeps sharing
-    /// its live instance. Concurrent reloads, and loads by [`acquire`](PluginHost::acquire),
-    /// run one after the other; `acquire()` of a loaded set stays lock-free throughout.
+    /// file installed by rename) is loaded beside the old mapping: the loader maps the file
+    /// the checks read, by its descriptor, so it cannot hand back the old mapping under the
+    /// same name. An unchanged file keeps sharing its live instance. Concurrent reloads, and
+    /// loads by [`acquire`](PluginHost::acquire), run one after the other; `acquire()` of a
+    /// loaded set stays lock-free throughout.
     ///
     /// # Errors
     ///
@@ -230,6 +231,20 @@ impl PluginHost {
     /// ```
     pub fn reload(&self) -> Result<Lease, Error> {
         Generations::reload(&self.generations, None, |deadline| self.load(deadline)).map(Lease)
+    }
+
+    /// [`reload`](PluginHost::reload), waiting at most `timeout` for other threads: another
+    /// load or reload of this host to finish, and an unload of a file it needs (a slow
+    /// `on_unload` of another host's instance, say).
+    ///
+    /// # Errors
+    ///
+    /// As [`reload`](PluginHost::reload), and [`Error::TimedOut`] naming what it waited for;
+    /// the current generation then stays current. The timeout bounds waits, not plugin code
+    /// this thread runs itself (constructors, `on_load`, register functions).
+    pub fn reload_timeout(&self, timeout: Duration) -> Result<Lease, Error> {
+        let deadline = Instant::now().checked_add(timeout);
+        Generations::reload(&self.generations, deadline, |deadline| self.load(deadline)).map(Lease)
     }
 
     /// The host's unload policy.

@@ -119,6 +119,13 @@ impl PluginSet {
 
 impl Drop for PluginSet {
     fn drop(&mut self) {
+        // In a `fork()`ed child the plugins are the parent's: their unload code runs there.
+        // The child's copies of the locks may be held by threads it does not have, so the
+        // last lease dropped here leaves everything as it is.
+        if self.host.forked() {
+            self.contents.abandon();
+            return;
+        }
         // However teardown ends (a panic that escaped it included), the generation is marked
         // unloaded when this guard drops, after the teardown: loaders waiting for it (I1)
         // must not wait for ever. It holds the host's state alive until then.

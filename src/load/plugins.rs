@@ -202,6 +202,12 @@ impl LoadedPlugins {
         teardown_all(std::mem::take(self.teardown.get_mut()))
     }
 
+    /// Forgets every plugin without unloading it: for a `fork()`ed child, whose copies of
+    /// the libraries and of the registry's lock belong to the parent's threads.
+    pub(crate) fn abandon(&mut self) {
+        std::mem::forget(std::mem::take(self.teardown.get_mut()));
+    }
+
     /// The loaded plugins, in load order.
     pub(crate) fn plugins(&self) -> &[PluginInfo] {
         &self.plugins

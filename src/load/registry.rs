@@ -95,6 +95,8 @@ pub(crate) trait Opener: Send + Sync + Sized + 'static {
 /// The registry of the library instances that one [`Opener`] loaded.
 pub(crate) struct Registry<O: Opener> {
     opener: O,
+    /// The process that made it: a `fork()`ed child never waits on its copied lock.
+    pid: u32,
     state: Mutex<State<O>>,
     /// Signalled when a file stops being busy.
     changed: Condvar,
@@ -283,6 +285,7 @@ impl<O: Opener> Registry<O> {
     pub(crate) fn new(opener: O) -> Self {
         Registry {
             opener,
+            pid: std::process::id(),
             state: Mutex::new(State {
                 by_handle: HashMap::new(),
                 by_identity: HashMap::new(),
@@ -300,6 +303,9 @@ impl<O: Opener> Registry<O> {
         file: FileRef<'_>,
         deadline: Option<Instant>,
     ) -> Result<Arc<LibraryInstance<O>>, Error> {
+        if std::process::id() != this.pid {
+            return Err(Error::Forked { parent: this.pid });
+        }
         loop {
             let mut state = this.state.lock();
             // Steps 1 and 2.

@@ -42,5 +42,7 @@ mod threads;
 mod trust;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod typed;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod waits;
 #[cfg(all(target_os = "linux", target_env = "gnu", feature = "watch"))]
 mod watch;

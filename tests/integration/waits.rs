@@ -1,0 +1,134 @@
+//! Waits that end: `reload_timeout` against an unload that does not finish, and a `fork()`ed
+//! child that fails fast instead of waiting on locks its parent's threads hold.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use dylease::{Error, PluginHost, Waited};
+
+use crate::support::TestDir;
+
+fn host(dir: &Path) -> PluginHost {
+    // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
+    unsafe { PluginHost::builder().dir(dir).build() }.unwrap()
+}
+
+fn beside(file: &Path, suffix: &str) -> PathBuf {
+    PathBuf::from(format!("{}{suffix}", file.display()))
+}
+
+/// Waits until `done()`, failing the test after 20 s.
+#[track_caller]
+fn await_that(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn reload_timeout_gives_up_on_an_unload_that_does_not_finish_and_names_the_file() {
+    let plugins = TestDir::new("waits_reload_timeout");
+    let lib = plugins.add("slow_unload", "libslow.so");
+    let (a, b) = (host(plugins.path()), host(plugins.path()));
+    let lease = a.acquire().unwrap();
+    std::thread::scope(|scope| {
+        let unloading = scope.spawn(move || drop(lease));
+        await_that("the on_unload started", || beside(&lib, ".unloading").exists());
+        let error = b.reload_timeout(Duration::from_millis(100)).unwrap_err();
+        assert!(
+            matches!(&error, Error::TimedOut { waited: Waited::File(path), .. } if path == &lib),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains(&lib.display().to_string()), "{error}");
+        assert_eq!(b.generation(), 0, "a failed reload made a generation");
+        fs::write(beside(&lib, ".go"), "").unwrap();
+        unloading.join().unwrap();
+    });
+    let lease = b.reload_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(lease.plugins()[0].name(), "slow-unload");
+}
+
+#[test]
+fn a_forked_child_fails_fast_to_load_and_keeps_using_what_it_inherited() {
+    let plugins = TestDir::new("waits_fork");
+    plugins.add("p1", "libp1.so");
+    let (held, other) = (host(plugins.path()), host(plugins.path()));
+    let lease = held.acquire().unwrap();
+    let code = in_forked_child(|| {
+        // The inherited lease works, the other host fails with Forked, and so does a new one.
+        let inherited = held.acquire().is_ok_and(|l| l.plugins().len() == 1);
+        let forked = |r: Result<dylease::Lease, Error>| matches!(r, Err(Error::Forked { .. }));
+        let code = match (
+            inherited,
+            forked(other.acquire()),
+            forked(host(plugins.path()).acquire()),
+        ) {
+            (true, true, true) => 0,
+            (false, _, _) => 1,
+            (_, false, _) => 2,
+            (_, _, false) => 3,
+        };
+        drop(held.acquire());
+        code
+    });
+    assert_eq!(
+        code, 0,
+        "1: the inherited lease failed; 2: the other host did not fail with Forked; 3: nor a new host"
+    );
+    // The parent's plugins are untouched by the child's drop.
+    assert_eq!(lease.plugins().len(), 1);
+}
+
+/// Forks; the child runs `child` and exits with its code. Returns the child's exit code,
+/// failing the test if the child hangs for 20 s or dies.
+fn in_forked_child(child: impl FnOnce() -> i32) -> i32 {
+    // SAFETY: the child only calls into dylease, allocates (glibc makes malloc usable in a
+    // child of a threaded process) and `_exit`s; it never returns into the test harness.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let code = child();
+        // SAFETY: ends the child at once, without running the parent's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut status = 0;
+        // SAFETY: `pid` is this process's child; `status` is writable.
+        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+            assert!(libc::WIFEXITED(status), "the child died: status {status}");
+            return libc::WEXITSTATUS(status);
+        }
+        if Instant::now() > deadline {
+            // SAFETY: as above; the child is ours to kill.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("the forked child hung");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_child_forked_during_another_threads_unload_fails_fast_instead_of_waiting_for_it() {
+    // At the fork, another thread of the parent is inside a slow on_unload of `libslow.so`:
+    // the file is marked busy, and only that thread (which the child does not have) would
+    // unmark it. A load of the file in the child would wait for ever.
+    let plugins = TestDir::new("waits_fork_unloading");
+    let lib = plugins.add("slow_unload", "libslow.so");
+    let lease = host(plugins.path()).acquire().unwrap();
+    std::thread::scope(|scope| {
+        let unloading = scope.spawn(move || drop(lease));
+        await_that("the on_unload started", || beside(&lib, ".unloading").exists());
+        let code = in_forked_child(|| match host(plugins.path()).acquire() {
+            Err(Error::Forked { .. }) => 0,
+            Err(_) => 1,
+            Ok(_) => 2,
+        });
+        assert_eq!(code, 0, "1: another error than Forked; 2: it loaded");
+        fs::write(beside(&lib, ".go"), "").unwrap();
+        unloading.join().unwrap();
+    });
+}
