@@ -5,8 +5,12 @@
 //! that concern a plugin source. The host's watcher thread (`dylease-watch`) waits for
 //! `debounce` of quiet after the last of them, then calls what [`PluginHost::reload`] calls.
 //! It holds the host's load configuration and generations only weakly, upgrading them for
-//! each reload, so it never keeps a host alive; the host's drop stops it and joins it (a
-//! reload in progress finishes first).
+//! each reload, so it never keeps a host alive; the host's drop stops it and waits at most
+//! [`STOP_WAIT`] for a reload in progress, then lets it finish on its own and says so.
+//!
+//! A watched path that goes through symlinks (`plugins -> releases/v7`, the usual deploy
+//! layout) is watched where it leads now, and each symlink on the way is watched in its own
+//! directory: swapping a link reloads what the path names then, and moves the watches there.
 //!
 //! A half-written file is never loaded: the debounce waits for the writer to pause, and a
 //! library that is still incomplete then fails the load's ELF check ("the file is
@@ -22,6 +26,9 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
+
+/// How long dropping a watched host waits for a reload in progress on the watcher thread.
+pub(super) const STOP_WAIT: Duration = Duration::from_secs(2);
 
 use notify::{Event, EventKind, RecursiveMode, Watcher};
 
@@ -39,8 +46,10 @@ impl HostBuilder {
     /// [`file`](HostBuilder::file) (for that file's name only); and the directories that each
     /// [`env`](HostBuilder::env) variable lists *when the host is built*. A later change of
     /// the variable is not watched (call [`reload`](PluginHost::reload) after one), nor are
-    /// subdirectories, the targets of symlinks, or static plugins. Opening and reading a
-    /// library, as a load does, is not a change.
+    /// subdirectories or static plugins. A path through symlinks (`/opt/app/plugins ->
+    /// releases/v7`) is watched where it leads, and so is each symlink on the way: pointing
+    /// one elsewhere reloads the host from the new target and moves the watches there.
+    /// Opening and reading a library, as a load does, is not a change.
     ///
     /// Each reload is logged at `info` and each failure at `warn`, with the error; a failed
     /// reload leaves the current generation current, and the next change tries again. A file
@@ -56,8 +65,9 @@ impl HostBuilder {
     /// [`UnloadPolicy::After`](super::UnloadPolicy::After) or
     /// [`WithHost`](super::UnloadPolicy::WithHost) to keep it loaded.
     ///
-    /// The watcher ends with the host: dropping the host stops it, after a reload in progress
-    /// finished.
+    /// The watcher ends with the host: dropping the host stops it. A reload in progress (one
+    /// waiting for another host's slow unload, say) is waited for at most 2 s; then the drop
+    /// goes on, logs a warning, and the reload finishes on the watcher thread.
     ///
     /// # Example
     ///
@@ -70,7 +80,7 @@ impl HostBuilder {
     ///     .unload(UnloadPolicy::WithHost)
     ///     .watch(Duration::from_millis(500))
     ///     .build()?;
-    /// // `install -m 755 libnew.so /opt/app/plugins/` elsewhere: half a second later,
+    /// // `dylease install libnew.so /opt/app/plugins` elsewhere: half a second later,
     /// // `acquire()` returns generation 2 with the new code.
     /// let lease = host.acquire()?;
     /// # Ok::<(), dylease::Error>(())
@@ -83,19 +93,28 @@ impl HostBuilder {
 
 /// A host's watcher: notify's watcher, and the thread that reloads.
 pub(super) struct Watch {
-    /// Its drop removes the watches and ends notify's thread.
-    _events: notify::RecommendedWatcher,
     stop: Sender<Message>,
     thread: Option<JoinHandle<()>>,
+    /// Disconnected when the watcher thread ends (in a mutex: a host is `Sync`).
+    ended: std::sync::Mutex<Receiver<()>>,
 }
 
 impl Drop for Watch {
     fn drop(&mut self) {
         let _ = self.stop.send(Message::Stop);
-        if let Some(thread) = self.thread.take() {
-            // A host dropped by the watcher thread itself (from plugin code it reloaded)
-            // cannot wait for that thread: it ends once the reload returns.
-            if thread.thread().id() != thread::current().id() {
+        let Some(thread) = self.thread.take() else { return };
+        // A host dropped by the watcher thread itself (from plugin code it reloaded)
+        // cannot wait for that thread: it ends once the reload returns.
+        if thread.thread().id() == thread::current().id() {
+            return;
+        }
+        let ended = self.ended.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match ended.recv_timeout(STOP_WAIT) {
+            Err(RecvTimeoutError::Timeout) => log::warn!(
+                "dropping a watched plugin host: its watcher's reload did not finish within {STOP_WAIT:?}; it \
+                 finishes on the `dylease-watch` thread, and the drop goes on"
+            ),
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => {
                 let _ = thread.join();
             }
         }
@@ -106,6 +125,8 @@ impl Drop for Watch {
 enum Message {
     /// A change of this path, which concerns a plugin source.
     Changed(PathBuf),
+    /// A symlink on the way to a watched path changed: reload, and watch where it leads now.
+    Relinked(PathBuf),
     /// The host is being dropped.
     Stop,
 }
@@ -117,13 +138,57 @@ struct Interest {
     libraries: bool,
     /// These names (the [`Source::File`]s in the directory).
     names: BTreeSet<OsString>,
+    /// These symlinks, on the way to a watched path.
+    links: BTreeSet<OsString>,
+}
+
+/// The notify watcher and the paths it watches: the watcher thread moves the watches when a
+/// symlink on the way to one changes (a watch stays on the inode it was added for).
+struct Watches {
+    watcher: notify::RecommendedWatcher,
+    dirs: Vec<PathBuf>,
+}
+
+impl Watches {
+    /// Watches every path again, where it leads now.
+    fn rewatch(&mut self) {
+        for dir in &self.dirs {
+            let _ = self.watcher.unwatch(dir);
+            if let Err(error) = self.watcher.watch(dir, RecursiveMode::NonRecursive) {
+                log::warn!("cannot watch plugin directory `{}` any more: {error}", dir.display());
+            }
+        }
+    }
+}
+
+/// The symlinks on the way to each of `dirs` (absolute), as (the directory holding the link,
+/// its name): the prefixes of each path that are symlinks now.
+fn links(dirs: &[PathBuf]) -> Vec<(PathBuf, OsString)> {
+    let mut links = Vec::new();
+    for dir in dirs {
+        let mut prefix = PathBuf::new();
+        for component in dir.components() {
+            prefix.push(component);
+            let is_link = std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.file_type().is_symlink());
+            if let (true, Some(parent), Some(name)) = (is_link, prefix.parent(), prefix.file_name()) {
+                links.push((parent.to_owned(), name.to_owned()));
+            }
+        }
+    }
+    links.sort();
+    links.dedup();
+    links
 }
 
 /// Starts watching `host`'s sources: the last step of [`HostBuilder::build`]. A host without
 /// a directory or file source gets no watcher.
 pub(super) fn start(mut host: PluginHost, debounce: Duration) -> Result<PluginHost, Error> {
-    let interests = interests(&host.config.sources)?;
+    let mut interests = interests(&host.config.sources)?;
     let dirs: Vec<PathBuf> = interests.keys().cloned().collect();
+    let links = links(&dirs);
+    for (dir, name) in &links {
+        interests.entry(dir.clone()).or_default().links.insert(name.clone());
+    }
     let Some(first) = dirs.first().cloned() else {
         log::debug!("nothing to watch: the host has no plugin directory or file");
         return Ok(host);
@@ -132,8 +197,8 @@ pub(super) fn start(mut host: PluginHost, debounce: Duration) -> Result<PluginHo
     let events = sender.clone();
     let on_event = move |event: notify::Result<Event>| match event {
         Ok(event) => {
-            if let Some(path) = concerns(&interests, &event) {
-                let _ = events.send(Message::Changed(path));
+            if let Some(message) = concerns(&interests, &event) {
+                let _ = events.send(message);
             }
         }
         Err(error) => log::warn!("watching plugin sources: {error}"),
@@ -145,22 +210,29 @@ pub(super) fn start(mut host: PluginHost, debounce: Duration) -> Result<PluginHo
     };
     let mut watcher = notify::recommended_watcher(on_event)
         .map_err(|error| cannot(&first, "cannot start watching plugin directory", into_io(error)))?;
-    for dir in &dirs {
+    let mut link_dirs: Vec<PathBuf> = links.into_iter().map(|(dir, _)| dir).collect();
+    link_dirs.dedup();
+    for dir in dirs.iter().chain(&link_dirs) {
         watcher
             .watch(dir, RecursiveMode::NonRecursive)
             .map_err(|error| cannot(dir, "cannot watch plugin directory", into_io(error)))?;
     }
+    log::debug!("watching {dirs:?} for plugin changes, {debounce:?} of quiet before a reload");
+    let watches = Watches { watcher, dirs };
     let config = Arc::downgrade(&host.config);
     let generations = Arc::downgrade(&host.generations);
+    let (ended_sender, ended) = mpsc::channel::<()>();
     let thread = thread::Builder::new()
         .name("dylease-watch".to_owned())
-        .spawn(move || run(&receiver, debounce, &config, &generations))
+        .spawn(move || {
+            let _ended = ended_sender;
+            run(&receiver, debounce, &config, &generations, watches);
+        })
         .map_err(|source| cannot(&first, "cannot start the thread that watches plugin directory", source))?;
-    log::debug!("watching {dirs:?} for plugin changes, {debounce:?} of quiet before a reload");
     host.watch = Some(Watch {
-        _events: watcher,
         stop: sender,
         thread: Some(thread),
+        ended: std::sync::Mutex::new(ended),
     });
     Ok(host)
 }
@@ -200,16 +272,26 @@ fn interests(sources: &[Source]) -> Result<BTreeMap<PathBuf, Interest>, Error> {
     Ok(interests)
 }
 
-/// The changed path, if `event` concerns a plugin source: an entry of a watched directory
-/// that the host loads (or would load), or a watched directory itself. Opening and closing
-/// files (what every load does) are not changes.
-fn concerns(interests: &BTreeMap<PathBuf, Interest>, event: &Event) -> Option<PathBuf> {
+/// What `event` means to the host, if anything: a change of an entry of a watched directory
+/// that the host loads (or would load), or of a watched directory itself; or a change of a
+/// symlink on the way to one. Opening and closing files (what every load does) are not
+/// changes.
+fn concerns(interests: &BTreeMap<PathBuf, Interest>, event: &Event) -> Option<Message> {
     if event.need_rescan() {
         // The kernel's queue overflowed: events were lost.
-        return interests.keys().next().cloned();
+        return interests.keys().next().cloned().map(Message::Relinked);
     }
     if matches!(event.kind, EventKind::Access(_)) {
         return None;
+    }
+    let relinked = event.paths.iter().find(|path| {
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return false;
+        };
+        interests.get(dir).is_some_and(|interest| interest.links.contains(name))
+    });
+    if let Some(link) = relinked {
+        return Some(Message::Relinked(link.clone()));
     }
     let concerned = |path: &&PathBuf| {
         if interests.contains_key(path.as_path()) {
@@ -231,19 +313,34 @@ fn concerns(interests: &BTreeMap<PathBuf, Interest>, event: &Event) -> Option<Pa
             .get(dir)
             .is_some_and(|interest| interest.names.contains(name) || (interest.libraries && is_library_name(name)))
     };
-    event.paths.iter().find(concerned).cloned()
+    event.paths.iter().find(concerned).cloned().map(Message::Changed)
 }
 
 /// The watcher thread: after each change, waits for `debounce` of quiet, then reloads.
 /// Ends on [`Message::Stop`], or when the host is gone.
-fn run(receiver: &Receiver<Message>, debounce: Duration, config: &Weak<LoadConfig>, generations: &Weak<Generations>) {
-    while let Ok(Message::Changed(mut changed)) = receiver.recv() {
+fn run(
+    receiver: &Receiver<Message>,
+    debounce: Duration,
+    config: &Weak<LoadConfig>,
+    generations: &Weak<Generations>,
+    mut watches: Watches,
+) {
+    loop {
+        let (mut changed, mut relinked) = match receiver.recv() {
+            Ok(Message::Changed(path)) => (path, false),
+            Ok(Message::Relinked(path)) => (path, true),
+            Ok(Message::Stop) | Err(_) => return,
+        };
         loop {
             match receiver.recv_timeout(debounce) {
                 Ok(Message::Changed(path)) => changed = path,
+                Ok(Message::Relinked(path)) => (changed, relinked) = (path, true),
                 Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
                 Err(RecvTimeoutError::Timeout) => break,
             }
+        }
+        if relinked {
+            watches.rewatch();
         }
         let (Some(config), Some(generations)) = (config.upgrade(), generations.upgrade()) else {
             return;

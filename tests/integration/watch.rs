@@ -275,3 +275,79 @@ fn a_watched_file_source_reloads_only_for_its_own_name() {
     await_generation(&host, 2);
     assert_eq!(version(&host.acquire().unwrap()), 7);
 }
+
+#[test]
+fn swapping_a_symlinked_plugin_directory_reloads_from_the_new_target_and_watches_it() {
+    // The usual deploy layout: `current -> releases/v1`, swapped by rename to `releases/v2`.
+    let _serial = one_at_a_time();
+    logger::install();
+    let root = TestDir::new("watch-symlink");
+    let releases: Vec<TestDir> = (1..=3).map(|_| TestDir::new("watch-symlink-release")).collect();
+    for (n, release) in releases.iter().enumerate() {
+        install(release, n + 1);
+    }
+    let current = root.path().join("current");
+    let point = |release: &TestDir| {
+        let next = root.path().join("current.next");
+        std::os::unix::fs::symlink(release.path(), &next).unwrap();
+        fs::rename(&next, &current).unwrap();
+    };
+    point(&releases[0]);
+    let host = watching_host(&current);
+    assert_eq!(version(&host.acquire().unwrap()), 1);
+    point(&releases[1]);
+    await_generation(&host, 2);
+    assert_eq!(
+        version(&host.acquire().unwrap()),
+        2,
+        "the reload did not follow the link"
+    );
+    // The watches moved with the link: a change in the new target reloads too.
+    install(&releases[1], 3);
+    await_generation(&host, 3);
+    assert_eq!(version(&host.acquire().unwrap()), 3, "the new target is not watched");
+    drop(host);
+    assert!(threads_end("dylease-watch"), "the watcher thread outlived its host");
+}
+
+#[test]
+fn dropping_a_watched_host_gives_up_on_a_stuck_reload_after_a_bound_and_says_so() {
+    // The watcher's reload waits for another host's unload of the same file, which does not
+    // finish until the test says so. Dropping the watched host must not wait for it.
+    let _serial = one_at_a_time();
+    logger::install();
+    let plugins = TestDir::new("watch-stuck-drop");
+    let slow = plugins.add("slow_unload", "libslow.so");
+    // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
+    let other = unsafe { PluginHost::builder().dir(plugins.path()).build() }.unwrap();
+    let lease = other.acquire().unwrap();
+    // SAFETY: as above.
+    let watched = unsafe { PluginHost::builder().dir(plugins.path()) }
+        .watch(DEBOUNCE)
+        .build()
+        .unwrap();
+    thread::scope(|scope| {
+        let unloading = scope.spawn(move || drop(lease));
+        let marker = |suffix: &str| std::path::PathBuf::from(format!("{}{suffix}", slow.display()));
+        let started = Instant::now();
+        while !marker(".unloading").exists() {
+            assert!(started.elapsed() < PATIENCE, "the on_unload did not start");
+            thread::sleep(Duration::from_millis(1));
+        }
+        let p1 = plugins.add("p1", "libp1.so").display().to_string();
+        // The watcher's reload loaded `libp1.so`; next it waits for `libslow.so` (byte order).
+        await_record(Level::Debug, &["loaded", &p1]);
+        let (done, dropped) = std::sync::mpsc::channel();
+        scope.spawn(move || {
+            drop(watched);
+            done.send(()).unwrap();
+        });
+        dropped
+            .recv_timeout(PATIENCE)
+            .expect("dropping the watched host waited for the stuck reload");
+        await_record(Level::Warn, &["its watcher's reload did not finish within"]);
+        fs::write(marker(".go"), "").unwrap();
+        unloading.join().unwrap();
+    });
+    assert!(threads_end("dylease-watch"), "the watcher thread never ended");
+}
