@@ -79,6 +79,8 @@ struct Record {
     loads: u64,
     unloads: u64,
     pinned_libraries: u64,
+    /// The generation `plugins` and `passes` describe: the newest loaded.
+    generation: u64,
     plugins: usize,
     passes: usize,
     last_load: Option<Duration>,
@@ -92,8 +94,11 @@ impl Recorder {
         let (plugins, passes, took) = (set.plugins().len(), set.passes().len(), set.load_time());
         let mut record = self.0.lock();
         record.loads += 1;
-        record.plugins = plugins;
-        record.passes = passes;
+        record.generation = record.generation.max(set.generation());
+        if record.generation == set.generation() {
+            record.plugins = plugins;
+            record.passes = passes;
+        }
         record.last_load = Some(took);
         drop(record);
         let skipped = match set.failures().len() {
@@ -113,8 +118,11 @@ impl Recorder {
         let mut record = self.0.lock();
         record.unloads += 1;
         record.pinned_libraries += pinned as u64;
-        record.plugins = 0;
-        record.passes = 0;
+        // An older generation that drained says nothing about the current one.
+        if record.generation == set.generation() {
+            record.plugins = 0;
+            record.passes = 0;
+        }
         record.last_unload = Some(took);
         drop(record);
         let pinned = match pinned {

@@ -218,6 +218,13 @@ pub(super) fn start(mut host: PluginHost, debounce: Duration) -> Result<PluginHo
             .map_err(|error| cannot(dir, "cannot watch plugin directory", into_io(error)))?;
     }
     log::debug!("watching {dirs:?} for plugin changes, {debounce:?} of quiet before a reload");
+    if host.generations.policy() == super::UnloadPolicy::Immediately {
+        log::warn!(
+            "watching plugin sources under UnloadPolicy::Immediately: a reload while no lease is held \
+             loads the new set and unloads it at once, and only the next acquire() loads it to stay; use \
+             UnloadPolicy::After or WithHost to keep the reloaded set loaded"
+        );
+    }
     let watches = Watches { watcher, dirs };
     let config = Arc::downgrade(&host.config);
     let generations = Arc::downgrade(&host.generations);
@@ -361,10 +368,16 @@ fn reload(config: &LoadConfig, generations: &Arc<Generations>, changed: &Path) {
             set.generation(),
             count(set.plugins().len(), "plugin", "plugins"),
         ),
-        Err(error) => log::warn!(
+        Err(error) if generations.is_loaded() => log::warn!(
             "reloading plugins after a change of `{}` failed; generation {} stays current: {}",
             changed.display(),
             generations.generation(),
+            WithSources(&error),
+        ),
+        Err(error) => log::warn!(
+            "reloading plugins after a change of `{}` failed, and no set is loaded (the next acquire() \
+             tries again): {}",
+            changed.display(),
             WithSources(&error),
         ),
     }

@@ -294,3 +294,18 @@ fn a_panicking_logger_during_a_load_leaves_the_host_consistent() {
     drop(lease);
     assert!(!host.is_loaded());
 }
+
+#[test]
+fn stats_describe_the_current_generation_after_an_older_one_drains() {
+    let host = two_plugin_host("drain");
+    let old = host.acquire().unwrap();
+    let new = host.reload().unwrap();
+    let (plugins, passes) = (new.plugins().len(), new.passes().len());
+    assert!(plugins > 0 && passes > 0);
+    drop(old);
+    let stats = host.stats();
+    assert_eq!((stats.generation, stats.plugins, stats.passes), (2, plugins, passes));
+    drop(new);
+    let stats = host.stats();
+    assert_eq!((stats.plugins, stats.passes), (0, 0), "nothing is loaded");
+}

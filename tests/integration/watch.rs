@@ -351,3 +351,25 @@ fn dropping_a_watched_host_gives_up_on_a_stuck_reload_after_a_bound_and_says_so(
     });
     assert!(threads_end("dylease-watch"), "the watcher thread never ended");
 }
+
+#[test]
+fn watching_under_immediately_warns_and_a_failed_reload_with_nothing_loaded_says_so() {
+    let _serial = one_at_a_time();
+    logger::install();
+    let plugins = TestDir::new("watch-immediately");
+    install(&plugins, 1);
+    // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(plugins.path()) }
+        .watch(DEBOUNCE)
+        .build()
+        .unwrap();
+    await_record(Level::Warn, &["under UnloadPolicy::Immediately"]);
+    // No lease is held: a reload that fails leaves nothing loaded, and says that.
+    let broken = plugins.path().join(".libversioned.so.partial");
+    fs::write(&broken, b"not a library").unwrap();
+    fs::rename(&broken, plugins.path().join("libversioned.so")).unwrap();
+    let dir = plugins.path().display().to_string();
+    let line = await_record(Level::Warn, &["failed, and no set is loaded", &dir]);
+    assert!(!line.contains("stays current"), "{line}");
+    assert!(!host.is_loaded());
+}
