@@ -73,7 +73,16 @@ impl Library {
                 (libloading::Library::from(library), raw as usize)
             })
         };
-        let (inner, handle) = opened.map_err(|e| loader_message(&e))?;
+        let (inner, handle) = opened.map_err(|e| {
+            // The loader's words name what it was given: name the file instead.
+            let message = loader_message(&e).replace(&*name.to_string_lossy(), &checked.resolved.to_string_lossy());
+            let hint = if message.contains("Too many open files") {
+                descriptor_hint(&std::io::Error::from_raw_os_error(EMFILE))
+            } else {
+                ""
+            };
+            format!("{message}{hint}")
+        })?;
         let library = Library {
             inner: Some(inner),
             handle,
@@ -265,9 +274,21 @@ fn io_message(path: &Path, error: &std::io::Error) -> String {
     format!(
         "cannot hand `{}` to the loader: {error}{}",
         path.display(),
-        imp::descriptor_hint(error)
+        descriptor_hint(error)
     )
 }
+
+/// What a failure to get a file descriptor means for dylease, as a parenthesis to append to
+/// the message (empty for other failures): every loaded library keeps one open.
+pub(crate) fn descriptor_hint(error: &std::io::Error) -> &'static str {
+    imp::descriptor_hint(error)
+}
+
+/// `EMFILE`, the error of a process out of file descriptors.
+#[cfg(unix)]
+const EMFILE: i32 = libc::EMFILE;
+#[cfg(not(unix))]
+const EMFILE: i32 = 24;
 
 /// The loader's own words, without libloading's wrapper text.
 fn loader_message(error: &libloading::Error) -> String {

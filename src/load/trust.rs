@@ -179,7 +179,11 @@ pub(crate) fn open_checked(
                 continue;
             }
             Err(e) => {
-                return Err(refused(format!("cannot open `{}`: {e}", candidate.resolved.display())));
+                return Err(refused(format!(
+                    "cannot open `{}`: {e}{}",
+                    candidate.resolved.display(),
+                    crate::load::library::descriptor_hint(&e)
+                )));
             }
         };
         let id = file_id(&metadata);

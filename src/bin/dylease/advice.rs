@@ -104,6 +104,10 @@ fn open_fix(reason: &str) -> String {
             .to_owned()
     } else if reason.contains("wrong ELF class") || reason.contains("ELF file") {
         "the library was built for another architecture or platform: rebuild it for this machine".to_owned()
+    } else if reason.contains("EMFILE") {
+        "this process ran out of file descriptors: each loaded plugin keeps one open, so raise the limit \
+         (`ulimit -n`, or LimitNOFILE= for a systemd service)"
+            .to_owned()
     } else if reason.contains("cannot open shared object file") {
         "a library the plugin depends on cannot be found (`ldd` on the plugin shows which): install it, \
          or build the plugin with an rpath to it (-Wl,-rpath,...)"
