@@ -76,4 +76,19 @@ if [ "$broken" -eq 0 ] || ! grep -qE "I1: |I7: " "$target/broken-registry.log"; 
 fi
 echo "a registry model caught it:"
 grep -m1 -E "I1: |I7: " "$target/broken-registry.log" | cut -c1-200
+# And for I9: a loader given the path (not the checked descriptor) maps a file renamed in
+# between; the rename model must catch it.
+echo "== planted identity bug: the rename model must fail with --cfg dylease_broken_identity"
+set +e
+RUSTFLAGS="$flags --cfg dylease_broken_identity" cargo test --release --target-dir "$target/broken" \
+  -p dylease --lib -- --test-threads=1 --nocapture loom_models::registry_a_file >"$target/broken-identity.log" 2>&1
+broken=$?
+set -e
+if [ "$broken" -eq 0 ] || ! grep -qE "I9: " "$target/broken-identity.log"; then
+  echo "the registry models did NOT catch a loader that maps the path instead of the checked file (exit $broken):" >&2
+  tail -20 "$target/broken-identity.log" >&2
+  exit 1
+fi
+echo "the rename model caught it:"
+grep -m1 -E "I9: " "$target/broken-identity.log" | cut -c1-200
 echo "== loom: $((SECONDS - started)) s in all"

@@ -568,6 +568,95 @@ mod loom_models {
         );
     }
 
+    /// The loader's view of two files that one path names in turn: file 1, then file 2
+    /// renamed over it between another host's check and its map (I9). The loader maps what
+    /// it is given: the checked descriptor's file (with `dylease_broken_identity`, the file
+    /// the path names when it opens, as `dlopen` of the path would).
+    #[derive(Default)]
+    struct Renamed {
+        /// Which file the path names now.
+        at_path: AtomicUsize,
+        /// Open handles per file (index 1 and 2).
+        refs: loom::sync::Mutex<[usize; 3]>,
+    }
+
+    struct Mapped(Arc<Renamed>, usize);
+
+    impl Drop for Mapped {
+        fn drop(&mut self) {
+            self.0.refs.lock().unwrap()[self.1] -= 1;
+        }
+    }
+
+    struct RenamedOpener(Arc<Renamed>);
+
+    impl Opener for RenamedOpener {
+        type Library = Mapped;
+        /// The file the instance's mapping is of.
+        type Plugin = usize;
+        type Closing = ();
+        type Closed = ();
+
+        fn settle(&self, (): ()) {}
+
+        fn open(&self, file: FileRef<'_>) -> Result<Mapped, Error> {
+            let mapped = if cfg!(dylease_broken_identity) {
+                self.0.at_path.load(SeqCst)
+            } else {
+                usize::try_from(file.identity.1).unwrap()
+            };
+            self.0.refs.lock().unwrap()[mapped] += 1;
+            Ok(Mapped(Arc::clone(&self.0), mapped))
+        }
+
+        fn handle(library: &Mapped) -> usize {
+            // One mapping per file, as the loader matches a file by device and inode.
+            library.1
+        }
+
+        fn start(&self, library: &Mapped, _file: FileRef<'_>) -> Result<usize, Error> {
+            Ok(library.1)
+        }
+
+        fn finish(&self, _plugin: usize, library: Mapped, _registered: bool) {
+            drop(library);
+        }
+    }
+
+    /// One host's load of the file it checked as `file`: the instance must be that file's.
+    fn use_checked(registry: &Arc<Registry<RenamedOpener>>, file: u64) {
+        let identity = (1, file);
+        let instance = Registry::instance(registry, model_file(&identity), None)
+            .unwrap_or_else(|e| panic!("I9: the load of file {file} failed: {e}"));
+        assert_eq!(
+            *instance.plugin(),
+            file as usize,
+            "I9: the instance of file {file} maps another file"
+        );
+        LibraryInstance::release(instance);
+    }
+
+    #[test]
+    fn registry_a_file_renamed_over_between_check_and_map_is_never_taken_for_another_i9() {
+        check("registry: a rename between check and map (I9)", || {
+            let files = Arc::new(Renamed::default());
+            files.at_path.store(1, SeqCst);
+            let registry = Arc::new(Registry::new(RenamedOpener(Arc::clone(&files))));
+            let installer = {
+                let (registry, files) = (Arc::clone(&registry), Arc::clone(&files));
+                loom::thread::spawn(move || {
+                    // The rename, then a host that checks what is there now.
+                    files.at_path.store(2, SeqCst);
+                    use_checked(&registry, 2);
+                })
+            };
+            // This host checked file 1 before the rename.
+            use_checked(&registry, 1);
+            installer.join().unwrap();
+            assert_eq!(*files.refs.lock().unwrap(), [0, 0, 0], "I3: a handle was left open");
+        });
+    }
+
     #[test]
     fn registry_two_hosts_share_one_instance_i1_i7() {
         check("registry: two hosts, one file (I1, I7)", || {
