@@ -68,9 +68,10 @@
 //! platform loader) and by a test that loads real libraries (`tests/integration/`).
 //!
 //! - **I1 one instance of a file at a time, process-wide, and one current generation per
-//!   host.** A file (by resolved path or by (dev, ino)) is opened again only after its
-//!   previous instance finished unloading; a host loads generation *n* + 1 only after
-//!   generation *n* finished unloading.
+//!   host.** A file (by its (dev, ino)) is opened again only after its previous instance
+//!   finished unloading; a host loads generation *n* + 1 only after generation *n* finished
+//!   unloading. (Another file under the same path, a new version installed by rename, is
+//!   another file: it maps beside the old one, see I9.)
 //! - **I2 a lease never sees an unloading set**, and a pass never runs in an unloading
 //!   instance: a lease is never made from a count of zero (`Weak::upgrade`).
 //! - **I3 no leak.** The last lease's drop unloads before it returns: the set's static hooks,
@@ -92,6 +93,42 @@
 //! - **I8 trust before code.** Under [`TrustPolicy::Strict`](crate::TrustPolicy::Strict) no
 //!   code of a file runs unless every directory and link on the way to it passed the checks,
 //!   and the file opened is the file checked.
+//! - **I9 the file that runs is the file that was checked.** Each plugin file is opened
+//!   once, not following a symlink; the trust and ELF checks read that descriptor, the
+//!   registry knows the instance by its (dev, ino), and the loader maps that descriptor. An
+//!   instance never maps another file than its identity names, and no identity names two
+//!   files while its instance lives.
+//!
+//! # Mapping the checked descriptor
+//!
+//! glibc has no `fdlopen`, but `dlopen("/proc/self/fd/N")` maps the inode descriptor N is open
+//! on, whatever was renamed over the file's path since the check. Three traps, measured on
+//! glibc 2.36, shape the rest:
+//!
+//! - the loader records the name it was given and matches a later `dlopen` of the same
+//!   string to that mapping without looking at the file: once N is closed and reused for
+//!   another file, `dlopen("/proc/self/fd/N")` returns the *old* library. So the descriptor
+//!   whose name the loader was given stays open while the mapping lives, and for the life of
+//!   the process if the platform keeps the library mapped (pinned). That costs one descriptor
+//!   per loaded library instance, and keeps its inode from being freed and its number reused
+//!   while the instance lives (the registry's key cannot alias another file);
+//! - an open that the loader resolves to an existing mapping (same device and inode) adds the
+//!   name to that mapping: the same rule covers it;
+//! - `$ORIGIN` is the directory of the name given, here `/proc/self/fd`. A library whose run
+//!   path or needed names use `$ORIGIN` is given `/proc/self/fd/D/<name>` instead, D its
+//!   directory's descriptor, so `$ORIGIN` resolves to its directory; the mapping is then
+//!   compared with the checked file (`RTLD_NOLOAD` of the checked descriptor's name), and a
+//!   mismatch (a file renamed in by this user or root in that instant) is refused.
+//!
+//! Because the loader never matches a plugin by its path, a new version installed by rename
+//! is mapped beside the old one from its own file: a reload needs no private copy. A file
+//! replaced between its check and its open was replaced by this user or root (only they can
+//! change a directory that passed): it is checked in its turn and loaded if it passes.
+//!
+//! After an unload, whether the platform kept the library is asked of the loader by the
+//! checked descriptor's own name (`RTLD_NOLOAD`), once every library of the set is closed
+//! (one may hold another) and while the file is still marked busy (I1), so that no other
+//! host's new mapping of the file can be mistaken for it.
 //!
 //! # How `acquire()` finds the current set: the slot protocol
 //!
@@ -117,8 +154,8 @@
 //!
 //! The cache holds `Weak`s only, so it never keeps plugins loaded (I3). Host ids come from a
 //! process-wide counter and are never reused (an address is, after a host is dropped, and a
-//! stale entry would then hand out another host's set). The cache has a few entries (four
-//! hosts used in turn all stay cached) and evicts the oldest. A thread whose thread-locals
+//! stale entry would then hand out another host's set). The cache has eight entries (eight
+//! hosts used in turn all stay cached) and replaces them in turn. A thread whose thread-locals
 //! are being destroyed (a lease dropped or acquired from a thread-local destructor) skips it
 //! and takes the slot path.
 //!

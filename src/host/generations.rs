@@ -6,7 +6,7 @@
 //! set unloads in the `Drop` of its last `Arc`. Nothing counts users: every count is an
 //! `Arc`'s.
 //!
-//! # Invariants (from DESIGN.md; each argument below cites them by number)
+//! # Invariants (numbered as in `docs::sharing`; each argument below cites them by number)
 //!
 //! - **I1** one *current* generation per host, and a generation is loaded only after the
 //!   previous current one finished unloading. (Per library file, process-wide, I1 is the
