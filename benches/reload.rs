@@ -10,7 +10,10 @@
 //!   plugins: unchanged files (the instances are shared), every file changed (installed by
 //!   rename: fresh loads beside the draining old ones), against a cold load of the same 16.
 //!
-//! Run with `cargo bench --bench reload`; `scripts/bench.sh` summarises the ratios.
+//! Run with `cargo bench --bench reload`; `scripts/bench.sh` summarises the ratios. The
+//! plugins live under `CARGO_TARGET_TMPDIR`, or under `$DYLEASE_BENCH_DIR` when it is set (a
+//! tmpfs such as `/dev/shm`, to take the file system's inode allocation out of the changed
+//! case).
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -35,7 +38,9 @@ struct Fixtures {
 impl Fixtures {
     fn build() -> Fixtures {
         use std::os::unix::fs::PermissionsExt;
-        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("bench-reload-{}", std::process::id()));
+        let base = std::env::var_os("DYLEASE_BENCH_DIR")
+            .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from);
+        let root = base.join(format!("bench-reload-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let fixtures = Fixtures { root };
         for dir in [fixtures.plugins(), fixtures.spares()] {
