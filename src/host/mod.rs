@@ -124,6 +124,7 @@ impl Drop for PluginHost {
         // The watcher first: no reload starts once the host's own lease is gone.
         #[cfg(feature = "watch")]
         drop(self.watch.take());
+        self.generations.stats.host_dropped();
         self.generations.stop_keeping();
     }
 }
@@ -240,7 +241,7 @@ impl PluginHost {
 
     /// Loads the sources under the host's policies ([`LoadConfig::load`]).
     fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
-        self.config.load(deadline)
+        crate::load::log_scope::with_host(self.generations.stats.name(), || self.config.load(deadline))
     }
 
     /// Whether a set of this host is loaded (or still unloading). Observes, decides nothing.
@@ -319,6 +320,7 @@ pub struct HostBuilder {
     trust: TrustPolicy,
     unload: UnloadPolicy,
     reload_dir: Option<PathBuf>,
+    name: Option<String>,
     #[cfg(feature = "watch")]
     watch: Option<Duration>,
 }
@@ -442,6 +444,15 @@ impl HostBuilder {
         self
     }
 
+    /// The host's name, which begins each of its log lines (`[graph-session] loaded
+    /// generation 1: …`) and is its [`Stats::name`]: two components that build hosts over
+    /// one directory can then tell their lines apart. By default `host-N`, N the host's
+    /// number in the process.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
     /// Finishes the configuration. Nothing is loaded until the first
     /// [`acquire`](PluginHost::acquire).
     ///
@@ -493,7 +504,7 @@ impl HostBuilder {
                 trust: self.trust,
                 reload_dir: self.reload_dir.unwrap_or_else(std::env::temp_dir),
             }),
-            generations: Arc::new(Generations::new(self.unload)),
+            generations: Arc::new(Generations::new(self.unload, self.name)),
             #[cfg(feature = "watch")]
             watch: None,
         }

@@ -12,6 +12,8 @@ mod copy;
 pub(crate) mod discover;
 mod elf;
 mod library;
+pub(crate) mod log_scope;
+mod pinning;
 mod pipeline;
 mod plugins;
 mod registrar;
@@ -22,6 +24,7 @@ pub(crate) use discover::Source;
 pub use discover::plugin_files_in;
 #[cfg(feature = "watch")]
 pub(crate) use discover::{env_dirs, is_library_name};
+pub use pinning::{PinCause, Pinning};
 pub(crate) use pipeline::StaticPlugin;
 pub(crate) use plugins::{LoadedPlugins, count};
 pub use plugins::{PassInfo, PluginInfo};
@@ -131,7 +134,7 @@ pub(crate) fn load(
                 let (origin, name, passes) = (plugin.origin.clone(), plugin.name.clone(), plugin.passes.len());
                 let duplicates = set.add(plugin);
                 let passes = count(passes - duplicates.len(), "pass", "passes");
-                log::debug!("loaded {origin} as `{name}`: {passes}");
+                log::debug!("{}loaded {origin} as `{name}`: {passes}", log_scope::prefix());
                 duplicates.into_iter().map(|error| (origin.clone(), error)).collect()
             }
             Err(failure) => vec![failure],
@@ -142,7 +145,8 @@ pub(crate) fn load(
                 return Err(error);
             }
             log::warn!(
-                "skipped under LoadPolicy::SkipFailed: {}",
+                "{}skipped under LoadPolicy::SkipFailed: {}",
+                log_scope::prefix(),
                 crate::error::WithSources(&error)
             );
             set.skipped(LoadFailure { origin, error });

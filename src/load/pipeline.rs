@@ -23,6 +23,7 @@ use crate::error::{Error, Origin};
 use crate::load::candidate::Candidate;
 use crate::load::copy::Copies;
 use crate::load::library::{Library, LoaderName, still_loaded};
+use crate::load::pinning::Pinning;
 use crate::load::registrar::{Collected, Finished, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
 use crate::load::registry::{FileRef, LibraryInstance, Opener, Registry};
 use crate::load::trust::open_checked;
@@ -33,6 +34,8 @@ use crate::sync::Arc;
 pub(crate) struct Verified {
     path: PathBuf,
     instance: Arc<LibraryInstance<Dlopen>>,
+    /// Whether its file predicts that the platform keeps it mapped.
+    pinning: Pinning,
 }
 
 /// What the checked descriptor of a library instance says.
@@ -94,6 +97,7 @@ pub(crate) struct Registered {
     pub(crate) version: String,
     pub(crate) passes: Vec<Collected>,
     pub(crate) teardown: Teardown,
+    pub(crate) pinning: Pinning,
 }
 
 /// What unloading one plugin takes: its unload code, then closing its library.
@@ -101,6 +105,8 @@ pub(crate) struct Teardown {
     origin: Origin,
     hooks: Vec<UnloadHook>,
     instance: Option<Arc<LibraryInstance<Dlopen>>>,
+    /// What its file predicted, to compare with what the loader does on unload.
+    pinning: Pinning,
 }
 
 impl std::fmt::Debug for Teardown {
@@ -130,6 +136,7 @@ impl Candidate {
     pub(crate) fn open(self, copies: Copies<'_>, deadline: Option<Instant>) -> Result<Verified, Error> {
         let (checked, len) = open_checked(&self)?;
         crate::load::elf::check_file(&self.path, &checked, len)?;
+        let pinning = Pinning::predict(&checked, len);
         // The instance is known by the file that was checked (and would be copied), not by
         // what discovery saw: a file replaced in between has another inode.
         let identity = crate::load::candidate::identity_of(&checked, &self.identity);
@@ -145,6 +152,7 @@ impl Candidate {
         Ok(Verified {
             path: self.path,
             instance,
+            pinning,
         })
     }
 }
@@ -195,7 +203,11 @@ impl Opener for Dlopen {
         }
         let name = library.loader_name();
         if let Err(reason) = library.close() {
-            log::warn!("closing plugin library `{}` failed: {reason}", name_of(&name));
+            log::warn!(
+                "{}closing plugin library `{}` failed: {reason}",
+                crate::load::log_scope::prefix(),
+                name_of(&name)
+            );
         }
         name
     }
@@ -331,6 +343,7 @@ impl Verified {
             origin: origin.clone(),
             hooks: Vec::new(),
             instance: Some(self.instance),
+            pinning: self.pinning.clone(),
         };
         let passes = match passes {
             Ok(passes) => passes,
@@ -345,6 +358,7 @@ impl Verified {
             version,
             passes,
             teardown,
+            pinning: self.pinning,
         })
     }
 }
@@ -377,6 +391,7 @@ impl StaticPlugin {
             origin: origin.clone(),
             hooks,
             instance: None,
+            pinning: Pinning::default(),
         };
         let result = match outcome {
             Ok(Ok(())) => passes,
@@ -397,6 +412,7 @@ impl StaticPlugin {
                 version: String::new(),
                 passes,
                 teardown,
+                pinning: Pinning::default(),
             }),
             Err(error) => {
                 // Hooks registered before the failure own state the plugin set up: run them.
@@ -424,8 +440,9 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
 /// `on_unload` runs and its library is closed (see the [registry](super::registry)).
 ///
 /// Then, with every handle closed (one plugin's library may hold another's), each library
-/// this teardown closed is looked for: one the platform kept loaded is logged as a warning.
-/// Returns how many were kept.
+/// this teardown closed is looked for: one the platform kept loaded is logged as a warning,
+/// the first time its mapping is seen kept (see [`after_unload`](crate::load::pinning::after_unload)).
+/// Returns how many were kept and not reported before.
 pub(crate) fn teardown_all(plugins: Vec<Teardown>) -> usize {
     let mut instances = Vec::with_capacity(plugins.len());
     for plugin in plugins.into_iter().rev() {
@@ -433,28 +450,30 @@ pub(crate) fn teardown_all(plugins: Vec<Teardown>) -> usize {
             origin,
             hooks,
             instance,
+            pinning,
         } = plugin;
         for hook in hooks.into_iter().rev() {
             if let Err(panic) = catch_unwind(AssertUnwindSafe(hook)) {
-                log::error!("unload hook of {origin} panicked: {}", panic_message(&*panic));
+                log::error!(
+                    "{}unload hook of {origin} panicked: {}",
+                    crate::load::log_scope::prefix(),
+                    panic_message(&*panic)
+                );
             }
         }
-        instances.extend(instance.map(|instance| (origin, instance)));
+        instances.extend(instance.map(|instance| (origin, pinning, instance)));
     }
     let mut closed = Vec::with_capacity(instances.len());
-    for (origin, instance) in instances {
+    for (origin, pinning, instance) in instances {
         if let Some(name) = LibraryInstance::release(instance) {
-            closed.push((origin, name));
+            closed.push((origin, pinning, name));
         }
     }
     let mut pinned = 0;
-    for (origin, name) in closed {
-        if still_loaded(name.as_ref()) == Some(true) {
-            log::warn!(
-                "{origin} is still loaded after its unload: the platform pinned it (linked with `-z nodelete`, \
-                 a thread-local destructor, or a user of the same file outside dylease); its statics keep their \
-                 values, so keep plugin state in `on_load` and `on_unload`"
-            );
+    for (origin, pinning, name) in closed {
+        let still = still_loaded(name.as_ref());
+        // Warned about and counted once per mapping, with the causes its file shows.
+        if crate::load::pinning::after_unload(&origin, &pinning, name.as_ref(), still) {
             pinned += 1;
         }
     }
