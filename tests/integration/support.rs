@@ -110,6 +110,7 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
                 "plain" => args.push("-DPLAIN".into()),
                 "unload" => args.push("-DUNLOAD".into()),
                 "hooks" => {}
+                "failing" => args.push("-DFAILING".into()),
                 other => panic!("no macros variant {other}"),
             }
             (vec![source], args)
