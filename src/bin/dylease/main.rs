@@ -3,7 +3,8 @@
 //! `dylease check <file-or-dir>...` loads plugins exactly as a `PluginHost` would (the same
 //! discovery, pipeline and checks, through the crate's public API), reports each plugin with
 //! its version and passes and each problem with the file and a fix, and exits with 0 only when
-//! everything would load. `dylease header` prints `include/dylease.h` for C builds. Built
+//! everything would load. `dylease header` prints `include/dylease.h` for C builds
+//! (`--version-script`: `include/dylease.map`, the linker version script). Built
 //! only with the `cli` feature:
 //!
 //! ```sh
@@ -15,7 +16,7 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod advice;
 mod check;
@@ -39,11 +40,23 @@ enum Command {
     Check(CheckArgs),
     /// Prints `dylease.h`, the C header plugins are built with (the copy of this dylease
     /// version): `dylease header > dylease.h`.
-    Header,
+    Header(HeaderArgs),
+}
+
+#[derive(Debug, Args)]
+struct HeaderArgs {
+    /// Print the linker version script `dylease.map` instead, which keeps only the entry point
+    /// global (`-Wl,--version-script=dylease.map`): without it, glibc never unloads most C++
+    /// plugins.
+    #[arg(long)]
+    version_script: bool,
 }
 
 /// The normative C header, as packaged with this crate.
 const HEADER: &str = include_str!("../../../include/dylease.h");
+
+/// The linker version script for plugins, as packaged with this crate.
+const VERSION_SCRIPT: &str = include_str!("../../../include/dylease.map");
 
 #[derive(Debug, Args)]
 struct CheckArgs {
@@ -54,6 +67,52 @@ struct CheckArgs {
     /// Print one JSON document on standard output instead of text (schema in --help).
     #[arg(long)]
     json: bool,
+
+    /// Which files the checking hosts agree to open, as the deployment's host does
+    /// (`TrustPolicy`): `permissive` for a deployment that deliberately trusts, say, a
+    /// group-writable directory.
+    #[arg(long, value_enum, default_value_t = Trust::Strict)]
+    trust: Trust,
+
+    /// What the checking hosts do when one plugin fails, as the deployment's host does
+    /// (`LoadPolicy`): with `skip-failed` a failed plugin is left out (and listed as a
+    /// warning) and the others load.
+    #[arg(long, value_enum, default_value_t = Policy::Strict)]
+    policy: Policy,
+}
+
+/// `--trust`: the host's `TrustPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Trust {
+    /// `TrustPolicy::Strict`: refuse files other users could have changed.
+    Strict,
+    /// `TrustPolicy::Permissive`: open whatever is named.
+    Permissive,
+}
+
+/// `--policy`: the host's `LoadPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Policy {
+    /// `LoadPolicy::Strict`: one failed plugin fails the load.
+    Strict,
+    /// `LoadPolicy::SkipFailed`: a failed plugin is left out.
+    SkipFailed,
+}
+
+impl CheckArgs {
+    /// The host configuration every check uses.
+    fn options(&self) -> check::Options {
+        check::Options {
+            trust: match self.trust {
+                Trust::Strict => dylease::TrustPolicy::Strict,
+                Trust::Permissive => dylease::TrustPolicy::Permissive,
+            },
+            policy: match self.policy {
+                Policy::Strict => dylease::LoadPolicy::Strict,
+                Policy::SkipFailed => dylease::LoadPolicy::SkipFailed,
+            },
+        }
+    }
 }
 
 const CHECK_HELP: &str = "\
@@ -64,12 +123,18 @@ plugins that register the same pass name fail it together. With more than one FI
 all of them are also checked together, as one host configured with all of them in order.
 
 Checking a plugin runs its code (constructors, register and unload functions), as loading
-it in a host does: check only plugins you would load.
+it in a host does: check only plugins you would load. The hosts use the default policies
+unless --trust and --policy give the deployment's.
 
 Install plugins by rename (`install`, or `cp` to a temporary name in the same directory,
 then `mv`), never by writing over a file in place: a library rewritten while a host loads
 it kills that host with SIGBUS inside the loader, and no check can prevent it. The checker
-warns when a plugin file changed less than 10 s ago and this user can write it.
+warns when a process (one whose descriptors this user may see) has a plugin file open for
+writing.
+
+A plugin that stays mapped after its unload is loaded twice and warned about with the cause
+its file shows (`-z nodelete`, GNU unique symbols of a C++ build, thread-local destructors)
+and the fix; for C++ that is the version script `dylease header --version-script` prints.
 
 Exit status: 0 when everything would load, 1 when anything would not, 2 on a usage error.
 
@@ -86,8 +151,9 @@ print goes to standard error meanwhile.
                                \"interface\": string | null}]}],   in load order; [] when not ok
       \"problem\": null | {\"cause\": string, \"file\": string | null,
                           \"message\": string, \"fix\": string},
-      \"warnings\": [string],            for a file: it may still be being written; it stays
-                                      mapped after unload; its second load differs
+      \"warnings\": [string],            for a file: it is open for writing; it stays mapped
+                                      after unload (and why); its second load differs;
+                                      with --policy skip-failed: each plugin left out
       \"skipped\": [{\"path\": string, \"reason\": string}]   directory entries a host does not load
     }]
   }
@@ -97,9 +163,10 @@ register-failed, duplicate-pass, io, reentrant, other.";
 
 fn main() -> ExitCode {
     let ok = match Cli::parse().command {
-        Command::Check(args) if args.json => check_json(&args.paths),
-        Command::Check(args) => check_human(&args.paths),
-        Command::Header => print(HEADER).map(|()| true),
+        Command::Check(args) if args.json => check_json(&args.paths, args.options()),
+        Command::Check(args) => check_human(&args.paths, args.options()),
+        Command::Header(args) if args.version_script => print(VERSION_SCRIPT).map(|()| true),
+        Command::Header(_) => print(HEADER).map(|()| true),
     };
     match ok {
         Ok(true) => ExitCode::SUCCESS,
@@ -119,12 +186,12 @@ fn main() -> ExitCode {
 const BROKEN_PIPE: u8 = 141;
 
 /// Text, printed as each check finishes (anything a plugin prints appears next to its check).
-fn check_human(paths: &[PathBuf]) -> io::Result<bool> {
+fn check_human(paths: &[PathBuf], options: check::Options) -> io::Result<bool> {
     let mut report = report::Human::default();
     let mut ok = true;
     let mut written = Ok(());
     // Once the report cannot be written, the remaining checks would load plugins for nobody.
-    let _ = check::run(paths, |check| {
+    let _ = check::run(paths, options, |check| {
         ok &= check.ok();
         stdout::flush_plugins();
         written = print(&report.check(&check));
@@ -139,13 +206,13 @@ fn check_human(paths: &[PathBuf]) -> io::Result<bool> {
 }
 
 /// One JSON document, printed when every check is done.
-fn check_json(paths: &[PathBuf]) -> io::Result<bool> {
+fn check_json(paths: &[PathBuf], options: check::Options) -> io::Result<bool> {
     let mut checks = Vec::new();
     {
         // Plugins may print while they load and unload; standard output must hold the
         // document alone.
         let _redirect = stdout::to_stderr();
-        let _ = check::run(paths, |check| {
+        let _ = check::run(paths, options, |check| {
             checks.push(check);
             ControlFlow::Continue(())
         });
