@@ -112,6 +112,12 @@ pub enum UnloadPolicy {
     /// long, then drops its own lease, which unloads it. A background thread of the host looks
     /// every eighth of the duration (between 1 ms and 250 ms), so a user lease that lives
     /// shorter than that between two looks may go unseen; the thread ends with the host.
+    ///
+    /// The unload then runs on that thread, named `dylease-keeper`: the plugins' `on_unload`,
+    /// their libraries' termination routines and `dlclose` run there, not on a thread of
+    /// yours. Plugin code that needs a particular thread for its teardown (thread-affine
+    /// state, a thread-local it registered) must not rely on the unloading thread. (If the
+    /// host is dropped first, the host's drop runs the unload instead.)
     After(Duration),
     /// The host keeps the newest set loaded until the host itself is dropped.
     WithHost,

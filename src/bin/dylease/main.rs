@@ -48,8 +48,15 @@ struct HeaderArgs {
     /// Print the linker version script `dylease.map` instead, which keeps only the entry point
     /// global (`-Wl,--version-script=dylease.map`): without it, glibc never unloads most C++
     /// plugins.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "install")]
     version_script: bool,
+
+    /// Instead of printing, install what plugin builds need under PREFIX: the header and the
+    /// version script in PREFIX/include, the CMake package (`find_package(dylease)`,
+    /// `dylease_add_plugin`) in PREFIX/lib/cmake/dylease, and `dylease.pc` in
+    /// PREFIX/lib/pkgconfig.
+    #[arg(long, value_name = "PREFIX")]
+    install: Option<PathBuf>,
 }
 
 /// The normative C header, as packaged with this crate.
@@ -57,6 +64,8 @@ const HEADER: &str = include_str!("../../../include/dylease.h");
 
 /// The linker version script for plugins, as packaged with this crate.
 const VERSION_SCRIPT: &str = include_str!("../../../include/dylease.map");
+
+mod sdk;
 
 #[derive(Debug, Args)]
 struct CheckArgs {
@@ -165,6 +174,9 @@ fn main() -> ExitCode {
     let ok = match Cli::parse().command {
         Command::Check(args) if args.json => check_json(&args.paths, args.options()),
         Command::Check(args) => check_human(&args.paths, args.options()),
+        Command::Header(HeaderArgs {
+            install: Some(prefix), ..
+        }) => sdk::install(&prefix),
         Command::Header(args) if args.version_script => print(VERSION_SCRIPT).map(|()| true),
         Command::Header(_) => print(HEADER).map(|()| true),
     };
