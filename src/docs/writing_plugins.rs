@@ -37,7 +37,8 @@
 //! never-unloaded library (libstdc++) bound to stays too; the script removes those exports. A
 //! thread-local with a destructor (C++ `thread_local std::string`, Rust `thread_local!` with
 //! `Drop`) keeps the library mapped while a thread that used it is alive: run such passes on
-//! threads that end before the last lease drops.
+//! threads that end (joined with `join`, which waits for their thread-local destructors) before
+//! the last lease drops.
 //!
 //! The host reads the library's `.dynamic` and `.dynsym` before loading it:
 //! [`PluginInfo::pinning`](crate::PluginInfo::pinning) says whether it is expected to stay

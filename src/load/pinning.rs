@@ -45,7 +45,8 @@ pub enum PinCause {
     /// The library registers thread-local destructors (it imports `__cxa_thread_atexit_impl`
     /// or `__cxa_thread_atexit`: a C++ `thread_local` or a Rust `thread_local!` whose type has
     /// `Drop`). It stays mapped if a thread that used such a thread-local is still alive when
-    /// its last lease drops.
+    /// its last lease drops. A thread's thread-local destructors run after its closure
+    /// returned: `JoinHandle::join` waits for them, the end of `std::thread::scope` does not.
     ThreadLocalDestructors,
     /// The library exports definitions besides its entry point; another library that the
     /// process never unloads (libstdc++ binding to template code, say) may bind to them and so

@@ -28,18 +28,21 @@ unsafe impl Interface for GraphPass {
 
 type IntFn = unsafe extern "C" fn() -> i32;
 
-/// Runs the plugin's `nchw_to_nhwc` on a thread of its own that ends before this returns (the
-/// pass touches a `thread_local` with a destructor, which keeps the library mapped while its
-/// thread lives), then returns the instance's conversion count.
+/// Runs the plugin's `nchw_to_nhwc` on a thread of its own that has ended when this returns
+/// (the pass touches a `thread_local` with a destructor, which keeps the library mapped while
+/// its thread lives), then returns the instance's conversion count. The thread is joined
+/// explicitly: the end of a `thread::scope` waits only for the closure, not for the thread's
+/// thread-local destructors, which run after it.
 fn convert_on_a_worker(lease: &Lease) -> i32 {
     std::thread::scope(|scope| {
-        scope.spawn(|| {
+        let worker = scope.spawn(|| {
             let pass = lease.get::<GraphPass>("nchw_to_nhwc").unwrap();
             let mut graph = Graph { nodes: 4, rewrites: 0 };
             // SAFETY: `graph` is a valid `demo_graph`, and `lease` is alive.
             unsafe { pass(&mut graph) };
             assert_eq!(graph.rewrites, 1);
         });
+        worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     });
     // SAFETY: the plugin registers `conversions` as `int (*)(void)`.
     let conversions = unsafe { lease.pass::<IntFn>("conversions") }.unwrap();
