@@ -257,15 +257,17 @@ fn run(receiver: &Receiver<Message>, debounce: Duration, config: &Weak<LoadConfi
 /// Reloads after a change of `changed`, and logs what happened. The new set's lease is
 /// dropped here, outside every lock (it may be its last under `UnloadPolicy::Immediately`).
 fn reload(config: &LoadConfig, generations: &Arc<Generations>, changed: &Path) {
-    match Generations::reload(generations, None, |deadline| config.load(deadline)) {
+    let name = generations.stats.name();
+    let load = |deadline| crate::load::log_scope::with_host(name, || config.load(deadline));
+    match Generations::reload(generations, None, load) {
         Ok(set) => log::info!(
-            "reloaded plugins after a change of `{}`: generation {}, {}",
+            "[{name}] reloaded plugins after a change of `{}`: generation {}, {}",
             changed.display(),
             set.generation(),
             count(set.plugins().len(), "plugin", "plugins"),
         ),
         Err(error) => log::warn!(
-            "reloading plugins after a change of `{}` failed; generation {} stays current: {}",
+            "[{name}] reloading plugins after a change of `{}` failed; generation {} stays current: {}",
             changed.display(),
             generations.generation(),
             WithSources(&error),

@@ -37,3 +37,29 @@ pub(crate) fn prefix() -> String {
         .flatten()
         .unwrap_or_default()
 }
+
+crate::sync::lazy_static! {
+    /// The warnings logged so far, by their text (which begins with the host's name): each is
+    /// logged at `warn` once, and again only at `debug`. Bounded: past [`MAX_REMEMBERED`]
+    /// distinct warnings, new ones are all logged at `warn`.
+    static WARNED: crate::sync::Mutex<std::collections::HashSet<String>> =
+        crate::sync::Mutex::new(std::collections::HashSet::new());
+}
+
+/// How many distinct warnings [`warn_once`] remembers.
+const MAX_REMEMBERED: usize = 4096;
+
+/// Logs `message` at `warn` the first time this process sees it, at `debug` after that: a
+/// problem that every load meets again (a plugin skipped under `LoadPolicy::SkipFailed` in a
+/// host that loads a thousand times) is said once.
+pub(crate) fn warn_once(message: &str) {
+    let first = {
+        let mut warned = WARNED.lock();
+        warned.len() >= MAX_REMEMBERED || warned.insert(message.to_owned())
+    };
+    if first {
+        log::warn!("{message}");
+    } else {
+        log::debug!("{message} (again)");
+    }
+}

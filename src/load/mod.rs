@@ -46,7 +46,8 @@ pub enum LoadPolicy {
     #[default]
     Strict,
     /// A plugin that fails (to be found, trusted, opened, verified or registered) is left
-    /// out: whatever of it was opened is closed, and the failure is logged as a warning and
+    /// out: whatever of it was opened is closed, and the failure is logged as a warning (once
+    /// per host and cause; a later load that meets it again logs it at `debug`) and
     /// recorded in [`PluginSet::failures`](crate::PluginSet::failures); the others load. A pass whose name an earlier plugin registered is left
     /// out the same way, and its plugin stays: the first registration keeps the name.
     ///
@@ -144,11 +145,12 @@ pub(crate) fn load(
                 drop(set);
                 return Err(error);
             }
-            log::warn!(
+            // Once per host and cause: every later load meets the same failure again.
+            log_scope::warn_once(&format!(
                 "{}skipped under LoadPolicy::SkipFailed: {}",
                 log_scope::prefix(),
                 crate::error::WithSources(&error)
-            );
+            ));
             set.skipped(LoadFailure { origin, error });
         }
     }
