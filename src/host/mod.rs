@@ -568,9 +568,9 @@ pub unsafe fn init_global(builder: HostBuilder) -> Result<(), Error> {
     })
 }
 
-/// The process-wide host: the one [`init_global`] configured, or by default one over the
-/// plugin directories listed in `DYLEASE_PLUGIN_PATH` (read at each load; unset means no
-/// plugins), with default policies.
+/// The process-wide host: the one [`init_global`] configured, or by default one named
+/// `global` over the plugin directories listed in `DYLEASE_PLUGIN_PATH` (read at each load;
+/// unset means no plugins), with default policies.
 ///
 /// The default is safe to use because the environment of a process already chooses its code
 /// (`LD_PRELOAD`, `LD_LIBRARY_PATH`): whoever can set `DYLEASE_PLUGIN_PATH` can set those. Like
@@ -588,9 +588,9 @@ pub unsafe fn init_global(builder: HostBuilder) -> Result<(), Error> {
 /// ```
 pub fn global() -> &'static PluginHost {
     GLOBAL.get_or_init(|| {
-        let builder = HostBuilder::default();
+        let builder = HostBuilder::default().name("global");
         if secure_execution() {
-            log::warn!("{GLOBAL_PATH_VAR} is ignored in a process running with elevated rights");
+            log::warn!("[global] {GLOBAL_PATH_VAR} is ignored in a process running with elevated rights");
             return builder.build_unchecked();
         }
         // SAFETY: the process's environment already chooses its code (see above), and a

@@ -130,13 +130,14 @@ pub(super) fn start(mut host: PluginHost, debounce: Duration) -> Result<PluginHo
     };
     let (sender, receiver) = mpsc::channel();
     let events = sender.clone();
+    let name = host.generations.stats.name().to_owned();
     let on_event = move |event: notify::Result<Event>| match event {
         Ok(event) => {
-            if let Some(path) = concerns(&interests, &event) {
+            if let Some(path) = concerns(&interests, &event, &name) {
                 let _ = events.send(Message::Changed(path));
             }
         }
-        Err(error) => log::warn!("watching plugin sources: {error}"),
+        Err(error) => log::warn!("[{name}] watching plugin sources: {error}"),
     };
     let cannot = |path: &Path, context, source| Error::Io {
         path: path.to_owned(),
@@ -203,7 +204,7 @@ fn interests(sources: &[Source]) -> Result<BTreeMap<PathBuf, Interest>, Error> {
 /// The changed path, if `event` concerns a plugin source: an entry of a watched directory
 /// that the host loads (or would load), or a watched directory itself. Opening and closing
 /// files (what every load does) are not changes.
-fn concerns(interests: &BTreeMap<PathBuf, Interest>, event: &Event) -> Option<PathBuf> {
+fn concerns(interests: &BTreeMap<PathBuf, Interest>, event: &Event, host: &str) -> Option<PathBuf> {
     if event.need_rescan() {
         // The kernel's queue overflowed: events were lost.
         return interests.keys().next().cloned();
@@ -218,7 +219,8 @@ fn concerns(interests: &BTreeMap<PathBuf, Interest>, event: &Event) -> Option<Pa
                 EventKind::Remove(_) | EventKind::Modify(notify::event::ModifyKind::Name(_))
             ) {
                 log::warn!(
-                    "the watched plugin directory `{}` was removed or moved: changes in it are not watched any more",
+                    "[{host}] the watched plugin directory `{}` was removed or moved: changes in it are not watched \
+                     any more",
                     path.display()
                 );
             }

@@ -74,7 +74,11 @@ impl Drop for PrivateCopy {
     fn drop(&mut self) {
         let _ = fs::remove_file(&self.file);
         if let Err(error) = fs::remove_dir(&self.dir) {
-            log::warn!("cannot remove the reload directory `{}`: {error}", self.dir.display());
+            log::warn!(
+                "{}cannot remove the reload directory `{}`: {error}",
+                crate::load::log_scope::prefix(),
+                self.dir.display()
+            );
         }
     }
 }
