@@ -61,10 +61,10 @@ pub struct Stats {
     pub unloads: u64,
     /// How many libraries an unload of this host found still loaded after closing them:
     /// pinned by the platform (`-z nodelete`, GNU unique symbols, a thread-local destructor)
-    /// or by another user of the same file. Each such mapping is counted and logged as a
-    /// warning once, by the first unload that finds it, however often it is unloaded again
-    /// (see [`Pinning`](crate::Pinning) for the causes and their fixes). Counted on Linux with
-    /// glibc only; elsewhere it stays 0.
+    /// or by another user of the same file. Each such mapping is counted once, by the first
+    /// unload that finds it, however often it is unloaded again, and its plugin file is logged
+    /// as a warning once (see [`Pinning`](crate::Pinning) for the causes and their fixes).
+    /// Counted on Linux with glibc only; elsewhere it stays 0.
     pub pinned_libraries: u64,
     /// How long the last successful load took, from discovery to the finished set.
     pub last_load: Option<Duration>,

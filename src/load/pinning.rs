@@ -13,8 +13,8 @@
 //! fix for the g++ causes is the linker version script `include/dylease.map`, which keeps only
 //! `dylease_plugin_v1` global.
 //!
-//! A pinned library is reported once per mapping (the loader's name of it), not once per
-//! unload: it stays mapped, and every later unload would say the same.
+//! A pinned library is warned about once per plugin file and counted once per mapping, not
+//! once per unload: it stays mapped, and every later unload would say the same.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -334,39 +334,57 @@ fn predict_with(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len:
 }
 
 crate::sync::lazy_static! {
-    /// The mappings reported as pinned so far, by the loader's name of them: each is reported
-    /// (and counted) once.
-    static REPORTED: Mutex<HashSet<String>> = Mutex::new(HashSet::new());
+    /// What was reported pinned so far: the mappings, by the loader's name of them (each is
+    /// counted once), and the plugin files, as discovered (each is warned about once, however
+    /// many mappings of it a reload of a changed file leaves behind).
+    static REPORTED: Mutex<Reported> = Mutex::new(Reported::default());
+}
+
+#[derive(Default)]
+struct Reported {
+    mappings: HashSet<String>,
+    files: HashSet<String>,
 }
 
 /// Compares the prediction for a library instance that was just closed with what the loader
 /// did: `still_loaded` is whether the loader still has the library called `name` (`None`
-/// where it cannot tell). A library that stayed mapped is logged as a warning the first time
-/// its mapping is seen pinned, with the causes the file shows and their fixes; returns
-/// whether this is that first time (what the host counts). A library that really unloaded
-/// is forgotten, so that a later mapping of it that stays is reported again.
+/// where it cannot tell). A mapping that stayed is counted the first time it is seen (the
+/// return value: whether to count it), and its plugin file is logged as a warning once, with
+/// the causes the file shows and their fixes; later mappings of the same file (private copies
+/// of a changed file) are logged at `debug`. A library that really unloaded is forgotten, so
+/// that a later mapping of it that stays is reported again.
 pub(crate) fn after_unload(
     origin: &Origin,
     predicted: &Pinning,
     name: Option<&LoaderName>,
     still_loaded: Option<bool>,
 ) -> bool {
-    let key = name.map_or_else(|| origin.to_string(), LoaderName::display);
+    let file = origin.to_string();
+    let mapping = name.map_or_else(|| file.clone(), LoaderName::display);
+    let prefix = crate::load::log_scope::prefix();
     match still_loaded {
         None => false,
         Some(false) => {
             if predicted.expected() {
-                log::debug!(
-                    "{}{origin} unloaded, although it was expected to stay mapped",
-                    crate::load::log_scope::prefix()
-                );
+                log::debug!("{prefix}{origin} unloaded, although it was expected to stay mapped");
             }
-            REPORTED.lock().remove(&key);
+            let mut reported = REPORTED.lock();
+            reported.mappings.remove(&mapping);
+            reported.files.remove(&file);
             false
         }
         Some(true) => {
-            if !REPORTED.lock().insert(key) {
+            let (counted, warned) = {
+                let mut reported = REPORTED.lock();
+                let counted = reported.mappings.insert(mapping);
+                (counted, counted && reported.files.insert(file))
+            };
+            if !counted {
                 return false;
+            }
+            if !warned {
+                log::debug!("{prefix}{origin} left another mapping behind after its unload (pinned)");
+                return true;
             }
             let why = match predicted.describe(true).or_else(|| predicted.describe(false)) {
                 Some(causes) => format!("as its file predicted: {causes}"),
@@ -376,10 +394,9 @@ pub(crate) fn after_unload(
                     .to_owned(),
             };
             log::warn!(
-                "{}{origin} is still loaded after its unload: the platform pinned it, {why}. Its statics \
+                "{prefix}{origin} is still loaded after its unload: the platform pinned it, {why}. Its statics \
                  keep their values and every reload of a changed file adds a mapping, so keep plugin state \
-                 in `on_load` and `on_unload` (reported once per library)",
-                crate::load::log_scope::prefix()
+                 in `on_load` and `on_unload` (reported once per file)"
             );
             true
         }
