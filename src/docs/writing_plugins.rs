@@ -32,8 +32,9 @@
 //! glibc never unloads a library that has `DF_1_NODELETE` (`-z nodelete`) or that exports an
 //! `STB_GNU_UNIQUE` symbol. g++ makes one of every function-local static in an inline function
 //! or a template, so a C++ plugin with a "Meyers singleton" holding a `std::string` never
-//! unloads, whatever its hosts do; `-fvisibility=hidden` alone does not help (libstdc++'s
-//! headers push default visibility), the version script does. A library whose other exports a
+//! unloads, whatever its hosts do. `-fvisibility=hidden` alone is not enough (code
+//! instantiated from libstdc++'s headers, which push default visibility, stays exported with
+//! its statics); the version script is. A library whose other exports a
 //! never-unloaded library (libstdc++) bound to stays too; the script removes those exports. A
 //! thread-local with a destructor (C++ `thread_local std::string`, Rust `thread_local!` with
 //! `Drop`) keeps the library mapped while a thread that used it is alive: run such passes on
