@@ -95,6 +95,13 @@ fn a_cpp_plugin_built_without_it_is_reported_pinned_by_its_gnu_unique_symbols_on
                 example: "_ZZN6layout8Registry3getEvE8instance".into()
             }
         );
+        // Then the causes that may pin: the thread-local, and what else it exports.
+        assert_eq!(pinning.causes()[1], PinCause::ThreadLocalDestructors);
+        assert!(
+            matches!(&pinning.causes()[2], PinCause::Exports { count, .. } if *count > 0),
+            "{pinning:?}"
+        );
+        assert_eq!(pinning.causes().len(), 3, "{pinning:?}");
         convert_on_a_worker(&lease);
         drop(lease);
         assert_loaded(&lib);

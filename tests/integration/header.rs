@@ -49,6 +49,8 @@ fn every_header_macro_compiles_cleanly_as_strict_c99_and_cpp11_and_registers_its
             let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
             let lease = host.acquire().unwrap();
             assert_eq!(lease.plugins()[0].version(), "1.2.3", "{name}");
+            // The macros export nothing but the entry point: nothing predicts a pinned library.
+            assert_eq!(lease.plugins()[0].pinning().causes(), [], "{name}");
             let passes: Vec<_> = lease.passes().iter().map(|p| (p.name(), p.interface())).collect();
             assert_eq!(
                 passes,
