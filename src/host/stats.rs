@@ -6,8 +6,6 @@
 
 use std::time::{Duration, Instant};
 
-use crate::sync::{AtomicBool, Ordering};
-
 use crate::host::{PluginSet, UnloadPolicy};
 use crate::load::count;
 use crate::sync::Mutex;
@@ -84,8 +82,6 @@ pub(crate) struct Recorder {
     record: Mutex<Record>,
     /// The host's name: in every log line and in [`Stats::name`].
     name: Box<str>,
-    /// The `PluginHost` is gone: an unload now is its last.
-    host_dropped: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -97,6 +93,8 @@ struct Record {
     passes: usize,
     last_load: Option<Duration>,
     last_unload: Option<Duration>,
+    /// The `PluginHost` is gone: an unload now is its last.
+    host_dropped: bool,
 }
 
 impl Recorder {
@@ -105,7 +103,6 @@ impl Recorder {
         Recorder {
             record: Mutex::new(Record::default()),
             name: name.into(),
-            host_dropped: AtomicBool::new(false),
         }
     }
 
@@ -116,7 +113,7 @@ impl Recorder {
 
     /// Notes that the `PluginHost` was dropped: the next unload is its last.
     pub(crate) fn host_dropped(&self) {
-        self.host_dropped.store(true, Ordering::Relaxed);
+        self.record.lock().host_dropped = true;
     }
 
     /// Records (and logs) a successful load. Called by the loading thread right after it
@@ -156,12 +153,13 @@ impl Recorder {
         record.plugins = 0;
         record.passes = 0;
         record.last_unload = Some(took);
+        let last = record.host_dropped;
         drop(record);
         let pinned = match pinned {
             0 => String::new(),
             n => format!(", {} pinned", count(n, "library", "libraries")),
         };
-        let level = if self.host_dropped.load(Ordering::Relaxed) {
+        let level = if last {
             log::Level::Info
         } else {
             log::Level::Debug
