@@ -159,11 +159,7 @@ impl Recorder {
             0 => String::new(),
             n => format!(", {} pinned", count(n, "library", "libraries")),
         };
-        let level = if last {
-            log::Level::Info
-        } else {
-            log::Level::Debug
-        };
+        let level = if last { log::Level::Info } else { log::Level::Debug };
         log::log!(
             level,
             "[{}] unloaded generation {}: {}, {} in {took:?}{pinned}",
