@@ -1,12 +1,17 @@
-//! The mission scenario, with real plugins: a long-lived graph session and a short-lived
-//! single-operator compiler share plugins in one process. The compiler finishing must not
-//! unload the session's passes; the plugins unload once, when the last user is done.
+//! The mission scenario, with real plugins: two components of one process, a long-lived graph
+//! session and a short-lived single-operator compiler, each build their own `PluginHost` over
+//! the same plugin directory. The compiler's hosts come and go; the plugins' libraries load
+//! once (one `on_load` each), are shared by every host, and unload once, when the session's
+//! last lease is dropped at the end.
 //!
-//! Run with `cargo run --example demo`. It first builds the three example plugins into a
-//! temporary directory: C (`examples/plugins/fusion.c`) with the system C compiler, C++
-//! (`examples/plugins/layout*.cpp`, two translation units) with the system C++ compiler, and
-//! Rust (`examples/plugins/folding.rs`, the crate `examples/rust-plugin`) with a nested
-//! `cargo build`.
+//! Run with `cargo run -p dylease-demo` (the workspace member `examples/demo`, which builds
+//! only what the demo needs; `cargo run --example demo` runs the same file). It first builds
+//! the three example plugins into a temporary directory with dylease's build recipe (position-
+//! independent code, hidden visibility, the version script `include/dylease.map`): C
+//! (`examples/plugins/fusion.c`) with the system C compiler, C++ (`examples/plugins/layout*.cpp`,
+//! two translation units, with a singleton, a `std::string`, a `thread_local` and an exception)
+//! with the system C++ compiler, and Rust (`examples/plugins/folding.rs`, the crate
+//! `examples/rust-plugin`) with a nested `cargo build`.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -36,19 +41,28 @@ unsafe impl Interface for GraphPass {
 }
 
 /// Runs every `demo.graph_pass/1` pass of the lease over `graph`, plugins in load order and
-/// each plugin's passes in name order; returns how many ran.
+/// each plugin's passes in name order, on a thread of its own (the C++ plugin's `thread_local`
+/// then ends with that thread instead of keeping its library mapped); returns how many ran.
 fn run_all_passes(lease: &Lease, graph: &mut Graph) -> usize {
-    let mut ran = 0;
-    for pass in lease.passes_of::<GraphPass>() {
-        // SAFETY: `graph` is a valid, exclusive `demo_graph`, and the pass is called while
-        // `lease` is alive.
-        unsafe { pass(graph) };
-        ran += 1;
-    }
-    ran
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let mut ran = 0;
+                for pass in lease.passes_of::<GraphPass>() {
+                    // SAFETY: `graph` is a valid, exclusive `demo_graph`, and the pass is
+                    // called while `lease` is alive.
+                    unsafe { pass(graph) };
+                    ran += 1;
+                }
+                ran
+            })
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
-/// One line per plugin of the lease: name, version, passes.
+/// One line per plugin of the lease: name, version, passes, and whether its file predicts
+/// that it stays mapped after unload.
 fn plugin_lines(lease: &Lease) -> String {
     let mut lines = String::new();
     for (index, plugin) in lease.plugins().iter().enumerate() {
@@ -58,8 +72,18 @@ fn plugin_lines(lease: &Lease) -> String {
             .filter(|pass| pass.plugin_index() == index)
             .map(|pass| pass.name())
             .collect();
-        let line = format!("{} {}: {}", plugin.name(), plugin.version(), passes.join(", "));
-        lines.push_str(&format!("\n{:27}{line}", ""));
+        let stays = if plugin.pinning().expected() {
+            "stays mapped after unload"
+        } else {
+            "unloads"
+        };
+        let line = format!(
+            "{} {}: {} ({stays})",
+            plugin.name(),
+            plugin.version(),
+            passes.join(", ")
+        );
+        lines.push_str(&format!("\n{:29}{line}", ""));
     }
     lines
 }
@@ -67,24 +91,31 @@ fn plugin_lines(lease: &Lease) -> String {
 /// Builds the C, C++ and Rust example plugins into a fresh directory; returns it and the
 /// library files.
 fn build_plugins() -> Result<(PathBuf, Vec<PathBuf>), String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = cc::crate_root();
     let sources = root.join("examples/plugins");
     let dir = std::env::temp_dir().join(format!("dylease-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let include = format!("-I{}", sources.display());
+    // The recipe (what CMake's `dylease_add_plugin` sets): hidden visibility and the version
+    // script that keeps only `dylease_plugin_v1` global; `compile_plugin` adds -fPIC.
+    let recipe = [
+        format!("-I{}", sources.display()),
+        "-fvisibility=hidden".to_owned(),
+        format!("-Wl,--version-script={}", root.join("include/dylease.map").display()),
+    ];
+    let recipe: Vec<&str> = recipe.iter().map(String::as_str).collect();
     let mut libs = Vec::new();
 
-    println!("Building the example plugins:");
+    println!("Building the example plugins with the recipe (-fvisibility=hidden, the version script):");
     println!("  C     examples/plugins/fusion.c                          -> libfusion.so");
     let fusion = sources.join("fusion.c");
-    libs.push(cc::compile_plugin(&[&fusion], &dir.join("libfusion.so"), &[&include])?);
+    libs.push(cc::compile_plugin(&[&fusion], &dir.join("libfusion.so"), &recipe)?);
 
     println!("  C++   examples/plugins/layout.cpp, layout_transpose.cpp -> liblayout.so");
     let (layout, transpose) = (sources.join("layout.cpp"), sources.join("layout_transpose.cpp"));
     libs.push(cc::compile_plugin(
         &[&layout, &transpose],
         &dir.join("liblayout.so"),
-        &[&include],
+        &recipe,
     )?);
 
     println!("  Rust  examples/plugins/folding.rs (cargo build)         -> libfolding.so");
@@ -93,10 +124,9 @@ fn build_plugins() -> Result<(PathBuf, Vec<PathBuf>), String> {
 }
 
 /// Builds the example Rust plugin with cargo, in a target directory of its own next to this
-/// example's binary (so it never waits for another build's lock), and copies it to `out`.
+/// program (so it never waits for another build's lock), and copies it to `out`.
 fn build_rust_plugin(out: &Path) -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    // `<target>/<profile>/examples/demo` → `<target>/<profile>/demo-rust-plugin`.
     let target = exe
         .parent()
         .and_then(Path::parent)
@@ -114,10 +144,60 @@ fn mapped(path: &Path) -> Option<bool> {
     Some(maps.lines().any(|line| line.ends_with(&*path.to_string_lossy())))
 }
 
+/// Prints dylease's `info` lines (each names its host), so the timeline shows which host
+/// loaded and unloaded.
+struct Logger(Instant);
+
+impl log::Log for Logger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::Level::Info
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            let at = self.0.elapsed().as_secs_f64() * 1e3;
+            println!("[{at:>8.3} ms] {:<14} {}", "log", record.args());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// The graph session: a component with a host of its own, alive for the whole program.
+fn session_host(dir: &Path) -> Result<PluginHost, dylease::Error> {
+    // SAFETY: the directory holds the example plugins this program just built.
+    unsafe { PluginHost::builder().name("graph-session").dir(dir) }.build()
+}
+
+/// One single-op compile: another component, which builds its own host over the same
+/// directory, compiles one operator and drops everything. Returns what it did.
+fn single_op_compile(dir: &Path, op: i32) -> Result<String, dylease::Error> {
+    // SAFETY: as for the session.
+    let host = unsafe { PluginHost::builder().name(format!("single-op-{op}")).dir(dir) }.build()?;
+    let lease = host.acquire()?;
+    let before = Graph {
+        nodes: 8 * op,
+        rewrites: 0,
+    };
+    let mut graph = before;
+    let ran = run_all_passes(&lease, &mut graph);
+    drop(lease);
+    let stats = host.stats();
+    Ok(format!(
+        "{} (its own host): loaded its generation 1 on the shared libraries, ran {ran} passes \
+         {before:?} -> {graph:?}, dropped its lease and its host ({} load, {} unload)",
+        stats.name, stats.loads, stats.unloads
+    ))
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (dir, libs) = build_plugins()?;
     let start = Instant::now();
-    let say = |who: &str, what: &str| println!("[{:>8.3} ms] {who:<12} {what}", start.elapsed().as_secs_f64() * 1e3);
+    // The logger lives as long as the program: leaked once, as `log` asks of a `'static` one.
+    if log::set_logger(Box::leak(Box::new(Logger(start)))).is_ok() {
+        log::set_max_level(log::LevelFilter::Info);
+    }
+    let say = |who: &str, what: &str| println!("[{:>8.3} ms] {who:<14} {what}", start.elapsed().as_secs_f64() * 1e3);
     let where_mapped = |libs: &[PathBuf]| match libs.iter().map(|l| mapped(l)).collect::<Option<Vec<_>>>() {
         Some(m) if m.iter().all(|&m| m) => "mapped",
         Some(m) if m.iter().all(|&m| !m) => "not mapped",
@@ -126,42 +206,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     println!("into {}\n", dir.display());
-    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
-    let host = unsafe { PluginHost::builder().dir(&dir).build() }?;
-
-    let session = host.acquire()?;
+    let session = session_host(&dir)?;
+    let lease = session.acquire()?;
     say(
-        "session",
+        "graph-session",
         &format!(
             "acquire() loaded generation {}: {} plugins, {} passes; libraries {}{}",
-            session.generation(),
-            session.plugins().len(),
-            session.passes().len(),
+            lease.generation(),
+            lease.plugins().len(),
+            lease.passes().len(),
             where_mapped(&libs),
-            plugin_lines(&session)
+            plugin_lines(&lease)
         ),
     );
 
     for op in 1..=3 {
-        let who = format!("single-op #{op}");
-        let compiler = host.acquire()?;
+        let done = single_op_compile(&dir, op)?;
+        say("single-op", &done);
         say(
-            &who,
-            &format!("acquire() shares generation {} (no load)", compiler.generation()),
-        );
-        let before = Graph {
-            nodes: 8 * op,
-            rewrites: 0,
-        };
-        let mut graph = before;
-        let ran = run_all_passes(&compiler, &mut graph);
-        say(&who, &format!("ran {ran} passes: {before:?} -> {graph:?}"));
-        drop(compiler);
-        say(
-            &who,
+            "single-op",
             &format!(
-                "dropped its lease; plugins still loaded: {}, libraries {}",
-                host.is_loaded(),
+                "gone; no on_unload ran, libraries {} (the session holds them)",
                 where_mapped(&libs)
             ),
         );
@@ -169,25 +234,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let before = Graph { nodes: 40, rewrites: 0 };
     let mut graph = before;
-    let ran = run_all_passes(&session, &mut graph);
+    let ran = run_all_passes(&lease, &mut graph);
     say(
-        "session",
+        "graph-session",
         &format!("still runs all {ran} passes: {before:?} -> {graph:?}"),
     );
-    say("session", "drops the last lease:");
+    say("graph-session", "ends: drops its host, then its last lease:");
     drop(session);
-    say(
-        "session",
-        &format!(
-            "unloaded; plugins loaded: {}, libraries {}, loads in total: {}",
-            host.is_loaded(),
-            where_mapped(&libs),
-            host.generation()
-        ),
-    );
+    drop(lease);
+    say("graph-session", &format!("unloaded: libraries {}", where_mapped(&libs)));
 
     println!("\nWith a process-wide Shutdown(), single-op #1 would have unloaded the session's passes.");
-    println!("With dylease there is no unload call to get wrong: the last lease to go unloads.");
+    println!("With dylease there is no unload call to get wrong: the last lease in the process unloads.");
     std::fs::remove_dir_all(&dir)?;
     Ok(())
 }

@@ -22,7 +22,14 @@
  *     in any translation unit of it. The static constructors these macros emit only link
  *     nodes into a list that is private to the plugin (hidden visibility); no constructor ever
  *     calls into the host. register_passes walks that list. Use DYLEASE_PLUGIN_WITH_HOOKS to
- *     give on_load and on_unload functions (DYLEASE_PLUGIN_WITH_UNLOAD: on_unload only).
+ *     give on_load and on_unload functions (DYLEASE_PLUGIN_WITH_UNLOAD: on_unload only), and
+ *     DYLEASE_REGISTER_CHECK to fail the registration with a message of your own:
+ *
+ *         static const char *npu_present(void) { return have_npu() ? NULL : "no NPU device found"; }
+ *         DYLEASE_REGISTER_CHECK(npu_present)
+ *
+ *     Link it with the version script dylease.map (next to this header), which keeps only
+ *     dylease_plugin_v1 global: a C++ plugin without it is usually never unloaded by glibc.
  *
  *  2. By hand: define dylease_plugin_v1 and fill a dylease_plugin yourself.
  *
@@ -138,6 +145,20 @@ typedef struct dylease_pass_node {
 extern DYLEASE_HIDDEN dylease_pass_node *dylease_pass_list_head;
 extern DYLEASE_HIDDEN dylease_pass_node **dylease_pass_list_tail;
 
+/* A check that runs before the passes are registered: NULL if the plugin can register, else
+ * the message that says why not (a string that stays valid until the check is called again). */
+typedef const char *(*dylease_check_fn)(void);
+
+/* One node per DYLEASE_REGISTER_CHECK, linked by a constructor into the plugin's private list. */
+typedef struct dylease_check_node {
+    dylease_check_fn check;
+    struct dylease_check_node *next;
+} dylease_check_node;
+
+/* The plugin's private list of checks (defined by DYLEASE_PLUGIN, hidden from other modules). */
+extern DYLEASE_HIDDEN dylease_check_node *dylease_check_list_head;
+extern DYLEASE_HIDDEN dylease_check_node **dylease_check_list_tail;
+
 #ifdef __cplusplus
 #define DYLEASE_NULL_ nullptr
 #define DYLEASE_FN_CAST_(f) reinterpret_cast<dylease_fn>(f)
@@ -184,6 +205,21 @@ extern DYLEASE_HIDDEN dylease_pass_node **dylease_pass_list_tail;
 /* Registers `pass_fn` (any function) under `pass_name` (a string literal). */
 #define DYLEASE_PASS(pass_name, pass_fn) DYLEASE_PASS_WITH_DATA(pass_name, pass_fn, DYLEASE_NULL_)
 
+#define DYLEASE_CHECK_AT_(check_fn, id)                                                       \
+    static dylease_check_node DYLEASE_CAT(dylease_check_node_, id) = {check_fn, DYLEASE_NULL_}; \
+    __attribute__((constructor)) static void DYLEASE_CAT(dylease_check_link_, id)(void) {     \
+        *dylease_check_list_tail = &DYLEASE_CAT(dylease_check_node_, id);                     \
+        dylease_check_list_tail = &DYLEASE_CAT(dylease_check_node_, id).next;                 \
+    }
+#define DYLEASE_CHECK_AT(check_fn, id) DYLEASE_CHECK_AT_(check_fn, id)
+
+/* Makes the plugin's registration fail with its own message: register_passes calls
+ * `check_fn` (a `const char *(*)(void)`) at each registration, before any pass; a non-NULL
+ * result is the reason, handed to the host's report() and returned as a failure, so the
+ * host's error reads "... failed to register its passes: no NPU device found". Checks run in
+ * the order their constructors linked them (within a translation unit, source order). */
+#define DYLEASE_REGISTER_CHECK(check_fn) DYLEASE_CHECK_AT(check_fn, __COUNTER__)
+
 /* Defines the plugin: its descriptor (ABI version 2), entry point and register_passes. Once
  * per plugin, at global scope. `load_fn` is an `int32_t (*)(void)` and `unload_fn` a
  * `void (*)(void)`; either may be NULL (nullptr in C++). register_passes registers every
@@ -193,9 +229,19 @@ extern DYLEASE_HIDDEN dylease_pass_node **dylease_pass_list_tail;
     DYLEASE_AT_GLOBAL_SCOPE_                                                                  \
     DYLEASE_HIDDEN dylease_pass_node *dylease_pass_list_head = DYLEASE_NULL_;                 \
     DYLEASE_HIDDEN dylease_pass_node **dylease_pass_list_tail = &dylease_pass_list_head;      \
+    DYLEASE_HIDDEN dylease_check_node *dylease_check_list_head = DYLEASE_NULL_;               \
+    DYLEASE_HIDDEN dylease_check_node **dylease_check_list_tail = &dylease_check_list_head;   \
     static int32_t dylease_register_passes(const dylease_host_api *api, dylease_registrar *reg) { \
         const dylease_pass_node *node;                                                        \
+        const dylease_check_node *check;                                                      \
         if (api == DYLEASE_NULL_ || api->abi_version < 1u) return -1;                         \
+        for (check = dylease_check_list_head; check != DYLEASE_NULL_; check = check->next) {  \
+            const char *why = check->check();                                                 \
+            if (why != DYLEASE_NULL_) {                                                       \
+                if (api->abi_version >= 2u) api->report(reg, why);                            \
+                return -1;                                                                    \
+            }                                                                                 \
+        }                                                                                     \
         for (node = dylease_pass_list_head; node != DYLEASE_NULL_; node = node->next) {       \
             int32_t added;                                                                    \
             if (node->interface != DYLEASE_NULL_ && api->abi_version >= 2u) {                 \

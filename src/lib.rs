@@ -117,7 +117,9 @@ pub use host::{
     global, init_global,
 };
 #[cfg(feature = "host")]
-pub use load::{LoadFailure, LoadPolicy, PassInfo, PluginInfo, Registrar, TrustPolicy, plugin_files_in};
+pub use load::{
+    LoadFailure, LoadPolicy, PassInfo, PinCause, Pinning, PluginInfo, Registrar, TrustPolicy, plugin_files_in,
+};
 
 // The guarantees the handle types make, checked at compile time.
 #[cfg(feature = "host")]

@@ -28,14 +28,19 @@
 //! The state is gone from the second load on (the next generation after an unload) because
 //! the plugin makes it in a constructor (or a C++ static's initialiser) and frees it in
 //! `on_unload`. A library the platform keeps mapped after its last close (linked with
-//! `-z nodelete`, holding a C++ `thread_local` with a destructor, any library on musl) does
-//! not run its constructors again when it is opened again: its passes find the state freed.
+//! `-z nodelete`, a C++ build that exports GNU unique symbols, holding a C++ `thread_local`
+//! with a destructor on a live thread, any library on musl) does not run its constructors
+//! again when it is opened again: its passes find the state freed. For C++, link with the
+//! version script `include/dylease.map` (the build recipe in
+//! [`writing_plugins`](super::writing_plugins)): then the library really unloads.
 //!
 //! Move it to `on_load` (ABI version 2: `DYLEASE_PLUGIN_WITH_HOOKS(name, version, on_load,
 //! on_unload)` in C, `on_load:` in [`export_plugin!`](crate::export_plugin)). `on_load` runs
 //! for every new instance, whether the platform mapped the library afresh or not, and pairs
-//! with exactly one `on_unload`. dylease logs a warning for each library still loaded after
-//! its unload and counts it in [`Stats::pinned_libraries`](crate::Stats::pinned_libraries).
+//! with exactly one `on_unload`. dylease predicts from the file whether a library will stay
+//! mapped ([`PluginInfo::pinning`](crate::PluginInfo::pinning)), logs one warning for each
+//! library still loaded after its unload, with the cause and the fix, and counts it once in
+//! [`Stats::pinned_libraries`](crate::Stats::pinned_libraries).
 //!
 //! # How do I upgrade a v1 plugin?
 //!

@@ -6,6 +6,51 @@
 //! `on_unload`. [`abi`](crate::abi) mirrors the declarations for Rust;
 //! `include/dylease.h` is the normative copy and documents the contract in full.
 //!
+//! # The build recipe (C and C++)
+//!
+//! Start here: a plugin must be position-independent code with `dylease.h` on its include
+//! path, and, to really unload, linked with the version script `include/dylease.map`, which
+//! keeps only `dylease_plugin_v1` global, with hidden visibility. The CMake package does all
+//! of it:
+//!
+//! ```cmake
+//! find_package(dylease REQUIRED)  # -DCMAKE_PREFIX_PATH=<prefix>, or -Ddylease_DIR=<dylease>/cmake
+//! dylease_add_plugin(math SOURCES math.c more_passes.cpp)
+//! ```
+//!
+//! `dylease header --install <prefix>` (the `cli` feature's tool) writes the header, the
+//! version script, the CMake package and a `dylease.pc` under a prefix; without CMake:
+//!
+//! ```sh
+//! cc -shared $(pkg-config --cflags --libs dylease) math.c -o libmath.so
+//! # which is:
+//! cc -shared -fPIC -fvisibility=hidden -Wl,--version-script=dylease.map -I include math.c -o libmath.so
+//! ```
+//!
+//! ## Why the version script: what keeps a library mapped
+//!
+//! glibc never unloads a library that has `DF_1_NODELETE` (`-z nodelete`) or that exports an
+//! `STB_GNU_UNIQUE` symbol. g++ makes one of every function-local static in an inline function
+//! or a template, so a C++ plugin with a "Meyers singleton" holding a `std::string` never
+//! unloads, whatever its hosts do. `-fvisibility=hidden` alone is not enough (code
+//! instantiated from libstdc++'s headers, which push default visibility, stays exported with
+//! its statics); the version script is. A library whose other exports a
+//! never-unloaded library (libstdc++) bound to stays too; the script removes those exports. A
+//! thread-local with a destructor (C++ `thread_local std::string`, Rust `thread_local!` with
+//! `Drop`) keeps the library mapped while a thread that used it is alive: run such passes on
+//! threads that end (joined with `join`, which waits for their thread-local destructors) before
+//! the last lease drops.
+//!
+//! The host reads the library's `.dynamic` and `.dynsym` before loading it:
+//! [`PluginInfo::pinning`](crate::PluginInfo::pinning) says whether it is expected to stay
+//! mapped and why ([`PinCause`](crate::PinCause), each with its
+//! [`fix`](crate::PinCause::fix)). After each unload the host compares: a library that stayed
+//! mapped is logged once, as a warning naming the cause and the fix ("as its file predicted:
+//! it exports 2 GNU unique symbols, e.g. `_ZZN6layout8Registry3getEvE8instance` …"), and
+//! counted once in [`Stats::pinned_libraries`](crate::Stats::pinned_libraries). Its statics
+//! keep their values and every reload of a changed file adds a mapping, so a pinned plugin
+//! reloaded all day grows the process.
+//!
 //! # In C or C++
 //!
 //! ```c
@@ -28,10 +73,6 @@
 //! DYLEASE_TYPED_PASS("fuse", "ge.fusion_pass/1", fuse)
 //! ```
 //!
-//! ```sh
-//! cc -shared -fPIC -I include math.c -o libmath.so
-//! ```
-//!
 //! - `DYLEASE_PLUGIN(name, version)` stands once per plugin, at global scope;
 //!   `DYLEASE_PLUGIN_WITH_UNLOAD(name, version, on_unload)` adds an `on_unload`, and
 //!   `DYLEASE_PLUGIN_WITH_HOOKS(name, version, on_load, on_unload)` both (either may be
@@ -44,6 +85,15 @@
 //! - A typed pass carries an *interface*, the pass signature that hosts and plugins agree on:
 //!   UTF-8, 1 to 256 bytes, by convention `domain.name/MAJOR`. Hosts read it with
 //!   [`PassInfo::interface`](crate::PassInfo::interface) (`None` for an untyped pass).
+//! - `DYLEASE_REGISTER_CHECK(fn)` fails the registration with the plugin's own message: `fn`
+//!   (`const char *(*)(void)`) runs at each registration before any pass is added, and returns
+//!   `NULL` when all is well, else the reason, which the host's error shows ("… failed to
+//!   register its passes: no NPU device found (`register_passes` returned -1)"):
+//!
+//! ```c
+//! static const char *npu_present(void) { return have_npu() ? NULL : "no NPU device found"; }
+//! DYLEASE_REGISTER_CHECK(npu_present)
+//! ```
 //!
 //! # In Rust
 //!
@@ -120,4 +170,5 @@
 //! `--json` prints the same report for scripts; the exit status is 0 only when everything
 //! would load. [`plugin_files_in`](crate::plugin_files_in) lists a directory's plugin files
 //! by the same rules. The repository's `examples/` has one plugin in each language, which
-//! `cargo run --example demo` builds and loads.
+//! `cargo run -p dylease-demo` builds (with the recipe) and loads, and an
+//! `examples/plugins/CMakeLists.txt` that builds the C and C++ ones with the CMake package.

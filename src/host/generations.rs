@@ -112,13 +112,16 @@ struct Life {
 }
 
 impl Generations {
-    pub(crate) fn new(policy: UnloadPolicy) -> Self {
+    /// A host's generations; `name` is the host's name for its log lines (by default
+    /// `host-N`, N its id).
+    pub(crate) fn new(policy: UnloadPolicy, name: Option<String>) -> Self {
         crate::sync::lazy_static! {
             /// Host ids, never reused.
             static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         }
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Generations {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             pid: std::process::id(),
             slot: WeakSlot::empty(),
             current: AtomicU64::new(0),
@@ -128,7 +131,7 @@ impl Generations {
                 ..Life::default()
             }),
             changed: Condvar::new(),
-            stats: Recorder::default(),
+            stats: Recorder::new(name.unwrap_or_else(|| format!("host-{id}"))),
             policy,
             kept: Mutex::new(Kept {
                 set: None,
@@ -382,7 +385,8 @@ impl Generations {
                 // Without its keeper the host would keep the set for ever: let it go, so the
                 // policy falls back to `Immediately` until a later load tries again.
                 log::error!(
-                    "cannot start the thread of UnloadPolicy::After ({error}); the set unloads with its last lease"
+                    "[{}] cannot start the thread of UnloadPolicy::After ({error}); the set unloads with its last lease",
+                    this.stats.name()
                 );
                 let mut kept = this.kept.lock();
                 kept.keeper_started = false;

@@ -111,6 +111,12 @@ pub enum UnloadPolicy {
     /// long, then drops its own lease, which unloads it. A background thread of the host looks
     /// every eighth of the duration (between 1 ms and 250 ms), so a user lease that lives
     /// shorter than that between two looks may go unseen; the thread ends with the host.
+    ///
+    /// The unload then runs on that thread, named `dylease-keeper`: the plugins' `on_unload`,
+    /// their libraries' termination routines and `dlclose` run there, not on a thread of
+    /// yours. Plugin code that needs a particular thread for its teardown (thread-affine
+    /// state, a thread-local it registered) must not rely on the unloading thread. (If the
+    /// host is dropped first, the host's drop runs the unload instead.)
     After(Duration),
     /// The host keeps the newest set loaded until the host itself is dropped.
     WithHost,
@@ -123,6 +129,7 @@ impl Drop for PluginHost {
         // The watcher first: no reload starts once the host's own lease is gone.
         #[cfg(feature = "watch")]
         drop(self.watch.take());
+        self.generations.stats.host_dropped();
         self.generations.stop_keeping();
     }
 }
@@ -254,7 +261,7 @@ impl PluginHost {
 
     /// Loads the sources under the host's policies ([`LoadConfig::load`]).
     fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
-        self.config.load(deadline)
+        crate::load::log_scope::with_host(self.generations.stats.name(), || self.config.load(deadline))
     }
 
     /// Whether a set of this host is loaded (or still unloading). Observes, decides nothing.
@@ -332,6 +339,7 @@ pub struct HostBuilder {
     policy: LoadPolicy,
     trust: TrustPolicy,
     unload: UnloadPolicy,
+    name: Option<String>,
     #[cfg(feature = "watch")]
     watch: Option<Duration>,
 }
@@ -458,6 +466,15 @@ impl HostBuilder {
         self
     }
 
+    /// The host's name, which begins each of its log lines (`[graph-session] loaded
+    /// generation 1: …`) and is its [`Stats::name`]: two components that build hosts over
+    /// one directory can then tell their lines apart. By default `host-N`, N the host's
+    /// number in the process.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
     /// Finishes the configuration. Nothing is loaded until the first
     /// [`acquire`](PluginHost::acquire).
     ///
@@ -508,7 +525,7 @@ impl HostBuilder {
                 policy: self.policy,
                 trust: self.trust,
             }),
-            generations: Arc::new(Generations::new(self.unload)),
+            generations: Arc::new(Generations::new(self.unload, self.name)),
             #[cfg(feature = "watch")]
             watch: None,
         }
@@ -566,9 +583,9 @@ pub unsafe fn init_global(builder: HostBuilder) -> Result<(), Error> {
     })
 }
 
-/// The process-wide host: the one [`init_global`] configured, or by default one over the
-/// plugin directories listed in `DYLEASE_PLUGIN_PATH` (read at each load; unset means no
-/// plugins), with default policies.
+/// The process-wide host: the one [`init_global`] configured, or by default one named
+/// `global` over the plugin directories listed in `DYLEASE_PLUGIN_PATH` (read at each load;
+/// unset means no plugins), with default policies.
 ///
 /// The default is safe to use because the environment of a process already chooses its code
 /// (`LD_PRELOAD`, `LD_LIBRARY_PATH`): whoever can set `DYLEASE_PLUGIN_PATH` can set those. Like
@@ -586,9 +603,9 @@ pub unsafe fn init_global(builder: HostBuilder) -> Result<(), Error> {
 /// ```
 pub fn global() -> &'static PluginHost {
     GLOBAL.get_or_init(|| {
-        let builder = HostBuilder::default();
+        let builder = HostBuilder::default().name("global");
         if secure_execution() {
-            log::warn!("{GLOBAL_PATH_VAR} is ignored in a process running with elevated rights");
+            log::warn!("[global] {GLOBAL_PATH_VAR} is ignored in a process running with elevated rights");
             return builder.build_unchecked();
         }
         // SAFETY: the process's environment already chooses its code (see above), and a

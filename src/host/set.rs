@@ -143,7 +143,7 @@ impl Drop for PluginSet {
         // statistics' log event is inside the mark too, so a logger that acquires this host
         // gets `Error::Reentrant` instead of waiting for this very unload.
         inside_host(self.host.id(), |_| {
-            let pinned = self.contents.unload();
+            let pinned = crate::load::log_scope::with_host(self.host.stats.name(), || self.contents.unload());
             self.host.stats.unloaded(self, started.elapsed(), pinned);
         });
     }

@@ -35,6 +35,10 @@ use crate::sync::Mutex;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
+    /// The host's name, as given to [`HostBuilder::name`](crate::HostBuilder::name) (by
+    /// default `host-N`, N its number in the process): every log line about the host begins
+    /// with it in brackets.
+    pub name: String,
     /// Whether a set is loaded (or still unloading), as
     /// [`PluginHost::is_loaded`](crate::PluginHost::is_loaded).
     pub loaded: bool,
@@ -53,10 +57,12 @@ pub struct Stats {
     pub loads: u64,
     /// Finished unloads so far.
     pub unloads: u64,
-    /// How many times an unload found one of its library files still loaded after closing
-    /// it: pinned by the platform (`-z nodelete`, a thread-local destructor) or by another
-    /// user of the same file. Each occurrence is also logged as a warning. Counted on Linux
-    /// with glibc only; elsewhere it stays 0.
+    /// How many libraries an unload of this host found still loaded after closing them:
+    /// pinned by the platform (`-z nodelete`, GNU unique symbols, a thread-local destructor)
+    /// or by another user of the same file. Each such mapping is counted once, by the first
+    /// unload that finds it, however often it is unloaded again, and its plugin file is logged
+    /// as a warning once (see [`Pinning`](crate::Pinning) for the causes and their fixes).
+    /// Counted on Linux with glibc only; elsewhere it stays 0.
     pub pinned_libraries: u64,
     /// How long the last successful load took, from discovery to the finished set.
     pub last_load: Option<Duration>,
@@ -71,8 +77,12 @@ pub struct Stats {
 }
 
 /// The host's side of [`Stats`]: updated by loads and unloads.
-#[derive(Debug, Default)]
-pub(crate) struct Recorder(Mutex<Record>);
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    record: Mutex<Record>,
+    /// The host's name: in every log line and in [`Stats::name`].
+    name: Box<str>,
+}
 
 #[derive(Debug, Default)]
 struct Record {
@@ -85,15 +95,37 @@ struct Record {
     passes: usize,
     last_load: Option<Duration>,
     last_unload: Option<Duration>,
+    /// The `PluginHost` is gone: an unload now is its last.
+    host_dropped: bool,
 }
 
 impl Recorder {
+    /// The recorder of the host called `name`.
+    pub(crate) fn new(name: String) -> Self {
+        Recorder {
+            record: Mutex::new(Record::default()),
+            name: name.into(),
+        }
+    }
+
+    /// The host's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Notes that the `PluginHost` was dropped: the next unload is its last.
+    pub(crate) fn host_dropped(&self) {
+        self.record.lock().host_dropped = true;
+    }
+
     /// Records (and logs) a successful load. Called by the loading thread right after it
-    /// released the host's lock, while it holds the new set's first lease.
+    /// released the host's lock, while it holds the new set's first lease. The host's first
+    /// load is logged at `info`, later ones at `debug`.
     pub(crate) fn loaded(&self, set: &PluginSet) {
         let (plugins, passes, took) = (set.plugins().len(), set.passes().len(), set.load_time());
-        let mut record = self.0.lock();
+        let mut record = self.record.lock();
         record.loads += 1;
+        let first = record.loads == 1;
         record.generation = record.generation.max(set.generation());
         if record.generation == set.generation() {
             record.plugins = plugins;
@@ -105,17 +137,22 @@ impl Recorder {
             0 => String::new(),
             n => format!(", {} skipped", count(n, "failure", "failures")),
         };
-        log::info!(
-            "loaded generation {}: {}, {} in {took:?}{skipped}",
+        let level = if first { log::Level::Info } else { log::Level::Debug };
+        log::log!(
+            level,
+            "[{}] loaded generation {}: {}, {} in {took:?}{skipped}",
+            self.name,
             set.generation(),
             count(plugins, "plugin", "plugins"),
             count(passes, "pass", "passes"),
         );
     }
 
-    /// Records (and logs) a finished unload: `pinned` libraries stayed loaded.
+    /// Records (and logs) a finished unload: `pinned` libraries stayed loaded (and were not
+    /// counted before). The host's last unload, after the `PluginHost` was dropped, is logged
+    /// at `info`, the others at `debug`.
     pub(crate) fn unloaded(&self, set: &PluginSet, took: Duration, pinned: usize) {
-        let mut record = self.0.lock();
+        let mut record = self.record.lock();
         record.unloads += 1;
         record.pinned_libraries += pinned as u64;
         // An older generation that drained says nothing about the current one.
@@ -124,13 +161,17 @@ impl Recorder {
             record.passes = 0;
         }
         record.last_unload = Some(took);
+        let last = record.host_dropped;
         drop(record);
         let pinned = match pinned {
             0 => String::new(),
             n => format!(", {} pinned", count(n, "library", "libraries")),
         };
-        log::info!(
-            "unloaded generation {}: {}, {} in {took:?}{pinned}",
+        let level = if last { log::Level::Info } else { log::Level::Debug };
+        log::log!(
+            level,
+            "[{}] unloaded generation {}: {}, {} in {took:?}{pinned}",
+            self.name,
             set.generation(),
             count(set.plugins().len(), "plugin", "plugins"),
             count(set.passes().len(), "pass", "passes"),
@@ -143,8 +184,9 @@ impl Recorder {
         (loaded, generation, live_leases): (bool, u64, usize),
         (unload_policy, unloads_at): (UnloadPolicy, Option<Instant>),
     ) -> Stats {
-        let record = self.0.lock();
+        let record = self.record.lock();
         Stats {
+            name: self.name.to_string(),
             loaded,
             generation,
             live_leases,

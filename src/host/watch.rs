@@ -195,13 +195,14 @@ pub(super) fn start(mut host: PluginHost, debounce: Duration) -> Result<PluginHo
     };
     let (sender, receiver) = mpsc::channel();
     let events = sender.clone();
+    let name = host.generations.stats.name().to_owned();
     let on_event = move |event: notify::Result<Event>| match event {
         Ok(event) => {
-            if let Some(message) = concerns(&interests, &event) {
+            if let Some(message) = concerns(&interests, &event, &name) {
                 let _ = events.send(message);
             }
         }
-        Err(error) => log::warn!("watching plugin sources: {error}"),
+        Err(error) => log::warn!("[{name}] watching plugin sources: {error}"),
     };
     let cannot = |path: &Path, context, source| Error::Io {
         path: path.to_owned(),
@@ -283,7 +284,7 @@ fn interests(sources: &[Source]) -> Result<BTreeMap<PathBuf, Interest>, Error> {
 /// that the host loads (or would load), or of a watched directory itself; or a change of a
 /// symlink on the way to one. Opening and closing files (what every load does) are not
 /// changes.
-fn concerns(interests: &BTreeMap<PathBuf, Interest>, event: &Event) -> Option<Message> {
+fn concerns(interests: &BTreeMap<PathBuf, Interest>, event: &Event, host: &str) -> Option<Message> {
     if event.need_rescan() {
         // The kernel's queue overflowed: events were lost.
         return interests.keys().next().cloned().map(Message::Relinked);
@@ -307,7 +308,8 @@ fn concerns(interests: &BTreeMap<PathBuf, Interest>, event: &Event) -> Option<Me
                 EventKind::Remove(_) | EventKind::Modify(notify::event::ModifyKind::Name(_))
             ) {
                 log::warn!(
-                    "the watched plugin directory `{}` was removed or moved: changes in it are not watched any more",
+                    "[{host}] the watched plugin directory `{}` was removed or moved: changes in it are not watched \
+                     any more",
                     path.display()
                 );
             }
@@ -361,15 +363,17 @@ fn run(
 /// Reloads after a change of `changed`, and logs what happened. The new set's lease is
 /// dropped here, outside every lock (it may be its last under `UnloadPolicy::Immediately`).
 fn reload(config: &LoadConfig, generations: &Arc<Generations>, changed: &Path) {
-    match Generations::reload(generations, None, |deadline| config.load(deadline)) {
+    let name = generations.stats.name();
+    let load = |deadline| crate::load::log_scope::with_host(name, || config.load(deadline));
+    match Generations::reload(generations, None, load) {
         Ok(set) => log::info!(
-            "reloaded plugins after a change of `{}`: generation {}, {}",
+            "[{name}] reloaded plugins after a change of `{}`: generation {}, {}",
             changed.display(),
             set.generation(),
             count(set.plugins().len(), "plugin", "plugins"),
         ),
         Err(error) if generations.is_loaded() => log::warn!(
-            "reloading plugins after a change of `{}` failed; generation {} stays current: {}",
+            "[{name}] reloading plugins after a change of `{}` failed; generation {} stays current: {}",
             changed.display(),
             generations.generation(),
             WithSources(&error),

@@ -37,17 +37,17 @@ pub(crate) fn check(file: &File, len: u64) -> Result<(), String> {
 
 /// Reads from `offset` on without moving the file's position (`pread`).
 #[cfg(unix)]
-fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
+pub(super) fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
     std::os::unix::fs::FileExt::read_at(file, buffer, offset)
 }
 
 #[cfg(windows)]
-fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
+pub(super) fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
     std::os::windows::fs::FileExt::seek_read(file, buffer, offset)
 }
 
 #[cfg(not(any(unix, windows)))]
-fn read_at(_: &File, _: &mut [u8], _: u64) -> std::io::Result<usize> {
+pub(super) fn read_at(_: &File, _: &mut [u8], _: u64) -> std::io::Result<usize> {
     Err(std::io::ErrorKind::Unsupported.into())
 }
 
@@ -84,7 +84,7 @@ fn check_with(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u
 
 /// Fills `buffer` from `offset` on, stopping early only at the end of the file; returns how
 /// many bytes it read.
-fn read_exactly(
+pub(super) fn read_exactly(
     read_at: &impl Fn(&mut [u8], u64) -> std::io::Result<usize>,
     buffer: &mut [u8],
     offset: u64,
@@ -246,10 +246,10 @@ fn truncated(len: u64, needed: u64) -> String {
 
 /// Reads header fields in the file's byte order. A field the bytes are too short for reads as
 /// zero (callers check lengths first).
-struct Reader<'a> {
-    bytes: &'a [u8],
-    wide: bool,
-    big_endian: bool,
+pub(super) struct Reader<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) wide: bool,
+    pub(super) big_endian: bool,
 }
 
 impl Reader<'_> {
@@ -264,15 +264,15 @@ impl Reader<'_> {
         field
     }
 
-    fn u16(&self, at: usize) -> u16 {
+    pub(super) fn u16(&self, at: usize) -> u16 {
         u16::from_le_bytes(self.field(at))
     }
 
-    fn u32(&self, at: usize) -> u32 {
+    pub(super) fn u32(&self, at: usize) -> u32 {
         u32::from_le_bytes(self.field(at))
     }
 
-    fn u64(&self, at: usize) -> u64 {
+    pub(super) fn u64(&self, at: usize) -> u64 {
         u64::from_le_bytes(self.field(at))
     }
 

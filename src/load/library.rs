@@ -38,7 +38,7 @@ impl Library {
     /// symbols stay out of the global namespace so two plugins cannot clash.
     ///
     /// The loader maps the checked descriptor itself, by one of its names under
-    /// `/proc/self/fd` (identity I9, `docs::internals`): the file mapped is the file checked,
+    /// `/proc/self/fd` (identity I9, `docs::sharing`): the file mapped is the file checked,
     /// whatever was renamed in between. A library whose run path uses `$ORIGIN` is mapped
     /// through its directory's descriptor instead (so that `$ORIGIN` is its directory), and
     /// the mapping is then compared with the checked file: a mismatch closes it and is an
@@ -90,7 +90,7 @@ impl Library {
         };
         if imp::maps_checked_file(&library.names, handle) == Some(false) {
             let (_, closed) = library.close();
-            let Unmapped { kept } = closed.settle();
+            let Unmapped { kept, .. } = closed.settle();
             return Err(format!(
                 "the file at `{}` was replaced while the loader mapped it (its directory's owner renamed \
                  another file in){}",
@@ -233,13 +233,19 @@ impl Closed {
 
     fn settle_now(&mut self) -> Unmapped {
         let Some(names) = self.names.take() else {
-            return Unmapped { kept: None };
+            return Unmapped {
+                kept: None,
+                handle: self.handle,
+            };
         };
         let kept = imp::still_mapped(&names, self.handle);
         if kept != Some(false) {
             imp::keep_for_ever(names);
         }
-        Unmapped { kept }
+        Unmapped {
+            kept,
+            handle: self.handle,
+        }
     }
 }
 
@@ -255,6 +261,8 @@ pub(crate) struct Unmapped {
     /// Whether the platform still maps the library after this close (`Some(true)`: pinned,
     /// or held by someone outside dylease); `None` where it cannot tell.
     pub(crate) kept: Option<bool>,
+    /// The loader's handle of the mapping (never reused while the mapping is kept).
+    pub(crate) handle: usize,
 }
 
 /// The file a loader's name of a library stands for, for messages: a name under

@@ -11,6 +11,8 @@ mod candidate;
 pub(crate) mod discover;
 mod elf;
 mod library;
+pub(crate) mod log_scope;
+mod pinning;
 mod pipeline;
 mod plugins;
 mod registrar;
@@ -21,6 +23,7 @@ pub(crate) use discover::Source;
 pub use discover::plugin_files_in;
 #[cfg(feature = "watch")]
 pub(crate) use discover::{env_dirs, is_library_name};
+pub use pinning::{PinCause, Pinning};
 pub(crate) use pipeline::StaticPlugin;
 pub(crate) use plugins::{LoadedPlugins, count};
 pub use plugins::{PassInfo, PluginInfo};
@@ -41,7 +44,8 @@ pub enum LoadPolicy {
     #[default]
     Strict,
     /// A plugin that fails (to be found, trusted, opened, verified or registered) is left
-    /// out: whatever of it was opened is closed, and the failure is logged as a warning and
+    /// out: whatever of it was opened is closed, and the failure is logged as a warning (once
+    /// per host and cause; a later load that meets it again logs it at `debug`) and
     /// recorded in [`PluginSet::failures`](crate::PluginSet::failures); the others load. A pass whose name an earlier plugin registered is left
     /// out the same way, and its plugin stays: the first registration keeps the name.
     ///
@@ -121,7 +125,7 @@ pub(crate) fn load(
                 let (origin, name, passes) = (plugin.origin.clone(), plugin.name.clone(), plugin.passes.len());
                 let duplicates = set.add(plugin);
                 let passes = count(passes - duplicates.len(), "pass", "passes");
-                log::debug!("loaded {origin} as `{name}`: {passes}");
+                log::debug!("{}loaded {origin} as `{name}`: {passes}", log_scope::prefix());
                 duplicates.into_iter().map(|error| (origin.clone(), error)).collect()
             }
             Err(failure) => vec![failure],
@@ -131,10 +135,12 @@ pub(crate) fn load(
                 drop(set);
                 return Err(error);
             }
-            log::warn!(
-                "skipped under LoadPolicy::SkipFailed: {}",
+            // Once per host and cause: every later load meets the same failure again.
+            log_scope::warn_once(&format!(
+                "{}skipped under LoadPolicy::SkipFailed: {}",
+                log_scope::prefix(),
                 crate::error::WithSources(&error)
-            );
+            ));
             set.skipped(LoadFailure { origin, error });
         }
     }

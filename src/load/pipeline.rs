@@ -22,6 +22,7 @@ use crate::abi::{
 use crate::error::{Error, Origin};
 use crate::load::candidate::Candidate;
 use crate::load::library::{Checked, Closed, Library, Unmapped};
+use crate::load::pinning::Pinning;
 use crate::load::registrar::{Collected, Finished, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
 use crate::load::registry::{FileRef, LibraryInstance, Opener, Registry};
 use crate::load::trust::{Checks, TrustPolicy, open_checked};
@@ -32,6 +33,8 @@ use crate::sync::Arc;
 pub(crate) struct Verified {
     path: PathBuf,
     instance: Arc<LibraryInstance<Dlopen>>,
+    /// Whether its file predicts that the platform keeps it mapped.
+    pinning: Pinning,
 }
 
 /// What the checked descriptor of a library instance says.
@@ -93,6 +96,7 @@ pub(crate) struct Registered {
     pub(crate) version: String,
     pub(crate) passes: Vec<Collected>,
     pub(crate) teardown: Teardown,
+    pub(crate) pinning: Pinning,
 }
 
 /// What unloading one plugin takes: its unload code, then closing its library.
@@ -100,6 +104,8 @@ pub(crate) struct Teardown {
     origin: Origin,
     hooks: Vec<UnloadHook>,
     instance: Option<Arc<LibraryInstance<Dlopen>>>,
+    /// What its file predicted, to compare with what the loader does on unload.
+    pinning: Pinning,
 }
 
 impl std::fmt::Debug for Teardown {
@@ -125,7 +131,7 @@ impl Candidate {
     ///
     /// The file is opened once ([`open_checked`], which checks a replaced file again); the
     /// ELF check reads that descriptor, the registry knows the instance by its identity, and
-    /// the loader maps that descriptor (I9, `docs::internals`).
+    /// the loader maps that descriptor (I9, `docs::sharing`).
     pub(crate) fn open(
         mut self,
         checks: &mut Checks,
@@ -134,6 +140,7 @@ impl Candidate {
     ) -> Result<Verified, Error> {
         let (checked, len, identity) = open_checked(&mut self, checks, trust)?;
         crate::load::elf::check_file(&self.path, &checked, len)?;
+        let pinning = Pinning::predict(&checked, len);
         let file = FileRef {
             shown: &self.path,
             resolved: &self.resolved,
@@ -146,6 +153,7 @@ impl Candidate {
         Ok(Verified {
             path: self.path,
             instance,
+            pinning,
         })
     }
 }
@@ -203,7 +211,10 @@ impl Opener for Dlopen {
         }
         let (closed, names) = library.close();
         if let Err(reason) = closed {
-            log::warn!("closing a plugin library failed: {reason}");
+            log::warn!(
+                "{}closing a plugin library failed: {reason}",
+                crate::load::log_scope::prefix()
+            );
         }
         names
     }
@@ -337,6 +348,7 @@ impl Verified {
             origin: origin.clone(),
             hooks: Vec::new(),
             instance: Some(self.instance),
+            pinning: self.pinning.clone(),
         };
         let passes = match passes {
             Ok(passes) => passes,
@@ -351,6 +363,7 @@ impl Verified {
             version,
             passes,
             teardown,
+            pinning: self.pinning,
         })
     }
 }
@@ -383,6 +396,7 @@ impl StaticPlugin {
             origin: origin.clone(),
             hooks,
             instance: None,
+            pinning: Pinning::default(),
         };
         let result = match outcome {
             Ok(Ok(())) => passes,
@@ -403,6 +417,7 @@ impl StaticPlugin {
                 version: String::new(),
                 passes,
                 teardown,
+                pinning: Pinning::default(),
             }),
             Err(error) => {
                 // Hooks registered before the failure own state the plugin set up: run them.
@@ -431,8 +446,9 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
 ///
 /// Then, with every handle closed (one plugin's library may hold another's), each library
 /// this teardown closed is looked for by its own checked descriptor, before anything maps its
-/// file again: one the platform kept loaded is logged as a warning. Returns how many were
-/// kept.
+/// file again: one the platform kept loaded is logged as a warning, the first time its mapping
+/// is seen kept (see [`after_unload`](crate::load::pinning::after_unload)). Returns how many
+/// were kept and not reported before.
 pub(crate) fn teardown_all(plugins: Vec<Teardown>) -> usize {
     let mut instances = Vec::with_capacity(plugins.len());
     for plugin in plugins.into_iter().rev() {
@@ -440,28 +456,32 @@ pub(crate) fn teardown_all(plugins: Vec<Teardown>) -> usize {
             origin,
             hooks,
             instance,
+            pinning,
         } = plugin;
         for hook in hooks.into_iter().rev() {
             if let Err(panic) = catch_unwind(AssertUnwindSafe(hook)) {
-                log::error!("unload hook of {origin} panicked: {}", panic_message(&*panic));
+                log::error!(
+                    "{}unload hook of {origin} panicked: {}",
+                    crate::load::log_scope::prefix(),
+                    panic_message(&*panic)
+                );
             }
         }
-        instances.extend(instance.map(|instance| (origin, instance)));
+        instances.extend(instance.map(|instance| (origin, pinning, instance)));
     }
     // Every instance closed first (one plugin's library may hold another's), each file still
     // marked busy, so nothing maps it again before it is looked for.
     let released: Vec<_> = instances
         .into_iter()
-        .filter_map(|(origin, instance)| Some((origin, LibraryInstance::release(instance)?)))
+        .filter_map(|(origin, pinning, instance)| Some((origin, pinning, LibraryInstance::release(instance)?)))
         .collect();
     let mut pinned = 0;
-    for (origin, released) in released {
-        if let Some(Unmapped { kept: Some(true) }) = released.settle() {
-            log::warn!(
-                "{origin} is still loaded after its unload: the platform pinned it (linked with `-z nodelete`, \
-                 a thread-local destructor, or a user of the same file outside dylease); its statics keep their \
-                 values, so keep plugin state in `on_load` and `on_unload`"
-            );
+    for (origin, pinning, released) in released {
+        let Some(Unmapped { kept, handle }) = released.settle() else {
+            continue;
+        };
+        // Warned about and counted once per mapping, with the causes its file shows.
+        if crate::load::pinning::after_unload(&origin, &pinning, handle, kept) {
             pinned += 1;
         }
     }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use crate::abi::dylease_fn;
 use crate::error::{Error, Origin};
 use crate::load::LoadFailure;
+use crate::load::pinning::Pinning;
 use crate::load::pipeline::{Registered, Teardown, teardown_all};
 use crate::load::registrar::UserData;
 
@@ -20,6 +21,7 @@ pub struct PluginInfo {
     name: String,
     version: String,
     origin: Origin,
+    pinning: Pinning,
 }
 
 impl PluginInfo {
@@ -43,6 +45,15 @@ impl PluginInfo {
     /// Where the plugin came from.
     pub fn origin(&self) -> &Origin {
         &self.origin
+    }
+
+    /// Whether its library is expected to stay mapped after its last lease, and why: read
+    /// from the file before it was loaded (`-z nodelete`, GNU unique symbols, thread-local
+    /// destructors, other exported symbols). Empty for a static plugin. A library that does
+    /// stay mapped is also logged, with these causes and their fixes; see
+    /// [`Pinning`].
+    pub fn pinning(&self) -> &Pinning {
+        &self.pinning
     }
 }
 
@@ -156,6 +167,7 @@ impl LoadedPlugins {
             name: plugin.name,
             version: plugin.version,
             origin: plugin.origin,
+            pinning: plugin.pinning,
         });
         self.teardown.get_mut().push(plugin.teardown);
         duplicates

@@ -384,18 +384,29 @@ fn a_directory_without_plugin_files_loads_nothing_and_says_why() {
 }
 
 #[test]
-fn a_plugin_file_written_moments_ago_by_this_user_is_loaded_with_a_warning_to_install_by_rename() {
+fn a_plugin_file_open_for_writing_is_loaded_with_a_warning_to_install_by_rename_a_fresh_closed_one_is_not() {
     let dir = TestDir::new("cli_fresh");
-    // Written just now by this user: it may still be being written in place.
+    // Written just now, and closed: a build that writes a plugin then checks it.
     let fresh = dir.add("arith", "libarith.so");
+    let run = dylease(dir.path(), &["check", "libarith.so"]);
+    assert_eq!(run.status, 0, "{run:?}");
+    assert!(
+        !run.stdout.contains("warning"),
+        "a fresh, closed file is no warning: {run:?}"
+    );
+
+    // Open for writing (by this test's process), as a copy in progress is.
+    let writer = fs::File::options().append(true).open(&fresh).unwrap();
     let run = dylease(dir.path(), &["check", "libarith.so"]);
     assert_eq!(run.status, 0, "a warning does not fail the check: {run:?}");
     let lines: Vec<&str> = run.stdout.lines().collect();
     assert_eq!(lines[0], "ok    libarith.so", "{run:?}");
+    let by = format!(
+        "        warning: `libarith.so` is open for writing by process {} (",
+        std::process::id()
+    );
     assert!(
-        lines[1].starts_with("        warning: `libarith.so` changed ")
-            && lines[1].contains("SIGBUS")
-            && lines[1].contains("install plugins by rename"),
+        lines[1].starts_with(&by) && lines[1].contains("SIGBUS") && lines[1].contains("install plugins by rename"),
         "{run:?}"
     );
     let run = dylease(dir.path(), &["check", "--json", "libarith.so"]);
@@ -404,13 +415,80 @@ fn a_plugin_file_written_moments_ago_by_this_user_is_loaded_with_a_warning_to_in
     assert_eq!(warnings.len(), 1, "{report:#}");
     assert!(warnings[0].as_str().unwrap().contains("`mv`"), "{report:#}");
 
-    // A minute old: settled, no warning.
-    settle(&fresh);
-    let run = dylease(dir.path(), &["check", "libarith.so"]);
-    assert_eq!(run.status, 0, "{run:?}");
-    assert!(!run.stdout.contains("warning"), "{run:?}");
+    // Closed again: no warning.
+    drop(writer);
     let report = json(&dylease(dir.path(), &["check", "--json", "libarith.so"]));
     assert_eq!(report["checks"][0]["warnings"], serde_json::json!([]), "{report:#}");
+}
+
+#[test]
+fn trust_permissive_checks_a_group_writable_directory_the_deployment_trusts() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TestDir::new("cli_trust");
+    let plugins = dir.sub("plugins");
+    fs::copy(fixture("arith"), plugins.join("libarith.so")).unwrap();
+    settle(&plugins.join("libarith.so"));
+    fs::set_permissions(&plugins, fs::Permissions::from_mode(0o775)).unwrap();
+    let strict = dylease(dir.path(), &["check", "--json", "plugins/libarith.so"]);
+    assert_eq!(strict.status, 1, "{strict:?}");
+    assert_eq!(
+        json(&strict)["checks"][0]["problem"]["cause"],
+        "untrusted",
+        "{strict:?}"
+    );
+    assert!(
+        json(&strict)["checks"][0]["problem"]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("`--trust permissive`"),
+        "{strict:?}"
+    );
+    let permissive = dylease(dir.path(), &["check", "--trust", "permissive", "plugins"]);
+    assert_eq!(permissive.status, 0, "{permissive:?}");
+    assert!(
+        permissive.stdout.starts_with("ok    plugins/libarith.so\n"),
+        "{permissive:?}"
+    );
+    let wrong = dylease(dir.path(), &["check", "--trust", "lax", "plugins"]);
+    assert_eq!(wrong.status, 2, "a usage error: {wrong:?}");
+}
+
+#[test]
+fn policy_skip_failed_loads_a_directory_without_its_broken_plugin_and_names_it() {
+    let dir = TestDir::new("cli_skip_failed");
+    plugins(&dir, &[("arith", "libarith.so"), ("noentry", "libnoentry.so")]);
+    let strict = json(&dylease(dir.path(), &["check", "--json", "plugins"]));
+    let whole = |report: &Value| {
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["kind"] == "directory")
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(whole(&strict)["ok"], false, "{strict:#}");
+    let run = dylease(dir.path(), &["check", "--json", "--policy", "skip-failed", "plugins"]);
+    // The broken file still fails its own check: it does not load.
+    assert_eq!(run.status, 1, "{run:?}");
+    let report = json(&run);
+    let directory = whole(&report);
+    assert_eq!(directory["ok"], true, "{report:#}");
+    assert_eq!(directory["plugins"].as_array().unwrap().len(), 1, "{report:#}");
+    let warnings = directory["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{report:#}");
+    let warning = warnings[0].as_str().unwrap();
+    assert!(
+        warning.starts_with("left out: ") && warning.contains("libnoentry.so") && warning.contains("dylease_plugin_v1"),
+        "{report:#}"
+    );
+    let noentry = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["path"] == "plugins/libnoentry.so")
+        .unwrap();
+    assert_eq!(noentry["problem"]["cause"], "missing-entry", "{report:#}");
 }
 
 #[test]
@@ -522,8 +600,49 @@ fn a_plugin_that_stays_mapped_after_unload_is_loaded_twice_and_told_to_move_its_
         "a plugin that really unloads gets no warning"
     );
 
+    assert!(
+        warning.contains("it is linked with `-z nodelete`"),
+        "the real cause: {warning}"
+    );
+
     let text = dylease(dir.path(), &["check", "libpinned.so"]);
     assert!(text.stdout.contains("move it to `on_load`"), "{text:?}");
+}
+
+#[test]
+fn a_cpp_plugin_pinned_by_gnu_unique_symbols_is_told_to_use_the_version_script() {
+    let dir = TestDir::new("cli_cpp_pinned");
+    add(&dir, "layout_plain", "liblayout_plain.so");
+    add(&dir, "layout_recipe", "liblayout_recipe.so");
+    let warnings = |file: &str| {
+        let run = dylease(dir.path(), &["check", "--json", file]);
+        assert_eq!(run.status, 0, "a warning does not fail the check: {run:?}");
+        json(&run)["checks"][0]["warnings"].as_array().unwrap().clone()
+    };
+    let pinned = warnings("liblayout_plain.so");
+    assert_eq!(pinned.len(), 1, "{pinned:?}");
+    let warning = pinned[0].as_str().unwrap();
+    assert!(
+        warning.contains("it exports 2 GNU unique symbols, e.g. `_ZZN6layout8Registry3getEvE8instance`")
+            && warning.contains("fix: link the plugin with dylease's version script")
+            && warning.contains("dylease header --version-script"),
+        "{warning}"
+    );
+    assert_eq!(
+        warnings("liblayout_recipe.so"),
+        Vec::<Value>::new(),
+        "built with the recipe: no warning"
+    );
+}
+
+#[test]
+fn header_version_script_prints_the_linker_script_that_keeps_only_the_entry_point() {
+    let dir = TestDir::new("cli_version_script");
+    let run = dylease(dir.path(), &["header", "--version-script"]);
+    assert_eq!(run.status, 0, "{run:?}");
+    let script = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/dylease.map")).unwrap();
+    assert_eq!(run.stdout, script);
+    assert!(run.stdout.contains("global: dylease_plugin_v1;") && run.stdout.contains("local: *;"));
 }
 
 #[test]

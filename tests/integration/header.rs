@@ -1,7 +1,7 @@
 //! `include/dylease.h` from C and C++: a plugin whose passes come from two translation units,
 //! and every macro under the strictest flags the header promises to pass.
 
-use dylease::PluginHost;
+use dylease::{Error, PluginHost};
 
 use crate::support::{TestDir, assert_unloaded};
 
@@ -49,6 +49,8 @@ fn every_header_macro_compiles_cleanly_as_strict_c99_and_cpp11_and_registers_its
             let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
             let lease = host.acquire().unwrap();
             assert_eq!(lease.plugins()[0].version(), "1.2.3", "{name}");
+            // The macros export nothing but the entry point: nothing predicts a pinned library.
+            assert_eq!(lease.plugins()[0].pinning().causes(), [], "{name}");
             let passes: Vec<_> = lease.passes().iter().map(|p| (p.name(), p.interface())).collect();
             assert_eq!(
                 passes,
@@ -75,5 +77,27 @@ fn every_header_macro_compiles_cleanly_as_strict_c99_and_cpp11_and_registers_its
             drop(lease);
             assert_unloaded(&lib);
         }
+    }
+}
+
+#[test]
+fn a_plugin_written_with_the_macros_fails_with_its_own_message() {
+    for lang in ["c", "cpp"] {
+        let name = format!("macros_{lang}_failing");
+        let dir = TestDir::new(&name);
+        let lib = dir.add(&name, "libmacros_failing.so");
+        // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+        let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
+        let error = host.acquire().unwrap_err();
+        assert!(matches!(error, Error::RegisterFailed { .. }), "{name}: {error:?}");
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "plugin file `{}` failed to register its passes: no NPU device found (`register_passes` returned -1)",
+                lib.display()
+            ),
+            "{name}"
+        );
+        assert_unloaded(&lib);
     }
 }

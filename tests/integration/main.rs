@@ -8,7 +8,11 @@ mod support;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod abi_v2;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod build_recipe;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod cli;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod cpp_unload;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod discovery;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -30,7 +30,9 @@ fn two_plugin_host(prefix: &str) -> PluginHost {
 #[test]
 fn stats_follow_loads_unloads_and_leases() {
     let host = two_plugin_host("stats");
-    assert_eq!(host.stats(), Stats::default(), "nothing happened yet");
+    let mut fresh = Stats::default();
+    fresh.name = host.stats().name;
+    assert_eq!(host.stats(), fresh, "nothing happened yet");
 
     let lease = host.acquire().unwrap();
     let loaded = host.stats();
@@ -85,7 +87,9 @@ fn a_failed_load_is_not_counted_as_a_load() {
         .build()
         .unwrap();
     assert!(host.acquire().is_err());
-    assert_eq!(host.stats(), Stats::default());
+    let mut fresh = Stats::default();
+    fresh.name = host.stats().name;
+    assert_eq!(host.stats(), fresh);
 }
 
 #[test]
@@ -189,11 +193,12 @@ fn wait_unloaded_from_inside_the_hosts_own_unload_returns_false_at_once() {
 }
 
 #[test]
-fn loads_and_unloads_are_logged_with_counts_and_durations() {
+fn set_events_log_at_debug_a_hosts_first_load_and_last_unload_at_info_every_line_named() {
     logger::install();
-    // Four plugins and five passes: no other test's host logs these counts.
+    // Four plugins and five passes, and a name no other test's host has.
     let pass = |reg: &mut Registrar, name: &str| reg.add_pass(name, double as fn(i32) -> i32, ptr::null_mut());
     let host = PluginHost::builder()
+        .name("logged-session")
         .static_plugin("logged_a", move |reg| pass(reg, "one").and_then(|()| pass(reg, "two")))
         .static_plugin("logged_b", move |reg| pass(reg, "three"))
         .static_plugin("logged_c", move |reg| {
@@ -202,26 +207,48 @@ fn loads_and_unloads_are_logged_with_counts_and_durations() {
         .static_plugin("logged_d", |_reg| Ok(()))
         .build()
         .unwrap();
+    assert_eq!(host.stats().name, "logged-session");
     drop(host.acquire().unwrap());
-    // (`records` matches substrings, and "unloaded …" contains "loaded …".)
-    let loads = logger::records(Level::Info, "loaded generation 1: 4 plugins, 5 passes in ");
-    assert_eq!(
-        loads.iter().filter(|line| line.starts_with("loaded")).count(),
-        1,
-        "{loads:?}"
-    );
-    assert_eq!(
-        logger::records(Level::Info, "unloaded generation 1: 4 plugins, 5 passes in ").len(),
-        1
-    );
+    let second = host.acquire().unwrap();
+    // The host's own first load: `info`; its second, and the unload between: `debug`.
+    let named = "[logged-session] ";
+    let load = |generation: u64| format!("{named}loaded generation {generation}: 4 plugins, 5 passes in ");
+    let unload = |generation: u64| format!("{named}unloaded generation {generation}: 4 plugins, 5 passes in ");
+    let starting = |level, needle: &str| {
+        let lines = logger::records(level, needle);
+        lines.iter().filter(|line| line.starts_with(needle)).count()
+    };
+    assert_eq!(starting(Level::Info, &load(1)), 1);
+    assert_eq!(starting(Level::Debug, &load(1)), 0);
+    assert_eq!(starting(Level::Debug, &unload(1)), 1);
+    assert_eq!(starting(Level::Info, &unload(1)), 0);
+    assert_eq!(starting(Level::Debug, &load(2)), 1);
+    assert_eq!(starting(Level::Info, &load(2)), 0);
+    // The last unload, after the host is gone: `info`.
+    drop(host);
+    drop(second);
+    assert_eq!(starting(Level::Info, &unload(2)), 1);
     for (plugin, passes) in [
         ("logged_a", "2 passes"),
         ("logged_b", "1 pass"),
         ("logged_d", "0 passes"),
     ] {
-        let line = format!("loaded static plugin `{plugin}` as `{plugin}`: {passes}");
-        assert_eq!(logger::records(Level::Debug, &line), [line]);
+        let line = format!("{named}loaded static plugin `{plugin}` as `{plugin}`: {passes}");
+        assert_eq!(logger::records(Level::Debug, &line), [line.clone(), line]);
     }
+    // Without a name, a short one of its own.
+    let unnamed = PluginHost::builder()
+        .static_plugin("logged_unnamed", |_reg| Ok(()))
+        .build()
+        .unwrap();
+    let name = unnamed.stats().name;
+    assert!(name.starts_with("host-") && name.len() < 16, "{name}");
+    drop(unnamed.acquire().unwrap());
+    let line = logger::records(Level::Info, "loaded static plugin `logged_unnamed`");
+    assert!(line.is_empty(), "per-plugin lines are debug: {line:?}");
+    let line = logger::records(Level::Debug, "loaded static plugin `logged_unnamed`");
+    assert_eq!(line.len(), 1);
+    assert!(line[0].starts_with(&format!("[{name}] ")), "{line:?}");
 }
 
 /// A logger may call back into the library. One that acquires the host while the host logs
@@ -240,7 +267,7 @@ fn a_logger_that_acquires_the_host_during_its_unload_gets_reentrant_not_a_deadlo
         let (in_hook, seen_in_hook) = (Arc::downgrade(&host), seen.clone());
         logger::with_hook(
             move |line| {
-                if (line.starts_with("unloaded generation") || line.starts_with("loaded generation"))
+                if (line.contains("] unloaded generation") || line.contains("] loaded generation"))
                     && let Some(host) = in_hook.upgrade()
                 {
                     let outcome = host.acquire().map(|lease| lease.generation());
@@ -251,7 +278,7 @@ fn a_logger_that_acquires_the_host_during_its_unload_gets_reentrant_not_a_deadlo
         );
         assert!(!host.is_loaded());
         let seen = seen.lock().unwrap();
-        let during_unload: Vec<_> = seen.iter().filter(|(line, _)| line.starts_with("unloaded")).collect();
+        let during_unload: Vec<_> = seen.iter().filter(|(line, _)| line.contains("] unloaded")).collect();
         assert_eq!(during_unload.len(), 1, "{seen:?}");
         assert!(matches!(during_unload[0].1, Err(Error::Reentrant)), "{seen:?}");
         let _ = done.send(());
@@ -274,7 +301,7 @@ fn a_panicking_logger_during_a_load_leaves_the_host_consistent() {
         .unwrap();
     let outcome = logger::with_hook(
         |line| {
-            if line.starts_with("loaded generation 1: 1 plugin") {
+            if line.contains("] loaded generation 1: 1 plugin") {
                 panic!("the logger fails");
             }
         },

@@ -145,3 +145,27 @@ fn skip_failed_keeps_the_first_registration_of_a_pass_name_and_the_rest_of_the_s
     assert!(matches!(error, Error::DuplicatePass { .. }), "{error:?}");
     assert_unloaded(&arith);
 }
+
+#[test]
+fn a_plugin_skipped_at_every_load_is_warned_about_once_per_host() {
+    logger::install();
+    let dir = TestDir::new("skip_once");
+    let noentry = dir.add("noentry", "libnoentry.so");
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&noentry) }
+        .name("skip-once-host")
+        .policy(LoadPolicy::SkipFailed)
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        let lease = host.acquire().unwrap();
+        assert_eq!(lease.failures().len(), 1);
+    }
+    assert_eq!(host.stats().loads, 3);
+    let needle = format!(
+        "[skip-once-host] skipped under LoadPolicy::SkipFailed: plugin file `{}`",
+        noentry.display()
+    );
+    assert_eq!(logger::records(Level::Warn, &needle).len(), 1, "one warning per cause");
+    assert_eq!(logger::records(Level::Debug, &needle).len(), 2, "the repeats at debug");
+}

@@ -112,6 +112,7 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
                 "plain" => args.push("-DPLAIN".into()),
                 "unload" => args.push("-DUNLOAD".into()),
                 "hooks" => {}
+                "failing" => args.push("-DFAILING".into()),
                 other => panic!("no macros variant {other}"),
             }
             (vec![source], args)
@@ -121,6 +122,27 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         "duplicate" => (vec!["duplicate.c"], vec![]),
         "noisy" => (vec!["noisy.c"], vec![]),
         "cpp_multi" => (vec!["multi_a.cpp", "multi_b.cpp"], vec![]),
+        // The C++ example plugin (a singleton holding a std::string, a thread_local, an
+        // exception), built with the recipe (hidden visibility and the version script
+        // include/dylease.map), and plainly.
+        "layout_recipe" | "layout_plain" => {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+            let mut args = vec![format!("-I{}", root.join("examples/plugins").display())];
+            if name == "layout_recipe" {
+                args.push("-fvisibility=hidden".into());
+                args.push(format!(
+                    "-Wl,--version-script={}",
+                    root.join("include/dylease.map").display()
+                ));
+            }
+            (
+                vec![
+                    "../../examples/plugins/layout.cpp",
+                    "../../examples/plugins/layout_transpose.cpp",
+                ],
+                args,
+            )
+        }
         "stateful" => (vec!["stateful.c"], vec![]),
         "on_load_state_nodelete" => (vec!["on_load_state.c"], vec!["-Wl,-z,nodelete".into()]),
         // A plugin that other libraries link against by its soname, found next to them.

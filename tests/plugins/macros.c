@@ -3,7 +3,8 @@
  * as C++11 with -Wold-style-cast -Wzero-as-null-pointer-constant too. Flags:
  *   -DPLAIN    uses DYLEASE_PLUGIN
  *   -DUNLOAD   uses DYLEASE_PLUGIN_WITH_UNLOAD
- *   otherwise  uses DYLEASE_PLUGIN_WITH_HOOKS */
+ *   otherwise  uses DYLEASE_PLUGIN_WITH_HOOKS
+ *   -DFAILING  its second DYLEASE_REGISTER_CHECK fails with "no NPU device found" */
 #include "dylease.h"
 
 static int twice(int x) { return 2 * x; }
@@ -24,3 +25,15 @@ DYLEASE_PASS("pass", twice)
 DYLEASE_PASS_WITH_DATA("pass_with_data", twice, &data)
 DYLEASE_TYPED_PASS("typed_pass", "test.int_op/1", twice)
 DYLEASE_TYPED_PASS_WITH_DATA("typed_pass_with_data", "test.int_op/1", twice, &data)
+
+/* Two checks: the first always passes, the second fails under -DFAILING. */
+static const char *always_fine(void) { return DYLEASE_NULL_; }
+static const char *npu_present(void) {
+#if defined(FAILING)
+    return "no NPU device found";
+#else
+    return DYLEASE_NULL_;
+#endif
+}
+DYLEASE_REGISTER_CHECK(always_fine)
+DYLEASE_REGISTER_CHECK(npu_present)

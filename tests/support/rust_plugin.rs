@@ -29,7 +29,13 @@ pub fn library_name() -> String {
 /// Builds the plugins (debug profile) into `target` and returns the directory they are in.
 /// `offline` passes `--offline` to cargo.
 pub fn build_rust_plugins(target: &Path, offline: bool) -> Result<PathBuf, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The crate's root, also when the demo's workspace member (`examples/demo`) builds this.
+    let root = &if manifest_dir.join("include/dylease.h").exists() {
+        manifest_dir.to_owned()
+    } else {
+        manifest_dir.join("../..")
+    };
     let member = root.join("examples/rust-plugin/Cargo.toml");
     let manifest = if member.exists() {
         member

@@ -76,7 +76,7 @@ pub(crate) fn for_error(error: &Error) -> Advice {
             "hosts refuse, before running any of its code, a plugin that another user could have \
              replaced: make the file and its directory owned by you or root and not writable by group \
              or others (the problem above names which one), or build the host with \
-             TrustPolicy::Permissive if that is intended",
+             TrustPolicy::Permissive if that is intended (and check with `--trust permissive`)",
         ),
         Error::Io { path, context, .. } => advice("io", io_fix(path, context)),
         Error::Reentrant => advice(
@@ -149,4 +149,29 @@ fn io_fix(path: &Path, context: &str) -> String {
     } else {
         "check the path: there is no such file".to_owned()
     }
+}
+
+/// The warning for a library that stayed mapped after its unload: the causes its file shows
+/// (`pinning`, of each plugin of the check) with their fixes, and what staying mapped means.
+pub(crate) fn pinned(pinning: &[dylease::Pinning]) -> String {
+    // The causes that always pin if there are any; otherwise those that may.
+    let all: Vec<&dylease::PinCause> = pinning.iter().flat_map(|p| p.causes()).collect();
+    let certain = all.iter().any(|cause| cause.always_pins());
+    let causes: Vec<String> = all
+        .iter()
+        .filter(|cause| !certain || cause.always_pins())
+        .map(|cause| format!("{cause}; fix: {}", cause.fix()))
+        .collect();
+    let why = if causes.is_empty() {
+        "its file shows no cause (another user of the same file in this process, or a platform that never \
+         unloads, such as musl)"
+            .to_owned()
+    } else {
+        causes.join("; and ")
+    };
+    format!(
+        "the library stays mapped after its unload: {why}. Its constructors will not run again on the next load, \
+         so state a constructor set up and `on_unload` freed is gone from then on; move it to `on_load` \
+         (DYLEASE_PLUGIN_WITH_HOOKS, or `on_load` in export_plugin!)"
+    )
 }

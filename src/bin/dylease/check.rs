@@ -7,7 +7,7 @@ use std::fs;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use dylease::{Error, HostBuilder, Lease, PluginHost};
+use dylease::{Error, HostBuilder, Lease, LoadPolicy, PluginHost, TrustPolicy};
 
 use crate::advice::{self, Advice};
 use crate::rewrite;
@@ -91,22 +91,41 @@ impl Check {
     }
 }
 
+/// The policies of the deployment's host (`--trust`, `--policy`), which every checking host
+/// uses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Options {
+    pub(crate) trust: TrustPolicy,
+    pub(crate) policy: LoadPolicy,
+}
+
+impl Options {
+    fn builder(self) -> HostBuilder {
+        PluginHost::builder()
+            .name("dylease-check")
+            .trust(self.trust)
+            .policy(self.policy)
+    }
+}
+
 /// Checks every path, handing each finished check to `report` as soon as it is done; stops
 /// when `report` says so (nobody reads the report any more).
-pub(crate) fn run(paths: &[PathBuf], mut report: impl FnMut(Check) -> ControlFlow<()>) -> ControlFlow<()> {
+pub(crate) fn run(
+    paths: &[PathBuf],
+    options: Options,
+    mut report: impl FnMut(Check) -> ControlFlow<()>,
+) -> ControlFlow<()> {
     for path in paths {
         if path.is_dir() {
-            check_dir(path, &mut report)?;
+            check_dir(path, options, &mut report)?;
         } else {
             // SAFETY: loading the plugins its user names, to check them, is what `dylease check`
             // is for; its help says that checking runs their code.
-            report(load(Kind::File, Some(path), unsafe {
-                PluginHost::builder().file(path)
-            }))?;
+            report(load(Kind::File, Some(path), unsafe { options.builder().file(path) }))?;
         }
     }
     if paths.len() > 1 {
-        let mut builder = PluginHost::builder();
+        let mut builder = options.builder();
         for path in paths {
             // SAFETY: as above, the user named these plugins to be loaded and checked.
             builder = unsafe {
@@ -125,7 +144,7 @@ pub(crate) fn run(paths: &[PathBuf], mut report: impl FnMut(Check) -> ControlFlo
 }
 
 /// A directory: each plugin file on its own, in the host's order, then the directory whole.
-fn check_dir(dir: &Path, report: &mut impl FnMut(Check) -> ControlFlow<()>) -> ControlFlow<()> {
+fn check_dir(dir: &Path, options: Options, report: &mut impl FnMut(Check) -> ControlFlow<()>) -> ControlFlow<()> {
     let files = match dylease::plugin_files_in(dir) {
         Ok(files) => files,
         Err(error) => {
@@ -143,12 +162,10 @@ fn check_dir(dir: &Path, report: &mut impl FnMut(Check) -> ControlFlow<()>) -> C
     };
     for file in &files {
         // SAFETY: the user named this directory's plugins to be loaded and checked.
-        report(load(Kind::File, Some(file), unsafe {
-            PluginHost::builder().file(file)
-        }))?;
+        report(load(Kind::File, Some(file), unsafe { options.builder().file(file) }))?;
     }
     // SAFETY: as above.
-    let mut whole = load(Kind::Directory, Some(dir), unsafe { PluginHost::builder().dir(dir) });
+    let mut whole = load(Kind::Directory, Some(dir), unsafe { options.builder().dir(dir) });
     whole.skipped = skipped(dir, &files);
     whole.files = Some(files.len());
     report(whole)
@@ -164,8 +181,8 @@ fn load(kind: Kind, path: Option<&Path>, builder: HostBuilder) -> Check {
     let mut warnings = warnings;
     let outcome = builder
         .build()
-        .and_then(|host| load_twice(kind, &host, &mut warnings))
-        .map_err(|error| problem(&error));
+        .map_err(|error| problem(&error))
+        .and_then(|host| load_twice(kind, &host, &mut warnings));
     Check {
         kind,
         path: path.map(Path::to_owned),
@@ -181,22 +198,28 @@ fn load(kind: Kind, path: Option<&Path>, builder: HostBuilder) -> Check {
 /// long-lived program that reloads would: a library the platform keeps mapped after its
 /// unload (`-z nodelete`, a C++ `thread_local`, musl) does not run its constructors again, so
 /// state a constructor made and `on_unload` freed is gone from the second load on.
-fn load_twice(kind: Kind, host: &PluginHost, warnings: &mut Vec<String>) -> Result<Vec<Plugin>, Error> {
-    let first = describe(&host.acquire()?);
+///
+/// Under `--policy skip-failed` a plugin the host left out fails the check of its own file
+/// (it does not load), and is a warning of a directory's or all arguments' check (which
+/// loads without it).
+fn load_twice(kind: Kind, host: &PluginHost, warnings: &mut Vec<String>) -> Result<Vec<Plugin>, Problem> {
+    let lease = host.acquire().map_err(|error| problem(&error))?;
+    if let (Kind::File, Some(failure)) = (kind, lease.failures().first()) {
+        return Err(problem(failure.error()));
+    }
+    let first = describe(&lease);
+    warnings.extend(lease.failures().iter().map(|failure| format!("left out: {failure}")));
+    let pinning: Vec<dylease::Pinning> = lease.plugins().iter().map(|p| p.pinning().clone()).collect();
+    drop(lease);
     if kind != Kind::File {
         return Ok(first);
     }
     if host.stats().pinned_libraries > 0 {
-        warnings.push(
-            "the library stays mapped after its unload (linked with `-z nodelete`, a C++ `thread_local`, \
-             or on musl): its constructors will not run again on the next load, so state a constructor set up \
-             and `on_unload` freed is gone from then on; move it to `on_load` (DYLEASE_PLUGIN_WITH_HOOKS, or \
-             `on_load` in export_plugin!)"
-                .to_owned(),
-        );
+        warnings.push(advice::pinned(&pinning));
     }
-    let second = host.acquire().inspect_err(|_| {
+    let second = host.acquire().map_err(|error| {
         warnings.push("it loaded once, but the second load, after an unload, failed".to_owned());
+        problem(&error)
     })?;
     let second = describe(&second);
     let passes = |plugins: &[Plugin]| plugins.iter().map(|p| p.passes.len()).sum::<usize>();

@@ -17,10 +17,15 @@ use crate::report;
 
 /// Installs every file into `dir`, reporting each through `say`. `Ok(false)` when a file was
 /// not installed (the others are); `Err` only when the report cannot be written.
-pub(crate) fn run(files: &[PathBuf], dir: &Path, mut say: impl FnMut(&str) -> io::Result<()>) -> io::Result<bool> {
+pub(crate) fn run(
+    files: &[PathBuf],
+    dir: &Path,
+    options: check::Options,
+    mut say: impl FnMut(&str) -> io::Result<()>,
+) -> io::Result<bool> {
     let mut ok = true;
     for file in files {
-        let text = match install(file, dir) {
+        let text = match install(file, dir, options) {
             Ok(Installed { to, check }) => {
                 let plugins = check.outcome.as_deref().unwrap_or_default();
                 let what: Vec<String> = plugins
@@ -77,7 +82,7 @@ enum Refused {
     Io(String),
 }
 
-fn install(file: &Path, dir: &Path) -> Result<Installed, Refused> {
+fn install(file: &Path, dir: &Path, options: check::Options) -> Result<Installed, Refused> {
     let io = |what: &str, path: &Path, e: io::Error| Refused::Io(format!("{what} `{}`: {e}", path.display()));
     let Some(name) = file.file_name() else {
         return Err(Refused::Io(format!("`{}` names no file", file.display())));
@@ -104,7 +109,7 @@ fn install(file: &Path, dir: &Path) -> Result<Installed, Refused> {
     };
     copy(file, &partial).map_err(|e| io(&format!("cannot copy `{}` to", file.display()), &partial, e))?;
     let mut checked = None;
-    let _ = check::run(std::slice::from_ref(&partial), |check| {
+    let _ = check::run(std::slice::from_ref(&partial), options, |check| {
         checked = Some(check);
         std::ops::ControlFlow::Break(())
     });

@@ -5,7 +5,7 @@
 //! its version and passes and each problem with the file and a fix, and exits with 0 only when
 //! everything would load. `dylease install <file>... <dir>` installs plugins atomically (a
 //! checked temporary file renamed into place). `dylease header` prints `include/dylease.h`
-//! for C builds. Built
+//! for C builds (`--version-script`: `include/dylease.map`, the linker version script). Built
 //! only with the `cli` feature:
 //!
 //! ```sh
@@ -17,7 +17,7 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod advice;
 mod check;
@@ -42,12 +42,28 @@ enum Command {
     Check(CheckArgs),
     /// Prints `dylease.h`, the C header plugins are built with (the copy of this dylease
     /// version): `dylease header > dylease.h`.
-    Header,
+    Header(HeaderArgs),
     /// Installs plugin files into a directory that running hosts read, atomically: each is
     /// written under a temporary name in DIR, flushed, checked as `check` does, and renamed
     /// into place only if it would load.
     #[command(after_long_help = INSTALL_HELP)]
     Install(InstallArgs),
+}
+
+#[derive(Debug, Args)]
+struct HeaderArgs {
+    /// Print the linker version script `dylease.map` instead, which keeps only the entry point
+    /// global (`-Wl,--version-script=dylease.map`): without it, glibc never unloads most C++
+    /// plugins.
+    #[arg(long, conflicts_with = "install")]
+    version_script: bool,
+
+    /// Instead of printing, install what plugin builds need under PREFIX: the header and the
+    /// version script in PREFIX/include, the CMake package (`find_package(dylease)`,
+    /// `dylease_add_plugin`) in PREFIX/lib/cmake/dylease, and `dylease.pc` in
+    /// PREFIX/lib/pkgconfig.
+    #[arg(long, value_name = "PREFIX")]
+    install: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -59,6 +75,10 @@ struct InstallArgs {
     /// The plugin directory the hosts read.
     #[arg(value_name = "DIR")]
     dir: PathBuf,
+
+    /// Whose files the checking host opens, as the deployment's host does (`TrustPolicy`).
+    #[arg(long, value_enum, default_value_t = Trust::Strict)]
+    trust: Trust,
 }
 
 const INSTALL_HELP: &str = "\
@@ -78,6 +98,11 @@ was not (the others are), 2 on a usage error.";
 /// The normative C header, as packaged with this crate.
 const HEADER: &str = include_str!("../../../include/dylease.h");
 
+/// The linker version script for plugins, as packaged with this crate.
+const VERSION_SCRIPT: &str = include_str!("../../../include/dylease.map");
+
+mod sdk;
+
 #[derive(Debug, Args)]
 struct CheckArgs {
     /// Plugin library files, and directories of them (as `HostBuilder::dir` reads them).
@@ -87,6 +112,58 @@ struct CheckArgs {
     /// Print one JSON document on standard output instead of text (schema in --help).
     #[arg(long)]
     json: bool,
+
+    /// Which files the checking hosts agree to open, as the deployment's host does
+    /// (`TrustPolicy`): `permissive` for a deployment that deliberately trusts, say, a
+    /// group-writable directory.
+    #[arg(long, value_enum, default_value_t = Trust::Strict)]
+    trust: Trust,
+
+    /// What the checking hosts do when one plugin fails, as the deployment's host does
+    /// (`LoadPolicy`): with `skip-failed` a failed plugin is left out (and listed as a
+    /// warning) and the others load.
+    #[arg(long, value_enum, default_value_t = Policy::Strict)]
+    policy: Policy,
+}
+
+/// `--trust`: the host's `TrustPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Trust {
+    /// `TrustPolicy::Strict`: refuse files other users could have changed.
+    Strict,
+    /// `TrustPolicy::Permissive`: open whatever is named.
+    Permissive,
+}
+
+impl Trust {
+    fn policy(self) -> dylease::TrustPolicy {
+        match self {
+            Trust::Strict => dylease::TrustPolicy::Strict,
+            Trust::Permissive => dylease::TrustPolicy::Permissive,
+        }
+    }
+}
+
+/// `--policy`: the host's `LoadPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Policy {
+    /// `LoadPolicy::Strict`: one failed plugin fails the load.
+    Strict,
+    /// `LoadPolicy::SkipFailed`: a failed plugin is left out.
+    SkipFailed,
+}
+
+impl CheckArgs {
+    /// The host configuration every check uses.
+    fn options(&self) -> check::Options {
+        check::Options {
+            trust: self.trust.policy(),
+            policy: match self.policy {
+                Policy::Strict => dylease::LoadPolicy::Strict,
+                Policy::SkipFailed => dylease::LoadPolicy::SkipFailed,
+            },
+        }
+    }
 }
 
 const CHECK_HELP: &str = "\
@@ -97,13 +174,19 @@ plugins that register the same pass name fail it together. With more than one FI
 all of them are also checked together, as one host configured with all of them in order.
 
 Checking a plugin runs its code (constructors, register and unload functions), as loading
-it in a host does: check only plugins you would load.
+it in a host does: check only plugins you would load. The hosts use the default policies
+unless --trust and --policy give the deployment's.
 
 Install plugins by rename (`dylease install`, or `cp` to a temporary name in the same
 directory, then `mv`; GNU `install` removes the old file first), never by writing over a
 file in place: a library rewritten while a host loads
 it kills that host with SIGBUS inside the loader, and no check can prevent it. The checker
-warns when a plugin file changed less than 10 s ago and this user can write it.
+warns when a process (one whose descriptors this user may see) has a plugin file open for
+writing.
+
+A plugin that stays mapped after its unload is loaded twice and warned about with the cause
+its file shows (`-z nodelete`, GNU unique symbols of a C++ build, thread-local destructors)
+and the fix; for C++ that is the version script `dylease header --version-script` prints.
 
 Exit status: 0 when everything would load, 1 when anything would not, 2 on a usage error.
 
@@ -120,8 +203,9 @@ print goes to standard error meanwhile.
                                \"interface\": string | null}]}],   in load order; [] when not ok
       \"problem\": null | {\"cause\": string, \"file\": string | null,
                           \"message\": string, \"fix\": string},
-      \"warnings\": [string],            for a file: it may still be being written; it stays
-                                      mapped after unload; its second load differs
+      \"warnings\": [string],            for a file: it is open for writing; it stays mapped
+                                      after unload (and why); its second load differs;
+                                      with --policy skip-failed: each plugin left out
       \"skipped\": [{\"path\": string, \"reason\": string}]   directory entries a host does not load
     }]
   }
@@ -131,10 +215,20 @@ register-failed, duplicate-pass, io, reentrant, other.";
 
 fn main() -> ExitCode {
     let ok = match Cli::parse().command {
-        Command::Check(args) if args.json => check_json(&args.paths),
-        Command::Check(args) => check_human(&args.paths),
-        Command::Header => print(HEADER).map(|()| true),
-        Command::Install(args) => install::run(&args.files, &args.dir, print),
+        Command::Check(args) if args.json => check_json(&args.paths, args.options()),
+        Command::Check(args) => check_human(&args.paths, args.options()),
+        Command::Header(HeaderArgs {
+            install: Some(prefix), ..
+        }) => sdk::install(&prefix),
+        Command::Header(args) if args.version_script => print(VERSION_SCRIPT).map(|()| true),
+        Command::Header(_) => print(HEADER).map(|()| true),
+        Command::Install(args) => {
+            let options = check::Options {
+                trust: args.trust.policy(),
+                policy: dylease::LoadPolicy::Strict,
+            };
+            install::run(&args.files, &args.dir, options, print)
+        }
     };
     match ok {
         Ok(true) => ExitCode::SUCCESS,
@@ -154,12 +248,12 @@ fn main() -> ExitCode {
 const BROKEN_PIPE: u8 = 141;
 
 /// Text, printed as each check finishes (anything a plugin prints appears next to its check).
-fn check_human(paths: &[PathBuf]) -> io::Result<bool> {
+fn check_human(paths: &[PathBuf], options: check::Options) -> io::Result<bool> {
     let mut report = report::Human::default();
     let mut ok = true;
     let mut written = Ok(());
     // Once the report cannot be written, the remaining checks would load plugins for nobody.
-    let _ = check::run(paths, |check| {
+    let _ = check::run(paths, options, |check| {
         ok &= check.ok();
         stdout::flush_plugins();
         written = print(&report.check(&check));
@@ -174,13 +268,13 @@ fn check_human(paths: &[PathBuf]) -> io::Result<bool> {
 }
 
 /// One JSON document, printed when every check is done.
-fn check_json(paths: &[PathBuf]) -> io::Result<bool> {
+fn check_json(paths: &[PathBuf], options: check::Options) -> io::Result<bool> {
     let mut checks = Vec::new();
     {
         // Plugins may print while they load and unload; standard output must hold the
         // document alone.
         let _redirect = stdout::to_stderr();
-        let _ = check::run(paths, |check| {
+        let _ = check::run(paths, options, |check| {
             checks.push(check);
             ControlFlow::Continue(())
         });

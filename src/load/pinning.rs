@@ -1,0 +1,443 @@
+//! Whether the platform will keep a library mapped after its last `dlclose` ("pinned"), and
+//! why: predicted from the file before it is loaded, and compared with what happened after
+//! each unload.
+//!
+//! glibc never unloads a library that has `DF_1_NODELETE` in `DT_FLAGS_1` (`-z nodelete`), or
+//! that defines an `STB_GNU_UNIQUE` symbol: g++ gives one to every function-local static of an
+//! inline function or template (every "Meyers singleton"), so a six-line C++ plugin holding a
+//! `std::string` there is pinned. A library that registered a thread-local destructor
+//! (`__cxa_thread_atexit_impl`: a C++ `thread_local` or a Rust `thread_local!` with `Drop`)
+//! stays mapped while a thread that used it lives. And a library whose other exported symbols
+//! another, never-unloaded object bound to stays for that object. The first two show in
+//! `.dynamic` and `.dynsym`, read here from the file the trust and ELF checks looked at; the
+//! fix for the g++ causes is the linker version script `include/dylease.map`, which keeps only
+//! `dylease_plugin_v1` global.
+//!
+//! A pinned library is warned about once per plugin file and counted once per mapping, not
+//! once per unload: it stays mapped, and every later unload would say the same.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::fs::File;
+
+use crate::abi::DYLEASE_ENTRY_SYMBOL;
+use crate::error::Origin;
+use crate::load::elf::{Reader, read_at, read_exactly};
+use crate::sync::Mutex;
+
+/// One reason the platform may keep a plugin's library mapped after its last lease; see
+/// [`Pinning`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PinCause {
+    /// The library is linked with `-z nodelete` (`DF_1_NODELETE` in `DT_FLAGS_1`): the loader
+    /// never unloads it.
+    NoDelete,
+    /// The library exports `STB_GNU_UNIQUE` symbols, which glibc never unloads: g++ makes one of
+    /// every function-local static in an inline function or a template.
+    GnuUnique {
+        /// How many.
+        count: usize,
+        /// One of them, as its (mangled) symbol name.
+        example: String,
+    },
+    /// The library registers thread-local destructors (it imports `__cxa_thread_atexit_impl`
+    /// or `__cxa_thread_atexit`: a C++ `thread_local` or a Rust `thread_local!` whose type has
+    /// `Drop`). It stays mapped if a thread that used such a thread-local is still alive when
+    /// its last lease drops. A thread's thread-local destructors run after its closure
+    /// returned: `JoinHandle::join` waits for them, the end of `std::thread::scope` does not.
+    ThreadLocalDestructors,
+    /// The library exports definitions besides its entry point; another library that the
+    /// process never unloads (libstdc++ binding to template code, say) may bind to them and so
+    /// keep it mapped.
+    Exports {
+        /// How many.
+        count: usize,
+        /// One of them, as its (mangled) symbol name.
+        example: String,
+    },
+}
+
+impl PinCause {
+    /// Whether this cause keeps the library mapped after every unload (`NoDelete`,
+    /// `GnuUnique`), rather than only under some conditions.
+    pub fn always_pins(&self) -> bool {
+        matches!(self, PinCause::NoDelete | PinCause::GnuUnique { .. })
+    }
+
+    /// How a plugin author removes this cause, as a sentence.
+    pub fn fix(&self) -> &'static str {
+        match self {
+            PinCause::NoDelete => "link the plugin without `-z nodelete`",
+            PinCause::GnuUnique { .. } | PinCause::Exports { .. } => {
+                "link the plugin with dylease's version script, which keeps only `dylease_plugin_v1` \
+                 global (`-Wl,--version-script=dylease.map`; `dylease header --version-script` prints it, \
+                 and the CMake function `dylease_add_plugin` sets it)"
+            }
+            PinCause::ThreadLocalDestructors => {
+                "let the threads that used the plugin's thread-locals end before its last lease drops, \
+                 or give those thread-locals types without destructors"
+            }
+        }
+    }
+}
+
+impl fmt::Display for PinCause {
+    /// The cause as a phrase: "it exports 2 GNU unique symbols, e.g. `…`: glibc never unloads
+    /// such a library".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PinCause::NoDelete => {
+                f.write_str("it is linked with `-z nodelete` (DF_1_NODELETE): the loader never unloads such a library")
+            }
+            PinCause::GnuUnique { count, example } => write!(
+                f,
+                "it exports {} GNU unique {}, e.g. `{example}` (g++ makes one of each function-local static \
+                 in an inline function or template): glibc never unloads such a library",
+                count,
+                if *count == 1 { "symbol" } else { "symbols" },
+            ),
+            PinCause::ThreadLocalDestructors => write!(
+                f,
+                "it registers thread-local destructors (it imports `__cxa_thread_atexit`): it stays mapped \
+                 while a thread that used such a thread-local is alive"
+            ),
+            PinCause::Exports { count, example } => write!(
+                f,
+                "it exports {} besides `{DYLEASE_ENTRY_SYMBOL}`, e.g. `{example}`: a library the process \
+                 never unloads may bind to them and keep it mapped",
+                crate::load::count(*count, "other symbol", "other symbols"),
+            ),
+        }
+    }
+}
+
+/// What dylease predicts, from a plugin library's file before loading it, about whether the
+/// platform will keep it mapped after its last lease: see [`PluginInfo::pinning`].
+///
+/// Read from the file's `.dynamic` and `.dynsym` sections (ELF files only; elsewhere, and for
+/// static plugins, there are no causes). After each unload the host compares the prediction
+/// with what the loader did, and a library that stayed mapped is logged once, with its causes
+/// and their fixes, and counted once in [`Stats::pinned_libraries`](crate::Stats::pinned_libraries).
+///
+/// [`PluginInfo::pinning`]: crate::PluginInfo::pinning
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pinning {
+    causes: Vec<PinCause>,
+}
+
+impl Pinning {
+    /// Whether the library is expected to stay mapped after every unload: one of its causes
+    /// [always pins](PinCause::always_pins).
+    pub fn expected(&self) -> bool {
+        self.causes.iter().any(PinCause::always_pins)
+    }
+
+    /// Every cause found, those that always pin first; empty for a library expected to unload.
+    pub fn causes(&self) -> &[PinCause] {
+        &self.causes
+    }
+
+    /// The causes as one phrase, `None` without any.
+    fn describe(&self, only_certain: bool) -> Option<String> {
+        let phrases: Vec<String> = self
+            .causes
+            .iter()
+            .filter(|cause| !only_certain || cause.always_pins())
+            .map(|cause| format!("{cause}; fix: {}", cause.fix()))
+            .collect();
+        (!phrases.is_empty()).then(|| phrases.join("; and "))
+    }
+
+    /// Reads the prediction from `file` (`len` bytes, a library that passed the ELF header
+    /// check). A file whose sections cannot be read (stripped of section headers, or
+    /// malformed) has no causes: the prediction is only advice, and the loader judges the
+    /// file.
+    pub(crate) fn predict(file: &File, len: u64) -> Pinning {
+        if !cfg!(all(unix, not(target_vendor = "apple"))) {
+            return Pinning::default();
+        }
+        predict_with(|buffer, offset| read_at(file, buffer, offset), len).unwrap_or_default()
+    }
+}
+
+/// Section types and symbol fields (the ELF gABI and the GNU extensions).
+const SHT_DYNAMIC: u32 = 6;
+const SHT_DYNSYM: u32 = 11;
+const STB_GLOBAL: u8 = 1;
+const STB_WEAK: u8 = 2;
+const STB_GNU_UNIQUE: u8 = 10;
+const STT_SECTION: u8 = 3;
+const STT_FILE: u8 = 4;
+const STV_DEFAULT: u8 = 0;
+const STV_PROTECTED: u8 = 3;
+const SHN_UNDEF: u16 = 0;
+const DT_NULL: u64 = 0;
+const DT_FLAGS_1: u64 = 0x6fff_fffb;
+const DF_1_NODELETE: u64 = 0x8;
+/// What the linker defines in every library, which no other object binds to.
+const LINKER_NAMES: [&str; 5] = ["_init", "_fini", "_edata", "_end", "__bss_start"];
+/// The imports that register a thread-local destructor (glibc's, and libstdc++'s wrapper).
+const THREAD_ATEXIT: [&str; 2] = ["__cxa_thread_atexit_impl", "__cxa_thread_atexit"];
+/// The most this reads of one section: bigger ones are not predicted.
+const MAX_SECTION: u64 = 256 << 20;
+
+/// A section: where it is in the file, its size, its linked section and its entry size.
+#[derive(Clone, Copy)]
+struct Section {
+    kind: u32,
+    offset: u64,
+    size: u64,
+    link: u32,
+    entsize: u64,
+}
+
+/// [`Pinning::predict`] over any positioned reader; `None` where the file cannot tell.
+fn predict_with(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64) -> Option<Pinning> {
+    let read = |offset: u64, size: u64| -> Option<Vec<u8>> {
+        if size > MAX_SECTION || offset.checked_add(size)? > len {
+            return None;
+        }
+        let mut bytes = vec![0; usize::try_from(size).ok()?];
+        (read_exactly(&read_at, &mut bytes, offset).ok()? == bytes.len()).then_some(bytes)
+    };
+    let head = read(0, 64.min(len))?;
+    let (wide, big_endian) = (head.get(4) == Some(&2), head.get(5) == Some(&2));
+    let header = Reader {
+        bytes: &head,
+        wide,
+        big_endian,
+    };
+    let (shoff, shentsize, shnum) = if wide {
+        (header.u64(40), header.u16(58), header.u16(60))
+    } else {
+        (header.u32(32).into(), header.u16(46), header.u16(48))
+    };
+    if shnum == 0 || usize::from(shentsize) < if wide { 64 } else { 40 } {
+        return None;
+    }
+    let table = read(shoff, u64::from(shentsize) * u64::from(shnum))?;
+    let table = Reader {
+        bytes: &table,
+        wide,
+        big_endian,
+    };
+    let sections: Vec<Section> = (0..usize::from(shnum))
+        .map(|i| {
+            let at = i * usize::from(shentsize);
+            if wide {
+                Section {
+                    kind: table.u32(at + 4),
+                    offset: table.u64(at + 24),
+                    size: table.u64(at + 32),
+                    link: table.u32(at + 40),
+                    entsize: table.u64(at + 56),
+                }
+            } else {
+                Section {
+                    kind: table.u32(at + 4),
+                    offset: table.u32(at + 16).into(),
+                    size: table.u32(at + 20).into(),
+                    link: table.u32(at + 24),
+                    entsize: table.u32(at + 36).into(),
+                }
+            }
+        })
+        .collect();
+
+    let mut pinning = Pinning::default();
+    if let Some(dynamic) = sections.iter().find(|s| s.kind == SHT_DYNAMIC) {
+        let bytes = read(dynamic.offset, dynamic.size)?;
+        let entries = Reader {
+            bytes: &bytes,
+            wide,
+            big_endian,
+        };
+        let step = if wide { 16 } else { 8 };
+        for at in (0..bytes.len() / step).map(|i| i * step) {
+            let (tag, value) = if wide {
+                (entries.u64(at), entries.u64(at + 8))
+            } else {
+                (entries.u32(at).into(), entries.u32(at + 4).into())
+            };
+            if tag == DT_NULL {
+                break;
+            }
+            if tag == DT_FLAGS_1 && value & DF_1_NODELETE != 0 {
+                pinning.causes.push(PinCause::NoDelete);
+            }
+        }
+    }
+
+    let Some(symbols) = sections.iter().find(|s| s.kind == SHT_DYNSYM) else {
+        return Some(pinning);
+    };
+    let strings = sections.get(usize::try_from(symbols.link).ok()?)?;
+    let names = read(strings.offset, strings.size)?;
+    let bytes = read(symbols.offset, symbols.size)?;
+    let entry = usize::try_from(symbols.entsize).ok()?;
+    if entry < if wide { 24 } else { 16 } {
+        return None;
+    }
+    let table = Reader {
+        bytes: &bytes,
+        wide,
+        big_endian,
+    };
+    let name_at = |offset: u32| -> &str {
+        let tail = names.get(offset as usize..).unwrap_or_default();
+        let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
+        std::str::from_utf8(&tail[..end]).unwrap_or("")
+    };
+    let (mut unique, mut exports) = ((0, None), (0, None));
+    let mut thread_atexit = false;
+    // Entry 0 is the null symbol.
+    for at in (1..bytes.len() / entry).map(|i| i * entry) {
+        let (name, info, other, shndx) = if wide {
+            (table.u32(at), bytes[at + 4], bytes[at + 5], table.u16(at + 6))
+        } else {
+            (table.u32(at), bytes[at + 12], bytes[at + 13], table.u16(at + 14))
+        };
+        let (binding, kind, visibility) = (info >> 4, info & 0xf, other & 0x3);
+        let name = name_at(name);
+        if shndx == SHN_UNDEF {
+            thread_atexit |= THREAD_ATEXIT.contains(&name);
+            continue;
+        }
+        let tally = |(count, example): &mut (usize, Option<String>)| {
+            *count += 1;
+            example.get_or_insert_with(|| name.to_owned());
+        };
+        if binding == STB_GNU_UNIQUE {
+            tally(&mut unique);
+        } else if matches!(binding, STB_GLOBAL | STB_WEAK)
+            && matches!(visibility, STV_DEFAULT | STV_PROTECTED)
+            && !matches!(kind, STT_SECTION | STT_FILE)
+            && !name.is_empty()
+            && name != DYLEASE_ENTRY_SYMBOL
+            && !LINKER_NAMES.contains(&name)
+        {
+            tally(&mut exports);
+        }
+    }
+    if let (count, Some(example)) = unique {
+        pinning.causes.push(PinCause::GnuUnique { count, example });
+    }
+    if thread_atexit {
+        pinning.causes.push(PinCause::ThreadLocalDestructors);
+    }
+    if let (count, Some(example)) = exports {
+        pinning.causes.push(PinCause::Exports { count, example });
+    }
+    Some(pinning)
+}
+
+crate::sync::lazy_static! {
+    /// What was reported pinned so far: the mappings, by the loader's handle of them (each is
+    /// counted once; a kept mapping's handle is never reused), and the plugin files, as discovered (each is warned about once, however
+    /// many mappings of it a reload of a changed file leaves behind).
+    static REPORTED: Mutex<Reported> = Mutex::new(Reported::default());
+}
+
+#[derive(Default)]
+struct Reported {
+    mappings: HashSet<usize>,
+    files: HashSet<String>,
+}
+
+/// Compares the prediction for a library instance that was just closed with what the loader
+/// did: `still_loaded` is whether the loader still maps the library whose handle was
+/// `mapping` (`None` where it cannot tell). A mapping that stayed is counted the first time it is seen (the
+/// return value: whether to count it), and its plugin file is logged as a warning once, with
+/// the causes the file shows and their fixes; later mappings of the same file (new versions
+/// of a changed file, each kept in turn) are logged at `debug`. A library that really unloaded is forgotten, so
+/// that a later mapping of it that stays is reported again.
+pub(crate) fn after_unload(origin: &Origin, predicted: &Pinning, mapping: usize, still_loaded: Option<bool>) -> bool {
+    let file = origin.to_string();
+    let prefix = crate::load::log_scope::prefix();
+    match still_loaded {
+        None => false,
+        Some(false) => {
+            if predicted.expected() {
+                log::debug!("{prefix}{origin} unloaded, although it was expected to stay mapped");
+            }
+            let mut reported = REPORTED.lock();
+            reported.mappings.remove(&mapping);
+            reported.files.remove(&file);
+            false
+        }
+        Some(true) => {
+            let (counted, warned) = {
+                let mut reported = REPORTED.lock();
+                let counted = reported.mappings.insert(mapping);
+                (counted, counted && reported.files.insert(file))
+            };
+            if !counted {
+                return false;
+            }
+            if !warned {
+                log::debug!("{prefix}{origin} left another mapping behind after its unload (pinned)");
+                return true;
+            }
+            let why = match predicted.describe(true).or_else(|| predicted.describe(false)) {
+                Some(causes) => format!("as its file predicted: {causes}"),
+                None => "its file shows no cause, so another user of the same file in this process \
+                         (a `dlopen` of it outside dylease, or `RTLD_NODELETE`) or a thread-local \
+                         destructor holds it"
+                    .to_owned(),
+            };
+            log::warn!(
+                "{prefix}{origin} is still loaded after its unload: the platform pinned it, {why}. Its statics \
+                 keep their values and every reload of a changed file adds a mapping, so keep plugin state \
+                 in `on_load` and `on_unload` (reported once per file)"
+            );
+            true
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_without_sections_or_not_elf_predicts_nothing_and_never_panics() {
+        let read = |bytes: &'static [u8]| {
+            move |buffer: &mut [u8], offset: u64| -> std::io::Result<usize> {
+                let start = usize::try_from(offset).unwrap_or(usize::MAX).min(bytes.len());
+                let n = buffer.len().min(bytes.len() - start);
+                buffer[..n].copy_from_slice(&bytes[start..start + n]);
+                Ok(n)
+            }
+        };
+        assert_eq!(predict_with(read(b"hello"), 5), None);
+        let mut header = [0u8; 64];
+        header[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        // A section table far past the end of the file.
+        header[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
+        header[58..60].copy_from_slice(&64u16.to_le_bytes());
+        header[60..62].copy_from_slice(&3u16.to_le_bytes());
+        let header: &'static [u8] = Box::leak(Box::new(header));
+        assert_eq!(predict_with(read(header), 64), None);
+    }
+
+    #[test]
+    fn causes_read_as_sentences_with_their_fix() {
+        let unique = PinCause::GnuUnique {
+            count: 2,
+            example: "_ZZN8Registry3getEvE1r".into(),
+        };
+        assert!(unique.always_pins());
+        assert!(
+            unique
+                .to_string()
+                .starts_with("it exports 2 GNU unique symbols, e.g. `_ZZN8Registry3getEvE1r`")
+        );
+        assert!(unique.fix().contains("version script"));
+        assert!(!PinCause::ThreadLocalDestructors.always_pins());
+        let pinning = Pinning {
+            causes: vec![PinCause::ThreadLocalDestructors],
+        };
+        assert!(!pinning.expected());
+    }
+}
