@@ -23,16 +23,24 @@ pub(crate) fn check_file(path: &Path, file: &File, len: u64) -> Result<(), Error
 
 /// Checks that `file` (of `len` bytes) could be an ELF shared library for this process: the
 /// magic bytes, the class, byte order, type and machine, and that every loadable segment lies
-/// inside the file, wherever the program header table is. `Err` says what is wrong, as a
+/// inside the file, wherever the program header table is; then the structure the loader
+/// relies on (see [`elf_layout`](super::elf_layout)). `Err` says what is wrong, as a
 /// phrase ("the file is truncated: …").
 ///
 /// Only on platforms whose libraries are ELF files; elsewhere, and when the file cannot be
 /// read (the loader then reports that in its own words), it passes.
 pub(crate) fn check(file: &File, len: u64) -> Result<(), String> {
+    linkage(file, len).map(drop)
+}
+
+/// [`check`], returning what the library makes the loader look up (its DT_NEEDED and run
+/// paths); `None` where libraries are not ELF files.
+pub(crate) fn linkage(file: &File, len: u64) -> Result<Option<super::elf_layout::Linkage>, String> {
     if !cfg!(all(unix, not(target_vendor = "apple"))) {
-        return Ok(());
+        return Ok(None);
     }
-    check_with(|buffer, offset| read_at(file, buffer, offset), len)
+    check_with(|buffer, offset| read_at(file, buffer, offset), len)?;
+    super::elf_layout::check(|buffer, offset| read_at(file, buffer, offset), len).map(Some)
 }
 
 /// Reads from `offset` on without moving the file's position (`pread`).

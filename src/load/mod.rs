@@ -11,6 +11,7 @@ mod candidate;
 mod copy;
 pub(crate) mod discover;
 mod elf;
+mod elf_layout;
 mod library;
 mod pipeline;
 mod plugins;
