@@ -18,6 +18,9 @@ use std::path::{Component, Path, PathBuf};
 use crate::error::Error;
 use crate::load::candidate::{Candidate, FileId};
 
+#[cfg(unix)]
+mod deps;
+
 /// Which plugin files a host agrees to open.
 ///
 /// # Example
@@ -51,9 +54,18 @@ pub enum TrustPolicy {
     /// then opened once and its device and inode compared with the file checked, so a file
     /// renamed into place after the check (by a plugin loaded before it, say) is refused too.
     ///
-    /// Not checked: access control lists, the libraries a plugin depends on, and what the
-    /// effective user or root change between the check and `dlopen`. On platforms other than
-    /// Unix there are no owners and modes to check, and nothing is refused.
+    /// What the file pulls in counts too: every directory of its run path (DT_RUNPATH or
+    /// DT_RPATH, with `$ORIGIN`, `$LIB` and `$PLATFORM` expanded to every value the loader
+    /// may give them) passes the same checks, and one that does not exist passes only when
+    /// no other user could create it (its nearest existing ancestor is not writable by group
+    /// or others, sticky or not: `/tmp/build/lib` is refused). A needed library (DT_NEEDED)
+    /// named by a path, or found in one of those directories or the subdirectories the loader
+    /// tries below them, is checked like the plugin file, and so is what it pulls in.
+    ///
+    /// Not checked: access control lists; `LD_LIBRARY_PATH`, `LD_PRELOAD`, the loader's cache
+    /// and the system's default directories, which are the process owner's choice; and what
+    /// the effective user or root change between the check and `dlopen`. On platforms other
+    /// than Unix there are no owners and modes to check, and nothing is refused.
     Strict,
     /// Opens every plugin file the sources name, whoever could have written it.
     Permissive,
@@ -96,7 +108,10 @@ impl Checks {
                 Ok(Some((resolved, id))) => {
                     candidate.resolved = resolved;
                     candidate.checked = Some(id);
-                    Ok(())
+                    self.dependencies(candidate).map_err(|reason| Error::Untrusted {
+                        path: candidate.path.clone(),
+                        reason,
+                    })
                 }
                 Ok(None) => Ok(()),
                 Err(reason) => Err(Error::Untrusted {
@@ -163,6 +178,11 @@ impl Checks {
             problem.holder = problem.through.is_empty() && Some(problem.path.as_path()) == absolute.parent();
             problem.to_string()
         })
+    }
+
+    #[cfg(not(unix))]
+    fn dependencies(&mut self, _: &Candidate) -> Result<(), String> {
+        Ok(())
     }
 
     #[cfg(not(unix))]
