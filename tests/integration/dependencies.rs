@@ -10,15 +10,12 @@ use std::time::{Duration, SystemTime};
 
 use dylease::{Error, PluginHost, TrustPolicy};
 
-use crate::support::{TestDir, assert_unloaded, mapped};
-
-#[path = "../support/cc.rs"]
-mod cc;
+use crate::support::{TestDir, assert_unloaded, compile_plugin, mapped};
 
 /// Compiles `tests/plugins/<source>` into `out` with `args`.
 fn compile(source: &str, out: &Path, args: &[&str]) -> PathBuf {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins").join(source);
-    let path = cc::compile_plugin(&[&source], out, args).unwrap_or_else(|e| panic!("{e}"));
+    let path = compile_plugin(&[&source], out, args).unwrap_or_else(|e| panic!("{e}"));
     fs::set_permissions(&path, Permissions::from_mode(0o755)).unwrap();
     // Out of the checker's "may still be being written" window.
     let file = fs::File::options().write(true).open(&path).unwrap();
