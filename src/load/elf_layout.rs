@@ -4,30 +4,36 @@
 //! glibc trusts these fields. A PT_DYNAMIC whose address lies outside every loadable segment
 //! makes it read unmapped memory (`SIGBUS` in `elf_get_dynamic_info`); a DT_STRTAB pointing
 //! outside the image, a hash table whose counts run past its segment, a relocation that
-//! writes outside the mapping: each kills the process inside `dlopen`, with no error to
+//! writes outside the mapping, a DT_RELACOUNT that covers other relocation types (an
+//! assertion that ends the process): each kills the process inside `dlopen`, with no error to
 //! report. This module reads the same fields from the file and refuses, with the cause, a
 //! library whose
 //!
-//! - loadable segments (PT_LOAD) are missing, out of `p_vaddr` order, aligned to something
-//!   other than a power of two, with `p_offset` and `p_vaddr` not congruent modulo
-//!   `p_align`, with more bytes in the file than in memory, or reaching past the file's end;
+//! - loadable segments (PT_LOAD) are missing, overlap or are out of address order, map the
+//!   same file bytes twice, are unreadable, are aligned to something other than a power of
+//!   two, have `p_offset` and `p_vaddr` not congruent modulo `p_align`, have more bytes in
+//!   the file than in memory (or, executable, fewer), or reach past the file's end;
 //! - PT_DYNAMIC is missing, or not inside the file-backed part of one PT_LOAD, or its
 //!   entries are not terminated by DT_NULL within it;
 //! - PT_TLS, PT_GNU_RELRO, PT_PHDR, PT_NOTE, PT_GNU_PROPERTY or PT_GNU_EH_FRAME lies outside
-//!   the loaded image (the loader or the unwinder reads them);
-//! - tables the loader reads first (DT_STRTAB, DT_SYMTAB, DT_HASH, DT_GNU_HASH, DT_RELA,
-//!   DT_REL, DT_RELR, DT_JMPREL, DT_INIT_ARRAY, DT_FINI_ARRAY, DT_PREINIT_ARRAY,
-//!   DT_VERSYM, DT_VERDEF, DT_VERNEED) are missing their size entry, have an entry size
-//!   other than this platform's, or do not lie, with their sizes, inside loaded file-backed
-//!   ranges; DT_INIT and DT_FINI point outside executable segments;
+//!   the loaded image (the loader or the unwinder reads them), or PT_TLS is missing while the
+//!   library defines thread-local data, or asks for more than 1 GiB per thread;
+//! - tables the loader reads (DT_STRTAB, DT_SYMTAB, DT_HASH, DT_GNU_HASH, DT_RELA, DT_REL,
+//!   DT_RELR, DT_JMPREL, DT_INIT_ARRAY, DT_FINI_ARRAY, DT_PREINIT_ARRAY, DT_VERSYM,
+//!   DT_VERDEF, DT_VERNEED) are misaligned, lack their size entry (or the size lacks its
+//!   table), have an entry size other than this platform's, or do not lie, with their sizes,
+//!   inside loaded file-backed ranges; DT_INIT and DT_FINI point outside executable segments;
 //! - strings (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH, symbol and version names) start
 //!   outside DT_STRTAB or are not terminated within it;
-//! - hash chains, symbol values, symbol version indices, version records and relocation
-//!   targets and symbol indices reach outside their tables or the image; relocations
-//!   exist without a writable segment to write them to.
+//! - hash chains, symbol addresses (functions in executable segments), symbol version
+//!   indices, version records, relocation targets (in writable segments) and symbol indices,
+//!   DT_RELACOUNT, and the slots of the init and fini arrays (each relocated, to code) reach
+//!   outside their tables or the image.
 //!
-//! Not checked, because only being the loader would check them: relocation *types and
-//! addends*, the values relocations compute, symbol *resolution*, and code. A file that is
+//! Not checked, because only being the loader (or running the code) would check them: which
+//! relocations there are and the values they compute beyond the above, symbol resolution,
+//! and code — a DT_INIT moved to another instruction inside the code, a relocation table
+//! shortened to fewer valid entries, a symbol table moved onto other well-formed data. A file
 //! sound in every field above can still crash in its constructors. Reading bytes runs no
 //! plugin code; this module is safe code only.
 
@@ -53,6 +59,7 @@ const PT_GNU_RELRO: u32 = 0x6474_e552;
 const PT_GNU_PROPERTY: u32 = 0x6474_e553;
 const PF_X: u32 = 1;
 const PF_W: u32 = 2;
+const PF_R: u32 = 4;
 
 const DT_NULL: u64 = 0;
 const DT_NEEDED: u64 = 1;
@@ -90,11 +97,44 @@ const DT_GNU_HASH: u64 = 0x6fff_fef5;
 const DT_VERSYM: u64 = 0x6fff_fff0;
 const DT_VERDEF: u64 = 0x6fff_fffc;
 const DT_VERNEED: u64 = 0x6fff_fffe;
+const DT_VERDEFNUM: u64 = 0x6fff_fffd;
+const DT_VERNEEDNUM: u64 = 0x6fff_ffff;
+const DT_RELACOUNT: u64 = 0x6fff_fff9;
+const DT_RELCOUNT: u64 = 0x6fff_fffa;
 const DF_TEXTREL: u64 = 0x4;
 const SHN_UNDEF: u16 = 0;
 const SHN_LORESERVE: u16 = 0xff00;
 const STT_OBJECT: u8 = 1;
 const STT_FUNC: u8 = 2;
+const STT_TLS: u8 = 6;
+
+/// This platform's relative relocation type (base + addend), where it is known here.
+const RELATIVE: Option<u32> = if cfg!(any(target_arch = "x86_64", target_arch = "x86")) {
+    Some(8)
+} else if cfg!(target_arch = "aarch64") {
+    Some(1027)
+} else if cfg!(target_arch = "arm") {
+    Some(23)
+} else if cfg!(any(target_arch = "riscv64", target_arch = "loongarch64")) {
+    Some(3)
+} else {
+    None
+};
+
+/// This platform's dynamic thread-local storage relocation types, where they are known here.
+const TLS_RELOCATIONS: &[u32] = if cfg!(target_arch = "x86_64") {
+    &[16, 17, 18, 36]
+} else if cfg!(target_arch = "x86") {
+    &[14, 35, 36, 37, 41]
+} else if cfg!(target_arch = "aarch64") {
+    &[1028, 1029, 1030, 1031]
+} else if cfg!(target_arch = "arm") {
+    &[13, 17, 18, 19]
+} else if cfg!(target_arch = "riscv64") {
+    &[6, 7, 8, 9, 10, 11, 12]
+} else {
+    &[]
+};
 
 /// Whether this platform's relocations carry addends (RELA) rather than not (REL): glibc
 /// handles only its platform's kind in DT_PLTREL.
@@ -103,6 +143,10 @@ const RELA_PLATFORM: bool = !cfg!(any(target_arch = "x86", target_arch = "arm"))
 /// Most symbols, relocations and version records the check walks: far more than any real
 /// library has, so that a corrupt count cannot make the check itself slow.
 const MAX_ENTRIES: u64 = 1 << 24;
+
+/// Most thread-local storage one library may ask for, per thread: the loader aborts the
+/// process when it cannot allocate a block.
+const MAX_THREAD_LOCAL: u64 = 1 << 30;
 
 /// Checks the program headers and the dynamic section of a file that passed the header check
 /// of [`super::elf`] (native class and byte order, program header table inside the file).
@@ -137,11 +181,13 @@ pub(crate) fn check(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, 
         .rfind(|s| s.kind == PT_DYNAMIC)
         .ok_or("it has no dynamic section (PT_DYNAMIC): it is not a linked shared library")?;
     let entries = image.dynamic(&file, dynamic)?;
+    let thread_local = headers.iter().any(|s| s.kind == PT_TLS);
     Linker {
         file: &file,
         image: &image,
         entries: &entries,
         wide,
+        thread_local,
     }
     .check()
 }
@@ -269,17 +315,49 @@ impl Image {
             if load.vaddr.checked_add(load.memsz).is_none() {
                 return Err(format!("{which} runs past the end of the address space"));
             }
-            if let Some(previous) = previous
-                && load.vaddr < previous.vaddr
-            {
+            if load.flags & PF_X != 0 && load.filesz != load.memsz {
                 return Err(format!(
-                    "{which} comes after one at a higher address ({:#x}): loadable segments must be in address order",
-                    previous.vaddr
+                    "{which} is executable but has {} bytes in the file and {} in memory: code is never \
+                     zero-filled",
+                    load.filesz, load.memsz
                 ));
+            }
+            if load.flags & PF_R == 0 {
+                return Err(format!(
+                    "{which} is not readable (flags {:#x}): the loader and the code read every loadable segment",
+                    load.flags
+                ));
+            }
+            if let Some(previous) = previous {
+                if load.vaddr < previous.vaddr + previous.memsz {
+                    return Err(format!(
+                        "{which} starts below the end of the one before it ({:#x}): loadable segments are in \
+                         address order and do not overlap",
+                        previous.vaddr + previous.memsz
+                    ));
+                }
+                if load.filesz > 0 && previous.filesz > 0 && load.offset < previous.offset + previous.filesz {
+                    return Err(format!(
+                        "{which} maps file bytes from {:#x}, which the one before it maps too (up to {:#x}): \
+                         loadable segments map distinct parts of the file, in order",
+                        load.offset,
+                        previous.offset + previous.filesz
+                    ));
+                }
             }
             previous = Some(load);
         }
         Ok(Image { loads })
+    }
+
+    /// The lowest address of the image.
+    fn start(&self) -> u64 {
+        self.loads[0].vaddr
+    }
+
+    /// The end of the image's highest segment.
+    fn end(&self) -> u64 {
+        self.loads.iter().map(|l| l.vaddr + l.memsz).max().unwrap_or(0)
     }
 
     /// The segment whose file-backed part holds `[vaddr, vaddr + size)`.
@@ -319,6 +397,13 @@ impl Image {
                 }
                 if segment.filesz > segment.memsz {
                     return Err(format!("{} has more bytes in the file than in memory", which()));
+                }
+                if segment.memsz > MAX_THREAD_LOCAL {
+                    return Err(format!(
+                        "{} asks for {} bytes of thread-local storage per thread, more than {MAX_THREAD_LOCAL}",
+                        which(),
+                        segment.memsz
+                    ));
                 }
                 self.file_backed(segment, &which())
             }
@@ -431,6 +516,10 @@ fn tag_name(tag: u64) -> &'static str {
         DT_VERSYM => "DT_VERSYM",
         DT_VERDEF => "DT_VERDEF",
         DT_VERNEED => "DT_VERNEED",
+        DT_VERDEFNUM => "DT_VERDEFNUM",
+        DT_VERNEEDNUM => "DT_VERNEEDNUM",
+        DT_RELACOUNT => "DT_RELACOUNT",
+        DT_RELCOUNT => "DT_RELCOUNT",
         _ => "entry",
     }
 }
@@ -441,6 +530,17 @@ struct Linker<'a, R> {
     image: &'a Image,
     entries: &'a [(u64, u64)],
     wide: bool,
+    /// Whether the library has a PT_TLS segment.
+    thread_local: bool,
+}
+
+/// What one relocation does: its type, symbol index, and addend (`None`: in place, as REL
+/// and RELR keep it).
+#[derive(Debug, Clone, Copy)]
+struct Relocation {
+    kind: u32,
+    symbol: u64,
+    addend: Option<u64>,
 }
 
 impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
@@ -465,6 +565,18 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
         if size > MAX_ENTRIES * 24 {
             return Err(format!("its {} table claims {size} bytes", tag_name(tag)));
         }
+        let align = match tag {
+            DT_STRTAB => 1,
+            DT_VERSYM => 2,
+            DT_HASH | DT_GNU_HASH | DT_VERDEF | DT_VERNEED => 4,
+            _ => self.word(),
+        };
+        if !vaddr.is_multiple_of(align) {
+            return Err(format!(
+                "its {} table is at address {vaddr:#x}, which is not aligned to {align} bytes",
+                tag_name(tag)
+            ));
+        }
         self.image
             .read(self.file, vaddr, size, &format!("its {} table", tag_name(tag)))
     }
@@ -484,6 +596,7 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
     }
 
     fn check(&self) -> Result<Linkage, String> {
+        self.consistent()?;
         let strtab = self
             .get(DT_STRTAB)
             .ok_or("its dynamic section has no string table (DT_STRTAB)")?;
@@ -511,11 +624,19 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
         let sym_size = if self.wide { 24 } else { 16 };
         self.entry_size(DT_SYMENT, sym_size)?;
         // The loader reads the symbols the hash table reaches and those relocations name.
-        let symbols = self.symbol_count()?.max(self.relocations()?);
+        let relocations = self.relocations()?;
+        let needed_symbols = relocations
+            .values()
+            .filter(|r| r.symbol != 0)
+            .map(|r| r.symbol + 1)
+            .max()
+            .unwrap_or(0);
+        let symbols = self.symbol_count()?.max(needed_symbols);
         let symtab = self.get(DT_SYMTAB);
+        let mut thread_local_symbols = false;
         if let Some(symtab) = symtab {
             let table = self.table(DT_SYMTAB, symtab, symbols.max(1) * sym_size)?;
-            self.symbols(&table, &strings)?;
+            thread_local_symbols = self.symbols(&table, &strings)?;
         } else if symbols > 0 {
             return Err(
                 "its dynamic section has a hash table or relocations with symbols, but no symbol table \
@@ -540,6 +661,14 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
             self.versions(&strings)?;
         }
 
+        // A thread-local relocation without a symbol is against this library's own block.
+        let thread_local_relocations = relocations
+            .values()
+            .any(|r| r.symbol == 0 && TLS_RELOCATIONS.contains(&r.kind));
+        if (thread_local_symbols || thread_local_relocations) && !self.thread_local {
+            return Err("it defines thread-local variables but has no thread-local storage segment (PT_TLS)".into());
+        }
+
         for (array, size) in [
             (DT_INIT_ARRAY, DT_INIT_ARRAYSZ),
             (DT_FINI_ARRAY, DT_FINI_ARRAYSZ),
@@ -547,12 +676,16 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
         ] {
             if let Some(vaddr) = self.get(array) {
                 let size = self.require(size, array)?;
-                if !size.is_multiple_of(self.word()) {
-                    return Err(format!("its {} is {size} bytes, not whole pointers", tag_name(array)));
+                if !size.is_multiple_of(self.word()) || !vaddr.is_multiple_of(self.word()) {
+                    return Err(format!(
+                        "its {} (address {vaddr:#x}, {size} bytes) is not an aligned array of pointers",
+                        tag_name(array)
+                    ));
                 }
                 if self.image.backing(vaddr, size).is_none() {
                     return Err(outside(&format!("its {} table", tag_name(array)), vaddr, size));
                 }
+                self.functions(array, vaddr, size, &relocations)?;
             }
         }
         for function in [DT_INIT, DT_FINI] {
@@ -638,8 +771,10 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
         Ok(0)
     }
 
-    /// Every symbol's name is a string, and a defined function or object lies in the image.
-    fn symbols(&self, table: &[u8], strings: &Strings) -> Result<(), String> {
+    /// Every symbol's name is a string, a defined object lies in the image and a defined
+    /// function in an executable segment. Returns whether any defined symbol is thread-local.
+    fn symbols(&self, table: &[u8], strings: &Strings) -> Result<bool, String> {
+        let mut thread_local = false;
         let size = if self.wide { 24 } else { 16 };
         for (n, symbol) in table.chunks_exact(size).enumerate() {
             let (name, info, section, value) = if self.wide {
@@ -657,10 +792,98 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
             }
             let kind = info & 0xf;
             let defined = section != SHN_UNDEF && section < SHN_LORESERVE;
-            if defined && (kind == STT_FUNC || kind == STT_OBJECT) && self.image.mapping(value, 1).is_none() {
+            thread_local |= defined && kind == STT_TLS;
+            let (place, segment) = match kind {
+                STT_FUNC if defined => (
+                    self.image.backing(value, 1).filter(|load| load.flags & PF_X != 0),
+                    "executable loadable segment",
+                ),
+                STT_OBJECT if defined => (self.image.mapping(value, 1), "loadable segment"),
+                // Other defined symbols (markers such as `_end`) may point one past the image.
+                STT_TLS => continue,
+                _ if defined => (
+                    (self.image.start() <= value && value <= self.image.end()).then_some(&self.image.loads[0]),
+                    "loadable segment",
+                ),
+                _ => continue,
+            };
+            if place.is_none() {
                 return Err(format!(
-                    "its symbol {n} ({}) has address {value:#x}, outside every loadable segment",
-                    String::from_utf8_lossy(strings.get(name.into()).unwrap_or_default())
+                    "its symbol {n} ({}) has address {value:#x}, outside every {segment}",
+                    String::from_utf8_lossy(strings.get(name.into()).unwrap_or_default()),
+                ));
+            }
+        }
+        Ok(thread_local)
+    }
+
+    /// Checks the tag pairs the loader reads together: a size or count without its table
+    /// means the table's entry was lost, and the loader would act on half the information.
+    fn consistent(&self) -> Result<(), String> {
+        let pairs = [
+            (DT_RELASZ, DT_RELA),
+            (DT_RELAENT, DT_RELA),
+            (DT_RELACOUNT, DT_RELA),
+            (DT_RELSZ, DT_REL),
+            (DT_RELENT, DT_REL),
+            (DT_RELCOUNT, DT_REL),
+            (DT_PLTRELSZ, DT_JMPREL),
+            (DT_PLTREL, DT_JMPREL),
+            (DT_RELRSZ, DT_RELR),
+            (DT_RELRENT, DT_RELR),
+            (DT_INIT_ARRAYSZ, DT_INIT_ARRAY),
+            (DT_FINI_ARRAYSZ, DT_FINI_ARRAY),
+            (DT_PREINIT_ARRAYSZ, DT_PREINIT_ARRAY),
+            (DT_VERDEFNUM, DT_VERDEF),
+            (DT_VERNEEDNUM, DT_VERNEED),
+            (DT_VERDEF, DT_VERSYM),
+            (DT_VERNEED, DT_VERSYM),
+        ];
+        for (with, table) in pairs {
+            if self.get(with).is_some() && self.get(table).is_none() {
+                return Err(format!(
+                    "its dynamic section has {} but no {}: an entry was lost or overwritten",
+                    tag_name(with),
+                    tag_name(table)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The functions of an init or fini array: each slot is relocated (a library loaded
+    /// anywhere holds no absolute address), and a relative one points into an executable
+    /// segment.
+    fn functions(
+        &self,
+        array: u64,
+        vaddr: u64,
+        size: u64,
+        relocations: &std::collections::HashMap<u64, Relocation>,
+    ) -> Result<(), String> {
+        let Some(relative) = RELATIVE else { return Ok(()) };
+        let slots = self.table(array, vaddr, size)?;
+        for (n, slot) in slots.chunks_exact(self.word() as usize).enumerate() {
+            let at = vaddr + n as u64 * self.word();
+            let Some(relocation) = relocations.get(&at) else {
+                return Err(format!(
+                    "its {} slot {n} (address {at:#x}) is not relocated, so the loader would call an absolute \
+                     address",
+                    tag_name(array)
+                ));
+            };
+            if relocation.kind != relative {
+                continue;
+            }
+            let target = relocation.addend.unwrap_or(if self.wide {
+                u64_at(slot, 0)
+            } else {
+                u32_at(slot, 0).into()
+            });
+            if self.image.backing(target, 1).is_none_or(|load| load.flags & PF_X == 0) {
+                return Err(format!(
+                    "its {} slot {n} points to {target:#x}, outside every executable loadable segment",
+                    tag_name(array)
                 ));
             }
         }
@@ -722,10 +945,10 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
         Ok(highest)
     }
 
-    /// The relocation tables: sizes, entry sizes, and each entry's target. Returns how many
-    /// symbols they need (the highest symbol index they name, plus one; 0 for none).
-    fn relocations(&self) -> Result<u64, String> {
-        let mut symbols = 0;
+    /// The relocation tables: sizes, entry sizes, each entry's target, and the count of
+    /// leading relative relocations. Returns every relocation by target address.
+    fn relocations(&self) -> Result<std::collections::HashMap<u64, Relocation>, String> {
+        let mut all = std::collections::HashMap::new();
         let (rela_size, rel_size) = if self.wide { (24, 16) } else { (12, 8) };
         let text_relocations =
             self.get(DT_TEXTREL).is_some() || self.get(DT_FLAGS).is_some_and(|flags| flags & DF_TEXTREL != 0);
@@ -763,6 +986,11 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
                 .is_some_and(|load| text_relocations || load.flags & PF_W != 0)
         };
         for (tag, vaddr, size, entry) in tables {
+            if size == 0 && tag == DT_JMPREL {
+                // Linkers write DT_JMPREL only for PLT relocations; without them every call
+                // through the PLT jumps to an unrelocated address.
+                return Err("its DT_JMPREL table is empty (DT_PLTRELSZ is 0)".into());
+            }
             if !size.is_multiple_of(entry) {
                 return Err(format!(
                     "its {} table is {size} bytes, not whole entries",
@@ -770,12 +998,46 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
                 ));
             }
             let table = self.table(tag, vaddr, size)?;
+            let relative_count = match tag {
+                DT_RELA => self.get(DT_RELACOUNT),
+                DT_REL => self.get(DT_RELCOUNT),
+                _ => None,
+            };
+            if let Some(count) = relative_count
+                && count > size / entry
+            {
+                return Err(format!(
+                    "its {} is {count}, but {} holds only {} relocations",
+                    if tag == DT_RELA { "DT_RELACOUNT" } else { "DT_RELCOUNT" },
+                    tag_name(tag),
+                    size / entry
+                ));
+            }
+            let with_addend = entry == rela_size;
             for (n, relocation) in table.chunks_exact(entry as usize).enumerate() {
-                let (target, symbol) = if self.wide {
-                    (u64_at(relocation, 0), u64_at(relocation, 8) >> 32)
+                let (target, symbol, kind) = if self.wide {
+                    let info = u64_at(relocation, 8);
+                    (u64_at(relocation, 0), info >> 32, info as u32)
                 } else {
-                    (u32_at(relocation, 0).into(), u64::from(u32_at(relocation, 4) >> 8))
+                    let info = u32_at(relocation, 4);
+                    (u32_at(relocation, 0).into(), u64::from(info >> 8), info & 0xff)
                 };
+                let addend = with_addend.then(|| {
+                    if self.wide {
+                        u64_at(relocation, 16)
+                    } else {
+                        u32_at(relocation, 8).into()
+                    }
+                });
+                if let (Some(count), Some(relative)) = (relative_count, RELATIVE)
+                    && (n as u64) < count
+                    && kind != relative
+                {
+                    return Err(format!(
+                        "its {} says its first {count} relocations are relative, but relocation {n} is of type {kind}",
+                        if tag == DT_RELA { "DT_RELACOUNT" } else { "DT_RELCOUNT" }
+                    ));
+                }
                 if !writable(target) {
                     return Err(format!(
                         "its relocation {n} in {} writes to address {target:#x}, outside every writable loadable \
@@ -789,9 +1051,7 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
                         tag_name(tag)
                     ));
                 }
-                if symbol != 0 {
-                    symbols = symbols.max(symbol + 1);
-                }
+                all.insert(target, Relocation { kind, symbol, addend });
             }
         }
         if let Some(relr) = self.get(DT_RELR) {
@@ -821,14 +1081,27 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
                     base = base.wrapping_add(bits * self.word());
                     targets
                 };
-                if let Some(target) = targets.into_iter().find(|&t| !writable(t)) {
-                    return Err(format!(
-                        "its DT_RELR relocations write to address {target:#x}, outside every writable loadable segment"
-                    ));
+                for target in targets {
+                    if !writable(target) {
+                        return Err(format!(
+                            "its DT_RELR relocations write to address {target:#x}, outside every writable loadable \
+                             segment"
+                        ));
+                    }
+                    if let Some(kind) = RELATIVE {
+                        all.insert(
+                            target,
+                            Relocation {
+                                kind,
+                                symbol: 0,
+                                addend: None,
+                            },
+                        );
+                    }
                 }
             }
         }
-        Ok(symbols)
+        Ok(all)
     }
 }
 

@@ -10,6 +10,8 @@ mod abi_v2;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod cli;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod corruption;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod dependencies;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod discovery;
