@@ -27,6 +27,7 @@ mod logger;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod mission;
 mod observability;
+mod panic_abort;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod policy;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
