@@ -37,6 +37,8 @@
 //! sound in every field above can still crash in its constructors. Reading bytes runs no
 //! plugin code; this module is safe code only.
 
+mod unwind;
+
 /// What the loader will look up for a library: the dynamic section's DT_NEEDED,
 /// DT_RUNPATH and DT_RPATH strings, as bytes.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -182,12 +184,18 @@ pub(crate) fn check(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, 
         .ok_or("it has no dynamic section (PT_DYNAMIC): it is not a linked shared library")?;
     let entries = image.dynamic(&file, dynamic)?;
     let thread_local = headers.iter().any(|s| s.kind == PT_TLS);
+    let functions = headers
+        .iter()
+        .find(|s| s.kind == PT_GNU_EH_FRAME)
+        .and_then(|header| unwind::function_ranges(&file, &image, header))
+        .unwrap_or_default();
     Linker {
         file: &file,
         image: &image,
         entries: &entries,
         wide,
         thread_local,
+        functions,
     }
     .check()
 }
@@ -424,12 +432,24 @@ impl Image {
         if segment.filesz == 0 && segment.kind != PT_DYNAMIC {
             return Ok(());
         }
-        if self.backing(segment.vaddr, segment.filesz).is_none() {
+        let Some(load) = self.backing(segment.vaddr, segment.filesz) else {
             return Err(format!(
                 "{which} ({} bytes) is not inside the file-backed part of a loadable segment, where the loader \
                  reads it",
                 segment.filesz
             ));
+        };
+        // Where the loadable segment maps it is where the file has it.
+        let mapped_from = load.offset + (segment.vaddr - load.vaddr);
+        if segment.offset != mapped_from {
+            return Err(format!(
+                "{which} says it is at file offset {:#x}, but the loadable segment holding its address maps \
+                 file offset {mapped_from:#x} there",
+                segment.offset
+            ));
+        }
+        if segment.kind == PT_TLS && load.flags & PF_W == 0 {
+            return Err(format!("{which} is not inside a writable loadable segment"));
         }
         Ok(())
     }
@@ -532,6 +552,8 @@ struct Linker<'a, R> {
     wide: bool,
     /// Whether the library has a PT_TLS segment.
     thread_local: bool,
+    /// The functions the unwind tables describe, `(start, end)`, sorted (none without them).
+    functions: Vec<(u64, u64)>,
 }
 
 /// What one relocation does: its type, symbol index, and addend (`None`: in place, as REL
@@ -699,6 +721,7 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
                         ));
                     }
                 }
+                self.function_start(&format!("its {} function", tag_name(function)), vaddr)?;
             }
         }
         Ok(linkage)
@@ -886,8 +909,21 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
                     tag_name(array)
                 ));
             }
+            self.function_start(&format!("its {} slot {n}", tag_name(array)), target)?;
         }
         Ok(())
+    }
+
+    /// Refuses `address` (of `what`, which the loader calls) when the unwind tables place it
+    /// inside a function rather than at a function's start.
+    fn function_start(&self, what: &str, address: u64) -> Result<(), String> {
+        match unwind::inside(&self.functions, address) {
+            Some(start) => Err(format!(
+                "{what} (address {address:#x}) points inside the function that starts at {start:#x}, by its \
+                 unwind tables (PT_GNU_EH_FRAME): the loader would start running code mid-function"
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Walks DT_VERDEF and DT_VERNEED; returns the highest version index they give.
