@@ -43,6 +43,19 @@ pub(crate) fn linkage(file: &File, len: u64) -> Result<Option<super::elf_layout:
     super::elf_layout::check(|buffer, offset| read_at(file, buffer, offset), len).map(Some)
 }
 
+/// [`check`] over a file's bytes in memory (the fuzz target's entry).
+#[cfg(fuzzing)]
+pub(crate) fn check_bytes(bytes: &[u8]) -> Result<(), String> {
+    let read_at = |buffer: &mut [u8], offset: u64| {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(bytes.len());
+        let n = buffer.len().min(bytes.len() - start);
+        buffer[..n].copy_from_slice(&bytes[start..start + n]);
+        Ok(n)
+    };
+    check_with(read_at, bytes.len() as u64)?;
+    super::elf_layout::check(read_at, bytes.len() as u64).map(drop)
+}
+
 /// Reads from `offset` on without moving the file's position (`pread`).
 #[cfg(unix)]
 fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {

@@ -30,6 +30,13 @@ pub(crate) use registrar::MAX_NAME_LEN;
 pub use registrar::Registrar;
 pub use trust::TrustPolicy;
 
+/// The ELF checks (headers, then structure) over a file's bytes in memory: `Err` with the
+/// cause. Only for the fuzz target (`--cfg fuzzing`).
+#[cfg(fuzzing)]
+pub fn fuzz_elf_check(bytes: &[u8]) -> Result<(), String> {
+    elf::check_bytes(bytes)
+}
+
 use candidate::Candidate;
 use copy::Copies;
 use discover::{Planned, plan};
