@@ -16,8 +16,10 @@
 //! - PT_DYNAMIC is missing, or not inside the file-backed part of one PT_LOAD, or its
 //!   entries are not terminated by DT_NULL within it;
 //! - PT_TLS, PT_GNU_RELRO, PT_PHDR, PT_NOTE, PT_GNU_PROPERTY or PT_GNU_EH_FRAME lies outside
-//!   the loaded image (the loader or the unwinder reads them), or PT_TLS is missing while the
-//!   library defines thread-local data, or asks for more than 1 GiB per thread;
+//!   the loaded image (the loader or the unwinder reads them) or at a file offset other than
+//!   the one its loadable segment maps there, or PT_TLS is missing while the library defines
+//!   thread-local data, lies outside a writable segment, or asks for more than 1 GiB per
+//!   thread;
 //! - tables the loader reads (DT_STRTAB, DT_SYMTAB, DT_HASH, DT_GNU_HASH, DT_RELA, DT_REL,
 //!   DT_RELR, DT_JMPREL, DT_INIT_ARRAY, DT_FINI_ARRAY, DT_PREINIT_ARRAY, DT_VERSYM,
 //!   DT_VERDEF, DT_VERNEED) are misaligned, lack their size entry (or the size lacks its
@@ -28,12 +30,15 @@
 //! - hash chains, symbol addresses (functions in executable segments), symbol version
 //!   indices, version records, relocation targets (in writable segments) and symbol indices,
 //!   DT_RELACOUNT, and the slots of the init and fini arrays (each relocated, to code) reach
-//!   outside their tables or the image.
+//!   outside their tables or the image; DT_INIT, DT_FINI or an init or fini array entry
+//!   points inside a function rather than at its start, by the unwind tables
+//!   (PT_GNU_EH_FRAME), when the library has them.
 //!
 //! Not checked, because only being the loader (or running the code) would check them: which
 //! relocations there are and the values they compute beyond the above, symbol resolution,
-//! and code — a DT_INIT moved to another instruction inside the code, a relocation table
-//! shortened to fewer valid entries, a symbol table moved onto other well-formed data. A file
+//! and code — a DT_INIT moved into code the unwind tables do not describe, a relocation table
+//! shortened to fewer valid entries, a symbol table moved onto other well-formed data, a
+//! loadable segment removed together with every header that would show it is missing. A file
 //! sound in every field above can still crash in its constructors. Reading bytes runs no
 //! plugin code; this module is safe code only.
 
