@@ -30,17 +30,22 @@ pub(crate) fn check_file(path: &Path, file: &File, len: u64) -> Result<(), Error
 /// Only on platforms whose libraries are ELF files; elsewhere, and when the file cannot be
 /// read (the loader then reports that in its own words), it passes.
 pub(crate) fn check(file: &File, len: u64) -> Result<(), String> {
-    linkage(file, len).map(drop)
+    if !cfg!(all(unix, not(target_vendor = "apple"))) {
+        return Ok(());
+    }
+    check_with(|buffer, offset| read_at(file, buffer, offset), len)?;
+    super::elf_layout::check(|buffer, offset| read_at(file, buffer, offset), len).map(drop)
 }
 
-/// [`check`], returning what the library makes the loader look up (its DT_NEEDED and run
-/// paths); `None` where libraries are not ELF files.
+/// What the library makes the loader look up (its DT_NEEDED and run paths), after the
+/// header check and as much of the structural check as that takes; `None` where libraries
+/// are not ELF files.
 pub(crate) fn linkage(file: &File, len: u64) -> Result<Option<super::elf_layout::Linkage>, String> {
     if !cfg!(all(unix, not(target_vendor = "apple"))) {
         return Ok(None);
     }
     check_with(|buffer, offset| read_at(file, buffer, offset), len)?;
-    super::elf_layout::check(|buffer, offset| read_at(file, buffer, offset), len).map(Some)
+    super::elf_layout::linkage(|buffer, offset| read_at(file, buffer, offset), len).map(Some)
 }
 
 /// [`check`] over a file's bytes in memory (the fuzz target's entry).

@@ -160,6 +160,18 @@ const MAX_THREAD_LOCAL: u64 = 1 << 30;
 /// `read_at(buffer, offset)` reads like `pread`; `len` is the file's length. Returns what
 /// the library will make the loader look up. `Err` says what is wrong, as a phrase.
 pub(crate) fn check(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64) -> Result<Linkage, String> {
+    read(read_at, len, true)
+}
+
+/// What the library will make the loader look up, checking only what that takes (the
+/// segments, the dynamic section and its strings): the trust check's reading of a plugin's
+/// dependencies, which [`check`] then checks in full before `dlopen`.
+pub(crate) fn linkage(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64) -> Result<Linkage, String> {
+    read(read_at, len, false)
+}
+
+/// [`check`] (`whole`), or [`linkage`].
+fn read(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64, whole: bool) -> Result<Linkage, String> {
     let file = File { read_at, len };
     let wide = cfg!(target_pointer_width = "64");
     let head = file.bytes(0, if wide { 64 } else { 52 })?;
@@ -191,7 +203,7 @@ pub(crate) fn check(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, 
     let thread_local = headers.iter().any(|s| s.kind == PT_TLS);
     let functions = headers
         .iter()
-        .find(|s| s.kind == PT_GNU_EH_FRAME)
+        .find(|s| s.kind == PT_GNU_EH_FRAME && whole)
         .and_then(|header| unwind::function_ranges(&file, &image, header))
         .unwrap_or_default();
     Linker {
@@ -201,6 +213,7 @@ pub(crate) fn check(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, 
         wide,
         thread_local,
         functions,
+        whole,
     }
     .check()
 }
@@ -559,6 +572,8 @@ struct Linker<'a, R> {
     thread_local: bool,
     /// The functions the unwind tables describe, `(start, end)`, sorted (none without them).
     functions: Vec<(u64, u64)>,
+    /// Everything, or only what the linkage takes.
+    whole: bool,
 }
 
 /// What one relocation does: its type, symbol index, and addend (`None`: in place, as REL
@@ -648,6 +663,9 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
             }
         }
 
+        if !self.whole {
+            return Ok(linkage);
+        }
         let sym_size = if self.wide { 24 } else { 16 };
         self.entry_size(DT_SYMENT, sym_size)?;
         // The loader reads the symbols the hash table reaches and those relocations name.
