@@ -39,7 +39,8 @@ pub(crate) fn check(file: &File, len: u64) -> Result<(), String> {
 
 /// What the library makes the loader look up (its DT_NEEDED and run paths), after the
 /// header check and as much of the structural check as that takes; `None` where libraries
-/// are not ELF files.
+/// are not ELF files. (The trust check reads it on Unix.)
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) fn linkage(file: &File, len: u64) -> Result<Option<super::elf_layout::Linkage>, String> {
     if !cfg!(all(unix, not(target_vendor = "apple"))) {
         return Ok(None);

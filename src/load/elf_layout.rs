@@ -47,6 +47,7 @@ mod unwind;
 /// What the loader will look up for a library: the dynamic section's DT_NEEDED,
 /// DT_RUNPATH and DT_RPATH strings, as bytes.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) struct Linkage {
     /// The libraries it needs, in order (names, or paths when they hold a `/`).
     pub(crate) needed: Vec<Vec<u8>>,
@@ -166,6 +167,7 @@ pub(crate) fn check(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, 
 /// What the library will make the loader look up, checking only what that takes (the
 /// segments, the dynamic section and its strings): the trust check's reading of a plugin's
 /// dependencies, which [`check`] then checks in full before `dlopen`.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) fn linkage(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64) -> Result<Linkage, String> {
     read(read_at, len, false)
 }
