@@ -248,6 +248,20 @@ pub fn run_unload(hook: fn()) {
     let _ = catch_unwind(hook);
 }
 
+/// Named by `export_plugin!` in a plugin crate built with `panic = "abort"`, so that the
+/// compiler warns there (deprecation is the warning stable Rust lets a library raise in its
+/// user's crate). The `allow-panic-abort` feature turns the warning off.
+#[doc(hidden)]
+#[cfg_attr(
+    not(feature = "allow-panic-abort"),
+    deprecated(
+        note = "this dylease plugin crate is built with panic = \"abort\": a panic in its register, on_load or \
+                on_unload aborts the host process instead of failing the load. Build it with panic = \"unwind\" \
+                (the default), or turn this warning off with dylease's `allow-panic-abort` feature"
+    )
+)]
+pub const PANIC_ABORT: () = ();
+
 /// Builds a NUL-terminated C string pointer from a string literal at compile time.
 #[doc(hidden)]
 pub const fn literal_ptr(with_nul: &'static str) -> *const c_char {
@@ -272,6 +286,22 @@ pub const fn literal_ptr(with_nul: &'static str) -> *const c_char {
 /// any of the three is caught inside the plugin (it never unwinds across the C boundary); in
 /// `register` it is reported as "panicked: " and its message. An error or panic in `on_load`
 /// reaches the host only as a code (-1 or -2): `on_load` has no registrar to report through.
+///
+/// # `panic = "abort"`
+///
+/// Panics are caught only when the plugin crate is built with `panic = "unwind"`, Rust's
+/// default. Built with `panic = "abort"` (a `[profile]` setting, or `-C panic=abort`), a panic
+/// in `register`, `on_load` or `on_unload` **aborts the host process** (`SIGABRT`, exit status
+/// 134), whatever the host does: nothing can catch it. `export_plugin!` therefore warns at
+/// compile time in such a crate ("use of deprecated constant
+/// `dylease::export::PANIC_ABORT`", with this explanation). Build plugins with unwinding; or,
+/// if a plugin must abort and its author has made sure these three functions do not panic,
+/// turn the warning off with dylease's `allow-panic-abort` feature:
+///
+/// ```toml
+/// [dependencies]
+/// dylease = { version = "0.1", default-features = false, features = ["allow-panic-abort"] }
+/// ```
 ///
 /// Depend on dylease with `default-features = false` so the plugin does not link the host's
 /// loading code:
@@ -321,6 +351,11 @@ macro_rules! export_plugin {
         $(, on_unload: $on_unload:expr)?
         $(,)?
     ) => {
+        // A plugin crate built with `panic = "abort"` cannot catch the panics the ABI says are
+        // caught: warn (see "`panic = \"abort\"`" in the macro's documentation).
+        #[cfg(panic = "abort")]
+        const _: () = $crate::export::PANIC_ABORT;
+
         /// The dylease plugin entry point.
         #[unsafe(no_mangle)]
         pub extern "C" fn dylease_plugin_v1() -> *const $crate::abi::dylease_plugin {

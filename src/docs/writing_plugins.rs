@@ -117,7 +117,15 @@
 //! passes: no NPU device found (`register_passes` returned -1)"), and so does a panic
 //! ("panicked: …"). An error or panic in `on_load` reaches the host only as a code
 //! ([`Error::OnLoadFailed`](crate::Error::OnLoadFailed)): the ABI gives `on_load` no
-//! registrar to report through. No panic ever unwinds into the host.
+//! registrar to report through. No panic ever unwinds into the host — when the plugin crate
+//! is built with `panic = "unwind"` (the default): built with `panic = "abort"`, a panic in
+//! any of the three aborts the host process, and `export_plugin!` warns at compile time (see
+//! its documentation; dylease's `allow-panic-abort` feature turns the warning off).
+//!
+//! A plugin that needs other libraries finds them through a run path relative to its own
+//! directory (`-Wl,-rpath,'$ORIGIN'`, or `$ORIGIN/lib`): a host under
+//! [`TrustPolicy::Strict`](crate::TrustPolicy::Strict) refuses a plugin whose run path names
+//! a directory that another user can write or create, such as a build directory under `/tmp`.
 //!
 //! # ABI version 2
 //!

@@ -12,27 +12,51 @@ use std::path::Path;
 
 use crate::error::Error;
 
-/// [`check`], with a refusal as the error that names the plugin file `path` (as discovered).
-pub(crate) fn check_file(path: &Path, file: &File, len: u64) -> Result<(), Error> {
-    check(file, len).map_err(|reason| Error::Open {
-        path: path.to_owned(),
-        reason,
-        cause: crate::error::OpenCause::Headers,
-    })
-}
-
 /// Checks that `file` (of `len` bytes) could be an ELF shared library for this process: the
 /// magic bytes, the class, byte order, type and machine, and that every loadable segment lies
-/// inside the file, wherever the program header table is. `Err` says what is wrong, as a
-/// phrase ("the file is truncated: …").
+/// inside the file, wherever the program header table is; then the structure the loader
+/// relies on (see [`elf_layout`](super::elf_layout)). A refusal is an error that names the
+/// plugin file `path` (as discovered) and says what is wrong ("the file is truncated: …");
+/// otherwise it returns what the library makes the loader look up.
 ///
 /// Only on platforms whose libraries are ELF files; elsewhere, and when the file cannot be
 /// read (the loader then reports that in its own words), it passes.
-pub(crate) fn check(file: &File, len: u64) -> Result<(), String> {
+pub(crate) fn check_file(path: &Path, file: &File, len: u64) -> Result<super::elf_layout::Linkage, Error> {
+    let refused = |reason| Error::Open {
+        path: path.to_owned(),
+        reason,
+        cause: crate::error::OpenCause::Headers,
+    };
     if !cfg!(all(unix, not(target_vendor = "apple"))) {
-        return Ok(());
+        return Ok(super::elf_layout::Linkage::default());
     }
-    check_with(|buffer, offset| read_at(file, buffer, offset), len)
+    check_with(|buffer, offset| read_at(file, buffer, offset), len).map_err(refused)?;
+    super::elf_layout::check(|buffer, offset| read_at(file, buffer, offset), len).map_err(refused)
+}
+
+/// What the library makes the loader look up (its DT_NEEDED and run paths), after the
+/// header check and as much of the structural check as that takes; `None` where libraries
+/// are not ELF files. (The trust check reads it on Unix.)
+#[cfg_attr(not(unix), allow(dead_code))]
+pub(crate) fn linkage(file: &File, len: u64) -> Result<Option<super::elf_layout::Linkage>, String> {
+    if !cfg!(all(unix, not(target_vendor = "apple"))) {
+        return Ok(None);
+    }
+    check_with(|buffer, offset| read_at(file, buffer, offset), len)?;
+    super::elf_layout::linkage(|buffer, offset| read_at(file, buffer, offset), len).map(Some)
+}
+
+/// [`check`] over a file's bytes in memory (the fuzz target's entry).
+#[cfg(fuzzing)]
+pub(crate) fn check_bytes(bytes: &[u8]) -> Result<(), String> {
+    let read_at = |buffer: &mut [u8], offset: u64| {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(bytes.len());
+        let n = buffer.len().min(bytes.len() - start);
+        buffer[..n].copy_from_slice(&bytes[start..start + n]);
+        Ok(n)
+    };
+    check_with(read_at, bytes.len() as u64)?;
+    super::elf_layout::check(read_at, bytes.len() as u64).map(drop)
 }
 
 /// Reads from `offset` on without moving the file's position (`pread`).
@@ -323,108 +347,6 @@ fn machine_name(machine: u16) -> String {
     }
 }
 
-/// Whether the library's run paths or needed-library names use `$ORIGIN` (the directory the
-/// loader opened the library from), read from its dynamic section: `DT_RPATH`, `DT_RUNPATH`
-/// and `DT_NEEDED` strings. The loader maps a checked descriptor under a name of its own,
-/// whose directory is not the plugin's; such a library is mapped through its directory's
-/// descriptor instead (see `library`). When the file cannot be read as expected the answer is
-/// `true`: the mapping that keeps `$ORIGIN` right is also checked, only later.
-pub(crate) fn names_origin(file: &File, len: u64) -> bool {
-    if !cfg!(all(unix, not(target_vendor = "apple"))) {
-        return false;
-    }
-    dynamic_names_origin(|buffer, offset| read_at(file, buffer, offset), len).unwrap_or(true)
-}
-
-const PT_DYNAMIC: u32 = 2;
-const DT_NULL: u64 = 0;
-const DT_NEEDED: u64 = 1;
-const DT_STRTAB: u64 = 5;
-const DT_STRSZ: u64 = 10;
-const DT_RPATH: u64 = 15;
-const DT_RUNPATH: u64 = 29;
-/// The most of a dynamic section or string table [`dynamic_names_origin`] reads.
-const MAX_DYNAMIC_READ: u64 = 1 << 20;
-
-/// [`names_origin`] over a positioned reader; `None` where the file is not as expected.
-fn dynamic_names_origin(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64) -> Option<bool> {
-    let mut head = vec![0; EHDR_LEN_64.min(usize::try_from(len).ok()?)];
-    read_exactly(&read_at, &mut head, 0).ok()?;
-    let table = header(&head, len).ok()??;
-    let read_range = |offset: u64, size: u64| -> Option<Vec<u8>> {
-        let end = offset.checked_add(size)?;
-        if end > len || size > MAX_DYNAMIC_READ {
-            return None;
-        }
-        let mut bytes = vec![0; usize::try_from(size).ok()?];
-        (read_exactly(&read_at, &mut bytes, offset).ok()? == bytes.len()).then_some(bytes)
-    };
-    let phdrs = read_range(table.phoff, u64::from(table.phentsize) * u64::from(table.phnum))?;
-    let phdr = Reader {
-        bytes: &phdrs,
-        wide: table.wide,
-        big_endian: table.big_endian,
-    };
-    // (type, file offset, virtual address, size in the file) of each program header.
-    let entries: Vec<(u32, u64, u64, u64)> = (0..usize::from(table.phnum))
-        .map(|i| {
-            let at = i * usize::from(table.phentsize);
-            if table.wide {
-                (phdr.u32(at), phdr.u64(at + 8), phdr.u64(at + 16), phdr.u64(at + 32))
-            } else {
-                (
-                    phdr.u32(at),
-                    phdr.u32(at + 4).into(),
-                    phdr.u32(at + 8).into(),
-                    phdr.u32(at + 16).into(),
-                )
-            }
-        })
-        .collect();
-    let Some(&(_, dyn_offset, _, dyn_size)) = entries.iter().find(|e| e.0 == PT_DYNAMIC) else {
-        // No dynamic section: no run path and no needed library.
-        return Some(false);
-    };
-    let dynamic = read_range(dyn_offset, dyn_size)?;
-    let entry_len = if table.wide { 16 } else { 8 };
-    let reader = Reader {
-        bytes: &dynamic,
-        wide: table.wide,
-        big_endian: table.big_endian,
-    };
-    let (mut strtab, mut strsz, mut names) = (None, None, Vec::new());
-    for at in (0..dynamic.len() / entry_len).map(|i| i * entry_len) {
-        let (tag, value) = if table.wide {
-            (reader.u64(at), reader.u64(at + 8))
-        } else {
-            (reader.u32(at).into(), reader.u32(at + 4).into())
-        };
-        match tag {
-            DT_NULL => break,
-            DT_STRTAB => strtab = Some(value),
-            DT_STRSZ => strsz = Some(value),
-            DT_NEEDED | DT_RPATH | DT_RUNPATH => names.push(value),
-            _ => {}
-        }
-    }
-    if names.is_empty() {
-        return Some(false);
-    }
-    let (strtab, strsz) = (strtab?, strsz?);
-    // The string table's address, as a file offset, through the loadable segment holding it.
-    let offset = entries.iter().find_map(|&(kind, offset, vaddr, filesz)| {
-        (kind == PT_LOAD && strtab >= vaddr && strtab.checked_add(strsz)? <= vaddr.checked_add(filesz)?)
-            .then(|| offset + (strtab - vaddr))
-    })?;
-    let strings = read_range(offset, strsz)?;
-    names.into_iter().try_fold(false, |found, at| {
-        let string = strings.get(usize::try_from(at).ok()?..)?;
-        let string = &string[..string.iter().position(|&b| b == 0)?];
-        let origin = |token: &[u8]| string.windows(token.len()).any(|w| w == token);
-        Some(found || origin(b"$ORIGIN") || origin(b"${ORIGIN}"))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -707,7 +629,7 @@ mod mutations {
             let outcome = std::panic::catch_unwind(|| check_file(&path, &file, bytes.len() as u64));
             let outcome = outcome.unwrap_or_else(|_| panic!("case {case} ({what}) panicked"));
             match outcome {
-                Ok(()) => passed += 1,
+                Ok(_) => passed += 1,
                 Err(error) => {
                     refused += 1;
                     let message = error.to_string();

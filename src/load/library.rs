@@ -449,3 +449,61 @@ mod imp {
         ""
     }
 }
+
+#[cfg(all(test, target_os = "linux", target_env = "gnu", not(loom)))]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// Compiles the C test plugin `source` (with `args`) to `out`.
+    fn compile(source: &str, out: &Path, args: &[&str]) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+        let output = Command::new(&cc)
+            .args(["-shared", "-fPIC", "-I"])
+            .arg(root.join("include"))
+            .args(args)
+            .arg(root.join("tests/plugins").join(source))
+            .arg("-o")
+            .arg(out)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run the C compiler {cc:?}: {e}"));
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+
+    #[test]
+    fn a_library_mapped_through_its_directory_is_refused_if_another_file_took_its_name() {
+        // The `$ORIGIN` mode gives the loader `/proc/self/fd/D/name`: a file renamed over the
+        // name after the check is what the loader maps. The mapping must be compared with
+        // the checked descriptor and refused, and closed.
+        let dir = std::env::temp_dir().join(format!("dylease-library-origin-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (checked_path, other) = (dir.join("libx.so"), dir.join("other.so"));
+        compile("arith.c", &checked_path, &[]);
+        compile("ctor.c", &other, &[]);
+        let checked = File::open(&checked_path).unwrap();
+        std::fs::rename(&other, &checked_path).unwrap();
+        let origin = Checked {
+            file: &checked,
+            resolved: &checked_path,
+            origin: true,
+        };
+        // SAFETY: both libraries are this crate's own test plugins, whose initialisation
+        // routines are sound.
+        let error = unsafe { Library::open(origin) }.unwrap_err();
+        assert!(error.contains("was replaced while the loader mapped it"), "{error}");
+        assert!(error.contains(&checked_path.display().to_string()), "{error}");
+        // The same descriptor given as itself maps the checked file.
+        let exact = Checked {
+            origin: false,
+            ..origin
+        };
+        // SAFETY: as above.
+        let library = unsafe { Library::open(exact) }.unwrap();
+        let (closed, names) = library.close();
+        closed.unwrap();
+        assert_eq!(names.settle().kept, Some(false), "the checked library stayed mapped");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

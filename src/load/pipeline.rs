@@ -139,14 +139,14 @@ impl Candidate {
         deadline: Option<Instant>,
     ) -> Result<Verified, Error> {
         let (checked, len, identity) = open_checked(&mut self, checks, trust)?;
-        crate::load::elf::check_file(&self.path, &checked, len)?;
+        let linkage = crate::load::elf::check_file(&self.path, &checked, len)?;
         let pinning = Pinning::predict(&checked, len);
         let file = FileRef {
             shown: &self.path,
             resolved: &self.resolved,
             identity: &identity,
             source: Some(&checked),
-            origin: crate::load::elf::names_origin(&checked, len),
+            origin: linkage.names_origin(),
         };
         let instance = Registry::instance(&REGISTRY, file, deadline)?;
         drop(checked);

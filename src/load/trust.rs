@@ -18,6 +18,9 @@ use std::path::{Component, Path, PathBuf};
 use crate::error::Error;
 use crate::load::candidate::{Candidate, FileId, Identity};
 
+#[cfg(unix)]
+mod deps;
+
 /// Which plugin files a host agrees to open.
 ///
 /// # Example
@@ -51,9 +54,18 @@ pub enum TrustPolicy {
     /// then opened once and its device and inode compared with the file checked, so a file
     /// renamed into place after the check (by a plugin loaded before it, say) is refused too.
     ///
-    /// Not checked: access control lists, the libraries a plugin depends on, and what the
-    /// effective user or root change between the check and `dlopen`. On platforms other than
-    /// Unix there are no owners and modes to check, and nothing is refused.
+    /// What the file pulls in counts too: every directory of its run path (DT_RUNPATH or
+    /// DT_RPATH, with `$ORIGIN`, `$LIB` and `$PLATFORM` expanded to every value the loader
+    /// may give them) passes the same checks, and one that does not exist passes only when
+    /// no other user could create it (its nearest existing ancestor is not writable by group
+    /// or others, sticky or not: `/tmp/build/lib` is refused). A needed library (DT_NEEDED)
+    /// named by a path, or found in one of those directories or the subdirectories the loader
+    /// tries below them, is checked like the plugin file, and so is what it pulls in.
+    ///
+    /// Not checked: access control lists; `LD_LIBRARY_PATH`, `LD_PRELOAD`, the loader's cache
+    /// and the system's default directories, which are the process owner's choice; and what
+    /// the effective user or root change between the check and `dlopen`. On platforms other
+    /// than Unix there are no owners and modes to check, and nothing is refused.
     Strict,
     /// Opens every plugin file the sources name, whoever could have written it.
     Permissive,
@@ -96,7 +108,10 @@ impl Checks {
                 Ok(Some((resolved, id))) => {
                     candidate.resolved = resolved;
                     candidate.checked = Some(id);
-                    Ok(())
+                    self.dependencies(candidate).map_err(|reason| Error::Untrusted {
+                        path: candidate.path.clone(),
+                        reason,
+                    })
                 }
                 Ok(None) => Ok(()),
                 Err(reason) => Err(Error::Untrusted {
@@ -132,6 +147,11 @@ impl Checks {
     }
 
     #[cfg(not(unix))]
+    fn dependencies(&mut self, _: &Candidate) -> Result<(), String> {
+        Ok(())
+    }
+
+    #[cfg(not(unix))]
     fn strict(&mut self, _: &std::path::Path) -> Result<Option<(std::path::PathBuf, FileId)>, String> {
         Ok(None)
     }
@@ -161,16 +181,7 @@ pub(crate) fn open_checked(
             reason,
             cause: crate::error::OpenCause::Headers,
         };
-        let mut options = std::fs::OpenOptions::new();
-        options.read(true);
-        if candidate.checked.is_some() {
-            no_follow(&mut options);
-        }
-        let opened = options.open(&candidate.resolved).and_then(|file| {
-            let metadata = file.metadata()?;
-            Ok((file, metadata))
-        });
-        let (file, metadata) = match opened {
+        let (file, metadata) = match open_once(candidate) {
             Ok(opened) => opened,
             // Gone, or a symlink now: replaced after the check, if it was checked.
             Err(e) if candidate.checked.is_some() && replaced < REPLACEMENTS && is_replacement(&e) => {
@@ -211,6 +222,29 @@ pub(crate) fn open_checked(
             }
         }
     }
+}
+
+/// Opens the file `candidate` names for reading, not following a symlink in the last
+/// component if it was checked, and reads its status from the descriptor.
+fn open_once(candidate: &Candidate) -> std::io::Result<(File, std::fs::Metadata)> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    if candidate.checked.is_some() {
+        no_follow(&mut options);
+    }
+    let file = options.open(&candidate.resolved)?;
+    let metadata = file.metadata()?;
+    Ok((file, metadata))
+}
+
+/// The checked file, opened as [`open_checked`] opens it, if it is still the file checked
+/// (the dependency walk reads its linkage; a replaced file is checked again when it is
+/// opened to load).
+#[cfg(unix)]
+fn open_if_unchanged(candidate: &Candidate) -> Option<(File, u64)> {
+    let (file, metadata) = open_once(candidate).ok()?;
+    let len = metadata.len();
+    (file_id(&metadata) == candidate.checked).then_some((file, len))
 }
 
 /// Whether opening a checked path failed because the file was replaced: removed (an

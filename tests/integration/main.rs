@@ -12,7 +12,11 @@ mod build_recipe;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod cli;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod corruption;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod cpp_unload;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod dependencies;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod discovery;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -31,6 +35,7 @@ mod logger;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod mission;
 mod observability;
+mod panic_abort;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod policy;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -13,6 +13,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 mod cc;
 #[path = "../support/loader.rs"]
 mod loader;
+pub use cc::compile_plugin;
 pub use loader::loader_has;
 
 /// The C test plugins, by fixture name: sources and extra compiler arguments.

@@ -69,6 +69,19 @@ pub(crate) fn for_error(error: &Error) -> Advice {
             "all plugins of a host share one namespace of pass names: rename the pass in one of the two \
              plugins, or take one of the two files out of the plugin directory",
         ),
+        // A run path or needed library that leads where another user can write: never advise
+        // pointing the run path there.
+        Error::Untrusted { reason, .. } if reason.contains("run path (DT_") || reason.contains("needed library `") => {
+            advice(
+                "untrusted",
+                "the plugin's run path or a library it needs leads to a directory another user can write or \
+                 create (the problem above names it): rebuild the plugin without that entry (a stale build-tree \
+                 path is the usual culprit), keep the libraries it needs beside it or below it and link with a \
+                 run path relative to `$ORIGIN` (-Wl,-rpath,'$ORIGIN' or '$ORIGIN/lib'), or put them in a \
+                 directory only you or root can write; or build the host with TrustPolicy::Permissive if every \
+                 user who can write there is trusted",
+            )
+        }
         // The error's own message already says which file or directory, its owner or mode, and
         // the command that fixes it.
         Error::Untrusted { .. } => advice(
@@ -109,8 +122,10 @@ fn open_fix(reason: &str) -> String {
          (`ulimit -n`, or LimitNOFILE= for a systemd service)"
             .to_owned()
     } else if reason.contains("cannot open shared object file") {
-        "a library the plugin depends on cannot be found (`ldd` on the plugin shows which): install it, \
-         or build the plugin with an rpath to it (-Wl,-rpath,...)"
+        "a library the plugin depends on cannot be found (`ldd` on the plugin shows which): install it \
+         where the system finds libraries, or put it beside the plugin (or below it) and build the plugin \
+         with a run path relative to `$ORIGIN` (-Wl,-rpath,'$ORIGIN' or '$ORIGIN/lib'); never a run path \
+         into a directory other users can write"
             .to_owned()
     } else if reason.contains("Permission denied") {
         "make the file readable by the user that runs the host".to_owned()

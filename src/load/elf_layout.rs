@@ -1,0 +1,1253 @@
+//! The structural check of a library's program headers and dynamic section: what the loader
+//! dereferences while it maps and links the file, before any of the library's code runs.
+//!
+//! glibc trusts these fields. A PT_DYNAMIC whose address lies outside every loadable segment
+//! makes it read unmapped memory (`SIGBUS` in `elf_get_dynamic_info`); a DT_STRTAB pointing
+//! outside the image, a hash table whose counts run past its segment, a relocation that
+//! writes outside the mapping, a DT_RELACOUNT that covers other relocation types (an
+//! assertion that ends the process): each kills the process inside `dlopen`, with no error to
+//! report. This module reads the same fields from the file and refuses, with the cause, a
+//! library whose
+//!
+//! - loadable segments (PT_LOAD) are missing, overlap or are out of address order, map the
+//!   same file bytes twice, are unreadable, are aligned to something other than a power of
+//!   two, have `p_offset` and `p_vaddr` not congruent modulo `p_align`, have more bytes in
+//!   the file than in memory (or, executable, fewer), or reach past the file's end;
+//! - PT_DYNAMIC is missing, or not inside the file-backed part of one PT_LOAD, or its
+//!   entries are not terminated by DT_NULL within it;
+//! - PT_TLS, PT_GNU_RELRO, PT_PHDR, PT_NOTE, PT_GNU_PROPERTY or PT_GNU_EH_FRAME lies outside
+//!   the loaded image (the loader or the unwinder reads them) or at a file offset other than
+//!   the one its loadable segment maps there, or PT_TLS is missing while the library defines
+//!   thread-local data, lies outside a writable segment, or asks for more than 1 GiB per
+//!   thread;
+//! - tables the loader reads (DT_STRTAB, DT_SYMTAB, DT_HASH, DT_GNU_HASH, DT_RELA, DT_REL,
+//!   DT_RELR, DT_JMPREL, DT_INIT_ARRAY, DT_FINI_ARRAY, DT_PREINIT_ARRAY, DT_VERSYM,
+//!   DT_VERDEF, DT_VERNEED) are misaligned, lack their size entry (or the size lacks its
+//!   table), have an entry size other than this platform's, or do not lie, with their sizes,
+//!   inside loaded file-backed ranges; DT_INIT and DT_FINI point outside executable segments;
+//! - strings (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH, symbol and version names) start
+//!   outside DT_STRTAB or are not terminated within it;
+//! - hash chains, symbol addresses (functions in executable segments), symbol version
+//!   indices, version records, relocation targets (in writable segments) and symbol indices,
+//!   DT_RELACOUNT, and the slots of the init and fini arrays (each relocated, to code) reach
+//!   outside their tables or the image; DT_INIT, DT_FINI or an init or fini array entry
+//!   points inside a function rather than at its start, by the unwind tables
+//!   (PT_GNU_EH_FRAME), when the library has them.
+//!
+//! Not checked, because only being the loader (or running the code) would check them: which
+//! relocations there are and the values they compute beyond the above, symbol resolution,
+//! and code — a DT_INIT moved into code the unwind tables do not describe, a relocation table
+//! shortened to fewer valid entries, a symbol table moved onto other well-formed data, a
+//! loadable segment removed together with every header that would show it is missing. A file
+//! sound in every field above can still crash in its constructors. Reading bytes runs no
+//! plugin code; this module is safe code only.
+
+mod unwind;
+
+/// What the loader will look up for a library: the dynamic section's DT_NEEDED,
+/// DT_RUNPATH and DT_RPATH strings, as bytes.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[cfg_attr(not(unix), allow(dead_code))]
+pub(crate) struct Linkage {
+    /// The libraries it needs, in order (names, or paths when they hold a `/`).
+    pub(crate) needed: Vec<Vec<u8>>,
+    /// DT_RUNPATH, if present (a `:`-separated list).
+    pub(crate) runpath: Option<Vec<u8>>,
+    /// DT_RPATH, if present (glibc ignores it when DT_RUNPATH is present).
+    pub(crate) rpath: Option<Vec<u8>>,
+}
+
+impl Linkage {
+    /// Whether the run paths or needed names use `$ORIGIN` (the directory the loader opened
+    /// the library from): such a library is mapped through its directory's descriptor, so
+    /// that `$ORIGIN` is that directory (see `library`).
+    pub(crate) fn names_origin(&self) -> bool {
+        let origin = |string: &[u8]| {
+            [&b"$ORIGIN"[..], b"${ORIGIN}"]
+                .iter()
+                .any(|token| string.windows(token.len()).any(|w| w == *token))
+        };
+        self.needed
+            .iter()
+            .map(Vec::as_slice)
+            .chain(self.runpath.as_deref())
+            .chain(self.rpath.as_deref())
+            .any(origin)
+    }
+}
+
+const PT_LOAD: u32 = 1;
+const PT_DYNAMIC: u32 = 2;
+const PT_NOTE: u32 = 4;
+const PT_PHDR: u32 = 6;
+const PT_TLS: u32 = 7;
+const PT_GNU_EH_FRAME: u32 = 0x6474_e550;
+const PT_GNU_RELRO: u32 = 0x6474_e552;
+const PT_GNU_PROPERTY: u32 = 0x6474_e553;
+const PF_X: u32 = 1;
+const PF_W: u32 = 2;
+const PF_R: u32 = 4;
+
+const DT_NULL: u64 = 0;
+const DT_NEEDED: u64 = 1;
+const DT_PLTRELSZ: u64 = 2;
+const DT_HASH: u64 = 4;
+const DT_STRTAB: u64 = 5;
+const DT_SYMTAB: u64 = 6;
+const DT_RELA: u64 = 7;
+const DT_RELASZ: u64 = 8;
+const DT_RELAENT: u64 = 9;
+const DT_STRSZ: u64 = 10;
+const DT_SYMENT: u64 = 11;
+const DT_INIT: u64 = 12;
+const DT_FINI: u64 = 13;
+const DT_SONAME: u64 = 14;
+const DT_RPATH: u64 = 15;
+const DT_REL: u64 = 17;
+const DT_RELSZ: u64 = 18;
+const DT_RELENT: u64 = 19;
+const DT_PLTREL: u64 = 20;
+const DT_TEXTREL: u64 = 22;
+const DT_JMPREL: u64 = 23;
+const DT_INIT_ARRAY: u64 = 25;
+const DT_FINI_ARRAY: u64 = 26;
+const DT_INIT_ARRAYSZ: u64 = 27;
+const DT_FINI_ARRAYSZ: u64 = 28;
+const DT_RUNPATH: u64 = 29;
+const DT_FLAGS: u64 = 30;
+const DT_PREINIT_ARRAY: u64 = 32;
+const DT_PREINIT_ARRAYSZ: u64 = 33;
+const DT_RELRSZ: u64 = 35;
+const DT_RELR: u64 = 36;
+const DT_RELRENT: u64 = 37;
+const DT_GNU_HASH: u64 = 0x6fff_fef5;
+const DT_VERSYM: u64 = 0x6fff_fff0;
+const DT_VERDEF: u64 = 0x6fff_fffc;
+const DT_VERNEED: u64 = 0x6fff_fffe;
+const DT_VERDEFNUM: u64 = 0x6fff_fffd;
+const DT_VERNEEDNUM: u64 = 0x6fff_ffff;
+const DT_RELACOUNT: u64 = 0x6fff_fff9;
+const DT_RELCOUNT: u64 = 0x6fff_fffa;
+const DF_TEXTREL: u64 = 0x4;
+const SHN_UNDEF: u16 = 0;
+const SHN_LORESERVE: u16 = 0xff00;
+const STT_OBJECT: u8 = 1;
+const STT_FUNC: u8 = 2;
+const STT_TLS: u8 = 6;
+
+/// This platform's relative relocation type (base + addend), where it is known here.
+const RELATIVE: Option<u32> = if cfg!(any(target_arch = "x86_64", target_arch = "x86")) {
+    Some(8)
+} else if cfg!(target_arch = "aarch64") {
+    Some(1027)
+} else if cfg!(target_arch = "arm") {
+    Some(23)
+} else if cfg!(any(target_arch = "riscv64", target_arch = "loongarch64")) {
+    Some(3)
+} else {
+    None
+};
+
+/// This platform's dynamic thread-local storage relocation types, where they are known here.
+const TLS_RELOCATIONS: &[u32] = if cfg!(target_arch = "x86_64") {
+    &[16, 17, 18, 36]
+} else if cfg!(target_arch = "x86") {
+    &[14, 35, 36, 37, 41]
+} else if cfg!(target_arch = "aarch64") {
+    &[1028, 1029, 1030, 1031]
+} else if cfg!(target_arch = "arm") {
+    &[13, 17, 18, 19]
+} else if cfg!(target_arch = "riscv64") {
+    &[6, 7, 8, 9, 10, 11, 12]
+} else {
+    &[]
+};
+
+/// Whether this platform's relocations carry addends (RELA) rather than not (REL): glibc
+/// handles only its platform's kind in DT_PLTREL.
+const RELA_PLATFORM: bool = !cfg!(any(target_arch = "x86", target_arch = "arm"));
+
+/// Most symbols, relocations and version records the check walks: far more than any real
+/// library has, so that a corrupt count cannot make the check itself slow.
+const MAX_ENTRIES: u64 = 1 << 24;
+
+/// Most thread-local storage one library may ask for, per thread: the loader aborts the
+/// process when it cannot allocate a block.
+const MAX_THREAD_LOCAL: u64 = 1 << 30;
+
+/// Checks the program headers and the dynamic section of a file that passed the header check
+/// of [`super::elf`] (native class and byte order, program header table inside the file).
+/// `read_at(buffer, offset)` reads like `pread`; `len` is the file's length. Returns what
+/// the library will make the loader look up. `Err` says what is wrong, as a phrase.
+pub(crate) fn check(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64) -> Result<Linkage, String> {
+    read(read_at, len, true)
+}
+
+/// What the library will make the loader look up, checking only what that takes (the
+/// segments, the dynamic section and its strings): the trust check's reading of a plugin's
+/// dependencies, which [`check`] then checks in full before `dlopen`.
+#[cfg_attr(not(unix), allow(dead_code))]
+pub(crate) fn linkage(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64) -> Result<Linkage, String> {
+    read(read_at, len, false)
+}
+
+/// [`check`] (`whole`), or [`linkage`].
+fn read(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64, whole: bool) -> Result<Linkage, String> {
+    let file = File { read_at, len };
+    let wide = cfg!(target_pointer_width = "64");
+    let head = file.bytes(0, if wide { 64 } else { 52 })?;
+    let (phoff, phentsize, phnum) = if wide {
+        (u64_at(&head, 32), u16_at(&head, 54), u16_at(&head, 56))
+    } else {
+        (u32_at(&head, 28).into(), u16_at(&head, 42), u16_at(&head, 44))
+    };
+    let expected = if wide { 56 } else { 32 };
+    if phentsize != expected {
+        return Err(format!(
+            "its program headers are {phentsize} bytes each, not {expected}: the headers are corrupt"
+        ));
+    }
+    let table = file.bytes(phoff, u64::from(phentsize) * u64::from(phnum))?;
+    let headers: Vec<Segment> = table
+        .chunks_exact(usize::from(phentsize))
+        .map(|entry| Segment::read(entry, wide))
+        .collect();
+    let image = Image::new(&headers, len)?;
+    for segment in &headers {
+        image.other_segment(segment)?;
+    }
+    let dynamic = headers
+        .iter()
+        .rfind(|s| s.kind == PT_DYNAMIC)
+        .ok_or("it has no dynamic section (PT_DYNAMIC): it is not a linked shared library")?;
+    let entries = image.dynamic(&file, dynamic)?;
+    let thread_local = headers.iter().any(|s| s.kind == PT_TLS);
+    let functions = headers
+        .iter()
+        .find(|s| s.kind == PT_GNU_EH_FRAME && whole)
+        .and_then(|header| unwind::function_ranges(&file, &image, header))
+        .unwrap_or_default();
+    Linker {
+        file: &file,
+        image: &image,
+        entries: &entries,
+        wide,
+        thread_local,
+        functions,
+        whole,
+    }
+    .check()
+}
+
+/// A positioned reader and the file's length.
+struct File<R> {
+    read_at: R,
+    len: u64,
+}
+
+impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> File<R> {
+    /// Exactly `size` bytes from `offset`, or why not.
+    fn bytes(&self, offset: u64, size: u64) -> Result<Vec<u8>, String> {
+        let end = offset.checked_add(size).filter(|&end| end <= self.len).ok_or_else(|| {
+            format!(
+                "its headers describe bytes {offset}..+{size}, past the file's end ({} bytes)",
+                self.len
+            )
+        })?;
+        let size = usize::try_from(size).map_err(|_| format!("it describes a table of {size} bytes"))?;
+        let mut buffer = vec![0; size];
+        let mut done = 0;
+        while done < size {
+            match (self.read_at)(&mut buffer[done..], offset + done as u64) {
+                Ok(0) => {
+                    return Err(format!(
+                        "the file is truncated: it ended at byte {} while reading up to byte {end}",
+                        offset + done as u64
+                    ));
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("cannot read it: {e}")),
+            }
+        }
+        Ok(buffer)
+    }
+}
+
+/// One program header.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    kind: u32,
+    flags: u32,
+    offset: u64,
+    vaddr: u64,
+    filesz: u64,
+    memsz: u64,
+    align: u64,
+}
+
+impl Segment {
+    fn read(entry: &[u8], wide: bool) -> Segment {
+        if wide {
+            Segment {
+                kind: u32_at(entry, 0),
+                flags: u32_at(entry, 4),
+                offset: u64_at(entry, 8),
+                vaddr: u64_at(entry, 16),
+                filesz: u64_at(entry, 32),
+                memsz: u64_at(entry, 40),
+                align: u64_at(entry, 48),
+            }
+        } else {
+            Segment {
+                kind: u32_at(entry, 0),
+                offset: u32_at(entry, 4).into(),
+                vaddr: u32_at(entry, 8).into(),
+                filesz: u32_at(entry, 16).into(),
+                memsz: u32_at(entry, 20).into(),
+                flags: u32_at(entry, 24),
+                align: u32_at(entry, 28).into(),
+            }
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self.kind {
+            PT_LOAD => "PT_LOAD",
+            PT_DYNAMIC => "PT_DYNAMIC",
+            PT_NOTE => "PT_NOTE",
+            PT_PHDR => "PT_PHDR",
+            PT_TLS => "PT_TLS",
+            PT_GNU_EH_FRAME => "PT_GNU_EH_FRAME",
+            PT_GNU_RELRO => "PT_GNU_RELRO",
+            PT_GNU_PROPERTY => "PT_GNU_PROPERTY",
+            _ => "segment",
+        }
+    }
+}
+
+/// The loadable segments, checked: where each address lands in the file and in memory.
+struct Image {
+    loads: Vec<Segment>,
+}
+
+impl Image {
+    fn new(headers: &[Segment], len: u64) -> Result<Image, String> {
+        let loads: Vec<Segment> = headers.iter().filter(|s| s.kind == PT_LOAD).copied().collect();
+        if loads.is_empty() {
+            return Err("it has no loadable segment (PT_LOAD): there is nothing to map".into());
+        }
+        let mut previous: Option<&Segment> = None;
+        for (n, load) in loads.iter().enumerate() {
+            let which = format!("its loadable segment {n} (PT_LOAD at address {:#x})", load.vaddr);
+            alignment(load, &which)?;
+            if load.align > 1 && load.offset % load.align != load.vaddr % load.align {
+                return Err(format!(
+                    "{which} has file offset {:#x} and address {:#x}, which differ modulo its alignment {:#x}",
+                    load.offset, load.vaddr, load.align
+                ));
+            }
+            if load.filesz > load.memsz {
+                return Err(format!(
+                    "{which} has more bytes in the file ({}) than in memory ({})",
+                    load.filesz, load.memsz
+                ));
+            }
+            if load.offset.checked_add(load.filesz).is_none_or(|end| end > len) {
+                return Err(format!(
+                    "the file is truncated: it has {len} bytes, but {which} reaches byte {}",
+                    u128::from(load.offset) + u128::from(load.filesz)
+                ));
+            }
+            if load.vaddr.checked_add(load.memsz).is_none() {
+                return Err(format!("{which} runs past the end of the address space"));
+            }
+            if load.flags & PF_X != 0 && load.filesz != load.memsz {
+                return Err(format!(
+                    "{which} is executable but has {} bytes in the file and {} in memory: code is never \
+                     zero-filled",
+                    load.filesz, load.memsz
+                ));
+            }
+            if load.flags & PF_R == 0 {
+                return Err(format!(
+                    "{which} is not readable (flags {:#x}): the loader and the code read every loadable segment",
+                    load.flags
+                ));
+            }
+            if let Some(previous) = previous {
+                if load.vaddr < previous.vaddr + previous.memsz {
+                    return Err(format!(
+                        "{which} starts below the end of the one before it ({:#x}): loadable segments are in \
+                         address order and do not overlap",
+                        previous.vaddr + previous.memsz
+                    ));
+                }
+                if load.filesz > 0 && previous.filesz > 0 && load.offset < previous.offset + previous.filesz {
+                    return Err(format!(
+                        "{which} maps file bytes from {:#x}, which the one before it maps too (up to {:#x}): \
+                         loadable segments map distinct parts of the file, in order",
+                        load.offset,
+                        previous.offset + previous.filesz
+                    ));
+                }
+            }
+            previous = Some(load);
+        }
+        Ok(Image { loads })
+    }
+
+    /// The lowest address of the image.
+    fn start(&self) -> u64 {
+        self.loads[0].vaddr
+    }
+
+    /// The end of the image's highest segment.
+    fn end(&self) -> u64 {
+        self.loads.iter().map(|l| l.vaddr + l.memsz).max().unwrap_or(0)
+    }
+
+    /// The segment whose file-backed part holds `[vaddr, vaddr + size)`.
+    fn backing(&self, vaddr: u64, size: u64) -> Option<&Segment> {
+        let end = vaddr.checked_add(size)?;
+        self.loads
+            .iter()
+            .find(|l| l.vaddr <= vaddr && end <= l.vaddr + l.filesz)
+    }
+
+    /// The segment whose memory holds `[vaddr, vaddr + size)`.
+    fn mapping(&self, vaddr: u64, size: u64) -> Option<&Segment> {
+        let end = vaddr.checked_add(size)?;
+        self.loads.iter().find(|l| l.vaddr <= vaddr && end <= l.vaddr + l.memsz)
+    }
+
+    /// `[vaddr, vaddr + size)` from the file, where the loader maps it.
+    fn read<R: Fn(&mut [u8], u64) -> std::io::Result<usize>>(
+        &self,
+        file: &File<R>,
+        vaddr: u64,
+        size: u64,
+        what: &str,
+    ) -> Result<Vec<u8>, String> {
+        let load = self.backing(vaddr, size).ok_or_else(|| outside(what, vaddr, size))?;
+        file.bytes(load.offset + (vaddr - load.vaddr), size)
+    }
+
+    /// The checks of a program header other than PT_LOAD.
+    fn other_segment(&self, segment: &Segment) -> Result<(), String> {
+        let which = || format!("its {} segment (at address {:#x})", segment.name(), segment.vaddr);
+        match segment.kind {
+            PT_TLS => {
+                alignment(segment, &which())?;
+                if segment.align == 0 {
+                    return Err(format!("{} has alignment 0", which()));
+                }
+                if segment.filesz > segment.memsz {
+                    return Err(format!("{} has more bytes in the file than in memory", which()));
+                }
+                if segment.memsz > MAX_THREAD_LOCAL {
+                    return Err(format!(
+                        "{} asks for {} bytes of thread-local storage per thread, more than {MAX_THREAD_LOCAL}",
+                        which(),
+                        segment.memsz
+                    ));
+                }
+                self.file_backed(segment, &which())
+            }
+            PT_DYNAMIC | PT_PHDR | PT_NOTE | PT_GNU_PROPERTY | PT_GNU_EH_FRAME => self.file_backed(segment, &which()),
+            PT_GNU_RELRO => match self.mapping(segment.vaddr, segment.memsz) {
+                Some(load) if load.flags & PF_W != 0 => Ok(()),
+                _ => Err(format!(
+                    "{} ({} bytes) is not inside a writable loadable segment",
+                    which(),
+                    segment.memsz
+                )),
+            },
+            _ => Ok(()),
+        }
+    }
+
+    fn file_backed(&self, segment: &Segment, which: &str) -> Result<(), String> {
+        if segment.filesz == 0 && segment.kind != PT_DYNAMIC {
+            return Ok(());
+        }
+        let Some(load) = self.backing(segment.vaddr, segment.filesz) else {
+            return Err(format!(
+                "{which} ({} bytes) is not inside the file-backed part of a loadable segment, where the loader \
+                 reads it",
+                segment.filesz
+            ));
+        };
+        // Where the loadable segment maps it is where the file has it.
+        let mapped_from = load.offset + (segment.vaddr - load.vaddr);
+        if segment.offset != mapped_from {
+            return Err(format!(
+                "{which} says it is at file offset {:#x}, but the loadable segment holding its address maps \
+                 file offset {mapped_from:#x} there",
+                segment.offset
+            ));
+        }
+        if segment.kind == PT_TLS && load.flags & PF_W == 0 {
+            return Err(format!("{which} is not inside a writable loadable segment"));
+        }
+        Ok(())
+    }
+
+    /// The dynamic section's entries up to DT_NULL, which must be within it.
+    fn dynamic<R: Fn(&mut [u8], u64) -> std::io::Result<usize>>(
+        &self,
+        file: &File<R>,
+        dynamic: &Segment,
+    ) -> Result<Vec<(u64, u64)>, String> {
+        let wide = cfg!(target_pointer_width = "64");
+        let entry = if wide { 16 } else { 8 };
+        if !dynamic.vaddr.is_multiple_of(entry / 2) {
+            return Err(format!(
+                "its dynamic section (PT_DYNAMIC) is at address {:#x}, which is not aligned",
+                dynamic.vaddr
+            ));
+        }
+        let bytes = self.read(file, dynamic.vaddr, dynamic.filesz, "its dynamic section (PT_DYNAMIC)")?;
+        let mut entries = Vec::new();
+        for raw in bytes.chunks_exact(entry as usize) {
+            let (tag, value) = if wide {
+                (u64_at(raw, 0), u64_at(raw, 8))
+            } else {
+                (u32_at(raw, 0).into(), u32_at(raw, 4).into())
+            };
+            if tag == DT_NULL {
+                return Ok(entries);
+            }
+            entries.push((tag, value));
+        }
+        Err(format!(
+            "its dynamic section (PT_DYNAMIC, {} bytes) does not end with a DT_NULL entry",
+            dynamic.filesz
+        ))
+    }
+}
+
+fn alignment(segment: &Segment, which: &str) -> Result<(), String> {
+    if segment.align > 1 && !segment.align.is_power_of_two() {
+        return Err(format!(
+            "{which} has alignment {:#x}, which is not a power of two",
+            segment.align
+        ));
+    }
+    Ok(())
+}
+
+fn outside(what: &str, vaddr: u64, size: u64) -> String {
+    format!(
+        "{what} (address {vaddr:#x}, {size} bytes) is not inside the file-backed part of a loadable \
+         segment: the loader would read it from unmapped or unrelated memory"
+    )
+}
+
+fn tag_name(tag: u64) -> &'static str {
+    match tag {
+        DT_PLTRELSZ => "DT_PLTRELSZ",
+        DT_HASH => "DT_HASH",
+        DT_STRTAB => "DT_STRTAB",
+        DT_SYMTAB => "DT_SYMTAB",
+        DT_RELA => "DT_RELA",
+        DT_RELASZ => "DT_RELASZ",
+        DT_RELAENT => "DT_RELAENT",
+        DT_STRSZ => "DT_STRSZ",
+        DT_SYMENT => "DT_SYMENT",
+        DT_INIT => "DT_INIT",
+        DT_FINI => "DT_FINI",
+        DT_REL => "DT_REL",
+        DT_RELSZ => "DT_RELSZ",
+        DT_RELENT => "DT_RELENT",
+        DT_PLTREL => "DT_PLTREL",
+        DT_JMPREL => "DT_JMPREL",
+        DT_INIT_ARRAY => "DT_INIT_ARRAY",
+        DT_FINI_ARRAY => "DT_FINI_ARRAY",
+        DT_INIT_ARRAYSZ => "DT_INIT_ARRAYSZ",
+        DT_FINI_ARRAYSZ => "DT_FINI_ARRAYSZ",
+        DT_PREINIT_ARRAY => "DT_PREINIT_ARRAY",
+        DT_PREINIT_ARRAYSZ => "DT_PREINIT_ARRAYSZ",
+        DT_RELRSZ => "DT_RELRSZ",
+        DT_RELR => "DT_RELR",
+        DT_RELRENT => "DT_RELRENT",
+        DT_GNU_HASH => "DT_GNU_HASH",
+        DT_VERSYM => "DT_VERSYM",
+        DT_VERDEF => "DT_VERDEF",
+        DT_VERNEED => "DT_VERNEED",
+        DT_VERDEFNUM => "DT_VERDEFNUM",
+        DT_VERNEEDNUM => "DT_VERNEEDNUM",
+        DT_RELACOUNT => "DT_RELACOUNT",
+        DT_RELCOUNT => "DT_RELCOUNT",
+        _ => "entry",
+    }
+}
+
+/// The dynamic section's checks, over the image.
+struct Linker<'a, R> {
+    file: &'a File<R>,
+    image: &'a Image,
+    entries: &'a [(u64, u64)],
+    wide: bool,
+    /// Whether the library has a PT_TLS segment.
+    thread_local: bool,
+    /// The functions the unwind tables describe, `(start, end)`, sorted (none without them).
+    functions: Vec<(u64, u64)>,
+    /// Everything, or only what the linkage takes.
+    whole: bool,
+}
+
+/// What one relocation does: its type, symbol index, and addend (`None`: in place, as REL
+/// and RELR keep it).
+#[derive(Debug, Clone, Copy)]
+struct Relocation {
+    kind: u32,
+    symbol: u64,
+    addend: Option<u64>,
+}
+
+impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
+    /// The value of the last entry with `tag` (glibc keeps the last).
+    fn get(&self, tag: u64) -> Option<u64> {
+        self.entries.iter().rev().find(|(t, _)| *t == tag).map(|&(_, v)| v)
+    }
+
+    /// The value of `tag`, which `because` needs.
+    fn require(&self, tag: u64, because: u64) -> Result<u64, String> {
+        self.get(tag).ok_or_else(|| {
+            format!(
+                "its dynamic section has {} but no {}, which the loader reads with it",
+                tag_name(because),
+                tag_name(tag)
+            )
+        })
+    }
+
+    /// The table at `tag`, of `size` bytes, from the file.
+    fn table(&self, tag: u64, vaddr: u64, size: u64) -> Result<Vec<u8>, String> {
+        if size > MAX_ENTRIES * 24 {
+            return Err(format!("its {} table claims {size} bytes", tag_name(tag)));
+        }
+        let align = match tag {
+            DT_STRTAB => 1,
+            DT_VERSYM => 2,
+            DT_HASH | DT_GNU_HASH | DT_VERDEF | DT_VERNEED => 4,
+            _ => self.word(),
+        };
+        if !vaddr.is_multiple_of(align) {
+            return Err(format!(
+                "its {} table is at address {vaddr:#x}, which is not aligned to {align} bytes",
+                tag_name(tag)
+            ));
+        }
+        self.image
+            .read(self.file, vaddr, size, &format!("its {} table", tag_name(tag)))
+    }
+
+    fn entry_size(&self, tag: u64, expected: u64) -> Result<(), String> {
+        match self.get(tag) {
+            Some(size) if size != expected => Err(format!(
+                "its {} is {size}, but entries on this platform are {expected} bytes",
+                tag_name(tag)
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn word(&self) -> u64 {
+        if self.wide { 8 } else { 4 }
+    }
+
+    fn check(&self) -> Result<Linkage, String> {
+        self.consistent()?;
+        let strtab = self
+            .get(DT_STRTAB)
+            .ok_or("its dynamic section has no string table (DT_STRTAB)")?;
+        let strsz = self.require(DT_STRSZ, DT_STRTAB)?;
+        let strings = Strings(self.table(DT_STRTAB, strtab, strsz)?);
+
+        let mut linkage = Linkage::default();
+        for &(tag, value) in self.entries {
+            let name = match tag {
+                DT_NEEDED => "DT_NEEDED",
+                DT_SONAME => "DT_SONAME",
+                DT_RPATH => "DT_RPATH",
+                DT_RUNPATH => "DT_RUNPATH",
+                _ => continue,
+            };
+            let string = strings.get(value).ok_or_else(|| strings.bad(name, value))?.to_vec();
+            match tag {
+                DT_NEEDED => linkage.needed.push(string),
+                DT_RPATH => linkage.rpath = Some(string),
+                DT_RUNPATH => linkage.runpath = Some(string),
+                _ => {}
+            }
+        }
+
+        if !self.whole {
+            return Ok(linkage);
+        }
+        let sym_size = if self.wide { 24 } else { 16 };
+        self.entry_size(DT_SYMENT, sym_size)?;
+        // The loader reads the symbols the hash table reaches and those relocations name.
+        let relocations = self.relocations()?;
+        let needed_symbols = relocations
+            .values()
+            .filter(|r| r.symbol != 0)
+            .map(|r| r.symbol + 1)
+            .max()
+            .unwrap_or(0);
+        let symbols = self.symbol_count()?.max(needed_symbols);
+        let symtab = self.get(DT_SYMTAB);
+        let mut thread_local_symbols = false;
+        if let Some(symtab) = symtab {
+            let table = self.table(DT_SYMTAB, symtab, symbols.max(1) * sym_size)?;
+            thread_local_symbols = self.symbols(&table, &strings)?;
+        } else if symbols > 0 {
+            return Err(
+                "its dynamic section has a hash table or relocations with symbols, but no symbol table \
+                        (DT_SYMTAB)"
+                    .into(),
+            );
+        }
+        if let Some(versym) = self.get(DT_VERSYM) {
+            let table = self.table(DT_VERSYM, versym, symbols.max(1) * 2)?;
+            let highest = self.versions(&strings)?;
+            if let Some(bad) = table
+                .chunks_exact(2)
+                .map(|v| u16_at(v, 0) & 0x7fff)
+                .find(|&index| index > highest.max(1))
+            {
+                return Err(format!(
+                    "its symbol version table (DT_VERSYM) names version index {bad}, but it defines and needs \
+                     versions only up to {highest}"
+                ));
+            }
+        } else {
+            self.versions(&strings)?;
+        }
+
+        // A thread-local relocation without a symbol is against this library's own block.
+        let thread_local_relocations = relocations
+            .values()
+            .any(|r| r.symbol == 0 && TLS_RELOCATIONS.contains(&r.kind));
+        if (thread_local_symbols || thread_local_relocations) && !self.thread_local {
+            return Err("it defines thread-local variables but has no thread-local storage segment (PT_TLS)".into());
+        }
+
+        for (array, size) in [
+            (DT_INIT_ARRAY, DT_INIT_ARRAYSZ),
+            (DT_FINI_ARRAY, DT_FINI_ARRAYSZ),
+            (DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ),
+        ] {
+            if let Some(vaddr) = self.get(array) {
+                let size = self.require(size, array)?;
+                if !size.is_multiple_of(self.word()) || !vaddr.is_multiple_of(self.word()) {
+                    return Err(format!(
+                        "its {} (address {vaddr:#x}, {size} bytes) is not an aligned array of pointers",
+                        tag_name(array)
+                    ));
+                }
+                if self.image.backing(vaddr, size).is_none() {
+                    return Err(outside(&format!("its {} table", tag_name(array)), vaddr, size));
+                }
+                self.functions(array, vaddr, size, &relocations)?;
+            }
+        }
+        for function in [DT_INIT, DT_FINI] {
+            if let Some(vaddr) = self.get(function) {
+                match self.image.backing(vaddr, 1) {
+                    Some(load) if load.flags & PF_X != 0 => {}
+                    _ => {
+                        return Err(format!(
+                            "its {} function (address {vaddr:#x}) is not inside an executable loadable segment",
+                            tag_name(function)
+                        ));
+                    }
+                }
+                self.function_start(&format!("its {} function", tag_name(function)), vaddr)?;
+            }
+        }
+        Ok(linkage)
+    }
+
+    /// How many symbols the hash table says the symbol table has (0 without a hash table).
+    fn symbol_count(&self) -> Result<u64, String> {
+        if let Some(gnu) = self.get(DT_GNU_HASH) {
+            let head = self.table(DT_GNU_HASH, gnu, 16)?;
+            let (buckets, offset, bloom, _shift) = (
+                u64::from(u32_at(&head, 0)),
+                u64::from(u32_at(&head, 4)),
+                u64::from(u32_at(&head, 8)),
+                u32_at(&head, 12),
+            );
+            if !bloom.is_power_of_two() {
+                return Err(format!(
+                    "its GNU hash table (DT_GNU_HASH) has {bloom} bloom filter words, not a power of two"
+                ));
+            }
+            if buckets > MAX_ENTRIES || bloom > MAX_ENTRIES {
+                return Err(format!("its GNU hash table (DT_GNU_HASH) claims {buckets} buckets"));
+            }
+            let bucket_start = gnu + 16 + bloom * self.word();
+            let table = self.table(DT_GNU_HASH, bucket_start, buckets * 4)?;
+            let highest = table
+                .chunks_exact(4)
+                .map(|b| u64::from(u32_at(b, 0)))
+                .max()
+                .unwrap_or(0);
+            if highest < offset {
+                return Ok(offset);
+            }
+            // The chains follow the buckets, one word per symbol from `offset` on; the chain
+            // of the highest bucket ends with the last symbol (its low bit set).
+            let chains = bucket_start + buckets * 4;
+            let mut index = highest;
+            loop {
+                let at = chains + (index - offset) * 4;
+                let word = self.table(DT_GNU_HASH, at, 4)?;
+                if u32_at(&word, 0) & 1 != 0 {
+                    return Ok(index + 1);
+                }
+                index += 1;
+                if index > MAX_ENTRIES {
+                    return Err("its GNU hash table (DT_GNU_HASH) has a chain without an end".into());
+                }
+            }
+        }
+        if let Some(hash) = self.get(DT_HASH) {
+            let head = self.table(DT_HASH, hash, 8)?;
+            let (buckets, chains) = (u64::from(u32_at(&head, 0)), u64::from(u32_at(&head, 4)));
+            if buckets > MAX_ENTRIES || chains > MAX_ENTRIES {
+                return Err(format!(
+                    "its hash table (DT_HASH) claims {buckets} buckets and {chains} symbols"
+                ));
+            }
+            let table = self.table(DT_HASH, hash + 8, (buckets + chains) * 4)?;
+            if let Some(bad) = table
+                .chunks_exact(4)
+                .map(|b| u64::from(u32_at(b, 0)))
+                .find(|&i| i >= chains)
+            {
+                return Err(format!(
+                    "its hash table (DT_HASH) refers to symbol {bad}, but has only {chains}"
+                ));
+            }
+            return Ok(chains);
+        }
+        Ok(0)
+    }
+
+    /// Every symbol's name is a string, a defined object lies in the image and a defined
+    /// function in an executable segment. Returns whether any defined symbol is thread-local.
+    fn symbols(&self, table: &[u8], strings: &Strings) -> Result<bool, String> {
+        let mut thread_local = false;
+        let size = if self.wide { 24 } else { 16 };
+        for (n, symbol) in table.chunks_exact(size).enumerate() {
+            let (name, info, section, value) = if self.wide {
+                (u32_at(symbol, 0), symbol[4], u16_at(symbol, 6), u64_at(symbol, 8))
+            } else {
+                (
+                    u32_at(symbol, 0),
+                    symbol[12],
+                    u16_at(symbol, 14),
+                    u32_at(symbol, 4).into(),
+                )
+            };
+            if strings.get(name.into()).is_none() {
+                return Err(strings.bad(&format!("symbol {n}'s name"), name.into()));
+            }
+            let kind = info & 0xf;
+            let defined = section != SHN_UNDEF && section < SHN_LORESERVE;
+            thread_local |= defined && kind == STT_TLS;
+            let (place, segment) = match kind {
+                STT_FUNC if defined => (
+                    self.image.backing(value, 1).filter(|load| load.flags & PF_X != 0),
+                    "executable loadable segment",
+                ),
+                STT_OBJECT if defined => (self.image.mapping(value, 1), "loadable segment"),
+                // Other defined symbols (markers such as `_end`) may point one past the image.
+                STT_TLS => continue,
+                _ if defined => (
+                    (self.image.start() <= value && value <= self.image.end()).then_some(&self.image.loads[0]),
+                    "loadable segment",
+                ),
+                _ => continue,
+            };
+            if place.is_none() {
+                return Err(format!(
+                    "its symbol {n} ({}) has address {value:#x}, outside every {segment}",
+                    String::from_utf8_lossy(strings.get(name.into()).unwrap_or_default()),
+                ));
+            }
+        }
+        Ok(thread_local)
+    }
+
+    /// Checks the tag pairs the loader reads together: a size or count without its table
+    /// means the table's entry was lost, and the loader would act on half the information.
+    fn consistent(&self) -> Result<(), String> {
+        let pairs = [
+            (DT_RELASZ, DT_RELA),
+            (DT_RELAENT, DT_RELA),
+            (DT_RELACOUNT, DT_RELA),
+            (DT_RELSZ, DT_REL),
+            (DT_RELENT, DT_REL),
+            (DT_RELCOUNT, DT_REL),
+            (DT_PLTRELSZ, DT_JMPREL),
+            (DT_PLTREL, DT_JMPREL),
+            (DT_RELRSZ, DT_RELR),
+            (DT_RELRENT, DT_RELR),
+            (DT_INIT_ARRAYSZ, DT_INIT_ARRAY),
+            (DT_FINI_ARRAYSZ, DT_FINI_ARRAY),
+            (DT_PREINIT_ARRAYSZ, DT_PREINIT_ARRAY),
+            (DT_VERDEFNUM, DT_VERDEF),
+            (DT_VERNEEDNUM, DT_VERNEED),
+            (DT_VERDEF, DT_VERSYM),
+            (DT_VERNEED, DT_VERSYM),
+        ];
+        for (with, table) in pairs {
+            if self.get(with).is_some() && self.get(table).is_none() {
+                return Err(format!(
+                    "its dynamic section has {} but no {}: an entry was lost or overwritten",
+                    tag_name(with),
+                    tag_name(table)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The functions of an init or fini array: each slot is relocated (a library loaded
+    /// anywhere holds no absolute address), and a relative one points into an executable
+    /// segment.
+    fn functions(
+        &self,
+        array: u64,
+        vaddr: u64,
+        size: u64,
+        relocations: &std::collections::HashMap<u64, Relocation>,
+    ) -> Result<(), String> {
+        let Some(relative) = RELATIVE else { return Ok(()) };
+        let slots = self.table(array, vaddr, size)?;
+        for (n, slot) in slots.chunks_exact(self.word() as usize).enumerate() {
+            let at = vaddr + n as u64 * self.word();
+            let Some(relocation) = relocations.get(&at) else {
+                return Err(format!(
+                    "its {} slot {n} (address {at:#x}) is not relocated, so the loader would call an absolute \
+                     address",
+                    tag_name(array)
+                ));
+            };
+            if relocation.kind != relative {
+                continue;
+            }
+            let target = relocation.addend.unwrap_or(if self.wide {
+                u64_at(slot, 0)
+            } else {
+                u32_at(slot, 0).into()
+            });
+            if self.image.backing(target, 1).is_none_or(|load| load.flags & PF_X == 0) {
+                return Err(format!(
+                    "its {} slot {n} points to {target:#x}, outside every executable loadable segment",
+                    tag_name(array)
+                ));
+            }
+            self.function_start(&format!("its {} slot {n}", tag_name(array)), target)?;
+        }
+        Ok(())
+    }
+
+    /// Refuses `address` (of `what`, which the loader calls) when the unwind tables place it
+    /// inside a function rather than at a function's start.
+    fn function_start(&self, what: &str, address: u64) -> Result<(), String> {
+        match unwind::inside(&self.functions, address) {
+            Some(start) => Err(format!(
+                "{what} (address {address:#x}) points inside the function that starts at {start:#x}, by its \
+                 unwind tables (PT_GNU_EH_FRAME): the loader would start running code mid-function"
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Walks DT_VERDEF and DT_VERNEED; returns the highest version index they give.
+    fn versions(&self, strings: &Strings) -> Result<u16, String> {
+        let mut highest = 0;
+        if let Some(mut at) = self.get(DT_VERDEF) {
+            for _ in 0..MAX_ENTRIES {
+                let record = self.table(DT_VERDEF, at, 20)?;
+                highest = highest.max(u16_at(&record, 4) & 0x7fff);
+                let (count, aux, next) = (u16_at(&record, 6), u32_at(&record, 12), u32_at(&record, 16));
+                let mut name_at = at + u64::from(aux);
+                for _ in 0..count.max(1) {
+                    let name = self.table(DT_VERDEF, name_at, 8)?;
+                    let offset = u64::from(u32_at(&name, 0));
+                    strings
+                        .get(offset)
+                        .ok_or_else(|| strings.bad("a version definition's name", offset))?;
+                    match u32_at(&name, 4) {
+                        0 => break,
+                        step => name_at += u64::from(step),
+                    }
+                }
+                match next {
+                    0 => break,
+                    step => at += u64::from(step),
+                }
+            }
+        }
+        if let Some(mut at) = self.get(DT_VERNEED) {
+            for _ in 0..MAX_ENTRIES {
+                let record = self.table(DT_VERNEED, at, 16)?;
+                let (file, aux, next) = (u32_at(&record, 4), u32_at(&record, 8), u32_at(&record, 12));
+                strings
+                    .get(file.into())
+                    .ok_or_else(|| strings.bad("a needed version's library", file.into()))?;
+                let mut entry_at = at + u64::from(aux);
+                for _ in 0..MAX_ENTRIES {
+                    let entry = self.table(DT_VERNEED, entry_at, 16)?;
+                    highest = highest.max(u16_at(&entry, 6) & 0x7fff);
+                    let name = u64::from(u32_at(&entry, 8));
+                    strings
+                        .get(name)
+                        .ok_or_else(|| strings.bad("a needed version's name", name))?;
+                    match u32_at(&entry, 12) {
+                        0 => break,
+                        step => entry_at += u64::from(step),
+                    }
+                }
+                match next {
+                    0 => break,
+                    step => at += u64::from(step),
+                }
+            }
+        }
+        Ok(highest)
+    }
+
+    /// The relocation tables: sizes, entry sizes, each entry's target, and the count of
+    /// leading relative relocations. Returns every relocation by target address.
+    fn relocations(&self) -> Result<std::collections::HashMap<u64, Relocation>, String> {
+        let mut all = std::collections::HashMap::new();
+        let (rela_size, rel_size) = if self.wide { (24, 16) } else { (12, 8) };
+        let text_relocations =
+            self.get(DT_TEXTREL).is_some() || self.get(DT_FLAGS).is_some_and(|flags| flags & DF_TEXTREL != 0);
+        let mut tables = Vec::new();
+        if let Some(rela) = self.get(DT_RELA) {
+            let size = self.require(DT_RELASZ, DT_RELA)?;
+            self.require(DT_RELAENT, DT_RELA)?;
+            self.entry_size(DT_RELAENT, rela_size)?;
+            tables.push((DT_RELA, rela, size, rela_size));
+        }
+        if let Some(rel) = self.get(DT_REL) {
+            let size = self.require(DT_RELSZ, DT_REL)?;
+            self.require(DT_RELENT, DT_REL)?;
+            self.entry_size(DT_RELENT, rel_size)?;
+            tables.push((DT_REL, rel, size, rel_size));
+        }
+        if let Some(plt) = self.get(DT_PLTREL) {
+            let expected = if RELA_PLATFORM { DT_RELA } else { DT_REL };
+            if plt != expected {
+                return Err(format!(
+                    "its DT_PLTREL is {plt}, but this platform's relocations are {}",
+                    tag_name(expected)
+                ));
+            }
+        }
+        if let Some(jmprel) = self.get(DT_JMPREL) {
+            let size = self.require(DT_PLTRELSZ, DT_JMPREL)?;
+            self.require(DT_PLTREL, DT_JMPREL)?;
+            let entry = if RELA_PLATFORM { rela_size } else { rel_size };
+            tables.push((DT_JMPREL, jmprel, size, entry));
+        }
+        let writable = |vaddr: u64| {
+            self.image
+                .mapping(vaddr, self.word())
+                .is_some_and(|load| text_relocations || load.flags & PF_W != 0)
+        };
+        for (tag, vaddr, size, entry) in tables {
+            if size == 0 && tag == DT_JMPREL {
+                // Linkers write DT_JMPREL only for PLT relocations; without them every call
+                // through the PLT jumps to an unrelocated address.
+                return Err("its DT_JMPREL table is empty (DT_PLTRELSZ is 0)".into());
+            }
+            if !size.is_multiple_of(entry) {
+                return Err(format!(
+                    "its {} table is {size} bytes, not whole entries",
+                    tag_name(tag)
+                ));
+            }
+            let table = self.table(tag, vaddr, size)?;
+            let relative_count = match tag {
+                DT_RELA => self.get(DT_RELACOUNT),
+                DT_REL => self.get(DT_RELCOUNT),
+                _ => None,
+            };
+            if let Some(count) = relative_count
+                && count > size / entry
+            {
+                return Err(format!(
+                    "its {} is {count}, but {} holds only {} relocations",
+                    if tag == DT_RELA { "DT_RELACOUNT" } else { "DT_RELCOUNT" },
+                    tag_name(tag),
+                    size / entry
+                ));
+            }
+            let with_addend = entry == rela_size;
+            for (n, relocation) in table.chunks_exact(entry as usize).enumerate() {
+                let (target, symbol, kind) = if self.wide {
+                    let info = u64_at(relocation, 8);
+                    (u64_at(relocation, 0), info >> 32, info as u32)
+                } else {
+                    let info = u32_at(relocation, 4);
+                    (u32_at(relocation, 0).into(), u64::from(info >> 8), info & 0xff)
+                };
+                let addend = with_addend.then(|| {
+                    if self.wide {
+                        u64_at(relocation, 16)
+                    } else {
+                        u32_at(relocation, 8).into()
+                    }
+                });
+                if let (Some(count), Some(relative)) = (relative_count, RELATIVE)
+                    && (n as u64) < count
+                    && kind != relative
+                {
+                    return Err(format!(
+                        "its {} says its first {count} relocations are relative, but relocation {n} is of type {kind}",
+                        if tag == DT_RELA { "DT_RELACOUNT" } else { "DT_RELCOUNT" }
+                    ));
+                }
+                if !writable(target) {
+                    return Err(format!(
+                        "its relocation {n} in {} writes to address {target:#x}, outside every writable loadable \
+                         segment",
+                        tag_name(tag)
+                    ));
+                }
+                if symbol > MAX_ENTRIES {
+                    return Err(format!(
+                        "its relocation {n} in {} refers to symbol {symbol}",
+                        tag_name(tag)
+                    ));
+                }
+                all.insert(target, Relocation { kind, symbol, addend });
+            }
+        }
+        if let Some(relr) = self.get(DT_RELR) {
+            let size = self.require(DT_RELRSZ, DT_RELR)?;
+            self.require(DT_RELRENT, DT_RELR)?;
+            self.entry_size(DT_RELRENT, self.word())?;
+            if !size.is_multiple_of(self.word()) {
+                return Err(format!("its DT_RELR table is {size} bytes, not whole entries"));
+            }
+            let table = self.table(DT_RELR, relr, size)?;
+            let mut base = 0u64;
+            for word in table.chunks_exact(self.word() as usize) {
+                let word = if self.wide {
+                    u64_at(word, 0)
+                } else {
+                    u32_at(word, 0).into()
+                };
+                let targets: Vec<u64> = if word & 1 == 0 {
+                    base = word.wrapping_add(self.word());
+                    vec![word]
+                } else {
+                    let bits = self.word() * 8 - 1;
+                    let targets = (0..bits)
+                        .filter(|i| (word >> (i + 1)) & 1 != 0)
+                        .map(|i| base.wrapping_add(i * self.word()))
+                        .collect();
+                    base = base.wrapping_add(bits * self.word());
+                    targets
+                };
+                for target in targets {
+                    if !writable(target) {
+                        return Err(format!(
+                            "its DT_RELR relocations write to address {target:#x}, outside every writable loadable \
+                             segment"
+                        ));
+                    }
+                    if let Some(kind) = RELATIVE {
+                        all.insert(
+                            target,
+                            Relocation {
+                                kind,
+                                symbol: 0,
+                                addend: None,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        Ok(all)
+    }
+}
+
+/// The dynamic string table.
+struct Strings(Vec<u8>);
+
+impl Strings {
+    /// The NUL-terminated string at `offset`, without its NUL.
+    fn get(&self, offset: u64) -> Option<&[u8]> {
+        let rest = self.0.get(usize::try_from(offset).ok()?..)?;
+        let end = rest.iter().position(|&b| b == 0)?;
+        Some(&rest[..end])
+    }
+
+    fn bad(&self, what: &str, offset: u64) -> String {
+        format!(
+            "its {what} (string at offset {offset}) is not a string of its string table (DT_STRTAB, {} bytes)",
+            self.0.len()
+        )
+    }
+}
+
+// Fields in this platform's byte order (the header check refused every other); a field
+// the bytes are too short for reads as zero.
+fn field<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
+    let mut field = [0; N];
+    if let Some(bytes) = bytes.get(at..at.saturating_add(N)) {
+        field.copy_from_slice(bytes);
+    }
+    field
+}
+
+fn u16_at(bytes: &[u8], at: usize) -> u16 {
+    u16::from_ne_bytes(field(bytes, at))
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes(field(bytes, at))
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_ne_bytes(field(bytes, at))
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::os::unix::fs::FileExt;
+
+    /// Every shared library mapped into this test process (the C library, the loader, the
+    /// unwinder…) passes: the check refuses nothing a linker writes.
+    #[test]
+    fn every_library_this_process_has_mapped_passes() {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let mut libraries: Vec<&str> = maps
+            .lines()
+            .filter_map(|line| line.split_whitespace().nth(5))
+            .filter(|path| path.starts_with('/') && path.contains(".so"))
+            .collect();
+        libraries.sort_unstable();
+        libraries.dedup();
+        assert!(!libraries.is_empty(), "no shared library mapped: {maps}");
+        for path in libraries {
+            let file = std::fs::File::open(path).unwrap();
+            let len = file.metadata().unwrap().len();
+            let linkage = super::check(|buffer, offset| file.read_at(buffer, offset), len);
+            assert!(linkage.is_ok(), "{path}: {linkage:?}");
+        }
+    }
+}

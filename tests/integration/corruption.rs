@@ -1,0 +1,437 @@
+//! A corrupt library file gives an error naming it, not a dead process: each file is loaded
+//! by a default host in a child process (`dylease check`, which builds a `PluginHost` exactly
+//! as a program would), so a crash inside the loader shows as a signal instead of ending the
+//! test run. Three single-field corruptions that killed glibc's loader, then a seeded property
+//! test over the ELF header, program header and dynamic-section fields of real C, C++ and
+//! Rust plugins.
+
+use std::fs::{self, Permissions};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::support::{TestDir, fixture};
+
+const PT_NULL: u32 = 0;
+const PT_LOAD: u32 = 1;
+const PT_DYNAMIC: u32 = 2;
+const PF_W: u32 = 2;
+const DT_STRTAB: u64 = 5;
+
+/// The longest a child may take before the test kills it and fails: a bounded wait, far
+/// beyond what loading one small library takes.
+const CHILD_LIMIT: Duration = Duration::from_secs(30);
+
+fn u16_at(bytes: &[u8], at: usize) -> u64 {
+    u16::from_le_bytes(bytes[at..at + 2].try_into().unwrap()).into()
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u64 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()).into()
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
+}
+
+/// Writes the low `width` bytes of `value` at `at`.
+fn put(bytes: &mut [u8], at: usize, width: usize, value: u64) {
+    bytes[at..at + width].copy_from_slice(&value.to_le_bytes()[..width]);
+}
+
+/// Where the fields of a 64-bit little-endian shared library are.
+struct Layout {
+    /// File offsets of the program headers.
+    programs: Vec<usize>,
+    /// File offsets of the dynamic entries, DT_NULL included.
+    dynamic: Vec<usize>,
+}
+
+impl Layout {
+    fn of(bytes: &[u8]) -> Layout {
+        assert_eq!(&bytes[..6], b"\x7fELF\x02\x01", "a 64-bit little-endian ELF file");
+        let (phoff, phentsize, phnum) = (u64_at(bytes, 32), u16_at(bytes, 54), u16_at(bytes, 56));
+        let programs: Vec<usize> = (0..phnum).map(|i| (phoff + i * phentsize) as usize).collect();
+        let dynamic_header = *programs
+            .iter()
+            .find(|&&p| u32_at(bytes, p) == u64::from(PT_DYNAMIC))
+            .expect("a dynamic section");
+        let (offset, size) = (
+            u64_at(bytes, dynamic_header + 8) as usize,
+            u64_at(bytes, dynamic_header + 32),
+        );
+        let mut dynamic = Vec::new();
+        for entry in (offset..offset + size as usize).step_by(16) {
+            dynamic.push(entry);
+            if u64_at(bytes, entry) == 0 {
+                break;
+            }
+        }
+        Layout { programs, dynamic }
+    }
+
+    fn program(&self, bytes: &[u8], kind: u32, flags: Option<u32>) -> usize {
+        *self
+            .programs
+            .iter()
+            .find(|&&p| {
+                u32_at(bytes, p) == u64::from(kind) && flags.is_none_or(|f| u32_at(bytes, p + 4) & u64::from(f) != 0)
+            })
+            .expect("the program header")
+    }
+
+    /// The end of the loaded image: past every loadable segment's memory.
+    fn image_end(&self, bytes: &[u8]) -> u64 {
+        self.programs
+            .iter()
+            .filter(|&&p| u32_at(bytes, p) == u64::from(PT_LOAD))
+            .map(|&p| u64_at(bytes, p + 16) + u64_at(bytes, p + 40))
+            .max()
+            .unwrap()
+    }
+}
+
+/// How a child's load of one file ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Outcome {
+    /// The plugin loaded (its passes registered).
+    Loaded,
+    /// dylease refused the file before the loader saw it (ELF or trust check).
+    RefusedByDylease,
+    /// The platform loader refused it (`dlopen` failed with a message).
+    RefusedByLoader,
+    /// `dlopen` succeeded and the plugin failed later (no entry point, ABI, registration).
+    FailedAfterLoading,
+    /// The child died by a signal.
+    Signal(i32),
+    /// The child exited without a report (the loader ended the process: `_exit`).
+    Died(i32),
+}
+
+/// Loads `path` in a child process (`dylease check --json`), with a bounded wait; returns
+/// the outcome and, for a refusal, the message.
+fn load_in_child(path: &Path) -> (Outcome, String) {
+    let mut child = Command::new(crate::cli::binary())
+        .args(["check", "--json"])
+        .arg(path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the dylease binary runs");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > CHILD_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("loading {} did not finish within {CHILD_LIMIT:?}", path.display());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    if let Some(signal) = status.signal() {
+        return (Outcome::Signal(signal), stderr);
+    }
+    if status.code() == Some(0) {
+        return (Outcome::Loaded, String::new());
+    }
+    let Ok(report) = serde_json::from_str::<serde_json::Value>(&stdout) else {
+        return (Outcome::Died(status.code().unwrap_or(-1)), stderr);
+    };
+    let problem = &report["checks"][0]["problem"];
+    let message = problem["message"].as_str().unwrap_or_default().to_owned();
+    let outcome = match problem["cause"].as_str() {
+        Some("headers" | "untrusted") => Outcome::RefusedByDylease,
+        Some("open") => Outcome::RefusedByLoader,
+        _ => Outcome::FailedAfterLoading,
+    };
+    (outcome, message)
+}
+
+/// Writes `bytes` as the library `name` in `dir`, as a host would find it installed.
+fn install(dir: &TestDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.path().join(name);
+    fs::write(&path, bytes).unwrap();
+    fs::set_permissions(&path, Permissions::from_mode(0o755)).unwrap();
+    let file = fs::File::options().write(true).open(&path).unwrap();
+    // Out of the checker's "may still be being written" window.
+    file.set_modified(SystemTime::now() - Duration::from_secs(60)).unwrap();
+    path
+}
+
+/// Asserts a child refused `bytes` with dylease's own error naming the file and `cause`.
+#[track_caller]
+fn assert_refused_naming_the_file(dir: &TestDir, name: &str, bytes: &[u8], cause: &str) {
+    let path = install(dir, name, bytes);
+    let (outcome, message) = load_in_child(&path);
+    assert_eq!(outcome, Outcome::RefusedByDylease, "{message}");
+    assert!(
+        message.starts_with(&format!("cannot load plugin file `{}`: ", path.display())),
+        "{message}"
+    );
+    assert!(message.contains(cause), "{message}");
+}
+
+#[test]
+fn a_dynamic_segment_outside_every_loadable_segment_is_refused_naming_the_file() {
+    let dir = TestDir::new("corrupt_dynamic");
+    let mut bytes = fs::read(fixture("arith")).unwrap();
+    let layout = Layout::of(&bytes);
+    let dynamic = layout.program(&bytes, PT_DYNAMIC, None);
+    let outside = layout.image_end(&bytes) + 0x10_0000;
+    put(&mut bytes, dynamic + 16, 8, outside);
+    assert_refused_naming_the_file(
+        &dir,
+        "libdynamic.so",
+        &bytes,
+        &format!("its PT_DYNAMIC segment (at address {outside:#x})"),
+    );
+}
+
+#[test]
+fn a_writable_loadable_segment_turned_into_pt_null_is_refused_naming_the_file() {
+    let dir = TestDir::new("corrupt_pt_null");
+    let mut bytes = fs::read(fixture("arith")).unwrap();
+    let layout = Layout::of(&bytes);
+    let writable = layout.program(&bytes, PT_LOAD, Some(PF_W));
+    put(&mut bytes, writable, 4, PT_NULL.into());
+    assert_refused_naming_the_file(
+        &dir,
+        "libpt_null.so",
+        &bytes,
+        "is not inside the file-backed part of a loadable segment",
+    );
+}
+
+#[test]
+fn a_string_table_outside_the_image_is_refused_naming_the_file() {
+    let dir = TestDir::new("corrupt_strtab");
+    let mut bytes = fs::read(fixture("arith")).unwrap();
+    let layout = Layout::of(&bytes);
+    let strtab = *layout
+        .dynamic
+        .iter()
+        .find(|&&entry| u64_at(&bytes, entry) == DT_STRTAB)
+        .unwrap();
+    let outside = layout.image_end(&bytes) + 0x10_0000;
+    put(&mut bytes, strtab + 8, 8, outside);
+    assert_refused_naming_the_file(
+        &dir,
+        "libstrtab.so",
+        &bytes,
+        &format!("its DT_STRTAB table (address {outside:#x}"),
+    );
+}
+
+/// A seeded xorshift64* generator: the same cases on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// One field of the headers: file offset and width.
+#[derive(Debug, Clone, Copy)]
+struct Field {
+    at: usize,
+    width: usize,
+    what: &'static str,
+}
+
+/// The header-level fields of a library: the ELF header's, every program header's, and
+/// every dynamic entry's tag and value.
+fn fields(bytes: &[u8]) -> Vec<Field> {
+    let layout = Layout::of(bytes);
+    let mut fields: Vec<Field> = [
+        (4, 1, "e_ident[EI_CLASS]"),
+        (5, 1, "e_ident[EI_DATA]"),
+        (6, 1, "e_ident[EI_VERSION]"),
+        (7, 1, "e_ident[EI_OSABI]"),
+        (8, 1, "e_ident[EI_ABIVERSION]"),
+        (16, 2, "e_type"),
+        (18, 2, "e_machine"),
+        (20, 4, "e_version"),
+        (24, 8, "e_entry"),
+        (32, 8, "e_phoff"),
+        (40, 8, "e_shoff"),
+        (52, 2, "e_ehsize"),
+        (54, 2, "e_phentsize"),
+        (56, 2, "e_phnum"),
+        (60, 2, "e_shnum"),
+        (62, 2, "e_shstrndx"),
+    ]
+    .map(|(at, width, what)| Field { at, width, what })
+    .to_vec();
+    for &p in &layout.programs {
+        for (at, width, what) in [
+            (0, 4, "p_type"),
+            (4, 4, "p_flags"),
+            (8, 8, "p_offset"),
+            (16, 8, "p_vaddr"),
+            (32, 8, "p_filesz"),
+            (40, 8, "p_memsz"),
+            (48, 8, "p_align"),
+        ] {
+            fields.push(Field {
+                at: p + at,
+                width,
+                what,
+            });
+        }
+    }
+    for &d in &layout.dynamic {
+        fields.push(Field {
+            at: d,
+            width: 8,
+            what: "d_tag",
+        });
+        fields.push(Field {
+            at: d + 8,
+            width: 8,
+            what: "d_val",
+        });
+    }
+    fields
+}
+
+/// A new value for `field`: extreme, near its old value, near the file's length, another
+/// field's value, or random.
+fn value(rng: &mut Rng, bytes: &[u8], field: Field, all: &[Field]) -> u64 {
+    let mut old = [0u8; 8];
+    old[..field.width].copy_from_slice(&bytes[field.at..field.at + field.width]);
+    let old = u64::from_le_bytes(old);
+    let len = bytes.len() as u64;
+    match rng.below(14) {
+        0 => 0,
+        1 => 1,
+        2 => u64::MAX,
+        3 => [0x7f, 0xff, 0xffff, 0xffff_ffff, 1 << 63][rng.below(5)],
+        4 => old.wrapping_add(1 + rng.below(16) as u64),
+        5 => old.wrapping_sub(1 + rng.below(16) as u64),
+        6 => old.wrapping_add(0x1000),
+        7 => old.wrapping_sub(0x1000),
+        8 => old ^ (1 << rng.below(field.width * 8)),
+        9 => [len, len - 1, len + 1, len * 2][rng.below(4)],
+        10 => old.wrapping_mul(2),
+        11 | 12 => {
+            let other = all[rng.below(all.len())];
+            let mut value = [0u8; 8];
+            value[..other.width].copy_from_slice(&bytes[other.at..other.at + other.width]);
+            u64::from_le_bytes(value)
+        }
+        _ => rng.next(),
+    }
+}
+
+/// One to three header-level fields of `original` changed.
+fn mutate(rng: &mut Rng, original: &[u8], all: &[Field]) -> (Vec<u8>, String) {
+    let mut bytes = original.to_vec();
+    let mut what = Vec::new();
+    for _ in 0..1 + rng.below(2) + rng.below(2) {
+        let field = all[rng.below(all.len())];
+        let value = value(rng, &bytes, field, all);
+        put(&mut bytes, field.at, field.width, value);
+        what.push(format!("{} at {} = {value:#x}", field.what, field.at));
+    }
+    (bytes, what.join(", "))
+}
+
+/// Mutated copies of each plugin per run: with two children at a time, a few seconds.
+const CASES_PER_PLUGIN: usize = 200;
+
+#[test]
+fn header_level_mutations_of_real_plugins_never_kill_the_loading_process() {
+    let rust = crate::rust_plugin::built_rust_plugins().join("libdylease_example_rust_plugin.so");
+    let originals = [
+        ("C", fs::read(fixture("arith")).unwrap()),
+        ("C++", fs::read(fixture("cpp_multi")).unwrap()),
+        ("Rust", fs::read(rust).unwrap()),
+    ];
+    let dir = TestDir::new("corrupt_property");
+    let mut rng = Rng(0xd11e_a5e0_c0de_0017);
+    let mut cases = Vec::new();
+    for (language, original) in &originals {
+        // Unmutated, each loads: the harness can tell a load from a refusal.
+        let path = install(&dir, &format!("lib{}-original.so", cases.len()), original);
+        assert_eq!(load_in_child(&path).0, Outcome::Loaded, "{language} plugin");
+        let all = fields(original);
+        for _ in 0..CASES_PER_PLUGIN {
+            let (bytes, what) = mutate(&mut rng, original, &all);
+            let path = install(&dir, &format!("lib{}.so", cases.len()), &bytes);
+            cases.push((*language, path, what));
+        }
+    }
+
+    let next = AtomicUsize::new(0);
+    let outcomes = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                while let Some((language, path, what)) = cases.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let (outcome, message) = load_in_child(path);
+                    if outcome == Outcome::RefusedByDylease {
+                        assert!(
+                            message.contains(&format!("`{}`", path.display())),
+                            "{language} {what}: the refusal does not name the file: {message}"
+                        );
+                    }
+                    let what = match outcome {
+                        Outcome::Signal(_) | Outcome::Died(_) => format!("{what}: {message}"),
+                        _ => what.clone(),
+                    };
+                    outcomes.lock().unwrap().push((*language, outcome, what));
+                }
+            });
+        }
+    });
+    let outcomes = outcomes.into_inner().unwrap();
+
+    let mut table = String::from(
+        "language | loaded | refused by dylease | refused by the loader | failed after loading | killed\n",
+    );
+    for (language, _) in &originals {
+        let count = |f: &dyn Fn(Outcome) -> bool| outcomes.iter().filter(|(l, o, _)| l == language && f(*o)).count();
+        table.push_str(&format!(
+            "{language} | {} | {} | {} | {} | {}\n",
+            count(&|o| o == Outcome::Loaded),
+            count(&|o| o == Outcome::RefusedByDylease),
+            count(&|o| o == Outcome::RefusedByLoader),
+            count(&|o| o == Outcome::FailedAfterLoading),
+            count(&|o| matches!(o, Outcome::Signal(_) | Outcome::Died(_))),
+        ));
+    }
+    eprintln!("{} mutated plugins loaded in child processes:\n{table}", outcomes.len());
+    let killed: Vec<_> = outcomes
+        .iter()
+        .filter(|(_, o, _)| matches!(o, Outcome::Signal(_) | Outcome::Died(_)))
+        .collect();
+    assert!(
+        killed.is_empty(),
+        "children killed by a signal or the loader: {killed:#?}\n{table}"
+    );
+    // Both sides occur, or the generator tests less than it claims.
+    for side in [Outcome::Loaded, Outcome::RefusedByDylease] {
+        assert!(
+            outcomes.iter().filter(|(_, o, _)| *o == side).count() > 20,
+            "too few {side:?}:\n{table}"
+        );
+    }
+}
