@@ -8,6 +8,8 @@ mod support;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod abi_v2;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod attack;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod build_recipe;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod cli;
