@@ -145,3 +145,94 @@ fn load_unload_cycles_leak_no_descriptors() {
         );
     }
 }
+
+/// The descriptors of this process open on `path` (by the link `/proc/self/fd/N` shows).
+fn descriptors_naming(path: &Path) -> Vec<i32> {
+    fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter(|fd| fs::read_link(fd.path()).is_ok_and(|target| target == path))
+        .filter_map(|fd| fd.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// Whether descriptor `fd` is open on the inode `ino`.
+fn fd_on_inode(fd: i32, ino: u64) -> bool {
+    fs::metadata(format!("/proc/self/fd/{fd}")).is_ok_and(|m| std::os::unix::fs::MetadataExt::ino(&m) == ino)
+}
+
+/// Identity aliasing through the settle check's own `RTLD_NOLOAD`. A set of two plugins,
+/// `liba_slow.so` (slow `on_unload`) and `libcore.so` (A), is torn down: A is closed first
+/// (unmapped), and stays unsettled while the slow one unloads. Meanwhile another host loads Q,
+/// a plugin that links against A's file by its run path: the loader maps A again (A'), by
+/// path. A's settle then asks `dlopen("/proc/self/fd/N_A", RTLD_NOLOAD)`: glibc finds A' by
+/// device and inode and *adds that name to A'*, returns A''s handle, which is not the closed
+/// one, so the descriptor N_A is closed: A' now carries a dangling name. The next plugin file
+/// whose checked descriptor gets number N_A is handed A' by name, without the loader looking
+/// at the file: another file's code under its identity.
+#[test]
+fn a_descriptor_the_settle_check_named_is_never_closed_under_a_live_mapping() {
+    let dir1 = TestDir::new("attack_alias_a");
+    copy_in(dir1.path(), &fixture("slow_unload"), "liba_slow.so", 0o755);
+    let core = copy_in(dir1.path(), &fixture("stateful_core"), "libcore.so", 0o755);
+    let core_ino = ino(&core);
+    let dir2 = TestDir::new("attack_alias_q");
+    let q = dir2.path().join("libq.so");
+    let link = core.display().to_string();
+    let rpath = format!("-Wl,-rpath,{}", dir1.path().display());
+    let by_hand = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins/by_hand.c");
+    compile_plugin(&[&by_hand], &q, &["-Wl,--no-as-needed", &link, &rpath]).unwrap();
+    fs::set_permissions(&q, Permissions::from_mode(0o755)).unwrap();
+
+    let h1 = host(dir1.path());
+    let lease = h1.acquire().unwrap();
+    let names: Vec<String> = lease.plugins().iter().map(|p| p.name().to_owned()).collect();
+    let core_name = names[1].clone();
+    let n_a = descriptors_naming(&core);
+    assert_eq!(n_a.len(), 1, "A's loader name: one descriptor on libcore.so, {n_a:?}");
+    let n_a = n_a[0];
+    let slow = dir1.path().join("liba_slow.so");
+    let h2 = host(dir2.path());
+    let q_lease = std::thread::scope(|scope| {
+        let unloading = scope.spawn(move || drop(lease));
+        await_that("the slow plugin's on_unload started", || beside(&slow, ".unloading").exists());
+        // A is closed (and unmapped) but not settled: Q maps A's file again, by path.
+        let q_lease = h2.acquire().unwrap();
+        fs::write(beside(&slow, ".go"), "").unwrap();
+        unloading.join().unwrap();
+        q_lease
+    });
+    eprintln!("A's descriptor {n_a} still open on A after the settle: {}", fd_on_inode(n_a, core_ino));
+    if fd_on_inode(n_a, core_ino) {
+        // The settle saw A' at the closed mapping's address and kept the descriptor: safe.
+        return;
+    }
+    // N_A is closed while A' (Q's dependency) carries its name. Land a new plugin file's
+    // checked descriptor on N_A: fill every lower free number but `k`, for k = 0, 1, ...
+    let mut seen = Vec::new();
+    for k in 0..24 {
+        let dir3 = TestDir::new("attack_alias_c");
+        copy_in(dir3.path(), &fixture("p1"), "libp1.so", 0o755);
+        let h3 = host(dir3.path());
+        let mut dummies = Vec::new();
+        loop {
+            let f = fs::File::open("/dev/null").unwrap();
+            if std::os::fd::AsRawFd::as_raw_fd(&f) >= n_a {
+                break;
+            }
+            dummies.push(f);
+        }
+        for _ in 0..k.min(dummies.len()) {
+            dummies.pop();
+        }
+        let got = h3.acquire().map(|l| l.plugins()[0].name().to_owned());
+        drop(dummies);
+        seen.push(format!("k={k}: {got:?}"));
+        assert!(
+            matches!(&got, Ok(name) if name == "p1"),
+            "a host over a directory holding only libp1.so was handed another file's plugin \
+             (`{core_name}` is A's name): {seen:#?}"
+        );
+    }
+    drop(q_lease);
+}
