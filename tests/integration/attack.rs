@@ -299,3 +299,68 @@ fn install_survives_and_spares_another_users_precreated_temporary() {
     assert!(gone.is_empty(), "install removed another user's file {gone:?}: {text}");
     assert!(out.status.success(), "another user's planted name made the install fail: {text}");
 }
+
+/// The directory mode in a sticky, world-writable plugin directory (which the trust check
+/// accepts, "like /tmp"): there "only this user or root can replace the file" is false, since
+/// any user may create a name that is free. The plugin needs `$ORIGIN/libdep.so` (a DT_NEEDED
+/// path, so no run path makes the dependency walk refuse the directory). While host B waits
+/// for A's slow unload, the owner removes `libx.so` (an installer that unlinks first), and
+/// uid 65534 creates its own `libx.so`: B's loader, given `/proc/self/fd/D/libx.so`, runs it.
+#[test]
+fn origin_mode_in_a_sticky_directory_never_runs_another_users_file() {
+    use std::os::unix::process::CommandExt;
+    let plugins = TestDir::new("attack_origin_sticky");
+    fs::set_permissions(plugins.path(), Permissions::from_mode(0o1777)).unwrap();
+    // The dependency's soname is `$ORIGIN/libdep.so`: the plugin's DT_NEEDED is that path.
+    let dep = own_fixture("dep_origin_soname", &["dep.c"], &["-Wl,-soname,$ORIGIN/libdep.so"]);
+    copy_in(plugins.path(), &dep, "libdep.so", 0o755);
+    let lib_path = own_fixture(
+        "slow_unload_needs_origin_dep",
+        &["slow_unload.c"],
+        &["-Wl,--no-as-needed", "-ldl", &dep.display().to_string()],
+    );
+    let lib = copy_in(plugins.path(), &lib_path, "libx.so", 0o755);
+    let checked_ino = ino(&lib);
+    // The attacker's file, readable by uid 65534.
+    let theirs_src = std::env::temp_dir().join(format!("attack-theirs-{}.so", std::process::id()));
+    fs::copy(fixture("by_hand_marker"), &theirs_src).unwrap();
+    fs::set_permissions(&theirs_src, Permissions::from_mode(0o644)).unwrap();
+    // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
+    let file_host = || unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
+    let (a, b) = (file_host(), file_host());
+    let lease = a.acquire().unwrap();
+    let outcome = std::thread::scope(|scope| {
+        let unloading = scope.spawn(move || drop(lease));
+        await_that("A's on_unload started", || beside(&lib, ".unloading").exists());
+        let waiting = scope.spawn(|| b.acquire());
+        await_that("B opened the checked file", || descriptors_on_inode(checked_ino) >= 2);
+        fs::remove_file(&lib).unwrap();
+        let status = std::process::Command::new("cp")
+            .arg(&theirs_src)
+            .arg(&lib)
+            .uid(65534)
+            .gid(65534)
+            .status()
+            .unwrap();
+        assert!(status.success(), "uid 65534 could not create its file");
+        fs::write(beside(&lib, ".go"), "").unwrap();
+        unloading.join().unwrap();
+        waiting.join().unwrap().map(|lease| lease.plugins()[0].name().to_owned())
+    });
+    let _ = fs::remove_file(&theirs_src);
+    let owner = std::os::unix::fs::MetadataExt::uid(&fs::metadata(&lib).unwrap());
+    eprintln!("B's load: {outcome:?}; libx.so now owned by uid {owner}");
+    assert!(
+        !beside(&lib, ".ran").exists(),
+        "uid 65534's file ran its constructor in this (root) process; B's load said {outcome:?}"
+    );
+}
+
+/// Messages name the file, never the loader's `/proc/self/fd/N` name (meaningless to a user).
+#[test]
+fn a_missing_entry_point_is_reported_with_the_files_name() {
+    let plugins = TestDir::new("attack_noentry_message");
+    copy_in(plugins.path(), &fixture("noentry"), "libnoentry.so", 0o755);
+    let error = host(plugins.path()).acquire().unwrap_err().to_string();
+    assert!(!error.contains("/proc/self/fd"), "{error}");
+}
