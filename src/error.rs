@@ -46,6 +46,11 @@ pub enum OpenCause {
     Headers,
     /// The platform loader refused it (`dlopen` failed: a missing dependency or symbol, …).
     Loader,
+    /// The file was replaced, under the name the loader had to find it by, every time the
+    /// host checked it again (a library whose run path uses `$ORIGIN` is found through its
+    /// directory): a host checks a replaced file and tries again, so this is seen only while
+    /// installs keep replacing it.
+    Replaced,
 }
 
 /// Everything that can go wrong while configuring a host or loading its plugins.

@@ -19,6 +19,8 @@ pub(crate) struct Checked<'a> {
     pub(crate) resolved: &'a Path,
     /// Whether the library's run paths or needed names use `$ORIGIN`.
     pub(crate) origin: bool,
+    /// Whether the trust check is on (`TrustPolicy::Strict`).
+    pub(crate) strict: bool,
 }
 
 /// An open shared library. Dropping it closes the library (`dlclose`).
@@ -30,6 +32,39 @@ pub(crate) struct Library {
     /// The descriptors whose names the loader recorded for the mapping (see [`imp`]): each
     /// stays open while the mapping lives, for ever if the platform keeps it.
     names: imp::Names,
+    /// What the loader was given, and the file it stands for, for messages.
+    shown: Shown,
+}
+
+/// Why [`Library::open`] failed.
+#[derive(Debug)]
+pub(crate) enum OpenFailure {
+    /// The file was replaced by another under its name before the loader opened it by that
+    /// name (a library mapped through its directory, for `$ORIGIN`): no code of it ran, and
+    /// the new file is to be checked before another try.
+    Replaced(String),
+    /// The trust check refuses how the loader would have to find it: why.
+    Untrusted(String),
+    /// Anything else, in the loader's words (naming the file).
+    Other(String),
+}
+
+/// The name the loader was given for a library, and the file it stands for: the loader's
+/// messages name the first, users know the second.
+#[derive(Debug, Default)]
+struct Shown {
+    given: String,
+    file: std::path::PathBuf,
+}
+
+impl Shown {
+    /// `message` with the name the loader was given replaced by the file's path.
+    fn rewrite(&self, message: &str) -> String {
+        if self.given.is_empty() {
+            return message.to_owned();
+        }
+        message.replace(&self.given, &self.file.to_string_lossy())
+    }
 }
 
 impl Library {
@@ -49,8 +84,13 @@ impl Library {
     /// Opening a library runs its initialisation routines (and closing it later runs its
     /// termination routines). The caller vouches that running that code is sound, as for
     /// calling any unknown foreign function.
-    pub(crate) unsafe fn open(checked: Checked<'_>) -> Result<Library, String> {
-        let (name, names) = imp::name(checked).map_err(|e| io_message(checked.resolved, &e))?;
+    pub(crate) unsafe fn open(checked: Checked<'_>) -> Result<Library, OpenFailure> {
+        let failed = |e: std::io::Error| match e.kind() {
+            std::io::ErrorKind::NotFound => OpenFailure::Replaced(e.to_string()),
+            std::io::ErrorKind::PermissionDenied if checked.strict => OpenFailure::Untrusted(e.to_string()),
+            _ => OpenFailure::Other(io_message(checked.resolved, &e)),
+        };
+        let (name, names) = imp::name(checked).map_err(failed)?;
         #[cfg(unix)]
         let opened = {
             use libloading::os::unix::{Library as Unix, RTLD_LOCAL, RTLD_NOW};
@@ -73,34 +113,35 @@ impl Library {
                 (libloading::Library::from(library), raw as usize)
             })
         };
+        let shown = Shown {
+            given: name.to_string_lossy().into_owned(),
+            file: checked.resolved.to_owned(),
+        };
         let (inner, handle) = opened.map_err(|e| {
-            // The loader's words name what it was given: name the file instead.
-            let message = loader_message(&e).replace(&*name.to_string_lossy(), &checked.resolved.to_string_lossy());
+            let message = shown.rewrite(&loader_message(&e));
             let hint = if message.contains("Too many open files") {
                 descriptor_hint(&std::io::Error::from_raw_os_error(EMFILE))
             } else {
                 ""
             };
-            format!("{message}{hint}")
+            OpenFailure::Other(format!("{message}{hint}"))
         })?;
-        let library = Library {
+        let mut library = Library {
             inner: Some(inner),
             handle,
             names,
+            shown,
         };
-        if imp::maps_checked_file(&library.names, handle) == Some(false) {
+        // SAFETY: `handle` was just returned by the loader for this open library.
+        unsafe { imp::opened(&mut library.names, handle) };
+        if imp::maps_checked_file(&library.names, checked.file) == Some(false) {
             let (_, closed) = library.close();
-            let Unmapped { kept, .. } = closed.settle();
-            return Err(format!(
+            closed.settle();
+            return Err(OpenFailure::Other(format!(
                 "the file at `{}` was replaced while the loader mapped it (its directory's owner renamed \
-                 another file in){}",
-                checked.resolved.display(),
-                if kept == Some(true) {
-                    "; the platform keeps what it mapped"
-                } else {
-                    ""
-                }
-            ));
+                 another file in): refused",
+                checked.resolved.display()
+            )));
         }
         Ok(library)
     }
@@ -133,7 +174,9 @@ impl Library {
             self.open_library()
                 .get::<dylease_plugin_v1_fn>(DYLEASE_ENTRY_SYMBOL.as_bytes())
         };
-        let entry = symbol.map(|s| *s).map_err(|e| loader_message(&e))?;
+        let entry = symbol
+            .map(|s| *s)
+            .map_err(|e| self.shown.rewrite(&loader_message(&e)))?;
         match self.owner_of(entry as *const core::ffi::c_void) {
             Some(Err(owner)) => Err(format!(
                 "the `{DYLEASE_ENTRY_SYMBOL}` the loader found belongs to `{}`, a library it depends on, \
@@ -238,10 +281,8 @@ impl Closed {
                 handle: self.handle,
             };
         };
-        let kept = imp::still_mapped(&names, self.handle);
-        if kept != Some(false) {
-            imp::keep_for_ever(names);
-        }
+        let kept = imp::still_mapped(&names);
+        imp::release(names, kept);
         Unmapped {
             kept,
             handle: self.handle,
@@ -307,52 +348,89 @@ fn loader_message(error: &libloading::Error) -> String {
     }
 }
 
-/// How the loader is told which file to map, on Linux: by a name under `/proc/self/fd` of the
-/// checked descriptor.
+/// How the loader is told which file to map, on Linux with glibc: by a name under
+/// `/proc/self/fd` of the checked descriptor.
 ///
 /// glibc has no `fdlopen`; `dlopen("/proc/self/fd/N")` maps the inode descriptor N is open on,
-/// whatever was renamed over the path since. Three traps (measured, glibc 2.36):
+/// whatever was renamed over the path since. Its traps (measured, glibc 2.36; see
+/// `docs::sharing`):
 /// - the loader records the name it was given, and matches a later `dlopen` of the same
 ///   string to that mapping without looking at the file: once N is closed and reused for
 ///   another file, `dlopen("/proc/self/fd/N")` returns the *old* library. So every name given
 ///   to the loader stays open while the mapping lives, and for ever if the platform keeps it;
 /// - an open that the loader resolves to an existing mapping (same device and inode) adds the
-///   name to it: the same rule covers it;
+///   name to it, for as long as that mapping lives: such a name is kept for ever. A file whose
+///   mapping the platform kept (pinned) is opened again by the name it was kept under, so that
+///   reloading a pinned plugin adds no name;
 /// - `$ORIGIN` is the name's directory, `/proc/self/fd`: a library whose run path uses it is
-///   given `/proc/self/fd/D/name`, D its directory's descriptor, and the mapping is then
-///   compared with the checked file through `RTLD_NOLOAD` on the checked descriptor's name.
-#[cfg(target_os = "linux")]
+///   given `/proc/self/fd/D/name`, D its directory's descriptor, after checking that the name
+///   still is the checked file (and refused in a directory where others can create names), and
+///   the mapping is then compared with the checked file through `/proc/self/maps`.
+///
+/// Whether a mapping is still there is asked of the loader's list (`dl_iterate_phdr`, by its
+/// load address and name), which, unlike `RTLD_NOLOAD`, gives no mapping a name.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod imp {
-    use std::ffi::{CStr, CString, c_void};
+    use std::collections::HashMap;
+    use std::ffi::{CStr, CString, c_char, c_int, c_void};
+    use std::fs::File;
     use std::io;
     use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     use std::path::PathBuf;
 
     use super::Checked;
+    use crate::sync::Mutex;
 
-    /// The descriptors behind the names one open gave the loader.
+    crate::sync::lazy_static! {
+        /// The name each kept (pinned) mapping was given, by its file's (dev, ino): the
+        /// descriptor behind it stays open for the life of the process.
+        static KEPT: Mutex<HashMap<(u64, u64), CString>> = Mutex::new(HashMap::new());
+    }
+
+    /// The descriptors behind the name one open gave the loader.
     #[derive(Debug, Default)]
     pub(super) struct Names {
         fds: Vec<OwnedFd>,
-        /// `/proc/self/fd/N` of the checked file: finds exactly its mapping.
-        exact: CString,
-        /// Whether the loader was given another name (the directory's), so that the mapping
-        /// must be compared with the checked file.
+        /// The name given to the loader.
+        given: CString,
+        /// The checked file's (dev, ino).
+        file: (u64, u64),
+        /// Where the loader mapped the library (`l_addr`), and its name in the loader's list
+        /// (`l_name`: the name given, unless the open found a mapping that existed), once open.
+        base: Option<usize>,
+        loaded_as: CString,
+        /// Whether the loader was given the directory's name for it (`$ORIGIN`).
         through_dir: bool,
+        /// Whether the open was resolved to a mapping that already existed under another
+        /// name: the loader added this name to it, for as long as it lives.
+        shared: bool,
     }
 
     /// The name to give the loader for `checked`, and the descriptors behind it.
     pub(super) fn name(checked: Checked<'_>) -> io::Result<(PathBuf, Names)> {
-        let file = OwnedFd::from(checked.file.try_clone()?);
-        let exact = format!("/proc/self/fd/{}", file.as_raw_fd());
+        let metadata = checked.file.metadata()?;
+        let file = (metadata.dev(), metadata.ino());
+        if let Some(kept) = KEPT.lock().get(&file) {
+            // Pinned: the mapping is still there under this name (see the module docs).
+            let name = PathBuf::from(std::ffi::OsStr::from_bytes(kept.as_bytes()));
+            let names = Names {
+                given: kept.clone(),
+                file,
+                ..Names::default()
+            };
+            return Ok((name, names));
+        }
+        let fd = OwnedFd::from(checked.file.try_clone()?);
+        let exact = format!("/proc/self/fd/{}", fd.as_raw_fd());
         let mut names = Names {
-            exact: CString::new(exact.clone()).expect("a number holds no NUL"),
-            fds: vec![file],
-            through_dir: false,
+            given: CString::new(exact.clone()).expect("a number holds no NUL"),
+            file,
+            fds: vec![fd],
+            ..Names::default()
         };
-        let (Some(dir), Some(file_name), true) =
+        let (Some(dir_path), Some(file_name), true) =
             (checked.resolved.parent(), checked.resolved.file_name(), checked.origin)
         else {
             return Ok((PathBuf::from(exact), names));
@@ -360,43 +438,156 @@ mod imp {
         let dir = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
-            .open(dir)?;
+            .open(dir_path)?;
+        let dir_metadata = dir.metadata()?;
+        if checked.strict && dir_metadata.mode() & 0o1002 == 0o1002 {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "its run path uses `$ORIGIN`, so the loader must find it by name in its directory `{}`, \
+                     where other users can create names (sticky and writable by others); move the plugin \
+                     to a directory only this user or root can change",
+                    dir_path.display()
+                ),
+            ));
+        }
+        // The name still is the checked file (another file renamed in meanwhile is checked
+        // first, by the caller): `NotFound` tells it.
+        let at_name = stat_at(&dir, file_name)?;
+        if at_name != file {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("`{}` was replaced since it was checked", checked.resolved.display()),
+            ));
+        }
         let mut name = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
         name.push(file_name);
+        names.given = CString::new(name.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the name holds a NUL byte"))?;
         names.fds.push(dir.into());
         names.through_dir = true;
-        debug_assert!(!name.as_os_str().as_bytes().contains(&0));
         Ok((name, names))
     }
 
-    /// Whether the mapping `handle` is of the checked file, where the loader was given
-    /// another name for it; `None` where it was given the checked descriptor itself.
-    pub(super) fn maps_checked_file(names: &Names, handle: usize) -> Option<bool> {
-        names.through_dir.then(|| loaded(&names.exact) == Some(handle))
+    /// (dev, ino) of `name` in `dir`, not following a symlink.
+    fn stat_at(dir: &File, name: &std::ffi::OsStr) -> io::Result<(u64, u64)> {
+        let name = CString::new(name.as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the name holds a NUL byte"))?;
+        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: `dir` is open, `name` is NUL-terminated, `stat` is writable.
+        let done = unsafe {
+            libc::fstatat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                stat.as_mut_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if done != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fstatat` succeeded, so it filled `stat`.
+        let stat = unsafe { stat.assume_init() };
+        Ok((stat.st_dev, stat.st_ino))
     }
 
-    /// Whether the mapping is still there after its last `dlclose`.
-    pub(super) fn still_mapped(names: &Names, handle: usize) -> Option<bool> {
-        if names.fds.is_empty() {
-            return None;
-        }
-        Some(loaded(&names.exact) == Some(handle))
+    /// glibc's `struct link_map`, its public head (link.h): what `dlopen` returns.
+    #[repr(C)]
+    struct LinkMap {
+        l_addr: usize,
+        l_name: *const c_char,
     }
 
-    /// The handle of the loaded library `name` names, without loading anything: by the
-    /// loader's record of the name, or by the device and inode of the file it opens.
-    fn loaded(name: &CStr) -> Option<usize> {
-        // SAFETY: `RTLD_NOLOAD` maps nothing and runs no initialisation routine: it returns a
-        // library that is already loaded (one more reference) or NULL; `name` is
-        // NUL-terminated.
-        let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
-        if handle.is_null() {
+    /// Records where the loader mapped the library, and whether it gave an existing mapping.
+    ///
+    /// # Safety
+    ///
+    /// `handle` is what glibc's `dlopen` just returned for an open library (a `link_map`).
+    pub(super) unsafe fn opened(names: &mut Names, handle: usize) {
+        // SAFETY: on glibc the handle is the library's `link_map`, valid while it is open
+        // (the caller's contract); only its public head is read.
+        let map = unsafe { &*(handle as *const LinkMap) };
+        names.base = Some(map.l_addr);
+        // SAFETY: `l_name` is the loader's NUL-terminated name of the object (or NULL).
+        let name = (!map.l_name.is_null()).then(|| unsafe { CStr::from_ptr(map.l_name) });
+        names.loaded_as = name.map(CStr::to_owned).unwrap_or_default();
+        names.shared = name != Some(names.given.as_c_str());
+    }
+
+    /// Whether the mapping is of the checked file, where the loader was given another name
+    /// for it; `None` where it was given the checked descriptor itself.
+    pub(super) fn maps_checked_file(names: &Names, _checked: &File) -> Option<bool> {
+        if !names.through_dir {
             return None;
         }
-        // SAFETY: `handle` came from the `dlopen` above, whose reference this gives back; the
-        // library stays loaded by its other references, so no termination routine runs.
-        unsafe { libc::dlclose(handle.cast::<c_void>()) };
-        Some(handle as usize)
+        let base = names.base?;
+        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+        // `start-end perms offset major:minor inode path`: the mapping at the load address.
+        let line = maps.lines().find(|line| {
+            line.split('-')
+                .next()
+                .and_then(|start| usize::from_str_radix(start, 16).ok())
+                == Some(base)
+        });
+        let mut fields = line?.split_ascii_whitespace().skip(3);
+        let (major, minor) = fields.next()?.split_once(':')?;
+        let dev = libc::makedev(
+            u32::from_str_radix(major, 16).ok()?,
+            u32::from_str_radix(minor, 16).ok()?,
+        );
+        let ino = fields.next()?.parse::<u64>().ok()?;
+        Some((dev, ino) == names.file)
+    }
+
+    /// Whether the mapping is still there after its last `dlclose`: an object of the
+    /// loader's list at the same address under the same name (kept open, that name cannot be
+    /// another object's).
+    pub(super) fn still_mapped(names: &Names) -> Option<bool> {
+        /// What the walk looks for, and whether it found it.
+        struct Wanted<'a> {
+            base: usize,
+            name: &'a CStr,
+            found: bool,
+        }
+        /// Stops the walk (returns 1) at the object wanted.
+        ///
+        /// # Safety
+        ///
+        /// `data` points to a `Wanted` that outlives the walk, and `info` is the loader's.
+        unsafe extern "C" fn is_wanted(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
+            // SAFETY: `data` is the `Wanted` passed below, alive and unaliased for the walk.
+            let wanted = unsafe { &mut *data.cast::<Wanted<'_>>() };
+            // SAFETY: the loader passes a valid `info` for the duration of the call.
+            let info = unsafe { &*info };
+            // SAFETY: a non-NULL `dlpi_name` is the object's NUL-terminated name.
+            let named = !info.dlpi_name.is_null() && unsafe { CStr::from_ptr(info.dlpi_name) } == wanted.name;
+            wanted.found = named && info.dlpi_addr as usize == wanted.base;
+            c_int::from(wanted.found)
+        }
+        let mut wanted = Wanted {
+            base: names.base?,
+            name: &names.loaded_as,
+            found: false,
+        };
+        // SAFETY: `is_wanted` only reads what the loader hands it and writes `wanted`, which
+        // lives on this frame for the whole walk; it never unwinds.
+        unsafe { libc::dl_iterate_phdr(Some(is_wanted), (&raw mut wanted).cast()) };
+        Some(wanted.found)
+    }
+
+    /// Closes the descriptors, unless the loader may still match their names to a mapping:
+    /// one still there, or one the open was resolved to under another name. A kept mapping's
+    /// name is remembered for the next open of its file.
+    pub(super) fn release(names: Names, kept: Option<bool>) {
+        if kept == Some(false) && !names.shared {
+            return;
+        }
+        if kept != Some(false) && !names.fds.is_empty() && !names.through_dir {
+            KEPT.lock().entry(names.file).or_insert_with(|| names.given.clone());
+        }
+        for fd in names.fds {
+            let _kept_open = fd.into_raw_fd();
+        }
     }
 
     /// What a failure to get a descriptor means here, for the message.
@@ -410,19 +601,12 @@ mod imp {
             _ => "",
         }
     }
-
-    /// Keeps the descriptors open for the life of the process: the loader may still match
-    /// their names to a mapping it keeps.
-    pub(super) fn keep_for_ever(names: Names) {
-        for fd in names.fds {
-            let _kept_open = fd.into_raw_fd();
-        }
-    }
 }
 
 /// Elsewhere the loader is given the resolved path, and a mapping cannot be looked for.
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 mod imp {
+    use std::fs::File;
     use std::io;
     use std::path::PathBuf;
 
@@ -435,15 +619,20 @@ mod imp {
         Ok((checked.resolved.to_owned(), Names))
     }
 
-    pub(super) fn maps_checked_file(_: &Names, _: usize) -> Option<bool> {
+    /// # Safety
+    ///
+    /// None needed: nothing is read.
+    pub(super) unsafe fn opened(_: &mut Names, _: usize) {}
+
+    pub(super) fn maps_checked_file(_: &Names, _: &File) -> Option<bool> {
         None
     }
 
-    pub(super) fn still_mapped(_: &Names, _: usize) -> Option<bool> {
+    pub(super) fn still_mapped(_: &Names) -> Option<bool> {
         None
     }
 
-    pub(super) fn keep_for_ever(_: Names) {}
+    pub(super) fn release(_: Names, _: Option<bool>) {}
 
     pub(super) fn descriptor_hint(_: &io::Error) -> &'static str {
         ""
@@ -471,36 +660,50 @@ mod tests {
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     }
 
+    /// Whether a file whose path holds `needle` is mapped into this process.
+    fn mapped(needle: &str) -> bool {
+        std::fs::read_to_string("/proc/self/maps").unwrap().contains(needle)
+    }
+
     #[test]
-    fn a_library_mapped_through_its_directory_is_refused_if_another_file_took_its_name() {
+    fn a_library_found_through_its_directory_is_never_mapped_if_another_file_took_its_name() {
         // The `$ORIGIN` mode gives the loader `/proc/self/fd/D/name`: a file renamed over the
-        // name after the check is what the loader maps. The mapping must be compared with
-        // the checked descriptor and refused, and closed.
+        // name after the check would be what the loader maps, constructors first. The name
+        // is compared with the checked descriptor before the loader sees it.
         let dir = std::env::temp_dir().join(format!("dylease-library-origin-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let (checked_path, other) = (dir.join("libx.so"), dir.join("other.so"));
         compile("arith.c", &checked_path, &[]);
         compile("ctor.c", &other, &[]);
+        let other_inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&other).unwrap());
         let checked = File::open(&checked_path).unwrap();
         std::fs::rename(&other, &checked_path).unwrap();
         let origin = Checked {
             file: &checked,
             resolved: &checked_path,
             origin: true,
+            strict: true,
         };
         // SAFETY: both libraries are this crate's own test plugins, whose initialisation
         // routines are sound.
-        let error = unsafe { Library::open(origin) }.unwrap_err();
-        assert!(error.contains("was replaced while the loader mapped it"), "{error}");
-        assert!(error.contains(&checked_path.display().to_string()), "{error}");
-        // The same descriptor given as itself maps the checked file.
+        match unsafe { Library::open(origin) } {
+            Err(OpenFailure::Replaced(why)) => assert!(why.contains("was replaced"), "{why}"),
+            other => panic!("expected a replacement, got {other:?}"),
+        }
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        assert!(
+            !maps.lines().any(|l| l.contains(&format!(" {other_inode} "))),
+            "the renamed-in file was mapped"
+        );
+        // The same descriptor given as itself maps the checked file, whatever its name.
         let exact = Checked {
             origin: false,
             ..origin
         };
         // SAFETY: as above.
         let library = unsafe { Library::open(exact) }.unwrap();
+        assert!(mapped(&checked_path.display().to_string()));
         let (closed, names) = library.close();
         closed.unwrap();
         assert_eq!(names.settle().kept, Some(false), "the checked library stayed mapped");

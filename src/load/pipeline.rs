@@ -19,13 +19,14 @@ use crate::abi::{
     DYLEASE_ABI_VERSION, DYLEASE_OLDEST_ABI_VERSION, dylease_on_load_fn, dylease_on_unload_fn, dylease_plugin,
     dylease_plugin_abi1, dylease_register_fn,
 };
+use crate::error::OpenCause;
 use crate::error::{Error, Origin};
 use crate::load::candidate::Candidate;
-use crate::load::library::{Checked, Closed, Library, Unmapped};
+use crate::load::library::{Checked, Closed, Library, OpenFailure, Unmapped};
 use crate::load::pinning::Pinning;
 use crate::load::registrar::{Collected, Finished, MAX_NAME_LEN, Registrar, TOO_LONG, UnloadHook, bounded_c_str};
 use crate::load::registry::{FileRef, LibraryInstance, Opener, Registry};
-use crate::load::trust::{Checks, TrustPolicy, open_checked};
+use crate::load::trust::{Checks, REPLACEMENTS, TrustPolicy, open_checked};
 use crate::sync::Arc;
 
 /// A plugin file whose library instance is open and whose descriptor passed every check.
@@ -131,30 +132,45 @@ impl Candidate {
     ///
     /// The file is opened once ([`open_checked`], which checks a replaced file again); the
     /// ELF check reads that descriptor, the registry knows the instance by its identity, and
-    /// the loader maps that descriptor (I9, `docs::sharing`).
+    /// the loader maps that descriptor (I9, `docs::sharing`). A library that the loader must
+    /// find by name in its directory (`$ORIGIN`) and that was replaced there meanwhile is
+    /// checked again too, before any of its code runs.
     pub(crate) fn open(
         mut self,
         checks: &mut Checks,
         trust: TrustPolicy,
         deadline: Option<Instant>,
     ) -> Result<Verified, Error> {
-        let (checked, len, identity) = open_checked(&mut self, checks, trust)?;
-        let linkage = crate::load::elf::check_file(&self.path, &checked, len)?;
-        let pinning = Pinning::predict(&checked, len);
-        let file = FileRef {
-            shown: &self.path,
-            resolved: &self.resolved,
-            identity: &identity,
-            source: Some(&checked),
-            origin: linkage.names_origin(),
-        };
-        let instance = Registry::instance(&REGISTRY, file, deadline)?;
-        drop(checked);
-        Ok(Verified {
-            path: self.path,
-            instance,
-            pinning,
-        })
+        let mut replaced = 0;
+        loop {
+            let (checked, len, identity) = open_checked(&mut self, checks, trust)?;
+            let linkage = crate::load::elf::check_file(&self.path, &checked, len)?;
+            let pinning = Pinning::predict(&checked, len);
+            let file = FileRef {
+                shown: &self.path,
+                resolved: &self.resolved,
+                identity: &identity,
+                source: Some(&checked),
+                origin: linkage.names_origin(),
+                strict: trust == TrustPolicy::Strict,
+            };
+            match Registry::instance(&REGISTRY, file, deadline) {
+                Err(Error::Open {
+                    cause: OpenCause::Replaced,
+                    ..
+                }) if replaced < REPLACEMENTS => {
+                    replaced += 1;
+                    checks.check(trust, &mut self)?;
+                }
+                instance => {
+                    return Ok(Verified {
+                        path: self.path,
+                        instance: instance?,
+                        pinning,
+                    });
+                }
+            }
+        }
     }
 }
 
@@ -178,16 +194,28 @@ impl Opener for Dlopen {
             file: source,
             resolved: file.resolved,
             origin: file.origin,
+            strict: file.strict,
         };
         // SAFETY: the host's configuration named this file as a plugin; by naming it, the
         // user vouches for its initialisation and termination routines (see the crate docs,
         // "Trust"). The registry calls this outside its lock, with the host's re-entrancy
         // mark set so that a nested `acquire()` fails instead of deadlocking.
         let library = unsafe { Library::open(checked) };
-        library.map_err(|reason| Error::Open {
-            path: file.shown.to_owned(),
-            reason,
-            cause: crate::error::OpenCause::Loader,
+        library.map_err(|failure| match failure {
+            OpenFailure::Replaced(reason) => Error::Open {
+                path: file.shown.to_owned(),
+                reason,
+                cause: OpenCause::Replaced,
+            },
+            OpenFailure::Untrusted(reason) => Error::Untrusted {
+                path: file.shown.to_owned(),
+                reason,
+            },
+            OpenFailure::Other(reason) => Error::Open {
+                path: file.shown.to_owned(),
+                reason,
+                cause: OpenCause::Loader,
+            },
         })
     }
 

@@ -68,6 +68,8 @@ pub(crate) struct FileRef<'a> {
     pub(crate) source: Option<&'a std::fs::File>,
     /// Whether the library's run paths use `$ORIGIN` (see `library::Checked`).
     pub(crate) origin: bool,
+    /// Whether the host's trust check is on.
+    pub(crate) strict: bool,
 }
 
 /// What the registry needs of a platform loader.
@@ -541,6 +543,7 @@ mod loom_models {
             identity,
             source: None,
             origin: false,
+            strict: false,
         }
     }
 

@@ -158,7 +158,7 @@ impl Checks {
 }
 
 /// How many times [`open_checked`] checks a file again that was replaced after its check.
-const REPLACEMENTS: u32 = 8;
+pub(crate) const REPLACEMENTS: u32 = 8;
 
 /// Opens the file `candidate` names for reading, once: the descriptor the ELF check reads and
 /// the loader maps. After a trust check it must be the file checked (same device and inode),

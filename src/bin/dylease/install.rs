@@ -97,17 +97,15 @@ fn install(file: &Path, dir: &Path, options: check::Options) -> Result<Installed
         )));
     }
     let to = dir.join(name);
-    // Hidden, and without the library suffix: no host reading `dir` loads it.
-    let partial = dir.join(format!(
-        ".{}.dylease-install-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    let mut source = open_source(file).map_err(|e| io("cannot read", file, e))?;
+    let (partial, copy_file) =
+        create_partial(dir, name).map_err(|e| io("cannot create a temporary file in", dir, e))?;
+    // From here on the temporary file is ours: removed unless renamed into place.
     let mut temporary = Temporary {
         path: &partial,
         renamed: false,
     };
-    copy(file, &partial).map_err(|e| io(&format!("cannot copy `{}` to", file.display()), &partial, e))?;
+    write_copy(&mut source, copy_file).map_err(|e| io(&format!("cannot copy `{}` to", file.display()), &partial, e))?;
     let mut checked = None;
     let _ = check::run(std::slice::from_ref(&partial), options, |check| {
         checked = Some(check);
@@ -126,17 +124,51 @@ fn install(file: &Path, dir: &Path, options: check::Options) -> Result<Installed
     Ok(Installed { to, check })
 }
 
-/// Writes a copy of `from` to the new file `to`, mode 0755 (whatever the umask), on disk.
-fn copy(from: &Path, to: &Path) -> io::Result<()> {
-    let mut source = File::open(from)?;
-    let mut copy = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o755)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(to)?;
+/// Opens the file to install: a regular file (never blocking on a FIFO, say).
+fn open_source(from: &Path) -> io::Result<File> {
+    let source = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(from)?;
+    if !source.metadata()?.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "it is not a regular file"));
+    }
+    Ok(source)
+}
+
+/// Creates a new temporary file in `dir` for `name`: hidden and without the library suffix
+/// (no host reading `dir` loads it), under a random name that nobody can have planted (an
+/// existing name is never opened or removed: another is drawn).
+fn create_partial(dir: &Path, name: &std::ffi::OsStr) -> io::Result<(PathBuf, File)> {
+    use std::hash::{BuildHasher, Hasher};
+    for _ in 0..64 {
+        // std's per-process random hash keys, fresh for each `RandomState`.
+        let mut random = std::collections::hash_map::RandomState::new().build_hasher();
+        random.write_u32(std::process::id());
+        let partial = dir.join(format!(
+            ".{}.dylease-install-{:016x}",
+            name.to_string_lossy(),
+            random.finish()
+        ));
+        let created = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o755)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&partial);
+        match created {
+            Ok(file) => return Ok((partial, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::AlreadyExists, "no unused temporary name"))
+}
+
+/// Writes what `source` reads into `copy` (mode 0755 whatever the umask), on disk.
+fn write_copy(source: &mut File, mut copy: File) -> io::Result<()> {
     copy.set_permissions(fs::Permissions::from_mode(0o755))?;
-    io::copy(&mut source, &mut copy)?;
+    io::copy(source, &mut copy)?;
     copy.sync_all()
 }
 

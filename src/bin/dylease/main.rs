@@ -83,7 +83,7 @@ struct InstallArgs {
 
 const INSTALL_HELP: &str = "\
 A host that loads while a plugin is installed sees the old file or the new one, whole: the
-new file is written as `.NAME.dylease-install-PID` inside DIR (a name no host loads),
+new file is written as `.NAME.dylease-install-RANDOM` inside DIR (a name no host loads),
 flushed to disk, checked by loading it in a host of its own (which runs its code, as
 `dylease check` does), and renamed over DIR/NAME, which the file system does atomically.
 A file that would not load is removed again and DIR stays as it was.
