@@ -113,22 +113,30 @@
 //!   per loaded library instance, and keeps its inode from being freed and its number reused
 //!   while the instance lives (the registry's key cannot alias another file);
 //! - an open that the loader resolves to an existing mapping (same device and inode) adds the
-//!   name to that mapping: the same rule covers it;
+//!   name to that mapping, for as long as it lives: such a name is kept for ever. A file whose
+//!   mapping the platform kept (pinned) is opened again by the name it was kept under, so
+//!   reloading a pinned plugin costs no descriptor. `RTLD_NOLOAD` adds names too, so dylease
+//!   never uses it: whether a mapping is still there is asked of the loader's list
+//!   (`dl_iterate_phdr`, by load address and name);
 //! - `$ORIGIN` is the directory of the name given, here `/proc/self/fd`. A library whose run
 //!   path or needed names use `$ORIGIN` is given `/proc/self/fd/D/<name>` instead, D its
-//!   directory's descriptor, so `$ORIGIN` resolves to its directory; the mapping is then
-//!   compared with the checked file (`RTLD_NOLOAD` of the checked descriptor's name), and a
-//!   mismatch (a file renamed in by this user or root in that instant) is refused.
+//!   directory's descriptor, so `$ORIGIN` resolves to its directory. The loader then finds the
+//!   file by name, so just before, the name is compared with the checked descriptor (a file
+//!   renamed in meanwhile is checked first, as above), and after, the mapping is compared with
+//!   it (through `/proc/self/maps`). Under `Strict` such a library is refused in a sticky
+//!   directory others can write, where anyone may create the name once it is free. What is
+//!   left is the instant between the comparison and the loader's open, in which only the
+//!   directory's owner or root can rename a file in; such a file is refused after its
+//!   constructors ran.
 //!
 //! Because the loader never matches a plugin by its path, a new version installed by rename
 //! is mapped beside the old one from its own file: a reload needs no private copy. A file
 //! replaced between its check and its open was replaced by this user or root (only they can
 //! change a directory that passed): it is checked in its turn and loaded if it passes.
 //!
-//! After an unload, whether the platform kept the library is asked of the loader by the
-//! checked descriptor's own name (`RTLD_NOLOAD`), once every library of the set is closed
-//! (one may hold another) and while the file is still marked busy (I1), so that no other
-//! host's new mapping of the file can be mistaken for it.
+//! After an unload, whether the platform kept the library is asked of the loader's list, once
+//! every library of the set is closed (one may hold another) and while the file is still
+//! marked busy (I1), so that no other host's new mapping of the file can be mistaken for it.
 //!
 //! # How `acquire()` finds the current set: the slot protocol
 //!
