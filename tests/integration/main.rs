@@ -16,6 +16,8 @@ mod elf_headers;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod failure;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod generation_protocol;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod generations;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod header;
@@ -23,6 +25,8 @@ mod logger;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod mission;
 mod observability;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod plugin_reentry;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod policy;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -34,6 +38,8 @@ mod rust_plugin;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod sharing;
 mod static_plugins;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod swapped_after_check;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod threads;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
