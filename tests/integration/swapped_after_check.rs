@@ -1,0 +1,125 @@
+//! The file that runs is the file that was checked (I8), against what another user could
+//! swap in after the trust check: a symlink (to the very file checked), a FIFO (which would
+//! block an open that waits for a writer), and a directory for private copies that others
+//! could enter.
+
+use std::ffi::CString;
+use std::fs::{self, OpenOptions};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use dylease::{Error, PluginHost};
+
+use crate::support::{TestDir, assert_unloaded};
+
+/// How long a test waits for a load: a load that blocks fails the test instead of hanging.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A directory whose `liba.so` (`swap_on_load`), loaded first, renames `stage.so` onto
+/// `libb.so` (a plugin, checked before `liba.so`'s constructor runs). Returns the directory
+/// and `libb.so`'s path; the caller makes `stage.so`.
+fn swapping_dir(test: &str) -> (TestDir, PathBuf) {
+    let dir = TestDir::new(test);
+    dir.add("swap_on_load", "liba.so");
+    let checked = dir.add("p1", "libb.so");
+    (dir, checked)
+}
+
+/// Acquires from a strict host over `dir` on a thread of its own; the outcome, or `None` if
+/// it did not finish within [`PATIENCE`] (the thread is then left behind, blocked).
+fn acquire_bounded(dir: &Path) -> Option<Result<usize, Error>> {
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir).build() }.unwrap();
+    let (done, outcome) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = done.send(host.acquire().map(|lease| lease.plugins().len()));
+    });
+    outcome.recv_timeout(PATIENCE).ok()
+}
+
+#[test]
+fn a_symlink_to_the_checked_file_swapped_in_after_the_check_is_not_followed() {
+    // The checked inode stays the same (a hard link keeps it), but the name now goes through
+    // a link the check never saw: the open does not follow it.
+    let (dir, checked) = swapping_dir("swapped_symlink");
+    let aside = dir.sub("aside");
+    fs::hard_link(&checked, aside.join("real.so")).unwrap();
+    symlink("aside/real.so", dir.path().join("stage.so")).unwrap();
+    let outcome = acquire_bounded(dir.path()).expect("the load did not finish");
+    assert!(
+        fs::symlink_metadata(&checked).unwrap().file_type().is_symlink(),
+        "the constructor did not swap the file: the test proves nothing"
+    );
+    let error = outcome.expect_err("a symlink swapped in after the check was followed");
+    assert!(
+        matches!(&error, Error::Open { path, .. } | Error::Untrusted { path, .. } if path == &checked),
+        "{error:?}"
+    );
+    assert_unloaded(&aside.join("real.so"));
+}
+
+#[test]
+fn a_fifo_swapped_in_after_the_check_fails_the_load_instead_of_blocking_it() {
+    let (dir, checked) = swapping_dir("swapped_fifo");
+    let stage = CString::new(dir.path().join("stage.so").as_os_str().as_bytes()).unwrap();
+    // SAFETY: `stage` is a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(stage.as_ptr(), 0o644) }, 0);
+    let outcome = acquire_bounded(dir.path());
+    let Some(outcome) = outcome else {
+        // Let the blocked open go (it waits for a writer), then fail.
+        let _ = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&checked);
+        panic!("opening a FIFO swapped in after the check blocked the load");
+    };
+    assert!(
+        fs::symlink_metadata(&checked).unwrap().file_type().is_fifo(),
+        "the constructor did not swap the file: the test proves nothing"
+    );
+    let error = outcome.expect_err("a FIFO was loaded");
+    assert!(
+        matches!(&error, Error::Open { path, .. } | Error::Untrusted { path, .. } if path == &checked),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn a_private_copy_lives_in_a_directory_of_mode_0700_owned_by_this_user() {
+    let plugins = TestDir::new("private_copy_mode");
+    let copies = TestDir::new("private_copy_mode_copies");
+    let lib = plugins.add("p1", "libp1.so");
+    // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
+    let host = unsafe {
+        PluginHost::builder()
+            .dir(plugins.path())
+            .reload_dir(copies.path())
+            .build()
+    }
+    .unwrap();
+    let old = host.acquire().unwrap();
+    // A changed file (a new inode by rename) while the old instance lives: loaded from a copy.
+    let partial = plugins.add("p1", ".libp1.so.partial");
+    fs::rename(&partial, &lib).unwrap();
+    let fresh = host.reload().unwrap();
+    let private: Vec<PathBuf> = fs::read_dir(copies.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(private.len(), 1, "one private directory: {private:?}");
+    let metadata = fs::symlink_metadata(&private[0]).unwrap();
+    assert!(metadata.is_dir());
+    assert_eq!(metadata.mode() & 0o7777, 0o700, "{}", private[0].display());
+    // SAFETY: `geteuid` has no preconditions.
+    assert_eq!(metadata.uid(), unsafe { libc::geteuid() });
+    assert!(
+        crate::support::mapped(&private[0].join("libp1.so")),
+        "the copy is what runs"
+    );
+    drop((old, fresh));
+    assert!(fs::read_dir(copies.path()).unwrap().next().is_none(), "the copy stayed");
+}
