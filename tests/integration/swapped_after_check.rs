@@ -123,3 +123,95 @@ fn a_private_copy_lives_in_a_directory_of_mode_0700_owned_by_this_user() {
     drop((old, fresh));
     assert!(fs::read_dir(copies.path()).unwrap().next().is_none(), "the copy stayed");
 }
+
+/// `mount(2)` with C strings; panics naming the call if it fails.
+fn mount(source: &str, target: &Path, fstype: Option<&str>, flags: libc::c_ulong, data: Option<&str>) {
+    let c = |s: &str| CString::new(s).unwrap();
+    let (source, target) = (c(source), CString::new(target.as_os_str().as_bytes()).unwrap());
+    let (fstype, data) = (fstype.map(c), data.map(c));
+    // SAFETY: every pointer is NULL or a NUL-terminated string that outlives the call.
+    let done = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+            flags,
+            data.as_ref().map_or(std::ptr::null(), |s| s.as_ptr().cast()),
+        )
+    };
+    assert_eq!(done, 0, "mount {target:?}: {}", std::io::Error::last_os_error());
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_file_of_another_file_system_with_the_checked_inode_number_is_refused() {
+    // Two tmpfs mounts number their inodes alike, so a file on the second can have the inode
+    // number of the checked file on the first; `liba.so`'s constructor bind-mounts it over the
+    // checked `libb.so`. Only the device tells the two apart. All of it happens in a mount
+    // namespace of this test's thread, which ends with it.
+    crate::support::bounded("the other-device test", PATIENCE, || {
+        // SAFETY: `unshare` has no memory preconditions; CLONE_NEWNS gives this thread (and
+        // only it: it also unshares the file system attributes) a mount namespace of its own.
+        let unshared = unsafe { libc::unshare(libc::CLONE_NEWNS) };
+        assert_eq!(
+            unshared,
+            0,
+            "unshare: {} (run as root)",
+            std::io::Error::last_os_error()
+        );
+        mount("none", Path::new("/"), None, libc::MS_REC | libc::MS_PRIVATE, None);
+        let base = TestDir::new("other_device");
+        let (a, b) = (base.sub("a"), base.sub("b"));
+        for dir in [&a, &b] {
+            mount("tmpfs", dir, Some("tmpfs"), 0, Some("mode=0755"));
+        }
+        let plugins = TestDir::new("other_device_fixtures");
+        let copy = |fixture: &str, to: &Path| {
+            let from = plugins.add(fixture, "lib.so");
+            fs::copy(&from, to).unwrap();
+            fs::set_permissions(to, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        };
+        copy("mount_on_load", &a.join("liba.so"));
+        let checked = a.join("libb.so");
+        copy("p1", &checked);
+        let wanted = fs::metadata(&checked).unwrap().ino();
+        // Files on `b` until one has the checked inode number: that one becomes theirs.
+        let theirs = b.join("libb.so");
+        for n in 0..10_000 {
+            let candidate = b.join(format!("f{n}"));
+            fs::write(&candidate, b"").unwrap();
+            if fs::metadata(&candidate).unwrap().ino() == wanted {
+                fs::rename(&candidate, &theirs).unwrap();
+                break;
+            }
+        }
+        let theirs_metadata = fs::metadata(&theirs).expect("no file on b with the checked inode number");
+        assert_eq!(theirs_metadata.ino(), wanted);
+        assert_ne!(theirs_metadata.dev(), fs::metadata(&checked).unwrap().dev());
+        copy("by_hand_marker", &theirs);
+
+        // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
+        let host = unsafe { PluginHost::builder().dir(&a).build() }.unwrap();
+        let outcome = host.acquire().map(|lease| lease.plugins().len());
+        assert_eq!(
+            fs::metadata(&checked).unwrap().dev(),
+            theirs_metadata.dev(),
+            "the constructor did not bind theirs over the checked file: the test proves nothing"
+        );
+        let error = outcome.expect_err("a file of another file system was loaded as the checked one");
+        assert!(
+            matches!(&error, Error::Untrusted { path, .. } if path == &checked),
+            "{error:?}"
+        );
+        assert!(
+            !b.join("libb.so.ran").exists() && !a.join("libb.so.ran").exists(),
+            "their constructor ran"
+        );
+        drop(host);
+        for target in [&checked, &a, &b] {
+            let target = CString::new(target.as_os_str().as_bytes()).unwrap();
+            // SAFETY: a NUL-terminated path that outlives the call.
+            unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+        }
+    });
+}
