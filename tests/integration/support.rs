@@ -62,6 +62,11 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
             vec!["mount_on_load.c"],
             vec!["-Wl,--no-as-needed".into(), "-ldl".into()],
         ),
+        // dladdr, as for by_hand_marker.
+        "slow_unload_nodelete" => (
+            vec!["slow_unload.c"],
+            vec!["-Wl,-z,nodelete".into(), "-Wl,--no-as-needed".into(), "-ldl".into()],
+        ),
         "by_hand_null_descriptor" => (vec!["by_hand.c"], vec!["-DNULL_DESCRIPTOR".into()]),
         "by_hand_null_name" => (vec!["by_hand.c"], vec!["-DNAME=0".into()]),
         "by_hand_empty_name" => (vec!["by_hand.c"], vec!["-DNAME=\"\"".into()]),

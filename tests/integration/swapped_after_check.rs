@@ -215,3 +215,66 @@ fn a_file_of_another_file_system_with_the_checked_inode_number_is_refused() {
         }
     });
 }
+
+#[test]
+fn a_private_copy_is_made_from_the_checked_file_even_if_its_path_is_swapped_after_the_check() {
+    // A pinned library's old instance unloads slowly (its `on_unload` waits while `hold`
+    // exists); meanwhile another host's load of the file's new version passes the check and
+    // waits for the file (I1). Then theirs is renamed onto the path and the unload let go.
+    // The old mapping stays (pinned), so the new version loads from a private copy, which,
+    // made from what was checked, is the new version, never theirs. Theirs is group-writable:
+    // a load that checked it after the swap refuses it (`Untrusted`), so a lost race is seen
+    // and tried again with a longer pause, never taken for a pass.
+    crate::support::bounded("the copy-swap test", PATIENCE * 4, || {
+        for attempt in 1..=5u32 {
+            let plugins = TestDir::new("copy_swap");
+            let copies = TestDir::new("copy_swap_copies");
+            let lib = plugins.add("slow_unload_nodelete", "libslow.so");
+            let hold = plugins.path().join("hold");
+            fs::write(&hold, "").unwrap();
+            // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
+            let first = unsafe { PluginHost::builder().dir(plugins.path()).build() }.unwrap();
+            let old = first.acquire().unwrap();
+            let partial = plugins.add("slow_unload_nodelete", ".libslow.so.partial");
+            fs::rename(&partial, &lib).unwrap(); // the new version, installed by rename
+            let theirs = plugins.add("by_hand_marker", ".theirs");
+            fs::set_permissions(&theirs, std::os::unix::fs::PermissionsExt::from_mode(0o775)).unwrap();
+
+            let dropper = thread::spawn(move || drop(old));
+            let unloading = plugins.path().join("unloading");
+            let started = std::time::Instant::now();
+            while !unloading.exists() {
+                assert!(started.elapsed() < PATIENCE, "the old instance did not start unloading");
+                thread::sleep(Duration::from_millis(5));
+            }
+            // SAFETY: as above.
+            let second = unsafe {
+                PluginHost::builder()
+                    .dir(plugins.path())
+                    .reload_dir(copies.path())
+                    .build()
+            }
+            .unwrap();
+            let (done, loaded) = mpsc::channel();
+            let loader = thread::spawn(move || {
+                let _ = done.send(second.acquire().map(|lease| lease.plugins()[0].name().to_owned()));
+            });
+            // Time for the load to pass the check and wait for the file.
+            thread::sleep(Duration::from_millis(200) * attempt);
+            fs::rename(&theirs, &lib).unwrap();
+            fs::remove_file(&hold).unwrap();
+            let loaded = loaded.recv_timeout(PATIENCE).expect("the second load did not finish");
+            dropper.join().unwrap();
+            loader.join().unwrap();
+            match loaded {
+                Ok(name) => {
+                    assert_eq!(name, "slow-unload", "their code ran: the copy was made from the path");
+                    return;
+                }
+                Err(Error::Untrusted { .. }) => eprintln!("attempt {attempt}: the swap came before the check"),
+                Err(error) => panic!("{error:?}"),
+            }
+        }
+        panic!("the load never passed the check before the swap, in 5 attempts: the test proves nothing");
+    });
+}
