@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use dylease::{Error, Lease, PluginHost, UnloadPolicy};
 
-use crate::support::bounded;
+use crate::bounded::bounded;
 
 /// How long a test waits for another thread before it fails instead of hanging.
 const PATIENCE: Duration = Duration::from_secs(30);

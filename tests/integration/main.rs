@@ -5,6 +5,8 @@
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod support;
 
+mod bounded;
+
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod abi_v2;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -329,25 +329,3 @@ pub fn exchange(from: &Path, to: &Path) -> std::io::Result<()> {
         Err(std::io::Error::last_os_error())
     }
 }
-
-/// Runs `body` on a thread of its own and waits for it at most `limit`: a test whose body
-/// deadlocks or loops fails (naming `what`) instead of hanging the suite. The thread is left
-/// behind then; the test binary's exit ends it.
-#[track_caller]
-#[allow(dead_code)]
-pub fn bounded<R: Send + 'static>(
-    what: &str,
-    limit: std::time::Duration,
-    body: impl FnOnce() -> R + Send + 'static,
-) -> R {
-    let (done, outcome) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
-        let _ = done.send(result);
-    });
-    match outcome.recv_timeout(limit) {
-        Ok(Ok(value)) => value,
-        Ok(Err(panic)) => std::panic::resume_unwind(panic),
-        Err(_) => panic!("{what} did not finish within {limit:?}: a deadlock or a lost wake-up"),
-    }
-}

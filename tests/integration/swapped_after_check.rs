@@ -149,7 +149,7 @@ fn a_file_of_another_file_system_with_the_checked_inode_number_is_refused() {
     // number of the checked file on the first; `liba.so`'s constructor bind-mounts it over the
     // checked `libb.so`. Only the device tells the two apart. All of it happens in a mount
     // namespace of this test's thread, which ends with it.
-    crate::support::bounded("the other-device test", PATIENCE, || {
+    crate::bounded::bounded("the other-device test", PATIENCE, || {
         // SAFETY: `unshare` has no memory preconditions; CLONE_NEWNS gives this thread (and
         // only it: it also unshares the file system attributes) a mount namespace of its own.
         let unshared = unsafe { libc::unshare(libc::CLONE_NEWNS) };
@@ -225,7 +225,7 @@ fn a_private_copy_is_made_from_the_checked_file_even_if_its_path_is_swapped_afte
     // made from what was checked, is the new version, never theirs. Theirs is group-writable:
     // a load that checked it after the swap refuses it (`Untrusted`), so a lost race is seen
     // and tried again with a longer pause, never taken for a pass.
-    crate::support::bounded("the copy-swap test", PATIENCE * 4, || {
+    crate::bounded::bounded("the copy-swap test", PATIENCE * 4, || {
         for attempt in 1..=5u32 {
             let plugins = TestDir::new("copy_swap");
             let copies = TestDir::new("copy_swap_copies");

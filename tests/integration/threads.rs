@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use dylease::PluginHost;
 
-use crate::support::{TestDir, assert_unloaded, bounded};
+use crate::bounded::bounded;
+use crate::support::{TestDir, assert_unloaded};
 
 /// How long a test of this module may take before it fails instead of hanging (a deadlock,
 /// a lost wake-up): far beyond its time on a loaded machine, under valgrind too.
