@@ -6,7 +6,8 @@
 #
 #   scripts/mutants.sh                            # every file below
 #   scripts/mutants.sh src/host/generations.rs    # some of them
-#   MUTANTS_TIMEOUT=120 scripts/mutants.sh        # the test timeout per mutant, in seconds
+#   MUTANTS_TIMEOUT=120 scripts/mutants.sh        # the least test timeout per mutant, seconds
+#   MUTANTS_ARGS="--re keep" scripts/mutants.sh   # more cargo-mutants options (here: a subset)
 #
 # Prints caught / missed / timeout / unviable per file, then the missed mutants. A timeout
 # counts as caught by cargo-mutants, but here it is reported apart: a hang is a missing
@@ -37,10 +38,13 @@ modules=(generation_protocol:: plugin_reentry:: swapped_after_check:: static_plu
   sharing:: reload:: reload_trust:: trust:: failure:: generations:: observability:: abi_v2::
   discovery:: elf_headers:: typed::)
 out=target/mutants
-echo "== cargo mutants on ${files[*]} (test timeout ${MUTANTS_TIMEOUT:-90} s)"
+echo "== cargo mutants on ${files[*]}"
 set +e
-nice -n 19 cargo mutants "${file_args[@]}" --jobs 1 --timeout "${MUTANTS_TIMEOUT:-90}" \
-  --build-timeout 900 --output "$out" \
+# The unmutated run (which also compiles the C fixtures) sets each mutant's test timeout:
+# five times its own time, and at least MUTANTS_TIMEOUT.
+# shellcheck disable=SC2086 # MUTANTS_ARGS is a list of options
+nice -n 19 cargo mutants "${file_args[@]}" --jobs 1 --minimum-test-timeout "${MUTANTS_TIMEOUT:-90}" \
+  --build-timeout 900 --output "$out" ${MUTANTS_ARGS:-} \
   -- --lib --test integration --test keeper_thread -- "${modules[@]}" one_keeper_thread --skip cli::
 status=$?
 set -e
