@@ -8,6 +8,7 @@
 #   scripts/mutants.sh src/host/generations.rs    # some of them
 #   MUTANTS_TIMEOUT=120 scripts/mutants.sh        # the least test timeout per mutant, seconds
 #   MUTANTS_ARGS="--re keep" scripts/mutants.sh   # more cargo-mutants options (here: a subset)
+#   MUTANTS_TESTS="policy::" scripts/mutants.sh   # other integration modules to run
 #
 # Prints caught / missed / timeout / unviable per file, then the missed mutants. A timeout
 # counts as caught by cargo-mutants, but here it is reported apart: a hang is a missing
@@ -34,9 +35,11 @@ done
 # (static and real) plugins and check the protocol, and the keeper's thread count. Not the
 # doctests, the CLI tests (they build the tool), the threads churn, benches or loom models
 # (loom-tests/run.sh plants its own bugs).
-modules=(generation_protocol:: plugin_reentry:: swapped_after_check:: static_plugins:: policy::
-  sharing:: reload:: reload_trust:: trust:: failure:: generations:: observability:: abi_v2::
-  discovery:: elf_headers:: typed::)
+# MUTANTS_TESTS replaces the list of integration modules (say, "generation_protocol::").
+# shellcheck disable=SC2206 # a list of names
+modules=(${MUTANTS_TESTS:-generation_protocol:: plugin_reentry:: swapped_after_check:: static_plugins:: policy::
+  sharing:: reload:: reload_trust:: trust:: failure:: generations:: observability::
+  discovery:: elf_headers:: typed::})
 out=target/mutants
 echo "== cargo mutants on ${files[*]}"
 set +e
