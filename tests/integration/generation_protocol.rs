@@ -256,3 +256,36 @@ fn unloads_at_is_none_while_a_user_holds_a_lease_and_after_the_unload() {
         },
     )
 }
+
+#[test]
+fn under_with_host_the_host_keeps_the_newest_generation_across_reloads() {
+    bounded("the newest generation kept", PATIENCE, || {
+        let loads = Arc::new(AtomicUsize::new(0));
+        let unloaded = Arc::new(Mutex::new(Vec::new()));
+        let (counted, record) = (loads.clone(), unloaded.clone());
+        let host = PluginHost::builder()
+            .static_plugin("kept", move |reg| {
+                let generation = counted.fetch_add(1, Ordering::SeqCst) + 1;
+                let record = record.clone();
+                reg.on_unload(move || record.lock().unwrap().push(generation));
+                Ok(())
+            })
+            .unload(UnloadPolicy::WithHost)
+            .build()
+            .unwrap();
+        drop(host.acquire().unwrap());
+        assert!(host.is_loaded(), "the host keeps generation 1");
+        drop(host.reload().unwrap());
+        assert_eq!(
+            *unloaded.lock().unwrap(),
+            [1],
+            "the host let generation 1 go for generation 2"
+        );
+        let lease = host.acquire().unwrap();
+        assert_eq!(lease.generation(), 2);
+        drop(host);
+        assert_eq!(*unloaded.lock().unwrap(), [1], "a user lease keeps generation 2");
+        drop(lease);
+        assert_eq!(*unloaded.lock().unwrap(), [1, 2]);
+    });
+}
