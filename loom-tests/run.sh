@@ -20,23 +20,37 @@ mkdir -p "$target"
 
 echo "== loom models at LOOM_MAX_PREEMPTIONS=$LOOM_MAX_PREEMPTIONS"
 started=$SECONDS
-set +e
-{
-  # The host protocol, through the public API (loom-tests/tests), then the library registry
-  # with a model of the platform loader (the crate's own loom tests, src/load/registry.rs).
-  RUSTFLAGS="$flags" cargo test --release --target-dir "$target" -p dylease-loom-tests --tests \
-    -- --test-threads=1 --nocapture &&
-  RUSTFLAGS="$flags" cargo test --release --target-dir "$target" -p dylease --lib \
-    -- --test-threads=1 --nocapture loom_models
-} >"$target/models.log" 2>&1
-status=$?
-set -e
+: >"$target/models.log"
+failed=()
+# Runs each test of one test binary (selected by the cargo arguments given) in a process of its
+# own, so that a model that fails (or aborts) does not keep the models after it from running.
+# `$1` keeps only the tests whose names contain it.
+each_model() {
+  local filter=$1 names name
+  shift
+  if ! names=$(RUSTFLAGS="$flags" cargo test --release --target-dir "$target" "$@" -- --list --format=terse \
+    2>>"$target/models.log"); then
+    failed+=("(cannot build or list: $*)")
+    return
+  fi
+  for name in $(printf '%s\n' "$names" | sed -n 's/: test$//p' | grep -F -- "$filter"); do
+    if ! RUSTFLAGS="$flags" cargo test --release --target-dir "$target" "$@" -- --exact "$name" \
+      --test-threads=1 --nocapture >>"$target/models.log" 2>&1; then
+      failed+=("$name")
+    fi
+  done
+}
+# The host protocol, through the public API (loom-tests/tests), then the library registry
+# with a model of the platform loader (the crate's own loom tests, src/load/registry.rs).
+each_model "" -p dylease-loom-tests --test models
+each_model "" -p dylease-loom-tests --test recipe
+each_model loom_models -p dylease --lib
 # The report: each model's interleavings and time, the outcomes it saw, and the verdicts.
-sed -nE 's/.*(loom model .*)/\1/p; /^    outcomes:|^test result|panicked|FAILED|^error/p' "$target/models.log"
-if [ "$status" -ne 0 ]; then
-  echo "loom models FAILED (exit $status); the end of the log:" >&2
+sed -nE 's/.*(loom model .*)/\1/p; /^    outcomes:|panicked|FAILED|^error/p' "$target/models.log"
+if [ "${#failed[@]}" -ne 0 ]; then
+  echo "loom models FAILED: ${failed[*]}; the end of the log:" >&2
   tail -40 "$target/models.log" >&2
-  exit "$status"
+  exit 1
 fi
 echo "== all loom models passed in $((SECONDS - started)) s"
 

@@ -9,7 +9,7 @@
 use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 use std::time::Instant;
 
-use dylease::{Error, Lease, PluginHost, Registrar};
+use dylease::{Error, Lease, PluginHost, Registrar, UnloadPolicy};
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use loom::thread;
@@ -524,5 +524,81 @@ fn model_9_failed_reload_leaves_the_current_generation() {
         acquirer.join().unwrap();
         drop((again, session));
         assert!(!host.is_loaded());
+    });
+}
+
+/// 10. Publication order: a thread that sees generation 2 as current while a reload
+///     publishes it gets a lease of generation 2 or newer, never the draining generation 1
+///     still in an older `Weak` (the slot is written before the generation number).
+#[test]
+fn model_10_a_thread_that_sees_a_new_generation_never_gets_an_older_one() {
+    static SAW_NEW: Outcomes = Outcomes::new();
+    check("10 publication order: slot, then generation (I1)", || {
+        let seen = Arc::new(Generations::default());
+        let host = Arc::new(
+            PluginHost::builder()
+                .static_plugin("generations", per_generation(&seen, 0))
+                .build()
+                .unwrap(),
+        );
+        // Generation 1, in this thread's cache and kept alive (draining once reloaded).
+        let old = host.acquire().unwrap();
+        let reloader = {
+            let host = host.clone();
+            thread::spawn(move || host.reload().unwrap())
+        };
+        // Lets the reloader run first in some interleavings: without it, loom's schedules
+        // never ran the reload before this load (16 interleavings, generation 2 never seen).
+        thread::yield_now();
+        let current = host.generation();
+        let lease = host.acquire().unwrap();
+        seen.assert_live(&lease);
+        assert!(
+            lease.generation() >= current,
+            "I1: generation {current} was current, yet acquire handed out generation {}",
+            lease.generation()
+        );
+        SAW_NEW.saw(current == 2);
+        drop(lease);
+        drop(reloader.join().unwrap());
+        drop(old);
+        assert!(!host.is_loaded());
+    });
+    SAW_NEW.assert_both(["generation 1 current", "generation 2 current"]);
+}
+
+/// 11. Two reloads race under `UnloadPolicy::WithHost`: whichever order the two threads reach
+///     the host's own lease in, the host keeps the newest generation, and every older one
+///     unloads with its last user lease (I3).
+#[test]
+fn model_11_racing_reloads_leave_the_host_keeping_the_newest_generation() {
+    check("11 two reloads vs the host's own lease (WithHost)", || {
+        let seen = Arc::new(Generations::default());
+        let host = Arc::new(
+            PluginHost::builder()
+                .static_plugin("generations", per_generation(&seen, 0))
+                .unload(UnloadPolicy::WithHost)
+                .build()
+                .unwrap(),
+        );
+        let other = {
+            let host = host.clone();
+            thread::spawn(move || drop(host.reload().unwrap()))
+        };
+        drop(host.reload().unwrap());
+        other.join().unwrap();
+        let newest = host.generation() as usize;
+        {
+            let unloaded = seen.unloaded.lock().unwrap();
+            assert_eq!(newest, 2);
+            assert!(
+                !unloaded[newest],
+                "the host let the newest generation go (it kept an older one): {:?}",
+                *unloaded
+            );
+            assert!(unloaded[1], "I3: the older generation stayed loaded");
+        }
+        drop(host);
+        assert!(seen.unloaded.lock().unwrap()[1..].iter().all(|&u| u), "I3");
     });
 }

@@ -430,8 +430,11 @@ impl Generations {
                         this.kept_changed.notify_all();
                     }
                     Err(set) => {
+                        // Seen busy: look again after `poll`, as after any look. (Looking
+                        // again at once would spin with the lock held under `After(ZERO)`.)
                         kept.set = Some(set);
                         kept.last_busy = now;
+                        kept = this.kept_changed.wait_timeout(kept, poll);
                     }
                 }
                 continue;

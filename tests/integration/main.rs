@@ -5,6 +5,8 @@
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod support;
 
+mod bounded;
+
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod abi_v2;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -26,6 +28,8 @@ mod elf_headers;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod failure;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod generation_protocol;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod generations;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod header;
@@ -39,6 +43,8 @@ mod mission;
 mod observability;
 mod panic_abort;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod plugin_reentry;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod policy;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod reload;
@@ -47,6 +53,8 @@ mod rust_plugin;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod sharing;
 mod static_plugins;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod swapped_after_check;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod threads;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

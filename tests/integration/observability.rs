@@ -94,6 +94,14 @@ fn a_failed_load_is_not_counted_as_a_load() {
 
 #[test]
 fn reading_stats_never_keeps_a_set_loaded() {
+    crate::bounded::bounded(
+        "reading_stats_never_keeps_a_set_loaded",
+        crate::bounded::LIMIT,
+        reading_stats_never_keeps_a_set_loaded_body,
+    );
+}
+
+fn reading_stats_never_keeps_a_set_loaded_body() {
     // A `stats()` that held a lease while reading could be holding it when the last user
     // drops theirs: that drop would then not unload (breaking "the last lease's drop unloads
     // before it returns"), and the observer would run the unload later. The window is short:
@@ -147,6 +155,14 @@ fn wait_unloaded_returns_false_after_the_timeout_while_a_lease_is_held() {
 
 #[test]
 fn wait_unloaded_returns_true_when_another_thread_drops_the_last_lease() {
+    crate::bounded::bounded(
+        "wait_unloaded_returns_true_when_another_thread_drops_the_last_lease",
+        crate::bounded::LIMIT,
+        wait_unloaded_returns_true_when_another_thread_drops_the_last_lease_body,
+    );
+}
+
+fn wait_unloaded_returns_true_when_another_thread_drops_the_last_lease_body() {
     let host = Arc::new(two_plugin_host("wait_woken"));
     let lease = host.acquire().unwrap();
     let waiting = Arc::new(Barrier::new(2));

@@ -109,16 +109,40 @@ fn two_hosts_share_one_instance(leaves: Leaves) {
 
 #[test]
 fn a_single_op_host_never_unloads_what_the_session_host_uses_session_leaves_first() {
+    crate::bounded::bounded(
+        "a_single_op_host_never_unloads_what_the_session_host_uses_session_leaves_first",
+        crate::bounded::LIMIT,
+        a_single_op_host_never_unloads_what_the_session_host_uses_session_leaves_first_body,
+    );
+}
+
+fn a_single_op_host_never_unloads_what_the_session_host_uses_session_leaves_first_body() {
     two_hosts_share_one_instance(Leaves::SessionFirst);
 }
 
 #[test]
 fn a_single_op_host_never_unloads_what_the_session_host_uses_single_op_leaves_first() {
+    crate::bounded::bounded(
+        "a_single_op_host_never_unloads_what_the_session_host_uses_single_op_leaves_first",
+        crate::bounded::LIMIT,
+        a_single_op_host_never_unloads_what_the_session_host_uses_single_op_leaves_first_body,
+    );
+}
+
+fn a_single_op_host_never_unloads_what_the_session_host_uses_single_op_leaves_first_body() {
     two_hosts_share_one_instance(Leaves::SingleOpFirst);
 }
 
 #[test]
 fn four_threads_churning_two_hosts_never_see_torn_down_state() {
+    crate::bounded::bounded(
+        "four_threads_churning_two_hosts_never_see_torn_down_state",
+        crate::bounded::LIMIT,
+        four_threads_churning_two_hosts_never_see_torn_down_state_body,
+    );
+}
+
+fn four_threads_churning_two_hosts_never_see_torn_down_state_body() {
     let dir = TestDir::new("sharing-churn");
     let lib = dir.add("stateful", "libstateful.so");
     let counters = Arc::new(Counters::default());

@@ -344,6 +344,14 @@ fn a_weak_lease_upgrades_only_to_its_own_generation() {
 
 #[test]
 fn a_load_waits_until_the_previous_generation_finished_unloading() {
+    crate::bounded::bounded(
+        "a_load_waits_until_the_previous_generation_finished_unloading",
+        crate::bounded::LIMIT,
+        a_load_waits_until_the_previous_generation_finished_unloading_body,
+    );
+}
+
+fn a_load_waits_until_the_previous_generation_finished_unloading_body() {
     use std::sync::Barrier;
     use std::thread;
     use std::time::Duration;

@@ -56,6 +56,14 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         ),
         // dladdr, as for by_hand_marker.
         "swap_on_load" => (vec!["swap_on_load.c"], vec!["-Wl,--no-as-needed".into(), "-ldl".into()]),
+        // dladdr, as for by_hand_marker.
+        "reenter" => (vec!["reenter.c"], vec!["-Wl,--no-as-needed".into(), "-ldl".into()]),
+        // dladdr, as for by_hand_marker.
+        "mount_on_load" => (
+            vec!["mount_on_load.c"],
+            vec!["-Wl,--no-as-needed".into(), "-ldl".into()],
+        ),
+        // dladdr, as for by_hand_marker.
         "by_hand_null_descriptor" => (vec!["by_hand.c"], vec!["-DNULL_DESCRIPTOR".into()]),
         "by_hand_null_name" => (vec!["by_hand.c"], vec!["-DNAME=0".into()]),
         "by_hand_empty_name" => (vec!["by_hand.c"], vec!["-DNAME=\"\"".into()]),

@@ -9,10 +9,23 @@ use std::time::Duration;
 
 use dylease::PluginHost;
 
+use crate::bounded::bounded;
 use crate::support::{TestDir, assert_unloaded};
+
+/// How long a test of this module may take before it fails instead of hanging (a deadlock,
+/// a lost wake-up): far beyond its time on a loaded machine, under valgrind too.
+const LIMIT: Duration = Duration::from_secs(900);
 
 #[test]
 fn eight_threads_share_one_set_at_a_time_and_leave_nothing_mapped() {
+    bounded(
+        "eight_threads_share_one_set_at_a_time_and_leave_nothing_mapped",
+        LIMIT,
+        eight_threads_share_one_set_at_a_time_and_leave_nothing_mapped_body,
+    );
+}
+
+fn eight_threads_share_one_set_at_a_time_and_leave_nothing_mapped_body() {
     let dir = TestDir::new("threads");
     let lib = dir.add("arith", "libarith.so");
     let counted = dir.add("by_hand", "libcounted.so");
@@ -116,6 +129,14 @@ fn churn_rounds() -> u64 {
 
 #[test]
 fn eight_threads_churning_their_only_leases_match_every_load_with_one_unload() {
+    bounded(
+        "eight_threads_churning_their_only_leases_match_every_load_with_one_unload",
+        LIMIT,
+        eight_threads_churning_their_only_leases_match_every_load_with_one_unload_body,
+    );
+}
+
+fn eight_threads_churning_their_only_leases_match_every_load_with_one_unload_body() {
     let dir = TestDir::new("churn");
     let churn = dir.add("churn", "libchurn.so");
     let counted = dir.add("by_hand", "libcounted.so");

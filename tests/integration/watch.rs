@@ -108,6 +108,14 @@ fn watching_host(dir: &Path) -> PluginHost {
 
 #[test]
 fn replacing_a_watched_library_reloads_the_host() {
+    crate::bounded::bounded(
+        "replacing_a_watched_library_reloads_the_host",
+        crate::bounded::LIMIT,
+        replacing_a_watched_library_reloads_the_host_body,
+    );
+}
+
+fn replacing_a_watched_library_reloads_the_host_body() {
     let _serial = one_at_a_time();
     logger::install();
     let plugins = TestDir::new("watch-replace");
@@ -145,6 +153,14 @@ fn replacing_a_watched_library_reloads_the_host() {
 
 #[test]
 fn a_library_written_in_two_halves_never_loads_half() {
+    crate::bounded::bounded(
+        "a_library_written_in_two_halves_never_loads_half",
+        crate::bounded::LIMIT,
+        a_library_written_in_two_halves_never_loads_half_body,
+    );
+}
+
+fn a_library_written_in_two_halves_never_loads_half_body() {
     let _serial = one_at_a_time();
     logger::install();
     let plugins = TestDir::new("watch-halves");
@@ -189,6 +205,14 @@ fn a_library_written_in_two_halves_never_loads_half() {
 
 #[test]
 fn dropping_the_host_stops_its_watcher() {
+    crate::bounded::bounded(
+        "dropping_the_host_stops_its_watcher",
+        crate::bounded::LIMIT,
+        dropping_the_host_stops_its_watcher_body,
+    );
+}
+
+fn dropping_the_host_stops_its_watcher_body() {
     let _serial = one_at_a_time();
     logger::install();
     let plugins = TestDir::new("watch-drop");
@@ -251,6 +275,14 @@ fn watching_a_missing_directory_fails_the_build_naming_it() {
 
 #[test]
 fn a_watched_file_source_reloads_only_for_its_own_name() {
+    crate::bounded::bounded(
+        "a_watched_file_source_reloads_only_for_its_own_name",
+        crate::bounded::LIMIT,
+        a_watched_file_source_reloads_only_for_its_own_name_body,
+    );
+}
+
+fn a_watched_file_source_reloads_only_for_its_own_name_body() {
     let _serial = one_at_a_time();
     logger::install();
     let plugins = TestDir::new("watch-file");

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Mutation testing of the protocol and trust files with cargo-mutants: every mutant (a small
+# plausible bug the tool plants: an operator swapped, a condition forced, a body replaced) must
+# make the fast test subset below fail. Not run by CI: hours on two cores. The latest numbers,
+# and an argument for every mutant still missed, are in the README's "Testing" section.
+#
+#   scripts/mutants.sh                            # every file below
+#   scripts/mutants.sh src/host/generations.rs    # some of them
+#   MUTANTS_TIMEOUT=120 scripts/mutants.sh        # the least test timeout per mutant, seconds
+#   MUTANTS_ARGS="--re keep" scripts/mutants.sh   # more cargo-mutants options (here: a subset)
+#   MUTANTS_TESTS="policy::" scripts/mutants.sh   # other integration modules to run
+#
+# Prints caught / missed / timeout / unviable per file, then the missed mutants. A timeout
+# counts as caught by cargo-mutants, but here it is reported apart: a hang is a missing
+# deadline in a test. The full report is in target/mutants/mutants.out.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v cargo-mutants >/dev/null; then
+  echo "== installing cargo-mutants"
+  cargo install cargo-mutants --locked
+fi
+
+files=("$@")
+if [ "${#files[@]}" -eq 0 ]; then
+  files=(src/host/generations.rs src/load/registry.rs src/load/trust.rs src/load/library.rs
+    src/host/lease.rs src/host/set.rs)
+fi
+file_args=()
+for file in "${files[@]}"; do
+  file_args+=(--file "$file")
+done
+
+# The fast subset: the library's unit tests, the modules of the integration binary that load
+# (static and real) plugins and check the protocol, and the keeper's thread count. Not the
+# doctests, the CLI tests (they build the tool), the threads churn, benches or loom models
+# (loom-tests/run.sh plants its own bugs).
+# MUTANTS_TESTS replaces the list of integration modules (say, "generation_protocol::").
+# shellcheck disable=SC2206 # a list of names
+modules=(${MUTANTS_TESTS:-generation_protocol:: plugin_reentry:: swapped_after_check:: static_plugins:: policy::
+  sharing:: reload:: reload_trust:: trust:: failure:: generations:: observability::
+  discovery:: elf_headers:: typed::})
+out=target/mutants
+echo "== cargo mutants on ${files[*]}"
+set +e
+# The unmutated run (which also compiles the C fixtures) sets each mutant's test timeout:
+# five times its own time, and at least MUTANTS_TIMEOUT.
+# shellcheck disable=SC2086 # MUTANTS_ARGS is a list of options
+nice -n 19 cargo mutants "${file_args[@]}" --jobs 1 --minimum-test-timeout "${MUTANTS_TIMEOUT:-90}" \
+  --build-timeout 900 --output "$out" ${MUTANTS_ARGS:-} \
+  -- --lib --test integration --test keeper_thread -- "${modules[@]}" one_keeper_thread --skip cli::
+status=$?
+set -e
+
+# Per file, from cargo-mutants' lists (each line starts with the mutated file's path).
+report="$out/mutants.out"
+count() { grep -c "^$1:" "$report/$2.txt" 2>/dev/null || true; }
+printf '\n%-28s %7s %7s %8s %9s\n' file caught missed timeout unviable
+for file in "${files[@]}"; do
+  printf '%-28s %7s %7s %8s %9s\n' "$file" "$(count "$file" caught)" "$(count "$file" missed)" \
+    "$(count "$file" timeout)" "$(count "$file" unviable)"
+done
+if [ -s "$report/missed.txt" ]; then
+  echo
+  echo "missed:"
+  sed 's/^/  /' "$report/missed.txt"
+fi
+if [ -s "$report/timeout.txt" ]; then
+  echo
+  echo "timed out (a test waited without a bound):"
+  sed 's/^/  /' "$report/timeout.txt"
+fi
+# cargo-mutants exits 2 when a mutant was missed, 3 when one timed out: the report says which.
+exit "$status"
