@@ -236,7 +236,6 @@ impl Library {
             None => Ok(()),
         };
         let names = Closed {
-            handle: self.handle,
             names: Some(std::mem::take(&mut self.names)),
         };
         (closed, names)
@@ -260,7 +259,6 @@ impl Drop for Library {
 /// A closed library whose names the loader may still know: dropping it settles it.
 #[derive(Debug)]
 pub(crate) struct Closed {
-    handle: usize,
     names: Option<imp::Names>,
 }
 
@@ -276,17 +274,11 @@ impl Closed {
 
     fn settle_now(&mut self) -> Unmapped {
         let Some(names) = self.names.take() else {
-            return Unmapped {
-                kept: None,
-                handle: self.handle,
-            };
+            return Unmapped { kept: None };
         };
         let kept = imp::still_mapped(&names);
         imp::release(names, kept);
-        Unmapped {
-            kept,
-            handle: self.handle,
-        }
+        Unmapped { kept }
     }
 }
 
@@ -302,8 +294,6 @@ pub(crate) struct Unmapped {
     /// Whether the platform still maps the library after this close (`Some(true)`: pinned,
     /// or held by someone outside dylease); `None` where it cannot tell.
     pub(crate) kept: Option<bool>,
-    /// The loader's handle of the mapping (never reused while the mapping is kept).
-    pub(crate) handle: usize,
 }
 
 /// The file a loader's name of a library stands for, for messages: a name under

@@ -333,26 +333,32 @@ fn predict_with(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len:
 }
 
 crate::sync::lazy_static! {
-    /// What was reported pinned so far: the mappings, by the loader's handle of them (each is
-    /// counted once; a kept mapping's handle is never reused), and the plugin files, as discovered (each is warned about once, however
-    /// many mappings of it a reload of a changed file leaves behind).
+    /// What was reported pinned so far: the kept mappings, by their file's identity (each is
+    /// counted once: a later load of a kept file shares its mapping, and the file's inode
+    /// cannot be reused while it is mapped), and the plugin files, as discovered (each is
+    /// warned about once, however many mappings of it reloads of changed files leave behind).
     static REPORTED: Mutex<Reported> = Mutex::new(Reported::default());
 }
 
 #[derive(Default)]
 struct Reported {
-    mappings: HashSet<usize>,
+    mappings: HashSet<crate::load::candidate::Identity>,
     files: HashSet<String>,
 }
 
 /// Compares the prediction for a library instance that was just closed with what the loader
-/// did: `still_loaded` is whether the loader still maps the library whose handle was
-/// `mapping` (`None` where it cannot tell). A mapping that stayed is counted the first time it is seen (the
-/// return value: whether to count it), and its plugin file is logged as a warning once, with
-/// the causes the file shows and their fixes; later mappings of the same file (new versions
-/// of a changed file, each kept in turn) are logged at `debug`. A library that really unloaded is forgotten, so
-/// that a later mapping of it that stays is reported again.
-pub(crate) fn after_unload(origin: &Origin, predicted: &Pinning, mapping: usize, still_loaded: Option<bool>) -> bool {
+/// did: `still_loaded` is whether the loader still maps the library of the file `mapping`
+/// (`None` where it cannot tell). A mapping that stayed is counted the first time it is seen
+/// (the return value: whether to count it), and its plugin file is logged as a warning once,
+/// with the causes the file shows and their fixes; later mappings under the same plugin path
+/// (new versions of a changed file, each kept in turn) are logged at `debug`. A library that
+/// really unloaded is forgotten, so that a later mapping of it that stays is reported again.
+pub(crate) fn after_unload(
+    origin: &Origin,
+    predicted: &Pinning,
+    mapping: &crate::load::candidate::Identity,
+    still_loaded: Option<bool>,
+) -> bool {
     let file = origin.to_string();
     let prefix = crate::load::log_scope::prefix();
     match still_loaded {
@@ -362,14 +368,14 @@ pub(crate) fn after_unload(origin: &Origin, predicted: &Pinning, mapping: usize,
                 log::debug!("{prefix}{origin} unloaded, although it was expected to stay mapped");
             }
             let mut reported = REPORTED.lock();
-            reported.mappings.remove(&mapping);
+            reported.mappings.remove(mapping);
             reported.files.remove(&file);
             false
         }
         Some(true) => {
             let (counted, warned) = {
                 let mut reported = REPORTED.lock();
-                let counted = reported.mappings.insert(mapping);
+                let counted = reported.mappings.insert(mapping.clone());
                 (counted, counted && reported.files.insert(file))
             };
             if !counted {

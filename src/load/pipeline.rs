@@ -501,15 +501,19 @@ pub(crate) fn teardown_all(plugins: Vec<Teardown>) -> usize {
     // marked busy, so nothing maps it again before it is looked for.
     let released: Vec<_> = instances
         .into_iter()
-        .filter_map(|(origin, pinning, instance)| Some((origin, pinning, LibraryInstance::release(instance)?)))
+        .filter_map(|(origin, pinning, instance)| {
+            let file = instance.identity().clone();
+            Some((origin, pinning, file, LibraryInstance::release(instance)?))
+        })
         .collect();
     let mut pinned = 0;
-    for (origin, pinning, released) in released {
-        let Some(Unmapped { kept, handle }) = released.settle() else {
+    for (origin, pinning, file, released) in released {
+        let Some(Unmapped { kept, .. }) = released.settle() else {
             continue;
         };
-        // Warned about and counted once per mapping, with the causes its file shows.
-        if crate::load::pinning::after_unload(&origin, &pinning, handle, kept) {
+        // Warned about and counted once per kept mapping (one per file: a later load of a
+        // kept file shares it), with the causes its file shows.
+        if crate::load::pinning::after_unload(&origin, &pinning, &file, kept) {
             pinned += 1;
         }
     }

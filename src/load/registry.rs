@@ -176,6 +176,11 @@ impl<O: Opener> LibraryInstance<O> {
             .1
     }
 
+    /// The checked file's identity: what the instance is known by.
+    pub(crate) fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
     /// Records that a set's registration succeeded on this instance: its `on_unload` is due.
     pub(crate) fn registered(&self) {
         self.registered.store(true, crate::sync::Ordering::Relaxed);
