@@ -375,6 +375,8 @@ pub(crate) fn after_unload(
         Some(true) => {
             let (counted, warned) = {
                 let mut reported = REPORTED.lock();
+                // `Identity` is `Copy` on Unix and a path elsewhere: one spelling for both.
+                #[allow(clippy::clone_on_copy)]
                 let counted = reported.mappings.insert(mapping.clone());
                 (counted, counted && reported.files.insert(file))
             };
