@@ -1,4 +1,5 @@
-//! The host: configuration plus the process-wide slot, and the slot protocol.
+//! The host: its configuration (the builder), its generations, and the process-wide host of
+//! [`global()`].
 // `unsafe` here: the builder methods that name native code are `unsafe fn`s (the caller vouches for it); `getauxval`.
 #![allow(unsafe_code)]
 

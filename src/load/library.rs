@@ -38,7 +38,7 @@ impl Library {
     /// symbols stay out of the global namespace so two plugins cannot clash.
     ///
     /// The loader maps the checked descriptor itself, by one of its names under
-    /// `/proc/self/fd` (identity I9, `docs::sharing`): the file mapped is the file checked,
+    /// `/proc/self/fd` (identity I9, `docs::internals`): the file mapped is the file checked,
     /// whatever was renamed in between. A library whose run path uses `$ORIGIN` is mapped
     /// through its directory's descriptor instead (so that `$ORIGIN` is its directory), and
     /// the mapping is then compared with the checked file: a mismatch closes it and is an
