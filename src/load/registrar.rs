@@ -66,8 +66,8 @@ pub(crate) const MAX_REPORT_LEN: usize = 1024;
 pub(crate) unsafe fn bounded_c_str<'a>(ptr: *const c_char, max: usize) -> Option<&'a [u8]> {
     let mut len = 0;
     // SAFETY: the string is NUL-terminated and the loop stops at its NUL, so every byte read
-    // is part of it.
-    while unsafe { *ptr.add(len) } != 0 {
+    // is part of it (and `wrapping_add` stays within it).
+    while unsafe { *ptr.wrapping_add(len) } != 0 {
         if len == max {
             return None;
         }
@@ -645,14 +645,12 @@ mod tests {
     fn bounded_reads_stop_at_the_limit() {
         let exact = format!("{}\0", "a".repeat(MAX_NAME_LEN));
         let over = format!("{}\0", "a".repeat(MAX_NAME_LEN + 1));
-        // SAFETY: both strings are NUL-terminated and live across the calls.
-        unsafe {
-            assert_eq!(
-                bounded_c_str(exact.as_ptr().cast(), MAX_NAME_LEN).map(<[u8]>::len),
-                Some(MAX_NAME_LEN)
-            );
-            assert_eq!(bounded_c_str(over.as_ptr().cast(), MAX_NAME_LEN), None);
-            assert_eq!(bounded_c_str(c"".as_ptr(), MAX_NAME_LEN), Some(&b""[..]));
-        }
+        // SAFETY: (the three calls) the strings are NUL-terminated and live across the calls.
+        let exact_read = unsafe { bounded_c_str(exact.as_ptr().cast(), MAX_NAME_LEN) };
+        assert_eq!(exact_read.map(<[u8]>::len), Some(MAX_NAME_LEN));
+        // SAFETY: as above.
+        assert_eq!(unsafe { bounded_c_str(over.as_ptr().cast(), MAX_NAME_LEN) }, None);
+        // SAFETY: as above.
+        assert_eq!(unsafe { bounded_c_str(c"".as_ptr(), MAX_NAME_LEN) }, Some(&b""[..]));
     }
 }

@@ -180,11 +180,10 @@ fn int_ops(fixture: &str) -> (Vec<(String, String, i32)>, Vec<String>) {
     let lease = host.acquire().unwrap();
     let ordered = lease
         .passes_of::<IntOp>()
-        // SAFETY: as above: the lease is alive, and the passes take any `i32`.
         .map(|pass| {
-            (pass.info().plugin().to_owned(), pass.name().to_owned(), unsafe {
-                pass(2)
-            })
+            // SAFETY: as above: the lease is alive, and the passes take any `i32`.
+            let value = unsafe { pass(2) };
+            (pass.info().plugin().to_owned(), pass.name().to_owned(), value)
         })
         .collect();
     let registered = lease.passes().iter().map(|p| p.name().to_owned()).collect();
