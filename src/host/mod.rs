@@ -603,16 +603,20 @@ pub unsafe fn init_global(builder: HostBuilder) -> Result<(), Error> {
 /// # Ok::<(), dylease::Error>(())
 /// ```
 pub fn global() -> &'static PluginHost {
-    GLOBAL.get_or_init(|| {
-        let builder = HostBuilder::default().name("global");
-        if secure_execution() {
-            log::warn!("[global] {GLOBAL_PATH_VAR} is ignored in a process running with elevated rights");
-            return builder.build_unchecked();
-        }
-        // SAFETY: the process's environment already chooses its code (see above), and a
-        // process whose environment comes from a less trusted user does not get here.
-        unsafe { builder.env(GLOBAL_PATH_VAR) }.build_unchecked()
-    })
+    GLOBAL.get_or_init(|| default_global(secure_execution()))
+}
+
+/// The default global host: over `DYLEASE_PLUGIN_PATH`, unless the process runs with
+/// elevated rights (`secure`).
+fn default_global(secure: bool) -> PluginHost {
+    let builder = HostBuilder::default().name("global");
+    if secure {
+        log::warn!("[global] {GLOBAL_PATH_VAR} is ignored in a process running with elevated rights");
+        return builder.build_unchecked();
+    }
+    // SAFETY: the process's environment already chooses its code (see above), and a
+    // process whose environment comes from a less trusted user does not get here.
+    unsafe { builder.env(GLOBAL_PATH_VAR) }.build_unchecked()
 }
 
 /// Whether this process runs with elevated rights given by its executable (set-user-ID,
@@ -626,5 +630,28 @@ fn secure_execution() -> bool {
     #[cfg(not(target_os = "linux"))]
     {
         false
+    }
+}
+
+#[cfg(test)]
+mod global_tests {
+    use super::*;
+    use crate::load::Source;
+
+    #[test]
+    fn the_default_global_host_reads_its_variable_only_without_elevated_rights() {
+        let plain = default_global(false);
+        assert!(
+            matches!(&plain.config.sources[..], [Source::Env(var)] if var == GLOBAL_PATH_VAR),
+            "{plain:?}"
+        );
+        let elevated = default_global(true);
+        assert!(elevated.config.sources.is_empty(), "{elevated:?}");
+        assert!(elevated.acquire().unwrap().plugins().is_empty());
+    }
+
+    #[test]
+    fn a_test_process_runs_without_elevated_rights() {
+        assert!(!secure_execution());
     }
 }
