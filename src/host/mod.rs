@@ -1,6 +1,6 @@
 //! The host: its configuration (the builder), its generations, and the process-wide host of
 //! [`global()`].
-// `unsafe` here: the builder methods that name native code are `unsafe fn`s (the caller vouches for it); `getauxval`.
+// `unsafe` here: the builder methods that name native code are `unsafe fn`s (the caller vouches for it).
 #![allow(unsafe_code)]
 
 use std::ffi::OsString;
@@ -622,15 +622,7 @@ fn default_global(secure: bool) -> PluginHost {
 /// Whether this process runs with elevated rights given by its executable (set-user-ID,
 /// set-group-ID, file capabilities): the platform loader's `AT_SECURE`.
 fn secure_execution() -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: `getauxval` only reads the auxiliary vector the kernel gave the process.
-        unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        false
-    }
+    crate::load::sys::imp::secure_execution()
 }
 
 #[cfg(test)]

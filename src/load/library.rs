@@ -1,13 +1,14 @@
-//! The one place that calls the platform loader. Everything here is `unsafe` by nature:
-//! opening a library runs its initialisation routines, closing it runs its termination
-//! routines, and a symbol is only as well-typed as the plugin ABI says it is.
-// `unsafe` here: the only caller of the platform loader (`dlopen`, `dlsym`, `dladdr1`, `dl_iterate_phdr`).
+//! An open plugin library, over the platform loader of `load::sys`. Everything here is
+//! `unsafe` by nature: opening a library runs its initialisation routines, closing it runs its
+//! termination routines, and a symbol is only as well-typed as the plugin ABI says it is.
+// `unsafe` here: `Library::open` and the entry point's `dlsym` (libloading's `get`).
 #![allow(unsafe_code)]
 
 use std::fs::File;
 use std::path::Path;
 
 use crate::abi::{DYLEASE_ENTRY_SYMBOL, dylease_plugin_v1_fn};
+use crate::load::sys::imp;
 
 /// The checked file a library is opened from: the descriptor the trust and ELF checks read,
 /// and where it was found.
@@ -27,7 +28,7 @@ pub(crate) struct Library {
     inner: Option<libloading::Library>,
     /// The loader's handle: what identifies the mapping (on glibc, its `link_map`).
     handle: usize,
-    /// The descriptors whose names the loader recorded for the mapping (see [`imp`]): each
+    /// The descriptors whose names the loader recorded for the mapping (see `load::sys`): each
     /// stays open while the mapping lives, for ever if the platform keeps it.
     names: imp::Names,
 }
@@ -51,33 +52,13 @@ impl Library {
     /// calling any unknown foreign function.
     pub(crate) unsafe fn open(checked: Checked<'_>) -> Result<Library, String> {
         let (name, names) = imp::name(checked).map_err(|e| io_message(checked.resolved, &e))?;
-        #[cfg(unix)]
-        let opened = {
-            use libloading::os::unix::{Library as Unix, RTLD_LOCAL, RTLD_NOW};
-            // SAFETY: the caller vouches for the library's initialisation routines.
-            unsafe { Unix::open(Some(&name), RTLD_NOW | RTLD_LOCAL) }.map(|library| {
-                let raw = library.into_raw();
-                // SAFETY: `raw` was just returned by `into_raw` of an open library, and is
-                // taken back exactly once.
-                let library = unsafe { Unix::from_raw(raw) };
-                (libloading::Library::from(library), raw as usize)
-            })
-        };
-        #[cfg(windows)]
-        let opened = {
-            // SAFETY: the caller vouches for the library's initialisation routines.
-            unsafe { libloading::os::windows::Library::new(&name) }.map(|library| {
-                let raw = library.into_raw();
-                // SAFETY: as on Unix: the module handle is taken back exactly once.
-                let library = unsafe { libloading::os::windows::Library::from_raw(raw) };
-                (libloading::Library::from(library), raw as usize)
-            })
-        };
+        // SAFETY: the caller vouches for the library's initialisation routines.
+        let opened = unsafe { imp::open(&name) };
         let (inner, handle) = opened.map_err(|e| {
             // The loader's words name what it was given: name the file instead.
             let message = loader_message(&e).replace(&*name.to_string_lossy(), &checked.resolved.to_string_lossy());
             let hint = if message.contains("Too many open files") {
-                descriptor_hint(&std::io::Error::from_raw_os_error(EMFILE))
+                descriptor_hint(&std::io::Error::from_raw_os_error(imp::EMFILE))
             } else {
                 ""
             };
@@ -147,37 +128,9 @@ impl Library {
     /// Whether `address` lies in this library: `Some(Ok)` if so, `Some(Err(name))` with the
     /// loader's name of the object it lies in otherwise, `None` where the platform cannot tell.
     fn owner_of(&self, address: *const core::ffi::c_void) -> Option<Result<(), std::ffi::CString>> {
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        {
-            use std::ffi::{CStr, c_void};
-            /// glibc's `RTLD_DL_LINKMAP` (dlfcn.h), which the `libc` crate does not declare.
-            const RTLD_DL_LINKMAP: libc::c_int = 2;
-            let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
-            let mut link_map: *mut c_void = std::ptr::null_mut();
-            // SAFETY: `dladdr1` only reads the loader's tables; `address` is the entry point the
-            // loader just resolved in this open library; both out-pointers are writable, and
-            // with RTLD_DL_LINKMAP the extra one receives a `struct link_map *`.
-            let found = unsafe { libc::dladdr1(address, info.as_mut_ptr(), &mut link_map, RTLD_DL_LINKMAP) };
-            if found == 0 || link_map.is_null() {
-                return None;
-            }
-            // On glibc the handle `dlopen` returns is the object's `link_map`.
-            if link_map as usize == self.handle {
-                return Some(Ok(()));
-            }
-            // SAFETY: `dladdr1` succeeded, so it filled `info` (zeroed before: a pointer is
-            // either set or NULL).
-            let name = unsafe { info.assume_init() }.dli_fname;
-            // SAFETY: a non-NULL `dli_fname` is the loader's NUL-terminated name of the object,
-            // valid while it is loaded; it is copied at once.
-            let name = (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_owned());
-            Some(Err(name.unwrap_or_default()))
-        }
-        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-        {
-            let _ = address;
-            None
-        }
+        let (object, name) = imp::object_of(address)?;
+        // On glibc the handle `dlopen` returns is the object's `link_map`.
+        Some(if object == self.handle { Ok(()) } else { Err(name) })
     }
 
     /// Closes the library (`dlclose`), reporting the loader's complaint, if any. A zero from
@@ -292,161 +245,12 @@ pub(crate) fn descriptor_hint(error: &std::io::Error) -> &'static str {
     imp::descriptor_hint(error)
 }
 
-/// `EMFILE`, the error of a process out of file descriptors.
-#[cfg(unix)]
-const EMFILE: i32 = libc::EMFILE;
-#[cfg(not(unix))]
-const EMFILE: i32 = 24;
-
 /// The loader's own words, without libloading's wrapper text.
 fn loader_message(error: &libloading::Error) -> String {
     use std::error::Error as _;
     match error.source() {
         Some(source) => source.to_string(),
         None => error.to_string(),
-    }
-}
-
-/// How the loader is told which file to map, on Linux: by a name under `/proc/self/fd` of the
-/// checked descriptor.
-///
-/// glibc has no `fdlopen`; `dlopen("/proc/self/fd/N")` maps the inode descriptor N is open on,
-/// whatever was renamed over the path since. Three traps (measured, glibc 2.36):
-/// - the loader records the name it was given, and matches a later `dlopen` of the same
-///   string to that mapping without looking at the file: once N is closed and reused for
-///   another file, `dlopen("/proc/self/fd/N")` returns the *old* library. So every name given
-///   to the loader stays open while the mapping lives, and for ever if the platform keeps it;
-/// - an open that the loader resolves to an existing mapping (same device and inode) adds the
-///   name to it: the same rule covers it;
-/// - `$ORIGIN` is the name's directory, `/proc/self/fd`: a library whose run path uses it is
-///   given `/proc/self/fd/D/name`, D its directory's descriptor, and the mapping is then
-///   compared with the checked file through `RTLD_NOLOAD` on the checked descriptor's name.
-#[cfg(target_os = "linux")]
-mod imp {
-    use std::ffi::{CStr, CString, c_void};
-    use std::io;
-    use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
-    use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::OpenOptionsExt;
-    use std::path::PathBuf;
-
-    use super::Checked;
-
-    /// The descriptors behind the names one open gave the loader.
-    #[derive(Debug, Default)]
-    pub(super) struct Names {
-        fds: Vec<OwnedFd>,
-        /// `/proc/self/fd/N` of the checked file: finds exactly its mapping.
-        exact: CString,
-        /// Whether the loader was given another name (the directory's), so that the mapping
-        /// must be compared with the checked file.
-        through_dir: bool,
-    }
-
-    /// The name to give the loader for `checked`, and the descriptors behind it.
-    pub(super) fn name(checked: Checked<'_>) -> io::Result<(PathBuf, Names)> {
-        let file = OwnedFd::from(checked.file.try_clone()?);
-        let exact = format!("/proc/self/fd/{}", file.as_raw_fd());
-        let mut names = Names {
-            exact: CString::new(exact.clone()).expect("a number holds no NUL"),
-            fds: vec![file],
-            through_dir: false,
-        };
-        let (Some(dir), Some(file_name), true) =
-            (checked.resolved.parent(), checked.resolved.file_name(), checked.origin)
-        else {
-            return Ok((PathBuf::from(exact), names));
-        };
-        let dir = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
-            .open(dir)?;
-        let mut name = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
-        name.push(file_name);
-        names.fds.push(dir.into());
-        names.through_dir = true;
-        debug_assert!(!name.as_os_str().as_bytes().contains(&0));
-        Ok((name, names))
-    }
-
-    /// Whether the mapping `handle` is of the checked file, where the loader was given
-    /// another name for it; `None` where it was given the checked descriptor itself.
-    pub(super) fn maps_checked_file(names: &Names, handle: usize) -> Option<bool> {
-        names.through_dir.then(|| loaded(&names.exact) == Some(handle))
-    }
-
-    /// Whether the mapping is still there after its last `dlclose`.
-    pub(super) fn still_mapped(names: &Names, handle: usize) -> Option<bool> {
-        if names.fds.is_empty() {
-            return None;
-        }
-        Some(loaded(&names.exact) == Some(handle))
-    }
-
-    /// The handle of the loaded library `name` names, without loading anything: by the
-    /// loader's record of the name, or by the device and inode of the file it opens.
-    fn loaded(name: &CStr) -> Option<usize> {
-        // SAFETY: `RTLD_NOLOAD` maps nothing and runs no initialisation routine: it returns a
-        // library that is already loaded (one more reference) or NULL; `name` is
-        // NUL-terminated.
-        let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
-        if handle.is_null() {
-            return None;
-        }
-        // SAFETY: `handle` came from the `dlopen` above, whose reference this gives back; the
-        // library stays loaded by its other references, so no termination routine runs.
-        unsafe { libc::dlclose(handle.cast::<c_void>()) };
-        Some(handle as usize)
-    }
-
-    /// What a failure to get a descriptor means here, for the message.
-    pub(super) fn descriptor_hint(error: &io::Error) -> &'static str {
-        match error.raw_os_error() {
-            Some(libc::EMFILE) => {
-                " (EMFILE: this process has as many files open as `ulimit -n` allows; dylease keeps one \
-                 descriptor open per loaded library, so raise the limit)"
-            }
-            Some(libc::ENFILE) => " (ENFILE: the system's table of open files is full)",
-            _ => "",
-        }
-    }
-
-    /// Keeps the descriptors open for the life of the process: the loader may still match
-    /// their names to a mapping it keeps.
-    pub(super) fn keep_for_ever(names: Names) {
-        for fd in names.fds {
-            let _kept_open = fd.into_raw_fd();
-        }
-    }
-}
-
-/// Elsewhere the loader is given the resolved path, and a mapping cannot be looked for.
-#[cfg(not(target_os = "linux"))]
-mod imp {
-    use std::io;
-    use std::path::PathBuf;
-
-    use super::Checked;
-
-    #[derive(Debug, Default)]
-    pub(super) struct Names;
-
-    pub(super) fn name(checked: Checked<'_>) -> io::Result<(PathBuf, Names)> {
-        Ok((checked.resolved.to_owned(), Names))
-    }
-
-    pub(super) fn maps_checked_file(_: &Names, _: usize) -> Option<bool> {
-        None
-    }
-
-    pub(super) fn still_mapped(_: &Names, _: usize) -> Option<bool> {
-        None
-    }
-
-    pub(super) fn keep_for_ever(_: Names) {}
-
-    pub(super) fn descriptor_hint(_: &io::Error) -> &'static str {
-        ""
     }
 }
 

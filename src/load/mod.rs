@@ -18,6 +18,7 @@ mod pipeline;
 mod plugins;
 mod registrar;
 mod registry;
+pub(crate) mod sys;
 mod trust;
 
 pub(crate) use discover::Source;

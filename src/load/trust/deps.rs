@@ -186,8 +186,7 @@ impl Checks {
     }
 
     fn walk(&mut self) -> Walk<'_> {
-        // SAFETY: `geteuid` has no preconditions and cannot fail.
-        let euid = *self.euid.get_or_insert_with(|| unsafe { libc::geteuid() });
+        let euid = *self.euid.get_or_insert_with(crate::load::sys::imp::effective_uid);
         Walk {
             passed: &mut self.passed,
             euid,

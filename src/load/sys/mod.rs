@@ -1,0 +1,23 @@
+//! The platform layer: every call into the platform loader and the C library that the
+//! loading side makes, one module per platform behind one alias, `imp` (as libloading's
+//! `os::unix` and `os::windows`). The rest of the crate calls these functions and keeps no
+//! `cfg` of its own for them; the `unsafe` of the FFI sits here, in small files that allow it.
+//!
+//! - `linux`: the loader is given the checked descriptor (`/proc/self/fd/N`: I9 and "The
+//!   identity guarantee" in `docs::internals`), asked which object a symbol lies in
+//!   (`dladdr1`) and whether a closed library stayed (`RTLD_NOLOAD`); `geteuid`, `getauxval`.
+//! - `other`: every other platform: the loader is given the resolved path, and what the
+//!   platform cannot tell is `None`.
+//! - `walk`: the `openat` walk of the trust check, on Unix.
+
+#[cfg(target_os = "linux")]
+pub(crate) mod linux;
+#[cfg(target_os = "linux")]
+pub(crate) use linux as imp;
+#[cfg(not(target_os = "linux"))]
+pub(crate) mod other;
+#[cfg(not(target_os = "linux"))]
+pub(crate) use other as imp;
+
+#[cfg(unix)]
+pub(crate) mod walk;

@@ -1,0 +1,91 @@
+//! Every platform but Linux: the loader is given the resolved path, and a mapping cannot be
+//! looked for. dylease is built and type-checked there, not tested: a library loads through
+//! the platform loader, without the identity guarantee of Linux's `/proc/self/fd`.
+// `unsafe` here: the calls into the platform loader and libc.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::load::library::Checked;
+
+#[derive(Debug, Default)]
+pub(crate) struct Names;
+
+pub(crate) fn name(checked: Checked<'_>) -> io::Result<(PathBuf, Names)> {
+    Ok((checked.resolved.to_owned(), Names))
+}
+
+pub(crate) fn maps_checked_file(_: &Names, _: usize) -> Option<bool> {
+    None
+}
+
+pub(crate) fn still_mapped(_: &Names, _: usize) -> Option<bool> {
+    None
+}
+
+pub(crate) fn keep_for_ever(_: Names) {}
+
+pub(crate) fn descriptor_hint(_: &io::Error) -> &'static str {
+    ""
+}
+
+/// `EMFILE`, the error of a process out of file descriptors.
+#[cfg(unix)]
+pub(crate) const EMFILE: i32 = libc::EMFILE;
+/// `EMFILE`, the error of a process out of file descriptors (the C runtime's value).
+#[cfg(not(unix))]
+pub(crate) const EMFILE: i32 = 24;
+
+/// Opens the library at `name`, and returns it with the loader's handle of it.
+///
+/// # Safety
+///
+/// Opening a library runs its initialisation routines (and closing it later runs its
+/// termination routines): the caller vouches for that code.
+#[cfg(unix)]
+pub(crate) unsafe fn open(name: &std::path::Path) -> Result<(libloading::Library, usize), libloading::Error> {
+    use libloading::os::unix::{Library as Unix, RTLD_LOCAL, RTLD_NOW};
+    // SAFETY: the caller vouches for the library's initialisation routines.
+    unsafe { Unix::open(Some(name), RTLD_NOW | RTLD_LOCAL) }.map(|library| {
+        let raw = library.into_raw();
+        // SAFETY: `raw` was just returned by `into_raw` of an open library, and is taken back
+        // exactly once.
+        let library = unsafe { Unix::from_raw(raw) };
+        (libloading::Library::from(library), raw as usize)
+    })
+}
+
+/// Opens the library at `name`, and returns it with the loader's handle of it.
+///
+/// # Safety
+///
+/// Opening a library runs its initialisation routines (and closing it later runs its
+/// termination routines): the caller vouches for that code.
+#[cfg(windows)]
+pub(crate) unsafe fn open(name: &std::path::Path) -> Result<(libloading::Library, usize), libloading::Error> {
+    // SAFETY: the caller vouches for the library's initialisation routines.
+    unsafe { libloading::os::windows::Library::new(name) }.map(|library| {
+        let raw = library.into_raw();
+        // SAFETY: as on Unix: the module handle is taken back exactly once.
+        let library = unsafe { libloading::os::windows::Library::from_raw(raw) };
+        (libloading::Library::from(library), raw as usize)
+    })
+}
+
+/// The loader cannot say here which object a symbol lies in.
+pub(crate) fn object_of(_: *const std::ffi::c_void) -> Option<(usize, std::ffi::CString)> {
+    None
+}
+
+/// This process's effective user.
+#[cfg(unix)]
+pub(crate) fn effective_uid() -> u32 {
+    // SAFETY: `geteuid` has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Whether this process runs with elevated rights given by its executable: not known here.
+pub(crate) fn secure_execution() -> bool {
+    false
+}
