@@ -503,7 +503,7 @@ mod loom_models {
     }
 
     /// The one file of the models.
-    const IDENTITY: Identity = (1, 1);
+    const IDENTITY: Identity = crate::load::sys::FileId { dev: 1, ino: 1 };
 
     fn model_file(identity: &Identity) -> FileRef<'_> {
         FileRef {
@@ -579,7 +579,7 @@ mod loom_models {
             let mapped = if cfg!(dylease_broken_identity) {
                 self.0.at_path.load(SeqCst)
             } else {
-                usize::try_from(file.identity.1).unwrap()
+                usize::try_from(file.identity.ino).unwrap()
             };
             self.0.refs.lock().unwrap()[mapped] += 1;
             Ok(Mapped(Arc::clone(&self.0), mapped))
@@ -601,7 +601,7 @@ mod loom_models {
 
     /// One host's load of the file it checked as `file`: the instance must be that file's.
     fn use_checked(registry: &Arc<Registry<RenamedOpener>>, file: u64) {
-        let identity = (1, file);
+        let identity = crate::load::sys::FileId { dev: 1, ino: file };
         let instance = Registry::instance(registry, model_file(&identity), None)
             .unwrap_or_else(|e| panic!("I9: the load of file {file} failed: {e}"));
         assert_eq!(

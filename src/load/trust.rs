@@ -17,6 +17,7 @@ use crate::error::Error;
 use crate::load::candidate::{Candidate, FileId, Identity};
 #[cfg(unix)]
 use crate::load::sys::walk as sys;
+use crate::load::sys::{file_id, is_replacement, no_follow};
 
 #[cfg(unix)]
 mod deps;
@@ -214,9 +215,10 @@ pub(crate) fn open_checked(
                 checks.check(policy, candidate)?;
             }
             _ => {
-                // `Identity` is `Copy` on Unix and a path elsewhere: one spelling for both.
-                #[allow(clippy::clone_on_copy)]
-                let identity = id.map_or_else(|| candidate.identity.clone(), FileId::identity);
+                // `Identity` is `Copy` on Unix and a path elsewhere (where `checked_identity` is
+                // not the identity function): one spelling for both.
+                #[allow(clippy::clone_on_copy, clippy::unnecessary_option_map_or_else)]
+                let identity = id.map_or_else(|| candidate.identity.clone(), crate::load::sys::checked_identity);
                 return Ok((file, metadata.len(), identity));
             }
         }
@@ -244,45 +246,6 @@ fn open_if_unchanged(candidate: &Candidate) -> Option<(File, u64)> {
     let (file, metadata) = open_once(candidate).ok()?;
     let len = metadata.len();
     (file_id(&metadata) == candidate.checked).then_some((file, len))
-}
-
-/// Whether opening a checked path failed because the file was replaced: removed (an
-/// installer that unlinks first) or turned into a symlink or something else.
-#[cfg(unix)]
-fn is_replacement(error: &std::io::Error) -> bool {
-    matches!(
-        error.raw_os_error(),
-        Some(libc::ENOENT | libc::ELOOP | libc::ENXIO | libc::EISDIR)
-    )
-}
-
-#[cfg(not(unix))]
-fn is_replacement(_: &std::io::Error) -> bool {
-    false
-}
-
-/// Opens without following a symlink in the last component, and without blocking on a FIFO.
-#[cfg(unix)]
-fn no_follow(options: &mut std::fs::OpenOptions) {
-    use std::os::unix::fs::OpenOptionsExt;
-    options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-}
-
-#[cfg(not(unix))]
-fn no_follow(_: &mut std::fs::OpenOptions) {}
-
-#[cfg(unix)]
-fn file_id(metadata: &std::fs::Metadata) -> Option<FileId> {
-    use std::os::unix::fs::MetadataExt;
-    Some(FileId {
-        dev: metadata.dev(),
-        ino: metadata.ino(),
-    })
-}
-
-#[cfg(not(unix))]
-fn file_id(_: &std::fs::Metadata) -> Option<FileId> {
-    None
 }
 
 /// How many symlinks one path may traverse, as Linux allows (`ELOOP` beyond).

@@ -14,6 +14,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
+use super::FileId;
 use crate::load::library::Checked;
 
 /// The descriptors behind the names one open gave the loader.
@@ -165,4 +166,45 @@ pub(crate) fn effective_uid() -> u32 {
 pub(crate) fn secure_execution() -> bool {
     // SAFETY: `getauxval` only reads the auxiliary vector the kernel gave the process.
     unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
+/// What makes two paths the same library to the platform loader: the device and inode
+/// (glibc matches an already-loaded object by them, so a hard link is the same library).
+pub(crate) type Identity = FileId;
+
+/// The file `metadata` describes.
+pub(crate) fn file_id(metadata: &std::fs::Metadata) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    Some(FileId {
+        dev: metadata.dev(),
+        ino: metadata.ino(),
+    })
+}
+
+/// The identity of the file at `path`, whose `metadata` (symlinks followed) is given.
+pub(crate) fn identity(_path: &std::path::Path, metadata: &std::fs::Metadata) -> Identity {
+    use std::os::unix::fs::MetadataExt;
+    FileId {
+        dev: metadata.dev(),
+        ino: metadata.ino(),
+    }
+}
+
+/// The identity of a file the trust check passed.
+pub(crate) fn checked_identity(id: FileId) -> Identity {
+    id
+}
+
+/// Whether opening a checked path failed because the file was replaced: removed (an
+/// installer that unlinks first) or turned into a symlink or something else.
+pub(crate) fn is_replacement(error: &io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::ENOENT | libc::ELOOP | libc::ENXIO | libc::EISDIR)
+    )
+}
+
+/// Opens without following a symlink in the last component, and without blocking on a FIFO.
+pub(crate) fn no_follow(options: &mut std::fs::OpenOptions) {
+    options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
 }

@@ -21,3 +21,15 @@ pub(crate) use other as imp;
 
 #[cfg(unix)]
 pub(crate) mod walk;
+
+pub(crate) use imp::{Identity, checked_identity, file_id, identity, is_replacement, no_follow};
+
+/// A file as the platform tells files apart: its device and inode. The crate's one spelling
+/// of (dev, ino): what the trust check passed, what the registry finds an instance by (I9,
+/// `docs::internals`), what makes two paths one plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(not(unix), allow(dead_code))]
+pub(crate) struct FileId {
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+}

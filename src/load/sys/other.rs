@@ -7,6 +7,7 @@
 use std::io;
 use std::path::PathBuf;
 
+use super::FileId;
 use crate::load::library::Checked;
 
 #[derive(Debug, Default)]
@@ -89,3 +90,83 @@ pub(crate) fn effective_uid() -> u32 {
 pub(crate) fn secure_execution() -> bool {
     false
 }
+
+/// What makes two paths the same library to the platform loader: on Unix the device and
+/// inode, elsewhere the path.
+#[cfg(unix)]
+pub(crate) type Identity = FileId;
+/// What makes two paths the same library to the platform loader: on Unix the device and
+/// inode, elsewhere the path.
+#[cfg(not(unix))]
+pub(crate) type Identity = PathBuf;
+
+/// The file `metadata` describes.
+#[cfg(unix)]
+pub(crate) fn file_id(metadata: &std::fs::Metadata) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    Some(FileId {
+        dev: metadata.dev(),
+        ino: metadata.ino(),
+    })
+}
+
+/// The file `metadata` describes: not known here.
+#[cfg(not(unix))]
+pub(crate) fn file_id(_: &std::fs::Metadata) -> Option<FileId> {
+    None
+}
+
+/// The identity of the file at `path`, whose `metadata` (symlinks followed) is given.
+#[cfg(unix)]
+pub(crate) fn identity(_path: &std::path::Path, metadata: &std::fs::Metadata) -> Identity {
+    use std::os::unix::fs::MetadataExt;
+    FileId {
+        dev: metadata.dev(),
+        ino: metadata.ino(),
+    }
+}
+
+/// The identity of the file at `path`: its canonical path.
+#[cfg(not(unix))]
+pub(crate) fn identity(path: &std::path::Path, _metadata: &std::fs::Metadata) -> Identity {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// The identity of a file the trust check passed.
+#[cfg(unix)]
+pub(crate) fn checked_identity(id: FileId) -> Identity {
+    id
+}
+
+/// The identity of a file the trust check passed: never asked where it has no (dev, ino).
+#[cfg(not(unix))]
+pub(crate) fn checked_identity(_: FileId) -> Identity {
+    PathBuf::new()
+}
+
+/// Whether opening a checked path failed because the file was replaced: removed (an
+/// installer that unlinks first) or turned into a symlink or something else.
+#[cfg(unix)]
+pub(crate) fn is_replacement(error: &io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::ENOENT | libc::ELOOP | libc::ENXIO | libc::EISDIR)
+    )
+}
+
+/// Whether opening a checked path failed because the file was replaced: not known here.
+#[cfg(not(unix))]
+pub(crate) fn is_replacement(_: &io::Error) -> bool {
+    false
+}
+
+/// Opens without following a symlink in the last component, and without blocking on a FIFO.
+#[cfg(unix)]
+pub(crate) fn no_follow(options: &mut std::fs::OpenOptions) {
+    use std::os::unix::fs::OpenOptionsExt;
+    options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+}
+
+/// Opens as the platform does by default.
+#[cfg(not(unix))]
+pub(crate) fn no_follow(_: &mut std::fs::OpenOptions) {}
