@@ -150,7 +150,8 @@
 //! # Platform facts
 //!
 //! What the design rests on, measured on glibc (2.36) on Linux; the platform calls live in
-//! `load::library` (the loader) and `load::trust` (the `openat` walk).
+//! `load::sys`, one module per platform (the loader, the `openat` walk, the process's user
+//! and rights).
 //!
 //! - **The loader decides what a path means.** glibc matches a `dlopen` by the name it was
 //!   given first and by (dev, ino) second; it returns the same handle (the `link_map`) for
@@ -161,8 +162,7 @@
 //! - **A library may stay mapped after its last `dlclose`** (pinned): `DF_1_NODELETE`, an
 //!   `STB_GNU_UNIQUE` symbol (g++'s function-local statics of inline functions), a registered
 //!   thread-local destructor, or another object bound to its symbols; musl never unmaps.
-//!   Whether it stayed is asked with `RTLD_NOLOAD` of the checked descriptor's name, and
-//!   `dl_iterate_phdr` lists what is mapped.
+//!   Whether it stayed is asked with `RTLD_NOLOAD` of the checked descriptor's name.
 //! - **`/proc/self/fd/N`** names the inode N is open on; glibc has no `fdlopen`. `$ORIGIN` is
 //!   the directory of the name given (see above).
 //! - **The trust walk** opens each directory with `openat(O_PATH | O_NOFOLLOW)` and reads

@@ -7,10 +7,13 @@
 //!
 //! Nothing here knows about plugins: it only re-exports, as tokio's `loom` module does, plus
 //! the two adapters that make std's and loom's APIs agree (locks without poisoning, and the
-//! slot).
+//! slot), and [`Exclusive`], a value made `Sync` by never being shared.
 
+mod exclusive;
 #[cfg(loom)]
 mod loom_arc;
+
+pub(crate) use exclusive::Exclusive;
 
 /// The backing types of the default build.
 #[cfg(not(loom))]
