@@ -51,7 +51,8 @@ impl Library {
     /// termination routines). The caller vouches that running that code is sound, as for
     /// calling any unknown foreign function.
     pub(crate) unsafe fn open(checked: Checked<'_>) -> Result<Library, String> {
-        let (name, names) = imp::name(checked).map_err(|e| io_message(checked.resolved, &e))?;
+        let (name, names) =
+            imp::name(checked.file, checked.resolved, checked.origin).map_err(|e| io_message(checked.resolved, &e))?;
         // SAFETY: the caller vouches for the library's initialisation routines.
         let opened = unsafe { imp::open(&name) };
         let (inner, handle) = opened.map_err(|e| {

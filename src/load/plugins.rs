@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use crate::abi::dylease_fn;
 use crate::error::{Error, Origin};
-use crate::load::LoadFailure;
 use crate::load::pinning::Pinning;
 use crate::load::pipeline::{Registered, Teardown, teardown_all};
+use crate::load::policy::LoadFailure;
 use crate::load::registrar::UserData;
 use crate::sync::Exclusive;
 
@@ -256,9 +256,4 @@ impl Drop for LoadedPlugins {
     fn drop(&mut self) {
         self.unload();
     }
-}
-
-/// `n` and the noun in the right number, for log messages: "1 pass", "2 passes".
-pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -15,7 +15,6 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 use super::FileId;
-use crate::load::library::Checked;
 
 /// The descriptors behind the names one open gave the loader.
 #[derive(Debug, Default)]
@@ -28,17 +27,17 @@ pub(crate) struct Names {
     through_dir: bool,
 }
 
-/// The name to give the loader for `checked`, and the descriptors behind it.
-pub(crate) fn name(checked: Checked<'_>) -> io::Result<(PathBuf, Names)> {
-    let file = OwnedFd::from(checked.file.try_clone()?);
+/// The name to give the loader for the checked `file`, found at `resolved` (symlinks
+/// resolved); `origin`: whether its run paths or needed names use `$ORIGIN`.
+pub(crate) fn name(file: &std::fs::File, resolved: &std::path::Path, origin: bool) -> io::Result<(PathBuf, Names)> {
+    let file = OwnedFd::from(file.try_clone()?);
     let exact = format!("/proc/self/fd/{}", file.as_raw_fd());
     let mut names = Names {
         exact: CString::new(exact.clone()).expect("a number holds no NUL"),
         fds: vec![file],
         through_dir: false,
     };
-    let (Some(dir), Some(file_name), true) = (checked.resolved.parent(), checked.resolved.file_name(), checked.origin)
-    else {
+    let (Some(dir), Some(file_name), true) = (resolved.parent(), resolved.file_name(), origin) else {
         return Ok((PathBuf::from(exact), names));
     };
     let dir = std::fs::OpenOptions::new()

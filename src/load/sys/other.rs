@@ -8,13 +8,15 @@ use std::io;
 use std::path::PathBuf;
 
 use super::FileId;
-use crate::load::library::Checked;
 
 #[derive(Debug, Default)]
 pub(crate) struct Names;
 
-pub(crate) fn name(checked: Checked<'_>) -> io::Result<(PathBuf, Names)> {
-    Ok((checked.resolved.to_owned(), Names))
+/// The name to give the loader for the checked `file`, found at `resolved` (symlinks
+/// resolved); `origin`: whether its run paths or needed names use `$ORIGIN`.
+pub(crate) fn name(file: &std::fs::File, resolved: &std::path::Path, origin: bool) -> io::Result<(PathBuf, Names)> {
+    let _ = (file, origin);
+    Ok((resolved.to_owned(), Names))
 }
 
 pub(crate) fn maps_checked_file(_: &Names, _: usize) -> Option<bool> {
