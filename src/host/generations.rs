@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Waited};
-use crate::host::UnloadPolicy;
+use crate::host::policy::UnloadPolicy;
 use crate::host::reentry::inside_host;
 use crate::host::set::PluginSet;
 use crate::host::stats::Recorder;

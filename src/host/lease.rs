@@ -8,7 +8,7 @@ use std::fmt;
 use std::ops::Deref;
 
 use crate::error::{Error, LookupFailure};
-use crate::host::PluginSet;
+use crate::host::set::PluginSet;
 use crate::interface::Interface;
 use crate::load::PassInfo;
 use crate::pass_fn::PassFn;
