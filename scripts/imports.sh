@@ -4,6 +4,9 @@
 # per module. Fails if the graph has a circle, or an arrow that points up the layers
 # `sync` ← `load` ← `host` (a lower layer naming a higher one).
 #
+# Arrows listed in scripts/imports.known (each with its reason) are left out of the circle
+# check; the script fails if one of them no longer exists.
+#
 # A module is a file: inline modules count as their file's, and the crate root (`lib.rs`, which
 # only declares and re-exports) is left out; so is test code (from a file's first
 # `#[cfg(...test...)]` line on), the binary (`src/bin/`) and the documentation pages
@@ -87,6 +90,22 @@ if [ -n "$upward" ]; then
   status=1
 fi
 
+# Known arrows that close a circle today (scripts/imports.known) are left out of the circle
+# check, and listed; one that no longer exists fails, so the list cannot go stale.
+known=$(sed -e 's/#.*//' -e 's/->/ /' scripts/imports.known | awk 'NF == 2 { print $1, $2 }')
+while read -r from to; do
+  [ -z "$from" ] && continue
+  if ! grep -qx "$from $to" <<<"$edges"; then
+    echo "imports: scripts/imports.known lists $from -> $to, which no longer exists: remove it."
+    status=1
+  fi
+done <<<"$known"
+if [ -n "$known" ]; then
+  $quiet || echo "imports: known arrows left out of the circle check (scripts/imports.known):"
+  $quiet || sed 's/^/  /' <<<"$known"
+  edges=$(grep -vxF -f <(printf '%s\n' "$known") <<<"$edges" || true)
+fi
+
 # Circles: modules that reach themselves. For each module, the modules it reaches.
 circles=""
 declare -A reach
@@ -114,6 +133,6 @@ if [ -n "$circles" ]; then
   status=1
 fi
 if [ $status -eq 0 ]; then
-  echo "imports: no circle; every arrow points down the layers sync <- load <- host."
+  echo "imports: no circle (but the known arrows above); every arrow points down the layers sync <- load <- host."
 fi
 exit $status
