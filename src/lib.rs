@@ -94,11 +94,13 @@ mod error;
 pub mod export;
 mod interface;
 mod pass_fn;
+mod pass_registrar;
 
 pub use error::{Error, LookupFailure, OpenCause, Origin, Waited};
 pub use export::PluginRegistrar;
 pub use interface::Interface;
 pub use pass_fn::{PassFn, UnsafePassFn};
+pub use pass_registrar::PassRegistrar;
 
 #[cfg(feature = "host")]
 mod host;
