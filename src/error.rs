@@ -152,7 +152,7 @@ pub enum Error {
         /// The plugin that registered it again.
         second: Origin,
     },
-    /// [`Lease::get`](crate::Lease::get) (or [`get_owned`](crate::Lease::get_owned)) found no
+    /// [`Lease::get`](crate::Lease::get) found no
     /// pass of the asked interface under that name: see `cause` for which of the three ways.
     #[non_exhaustive]
     PassLookup {

@@ -83,7 +83,7 @@ fn get_returns_the_registered_function_of_each_typed_pass() {
         std::ptr::null_mut::<c_void>()
     );
 
-    let owned = lease.get_owned::<IntOp>("mid").unwrap();
+    let owned = lease.get::<IntOp>("mid").map(|pass| pass.to_owned_pass()).unwrap();
     drop(lease);
     assert!(host.is_loaded(), "the OwnedPass keeps its set loaded");
     // SAFETY: the owned pass carries a lease, and the fixture passes take any `i32`.
@@ -169,7 +169,7 @@ fn a_missing_an_untyped_and_an_other_interface_pass_are_distinct_errors() {
         "{reverse}"
     );
     assert!(matches!(
-        lease.get_owned::<IntOp>("negate"),
+        lease.get::<IntOp>("negate").map(|pass| pass.to_owned_pass()),
         Err(Error::PassLookup { .. })
     ));
 }
