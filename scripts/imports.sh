@@ -53,8 +53,8 @@ edges=$(for module in $modules; do
         edge(substr(line, RSTART + 7, RLENGTH - 7)); line = substr(line, RSTART + RLENGTH)
       }
       line = $0
-      while (match(line, /super::[a-z_0-9:{]+/)) {
-        rest = substr(line, RSTART + 7, RLENGTH - 7); sub(/[:{]+$/, "", rest)
+      while (match(line, /super::[a-z_0-9:{*]+/)) {
+        rest = substr(line, RSTART + 7, RLENGTH - 7); sub(/[:{*]+$/, "", rest)
         # Inside an inline module (indented), `super` is the file module itself.
         base = ($0 ~ /^[ \t]/) ? self : parent
         if (rest == "" || rest ~ /^[A-Z]/) edge(base); else edge(base "::" rest)
