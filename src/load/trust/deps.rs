@@ -18,7 +18,8 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::{Checks, Issue, Problem, Subject, Walk, sys};
+use super::walk::{Issue, Problem, Subject, Walk};
+use super::{Checks, sys};
 use crate::load::candidate::Candidate;
 use crate::load::elf_layout::Linkage;
 
