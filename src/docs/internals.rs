@@ -5,6 +5,25 @@
 //! number, as "I3 (docs::internals)", and keep only the reasoning local to their code. What a
 //! user of the crate needs from it is in [`docs::sharing`](crate::docs::sharing).
 //!
+//! # Where it lives
+//!
+//! Three layers, each naming only the ones below it (`scripts/imports.sh` checks that no
+//! import points up and none closes a circle):
+//!
+//! - `sync`: the synchronisation shim (std's or loom's types), `Exclusive`.
+//! - `load`: one load attempt. `discover` (sources to candidate files), `trust` (the trust
+//!   check: `policy`, `walk`, `deps`), `elf` and `elf_layout` (the structural ELF check),
+//!   `pipeline` (one plugin from file to registered passes), `library` (an open library),
+//!   `registry` (the registry protocol below), `registrar` (registration; its C host API in
+//!   `registrar::c_api`), `plugins` (a loaded set's contents), `pinning`, and `sys`, the
+//!   platform layer: every call into the platform loader and the C library, one module per
+//!   platform.
+//! - `host`: `plugin_host`, `builder`, `policy` (`UnloadPolicy`), `global`, `generations`
+//!   (the slot protocol below), `set`, `lease`, `stats`, `reentry`, `watch`.
+//!
+//! Beside the layers: the plugin ABI (`abi`, the C header's declarations), the plugin side of
+//! it (`export`, `pass_registrar`, `interface`, `pass_fn`), and `error`.
+//!
 //! # The invariants I1–I9
 //!
 //! Each invariant has a number that the code's arguments cite as "I3 (docs::internals)": the

@@ -69,15 +69,8 @@ impl HostBuilder {
     ///
     /// # Safety
     ///
-    /// Loading a library runs its initialisation routines (constructors), and the host then
-    /// calls its entry point, `on_load`, `register_passes` and later `on_unload` and its
-    /// termination routines, from whichever thread acquires or drops the last lease. The
-    /// caller vouches that running that code is sound, as for calling any unknown foreign
-    /// function (the same contract as `libloading::Library::new`): the libraries this source
-    /// names are plugins built for this host's ABI, whose code upholds Rust's rules for
-    /// whatever they touch, and whose passes have the signatures the host later asks for.
-    /// [`TrustPolicy::Strict`] (the default) checks who could have *changed* the files; it
-    /// cannot check what the code does.
+    /// As for [`dir`](HostBuilder::dir): the caller vouches for the code of the library
+    /// `file` names.
     pub unsafe fn file(mut self, file: impl Into<PathBuf>) -> Self {
         self.sources.push(Source::File(file.into()));
         self
@@ -89,15 +82,8 @@ impl HostBuilder {
     ///
     /// # Safety
     ///
-    /// Loading a library runs its initialisation routines (constructors), and the host then
-    /// calls its entry point, `on_load`, `register_passes` and later `on_unload` and its
-    /// termination routines, from whichever thread acquires or drops the last lease. The
-    /// caller vouches that running that code is sound, as for calling any unknown foreign
-    /// function (the same contract as `libloading::Library::new`): the libraries in every directory
-    /// whoever sets the variable lists are plugins built for this host's ABI, whose code upholds Rust's rules for
-    /// whatever they touch, and whose passes have the signatures the host later asks for.
-    /// [`TrustPolicy::Strict`] (the default) checks who could have *changed* the files; it
-    /// cannot check what the code does.
+    /// As for [`dir`](HostBuilder::dir): the caller vouches for the code of the libraries in
+    /// every directory whoever sets the variable lists.
     pub unsafe fn env(mut self, var: impl Into<OsString>) -> Self {
         self.sources.push(Source::Env(var.into()));
         self
