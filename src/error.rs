@@ -123,8 +123,9 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-    /// A pass was refused: an empty or non-UTF-8 name, a NULL function, a name used twice in
-    /// one plugin, or (for a typed pass) a NULL, empty, too long or non-UTF-8 interface.
+    /// A pass was refused: an empty or non-UTF-8 name, a NULL function, or (for a typed pass)
+    /// a NULL, empty, too long or non-UTF-8 interface. (A name used twice is
+    /// [`DuplicatePass`](Error::DuplicatePass).)
     #[non_exhaustive]
     InvalidPass {
         /// The plugin that tried to register it.
@@ -156,7 +157,7 @@ pub enum Error {
         /// The plugin that registered it again.
         second: Origin,
     },
-    /// [`Lease::get`](crate::Lease::get) (or [`get_owned`](crate::Lease::get_owned)) found no
+    /// [`Lease::get`](crate::Lease::get) found no
     /// pass of the asked interface under that name: see `cause` for which of the three ways.
     #[non_exhaustive]
     PassLookup {

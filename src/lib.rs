@@ -51,7 +51,9 @@
 //! - [`docs::comparison`]: dylease next to a plain `libloading::Library`, a global user
 //!   counter and leaking the library.
 //! - [`docs::sharing`]: process-wide library instances, what runs once per instance and
-//!   what once per set, the invariants I1–I8, and how `acquire()` stays lock-free.
+//!   what once per set.
+//! - [`docs::internals`]: the design, for maintainers: the invariants I1–I9, how `acquire()`
+//!   stays lock-free, the registry's protocol and the platform facts.
 //! - [`docs::writing_plugins`]: C, C++ and Rust plugins, ABI v2 (`on_load`, typed passes,
 //!   `report`), upgrading v1 plugins, and the `dylease check` tool.
 //! - [`docs::faq`]: two hosts over one file, state lost after a reload, pass signatures,
@@ -63,13 +65,7 @@
 //! calling a pass calls foreign code through a function pointer, and the plugin ABI is C. The
 //! `unsafe` code sits in small modules, each block with a `// SAFETY:` reason, and the
 //! compiler keeps the list: the crate denies `unsafe_code`, and each module that needs it
-//! allows it at its top with the reason. They are the loading layer (`load::library`, the
-//! only caller of the platform loader; `load::pipeline`, which calls a plugin's entry point,
-//! `on_load` and `on_unload`; `load::registrar`, the C callbacks; `load::trust` and
-//! `load::copy`, system calls of the trust check; `load::plugins`), the host's `mod` (the
-//! `unsafe` builder methods), `lease` (restores a pass's type) and `reentry` (this thread's
-//! re-entrancy marks), `interface`, `pass_fn`, `export` (the plugin side, for
-//! [`export_plugin!`]) and [`abi`]; under `--cfg loom` also the shim's model `Arc`/`Weak`.
+//! allows it at its top with the reason (`grep -rn 'allow(unsafe_code)' src` lists them).
 //! dylease cannot sandbox a plugin: naming a directory or file as a plugin source (an `unsafe`
 //! builder method) vouches for its code, as running a program vouches for the program. What it checks before running any of a file's code is that the file is
 //! an ELF library for this machine and, under the default [`TrustPolicy::Strict`], that no
@@ -79,18 +75,18 @@
 //!
 //! - `host` (default): the loading side. Turn it off in plugin crates that only export a
 //!   plugin with [`export_plugin!`].
+//! - `watch`: `HostBuilder::watch`, reload when a plugin directory or file changes (adds
+//!   `notify`).
 //! - `cli`: the `dylease` command-line checker (adds `clap`). Library users never need it.
 //!
 //! # Minimum supported Rust version
 //!
 //! Rust 1.88 (edition 2024; `libloading` 0.9 needs 1.88), as declared in `Cargo.toml`'s
 //! `rust-version`. The `cli` feature's `clap` needs 1.85, so it adds no requirement.
-#![deny(missing_docs)]
 // Without the `host` feature (a plugin-only build) the crate docs still mention the host's
 // types, which are then absent.
 #![cfg_attr(not(feature = "host"), allow(rustdoc::broken_intra_doc_links))]
 #![deny(unsafe_code)]
-#![warn(unreachable_pub, unsafe_op_in_unsafe_fn, missing_debug_implementations)]
 
 pub mod abi;
 mod error;
@@ -98,11 +94,13 @@ mod error;
 pub mod export;
 mod interface;
 mod pass_fn;
+mod pass_registrar;
 
 pub use error::{Error, LookupFailure, OpenCause, Origin, Waited};
 pub use export::PluginRegistrar;
 pub use interface::Interface;
 pub use pass_fn::{PassFn, UnsafePassFn};
+pub use pass_registrar::PassRegistrar;
 
 #[cfg(feature = "host")]
 mod host;

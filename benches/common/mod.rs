@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The system allocator, counting every allocation (`alloc`, `alloc_zeroed`, `realloc`).
 /// The count costs one relaxed atomic add per allocation and nothing on code that does not
 /// allocate, which is all the code these benches time on their hot paths.
-pub struct CountingAlloc;
+pub(crate) struct CountingAlloc;
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 
@@ -40,7 +40,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
 
 /// Runs `op` `times` times and returns how many allocations the process made meanwhile.
 /// Call it before any other thread of the bench is running.
-pub fn allocations_in(times: u64, mut op: impl FnMut()) -> u64 {
+pub(crate) fn allocations_in(times: u64, mut op: impl FnMut()) -> u64 {
     let before = ALLOCATIONS.load(Ordering::SeqCst);
     for _ in 0..times {
         op();
@@ -50,7 +50,7 @@ pub fn allocations_in(times: u64, mut op: impl FnMut()) -> u64 {
 
 /// Asserts that `times` runs of `op` allocate nothing, and says so on stderr (criterion's
 /// report goes to stdout).
-pub fn assert_no_allocation(what: &str, times: u64, op: impl FnMut()) {
+pub(crate) fn assert_no_allocation(what: &str, times: u64, op: impl FnMut()) {
     let allocations = allocations_in(times, op);
     assert_eq!(
         allocations, 0,

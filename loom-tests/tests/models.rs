@@ -1,6 +1,6 @@
 //! Loom models of the lease lifecycle: each runs dylease's real code, built with `--cfg loom`,
 //! through every interleaving up to the preemption bound, and asserts the invariant of
-//! the crate docs (`dylease::docs::sharing`) it is named after. Run them with `loom-tests/run.sh`.
+//! the crate docs (`dylease::docs::internals`) it is named after. Run them with `loom-tests/run.sh`.
 //!
 //! dlopen cannot run under loom, so the plugins are static plugins whose load and unload
 //! record into loom atomics ([`Probe`]).

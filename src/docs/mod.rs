@@ -1,4 +1,4 @@
-//! Long-form documentation: a cookbook, a comparison, the design of process-wide sharing,
+//! Long-form documentation: a cookbook, a comparison, process-wide sharing, the design,
 //! writing plugins, and an FAQ.
 //!
 //! This module holds no code; each page is a module with only documentation, so that the
@@ -9,14 +9,18 @@
 //!   a host.
 //! - [`comparison`]: what dylease does that a plain `libloading::Library`, a global user
 //!   counter or a leaked library does not.
-//! - [`sharing`]: one library instance per process, shared by every host; the invariants
-//!   I1–I8 and the slot protocol behind [`PluginHost::acquire`](crate::PluginHost::acquire).
+//! - [`sharing`]: one library instance per process, shared by every host: what runs once per
+//!   instance and what once per set.
+//! - [`internals`]: the design, for maintainers: the invariants I1–I9, the slot protocol
+//!   behind [`PluginHost::acquire`](crate::PluginHost::acquire), the registry protocol, the
+//!   identity guarantee and the platform facts.
 //! - [`writing_plugins`]: the C header, [`export_plugin!`](crate::export_plugin), ABI v2 and
 //!   the upgrade path for v1 plugins, checking plugins with `dylease check`.
 //! - [`faq`]: short answers to the questions users ask first.
 
 pub mod comparison;
 pub mod faq;
+pub mod internals;
 pub mod recipes;
 pub mod sharing;
 pub mod writing_plugins;

@@ -24,7 +24,7 @@
 //!     }
 //!
 //!     fn can_fuse(&self) -> bool {
-//!         self.plugins.contains_pass("fuse")
+//!         self.plugins.pass_info("fuse").is_some()
 //!     }
 //! }
 //!
@@ -102,7 +102,8 @@
 //!             .iter()
 //!             .map(|&name| {
 //!                 // SAFETY: every pass of this program is registered as `Rewrite`.
-//!                 unsafe { lease.owned_pass::<Rewrite>(name) }.ok_or(format!("no pass `{name}`"))
+//!                 let pass = unsafe { lease.pass::<Rewrite>(name) };
+//!                 pass.map(|pass| pass.to_owned_pass()).ok_or(format!("no pass `{name}`"))
 //!             })
 //!             .collect::<Result<_, _>>()?;
 //!         Ok(Pipeline { passes })

@@ -6,58 +6,15 @@
 //! set unloads in the `Drop` of its last `Arc`. Nothing counts users: every count is an
 //! `Arc`'s.
 //!
-//! # Invariants (numbered as in `docs::sharing`; each argument below cites them by number)
-//!
-//! - **I1** one *current* generation per host, and a generation is loaded only after the
-//!   previous current one finished unloading. (Per library file, process-wide, I1 is the
-//!   registry's: `load/registry.rs`.)
-//! - **I2** a lease never sees an unloading set: an `Arc` is never made from a count of zero.
-//! - **I3** no leak: the last lease's drop unloads before it returns; the slot and the
-//!   thread caches hold `Weak`s only.
-//! - **I4** no deadlock from plugin code on the same thread: no plugin code runs under the
-//!   host's lock, and a nested `acquire()` fails fast with `Error::Reentrant`.
-//! - **I5** failure atomicity: a failed load leaves the host as it was; the next call tries
-//!   again.
-//!
-//! # `acquire()`
-//!
-//! 1. **Cached fast path**, no lock, no allocation: this thread's cache maps the host's id to
-//!    `(generation, Weak<PluginSet>)`. If the entry's generation is the host's current one (one
-//!    Acquire load) and the `Weak` upgrades (one compare-and-swap), that is the lease.
-//! 2. **Slot path**: upgrade the slot's `Weak`, and refresh this thread's cache entry.
-//! 3. **Slow path**, under the host's lock: upgrade again; wait while another thread loads
-//!    or the current generation is still unloading (I1); then mark the host as loading,
-//!    release the lock, load generation `loaded + 1` with this thread marked "inside this
-//!    host" (I4), and publish it: the slot's `Weak` first, then the current generation.
-//!
-//! Measured (BENCHMARKS.md, quiet machine): the cached path costs 1.2× an `Arc` clone and
-//! drop (about 1 ns more); the slot path about 1.9× the cached one, which is why the cache
-//! exists.
-//!
-//! # Traps of the cache
-//!
-//! - Host ids come from a process-wide counter and are never reused: an address is reused
-//!   after a host is dropped, and a stale entry would then hand out another host's set.
-//! - Entries hold `Weak`s only: a cache never keeps plugins loaded (I3).
-//! - A thread whose thread-locals are being destroyed (a lease acquired or dropped from a TLS
-//!   destructor) skips the cache (`try_with`) and takes step 2.
-//! - The cache is bounded ([`CACHE_ENTRIES`]): a process may create and drop thousands of
-//!   hosts.
-//! - The generation check is what keeps a cached `Weak` of an older generation that still
-//!   upgrades (a draining one) from being handed out as current.
-//!
-//! # Traps of the protocol
-//!
-//! - A strong reference is never dropped while the host's lock is held: its drop may be the
-//!   last, which takes the same lock to mark the generation unloaded.
-//! - A panic in plugin teardown must not poison anything: the locks ignore poisoning, and the
-//!   generation is marked unloaded from a drop guard.
+//! The invariants I1–I5 this file keeps, the three paths of `acquire()` and the traps of its
+//! thread cache are written once in `docs::internals` ("The slot protocol"); the arguments
+//! below cite them by number, as "I3 (docs::internals)".
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Waited};
-use crate::host::UnloadPolicy;
+use crate::host::policy::UnloadPolicy;
 use crate::host::reentry::inside_host;
 use crate::host::set::PluginSet;
 use crate::host::stats::Recorder;
@@ -66,7 +23,7 @@ use crate::sync::{Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, Weak, We
 
 /// How many hosts one thread's cache remembers: eight hosts used in turn all stay cached; a
 /// ninth evicts an entry (round robin), which then takes the slot path. Measured
-/// (BENCHMARKS.md): 8 entries cost one host nothing measurable against 4, and move the cliff
+/// (the repository's BENCHMARKS.md): 8 entries cost one host nothing measurable against 4, and move the cliff
 /// of a host used in turn with too many others from 5 hosts to 9.
 pub(crate) const CACHE_ENTRIES: usize = 8;
 

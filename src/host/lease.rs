@@ -8,7 +8,7 @@ use std::fmt;
 use std::ops::Deref;
 
 use crate::error::{Error, LookupFailure};
-use crate::host::PluginSet;
+use crate::host::set::PluginSet;
 use crate::interface::Interface;
 use crate::load::PassInfo;
 use crate::pass_fn::PassFn;
@@ -83,7 +83,7 @@ impl Lease {
     /// fails.
     ///
     /// A copy of the function pointer taken out with `*pass` is not tied to the lease; call
-    /// through the `Pass` (or an [`OwnedPass`] from [`Lease::get_owned`]) rather than storing
+    /// through the `Pass` (or an [`OwnedPass`] from [`Pass::to_owned_pass`]) rather than storing
     /// such a copy. And a running pass must not cause the last lease of its own set to be
     /// dropped (for example through `user_data`).
     ///
@@ -177,6 +177,7 @@ impl Lease {
     /// # Errors
     ///
     /// As for [`Lease::get`].
+    #[deprecated(note = "use `lease.get::<I>(name).map(|pass| pass.to_owned_pass())`: one way to take an owned pass")]
     pub fn get_owned<I: Interface>(&self, name: &str) -> Result<OwnedPass<I::Fn>, Error> {
         self.get::<I>(name).map(|pass| pass.to_owned_pass())
     }
@@ -246,7 +247,7 @@ impl Lease {
     /// - The function pointer must not be used after this lease is dropped. The borrow keeps
     ///   the `Pass` itself from outliving the lease, but `F` is `Copy`: a copy taken out with
     ///   `*pass` is not tied to the lease. Keep such copies inside the borrow, or use
-    ///   [`Lease::owned_pass`], which carries a lease with it.
+    ///   [`Pass::to_owned_pass`], whose `OwnedPass` carries a lease with it.
     /// - A running pass must not cause the last lease of its own set to be dropped (for
     ///   example through `user_data`): the call would return into an unloaded library.
     ///
@@ -310,6 +311,7 @@ impl Lease {
     /// `F` must be the exact signature and calling convention the plugin registered the pass
     /// with. As with [`Lease::pass`], a copy of the function pointer taken out with `*owned`
     /// must not be used after the `OwnedPass` (and every other lease of the set) is dropped.
+    #[deprecated(note = "use `lease.pass::<F>(name).map(|pass| pass.to_owned_pass())`: one way to take an owned pass")]
     pub unsafe fn owned_pass<F: PassFn>(&self, name: &str) -> Option<OwnedPass<F>> {
         // SAFETY: the caller's contract is this function's.
         unsafe { self.pass::<F>(name) }.map(|pass| pass.to_owned_pass())

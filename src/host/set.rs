@@ -68,6 +68,7 @@ impl PluginSet {
     }
 
     /// Whether a pass is registered under `name`.
+    #[deprecated(note = "use `set.pass_info(name).is_some()`: one way to ask for a pass")]
     pub fn contains_pass(&self, name: &str) -> bool {
         self.contents.pass_position(name).is_some()
     }

@@ -6,7 +6,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::host::{PluginSet, UnloadPolicy};
+use crate::host::policy::UnloadPolicy;
+use crate::host::set::PluginSet;
 use crate::load::count;
 use crate::sync::Mutex;
 

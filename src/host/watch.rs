@@ -32,8 +32,10 @@ pub(super) const STOP_WAIT: Duration = Duration::from_secs(2);
 
 use notify::{Event, EventKind, RecursiveMode, Watcher};
 
-use super::{Generations, HostBuilder, LoadConfig, PluginHost};
 use crate::error::{Error, WithSources};
+use crate::host::builder::HostBuilder;
+use crate::host::generations::Generations;
+use crate::host::plugin_host::{LoadConfig, PluginHost};
 use crate::load::{Source, count, env_dirs, is_library_name};
 use crate::sync::{Arc, Weak};
 

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::error::Error;
 use crate::load::candidate::{Candidate, Identity};
 use crate::load::pipeline::StaticPlugin;
+use crate::load::sys::identity;
 
 /// Where a host finds plugins, in the order given to the builder.
 #[derive(Debug)]
@@ -206,17 +207,6 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
     }
     found.sort_by(|(a, _), (b, _)| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
     Ok(found.into_iter().map(|(_, found)| found).collect())
-}
-
-#[cfg(unix)]
-fn identity(_path: &Path, metadata: &fs::Metadata) -> Identity {
-    use std::os::unix::fs::MetadataExt;
-    (metadata.dev(), metadata.ino())
-}
-
-#[cfg(not(unix))]
-fn identity(path: &Path, _metadata: &fs::Metadata) -> Identity {
-    fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
 }
 
 /// The plugin library files a host configured with [`HostBuilder::dir(dir)`](crate::HostBuilder::dir)

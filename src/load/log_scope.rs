@@ -63,3 +63,8 @@ pub(crate) fn warn_once(message: &str) {
         log::debug!("{message} (again)");
     }
 }
+
+/// `n` and the noun in the right number, for log messages: "1 pass", "2 passes".
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

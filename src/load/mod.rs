@@ -1,8 +1,6 @@
 //! One load attempt: discovery, the trust check, the pipeline for each plugin, and the load
 //! policy that decides what a failure does.
 
-use std::fmt;
-use std::path::Path;
 use std::time::Instant;
 
 use crate::error::{Error, Origin};
@@ -16,18 +14,22 @@ pub(crate) mod log_scope;
 mod pinning;
 mod pipeline;
 mod plugins;
+mod policy;
 mod registrar;
 mod registry;
+pub(crate) mod sys;
 mod trust;
 
 pub(crate) use discover::Source;
 pub use discover::plugin_files_in;
 #[cfg(feature = "watch")]
 pub(crate) use discover::{env_dirs, is_library_name};
+pub(crate) use log_scope::count;
 pub use pinning::{PinCause, Pinning};
 pub(crate) use pipeline::StaticPlugin;
-pub(crate) use plugins::{LoadedPlugins, count};
+pub(crate) use plugins::LoadedPlugins;
 pub use plugins::{PassInfo, PluginInfo};
+pub use policy::{LoadFailure, LoadPolicy};
 pub(crate) use registrar::MAX_NAME_LEN;
 pub use registrar::Registrar;
 pub use trust::TrustPolicy;
@@ -42,60 +44,6 @@ pub fn fuzz_elf_check(bytes: &[u8]) -> Result<(), String> {
 use candidate::Candidate;
 use discover::{Planned, plan};
 use pipeline::{Registered, Verified};
-
-/// What a load does when one plugin fails.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LoadPolicy {
-    /// One failed plugin fails the whole [`acquire`](crate::PluginHost::acquire): every library the
-    /// attempt opened is closed, nothing stays loaded, and the next `acquire` tries again.
-    #[default]
-    Strict,
-    /// A plugin that fails (to be found, trusted, opened, verified or registered) is left
-    /// out: whatever of it was opened is closed, and the failure is logged as a warning (once
-    /// per host and cause; a later load that meets it again logs it at `debug`) and
-    /// recorded in [`PluginSet::failures`](crate::PluginSet::failures); the others load. A pass whose name an earlier plugin registered is left
-    /// out the same way, and its plugin stays: the first registration keeps the name.
-    ///
-    /// A directory that cannot be listed (missing, or not a directory; say one entry of a
-    /// path variable) is left out the same way. An environment variable that lists a relative
-    /// directory still fails the whole load: it is a configuration error, not a missing plugin.
-    SkipFailed,
-}
-
-/// Something that went wrong in a load and was skipped under
-/// [`LoadPolicy::SkipFailed`]: a plugin left out of the set, or a pass left out because an
-/// earlier plugin had registered its name. See [`PluginSet::failures`](crate::PluginSet::failures).
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct LoadFailure {
-    origin: Origin,
-    error: Error,
-}
-
-impl LoadFailure {
-    /// The plugin the failure is about: the file (as discovered) or the static plugin.
-    pub fn origin(&self) -> &Origin {
-        &self.origin
-    }
-
-    /// The plugin's library file, as discovered; `None` for a static plugin.
-    pub fn path(&self) -> Option<&Path> {
-        self.origin.path()
-    }
-
-    /// What went wrong: the error a [`LoadPolicy::Strict`] load would have failed with.
-    pub fn error(&self) -> &Error {
-        &self.error
-    }
-}
-
-impl fmt::Display for LoadFailure {
-    /// The error's message, which names the plugin.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.error.fmt(f)
-    }
-}
 
 /// Loads every plugin of `sources`. Under [`LoadPolicy::Strict`] the first failure closes
 /// everything opened so far and is returned; under [`LoadPolicy::SkipFailed`] a failed plugin
@@ -149,7 +97,7 @@ pub(crate) fn load(
                 log_scope::prefix(),
                 crate::error::WithSources(&error)
             ));
-            set.skipped(LoadFailure { origin, error });
+            set.skipped(LoadFailure::new(origin, error));
         }
     }
     Ok(set.finished())

@@ -106,7 +106,7 @@ impl fmt::Display for PinCause {
                 f,
                 "it exports {} besides `{DYLEASE_ENTRY_SYMBOL}`, e.g. `{example}`: a library the process \
                  never unloads may bind to them and keep it mapped",
-                crate::load::count(*count, "other symbol", "other symbols"),
+                crate::load::log_scope::count(*count, "other symbol", "other symbols"),
             ),
         }
     }

@@ -132,7 +132,7 @@ impl Candidate {
     ///
     /// The file is opened once ([`open_checked`], which checks a replaced file again); the
     /// ELF check reads that descriptor, the registry knows the instance by its identity, and
-    /// the loader maps that descriptor (I9, `docs::sharing`). A library that the loader must
+    /// the loader maps that descriptor (I9, `docs::internals`). A library that the loader must
     /// find by name in its directory (`$ORIGIN`) and that was replaced there meanwhile is
     /// checked again too, before any of its code runs.
     pub(crate) fn open(
@@ -198,7 +198,7 @@ impl Opener for Dlopen {
         };
         // SAFETY: the host's configuration named this file as a plugin; by naming it, the
         // user vouches for its initialisation and termination routines (see the crate docs,
-        // "Trust"). The registry calls this outside its lock, with the host's re-entrancy
+        // "`unsafe`"). The registry calls this outside its lock, with the host's re-entrancy
         // mark set so that a nested `acquire()` fails instead of deadlocking.
         let library = unsafe { Library::open(checked) };
         library.map_err(|failure| match failure {

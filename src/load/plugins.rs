@@ -1,7 +1,5 @@
 //! What one load produced: the plugins, their passes, what was skipped, and the teardown that
 //! unloads them. A host's [`PluginSet`](crate::PluginSet) wraps one of these.
-// `unsafe` here: `Exclusive` is `Sync` by an `unsafe impl`.
-#![allow(unsafe_code)]
 
 use std::collections::HashMap;
 use std::fmt;
@@ -10,10 +8,11 @@ use std::time::{Duration, Instant};
 
 use crate::abi::dylease_fn;
 use crate::error::{Error, Origin};
-use crate::load::LoadFailure;
 use crate::load::pinning::Pinning;
 use crate::load::pipeline::{Registered, Teardown, teardown_all};
+use crate::load::policy::LoadFailure;
 use crate::load::registrar::UserData;
+use crate::sync::Exclusive;
 
 /// One loaded plugin, as seen through a lease.
 #[derive(Debug, Clone)]
@@ -257,31 +256,4 @@ impl Drop for LoadedPlugins {
     fn drop(&mut self) {
         self.unload();
     }
-}
-
-/// A value reachable only through `&mut` (or by value), which makes it `Sync` even when the
-/// value is only `Send`: no `&T` is ever handed out, so no two threads can touch it at once.
-/// (The same idea as the unstable `std::sync::Exclusive`.) The teardown work lives in one, so
-/// that unload hooks need only be `Send`. (No derived `Debug`: it would read `T` through
-/// `&self`.)
-struct Exclusive<T>(T);
-
-// SAFETY: `Exclusive` offers no access through a shared reference; every access goes through
-// `&mut self` or `self`, which Rust already makes exclusive. Sharing `&Exclusive<T>` between
-// threads therefore shares nothing of `T`, and sending the value needs `T: Send`.
-unsafe impl<T: Send> Sync for Exclusive<T> {}
-
-impl<T> Exclusive<T> {
-    fn new(value: T) -> Self {
-        Exclusive(value)
-    }
-
-    fn get_mut(&mut self) -> &mut T {
-        &mut self.0
-    }
-}
-
-/// `n` and the noun in the right number, for log messages: "1 pass", "2 passes".
-pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }

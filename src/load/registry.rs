@@ -6,42 +6,13 @@
 //! `dlopen` returns the `link_map`, so two opens that the platform resolves to one mapping are
 //! one instance, whatever path or host they came from), and finds instances by the checked
 //! file's (dev, ino) too. The instance's drop runs the plugin's `on_unload`, closes the handle,
-//! and marks the file "unloaded" so that a waiting opener may proceed.
+//! and keeps the file busy until the closed library is settled, so that a waiting opener
+//! waits for the unload to end.
 //!
-//! # Invariants (numbered as in `docs::sharing`)
-//!
-//! - **I1** one instance of a file at a time, process-wide: a file (by (dev, ino)) is not
-//!   opened while an instance of it is unloading, nor while another thread opens it.
-//!   Otherwise `dlopen` would return the dying mapping, whose constructors will not run again.
-//! - **I4** no plugin code (constructors, `on_load`, `on_unload`) runs under the registry's
-//!   lock; threads waiting for a file wait on its condition variable, never inside the loader.
-//! - **I5** a failed open or `on_load` leaves nothing new: the handle is closed and the file's
-//!   mark removed (by a drop guard, also when a panic unwinds).
-//! - **I7** one `on_load` and one `on_unload` per instance, whatever the number of hosts and
-//!   generations sharing it; `on_unload` runs when the last set using the instance is gone.
-//! - **I9** the instance of identity I maps the file I names: the opener is handed the
-//!   checked descriptor, never a path, and a handle that turns out to be another identity's
-//!   instance is refused, not shared.
-//!
-//! # Protocol
-//!
-//! Opening file F (checked identity I), under the lock:
-//! 1. while I is *busy* (being opened or unloading), wait (I1);
-//! 2. if a live instance of I exists, upgrade its `Weak`: that is the instance (no `dlopen`);
-//!    if the `Weak` is dead, the instance's drop is about to mark I busy: wait for it;
-//! 3. otherwise mark I busy and release the lock; open the checked descriptor; take the lock:
-//!    if the handle is a live instance's of I, share it and close the extra handle; if it is
-//!    another identity's, refuse (I9); if it is a dying one's, close the handle and start
-//!    again at 1; otherwise release the lock, start the instance (entry point, `on_load`)
-//!    outside it, and publish it. The busy mark goes in every case, waking the waiters.
-//!
-//! The last `Arc`'s drop, under the lock: forget the instance's entries and mark I busy;
-//! outside the lock: finish it (`on_unload`, close). The mark stays until the closed library
-//! is settled ([`Released::settle`]: did the platform keep it?), after every other library of
-//! the same teardown closed; then, under the lock: unmark and wake.
-//!
-//! The protocol is generic over an [`Opener`], so that the loom tests below can replace
-//! `dlopen` with a model of the platform loader and check I1 and I7 with two hosts.
+//! The protocol (open, share, wait, unload) and the invariants it keeps (I1, I4, I5, I7, I9)
+//! are written once in `docs::internals` ("The registry protocol"); the arguments below cite
+//! them by number, as "I1 (docs::internals)". The protocol is generic over an [`Opener`], so
+//! that the loom tests below can replace `dlopen` with a model of the platform loader.
 
 // `Identity` is `Copy` on Unix and a path elsewhere: one spelling for both.
 #![allow(clippy::clone_on_copy)]
@@ -539,7 +510,7 @@ mod loom_models {
     }
 
     /// The one file of the models.
-    const IDENTITY: Identity = (1, 1);
+    const IDENTITY: Identity = crate::load::sys::FileId { dev: 1, ino: 1 };
 
     fn model_file(identity: &Identity) -> FileRef<'_> {
         FileRef {
@@ -616,7 +587,7 @@ mod loom_models {
             let mapped = if cfg!(dylease_broken_identity) {
                 self.0.at_path.load(SeqCst)
             } else {
-                usize::try_from(file.identity.1).unwrap()
+                usize::try_from(file.identity.ino).unwrap()
             };
             self.0.refs.lock().unwrap()[mapped] += 1;
             Ok(Mapped(Arc::clone(&self.0), mapped))
@@ -638,7 +609,7 @@ mod loom_models {
 
     /// One host's load of the file it checked as `file`: the instance must be that file's.
     fn use_checked(registry: &Arc<Registry<RenamedOpener>>, file: u64) {
-        let identity = (1, file);
+        let identity = crate::load::sys::FileId { dev: 1, ino: file };
         let instance = Registry::instance(registry, model_file(&identity), None)
             .unwrap_or_else(|e| panic!("I9: the load of file {file} failed: {e}"));
         assert_eq!(

@@ -121,12 +121,13 @@ impl<T> Arc<T> {
     /// and ordered (Acquire fence) after every other reference's accesses, then drops the
     /// weak reference all strong ones shared.
     fn take_last(this: ManuallyDrop<Arc<T>>) -> T {
-        // SAFETY: the caller's count reached zero after the fence: nothing else reads the value
-        // any more, and it is moved out exactly once, here.
-        let value = this
-            .inner()
-            .value
-            .with_mut(|value| unsafe { ManuallyDrop::take(&mut *value) });
+        let value = this.inner().value.with_mut(|value| {
+            // SAFETY: the caller's count reached zero after the fence: nothing else reads the
+            // value any more, so this is the only reference to it.
+            let value = unsafe { &mut *value };
+            // SAFETY: as above; and it is moved out exactly once, here.
+            unsafe { ManuallyDrop::take(value) }
+        });
         drop(Weak {
             inner: Some(this.inner),
         });
@@ -157,10 +158,13 @@ impl<T> Drop for Arc<T> {
             return;
         }
         fence(Ordering::Acquire);
-        // SAFETY: as in `into_inner`: the last strong reference, ordered after every other.
-        self.inner()
-            .value
-            .with_mut(|value| unsafe { ManuallyDrop::drop(&mut *value) });
+        self.inner().value.with_mut(|value| {
+            // SAFETY: as in `into_inner`: the last strong reference, ordered after every other,
+            // so this is the only reference to the value.
+            let value = unsafe { &mut *value };
+            // SAFETY: as above; and it is dropped exactly once, here.
+            unsafe { ManuallyDrop::drop(value) }
+        });
         drop(Weak {
             inner: Some(self.inner),
         });

@@ -1,15 +1,19 @@
 //! The synchronisation shim: every `Arc`, `Weak`, lock, condition variable, atomic, the host
-//! slot and the thread-locals the crate uses come from here, and nothing else in the crate
-//! names `std::sync`, `arc_swap` or loom. Under `--cfg loom` the backing types are loom's (and
+//! slot and the thread-locals of the crate's protocols come from here, and no protocol code
+//! names `std::sync`, `arc_swap` or loom. (The file watcher, `host::watch`, which no loom
+//! model explores, uses std's channel and a `std::sync::Mutex` directly; tests may too.) Under `--cfg loom` the backing types are loom's (and
 //! a loom-checked `Arc`/`Weak` pair, which loom lacks), so the models in `loom-tests/` and the
 //! crate's own loom tests explore the crate's real code.
 //!
 //! Nothing here knows about plugins: it only re-exports, as tokio's `loom` module does, plus
 //! the two adapters that make std's and loom's APIs agree (locks without poisoning, and the
-//! slot).
+//! slot), and [`Exclusive`], a value made `Sync` by never being shared.
 
+mod exclusive;
 #[cfg(loom)]
 mod loom_arc;
+
+pub(crate) use exclusive::Exclusive;
 
 /// The backing types of the default build.
 #[cfg(not(loom))]

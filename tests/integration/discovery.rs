@@ -98,15 +98,15 @@ fn a_directory_without_read_permission_is_an_error_naming_it() {
     // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
     let host = unsafe { PluginHost::builder().file(&good).dir(&locked).build() }.unwrap();
 
-    // Root reads any directory; a thread without the DAC capabilities does not.
+    // Root reads any directory; a thread without the DAC capabilities does not. A process
+    // that still reads it cannot check this promise: that fails the test rather than pass it.
     let outcome = with_permission_checks(|| (fs::read_dir(&locked).is_err(), host.acquire().map(drop)));
     let error = match outcome {
         Ok((true, result)) => result.unwrap_err(),
         Ok((false, _)) | Err(_) => {
             fs::set_permissions(&locked, Permissions::from_mode(0o755)).unwrap();
             let why = outcome.err().unwrap_or_else(|| "the directory stayed readable".into());
-            eprintln!("skipped: this process can read a directory of mode 0311 ({why}); cannot test");
-            return;
+            panic!("this process can read a directory of mode 0311 ({why}): the promise cannot be tested here");
         }
     };
     assert!(matches!(&error, Error::Io { path, .. } if path == &locked), "{error:?}");

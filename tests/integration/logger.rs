@@ -53,7 +53,7 @@ impl Drop for Restore {
 }
 
 /// Runs `body` with `hook` called on every message logged on this thread.
-pub fn with_hook<R>(hook: impl Fn(&str) + 'static, body: impl FnOnce() -> R) -> R {
+pub(crate) fn with_hook<R>(hook: impl Fn(&str) + 'static, body: impl FnOnce() -> R) -> R {
     install();
     HOOK.with(|slot| *slot.borrow_mut() = Some(Box::new(hook)));
     let _clear = Restore(None);
@@ -61,7 +61,7 @@ pub fn with_hook<R>(hook: impl Fn(&str) + 'static, body: impl FnOnce() -> R) -> 
 }
 
 /// Installs the capturing logger (once per process; later calls do nothing).
-pub fn install() {
+pub(crate) fn install() {
     static LOGGER: Capture = Capture;
     if log::set_logger(&LOGGER).is_ok() {
         log::set_max_level(LevelFilter::Trace);
@@ -69,7 +69,7 @@ pub fn install() {
 }
 
 /// The messages logged so far at `level` that contain `needle`.
-pub fn records(level: Level, needle: &str) -> Vec<String> {
+pub(crate) fn records(level: Level, needle: &str) -> Vec<String> {
     RECORDS
         .lock()
         .unwrap_or_else(PoisonError::into_inner)

@@ -2,6 +2,11 @@
 //! plugins everywhere. One binary, one module per promise area; fixtures are built once per
 //! process and every test works on copies of its own.
 
+// A test vouches for its own fixtures once per host it builds (`builder().file(a).file(b)`) and
+// for the pass types it registered once per lookup group: one `// SAFETY:` reason covers the
+// block, as the fixtures are this suite's own.
+#![allow(clippy::multiple_unsafe_ops_per_block)]
+
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod support;
 

@@ -70,7 +70,7 @@ fn an_owned_pass_keeps_its_library_loaded_after_the_original_lease_is_gone() {
     let lease = host.acquire().unwrap();
     let compiler = Compiler {
         // SAFETY: `double` is `int (*)(int)`.
-        double: unsafe { lease.owned_pass::<IntPass>("double") }.unwrap(),
+        double: unsafe { lease.pass::<IntPass>("double") }.unwrap().to_owned_pass(),
     };
     drop(lease);
 

@@ -13,7 +13,7 @@ mod build;
 /// Builds the example Rust plugins (the library `examples/plugins/folding.rs` and its two
 /// failing example plugins, `no_device` and `panicking`) once per test process; returns the
 /// directory the libraries are in (the failing ones under `examples/`).
-pub fn built_rust_plugins() -> &'static Path {
+pub(crate) fn built_rust_plugins() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
         let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rust-plugin");

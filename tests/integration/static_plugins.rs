@@ -459,11 +459,19 @@ fn acquire_timeout_turns_a_cross_thread_acquire_from_registration_into_timed_out
                 .static_plugin("hands_off", move |_reg| {
                     let host = h.get().unwrap().upgrade().unwrap();
                     // The nested check is per thread: another thread waits for this very load.
-                    let outcome = std::thread::spawn(move || {
-                        host.acquire_timeout(std::time::Duration::from_millis(200)).map(drop)
+                    let (outcome, waited) = std::thread::spawn(move || {
+                        let start = std::time::Instant::now();
+                        let outcome = host.acquire_timeout(std::time::Duration::from_millis(200)).map(drop);
+                        (outcome, start.elapsed())
                     })
                     .join()
                     .unwrap();
+                    // It waited for the load, as long as it was told to (not less: a timeout
+                    // taken as zero, or a wait skipped, would also end in `TimedOut`).
+                    assert!(
+                        waited >= std::time::Duration::from_millis(200),
+                        "waited only {waited:?}"
+                    );
                     s.lock().unwrap().push(match outcome {
                         Err(error) => error.to_string(),
                         Ok(()) => "acquired".into(),

@@ -13,8 +13,8 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 mod cc;
 #[path = "../support/loader.rs"]
 mod loader;
-pub use cc::compile_plugin;
-pub use loader::loader_has;
+pub(crate) use cc::compile_plugin;
+pub(crate) use loader::loader_has;
 
 /// The C test plugins, by fixture name: sources and extra compiler arguments.
 fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
@@ -177,7 +177,7 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
 }
 
 /// The path of the compiled fixture `name`, building it on first use in this process.
-pub fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
     if name == "links_core" {
         // Its recipe links against another fixture: build that one first, outside the lock.
@@ -208,10 +208,10 @@ pub fn fixture(name: &str) -> PathBuf {
 ///
 /// The directory and the copies get mode 0755 whatever the umask, so that they pass the
 /// host's default trust check (nothing writable by group or others).
-pub struct TestDir(PathBuf);
+pub(crate) struct TestDir(PathBuf);
 
 impl TestDir {
-    pub fn new(test: &str) -> TestDir {
+    pub(crate) fn new(test: &str) -> TestDir {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -223,12 +223,12 @@ impl TestDir {
         TestDir(path.canonicalize().unwrap())
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 
     /// Copies fixture `name` into this directory as `file`.
-    pub fn add(&self, name: &str, file: &str) -> PathBuf {
+    pub(crate) fn add(&self, name: &str, file: &str) -> PathBuf {
         let to = self.0.join(file);
         fs::copy(fixture(name), &to).unwrap();
         fs::set_permissions(&to, Permissions::from_mode(0o755)).unwrap();
@@ -237,7 +237,7 @@ impl TestDir {
 
     /// A subdirectory.
     #[allow(dead_code)]
-    pub fn sub(&self, name: &str) -> PathBuf {
+    pub(crate) fn sub(&self, name: &str) -> PathBuf {
         let to = self.0.join(name);
         fs::create_dir_all(&to).unwrap();
         fs::set_permissions(&to, Permissions::from_mode(0o755)).unwrap();
@@ -254,7 +254,7 @@ impl Drop for TestDir {
 /// Whether `path` is mapped into this process, from `/proc/self/maps`: the kernel's view,
 /// which no loader bookkeeping can fake. Compares bytes, so that file names which are not
 /// UTF-8 work too.
-pub fn mapped(path: &Path) -> bool {
+pub(crate) fn mapped(path: &Path) -> bool {
     let path = path.canonicalize().unwrap();
     let path = path.as_os_str().as_bytes();
     let maps = fs::read("/proc/self/maps").unwrap();
@@ -264,14 +264,14 @@ pub fn mapped(path: &Path) -> bool {
 
 /// Asserts `path` is fully gone: unmapped and unknown to the loader.
 #[track_caller]
-pub fn assert_unloaded(path: &Path) {
+pub(crate) fn assert_unloaded(path: &Path) {
     assert!(!mapped(path), "{} is still mapped", path.display());
     assert!(!loader_has(path), "the loader still has {}", path.display());
 }
 
 /// Asserts `path` is mapped and known to the loader.
 #[track_caller]
-pub fn assert_loaded(path: &Path) {
+pub(crate) fn assert_loaded(path: &Path) {
     assert!(mapped(path), "{} is not mapped", path.display());
     assert!(loader_has(path), "the loader does not have {}", path.display());
 }
@@ -281,7 +281,7 @@ pub fn assert_loaded(path: &Path) {
 /// from its effective capabilities (Linux capabilities are per thread, and the raw `capset`
 /// system call changes only the calling thread). Returns `Err` with the reason when this
 /// thread cannot be made subject to them.
-pub fn with_permission_checks<R: Send>(f: impl FnOnce() -> R + Send) -> Result<R, String> {
+pub(crate) fn with_permission_checks<R: Send>(f: impl FnOnce() -> R + Send) -> Result<R, String> {
     #[repr(C)]
     struct Header {
         version: u32,
@@ -324,14 +324,14 @@ pub fn with_permission_checks<R: Send>(f: impl FnOnce() -> R + Send) -> Result<R
 }
 
 /// Whether any file whose path contains `needle` is mapped into this process.
-pub fn mapped_containing(needle: &str) -> bool {
+pub(crate) fn mapped_containing(needle: &str) -> bool {
     let maps = fs::read_to_string("/proc/self/maps").unwrap();
     maps.lines().any(|line| line.contains(needle))
 }
 
 /// `renameat2(from, to, RENAME_EXCHANGE)`: swaps two directory entries atomically, as an
 /// attacker racing a check would.
-pub fn exchange(from: &Path, to: &Path) -> std::io::Result<()> {
+pub(crate) fn exchange(from: &Path, to: &Path) -> std::io::Result<()> {
     let from = std::ffi::CString::new(from.as_os_str().as_bytes()).unwrap();
     let to = std::ffi::CString::new(to.as_os_str().as_bytes()).unwrap();
     // SAFETY: both paths are NUL-terminated and outlive the call.

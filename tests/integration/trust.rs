@@ -131,24 +131,23 @@ fn a_symlink_in_a_directory_writable_by_others_is_refused_even_if_its_target_is_
     );
 }
 
-/// `chown`s `path` to uid 12345, or says why it cannot.
-fn give_away(path: &Path) -> Result<(), String> {
-    std::os::unix::fs::chown(path, Some(12345), None).map_err(|e| {
-        format!(
-            "cannot chown {} to another user ({e}); run the tests as root",
+/// `chown`s `path` to uid 12345; panics if it cannot (the tests that call it are
+/// `#[ignore = "needs root"]`).
+fn give_away(path: &Path) {
+    std::os::unix::fs::chown(path, Some(12345), None).unwrap_or_else(|e| {
+        panic!(
+            "cannot chown {} to another user ({e}); run the tests as root (`-- --ignored`)",
             path.display()
         )
-    })
+    });
 }
 
 #[test]
+#[ignore = "needs root"]
 fn a_library_owned_by_another_user_is_refused() {
     let dir = TestDir::new("trust_other_owner");
     let lib = dir.add("by_hand_marker", "libmarker.so");
-    if let Err(why) = give_away(&lib) {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    give_away(&lib);
     let error = refused_then_permitted(&lib, &lib);
     let message = error.to_string();
     // SAFETY: `geteuid` has no preconditions.
@@ -168,14 +167,12 @@ fn a_library_owned_by_another_user_is_refused() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn a_library_in_a_directory_owned_by_another_user_is_refused() {
     let dir = TestDir::new("trust_other_dir_owner");
     let theirs = dir.sub("theirs");
     let lib = dir.add("by_hand_marker", "theirs/libmarker.so");
-    if let Err(why) = give_away(&theirs) {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    give_away(&theirs);
     let error = refused_then_permitted(&lib, &lib);
     assert!(
         error
@@ -427,6 +424,7 @@ fn a_sticky_world_writable_directory_on_the_way_is_accepted() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn a_symlink_owned_by_another_user_in_a_sticky_directory_is_refused() {
     // In a sticky directory the owner of an entry can still replace it.
     let dir = TestDir::new("trust_sticky_link");
@@ -435,10 +433,8 @@ fn a_symlink_owned_by_another_user_in_a_sticky_directory_is_refused() {
     let link = sticky.join("libmarker.so");
     symlink(&lib, &link).unwrap();
     fs::set_permissions(&sticky, Permissions::from_mode(0o1777)).unwrap();
-    if let Err(e) = std::os::unix::fs::lchown(&link, Some(12345), None) {
-        eprintln!("skipped: cannot lchown {} ({e}); run the tests as root", link.display());
-        return;
-    }
+    std::os::unix::fs::lchown(&link, Some(12345), None)
+        .unwrap_or_else(|e| panic!("cannot lchown {} ({e}); run the tests as root", link.display()));
     let error = refused_then_permitted(&link, &lib);
     assert!(
         error.to_string().contains(&format!(

@@ -83,7 +83,7 @@ fn get_returns_the_registered_function_of_each_typed_pass() {
         std::ptr::null_mut::<c_void>()
     );
 
-    let owned = lease.get_owned::<IntOp>("mid").unwrap();
+    let owned = lease.get::<IntOp>("mid").map(|pass| pass.to_owned_pass()).unwrap();
     drop(lease);
     assert!(host.is_loaded(), "the OwnedPass keeps its set loaded");
     // SAFETY: the owned pass carries a lease, and the fixture passes take any `i32`.
@@ -169,7 +169,7 @@ fn a_missing_an_untyped_and_an_other_interface_pass_are_distinct_errors() {
         "{reverse}"
     );
     assert!(matches!(
-        lease.get_owned::<IntOp>("negate"),
+        lease.get::<IntOp>("negate").map(|pass| pass.to_owned_pass()),
         Err(Error::PassLookup { .. })
     ));
 }
@@ -180,11 +180,10 @@ fn int_ops(fixture: &str) -> (Vec<(String, String, i32)>, Vec<String>) {
     let lease = host.acquire().unwrap();
     let ordered = lease
         .passes_of::<IntOp>()
-        // SAFETY: as above: the lease is alive, and the passes take any `i32`.
         .map(|pass| {
-            (pass.info().plugin().to_owned(), pass.name().to_owned(), unsafe {
-                pass(2)
-            })
+            // SAFETY: as above: the lease is alive, and the passes take any `i32`.
+            let value = unsafe { pass(2) };
+            (pass.info().plugin().to_owned(), pass.name().to_owned(), value)
         })
         .collect();
     let registered = lease.passes().iter().map(|p| p.name().to_owned()).collect();

@@ -6,7 +6,7 @@ use std::process::Command;
 
 /// The dylease crate's root: the manifest's directory, or two levels up from the demo's own
 /// workspace member (`examples/demo`), which builds this file too.
-pub fn crate_root() -> PathBuf {
+pub(crate) fn crate_root() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     if manifest.join("include/dylease.h").exists() {
         manifest.to_owned()
@@ -18,7 +18,7 @@ pub fn crate_root() -> PathBuf {
 /// Compiles the C (or C++) `sources` into the shared library `out`, with `include/` on the include
 /// path and the extra `args` (defines, linker flags). Writes to a temporary name and renames,
 /// so that concurrent test processes never see a half-written library.
-pub fn compile_plugin(sources: &[&Path], out: &Path, args: &[&str]) -> Result<PathBuf, String> {
+pub(crate) fn compile_plugin(sources: &[&Path], out: &Path, args: &[&str]) -> Result<PathBuf, String> {
     let include = crate_root().join("include");
     let partial = out.with_extension(format!("{}.partial", std::process::id()));
     let cpp = sources.iter().any(|s| s.extension().is_some_and(|e| e == "cpp"));

@@ -17,7 +17,7 @@ const NAME: &str = "dylease-example-rust-plugin";
 /// The file name of the example plugin's library in the directory [`build_rust_plugins`]
 /// returns (`libdylease_example_rust_plugin.so` on Linux); the failing plugins are
 /// `examples/lib<name>.so` there.
-pub fn library_name() -> String {
+pub(crate) fn library_name() -> String {
     format!(
         "{}{}{}",
         std::env::consts::DLL_PREFIX,
@@ -28,7 +28,7 @@ pub fn library_name() -> String {
 
 /// Builds the plugins (debug profile) into `target` and returns the directory they are in.
 /// `offline` passes `--offline` to cargo.
-pub fn build_rust_plugins(target: &Path, offline: bool) -> Result<PathBuf, String> {
+pub(crate) fn build_rust_plugins(target: &Path, offline: bool) -> Result<PathBuf, String> {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     // The crate's root, also when the demo's workspace member (`examples/demo`) builds this.
     let root = &if manifest_dir.join("include/dylease.h").exists() {

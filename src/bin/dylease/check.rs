@@ -127,13 +127,12 @@ pub(crate) fn run(
     if paths.len() > 1 {
         let mut builder = options.builder();
         for path in paths {
-            // SAFETY: as above, the user named these plugins to be loaded and checked.
-            builder = unsafe {
-                if path.is_dir() {
-                    builder.dir(path)
-                } else {
-                    builder.file(path)
-                }
+            builder = if path.is_dir() {
+                // SAFETY: as above, the user named these plugins to be loaded and checked.
+                unsafe { builder.dir(path) }
+            } else {
+                // SAFETY: as above, the user named this plugin to be loaded and checked.
+                unsafe { builder.file(path) }
             };
         }
         let mut together = load(Kind::Together, None, builder);

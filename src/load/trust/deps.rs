@@ -18,7 +18,8 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::{Checks, Issue, Problem, Subject, Walk, sys};
+use super::walk::{Issue, Problem, Subject, Walk};
+use super::{Checks, sys};
 use crate::load::candidate::Candidate;
 use crate::load::elf_layout::Linkage;
 
@@ -186,8 +187,7 @@ impl Checks {
     }
 
     fn walk(&mut self) -> Walk<'_> {
-        // SAFETY: `geteuid` has no preconditions and cannot fail.
-        let euid = *self.euid.get_or_insert_with(|| unsafe { libc::geteuid() });
+        let euid = *self.euid.get_or_insert_with(crate::load::sys::imp::effective_uid);
         Walk {
             passed: &mut self.passed,
             euid,

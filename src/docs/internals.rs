@@ -1,0 +1,202 @@
+//! The design, for maintainers: the invariants I1–I9, the slot protocol, the registry
+//! protocol, the identity guarantee and the platform facts they rest on.
+//!
+//! This page is the one place the design is written. Code comments cite it by invariant
+//! number, as "I3 (docs::internals)", and keep only the reasoning local to their code. What a
+//! user of the crate needs from it is in [`docs::sharing`](crate::docs::sharing).
+//!
+//! # Where it lives
+//!
+//! Three layers, each naming only the ones below it (`scripts/imports.sh` checks that no
+//! import points up and none closes a circle):
+//!
+//! - `sync`: the synchronisation shim (std's or loom's types), `Exclusive`.
+//! - `load`: one load attempt. `discover` (sources to candidate files), `trust` (the trust
+//!   check: `policy`, `walk`, `deps`), `elf` and `elf_layout` (the structural ELF check),
+//!   `pipeline` (one plugin from file to registered passes), `library` (an open library),
+//!   `registry` (the registry protocol below), `registrar` (registration; its C host API in
+//!   `registrar::c_api`), `plugins` (a loaded set's contents), `pinning`, and `sys`, the
+//!   platform layer: every call into the platform loader and the C library, one module per
+//!   platform.
+//! - `host`: `plugin_host`, `builder`, `policy` (`UnloadPolicy`), `global`, `generations`
+//!   (the slot protocol below), `set`, `lease`, `stats`, `reentry`, `watch`.
+//!
+//! Beside the layers: the plugin ABI (`abi`, the C header's declarations), the plugin side of
+//! it (`export`, `pass_registrar`, `interface`, `pass_fn`), and `error`.
+//!
+//! # The invariants I1–I9
+//!
+//! Each invariant has a number that the code's arguments cite as "I3 (docs::internals)": the
+//! host's generation protocol in `src/host/generations.rs`, the registry in
+//! `src/load/registry.rs`. Each is
+//! checked by a loom model (`loom-tests/`, and the registry's models with a stand-in for the
+//! platform loader) and by a test that loads real libraries (`tests/integration/`).
+//!
+//! - **I1 one instance of a file at a time, process-wide, and one current generation per
+//!   host.** A file (by its (dev, ino)) is opened again only after its previous instance
+//!   finished unloading; a host loads generation *n* + 1 only after generation *n* finished
+//!   unloading. (Another file under the same path, a new version installed by rename, is
+//!   another file: it maps beside the old one, see I9.)
+//! - **I2 a lease never sees an unloading set**, and a pass never runs in an unloading
+//!   instance: a lease is never made from a count of zero (`Weak::upgrade`).
+//! - **I3 no leak.** The last lease's drop unloads before it returns: the set's static hooks,
+//!   then every instance no other set uses (`on_unload`, close). The host's slot, the thread
+//!   caches and the registry hold `Weak`s only.
+//! - **I4 no deadlock from plugin code on the same thread.** No plugin code (constructors,
+//!   `on_load`, `register_passes`, `on_unload`) runs under a lock it can re-enter; an
+//!   `acquire()` of a host from inside that host's own load or unload, on the same thread,
+//!   returns [`Error::Reentrant`](crate::Error::Reentrant).
+//! - **I5 failure atomicity.** A failed load leaves nothing new loaded and the host as it
+//!   was (every instance it started is released; a failed open or `on_load` closes its handle
+//!   and clears the file's busy mark); the next `acquire()` tries again.
+//! - **I6 registration per set.** Every set calls every plugin's `register_passes` afresh,
+//!   into its own pass table, whether its instance is new or shared; nothing reaches host
+//!   state from library constructors (the header's constructors only link nodes into a list
+//!   private to the plugin).
+//! - **I7 one `on_load` and one `on_unload` per instance**, whatever the number of hosts and
+//!   generations sharing it; `on_unload` runs after the last set using the instance is gone.
+//! - **I8 trust before code.** Under [`TrustPolicy::Strict`](crate::TrustPolicy::Strict) no
+//!   code of a file runs unless every directory and link on the way to it passed the checks,
+//!   and the file opened is the file checked.
+//! - **I9 the file that runs is the file that was checked.** Each plugin file is opened
+//!   once, not following a symlink; the trust and ELF checks read that descriptor, the
+//!   registry knows the instance by its (dev, ino), and the loader maps that descriptor. An
+//!   instance never maps another file than its identity names, and no identity names two
+//!   files while its instance lives.
+//!
+//! # The registry protocol: one instance per file (`load::registry`)
+//!
+//! A library instance is one loaded mapping of one library file. Sets hold it by `Arc`; the
+//! registry keeps only a `Weak` to each live instance, keyed by the loader's handle (on glibc
+//! `dlopen` returns the `link_map`, so two opens that the platform resolves to one mapping are
+//! one instance, whatever path or host they came from), and finds instances by the checked
+//! file's identity ((dev, ino)) too. The instance's drop runs the plugin's `on_unload`, closes
+//! the handle, and marks the file busy so that a waiting opener waits for the unload to end.
+//!
+//! Opening file F (checked identity I), under the registry's lock:
+//!
+//! 1. while I is *busy* (being opened or unloading), wait (I1);
+//! 2. if a live instance of I exists, upgrade its `Weak`: that is the instance (no `dlopen`);
+//!    if the `Weak` is dead, the instance's drop is about to mark I busy: wait for it;
+//! 3. otherwise mark I busy and release the lock; open the checked descriptor; take the lock:
+//!    if the handle is a live instance's of I, share it and close the extra handle; if it is
+//!    another identity's, refuse (I9); if it is a dying one's, close the handle and start
+//!    again at 1; otherwise release the lock, start the instance (entry point, `on_load`)
+//!    outside it (I4), and publish it. The busy mark goes in every case, waking the waiters
+//!    (I5: by a drop guard, also when a panic unwinds).
+//!
+//! The last `Arc`'s drop, under the lock: forget the instance's entries and mark I busy;
+//! outside the lock: finish it (`on_unload`, close: I7). The mark stays until the closed
+//! library is settled (did the platform keep it?), after every other library of the same
+//! teardown closed; then, under the lock: unmark and wake.
+//!
+//! The protocol is generic over its opener, so that loom models can replace `dlopen` with a
+//! model of the platform loader and check I1 and I7 with two hosts.
+//!
+//! # The slot protocol: how `acquire()` finds the current set (`host::generations`)
+//!
+//! Each host keeps its current set in a slot that holds it only weakly
+//! (`arc_swap::ArcSwapWeak<PluginSet>`); a [`Lease`](crate::Lease) is an
+//! `std::sync::Arc<PluginSet>` in a newtype and a [`WeakLease`](crate::WeakLease) a `Weak`.
+//! The host also publishes the number of its current generation. `acquire()` tries three
+//! paths, cheapest first:
+//!
+//! 1. **The cached fast path**: no lock, no allocation. Each thread keeps a small cache
+//!    mapping a host's id to `(generation, Weak<PluginSet>)`. If the entry's generation is
+//!    the host's current one (one Acquire load) and its `Weak` upgrades (one compare-and-swap
+//!    that never increments from zero), that is the lease. The generation check is what
+//!    keeps an older generation whose `Weak` still upgrades (a set still in use elsewhere) from
+//!    being handed out as current.
+//! 2. **The slot path**: upgrade the slot's `Weak` and refresh this thread's cache entry.
+//! 3. **The slow path**, under the host's lock: upgrade again (another thread may have
+//!    loaded meanwhile); wait while another thread loads or the previous generation is still
+//!    unloading (I1); then mark the host as loading, release the lock, load generation
+//!    *n* + 1 with this thread marked as inside this host (I4), and publish it: the slot's
+//!    `Weak` first, then the generation number, so a thread that sees the new number finds
+//!    the new set in the slot.
+//!
+//! The cache holds `Weak`s only, so it never keeps plugins loaded (I3). Host ids come from a
+//! process-wide counter and are never reused (an address is, after a host is dropped, and a
+//! stale entry would then hand out another host's set). The cache has eight entries (eight
+//! hosts used in turn all stay cached) and replaces them in turn. A thread whose thread-locals
+//! are being destroyed (a lease dropped or acquired from a thread-local destructor) skips it
+//! and takes the slot path.
+//!
+//! Two rules keep the protocol deadlock-free: a strong reference is never dropped while the
+//! host's or the registry's lock is held (its drop may be the last, which takes the same
+//! lock), and a panic in plugin teardown poisons nothing (the locks ignore poisoning, and a
+//! generation is marked unloaded from a drop guard, however its teardown ended).
+//!
+//! The cost of each path, against an `Arc` clone and drop and with one or two threads, and
+//! of a cold load of real plugins against raw `libloading`, is measured by the criterion
+//! benches in `benches/`; `BENCHMARKS.md` in the repository has the ratios and how to
+//! reproduce them. On a quiet machine the cached path costs 1.2× an `Arc` clone and drop
+//! (about 1 ns more) and the slot path about 1.9× the cached one, which is why the cache
+//! exists.
+//!
+//! # The identity guarantee: mapping the checked descriptor (I9)
+//!
+//! glibc has no `fdlopen`, but `dlopen("/proc/self/fd/N")` maps the inode descriptor N is open
+//! on, whatever was renamed over the file's path since the check. Three traps, measured on
+//! glibc 2.36, shape the rest:
+//!
+//! - the loader records the name it was given and matches a later `dlopen` of the same
+//!   string to that mapping without looking at the file: once N is closed and reused for
+//!   another file, `dlopen("/proc/self/fd/N")` returns the *old* library. So the descriptor
+//!   whose name the loader was given stays open while the mapping lives, and for the life of
+//!   the process if the platform keeps the library mapped (pinned). That costs one descriptor
+//!   per loaded library instance, and keeps its inode from being freed and its number reused
+//!   while the instance lives (the registry's key cannot alias another file);
+//! - an open that the loader resolves to an existing mapping (same device and inode) adds the
+//!   name to that mapping, for as long as it lives: such a name is kept for ever. A file whose
+//!   mapping the platform kept (pinned) is opened again by the name it was kept under, so
+//!   reloading a pinned plugin costs no descriptor. `RTLD_NOLOAD` adds names too, so dylease
+//!   never uses it: whether a mapping is still there is asked of the loader's list
+//!   (`dl_iterate_phdr`, by load address and name);
+//! - `$ORIGIN` is the directory of the name given, here `/proc/self/fd`. A library whose run
+//!   path or needed names use `$ORIGIN` is given `/proc/self/fd/D/<name>` instead, D its
+//!   directory's descriptor, so `$ORIGIN` resolves to its directory. The loader then finds the
+//!   file by name, so just before, the name is compared with the checked descriptor (a file
+//!   renamed in meanwhile is checked first, as above), and after, the mapping is compared with
+//!   it (through `/proc/self/maps`). Under `Strict` such a library is refused in a sticky
+//!   directory others can write, where anyone may create the name once it is free. What is
+//!   left is the instant between the comparison and the loader's open, in which only the
+//!   directory's owner or root can rename a file in; such a file is refused after its
+//!   constructors ran.
+//!
+//! Because the loader never matches a plugin by its path, a new version installed by rename
+//! is mapped beside the old one from its own file: a reload needs no private copy. A file
+//! replaced between its check and its open was replaced by this user or root (only they can
+//! change a directory that passed): it is checked in its turn and loaded if it passes.
+//!
+//! After an unload, whether the platform kept the library is asked of the loader's list, once
+//! every library of the set is closed (one may hold another) and while the file is still
+//! marked busy (I1), so that no other host's new mapping of the file can be mistaken for it.
+//!
+//!
+//! # Platform facts
+//!
+//! What the design rests on, measured on glibc (2.36) on Linux; the platform calls live in
+//! `load::sys`, one module per platform (the loader, the `openat` walk, the process's user
+//! and rights).
+//!
+//! - **The loader decides what a path means.** glibc matches a `dlopen` by the name it was
+//!   given first and by (dev, ino) second; it returns the same handle (the `link_map`) for
+//!   every open of one mapping. Hence the registry's key is the handle, and its lookup the
+//!   file's (dev, ino).
+//! - **`dlsym` searches a library's dependencies.** The entry point must be the library's
+//!   own: `dladdr1` (glibc) says which object a symbol lies in; elsewhere that check is absent.
+//! - **A library may stay mapped after its last `dlclose`** (pinned): `DF_1_NODELETE`, an
+//!   `STB_GNU_UNIQUE` symbol (g++'s function-local statics of inline functions), a registered
+//!   thread-local destructor, or another object bound to its symbols; musl never unmaps.
+//!   Whether it stayed is asked of the loader's list (`dl_iterate_phdr`), never with
+//!   `RTLD_NOLOAD`, which adds the name it is given to the mapping it finds.
+//! - **`/proc/self/fd/N`** names the inode N is open on; glibc has no `fdlopen`. `$ORIGIN` is
+//!   the directory of the name given (see above).
+//! - **The trust walk** opens each directory with `openat(O_PATH | O_NOFOLLOW)` and reads
+//!   owners and modes with `fstat`/`fstatat` (symlinks with `readlinkat`), as the kernel would
+//!   resolve the path; `geteuid` is the user trusted besides root.
+//! - **`getauxval(AT_SECURE)`** is non-zero in a set-user-ID or otherwise privileged program:
+//!   there [`global()`](crate::global) ignores its environment variable.
+//! - **`fork()`** copies the parent's locks, which threads that do not exist in the child may
+//!   hold: a load in a child fails at once with [`Error::Forked`](crate::Error::Forked).

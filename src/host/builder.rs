@@ -1,0 +1,208 @@
+//! [`HostBuilder`]: a host's sources and policies.
+// `unsafe` here: the builder methods that name native code are `unsafe fn`s (the caller vouches for it).
+#![allow(unsafe_code)]
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+#[cfg(feature = "watch")]
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::host::generations::Generations;
+use crate::host::plugin_host::{LoadConfig, PluginHost};
+use crate::host::policy::UnloadPolicy;
+use crate::load::{LoadPolicy, MAX_NAME_LEN, Registrar, Source, StaticPlugin, TrustPolicy};
+use crate::sync::Arc;
+
+impl PluginHost {
+    /// Starts configuring a host.
+    pub fn builder() -> HostBuilder {
+        HostBuilder::default()
+    }
+}
+
+/// Configures a [`PluginHost`]. Sources load in the order they are added.
+#[derive(Debug, Default)]
+pub struct HostBuilder {
+    pub(super) sources: Vec<Source>,
+    pub(super) policy: LoadPolicy,
+    pub(super) trust: TrustPolicy,
+    pub(super) unload: UnloadPolicy,
+    pub(super) name: Option<String>,
+    #[cfg(feature = "watch")]
+    pub(super) watch: Option<Duration>,
+}
+
+impl HostBuilder {
+    /// Every plugin library directly in `dir` (not in subdirectories): regular files with the
+    /// platform's library suffix (`.so` on Linux), in byte order of file name. Symlinks are
+    /// followed; a file reached twice loads once.
+    ///
+    /// The directory is read at each load. A missing directory, or a path that is not a
+    /// directory, makes the load fail with an error naming it.
+    ///
+    /// # Safety
+    ///
+    /// Loading a library runs its initialisation routines (constructors), and the host then
+    /// calls its entry point, `on_load`, `register_passes` and later `on_unload` and its
+    /// termination routines, from whichever thread acquires or drops the last lease. The
+    /// caller vouches that running that code is sound, as for calling any unknown foreign
+    /// function (the same contract as `libloading::Library::new`): the libraries this source
+    /// names are plugins built for this host's ABI, whose code upholds Rust's rules for
+    /// whatever they touch, and whose passes have the signatures the host later asks for.
+    /// [`TrustPolicy::Strict`] (the default) checks who could have *changed* the files; it
+    /// cannot check what the code does.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// // SAFETY: /opt/app/plugins holds this application's own plugins.
+    /// let host = unsafe { dylease::PluginHost::builder().dir("/opt/app/plugins") }.build()?;
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub unsafe fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.sources.push(Source::Dir(dir.into()));
+        self
+    }
+
+    /// One plugin library.
+    ///
+    /// # Safety
+    ///
+    /// As for [`dir`](HostBuilder::dir): the caller vouches for the code of the library
+    /// `file` names.
+    pub unsafe fn file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.sources.push(Source::File(file.into()));
+        self
+    }
+
+    /// The directories listed in the environment variable `var`, separated by the
+    /// platform's path-list separator (`:` on Unix), read at each load. An unset variable
+    /// lists none; a relative directory is refused.
+    ///
+    /// # Safety
+    ///
+    /// As for [`dir`](HostBuilder::dir): the caller vouches for the code of the libraries in
+    /// every directory whoever sets the variable lists.
+    pub unsafe fn env(mut self, var: impl Into<OsString>) -> Self {
+        self.sources.push(Source::Env(var.into()));
+        self
+    }
+
+    /// A plugin compiled into the host: `register` is called at each load, like a library
+    /// plugin's `register_passes`, and may add passes and unload hooks. A panic in it is
+    /// caught and fails the load with [`Error::Panicked`].
+    ///
+    /// `register` belongs to the host, and a loaded set may outlive the host. If a pass's
+    /// `user_data` points into state that `register` owns, move a clone of that owner (an
+    /// `Arc`, say) into an [`on_unload`](Registrar::on_unload) hook, which lives exactly as long
+    /// as the set.
+    pub fn static_plugin<R>(mut self, name: impl Into<String>, register: R) -> Self
+    where
+        R: Fn(&mut Registrar) -> Result<(), Error> + Send + Sync + 'static,
+    {
+        self.sources.push(Source::Static(StaticPlugin {
+            name: name.into(),
+            register: Box::new(register),
+        }));
+        self
+    }
+
+    /// What a load does when one plugin fails; [`LoadPolicy::Strict`] by default.
+    pub fn policy(mut self, policy: LoadPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Which plugin files the host agrees to open; [`TrustPolicy::Strict`] by default on
+    /// Unix, which refuses files that users other than this process's own (or root) could
+    /// have changed.
+    pub fn trust(mut self, trust: TrustPolicy) -> Self {
+        self.trust = trust;
+        self
+    }
+
+    /// When the set unloads once no user holds a lease; [`UnloadPolicy::Immediately`] by
+    /// default.
+    pub fn unload(mut self, unload: UnloadPolicy) -> Self {
+        self.unload = unload;
+        self
+    }
+
+    /// Formerly where private copies of changed plugin files went. The loader now maps the
+    /// descriptor the checks read, under a name that no other file can have, so a changed
+    /// file loads beside its old mapping without a copy: this setting does nothing.
+    #[deprecated(
+        since = "0.2.0",
+        note = "changed plugin files load without private copies; remove the call"
+    )]
+    pub fn reload_dir(self, dir: impl Into<PathBuf>) -> Self {
+        let _ = dir.into();
+        self
+    }
+
+    /// The host's name, which begins each of its log lines (`[graph-session] loaded
+    /// generation 1: …`) and is its [`Stats::name`](crate::Stats::name): two components that build hosts over
+    /// one directory can then tell their lines apart. By default `host-N`, N the host's
+    /// number in the process.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Finishes the configuration. Nothing is loaded until the first
+    /// [`acquire`](PluginHost::acquire).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] if a static plugin has an empty name or one longer than 256 bytes, or
+    /// two static plugins share a name.
+    /// With `watch` (crate feature `watch`), [`Error::Io`] naming a directory that cannot
+    /// be watched.
+    pub fn build(self) -> Result<PluginHost, Error> {
+        self.validate()?;
+        #[cfg(feature = "watch")]
+        if let Some(debounce) = self.watch {
+            return crate::host::watch::start(self.build_unchecked(), debounce);
+        }
+        Ok(self.build_unchecked())
+    }
+
+    /// The checks of [`HostBuilder::build`].
+    fn validate(&self) -> Result<(), Error> {
+        let mut names = std::collections::HashSet::new();
+        for source in &self.sources {
+            if let Source::Static(plugin) = source {
+                if plugin.name.is_empty() {
+                    return Err(Error::Config {
+                        reason: "a static plugin has an empty name; give it a name".into(),
+                    });
+                }
+                if plugin.name.len() > MAX_NAME_LEN {
+                    return Err(Error::Config {
+                        reason: format!("a static plugin name is longer than {MAX_NAME_LEN} bytes; shorten it"),
+                    });
+                }
+                if !names.insert(plugin.name.as_str()) {
+                    return Err(Error::Config {
+                        reason: format!("two static plugins are named `{}`; names must be unique", plugin.name),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn build_unchecked(self) -> PluginHost {
+        PluginHost {
+            config: Arc::new(LoadConfig {
+                sources: self.sources.into(),
+                policy: self.policy,
+                trust: self.trust,
+            }),
+            generations: Arc::new(Generations::new(self.unload, self.name)),
+            #[cfg(feature = "watch")]
+            watch: None,
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! Linux: the platform loader (`dlopen`, `dladdr1`, `dl_iterate_phdr`), the process's user and
+//! rights (`geteuid`, `getauxval`), and file identities.
+//!
+//! The loader is told which file to map by a name under `/proc/self/fd` of the checked
+//! descriptor; why, and the three traps that shape [`Names`], are in `docs::internals` ("The
+//! identity guarantee").
+// `unsafe` here: the calls into the platform loader and libc.
+#![allow(unsafe_code)]
+
+use std::collections::HashMap;
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::io;
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::PathBuf;
+
+use super::FileId;
+
+crate::sync::lazy_static! {
+    /// The name each kept (pinned) mapping was given, by its file's (dev, ino): the
+    /// descriptor behind it stays open for the life of the process.
+    static KEPT: crate::sync::Mutex<HashMap<(u64, u64), CString>> = crate::sync::Mutex::new(HashMap::new());
+}
+
+/// The descriptors behind the name one open gave the loader.
+#[derive(Debug, Default)]
+pub(crate) struct Names {
+    fds: Vec<OwnedFd>,
+    /// The name given to the loader.
+    given: CString,
+    /// The checked file's (dev, ino).
+    file: (u64, u64),
+    /// Where the loader mapped the library (`l_addr`), and its name in the loader's list
+    /// (`l_name`: the name given, unless the open found a mapping that existed), once open.
+    base: Option<usize>,
+    loaded_as: CString,
+    /// Whether the loader was given the directory's name for it (`$ORIGIN`).
+    through_dir: bool,
+    /// Whether the open was resolved to a mapping that already existed under another name:
+    /// the loader added this name to it, for as long as it lives.
+    shared: bool,
+}
+
+/// The name to give the loader for the checked `file`, found at `resolved` (symlinks
+/// resolved); `origin`: whether its run paths or needed names use `$ORIGIN`; `strict`:
+/// whether the trust check is on. A file whose mapping the platform kept is given the name it
+/// was kept under. An `$ORIGIN` library is given its directory's name for it, once the name
+/// is seen to still be the checked file (`NotFound` otherwise: the caller checks the new
+/// one), and refused under `strict` (`PermissionDenied`) where others can create names.
+pub(crate) fn name(
+    file: &std::fs::File,
+    resolved: &std::path::Path,
+    origin: bool,
+    strict: bool,
+) -> io::Result<(PathBuf, Names)> {
+    let metadata = file.metadata()?;
+    let identity = (metadata.dev(), metadata.ino());
+    if let Some(kept) = KEPT.lock().get(&identity) {
+        // Pinned: the mapping is still there under this name (`docs::internals`).
+        let name = PathBuf::from(std::ffi::OsStr::from_bytes(kept.as_bytes()));
+        let names = Names {
+            given: kept.clone(),
+            file: identity,
+            ..Names::default()
+        };
+        return Ok((name, names));
+    }
+    let fd = OwnedFd::from(file.try_clone()?);
+    let exact = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let mut names = Names {
+        given: CString::new(exact.clone()).expect("a number holds no NUL"),
+        file: identity,
+        fds: vec![fd],
+        ..Names::default()
+    };
+    let (Some(dir_path), Some(file_name), true) = (resolved.parent(), resolved.file_name(), origin) else {
+        return Ok((PathBuf::from(exact), names));
+    };
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+        .open(dir_path)?;
+    if strict && dir.metadata()?.mode() & 0o1002 == 0o1002 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "its run path uses `$ORIGIN`, so the loader must find it by name in its directory `{}`, \
+                 where other users can create names (sticky and writable by others); move the plugin to a \
+                 directory only this user or root can change",
+                dir_path.display()
+            ),
+        ));
+    }
+    if stat_at(&dir, file_name)? != identity {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("`{}` was replaced since it was checked", resolved.display()),
+        ));
+    }
+    let mut name = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+    name.push(file_name);
+    names.given = CString::new(name.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the name holds a NUL byte"))?;
+    names.fds.push(dir.into());
+    names.through_dir = true;
+    Ok((name, names))
+}
+
+/// (dev, ino) of `name` in `dir`, not following a symlink.
+fn stat_at(dir: &std::fs::File, name: &std::ffi::OsStr) -> io::Result<(u64, u64)> {
+    let name = CString::new(name.as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the name holds a NUL byte"))?;
+    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `dir` is open, `name` is NUL-terminated, `stat` is writable.
+    let done = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            stat.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if done != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fstatat` succeeded, so it filled `stat`.
+    let stat = unsafe { stat.assume_init() };
+    Ok((stat.st_dev, stat.st_ino))
+}
+
+/// The public head of the object `dlopen` returns: glibc's `struct link_map` (link.h), whose
+/// first fields musl's `struct dso` shares.
+#[repr(C)]
+struct LinkMap {
+    l_addr: usize,
+    l_name: *const c_char,
+}
+
+/// Records where the loader mapped the library, and whether it gave an existing mapping.
+///
+/// # Safety
+///
+/// `handle` is what `dlopen` just returned for a library that is open.
+pub(crate) unsafe fn opened(names: &mut Names, handle: usize) {
+    // SAFETY: the handle is the library's `link_map`, valid while it is open (the caller's
+    // contract); only its public head is read.
+    let map = unsafe { &*(handle as *const LinkMap) };
+    names.base = Some(map.l_addr);
+    // SAFETY: `l_name` is the loader's NUL-terminated name of the object (or NULL).
+    let name = (!map.l_name.is_null()).then(|| unsafe { CStr::from_ptr(map.l_name) });
+    names.loaded_as = name.map(CStr::to_owned).unwrap_or_default();
+    names.shared = name != Some(names.given.as_c_str());
+}
+
+/// Whether the mapping is of the checked file, where the loader was given another name for
+/// it (read from `/proc/self/maps` at its load address); `None` where it was given the
+/// checked descriptor itself.
+pub(crate) fn maps_checked_file(names: &Names) -> Option<bool> {
+    if !names.through_dir {
+        return None;
+    }
+    let base = names.base?;
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    // `start-end perms offset major:minor inode path`: the mapping at the load address.
+    let line = maps.lines().find(|line| {
+        line.split('-')
+            .next()
+            .and_then(|start| usize::from_str_radix(start, 16).ok())
+            == Some(base)
+    });
+    let mut fields = line?.split_ascii_whitespace().skip(3);
+    let (major, minor) = fields.next()?.split_once(':')?;
+    let dev = libc::makedev(
+        u32::from_str_radix(major, 16).ok()?,
+        u32::from_str_radix(minor, 16).ok()?,
+    );
+    let ino = fields.next()?.parse::<u64>().ok()?;
+    Some((dev, ino) == names.file)
+}
+
+/// Whether the mapping is still there after its last `dlclose`: an object of the loader's
+/// list at the same address under the same name (kept open, that name cannot be another
+/// object's). Unlike `RTLD_NOLOAD`, the walk gives no mapping a name.
+pub(crate) fn still_mapped(names: &Names) -> Option<bool> {
+    /// What the walk looks for, and whether it found it.
+    struct Wanted<'a> {
+        base: usize,
+        name: &'a CStr,
+        found: bool,
+    }
+    /// Stops the walk (returns 1) at the object wanted.
+    ///
+    /// # Safety
+    ///
+    /// `data` points to a `Wanted` that outlives the walk, and `info` is the loader's.
+    unsafe extern "C" fn is_wanted(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
+        // SAFETY: `data` is the `Wanted` passed below, alive and unaliased for the walk.
+        let wanted = unsafe { &mut *data.cast::<Wanted<'_>>() };
+        // SAFETY: the loader passes a valid `info` for the duration of the call.
+        let info = unsafe { &*info };
+        // SAFETY: a non-NULL `dlpi_name` is the object's NUL-terminated name.
+        let named = !info.dlpi_name.is_null() && unsafe { CStr::from_ptr(info.dlpi_name) } == wanted.name;
+        wanted.found = named && info.dlpi_addr as usize == wanted.base;
+        c_int::from(wanted.found)
+    }
+    let mut wanted = Wanted {
+        base: names.base?,
+        name: &names.loaded_as,
+        found: false,
+    };
+    // SAFETY: `is_wanted` only reads what the loader hands it and writes `wanted`, which lives
+    // on this frame for the whole walk; it never unwinds.
+    unsafe { libc::dl_iterate_phdr(Some(is_wanted), (&raw mut wanted).cast()) };
+    Some(wanted.found)
+}
+
+/// Closes the descriptors, unless the loader may still match their names to a mapping: one
+/// still there, or one the open was resolved to under another name. A kept mapping's name is
+/// remembered for the next open of its file.
+pub(crate) fn release(names: Names, kept: Option<bool>) {
+    if kept == Some(false) && !names.shared {
+        return;
+    }
+    if kept != Some(false) && !names.fds.is_empty() && !names.through_dir {
+        KEPT.lock().entry(names.file).or_insert_with(|| names.given.clone());
+    }
+    for fd in names.fds {
+        let _kept_open = fd.into_raw_fd();
+    }
+}
+
+/// What a failure to get a descriptor means here, for the message.
+pub(crate) fn descriptor_hint(error: &io::Error) -> &'static str {
+    match error.raw_os_error() {
+        Some(libc::EMFILE) => {
+            " (EMFILE: this process has as many files open as `ulimit -n` allows; dylease keeps one \
+             descriptor open per loaded library, so raise the limit)"
+        }
+        Some(libc::ENFILE) => " (ENFILE: the system's table of open files is full)",
+        _ => "",
+    }
+}
+
+/// `EMFILE`, the error of a process out of file descriptors.
+pub(crate) const EMFILE: i32 = libc::EMFILE;
+
+/// Opens the library the loader knows as `name` with `RTLD_NOW | RTLD_LOCAL`, and returns it
+/// with the loader's handle of its mapping.
+///
+/// # Safety
+///
+/// Opening a library runs its initialisation routines (and closing it later runs its
+/// termination routines): the caller vouches for that code.
+pub(crate) unsafe fn open(name: &std::path::Path) -> Result<(libloading::Library, usize), libloading::Error> {
+    use libloading::os::unix::{Library as Unix, RTLD_LOCAL, RTLD_NOW};
+    // SAFETY: the caller vouches for the library's initialisation routines.
+    unsafe { Unix::open(Some(name), RTLD_NOW | RTLD_LOCAL) }.map(|library| {
+        let raw = library.into_raw();
+        // SAFETY: `raw` was just returned by `into_raw` of an open library, and is taken back
+        // exactly once.
+        let library = unsafe { Unix::from_raw(raw) };
+        (libloading::Library::from(library), raw as usize)
+    })
+}
+
+/// The object `address` lies in: the loader's handle of it (its `link_map`, which is what
+/// `dlopen` returns on glibc) and the loader's name of it; `None` where the loader cannot tell.
+#[cfg(target_env = "gnu")]
+pub(crate) fn object_of(address: *const c_void) -> Option<(usize, CString)> {
+    /// glibc's `RTLD_DL_LINKMAP` (dlfcn.h), which the `libc` crate does not declare.
+    const RTLD_DL_LINKMAP: libc::c_int = 2;
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    let mut link_map: *mut c_void = std::ptr::null_mut();
+    // SAFETY: `dladdr1` only reads the loader's tables; `address` is a symbol the loader
+    // resolved in an open library; both out-pointers are writable, and with RTLD_DL_LINKMAP
+    // the extra one receives a `struct link_map *`.
+    let found = unsafe { libc::dladdr1(address, info.as_mut_ptr(), &mut link_map, RTLD_DL_LINKMAP) };
+    if found == 0 || link_map.is_null() {
+        return None;
+    }
+    // SAFETY: `dladdr1` succeeded, so it filled `info` (zeroed before: a pointer is either set
+    // or NULL).
+    let name = unsafe { info.assume_init() }.dli_fname;
+    // SAFETY: a non-NULL `dli_fname` is the loader's NUL-terminated name of the object, valid
+    // while it is loaded; it is copied at once.
+    let name = (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_owned());
+    Some((link_map as usize, name.unwrap_or_default()))
+}
+
+/// Without glibc's `dladdr1` the loader cannot say which object a symbol lies in.
+#[cfg(not(target_env = "gnu"))]
+pub(crate) fn object_of(_: *const c_void) -> Option<(usize, CString)> {
+    None
+}
+
+/// This process's effective user.
+pub(crate) fn effective_uid() -> u32 {
+    // SAFETY: `geteuid` has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Whether this process runs with elevated rights given by its executable (set-user-ID,
+/// set-group-ID, file capabilities): the platform loader's `AT_SECURE`.
+pub(crate) fn secure_execution() -> bool {
+    // SAFETY: `getauxval` only reads the auxiliary vector the kernel gave the process.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
+/// What makes two paths the same library to the platform loader: the device and inode
+/// (glibc matches an already-loaded object by them, so a hard link is the same library).
+pub(crate) type Identity = FileId;
+
+/// The file `metadata` describes.
+pub(crate) fn file_id(metadata: &std::fs::Metadata) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    Some(FileId {
+        dev: metadata.dev(),
+        ino: metadata.ino(),
+    })
+}
+
+/// The identity of the file at `path`, whose `metadata` (symlinks followed) is given.
+pub(crate) fn identity(_path: &std::path::Path, metadata: &std::fs::Metadata) -> Identity {
+    use std::os::unix::fs::MetadataExt;
+    FileId {
+        dev: metadata.dev(),
+        ino: metadata.ino(),
+    }
+}
+
+/// The identity of a file the trust check passed.
+pub(crate) fn checked_identity(id: FileId) -> Identity {
+    id
+}
+
+/// Whether opening a checked path failed because the file was replaced: removed (an
+/// installer that unlinks first) or turned into a symlink or something else.
+pub(crate) fn is_replacement(error: &io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::ENOENT | libc::ELOOP | libc::ENXIO | libc::EISDIR)
+    )
+}
+
+/// Opens without following a symlink in the last component, and without blocking on a FIFO.
+pub(crate) fn no_follow(options: &mut std::fs::OpenOptions) {
+    options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+}

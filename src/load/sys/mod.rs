@@ -1,0 +1,35 @@
+//! The platform layer: every call into the platform loader and the C library that the
+//! loading side makes, one module per platform behind one alias, `imp` (as libloading's
+//! `os::unix` and `os::windows`). The rest of the crate calls these functions and keeps no
+//! `cfg` of its own for them; the `unsafe` of the FFI sits here, in small files that allow it.
+//!
+//! - `linux`: the loader is given the checked descriptor (`/proc/self/fd/N`: I9 and "The
+//!   identity guarantee" in `docs::internals`), asked which object a symbol lies in
+//!   (`dladdr1`) and whether a closed library stayed (`RTLD_NOLOAD`); `geteuid`, `getauxval`.
+//! - `other`: every other platform: the loader is given the resolved path, and what the
+//!   platform cannot tell is `None`.
+//! - `walk`: the `openat` walk of the trust check, on Unix.
+
+#[cfg(target_os = "linux")]
+pub(crate) mod linux;
+#[cfg(target_os = "linux")]
+pub(crate) use linux as imp;
+#[cfg(not(target_os = "linux"))]
+pub(crate) mod other;
+#[cfg(not(target_os = "linux"))]
+pub(crate) use other as imp;
+
+#[cfg(unix)]
+pub(crate) mod walk;
+
+pub(crate) use imp::{Identity, checked_identity, file_id, identity, is_replacement, no_follow};
+
+/// A file as the platform tells files apart: its device and inode. The crate's one spelling
+/// of (dev, ino): what the trust check passed, what the registry finds an instance by (I9,
+/// `docs::internals`), what makes two paths one plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(not(unix), allow(dead_code))]
+pub(crate) struct FileId {
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+}

@@ -1,0 +1,188 @@
+//! Every platform but Linux: the loader is given the resolved path, and a mapping cannot be
+//! looked for. dylease is built and type-checked there, not tested: a library loads through
+//! the platform loader, without the identity guarantee of Linux's `/proc/self/fd`.
+// `unsafe` here: the calls into the platform loader and libc.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::path::PathBuf;
+
+use super::FileId;
+
+#[derive(Debug, Default)]
+pub(crate) struct Names;
+
+/// The name to give the loader for the checked `file`, found at `resolved` (symlinks
+/// resolved); `origin`: whether its run paths or needed names use `$ORIGIN`.
+pub(crate) fn name(
+    _file: &std::fs::File,
+    resolved: &std::path::Path,
+    _origin: bool,
+    _strict: bool,
+) -> io::Result<(PathBuf, Names)> {
+    Ok((resolved.to_owned(), Names))
+}
+
+/// Nothing to record.
+///
+/// # Safety
+///
+/// None needed: nothing is read.
+pub(crate) unsafe fn opened(_: &mut Names, _: usize) {}
+
+/// The loader was given the path: it cannot be compared.
+pub(crate) fn maps_checked_file(_: &Names) -> Option<bool> {
+    None
+}
+
+/// The loader's list cannot be asked here.
+pub(crate) fn still_mapped(_: &Names) -> Option<bool> {
+    None
+}
+
+/// No descriptor was given to the loader.
+pub(crate) fn release(_: Names, _: Option<bool>) {}
+
+pub(crate) fn descriptor_hint(_: &io::Error) -> &'static str {
+    ""
+}
+
+/// `EMFILE`, the error of a process out of file descriptors.
+#[cfg(unix)]
+pub(crate) const EMFILE: i32 = libc::EMFILE;
+/// `EMFILE`, the error of a process out of file descriptors (the C runtime's value).
+#[cfg(not(unix))]
+pub(crate) const EMFILE: i32 = 24;
+
+/// Opens the library at `name`, and returns it with the loader's handle of it.
+///
+/// # Safety
+///
+/// Opening a library runs its initialisation routines (and closing it later runs its
+/// termination routines): the caller vouches for that code.
+#[cfg(unix)]
+pub(crate) unsafe fn open(name: &std::path::Path) -> Result<(libloading::Library, usize), libloading::Error> {
+    use libloading::os::unix::{Library as Unix, RTLD_LOCAL, RTLD_NOW};
+    // SAFETY: the caller vouches for the library's initialisation routines.
+    unsafe { Unix::open(Some(name), RTLD_NOW | RTLD_LOCAL) }.map(|library| {
+        let raw = library.into_raw();
+        // SAFETY: `raw` was just returned by `into_raw` of an open library, and is taken back
+        // exactly once.
+        let library = unsafe { Unix::from_raw(raw) };
+        (libloading::Library::from(library), raw as usize)
+    })
+}
+
+/// Opens the library at `name`, and returns it with the loader's handle of it.
+///
+/// # Safety
+///
+/// Opening a library runs its initialisation routines (and closing it later runs its
+/// termination routines): the caller vouches for that code.
+#[cfg(windows)]
+pub(crate) unsafe fn open(name: &std::path::Path) -> Result<(libloading::Library, usize), libloading::Error> {
+    // SAFETY: the caller vouches for the library's initialisation routines.
+    unsafe { libloading::os::windows::Library::new(name) }.map(|library| {
+        let raw = library.into_raw();
+        // SAFETY: as on Unix: the module handle is taken back exactly once.
+        let library = unsafe { libloading::os::windows::Library::from_raw(raw) };
+        (libloading::Library::from(library), raw as usize)
+    })
+}
+
+/// The loader cannot say here which object a symbol lies in.
+pub(crate) fn object_of(_: *const std::ffi::c_void) -> Option<(usize, std::ffi::CString)> {
+    None
+}
+
+/// This process's effective user.
+#[cfg(unix)]
+pub(crate) fn effective_uid() -> u32 {
+    // SAFETY: `geteuid` has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Whether this process runs with elevated rights given by its executable: not known here.
+pub(crate) fn secure_execution() -> bool {
+    false
+}
+
+/// What makes two paths the same library to the platform loader: on Unix the device and
+/// inode, elsewhere the path.
+#[cfg(unix)]
+pub(crate) type Identity = FileId;
+/// What makes two paths the same library to the platform loader: on Unix the device and
+/// inode, elsewhere the path.
+#[cfg(not(unix))]
+pub(crate) type Identity = PathBuf;
+
+/// The file `metadata` describes.
+#[cfg(unix)]
+pub(crate) fn file_id(metadata: &std::fs::Metadata) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    Some(FileId {
+        dev: metadata.dev(),
+        ino: metadata.ino(),
+    })
+}
+
+/// The file `metadata` describes: not known here.
+#[cfg(not(unix))]
+pub(crate) fn file_id(_: &std::fs::Metadata) -> Option<FileId> {
+    None
+}
+
+/// The identity of the file at `path`, whose `metadata` (symlinks followed) is given.
+#[cfg(unix)]
+pub(crate) fn identity(_path: &std::path::Path, metadata: &std::fs::Metadata) -> Identity {
+    use std::os::unix::fs::MetadataExt;
+    FileId {
+        dev: metadata.dev(),
+        ino: metadata.ino(),
+    }
+}
+
+/// The identity of the file at `path`: its canonical path.
+#[cfg(not(unix))]
+pub(crate) fn identity(path: &std::path::Path, _metadata: &std::fs::Metadata) -> Identity {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// The identity of a file the trust check passed.
+#[cfg(unix)]
+pub(crate) fn checked_identity(id: FileId) -> Identity {
+    id
+}
+
+/// The identity of a file the trust check passed: never asked where it has no (dev, ino).
+#[cfg(not(unix))]
+pub(crate) fn checked_identity(_: FileId) -> Identity {
+    PathBuf::new()
+}
+
+/// Whether opening a checked path failed because the file was replaced: removed (an
+/// installer that unlinks first) or turned into a symlink or something else.
+#[cfg(unix)]
+pub(crate) fn is_replacement(error: &io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::ENOENT | libc::ELOOP | libc::ENXIO | libc::EISDIR)
+    )
+}
+
+/// Whether opening a checked path failed because the file was replaced: not known here.
+#[cfg(not(unix))]
+pub(crate) fn is_replacement(_: &io::Error) -> bool {
+    false
+}
+
+/// Opens without following a symlink in the last component, and without blocking on a FIFO.
+#[cfg(unix)]
+pub(crate) fn no_follow(options: &mut std::fs::OpenOptions) {
+    use std::os::unix::fs::OpenOptionsExt;
+    options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+}
+
+/// Opens as the platform does by default.
+#[cfg(not(unix))]
+pub(crate) fn no_follow(_: &mut std::fs::OpenOptions) {}

@@ -1,0 +1,166 @@
+//! The system calls of the walk: `openat`, `fstat`, `fstatat` and `readlinkat` on
+//! descriptors, so that each step looks at exactly the inode the previous one led to.
+//! The trust check (`load::trust`) walks a path with them (Unix).
+// `unsafe` here: the system calls of the walk.
+#![allow(unsafe_code)]
+
+use std::ffi::{CString, OsStr, OsString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
+
+use crate::load::candidate::FileId;
+
+/// Opens a directory only to walk through it and `fstat` it: no read permission needed.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const SEARCH: libc::c_int = libc::O_PATH;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const SEARCH: libc::c_int = libc::O_RDONLY;
+
+/// A directory the walk passed: its resolved path, an open descriptor and its status.
+#[derive(Debug)]
+pub(crate) struct Dir {
+    pub(crate) path: PathBuf,
+    fd: OwnedFd,
+    pub(crate) stat: Stat,
+}
+
+impl Dir {
+    pub(crate) fn root() -> io::Result<Dir> {
+        let fd = open_at(libc::AT_FDCWD, OsStr::new("/"), SEARCH | libc::O_DIRECTORY)?;
+        let stat = fstat(&fd)?;
+        Ok(Dir {
+            path: PathBuf::from("/"),
+            fd,
+            stat,
+        })
+    }
+
+    /// The directory `name` in `parent`, not following a symlink.
+    pub(crate) fn open_at(parent: &Dir, name: &OsStr, path: PathBuf) -> io::Result<Dir> {
+        let fd = open_at(
+            parent.fd.as_raw_fd(),
+            name,
+            SEARCH | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+        )?;
+        let stat = fstat(&fd)?;
+        Ok(Dir { path, fd, stat })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    File,
+    Directory,
+    Symlink,
+    Other,
+}
+
+/// What `fstat` says about a file.
+#[derive(Debug)]
+pub(crate) struct Stat(libc::stat);
+
+impl Stat {
+    pub(crate) fn kind(&self) -> Kind {
+        match self.0.st_mode & libc::S_IFMT {
+            libc::S_IFREG => Kind::File,
+            libc::S_IFDIR => Kind::Directory,
+            libc::S_IFLNK => Kind::Symlink,
+            _ => Kind::Other,
+        }
+    }
+
+    pub(crate) fn owner(&self) -> u32 {
+        self.0.st_uid
+    }
+
+    // `st_mode` is a `u16` on some platforms (macOS).
+    #[allow(clippy::useless_conversion)]
+    pub(crate) fn mode(&self) -> u32 {
+        u32::from(self.0.st_mode) & 0o7777
+    }
+
+    #[allow(clippy::unnecessary_cast)]
+    pub(crate) fn id(&self) -> FileId {
+        // The field types differ between platforms; both fit in 64 bits.
+        FileId {
+            dev: self.0.st_dev as u64,
+            ino: self.0.st_ino as u64,
+        }
+    }
+}
+
+fn c_name(name: &OsStr) -> io::Result<CString> {
+    CString::new(name.as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the name holds a NUL byte"))
+}
+
+fn open_at(dir: libc::c_int, name: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    let name = c_name(name)?;
+    // SAFETY: `name` is NUL-terminated and outlives the call; `dir` is an open
+    // descriptor or `AT_FDCWD`. Opening a directory or a path runs no code.
+    let fd = unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `openat` just returned this descriptor, and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn fstat(fd: &OwnedFd) -> io::Result<Stat> {
+    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `fd` is open and `stat` is writable memory of the right type.
+    if unsafe { libc::fstat(fd.as_raw_fd(), stat.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fstat` succeeded, so it filled `stat`.
+    Ok(Stat(unsafe { stat.assume_init() }))
+}
+
+/// The status of `name` in `dir`, not following a symlink.
+pub(crate) fn stat_at(dir: &Dir, name: &OsStr) -> io::Result<Stat> {
+    let name = c_name(name)?;
+    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `dir.fd` is open, `name` is NUL-terminated, `stat` is writable.
+    let done = unsafe {
+        libc::fstatat(
+            dir.fd.as_raw_fd(),
+            name.as_ptr(),
+            stat.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if done != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fstatat` succeeded, so it filled `stat`.
+    Ok(Stat(unsafe { stat.assume_init() }))
+}
+
+/// The target of the symlink `name` in `dir`.
+pub(crate) fn read_link_at(dir: &Dir, name: &OsStr) -> io::Result<OsString> {
+    let name = c_name(name)?;
+    let mut buffer = vec![0u8; 256];
+    loop {
+        // SAFETY: `dir.fd` is open, `name` is NUL-terminated, and `buffer` has
+        // `buffer.len()` writable bytes.
+        let len = unsafe {
+            libc::readlinkat(
+                dir.fd.as_raw_fd(),
+                name.as_ptr(),
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+            )
+        };
+        let Ok(len) = usize::try_from(len) else {
+            return Err(io::Error::last_os_error());
+        };
+        if len < buffer.len() {
+            buffer.truncate(len);
+            return Ok(OsString::from_vec(buffer));
+        }
+        // The target may have been cut: read again with room to spare.
+        let longer = buffer.len() * 4;
+        buffer.resize(longer, 0);
+    }
+}
