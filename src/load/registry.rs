@@ -427,10 +427,15 @@ impl<O: Opener> Registry<O> {
             },
         };
         state.waiters += 1;
-        let mut state = match left {
+        let wait = || match left {
             None => self.changed.wait(state),
             Some(left) => self.changed.wait_timeout(state, left),
         };
+        // The thread waited for may need the GIL (a Python instance's teardown).
+        #[cfg(feature = "python")]
+        let mut state = crate::python::detached(wait);
+        #[cfg(not(feature = "python"))]
+        let mut state = wait();
         state.waiters -= 1;
         Ok(state)
     }

@@ -38,6 +38,8 @@ mod observability;
 mod panic_abort;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod policy;
+#[cfg(all(target_os = "linux", target_env = "gnu", feature = "python"))]
+mod python;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod reload;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
