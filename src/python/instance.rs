@@ -157,7 +157,7 @@ impl Opener for PyOpener {
                 execute.call1((private.as_str(), staged.default_name, staged.files, staged.package))
             });
             let (module, api) = executed
-                .and_then(|pair| pair.extract::<(Py<PyModule>, Py<PyAny>)>().map_err(Into::into))
+                .and_then(|pair| pair.extract::<(Py<PyModule>, Py<PyAny>)>())
                 .map_err(|error| plugin_failed(&origin, "importing it", py, &error))?;
             Ok(PyModuleInstance {
                 handle,

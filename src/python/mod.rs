@@ -18,10 +18,12 @@
 //! of this, run inside the interpreter, is `bootstrap.py`.
 //!
 //! A Python pass is an ordinary [`PassInfo`](crate::PassInfo) with its callable attached;
-//! its function pointer is a placeholder that does nothing, and the native lookups refuse it
-//! ([`Lease::get`](crate::Lease::get) names it a Python pass, and [`Lease::passes_of`]
-//! (crate::Lease::passes_of) does not list it, because the index keys Python passes apart,
-//! [`index_key`]).
+//! its function pointer is a placeholder that does nothing, and the native lookups refuse it:
+//! [`Lease::get`](crate::Lease::get) names it a Python pass, and
+//! [`Lease::passes_of`](crate::Lease::passes_of) does not list it, because the index keys
+//! Python passes apart ([`index_key`]). Calling one through the `unsafe`
+//! [`Lease::pass`](crate::Lease::pass) breaks that function's contract (a Python pass has no
+//! native signature).
 //!
 //! The interpreter ([`interpreter`]) is the process's if it has one, and otherwise started
 //! once; dylease never finalises it. Every wait on dylease's own locks gives the GIL up

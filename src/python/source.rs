@@ -280,12 +280,12 @@ impl PyCandidate {
             let (name, version) = helpers
                 .getattr("identity")
                 .and_then(|identity| identity.call1((&module, &api)))
-                .and_then(|pair| pair.extract::<(String, String)>().map_err(Into::into))
+                .and_then(|pair| pair.extract::<(String, String)>())
                 .map_err(failed)?;
             let passes = helpers
                 .getattr("register")
                 .and_then(|register| register.call1((&module, &api)))
-                .and_then(|passes| passes.extract::<Vec<(String, String, Py<PyAny>)>>().map_err(Into::into))
+                .and_then(|passes| passes.extract::<Vec<(String, String, Py<PyAny>)>>())
                 .map_err(|error| plugin_failed(&origin, "registering its passes", py, &error))?;
             Ok::<_, Error>((name, version, passes))
         })?;
