@@ -176,9 +176,10 @@ def register(module, api):
 def unload(private, module, api):
     """Removes the instance's modules; returns weak references to every module object, for
     `settle`."""
-    refs = [weakref.ref(sys.modules[name]) for name in _private_names(private)]
-    if not any(ref() is module for ref in refs):
-        refs.append(weakref.ref(module))
+    refs = []
+    for obj in [module] + [sys.modules[name] for name in _private_names(private)]:
+        if isinstance(obj, types.ModuleType) and not any(ref() is obj for ref in refs):
+            refs.append(weakref.ref(obj))
     api._state["passes"].clear()
     _forget(private)
     return refs
