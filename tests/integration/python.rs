@@ -526,3 +526,23 @@ fn dylease_check_lists_python_plugins_and_names_the_line_of_an_import_error() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_python_failure_unloads_the_native_libraries_of_the_set() {
+    let dir = TestDir::new("py-native");
+    let lib = dir.add("stateful", "libstateful.so");
+    let file = write(dir.path(), "broken.py", "def on_load():\n    raise OSError('no device')\n");
+    let host = PluginHost::builder();
+    // SAFETY: the test's own plugins.
+    let host = unsafe { host.file(&lib).python_file(&file) }.build().unwrap();
+    let error = host.acquire().unwrap_err().to_string();
+    assert!(error.contains("on_load raised OSError: no device") && error.contains("line 2"), "{error}");
+    crate::support::assert_unloaded(&lib);
+    assert!(modules_from(dir.path()).is_empty());
+    write(dir.path(), "broken.py", &counter("ok", 1));
+    let lease = host.acquire().unwrap();
+    crate::support::assert_loaded(&lib);
+    assert_eq!(lease.plugins().len(), 2);
+    drop(lease);
+    crate::support::assert_unloaded(&lib);
+}
