@@ -531,12 +531,19 @@ fn dylease_check_lists_python_plugins_and_names_the_line_of_an_import_error() {
 fn a_python_failure_unloads_the_native_libraries_of_the_set() {
     let dir = TestDir::new("py-native");
     let lib = dir.add("stateful", "libstateful.so");
-    let file = write(dir.path(), "broken.py", "def on_load():\n    raise OSError('no device')\n");
+    let file = write(
+        dir.path(),
+        "broken.py",
+        "def on_load():\n    raise OSError('no device')\n",
+    );
     let host = PluginHost::builder();
     // SAFETY: the test's own plugins.
     let host = unsafe { host.file(&lib).python_file(&file) }.build().unwrap();
     let error = host.acquire().unwrap_err().to_string();
-    assert!(error.contains("on_load raised OSError: no device") && error.contains("line 2"), "{error}");
+    assert!(
+        error.contains("on_load raised OSError: no device") && error.contains("line 2"),
+        "{error}"
+    );
     crate::support::assert_unloaded(&lib);
     assert!(modules_from(dir.path()).is_empty());
     write(dir.path(), "broken.py", &counter("ok", 1));
@@ -545,4 +552,23 @@ fn a_python_failure_unloads_the_native_libraries_of_the_set() {
     assert_eq!(lease.plugins().len(), 2);
     drop(lease);
     crate::support::assert_unloaded(&lib);
+}
+
+#[test]
+fn a_module_kept_alive_from_outside_is_reported_after_unload() {
+    crate::logger::install();
+    let dir = TestDir::new("py-survivor");
+    let file = write(
+        dir.path(),
+        "clingy.py",
+        "import sys\nimport json\nsys.modules['json'].__dict__.setdefault('_kept', []).append(sys.modules[__name__])\n",
+    );
+    drop(host_of_file(&file).acquire().unwrap());
+    let warnings = crate::logger::records(log::Level::Warn, &format!("plugin file `{}` stays", file.display()));
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("_dylease."), "names the module: {}", warnings[0]);
+    Python::attach(|py| {
+        let json = py.import("json").unwrap();
+        json.getattr("_kept").unwrap().call_method0("clear").unwrap();
+    });
 }
