@@ -89,9 +89,12 @@ pub(crate) fn plan(sources: &[Source]) -> Result<Vec<Planned<'_>>, Error> {
     }
     // Python plugins load after the native and static ones, in the order of their sources.
     #[cfg(feature = "python")]
-    for source in sources {
-        if let Source::Python(source) = source {
-            crate::python::source::plan(source, &mut plan)?;
+    {
+        let mut seen = HashSet::new();
+        for source in sources {
+            if let Source::Python(source) = source {
+                crate::python::source::plan(source, &mut plan, &mut seen)?;
+            }
         }
     }
     Ok(plan)

@@ -41,7 +41,9 @@
 //! the same teardown closed; then, under the lock: unmark and wake.
 //!
 //! The protocol is generic over an [`Opener`], so that the loom tests below can replace
-//! `dlopen` with a model of the platform loader and check I1 and I7 with two hosts.
+//! `dlopen` with a model of the platform loader and check I1 and I7 with two hosts, and so that
+//! the `python` feature's instances (one execution of a Python plugin's module) follow the same
+//! rules with an opener of their own (`python::instance`).
 
 // `Identity` is `Copy` on Unix and a path elsewhere: one spelling for both.
 #![allow(clippy::clone_on_copy)]

@@ -1,6 +1,7 @@
 //! Python plugin sources: discovery (files, directories, packages, a path variable), the trust
 //! check of every file, and reading the sources from the checked descriptors.
 
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read};
@@ -54,8 +55,21 @@ struct PyFile {
     candidate: Candidate,
 }
 
-/// The plugins of `source` in load order, appended to `plan`.
-pub(crate) fn plan(source: &PySource, plan: &mut Vec<Planned<'_>>) -> Result<(), Error> {
+/// The plugins of `source` in load order, appended to `plan`; a plugin reached twice (listed
+/// twice, or through a symlink) is planned once, where it first appears (`seen`).
+pub(crate) fn plan(source: &PySource, plan: &mut Vec<Planned<'_>>, seen: &mut HashSet<Identity>) -> Result<(), Error> {
+    let mut found = Vec::new();
+    plan_all(source, &mut found)?;
+    plan.extend(found.into_iter().filter(|planned| match planned {
+        // `Identity` is `Copy` on Unix and a path elsewhere: one spelling for both.
+        #[allow(clippy::clone_on_copy)]
+        Planned::Python(candidate) => seen.insert(candidate.identity.clone()),
+        _ => true,
+    }));
+    Ok(())
+}
+
+fn plan_all(source: &PySource, plan: &mut Vec<Planned<'_>>) -> Result<(), Error> {
     match source {
         PySource::Dir(dir) => in_dir(dir, plan),
         PySource::File(path) => plan.push(planned(plugin(path))),

@@ -572,3 +572,16 @@ fn a_module_kept_alive_from_outside_is_reported_after_unload() {
         json.getattr("_kept").unwrap().call_method0("clear").unwrap();
     });
 }
+
+#[test]
+fn a_plugin_listed_twice_loads_once() {
+    let dir = TestDir::new("py-twice");
+    let file = write(dir.path(), "counter.py", &counter("twice", 1));
+    let host = PluginHost::builder();
+    // SAFETY: the test's own plugin.
+    let host = unsafe { host.python_file(&file).python_dir(dir.path()) }
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.plugins().len(), 1);
+}
