@@ -585,3 +585,22 @@ fn a_plugin_listed_twice_loads_once() {
     let lease = host.acquire().unwrap();
     assert_eq!(lease.plugins().len(), 1);
 }
+
+#[test]
+fn skip_failed_leaves_a_broken_python_plugin_out() {
+    let dir = TestDir::new("py-skip");
+    write(dir.path(), "a.py", "raise ImportError('missing numpy')\n");
+    write(dir.path(), "b.py", &counter("b", 2));
+    let host = PluginHost::builder().policy(dylease::LoadPolicy::SkipFailed);
+    // SAFETY: the test's own plugins.
+    let host = unsafe { host.python_dir(dir.path()) }.build().unwrap();
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.plugins().iter().map(|p| p.name()).collect::<Vec<_>>(), ["b"]);
+    assert_eq!(lease.failures().len(), 1);
+    assert!(lease.failures()[0].to_string().contains("missing numpy"));
+    assert!(
+        modules_from(dir.path())
+            .iter()
+            .all(|name| !lease.failures()[0].to_string().contains(name))
+    );
+}
