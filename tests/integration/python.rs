@@ -598,9 +598,5 @@ fn skip_failed_leaves_a_broken_python_plugin_out() {
     assert_eq!(lease.plugins().iter().map(|p| p.name()).collect::<Vec<_>>(), ["b"]);
     assert_eq!(lease.failures().len(), 1);
     assert!(lease.failures()[0].to_string().contains("missing numpy"));
-    assert!(
-        modules_from(dir.path())
-            .iter()
-            .all(|name| !lease.failures()[0].to_string().contains(name))
-    );
+    assert_eq!(modules_from(dir.path()).len(), 1, "only b's module is left");
 }
