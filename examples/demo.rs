@@ -11,7 +11,9 @@
 //! (`examples/plugins/fusion.c`) with the system C compiler, C++ (`examples/plugins/layout*.cpp`,
 //! two translation units, with a singleton, a `std::string`, a `thread_local` and an exception)
 //! with the system C++ compiler, and Rust (`examples/plugins/folding.rs`, the crate
-//! `examples/rust-plugin`) with a nested `cargo build`.
+//! `examples/rust-plugin`) with a nested `cargo build`. With the `python` feature
+//! (`cargo run -p dylease-demo --features python`) the hosts also load a Python pass,
+//! `examples/plugins/simplify.py`, into the same sets.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -58,7 +60,74 @@ fn run_all_passes(lease: &Lease, graph: &mut Graph) -> usize {
             })
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
+    }) + python::run(lease, graph)
+}
+
+/// The Python pass of the demo (the `python` feature): `examples/plugins/simplify.py`.
+#[cfg(feature = "python")]
+mod python {
+    use std::path::Path;
+
+    use dylease::{HostBuilder, Lease, PyInterface};
+
+    use super::Graph;
+
+    /// The signature of the demo's Python passes: the graph's counters in, new ones out.
+    struct GraphPyPass;
+    impl PyInterface for GraphPyPass {
+        const ID: &'static str = "demo.graph_py_pass/1";
+        type Args = (i32, i32);
+        type Output = (i32, i32);
+    }
+
+    /// Copies the Python pass next to the libraries.
+    pub(crate) fn install(sources: &Path, dir: &Path) -> Result<(), String> {
+        println!("  Py    examples/plugins/simplify.py                       -> simplify.py");
+        std::fs::copy(sources.join("simplify.py"), dir.join("simplify.py"))
+            .map(drop)
+            .map_err(|e| format!("cannot copy simplify.py: {e}"))
+    }
+
+    /// The builder with the Python plugins of `dir` too.
+    pub(crate) fn with_python(builder: HostBuilder, dir: &Path) -> HostBuilder {
+        // SAFETY: the directory holds the example plugins this program just installed.
+        unsafe { builder.python_dir(dir) }
+    }
+
+    /// Runs every Python pass of the lease over `graph`; returns how many ran.
+    pub(crate) fn run(lease: &Lease, graph: &mut Graph) -> usize {
+        let mut ran = 0;
+        for pass in lease.py_passes_of::<GraphPyPass>() {
+            match pass.call((graph.nodes, graph.rewrites)) {
+                Ok((nodes, rewrites)) => (graph.nodes, graph.rewrites) = (nodes, rewrites),
+                Err(error) => eprintln!("{error}"),
+            }
+            ran += 1;
+        }
+        ran
+    }
+}
+
+/// Without the `python` feature: no Python pass.
+#[cfg(not(feature = "python"))]
+mod python {
+    use std::path::Path;
+
+    use dylease::{HostBuilder, Lease};
+
+    use super::Graph;
+
+    pub(crate) fn install(_: &Path, _: &Path) -> Result<(), String> {
+        Ok(())
+    }
+
+    pub(crate) fn with_python(builder: HostBuilder, _: &Path) -> HostBuilder {
+        builder
+    }
+
+    pub(crate) fn run(_: &Lease, _: &mut Graph) -> usize {
+        0
+    }
 }
 
 /// One line per plugin of the lease: name, version, passes, and whether its file predicts
@@ -120,6 +189,7 @@ fn build_plugins() -> Result<(PathBuf, Vec<PathBuf>), String> {
 
     println!("  Rust  examples/plugins/folding.rs (cargo build)         -> libfolding.so");
     libs.push(build_rust_plugin(&dir.join("libfolding.so"))?);
+    python::install(&sources, &dir)?;
     Ok((dir, libs))
 }
 
@@ -166,14 +236,16 @@ impl log::Log for Logger {
 /// The graph session: a component with a host of its own, alive for the whole program.
 fn session_host(dir: &Path) -> Result<PluginHost, dylease::Error> {
     // SAFETY: the directory holds the example plugins this program just built.
-    unsafe { PluginHost::builder().name("graph-session").dir(dir) }.build()
+    let builder = unsafe { PluginHost::builder().name("graph-session").dir(dir) };
+    python::with_python(builder, dir).build()
 }
 
 /// One single-op compile: another component, which builds its own host over the same
 /// directory, compiles one operator and drops everything. Returns what it did.
 fn single_op_compile(dir: &Path, op: i32) -> Result<String, dylease::Error> {
     // SAFETY: as for the session.
-    let host = unsafe { PluginHost::builder().name(format!("single-op-{op}")).dir(dir) }.build()?;
+    let builder = unsafe { PluginHost::builder().name(format!("single-op-{op}")).dir(dir) };
+    let host = python::with_python(builder, dir).build()?;
     let lease = host.acquire()?;
     let before = Graph {
         nodes: 8 * op,

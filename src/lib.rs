@@ -109,6 +109,14 @@ mod load;
 #[cfg(feature = "host")]
 mod sync;
 
+// Python passes: the whole feature lives in src/python/.
+#[cfg(feature = "python")]
+mod python;
+#[cfg(feature = "python")]
+pub use pyo3;
+#[cfg(feature = "python")]
+pub use python::{PyInterface, PyPass};
+
 #[cfg(feature = "host")]
 pub use host::{
     GLOBAL_PATH_VAR, HostBuilder, Lease, OwnedPass, Pass, PluginHost, PluginSet, Stats, UnloadPolicy, WeakLease,

@@ -165,6 +165,67 @@
 //! it also works with a host that speaks only version 1. Descriptors of any other version
 //! (0, 3, …) are refused with [`Error::AbiMismatch`](crate::Error::AbiMismatch).
 //!
+//! # In Python (the `python` feature)
+//!
+//! With the crate feature `python` (off by default; it embeds CPython through
+//! [`pyo3`](https://docs.rs/pyo3), re-exported as `dylease::pyo3`), a host also loads Python
+//! plugins: `.py` files and packages, given with `HostBuilder::python_dir`, `python_file` or
+//! `python_env` (a `:`-separated list of files and directories). In a directory, each `*.py`
+//! file and each package (a subdirectory with `__init__.py`) is a plugin; names starting with
+//! `_` or `.` are not; they load in byte order of their file names, after the host's native
+//! and static plugins, into the same sets: one lease holds both kinds.
+//!
+//! ```python
+//! import dylease                          # the host's module, importable only by plugins
+//! dylease.plugin("fusion", "1.2")         # optional: name (default: the file stem), version
+//!
+//! @dylease.typed_pass("fuse_add", "ge.fusion_pass/1")
+//! def fuse_add(graph):
+//!     return True
+//!
+//! def on_load(): ...        # optional: once per instance, before its first registration
+//! def on_unload(): ...      # optional: once per instance, after the last set using it
+//! def register_passes(reg): # optional: if defined, called once per set instead of the list
+//!     reg.add_typed_pass("fuse_add", "ge.fusion_pass/1", fuse_add)
+//!     # reg.report("why"); return False    (or raise) fails the plugin
+//! ```
+//!
+//! The host declares the pass signature as a `PyInterface` (argument tuple, output type) and
+//! calls a pass through `Lease::get_py::<I>(name)?.call(args)` or `Lease::py_passes_of::<I>()`.
+//! An exception, or a return value that does not convert, is an error naming the pass, its
+//! file, the exception and the file and line it was raised at.
+//!
+//! The rules are the native ones:
+//!
+//! - **An instance is one execution of the module**, shared process-wide: every host and
+//!   generation loading the same unchanged plugin shares it, with one `on_load` and one
+//!   `on_unload`. A changed plugin (any of its files) is a new instance beside the draining old
+//!   one. Each instance lives under a private module name (`_dylease.<n>`, a package's
+//!   submodules below it), never its bare name and never on `sys.path`, so a package's relative
+//!   imports resolve inside the instance and every file runs afresh in a new instance.
+//! - **Unload**: `on_unload`, then the set's callables and the module objects go, the private
+//!   names leave `sys.modules`, `gc.collect()` runs, and weak references check that the
+//!   modules are gone; one that survives (held by a global elsewhere) is logged as a warning,
+//!   as a pinned library is. What cannot be undone: C extensions a plugin imported stay
+//!   loaded (CPython never unloads them), threads it started keep running, and changes it made
+//!   to other modules (monkey-patches, registrations in other libraries) stay.
+//! - **Failure atomicity**: an exception at import, in `on_load` or in `register_passes`, a
+//!   `report` with `False`, or a pass name another plugin (of any kind) registered fails the
+//!   load naming the file (and line); the modules it imported are removed, the instances it
+//!   created torn down, and the native plugins of the same set unloaded.
+//! - **Trust**: under `TrustPolicy::Strict` the `.py` file (for a package, every file in it)
+//!   passes the native checks, the source is read from the checked descriptor and compiled
+//!   from memory (`compile(src, path, "exec")`), so no `__pycache__` is read or written.
+//!   Python code runs with the process's full rights, as a native plugin does.
+//! - **The interpreter** is the process's if it has one (dylease used from a Python
+//!   extension), otherwise dylease initialises it once. It is never finalised: CPython cannot
+//!   safely be initialised again after `Py_Finalize`, and whoever embedded it owns its
+//!   shutdown. Passes take the GIL for their call; dylease gives the GIL up while it waits on
+//!   its own locks, so a pass may call `acquire()` while another thread loads a set.
+//! - Python sources are not watched by `HostBuilder::watch`. `dylease check` built with the
+//!   `python` feature checks `.py` files, packages and the Python plugins of a directory, and
+//!   names the file and line of an import error.
+//!
 //! # Checking plugins
 //!
 //! With the `cli` feature, the `dylease` command loads plugin files and directories exactly

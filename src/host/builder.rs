@@ -89,6 +89,13 @@ impl HostBuilder {
         self
     }
 
+    /// Adds a source (the Python sources of `crate::python`).
+    #[cfg(feature = "python")]
+    pub(crate) fn source(mut self, source: Source) -> Self {
+        self.sources.push(source);
+        self
+    }
+
     /// A plugin compiled into the host: `register` is called at each load, like a library
     /// plugin's `register_passes`, and may add passes and unload hooks. A panic in it is
     /// caught and fails the load with [`Error::Panicked`].

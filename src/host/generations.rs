@@ -234,13 +234,18 @@ impl Generations {
         deadline: Option<Instant>,
         waited: Waited,
     ) -> Result<MutexGuard<'a, Life>, Error> {
-        match deadline {
+        let wait = || match deadline {
             None => Ok(self.changed.wait(life)),
             Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
                 Some(left) if !left.is_zero() => Ok(self.changed.wait_timeout(life, left)),
                 _ => Err(Error::TimedOut { waited }),
             },
-        }
+        };
+        // The thread waited for may need the GIL (a load of Python plugins).
+        #[cfg(feature = "python")]
+        return crate::python::detached(wait);
+        #[cfg(not(feature = "python"))]
+        wait()
     }
 
     /// Called from a set's drop guard once generation `generation` finished unloading,

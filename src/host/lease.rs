@@ -159,6 +159,14 @@ impl Lease {
             .pass_position(name)
             .ok_or_else(|| failure(LookupFailure::Missing))?;
         let info = &self.passes()[index];
+        // A Python pass has no native signature (`Lease::get_py` calls it).
+        #[cfg(feature = "python")]
+        if let (Some(registered), Some(_)) = (info.interface(), &info.python) {
+            return Err(failure(LookupFailure::OtherInterface {
+                registered: format!("{registered} (a Python pass: look it up with `get_py`)"),
+                plugin: self.plugins()[info.plugin_index()].origin().clone(),
+            }));
+        }
         match info.interface() {
             Some(registered) if registered == I::ID => Ok(self.typed_pass::<I>(index)),
             Some(registered) => Err(failure(LookupFailure::OtherInterface {

@@ -277,6 +277,9 @@ fn interests(sources: &[Source]) -> Result<BTreeMap<PathBuf, Interest>, Error> {
                 }
             }
             Source::Static(_) => {}
+            // Python sources are not watched.
+            #[cfg(feature = "python")]
+            Source::Python(_) => {}
         }
     }
     Ok(interests)

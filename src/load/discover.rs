@@ -22,6 +22,9 @@ pub(crate) enum Source {
     Env(OsString),
     /// A plugin compiled into the host.
     Static(StaticPlugin),
+    /// Python plugins (`crate::python`): planned after every other source.
+    #[cfg(feature = "python")]
+    Python(crate::python::PySource),
 }
 
 /// One step of a load plan.
@@ -29,6 +32,9 @@ pub(crate) enum Source {
 pub(crate) enum Planned<'host> {
     File(Candidate),
     Static(&'host StaticPlugin),
+    /// A Python plugin (`crate::python`).
+    #[cfg(feature = "python")]
+    Python(crate::python::PyCandidate),
     /// A plugin file that discovery could not use (a dangling symlink, a symlink loop, a
     /// missing file source): a failure of that one plugin, which a load policy may skip.
     Unusable {
@@ -78,6 +84,18 @@ pub(crate) fn plan(sources: &[Source]) -> Result<Vec<Planned<'_>>, Error> {
                 }
             }
             Source::Static(plugin) => plan.push(Planned::Static(plugin)),
+            #[cfg(feature = "python")]
+            Source::Python(_) => {}
+        }
+    }
+    // Python plugins load after the native and static ones, in the order of their sources.
+    #[cfg(feature = "python")]
+    {
+        let mut seen = HashSet::new();
+        for source in sources {
+            if let Source::Python(source) = source {
+                crate::python::source::plan(source, &mut plan, &mut seen)?;
+            }
         }
     }
     Ok(plan)
@@ -249,6 +267,8 @@ pub fn plugin_files_in(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>, Error> {
             // Listed too: loading it reports why it cannot be used, as the host's load would.
             Planned::Unusable { path, .. } => Some(path),
             Planned::Static(_) => None,
+            #[cfg(feature = "python")]
+            Planned::Python(_) => None,
         })
         .collect())
 }

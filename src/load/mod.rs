@@ -5,14 +5,14 @@ use std::time::Instant;
 
 use crate::error::{Error, Origin};
 
-mod candidate;
+pub(crate) mod candidate;
 pub(crate) mod discover;
 mod elf;
 mod elf_layout;
 mod library;
 pub(crate) mod log_scope;
 mod pinning;
-mod pipeline;
+pub(crate) mod pipeline;
 mod plugins;
 mod policy;
 mod registrar;
@@ -33,6 +33,17 @@ pub use policy::{LoadFailure, LoadPolicy};
 pub(crate) use registrar::MAX_NAME_LEN;
 pub use registrar::Registrar;
 pub use trust::TrustPolicy;
+
+// What the Python plugins of `crate::python` share with library plugins: the trust check,
+// the registry of instances, and the parts of a registered plugin.
+#[cfg(feature = "python")]
+pub(crate) use {
+    candidate::Identity,
+    pipeline::Teardown,
+    registrar::{Collected, UserData},
+    registry::{FileRef, LibraryInstance, Opener, Registry},
+    trust::{Checks, open_checked},
+};
 
 /// The ELF checks (headers, then structure) over a file's bytes in memory: `Err` with the
 /// cause. Only for the fuzz target (`--cfg fuzzing`).
@@ -68,6 +79,11 @@ pub(crate) fn load(
                 Err(error) => Err((Origin::File(candidate.path), error)),
             },
             Planned::Static(plugin) => Ok(Step::Static(plugin)),
+            #[cfg(feature = "python")]
+            Planned::Python(mut plugin) => match plugin.check(&mut checks, trust) {
+                Ok(()) => Ok(Step::Python(plugin)),
+                Err(error) => Err((Origin::File(plugin.path().to_owned()), error)),
+            },
         };
         match (policy, step) {
             (LoadPolicy::Strict, Err((_, error))) => return Err(error),
@@ -107,6 +123,8 @@ pub(crate) fn load(
 enum Step<'host> {
     File(Candidate),
     Static(&'host StaticPlugin),
+    #[cfg(feature = "python")]
+    Python(crate::python::PyCandidate),
 }
 
 impl Step<'_> {
@@ -126,6 +144,13 @@ impl Step<'_> {
             Step::Static(plugin) => plugin
                 .register()
                 .map_err(|error| (Origin::Static(plugin.name.clone()), error)),
+            #[cfg(feature = "python")]
+            Step::Python(plugin) => {
+                let origin = Origin::File(plugin.path().to_owned());
+                plugin
+                    .register(checks, trust, deadline)
+                    .map_err(|error| (origin, error))
+            }
         }
     }
 }

@@ -119,6 +119,19 @@ impl std::fmt::Debug for Teardown {
     }
 }
 
+/// A plugin without a library: only its unload code (a Python plugin's teardown).
+#[cfg(feature = "python")]
+impl Teardown {
+    pub(crate) fn with_hooks(origin: Origin, hooks: Vec<UnloadHook>) -> Self {
+        Teardown {
+            origin,
+            hooks,
+            instance: None,
+            pinning: Pinning::default(),
+        }
+    }
+}
+
 crate::sync::lazy_static! {
     /// The process-wide registry of library instances.
     static REGISTRY: Arc<Registry<Dlopen>> = Arc::new(Registry::new(Dlopen));

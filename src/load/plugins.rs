@@ -66,6 +66,9 @@ pub struct PassInfo {
     plugin_name: Box<str>,
     pub(crate) func: dylease_fn,
     pub(crate) user_data: UserData,
+    /// A Python pass's callable (`crate::python`); then `func` is a placeholder.
+    #[cfg(feature = "python")]
+    pub(crate) python: Option<crate::python::PyCallable>,
 }
 
 impl PassInfo {
@@ -160,6 +163,8 @@ impl LoadedPlugins {
                 plugin_name: plugin.name.as_str().into(),
                 func: pass.func,
                 user_data: pass.user_data,
+                #[cfg(feature = "python")]
+                python: pass.python,
             });
         }
         self.plugins.push(PluginInfo {
@@ -184,6 +189,9 @@ impl LoadedPlugins {
         let mut by_interface: HashMap<Box<str>, Vec<usize>> = HashMap::new();
         for (at, pass) in self.passes.iter().enumerate() {
             if let Some(interface) = &pass.interface {
+                // Python passes are listed apart (`Lease::py_passes_of`).
+                #[cfg(feature = "python")]
+                let interface = &crate::python::index_key(interface, pass.python.is_some());
                 by_interface.entry(interface.clone()).or_default().push(at);
             }
         }

@@ -25,6 +25,9 @@ pub(crate) struct Collected {
     pub(crate) interface: Option<Box<str>>,
     pub(crate) func: dylease_fn,
     pub(crate) user_data: UserData,
+    /// A Python pass's callable (then `func` is a placeholder).
+    #[cfg(feature = "python")]
+    pub(crate) python: Option<crate::python::PyCallable>,
 }
 
 pub(crate) type UnloadHook = Box<dyn FnOnce() + Send + 'static>;
@@ -328,6 +331,8 @@ impl Registrar {
                     interface: interface.map(Into::into),
                     func,
                     user_data,
+                    #[cfg(feature = "python")]
+                    python: None,
                 });
                 return Ok(());
             }

@@ -12,7 +12,9 @@
 //! The protocol (open, share, wait, unload) and the invariants it keeps (I1, I4, I5, I7, I9)
 //! are written once in `docs::internals` ("The registry protocol"); the arguments below cite
 //! them by number, as "I1 (docs::internals)". The protocol is generic over an [`Opener`], so
-//! that the loom tests below can replace `dlopen` with a model of the platform loader.
+//! that the loom tests below can replace `dlopen` with a model of the platform loader, and so
+//! that the `python` feature's instances (one execution of a Python plugin's module) follow
+//! the same rules with an opener of their own (`python::instance`).
 
 // `Identity` is `Copy` on Unix and a path elsewhere: one spelling for both.
 #![allow(clippy::clone_on_copy)]
@@ -405,10 +407,15 @@ impl<O: Opener> Registry<O> {
             },
         };
         state.waiters += 1;
-        let mut state = match left {
+        let wait = || match left {
             None => self.changed.wait(state),
             Some(left) => self.changed.wait_timeout(state, left),
         };
+        // The thread waited for may need the GIL (a Python instance's teardown).
+        #[cfg(feature = "python")]
+        let mut state = crate::python::detached(wait);
+        #[cfg(not(feature = "python"))]
+        let mut state = wait();
         state.waiters -= 1;
         Ok(state)
     }

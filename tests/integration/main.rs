@@ -51,6 +51,8 @@ mod panic_abort;
 mod plugin_reentry;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod policy;
+#[cfg(all(target_os = "linux", target_env = "gnu", feature = "python"))]
+mod python;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod reload;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

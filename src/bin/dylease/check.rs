@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use dylease::{Error, HostBuilder, Lease, LoadPolicy, PluginHost, TrustPolicy};
 
 use crate::advice::{self, Advice};
+use crate::python;
 use crate::rewrite;
 
 /// What one check was about.
@@ -116,7 +117,12 @@ pub(crate) fn run(
     mut report: impl FnMut(Check) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     for path in paths {
-        if path.is_dir() {
+        if python::is_plugin(path) {
+            // SAFETY: as below.
+            report(load(Kind::File, Some(path), unsafe {
+                python::file(options.builder(), path)
+            }))?;
+        } else if path.is_dir() {
             check_dir(path, options, &mut report)?;
         } else {
             // SAFETY: loading the plugins its user names, to check them, is what `dylease check`
@@ -127,9 +133,14 @@ pub(crate) fn run(
     if paths.len() > 1 {
         let mut builder = options.builder();
         for path in paths {
-            builder = if path.is_dir() {
+            builder = if python::is_plugin(path) {
+                // SAFETY: as above, the user named this plugin to be loaded and checked.
+                unsafe { python::file(builder, path) }
+            } else if path.is_dir() {
                 // SAFETY: as above, the user named these plugins to be loaded and checked.
-                unsafe { builder.dir(path) }
+                let builder = unsafe { builder.dir(path) };
+                // SAFETY: as above, for the directory's Python plugins.
+                unsafe { python::dir(builder, path) }
             } else {
                 // SAFETY: as above, the user named this plugin to be loaded and checked.
                 unsafe { builder.file(path) }
@@ -163,8 +174,19 @@ fn check_dir(dir: &Path, options: Options, report: &mut impl FnMut(Check) -> Con
         // SAFETY: the user named this directory's plugins to be loaded and checked.
         report(load(Kind::File, Some(file), unsafe { options.builder().file(file) }))?;
     }
+    // Python plugins (with the `python` feature) after the libraries, as a host loads them.
+    let python_plugins = python::plugins_in(dir);
+    for plugin in &python_plugins {
+        // SAFETY: as above.
+        report(load(Kind::File, Some(plugin), unsafe {
+            python::file(options.builder(), plugin)
+        }))?;
+    }
     // SAFETY: as above.
-    let mut whole = load(Kind::Directory, Some(dir), unsafe { options.builder().dir(dir) });
+    let builder = unsafe { options.builder().dir(dir) };
+    // SAFETY: as above, for the directory's Python plugins.
+    let mut whole = load(Kind::Directory, Some(dir), unsafe { python::dir(builder, dir) });
+    let files: Vec<PathBuf> = files.into_iter().chain(python_plugins).collect();
     whole.skipped = skipped(dir, &files);
     whole.files = Some(files.len());
     report(whole)

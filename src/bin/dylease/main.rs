@@ -22,6 +22,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod advice;
 mod check;
 mod install;
+mod python;
 mod report;
 mod rewrite;
 mod stdout;

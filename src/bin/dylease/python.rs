@@ -1,0 +1,77 @@
+//! Python plugins in checks (the `python` feature): a `.py` file or a package argument is
+//! checked in a host of its own with `HostBuilder::python_file`, and a directory's Python
+//! plugins are checked one by one and with its libraries, as `HostBuilder::python_dir` loads
+//! them. Without the feature, nothing is a Python plugin.
+
+use std::path::{Path, PathBuf};
+
+use dylease::HostBuilder;
+
+/// Whether `path` is a Python plugin: a `.py` file or a package (a directory with an
+/// `__init__.py`).
+#[cfg(feature = "python")]
+pub(crate) fn is_plugin(path: &Path) -> bool {
+    (path.extension().is_some_and(|ext| ext == "py") && path.is_file()) || path.join("__init__.py").is_file()
+}
+
+#[cfg(not(feature = "python"))]
+pub(crate) fn is_plugin(_: &Path) -> bool {
+    false
+}
+
+/// The Python plugins `HostBuilder::python_dir(dir)` loads, in its order.
+pub(crate) fn plugins_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut plugins: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            let name = entry.file_name();
+            let bytes = name.as_encoded_bytes();
+            !bytes.starts_with(b"_") && !bytes.starts_with(b".") && is_plugin(&entry.path())
+        })
+        .map(|entry| entry.path())
+        .collect();
+    plugins.sort_by(|a, b| {
+        let name = |path: &PathBuf| path.file_name().unwrap_or_default().as_encoded_bytes().to_vec();
+        name(a).cmp(&name(b))
+    });
+    plugins
+}
+
+/// `builder` with the Python plugin `path`.
+///
+/// # Safety
+///
+/// As for `HostBuilder::python_file`: the user named the plugin to be run and checked.
+#[cfg(feature = "python")]
+#[allow(unsafe_code)]
+pub(crate) unsafe fn file(builder: HostBuilder, path: &Path) -> HostBuilder {
+    // SAFETY: the caller's contract is `python_file`'s.
+    unsafe { builder.python_file(path) }
+}
+
+#[cfg(not(feature = "python"))]
+#[allow(unsafe_code)]
+pub(crate) unsafe fn file(builder: HostBuilder, _: &Path) -> HostBuilder {
+    builder
+}
+
+/// `builder` with the Python plugins of `dir`.
+///
+/// # Safety
+///
+/// As for `HostBuilder::python_dir`: the user named the plugins to be run and checked.
+#[cfg(feature = "python")]
+#[allow(unsafe_code)]
+pub(crate) unsafe fn dir(builder: HostBuilder, dir: &Path) -> HostBuilder {
+    // SAFETY: the caller's contract is `python_dir`'s.
+    unsafe { builder.python_dir(dir) }
+}
+
+#[cfg(not(feature = "python"))]
+#[allow(unsafe_code)]
+pub(crate) unsafe fn dir(builder: HostBuilder, _: &Path) -> HostBuilder {
+    builder
+}

@@ -1,0 +1,205 @@
+# The host side of dylease's Python plugins, compiled once per process from the Rust crate
+# (src/python/interpreter.rs). Rust calls the functions below with the GIL held; see the module
+# documentation of `dylease::python` (src/python/mod.rs) for the design.
+import builtins
+import gc
+import sys
+import traceback
+import types
+import weakref
+import importlib.util
+
+_real_import = builtins.__import__
+
+
+class Refused(Exception):
+    """A plugin's `register_passes` returned False: the message is what it reported."""
+
+
+class _Sources:
+    """Serves the submodules of the packages that instances execute, from the sources the
+    host read from the checked files (never from the file system, never from a cache)."""
+
+    def __init__(self):
+        # private module name -> (path, source, is_package, builtins of its instance)
+        self.modules = {}
+
+    def find_spec(self, fullname, path=None, target=None):
+        entry = self.modules.get(fullname)
+        if entry is None:
+            return None
+        return importlib.util.spec_from_loader(fullname, self, origin=entry[0], is_package=entry[2])
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        path, source, _, instance_builtins = self.modules[module.__name__]
+        module.__file__ = path
+        module.__builtins__ = instance_builtins
+        exec(compile(source, path, "exec", dont_inherit=True), module.__dict__)
+
+
+_SOURCES = _Sources()
+sys.meta_path.insert(0, _SOURCES)
+
+# The parent of every instance's private name: `import _dylease.3.helper` (what a relative
+# import in a package does) looks the top-level name up too. It holds nothing.
+_PARENT = types.ModuleType("_dylease", "The parent of dylease's private plugin module names.")
+_PARENT.__path__ = []
+sys.modules.setdefault("_dylease", _PARENT)
+
+
+def _api(default_name):
+    """The `dylease` module one instance sees: its own, with its own list of decorated passes."""
+    api = types.ModuleType("dylease", "The host's API for this Python plugin.")
+    state = {"name": default_name, "version": "", "passes": []}
+
+    def plugin(name, version=""):
+        """Names this plugin and its version (default: the file's stem, no version)."""
+        state["name"] = str(name)
+        state["version"] = str(version)
+
+    def typed_pass(name, interface):
+        """Registers the decorated callable as pass `name` implementing `interface`."""
+
+        def record(func):
+            state["passes"].append((str(name), str(interface), func))
+            return func
+
+        return record
+
+    api.plugin = plugin
+    api.typed_pass = typed_pass
+    api._state = state
+    return api
+
+
+def _builtins_for(api):
+    """Builtins whose `import dylease` gives this instance's own API module."""
+    own = dict(builtins.__dict__)
+
+    def __import__(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and name == "dylease":
+            return api
+        return _real_import(name, globals, locals, fromlist, level)
+
+    own["__import__"] = __import__
+    return own
+
+
+def _private_names(private):
+    return [name for name in list(sys.modules) if name == private or name.startswith(private + ".")]
+
+
+def _forget(private):
+    """Removes an instance's modules from sys.modules and from the source table."""
+    for name in list(_SOURCES.modules):
+        if name == private or name.startswith(private + "."):
+            del _SOURCES.modules[name]
+    for name in _private_names(private):
+        sys.modules.pop(name, None)
+    parent = sys.modules.get("_dylease")
+    child = private.rpartition(".")[2]
+    if parent is not None and child in vars(parent):
+        delattr(parent, child)
+
+
+def execute(private, default_name, files, is_package):
+    """Executes one instance under the private module name `private`. `files` lists
+    (module name suffix, path, source): "" is the plugin file itself (a package's
+    `__init__.py`). Returns (module, api). On an exception nothing of it stays."""
+    api = _api(default_name)
+    own = _builtins_for(api)
+    for suffix, path, source in files:
+        if suffix:
+            _SOURCES.modules[private + "." + suffix] = (path, source, suffix in _package_suffixes(files), own)
+    main_path, main_source = next((path, source) for suffix, path, source in files if suffix == "")
+    try:
+        spec = importlib.util.spec_from_loader(private, None, origin=main_path, is_package=is_package)
+        module = importlib.util.module_from_spec(spec)
+        module.__file__ = main_path
+        module.__builtins__ = own
+        sys.modules[private] = module
+        exec(compile(main_source, main_path, "exec", dont_inherit=True), module.__dict__)
+    except BaseException:
+        _forget(private)
+        raise
+    return module, api
+
+
+def _package_suffixes(files):
+    """The suffixes that are packages: a directory with an `__init__.py`."""
+    return {suffix for suffix, path, _ in files if suffix and path.endswith("__init__.py")}
+
+
+def identity(module, api):
+    """The plugin's (name, version)."""
+    return api._state["name"], api._state["version"]
+
+
+def hook(module, name):
+    """The module's `on_load` / `on_unload`, or None."""
+    return getattr(module, name, None)
+
+
+class Registration:
+    """What `register_passes(reg)` gets."""
+
+    def __init__(self):
+        self.passes = []
+        self.reports = []
+
+    def add_typed_pass(self, name, interface, func):
+        """Registers `func` as pass `name` implementing `interface`."""
+        if not callable(func):
+            raise TypeError(f"pass {name!r}: {func!r} is not callable")
+        self.passes.append((str(name), str(interface), func))
+
+    def report(self, message):
+        """Says why the registration fails (then return False, or raise)."""
+        self.reports.append(str(message))
+
+
+def register(module, api):
+    """The passes of one set: `register_passes(reg)` if the module defines it, otherwise the
+    decorated list."""
+    register_passes = getattr(module, "register_passes", None)
+    if register_passes is None:
+        return list(api._state["passes"])
+    reg = Registration()
+    if register_passes(reg) is False:
+        raise Refused("; ".join(reg.reports) or "register_passes returned False")
+    return reg.passes
+
+
+def unload(private, module, api):
+    """Removes the instance's modules; returns weak references to every module object, for
+    `settle`."""
+    refs = []
+    for obj in [module] + [sys.modules[name] for name in _private_names(private)]:
+        if isinstance(obj, types.ModuleType) and not any(ref() is obj for ref in refs):
+            refs.append(weakref.ref(obj))
+    api._state["passes"].clear()
+    _forget(private)
+    return refs
+
+
+def settle(refs):
+    """Collects garbage; returns the names of the module objects that survived."""
+    gc.collect()
+    return [ref().__name__ for ref in refs if ref() is not None]
+
+
+def describe(exc, tb=None):
+    """`Type: message (raised at FILE, line N)`, from the exception and its traceback."""
+    if isinstance(exc, Refused):
+        return str(exc)
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{type(exc).__name__}: {exc.msg} (at {exc.filename}, line {exc.lineno})"
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[-1]
+    frames = traceback.extract_tb(tb or exc.__traceback__)
+    if frames:
+        last = frames[-1]
+        return f"{text} (raised at {last.filename}, line {last.lineno})"
+    return text

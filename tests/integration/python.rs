@@ -1,0 +1,602 @@
+//! Python passes (`--features python`): real CPython, real files. Each plugin logs what runs
+//! (`load`, `unload`, …) to a file of its test's own directory, which the test reads.
+
+use std::fs::{self, Permissions};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dylease::pyo3::prelude::*;
+use dylease::{Error, LookupFailure, PluginHost, PyInterface};
+
+use crate::support::TestDir;
+
+/// The interface of the test passes: an integer in, an integer out.
+struct IntOp;
+impl PyInterface for IntOp {
+    const ID: &'static str = "test.int_op/1";
+    type Args = (i64,);
+    type Output = i64;
+}
+
+/// Another interface, for mismatches.
+struct TextOp;
+impl PyInterface for TextOp {
+    const ID: &'static str = "test.text_op/1";
+    type Args = (String,);
+    type Output = String;
+}
+
+/// Writes `source` to `dir/name` (mode 0644), with `LOG` replaced by the log file's path.
+fn write(dir: &Path, name: &str, source: &str) -> PathBuf {
+    let path = dir.join(name);
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).unwrap();
+        fs::set_permissions(parent, Permissions::from_mode(0o755)).unwrap();
+    }
+    let log = dir.join("log.txt");
+    fs::write(
+        &path,
+        source.replace("LOG", &format!("{:?}", log.display().to_string())),
+    )
+    .unwrap();
+    fs::set_permissions(&path, Permissions::from_mode(0o644)).unwrap();
+    path
+}
+
+/// The lines the plugins of `dir` logged so far.
+fn log(dir: &Path) -> Vec<String> {
+    fs::read_to_string(dir.join("log.txt"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The entries of `sys.modules` executed from a file under `dir`.
+fn modules_from(dir: &Path) -> Vec<String> {
+    let dir = dir.display().to_string();
+    Python::attach(|py| {
+        let modules = py.import("sys").unwrap().getattr("modules").unwrap();
+        let items: Vec<(String, Py<PyAny>)> = modules
+            .call_method0("copy")
+            .unwrap()
+            .call_method0("items")
+            .unwrap()
+            .try_iter()
+            .unwrap()
+            .map(|item| item.unwrap().extract().unwrap())
+            .collect();
+        items
+            .into_iter()
+            .filter(|(_, module)| {
+                module
+                    .bind(py)
+                    .getattr("__file__")
+                    .ok()
+                    .and_then(|file| file.extract::<String>().ok())
+                    .is_some_and(|file| file.starts_with(&dir))
+            })
+            .map(|(name, _)| name)
+            .collect()
+    })
+}
+
+/// A plugin that logs its lifecycle and offers `add_<tag>` (x + `add`) under [`IntOp`].
+fn counter(tag: &str, add: i64) -> String {
+    format!(
+        r#"
+import dylease
+dylease.plugin("{tag}", "1.0")
+
+def log(line):
+    with open(LOG, "a") as f:
+        f.write(line + "\n")
+
+log("exec {tag}")
+
+def on_load():
+    log("load {tag}")
+
+def on_unload():
+    log("unload {tag}")
+
+@dylease.typed_pass("add_{tag}", "test.int_op/1")
+def add(x):
+    return x + {add}
+"#
+    )
+}
+
+fn host_of_file(file: &Path) -> PluginHost {
+    // SAFETY: the test's own plugin.
+    unsafe { PluginHost::builder().python_file(file) }.build().unwrap()
+}
+
+#[test]
+fn last_lease_drop_unloads_and_the_next_load_executes_again() {
+    let dir = TestDir::new("py-cycle");
+    let file = write(dir.path(), "counter.py", &counter("c", 1));
+    let host = host_of_file(&file);
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.get_py::<IntOp>("add_c").unwrap().call((41,)).unwrap(), 42);
+    let plugin = &lease.plugins()[0];
+    assert_eq!(
+        (plugin.name(), plugin.version(), plugin.path()),
+        ("c", "1.0", Some(file.as_path()))
+    );
+    assert_eq!(lease.passes()[0].interface(), Some(IntOp::ID));
+    assert_eq!(modules_from(dir.path()).len(), 1);
+    drop(lease);
+    assert_eq!(log(dir.path()), ["exec c", "load c", "unload c"]);
+    assert!(modules_from(dir.path()).is_empty(), "the private module is removed");
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.get_py::<IntOp>("add_c").unwrap().call((1,)).unwrap(), 2);
+    drop(lease);
+    assert_eq!(
+        log(dir.path()),
+        ["exec c", "load c", "unload c", "exec c", "load c", "unload c"]
+    );
+}
+
+#[test]
+fn two_hosts_share_one_instance() {
+    let dir = TestDir::new("py-share");
+    let file = write(dir.path(), "shared.py", &counter("s", 2));
+    let (first, second) = (host_of_file(&file), host_of_file(&file));
+    let a = first.acquire().unwrap();
+    let b = second.acquire().unwrap();
+    assert_eq!(b.get_py::<IntOp>("add_s").unwrap().call((1,)).unwrap(), 3);
+    drop(a);
+    assert_eq!(log(dir.path()), ["exec s", "load s"], "one execution, one on_load");
+    drop(b);
+    assert_eq!(
+        log(dir.path()),
+        ["exec s", "load s", "unload s"],
+        "on_unload after both"
+    );
+}
+
+#[test]
+fn a_failed_import_names_file_and_line_leaves_nothing_and_a_retry_works() {
+    let dir = TestDir::new("py-import");
+    let source = "import dylease\n\n\nraise ValueError('no config')\n";
+    let file = write(dir.path(), "broken.py", source);
+    let host = host_of_file(&file);
+    let error = host.acquire().unwrap_err().to_string();
+    assert!(error.contains(&file.display().to_string()), "{error}");
+    assert!(error.contains("ValueError: no config"), "{error}");
+    assert!(error.contains("line 4"), "{error}");
+    assert!(modules_from(dir.path()).is_empty());
+    assert!(!host.is_loaded());
+    write(dir.path(), "broken.py", &counter("fixed", 0));
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.get_py::<IntOp>("add_fixed").unwrap().call((5,)).unwrap(), 5);
+}
+
+#[test]
+fn a_syntax_error_names_file_and_line() {
+    let dir = TestDir::new("py-syntax");
+    let file = write(dir.path(), "syntax.py", "x = 1\ndef broken(:\n");
+    let error = host_of_file(&file).acquire().unwrap_err().to_string();
+    assert!(error.contains("SyntaxError") && error.contains("line 2"), "{error}");
+    assert!(error.contains(&file.display().to_string()), "{error}");
+}
+
+#[test]
+fn report_and_false_fail_the_load_and_unload_what_loaded() {
+    let dir = TestDir::new("py-report");
+    let file = write(
+        dir.path(),
+        "refuses.py",
+        r#"
+def on_load():
+    open(LOG, "a").write("load\n")
+def on_unload():
+    open(LOG, "a").write("unload\n")
+def register_passes(reg):
+    reg.report("no GPU")
+    return False
+"#,
+    );
+    let error = host_of_file(&file).acquire().unwrap_err();
+    assert!(matches!(error, Error::RegisterFailed { .. }), "{error:?}");
+    assert!(error.to_string().contains("no GPU"), "{error}");
+    assert_eq!(log(dir.path()), ["load", "unload"], "the new instance is torn down");
+    assert!(modules_from(dir.path()).is_empty());
+}
+
+#[test]
+fn register_passes_is_called_once_per_set() {
+    let dir = TestDir::new("py-register");
+    let file = write(
+        dir.path(),
+        "explicit.py",
+        r#"
+import dylease
+def double(x):
+    return 2 * x
+def register_passes(reg):
+    open(LOG, "a").write("register\n")
+    reg.add_typed_pass("double", "test.int_op/1", double)
+"#,
+    );
+    let host = host_of_file(&file);
+    let first = host.acquire().unwrap();
+    let second = host.reload().unwrap();
+    assert_eq!(second.get_py::<IntOp>("double").unwrap().call((4,)).unwrap(), 8);
+    assert_eq!(log(dir.path()), ["register", "register"]);
+    drop((first, second));
+}
+
+#[test]
+fn an_exception_in_a_pass_names_pass_file_and_line() {
+    let dir = TestDir::new("py-raise");
+    let file = write(
+        dir.path(),
+        "raises.py",
+        "import dylease\n\n@dylease.typed_pass('boom', 'test.int_op/1')\ndef boom(x):\n    raise KeyError(x)\n",
+    );
+    let host = host_of_file(&file);
+    let lease = host.acquire().unwrap();
+    let error = lease
+        .get_py::<IntOp>("boom")
+        .unwrap()
+        .call((7,))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("`boom`") && error.contains(&file.display().to_string()),
+        "{error}"
+    );
+    assert!(error.contains("KeyError: 7") && error.contains("line 5"), "{error}");
+}
+
+#[test]
+fn a_return_value_of_the_wrong_type_is_an_error() {
+    let dir = TestDir::new("py-type");
+    let file = write(
+        dir.path(),
+        "wrong.py",
+        "import dylease\n@dylease.typed_pass('text', 'test.int_op/1')\ndef text(x):\n    return 'seven'\n",
+    );
+    let lease = host_of_file(&file).acquire().unwrap();
+    let error = lease
+        .get_py::<IntOp>("text")
+        .unwrap()
+        .call((7,))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("`text`") && error.contains("str") && error.contains(IntOp::ID),
+        "{error}"
+    );
+}
+
+#[test]
+fn an_interface_mismatch_names_both_ids() {
+    let dir = TestDir::new("py-mismatch");
+    let file = write(dir.path(), "counter.py", &counter("m", 1));
+    let host = PluginHost::builder().static_plugin("native", |reg: &mut dylease::Registrar| {
+        reg.add_pass("native_pass", (|| ()) as fn(), std::ptr::null_mut())
+    });
+    // SAFETY: the test's own plugin.
+    let host = unsafe { host.python_file(&file) }.build().unwrap();
+    let lease = host.acquire().unwrap();
+    let error = lease.get_py::<TextOp>("add_m").unwrap_err();
+    let Error::PassLookup { cause, .. } = &error else {
+        panic!("{error:?}")
+    };
+    assert!(matches!(**cause, LookupFailure::OtherInterface { .. }));
+    let message = error.to_string();
+    assert!(message.contains(IntOp::ID) && message.contains(TextOp::ID), "{message}");
+    let missing = lease.get_py::<IntOp>("nothing").unwrap_err();
+    assert!(matches!(missing, Error::PassLookup { ref cause, .. } if **cause == LookupFailure::Missing));
+    let untyped = lease.get_py::<IntOp>("native_pass").unwrap_err();
+    assert!(matches!(untyped, Error::PassLookup { ref cause, .. } if matches!(**cause, LookupFailure::Untyped { .. })));
+    // The native lookup never hands out a Python pass as a function pointer.
+    struct NativeIntOp;
+    // SAFETY: no pass of this test is called through it.
+    unsafe impl dylease::Interface for NativeIntOp {
+        const ID: &'static str = "test.int_op/1";
+        type Fn = unsafe extern "C" fn(i64) -> i64;
+    }
+    assert!(lease.get::<NativeIntOp>("add_m").is_err());
+    assert_eq!(lease.passes_of::<NativeIntOp>().len(), 0);
+    assert_eq!(lease.py_passes_of::<IntOp>().len(), 1);
+}
+
+#[test]
+fn a_duplicate_with_a_static_plugin_fails_the_load_and_unloads_both() {
+    let dir = TestDir::new("py-duplicate");
+    let file = write(dir.path(), "counter.py", &counter("d", 1));
+    let unloaded = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = Arc::clone(&unloaded);
+    let host = PluginHost::builder().static_plugin("native", move |reg: &mut dylease::Registrar| {
+        let seen = Arc::clone(&seen);
+        reg.on_unload(move || {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        });
+        reg.add_pass("add_d", (|| ()) as fn(), std::ptr::null_mut())
+    });
+    // SAFETY: the test's own plugin.
+    let host = unsafe { host.python_file(&file) }.build().unwrap();
+    let error = host.acquire().unwrap_err();
+    assert!(matches!(error, Error::DuplicatePass { .. }), "{error:?}");
+    assert_eq!(unloaded.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(log(dir.path()), ["exec d", "load d", "unload d"]);
+    assert!(modules_from(dir.path()).is_empty());
+}
+
+#[test]
+fn a_directory_loads_in_byte_order_and_skips_private_names() {
+    let dir = TestDir::new("py-order");
+    let plugins = dir.sub("plugins");
+    write(&plugins, "b.py", &counter("b", 2));
+    write(&plugins, "a.py", &counter("a", 1));
+    write(&plugins, "_private.py", "raise RuntimeError('never imported')\n");
+    write(&plugins, ".hidden.py", "raise RuntimeError('never imported')\n");
+    write(&plugins, "c/__init__.py", &counter("c", 3));
+    write(&plugins, "notes.txt", "not a plugin");
+    let host = PluginHost::builder().static_plugin("native", |_reg: &mut dylease::Registrar| Ok(()));
+    // SAFETY: the test's own plugins.
+    let host = unsafe { host.python_dir(&plugins) }.build().unwrap();
+    let lease = host.acquire().unwrap();
+    let names: Vec<&str> = lease.plugins().iter().map(|plugin| plugin.name()).collect();
+    assert_eq!(names, ["native", "a", "b", "c"], "Python plugins after the native ones");
+    let passes: Vec<(&str, i64)> = lease
+        .py_passes_of::<IntOp>()
+        .map(|pass| (pass.name(), pass.call((0,)).unwrap()))
+        .collect();
+    assert_eq!(passes, [("add_a", 1), ("add_b", 2), ("add_c", 3)]);
+}
+
+#[test]
+fn a_world_writable_file_is_refused_before_any_code_runs() {
+    let dir = TestDir::new("py-trust");
+    let file = write(dir.path(), "open.py", &counter("w", 1));
+    fs::set_permissions(&file, Permissions::from_mode(0o666)).unwrap();
+    let error = host_of_file(&file).acquire().unwrap_err();
+    assert!(matches!(error, Error::Untrusted { .. }), "{error:?}");
+    assert!(log(dir.path()).is_empty(), "no code of it ran");
+    let package = dir.sub("pkg");
+    write(&package, "__init__.py", &counter("p", 1));
+    let inner = write(&package, "helper.py", "");
+    fs::set_permissions(&inner, Permissions::from_mode(0o666)).unwrap();
+    let error = host_of_file(&package).acquire().unwrap_err();
+    assert!(
+        error.to_string().contains("helper.py"),
+        "every file of a package is checked: {error}"
+    );
+    assert!(log(&package).is_empty());
+}
+
+#[test]
+fn a_reload_runs_new_code_beside_the_old_lease() {
+    let dir = TestDir::new("py-reload");
+    let file = write(dir.path(), "counter.py", &counter("r", 1));
+    let host = host_of_file(&file);
+    let old = host.acquire().unwrap();
+    write(dir.path(), "counter.py", &counter("r", 100));
+    let new = host.reload().unwrap();
+    assert_eq!(old.get_py::<IntOp>("add_r").unwrap().call((0,)).unwrap(), 1);
+    assert_eq!(new.get_py::<IntOp>("add_r").unwrap().call((0,)).unwrap(), 100);
+    drop(old);
+    assert_eq!(log(dir.path()), ["exec r", "load r", "exec r", "load r", "unload r"]);
+    assert_eq!(new.get_py::<IntOp>("add_r").unwrap().call((0,)).unwrap(), 100);
+}
+
+#[test]
+fn a_package_with_relative_imports_survives_three_rounds() {
+    let dir = TestDir::new("py-package");
+    let package = dir.sub("fusion");
+    write(
+        &package,
+        "__init__.py",
+        "import dylease\nfrom . import helper\nfrom .sub.deep import factor\n\
+         @dylease.typed_pass('scale', 'test.int_op/1')\ndef scale(x):\n    return helper.offset() + factor * x\n",
+    );
+    write(
+        &package,
+        "helper.py",
+        "open(LOG, 'a').write('helper\\n')\ndef offset():\n    return 1\n",
+    );
+    write(&package, "sub/__init__.py", "");
+    write(&package, "sub/deep.py", "factor = 10\n");
+    let host = host_of_file(&package);
+    for round in 1..=3 {
+        let lease = host.acquire().unwrap();
+        assert_eq!(
+            lease.get_py::<IntOp>("scale").unwrap().call((2,)).unwrap(),
+            21,
+            "round {round}"
+        );
+        assert_eq!(lease.plugins()[0].name(), "fusion");
+        assert_eq!(
+            modules_from(dir.path()).len(),
+            4,
+            "round {round}: the package and 3 submodules"
+        );
+        drop(lease);
+        assert!(modules_from(dir.path()).is_empty(), "round {round}");
+        assert_eq!(log(&package).len(), round, "every file runs afresh in each round");
+    }
+}
+
+#[test]
+fn python_env_lists_a_file_and_a_directory() {
+    let dir = TestDir::new("py-env");
+    let single = write(dir.path(), "single.py", &counter("one", 1));
+    let more = dir.sub("more");
+    write(&more, "two.py", &counter("two", 2));
+    let var = format!("DYLEASE_TEST_PY_PATH_{}", std::process::id());
+    // SAFETY: this variable is this test's own; no other thread reads or writes it.
+    unsafe { std::env::set_var(&var, format!("{}:{}", single.display(), more.display())) };
+    // SAFETY: the test's own plugins.
+    let host = unsafe { PluginHost::builder().python_env(&var) }.build().unwrap();
+    let lease = host.acquire().unwrap();
+    let names: Vec<&str> = lease.plugins().iter().map(|plugin| plugin.name()).collect();
+    assert_eq!(names, ["one", "two"]);
+}
+
+#[test]
+fn no_pycache_is_written() {
+    let dir = TestDir::new("py-cache");
+    let package = dir.sub("pkg");
+    write(&package, "__init__.py", "from . import helper\n");
+    write(&package, "helper.py", "");
+    write(dir.path(), "single.py", "import json\n");
+    let host = PluginHost::builder();
+    // SAFETY: the test's own plugins.
+    let host = unsafe { host.python_file(&package).python_file(dir.path().join("single.py")) }
+        .build()
+        .unwrap();
+    drop(host.acquire().unwrap());
+    assert!(!package.join("__pycache__").exists());
+    assert!(!dir.path().join("__pycache__").exists());
+}
+
+#[test]
+fn four_threads_call_passes_while_sets_come_and_go() {
+    let dir = TestDir::new("py-threads");
+    let file = write(dir.path(), "counter.py", &counter("t", 1));
+    let host = host_of_file(&file);
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                for i in 0..50 {
+                    let lease = host.acquire_timeout(Duration::from_secs(30)).unwrap();
+                    assert_eq!(lease.get_py::<IntOp>("add_t").unwrap().call((i,)).unwrap(), i + 1);
+                }
+            });
+        }
+    });
+    let lines = log(dir.path());
+    let loads = lines.iter().filter(|line| *line == "load t").count();
+    let unloads = lines.iter().filter(|line| *line == "unload t").count();
+    assert_eq!(loads, unloads, "every instance unloaded: {lines:?}");
+}
+
+#[test]
+fn a_thread_holding_the_gil_waits_for_a_load_of_python_plugins_without_deadlock() {
+    let dir = TestDir::new("py-gil");
+    let file = write(dir.path(), "counter.py", &counter("g", 1));
+    let (started, loading) = std::sync::mpsc::channel();
+    let started = std::sync::Mutex::new(started);
+    let host = PluginHost::builder().static_plugin("signal", move |_reg: &mut dylease::Registrar| {
+        let _ = started.lock().unwrap().send(());
+        Ok(())
+    });
+    // SAFETY: the test's own plugin.
+    let host = Arc::new(unsafe { host.python_file(&file) }.build().unwrap());
+    // This thread holds the GIL (as a pass calling `acquire()` would) while another thread
+    // loads the set: its static plugin runs, then its Python plugin needs the GIL. This
+    // thread's `acquire` waits for that load, and must give the GIL up while it waits.
+    Python::attach(|_py| {
+        let loader = Arc::clone(&host);
+        let thread = std::thread::spawn(move || loader.acquire().map(drop));
+        loading.recv_timeout(Duration::from_secs(30)).unwrap();
+        let lease = host.acquire_timeout(Duration::from_secs(30)).unwrap();
+        assert_eq!(lease.get_py::<IntOp>("add_g").unwrap().call((1,)).unwrap(), 2);
+        drop(lease);
+        _py.detach(|| thread.join().unwrap().unwrap());
+    });
+}
+
+#[test]
+fn dylease_check_lists_python_plugins_and_names_the_line_of_an_import_error() {
+    let dir = TestDir::new("py-check");
+    let plugins = dir.sub("plugins");
+    write(&plugins, "a.py", &counter("a", 1));
+    write(&plugins, "broken.py", "import dylease\n\nraise ValueError('bad')\n");
+    let output = std::process::Command::new(crate::cli::binary())
+        .arg("check")
+        .arg(&plugins)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!output.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("plugin `a` 1.0: 1 pass: add_a (test.int_op/1)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("ValueError: bad") && stdout.contains("broken.py, line 3"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_python_failure_unloads_the_native_libraries_of_the_set() {
+    let dir = TestDir::new("py-native");
+    let lib = dir.add("stateful", "libstateful.so");
+    let file = write(
+        dir.path(),
+        "broken.py",
+        "def on_load():\n    raise OSError('no device')\n",
+    );
+    let host = PluginHost::builder();
+    // SAFETY: the test's own plugins.
+    let host = unsafe { host.file(&lib).python_file(&file) }.build().unwrap();
+    let error = host.acquire().unwrap_err().to_string();
+    assert!(
+        error.contains("on_load raised OSError: no device") && error.contains("line 2"),
+        "{error}"
+    );
+    crate::support::assert_unloaded(&lib);
+    assert!(modules_from(dir.path()).is_empty());
+    write(dir.path(), "broken.py", &counter("ok", 1));
+    let lease = host.acquire().unwrap();
+    crate::support::assert_loaded(&lib);
+    assert_eq!(lease.plugins().len(), 2);
+    drop(lease);
+    crate::support::assert_unloaded(&lib);
+}
+
+#[test]
+fn a_module_kept_alive_from_outside_is_reported_after_unload() {
+    crate::logger::install();
+    let dir = TestDir::new("py-survivor");
+    let file = write(
+        dir.path(),
+        "clingy.py",
+        "import sys\nimport json\nsys.modules['json'].__dict__.setdefault('_kept', []).append(sys.modules[__name__])\n",
+    );
+    drop(host_of_file(&file).acquire().unwrap());
+    let warnings = crate::logger::records(log::Level::Warn, &format!("plugin file `{}` stays", file.display()));
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("_dylease."), "names the module: {}", warnings[0]);
+    Python::attach(|py| {
+        let json = py.import("json").unwrap();
+        json.getattr("_kept").unwrap().call_method0("clear").unwrap();
+    });
+}
+
+#[test]
+fn a_plugin_listed_twice_loads_once() {
+    let dir = TestDir::new("py-twice");
+    let file = write(dir.path(), "counter.py", &counter("twice", 1));
+    let host = PluginHost::builder();
+    // SAFETY: the test's own plugin.
+    let host = unsafe { host.python_file(&file).python_dir(dir.path()) }
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.plugins().len(), 1);
+}
+
+#[test]
+fn skip_failed_leaves_a_broken_python_plugin_out() {
+    let dir = TestDir::new("py-skip");
+    write(dir.path(), "a.py", "raise ImportError('missing numpy')\n");
+    write(dir.path(), "b.py", &counter("b", 2));
+    let host = PluginHost::builder().policy(dylease::LoadPolicy::SkipFailed);
+    // SAFETY: the test's own plugins.
+    let host = unsafe { host.python_dir(dir.path()) }.build().unwrap();
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.plugins().iter().map(|p| p.name()).collect::<Vec<_>>(), ["b"]);
+    assert_eq!(lease.failures().len(), 1);
+    assert!(lease.failures()[0].to_string().contains("missing numpy"));
+    assert_eq!(modules_from(dir.path()).len(), 1, "only b's module is left");
+}
