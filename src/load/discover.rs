@@ -22,9 +22,9 @@ pub(crate) enum Source {
     Env(OsString),
     /// A plugin compiled into the host.
     Static(StaticPlugin),
-    /// Python plugins (`crate::python`): planned after every other source.
+    /// Python plugins (`load::python`): planned after every other source.
     #[cfg(feature = "python")]
-    Python(crate::python::PySource),
+    Python(crate::load::python::PySource),
 }
 
 /// One step of a load plan.
@@ -32,9 +32,9 @@ pub(crate) enum Source {
 pub(crate) enum Planned<'host> {
     File(Candidate),
     Static(&'host StaticPlugin),
-    /// A Python plugin (`crate::python`).
+    /// A Python plugin (`load::python`).
     #[cfg(feature = "python")]
-    Python(crate::python::PyCandidate),
+    Python(crate::load::python::PyCandidate),
     /// A plugin file that discovery could not use (a dangling symlink, a symlink loop, a
     /// missing file source): a failure of that one plugin, which a load policy may skip.
     Unusable {
@@ -94,7 +94,7 @@ pub(crate) fn plan(sources: &[Source]) -> Result<Vec<Planned<'_>>, Error> {
         let mut seen = HashSet::new();
         for source in sources {
             if let Source::Python(source) = source {
-                crate::python::source::plan(source, &mut plan, &mut seen)?;
+                crate::load::python::source::plan(source, &mut plan, &mut seen)?;
             }
         }
     }

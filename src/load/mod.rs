@@ -15,6 +15,8 @@ mod pinning;
 pub(crate) mod pipeline;
 mod plugins;
 mod policy;
+#[cfg(feature = "python")]
+pub(crate) mod python;
 mod registrar;
 mod registry;
 pub(crate) mod sys;
@@ -34,7 +36,7 @@ pub(crate) use registrar::MAX_NAME_LEN;
 pub use registrar::Registrar;
 pub use trust::TrustPolicy;
 
-// What the Python plugins of `crate::python` share with library plugins: the trust check,
+// What the Python plugins of `load::python` share with library plugins: the trust check,
 // the registry of instances, and the parts of a registered plugin.
 #[cfg(feature = "python")]
 pub(crate) use {
@@ -124,7 +126,7 @@ enum Step<'host> {
     File(Candidate),
     Static(&'host StaticPlugin),
     #[cfg(feature = "python")]
-    Python(crate::python::PyCandidate),
+    Python(crate::load::python::PyCandidate),
 }
 
 impl Step<'_> {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::host::HostBuilder;
 use crate::load::Source;
-use crate::python::source::PySource;
+use crate::load::python::source::PySource;
 
 impl HostBuilder {
     /// Every Python plugin directly in `dir`: each `*.py` file and each package (a

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use crate::error::{Error, LookupFailure};
 use crate::host::Lease;
 use crate::load::PassInfo;
-use crate::python::interpreter::{attach, describe};
+use crate::load::python::interpreter::{attach, describe};
 
 /// A pass signature that a host and its Python plugins agree on, named by a versioned id: the
 /// Python side of [`Interface`](crate::Interface).
@@ -165,7 +165,7 @@ impl Lease {
     /// Every Python pass registered under interface `I`, in the order of
     /// [`Lease::passes_of`]: plugins in load order, then pass names in byte order.
     pub fn py_passes_of<I: PyInterface>(&self) -> impl ExactSizeIterator<Item = PyPass<'_, I>> + '_ {
-        self.passes_of_interface(&crate::python::index_key(I::ID, true))
+        self.passes_of_interface(&crate::load::python::index_key(I::ID, true))
             .iter()
             .map(move |&index| PyPass {
                 index,

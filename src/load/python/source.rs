@@ -14,11 +14,11 @@ use crate::error::{Error, Origin};
 use crate::load::candidate::Candidate;
 use crate::load::discover::Planned;
 use crate::load::pipeline::Registered;
+use crate::load::python::instance::{self, Staged};
+use crate::load::python::interpreter::{attach, helpers, plugin_failed};
+use crate::load::python::{PyCallable, placeholder};
 use crate::load::{Checks, FileRef, Identity, Pinning, TrustPolicy, open_checked};
 use crate::load::{Collected, MAX_NAME_LEN, Teardown, UserData};
-use crate::python::instance::{self, Staged};
-use crate::python::interpreter::{attach, helpers, plugin_failed};
-use crate::python::{PyCallable, placeholder};
 
 /// Where a host finds Python plugins, as given to the builder.
 #[derive(Debug)]

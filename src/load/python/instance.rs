@@ -23,8 +23,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyModule;
 
 use crate::error::{Error, Origin};
+use crate::load::python::interpreter::{attach, helpers, plugin_failed};
 use crate::load::{FileRef, Identity, LibraryInstance, Opener, Registry};
-use crate::python::interpreter::{attach, helpers, plugin_failed};
 use crate::sync::Arc;
 
 crate::sync::lazy_static! {
@@ -210,7 +210,7 @@ impl Opener for PyOpener {
                         "{}on_unload of {} raised {}",
                         crate::load::log_scope::prefix(),
                         library.origin,
-                        crate::python::interpreter::describe(py, &error)
+                        crate::load::python::interpreter::describe(py, &error)
                     );
                 }
             }
