@@ -243,7 +243,7 @@ impl Generations {
         };
         // The thread waited for may need the GIL (a load of Python plugins).
         #[cfg(feature = "python")]
-        return crate::load::python::detached(wait);
+        return crate::load::python::interpreter::detached(wait);
         #[cfg(not(feature = "python"))]
         wait()
     }

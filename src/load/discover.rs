@@ -24,7 +24,7 @@ pub(crate) enum Source {
     Static(StaticPlugin),
     /// Python plugins (`load::python`): planned after every other source.
     #[cfg(feature = "python")]
-    Python(crate::load::python::PySource),
+    Python(crate::load::python::source::PySource),
 }
 
 /// One step of a load plan.
@@ -34,7 +34,7 @@ pub(crate) enum Planned<'host> {
     Static(&'host StaticPlugin),
     /// A Python plugin (`load::python`).
     #[cfg(feature = "python")]
-    Python(crate::load::python::PyCandidate),
+    Python(crate::load::python::source::PyCandidate),
     /// A plugin file that discovery could not use (a dangling symlink, a symlink loop, a
     /// missing file source): a failure of that one plugin, which a load policy may skip.
     Unusable {
@@ -94,7 +94,12 @@ pub(crate) fn plan(sources: &[Source]) -> Result<Vec<Planned<'_>>, Error> {
         let mut seen = HashSet::new();
         for source in sources {
             if let Source::Python(source) = source {
-                crate::load::python::source::plan(source, &mut plan, &mut seen)?;
+                for found in crate::load::python::source::plan(source, &mut seen)? {
+                    plan.push(match found {
+                        Ok(candidate) => Planned::Python(candidate),
+                        Err((path, error)) => Planned::Unusable { path, error },
+                    });
+                }
             }
         }
     }

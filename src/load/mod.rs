@@ -36,17 +36,6 @@ pub(crate) use registrar::MAX_NAME_LEN;
 pub use registrar::Registrar;
 pub use trust::TrustPolicy;
 
-// What the Python plugins of `load::python` share with library plugins: the trust check,
-// the registry of instances, and the parts of a registered plugin.
-#[cfg(feature = "python")]
-pub(crate) use {
-    candidate::Identity,
-    pipeline::Teardown,
-    registrar::{Collected, UserData},
-    registry::{FileRef, LibraryInstance, Opener, Registry},
-    trust::{Checks, open_checked},
-};
-
 /// The ELF checks (headers, then structure) over a file's bytes in memory: `Err` with the
 /// cause. Only for the fuzz target (`--cfg fuzzing`).
 #[cfg(fuzzing)]
@@ -126,7 +115,7 @@ enum Step<'host> {
     File(Candidate),
     Static(&'host StaticPlugin),
     #[cfg(feature = "python")]
-    Python(crate::load::python::PyCandidate),
+    Python(crate::load::python::source::PyCandidate),
 }
 
 impl Step<'_> {

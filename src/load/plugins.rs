@@ -68,7 +68,7 @@ pub struct PassInfo {
     pub(crate) user_data: UserData,
     /// A Python pass's callable (`load::python`); then `func` is a placeholder.
     #[cfg(feature = "python")]
-    pub(crate) python: Option<crate::load::python::PyCallable>,
+    pub(crate) python: Option<crate::load::python::callable::PyCallable>,
 }
 
 impl PassInfo {
@@ -191,7 +191,7 @@ impl LoadedPlugins {
             if let Some(interface) = &pass.interface {
                 // Python passes are listed apart (`Lease::py_passes_of`).
                 #[cfg(feature = "python")]
-                let interface = &crate::load::python::index_key(interface, pass.python.is_some());
+                let interface = &crate::load::python::callable::index_key(interface, pass.python.is_some());
                 by_interface.entry(interface.clone()).or_default().push(at);
             }
         }

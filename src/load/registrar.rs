@@ -27,7 +27,7 @@ pub(crate) struct Collected {
     pub(crate) user_data: UserData,
     /// A Python pass's callable (then `func` is a placeholder).
     #[cfg(feature = "python")]
-    pub(crate) python: Option<crate::load::python::PyCallable>,
+    pub(crate) python: Option<crate::load::python::callable::PyCallable>,
 }
 
 pub(crate) type UnloadHook = Box<dyn FnOnce() + Send + 'static>;

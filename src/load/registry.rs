@@ -413,7 +413,7 @@ impl<O: Opener> Registry<O> {
         };
         // The thread waited for may need the GIL (a Python instance's teardown).
         #[cfg(feature = "python")]
-        let mut state = crate::load::python::detached(wait);
+        let mut state = crate::load::python::interpreter::detached(wait);
         #[cfg(not(feature = "python"))]
         let mut state = wait();
         state.waiters -= 1;

@@ -165,7 +165,7 @@ impl Lease {
     /// Every Python pass registered under interface `I`, in the order of
     /// [`Lease::passes_of`]: plugins in load order, then pass names in byte order.
     pub fn py_passes_of<I: PyInterface>(&self) -> impl ExactSizeIterator<Item = PyPass<'_, I>> + '_ {
-        self.passes_of_interface(&crate::load::python::index_key(I::ID, true))
+        self.passes_of_interface(&crate::load::python::callable::index_key(I::ID, true))
             .iter()
             .map(move |&index| PyPass {
                 index,

@@ -23,8 +23,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyModule;
 
 use crate::error::{Error, Origin};
+use crate::load::candidate::Identity;
 use crate::load::python::interpreter::{attach, helpers, plugin_failed};
-use crate::load::{FileRef, Identity, LibraryInstance, Opener, Registry};
+use crate::load::registry::{FileRef, LibraryInstance, Opener, Registry};
 use crate::sync::Arc;
 
 crate::sync::lazy_static! {

@@ -3,8 +3,8 @@
 //! `PyInterface`, `PyPass`, `Lease::get_py`) is in the crate's `python` module, above the host.
 //!
 //! A Python plugin is a `.py` file or a package. Its **instance** is one execution of its
-//! module, shared process-wide as a library instance is: [`instance`] runs it through the same
-//! registry (`load::registry`, generic over its `Opener`) with [`instance::PyOpener`] in the
+//! module, shared process-wide as a library instance is: `instance` runs it through the same
+//! registry (`load::registry`, generic over its `Opener`) with `instance::PyOpener` in the
 //! platform loader's place, so the invariants of `docs::sharing` hold by the same code: one
 //! instance of an unchanged plugin at a time (I1), whose `on_load` and `on_unload` run once
 //! (I7), and no plugin code under the registry's lock (I4). The registry's key is the plugin's
@@ -14,7 +14,7 @@
 //! Each instance lives under a private module name, `_dylease.<n>` (a package's submodules
 //! below it), never its bare name and never on `sys.path`, so nothing is cached under a name
 //! another load would find: every file is executed afresh for a new instance. Its sources are
-//! read from the descriptors the trust check looked at ([`source`]) and compiled from memory
+//! read from the descriptors the trust check looked at (`source`) and compiled from memory
 //! (`compile(src, path, "exec")`), so no `__pycache__` is read or written. The host's side
 //! of this, run inside the interpreter, is `bootstrap.py`.
 //!
@@ -22,63 +22,16 @@
 //! its function pointer is a placeholder that does nothing, and the native lookups refuse it:
 //! [`Lease::get`](crate::Lease::get) names it a Python pass, and
 //! [`Lease::passes_of`](crate::Lease::passes_of) does not list it, because the index keys
-//! Python passes apart ([`index_key`]). Calling one through the `unsafe`
+//! Python passes apart (`callable::index_key`). Calling one through the `unsafe`
 //! [`Lease::pass`](crate::Lease::pass) breaks that function's contract (a Python pass has no
 //! native signature).
 //!
-//! The interpreter ([`interpreter`]) is the process's if it has one, and otherwise started
+//! The interpreter (`interpreter`) is the process's if it has one, and otherwise started
 //! once; dylease never finalises it. Every wait on dylease's own locks gives the GIL up
-//! ([`interpreter::detached`]), so a pass that calls `acquire()` does not deadlock with a
+//! (`interpreter::detached`), so a pass that calls `acquire()` does not deadlock with a
 //! thread that loads Python plugins of the same host.
 
-use pyo3::prelude::*;
-
-use crate::sync::{Arc, Mutex};
-
+pub(crate) mod callable;
 mod instance;
 pub(crate) mod interpreter;
 pub(crate) mod source;
-
-pub(crate) use interpreter::detached;
-pub(crate) use source::{PyCandidate, PySource};
-
-/// The function pointer of a Python pass: never meant to be called (the pass has no native
-/// signature; [`Lease::get`](crate::Lease::get) refuses it).
-pub(crate) extern "C" fn placeholder() {}
-
-/// The key under which the per-interface index lists a pass: a Python pass's id is kept
-/// apart from native ones (a NUL byte cannot appear in a C interface id).
-pub(crate) fn index_key(interface: &str, python: bool) -> Box<str> {
-    match python {
-        true => format!("\0python\0{interface}").into(),
-        false => interface.into(),
-    }
-}
-
-/// A Python pass's callable, shared by the set's pass table and its teardown, which lets go
-/// of it before its instance is torn down.
-#[derive(Clone)]
-pub(crate) struct PyCallable(Arc<Mutex<Option<Py<PyAny>>>>);
-
-impl std::fmt::Debug for PyCallable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PyCallable")
-    }
-}
-
-impl PyCallable {
-    pub(crate) fn new(func: Py<PyAny>) -> Self {
-        PyCallable(Arc::new(Mutex::new(Some(func))))
-    }
-
-    /// The callable, unless its set was unloaded.
-    pub(crate) fn get(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.0.lock().as_ref().map(|func| func.clone_ref(py))
-    }
-
-    /// Lets go of the callable (attached to the interpreter).
-    pub(crate) fn clear(&self) {
-        let func = self.0.lock().take();
-        drop(func);
-    }
-}

@@ -12,13 +12,16 @@ use pyo3::prelude::*;
 
 use crate::error::{Error, Origin};
 use crate::load::candidate::Candidate;
-use crate::load::discover::Planned;
+use crate::load::candidate::Identity;
+use crate::load::pinning::Pinning;
 use crate::load::pipeline::Registered;
+use crate::load::pipeline::Teardown;
+use crate::load::python::callable::{PyCallable, placeholder};
 use crate::load::python::instance::{self, Staged};
 use crate::load::python::interpreter::{attach, helpers, plugin_failed};
-use crate::load::python::{PyCallable, placeholder};
-use crate::load::{Checks, FileRef, Identity, Pinning, TrustPolicy, open_checked};
-use crate::load::{Collected, MAX_NAME_LEN, Teardown, UserData};
+use crate::load::registrar::{Collected, MAX_NAME_LEN, UserData};
+use crate::load::registry::FileRef;
+use crate::load::trust::{Checks, TrustPolicy, open_checked};
 
 /// Where a host finds Python plugins, as given to the builder.
 #[derive(Debug)]
@@ -55,24 +58,27 @@ struct PyFile {
     candidate: Candidate,
 }
 
-/// The plugins of `source` in load order, appended to `plan`; a plugin reached twice (listed
-/// twice, or through a symlink) is planned once, where it first appears (`seen`).
-pub(crate) fn plan(source: &PySource, plan: &mut Vec<Planned<'_>>, seen: &mut HashSet<Identity>) -> Result<(), Error> {
+/// A plugin found, or the path that could not be used and why.
+pub(crate) type Found = Result<PyCandidate, (PathBuf, Error)>;
+
+/// The plugins of `source` in load order; a plugin reached twice (listed twice, or through a
+/// symlink) is planned once, where it first appears (`seen`).
+pub(crate) fn plan(source: &PySource, seen: &mut HashSet<Identity>) -> Result<Vec<Found>, Error> {
     let mut found = Vec::new();
     plan_all(source, &mut found)?;
-    plan.extend(found.into_iter().filter(|planned| match planned {
+    found.retain(|found| match found {
         // `Identity` is `Copy` on Unix and a path elsewhere: one spelling for both.
         #[allow(clippy::clone_on_copy)]
-        Planned::Python(candidate) => seen.insert(candidate.identity.clone()),
-        _ => true,
-    }));
-    Ok(())
+        Ok(candidate) => seen.insert(candidate.identity.clone()),
+        Err(_) => true,
+    });
+    Ok(found)
 }
 
-fn plan_all(source: &PySource, plan: &mut Vec<Planned<'_>>) -> Result<(), Error> {
+fn plan_all(source: &PySource, plan: &mut Vec<Found>) -> Result<(), Error> {
     match source {
         PySource::Dir(dir) => in_dir(dir, plan),
-        PySource::File(path) => plan.push(planned(plugin(path))),
+        PySource::File(path) => plan.push(plugin(path)),
         PySource::Env(var) => {
             let Some(value) = std::env::var_os(var) else {
                 return Ok(());
@@ -94,19 +100,12 @@ fn plan_all(source: &PySource, plan: &mut Vec<Planned<'_>>) -> Result<(), Error>
                 if path.is_dir() && !path.join("__init__.py").is_file() {
                     in_dir(&path, plan);
                 } else {
-                    plan.push(planned(plugin(&path)));
+                    plan.push(plugin(&path));
                 }
             }
         }
     }
     Ok(())
-}
-
-fn planned(found: Result<PyCandidate, (PathBuf, Error)>) -> Planned<'static> {
-    match found {
-        Ok(candidate) => Planned::Python(candidate),
-        Err((path, error)) => Planned::Unusable { path, error },
-    }
 }
 
 fn io_error(path: &Path, context: &'static str) -> impl FnOnce(io::Error) -> (PathBuf, Error) {
@@ -116,7 +115,7 @@ fn io_error(path: &Path, context: &'static str) -> impl FnOnce(io::Error) -> (Pa
 
 /// The plugins directly in `dir`: `*.py` files and packages, not names starting with `_` or
 /// `.`, in byte order of name.
-fn in_dir(dir: &Path, plan: &mut Vec<Planned<'_>>) {
+fn in_dir(dir: &Path, plan: &mut Vec<Found>) {
     let listed = fs::read_dir(dir).and_then(|entries| {
         let mut names = Vec::new();
         for entry in entries {
@@ -140,11 +139,10 @@ fn in_dir(dir: &Path, plan: &mut Vec<Planned<'_>>) {
     match listed {
         Ok(mut names) => {
             names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
-            plan.extend(names.into_iter().map(|name| planned(plugin(&dir.join(name)))));
+            plan.extend(names.into_iter().map(|name| plugin(&dir.join(name))));
         }
         Err(source) => {
-            let (path, error) = io_error(dir, "cannot read Python plugin directory")(source);
-            plan.push(Planned::Unusable { path, error });
+            plan.push(Err(io_error(dir, "cannot read Python plugin directory")(source)));
         }
     }
 }
@@ -337,7 +335,7 @@ impl PyCandidate {
             // The set's references to the passes go first, then (if this set was the last
             // one using it) the instance: `on_unload`, its modules, the check that they went.
             attach(|_| callables.iter().for_each(PyCallable::clear));
-            if let Some(released) = crate::load::LibraryInstance::release(instance) {
+            if let Some(released) = crate::load::registry::LibraryInstance::release(instance) {
                 released.settle();
             }
         };
