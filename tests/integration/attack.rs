@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use dylease::PluginHost;
 
-use crate::support::{TestDir, compile_plugin, fixture};
+use crate::support::{TestDir, await_that, beside, compile_plugin, fixture};
 
 /// A fixture of this module's own: `sources` (under tests/plugins, or absolute) compiled with
 /// `args` into `lib<name>.so`, once per process.
@@ -48,19 +48,6 @@ fn copy_in(dir: &Path, from: &Path, file: &str, mode: u32) -> PathBuf {
 fn host(dir: &Path) -> PluginHost {
     // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
     unsafe { PluginHost::builder().dir(dir).build() }.unwrap()
-}
-
-fn beside(file: &Path, suffix: &str) -> PathBuf {
-    PathBuf::from(format!("{}{suffix}", file.display()))
-}
-
-#[track_caller]
-fn await_that(what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 /// How many of this process's descriptors are open on the inode `ino`.

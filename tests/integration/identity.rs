@@ -5,11 +5,10 @@
 use std::fs::{self, Permissions};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use dylease::{Error, PluginHost};
 
-use crate::support::{TestDir, assert_unloaded, mapped, mapped_containing};
+use crate::support::{TestDir, assert_unloaded, await_that, beside, mapped, mapped_containing};
 
 /// Installs fixture `name` as `dir/libx.so` by rename, as plugins must be installed.
 fn install(dir: &TestDir, name: &str) -> PathBuf {
@@ -22,21 +21,6 @@ fn install(dir: &TestDir, name: &str) -> PathBuf {
 fn host(plugins: &TestDir) -> PluginHost {
     // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
     unsafe { PluginHost::builder().dir(plugins.path()).build() }.unwrap()
-}
-
-/// `file` plus `suffix`: the side channels of the test plugins.
-fn beside(file: &Path, suffix: &str) -> PathBuf {
-    PathBuf::from(format!("{}{suffix}", file.display()))
-}
-
-/// Waits until `done()`, failing the test after 20 s.
-#[track_caller]
-fn await_that(what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 /// How many of this process's descriptors are open on `path`'s current file.

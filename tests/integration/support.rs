@@ -350,3 +350,19 @@ pub(crate) fn exchange(from: &Path, to: &Path) -> std::io::Result<()> {
         Err(std::io::Error::last_os_error())
     }
 }
+
+/// `file` plus `suffix`: the side channels of the test plugins (`<library>.log`, `.ran`,
+/// `.unloading`, `.go`).
+pub(crate) fn beside(file: &Path, suffix: &str) -> PathBuf {
+    PathBuf::from(format!("{}{suffix}", file.display()))
+}
+
+/// Waits until `done()`, failing the test after 20 s (a bug fails the test, never hangs it).
+#[track_caller]
+pub(crate) fn await_that(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}

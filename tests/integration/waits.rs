@@ -2,30 +2,16 @@
 //! child that fails fast instead of waiting on locks its parent's threads hold.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use dylease::{Error, PluginHost, Waited};
 
-use crate::support::TestDir;
+use crate::support::{TestDir, await_that, beside};
 
 fn host(dir: &Path) -> PluginHost {
     // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
     unsafe { PluginHost::builder().dir(dir).build() }.unwrap()
-}
-
-fn beside(file: &Path, suffix: &str) -> PathBuf {
-    PathBuf::from(format!("{}{suffix}", file.display()))
-}
-
-/// Waits until `done()`, failing the test after 20 s.
-#[track_caller]
-fn await_that(what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 #[test]
