@@ -7,23 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use dylease::{Interface, PluginHost};
+use dylease::PluginHost;
 
 use crate::cli::binary;
-use crate::support::{TestDir, assert_unloaded};
-
-#[repr(C)]
-struct Graph {
-    nodes: i32,
-    rewrites: i32,
-}
-
-struct GraphPass;
-// SAFETY: the example plugins register their passes under this id as `void (*)(demo_graph *)`.
-unsafe impl Interface for GraphPass {
-    const ID: &'static str = "demo.graph_pass/1";
-    type Fn = unsafe extern "C" fn(*mut Graph);
-}
+use crate::support::{Graph, GraphPass, TestDir, assert_unloaded};
 
 /// Runs `program` with `args`, failing the test with its output if it fails.
 fn run(program: &str, args: &[&str], env: &[(&str, &Path)]) -> String {

@@ -7,24 +7,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use dylease::{Interface, Lease, PinCause, PluginHost};
+use dylease::{Lease, PinCause, PluginHost};
 use log::Level;
 
 use crate::logger;
-use crate::support::{TestDir, assert_loaded, assert_unloaded};
-
-#[repr(C)]
-struct Graph {
-    nodes: i32,
-    rewrites: i32,
-}
-
-struct GraphPass;
-// SAFETY: the layout plugin registers `nchw_to_nhwc` under this id as `void (*)(demo_graph *)`.
-unsafe impl Interface for GraphPass {
-    const ID: &'static str = "demo.graph_pass/1";
-    type Fn = unsafe extern "C" fn(*mut Graph);
-}
+use crate::support::{Graph, GraphPass, TestDir, assert_loaded, assert_unloaded};
 
 type IntFn = unsafe extern "C" fn() -> i32;
 

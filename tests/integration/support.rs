@@ -366,3 +366,18 @@ pub(crate) fn await_that(what: &str, done: impl Fn() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
+
+/// The toy graph of `examples/plugins/graph.h`, which the example plugins' passes rewrite.
+#[repr(C)]
+pub(crate) struct Graph {
+    pub(crate) nodes: i32,
+    pub(crate) rewrites: i32,
+}
+
+/// The example plugins' pass interface.
+pub(crate) struct GraphPass;
+// SAFETY: the example plugins register their passes under this id as `void (*)(demo_graph *)`.
+unsafe impl dylease::Interface for GraphPass {
+    const ID: &'static str = "demo.graph_pass/1";
+    type Fn = unsafe extern "C" fn(*mut Graph);
+}
