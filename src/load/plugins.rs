@@ -38,6 +38,7 @@ impl PluginInfo {
     }
 
     /// The library file, as discovered; `None` for a static plugin.
+    #[deprecated(since = "0.1.0", note = "use `origin().path()`: one way to ask for the file")]
     pub fn path(&self) -> Option<&Path> {
         self.origin.path()
     }

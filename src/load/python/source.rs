@@ -41,7 +41,7 @@ const MAX_PACKAGE_FILES: usize = 4096;
 #[derive(Debug)]
 pub(crate) struct PyCandidate {
     /// The `.py` file or package directory, as configured (what errors and
-    /// `PluginInfo::path` show).
+    /// `PluginInfo::origin` show).
     path: PathBuf,
     package: bool,
     /// What makes it the same plugin as another ((dev, ino) of the file or directory).
