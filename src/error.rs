@@ -438,6 +438,17 @@ impl std::error::Error for Error {
     }
 }
 
+/// The text of a panic payload: its message, or a phrase saying it has none.
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "a panic without a message"
+    }
+}
+
 #[cfg(all(test, feature = "host"))]
 mod tests {
     use super::*;

@@ -210,21 +210,10 @@ where
             -1
         }
         Err(panic) => {
-            let message = panic_text(&*panic);
+            let message = crate::error::panic_text(&*panic);
             registrar.report(&format!("panicked: {message}"));
             -2
         }
-    }
-}
-
-/// The text of a panic payload.
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "a panic without a message"
     }
 }
 

@@ -34,6 +34,6 @@ fn init_global_configures_the_global_host_once_before_its_first_use() {
     assert_eq!(lease.plugins().len(), 1);
     assert_eq!(lease.plugins()[0].name(), "builtin");
     assert_eq!(lease.failures().len(), 1);
-    assert_eq!(lease.failures()[0].path(), Some(missing.as_path()));
+    assert_eq!(lease.failures()[0].origin().path(), Some(missing.as_path()));
     assert!(std::ptr::eq(host, dylease::global()), "one global host");
 }

@@ -22,6 +22,7 @@ pub struct Graph {
 }
 
 /// The interface of every example pass: `void (*)(demo_graph *)` under "demo.graph_pass/1".
+#[derive(Debug)]
 pub struct GraphPass;
 // SAFETY: every pass registered under "demo.graph_pass/1" (by this plugin and the C and C++
 // example plugins) is a `void (*)(demo_graph *)`.

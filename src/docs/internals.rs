@@ -13,11 +13,14 @@
 //! - `sync`: the synchronisation shim (std's or loom's types), `Exclusive`.
 //! - `load`: one load attempt. `discover` (sources to candidate files), `trust` (the trust
 //!   check: `policy`, `walk`, `deps`), `elf` and `elf_layout` (the structural ELF check),
-//!   `pipeline` (one plugin from file to registered passes), `library` (an open library),
-//!   `registry` (the registry protocol below), `registrar` (registration; its C host API in
-//!   `registrar::c_api`), `plugins` (a loaded set's contents), `pinning`, and `sys`, the
-//!   platform layer: every call into the platform loader and the C library, one module per
-//!   platform.
+//!   `pipeline` (one plugin from file to registered passes, as typestates), `static_plugin`
+//!   (plugins compiled into the host), `library` (an open library), `registry` (the registry
+//!   protocol below), `opener` (the platform loader as the registry's opener: the descriptor
+//!   check, `on_load`, `on_unload`; the process-wide registry), `teardown` (unloading a set's
+//!   plugins), `registrar` (registration: the safe `Registrar`; the state both routes fill in
+//!   `registrar::table`, the C host API in `registrar::c_api`), `plugins` (a loaded set's
+//!   contents), `pinning`, and `sys`, the platform layer: every call into the platform loader
+//!   and the C library, one module per platform.
 //! - `host`: `plugin_host`, `builder`, `policy` (`UnloadPolicy`), `global`, `generations`
 //!   (the slot protocol below), `set`, `lease`, `stats`, `reentry`, `watch`.
 //!
@@ -90,8 +93,12 @@
 //! library is settled (did the platform keep it?), after every other library of the same
 //! teardown closed; then, under the lock: unmark and wake.
 //!
-//! The protocol is generic over its opener, so that loom models can replace `dlopen` with a
-//! model of the platform loader and check I1 and I7 with two hosts.
+//! In the code, `Registry::find_or_mark` takes steps 1 and 2 and sets step 3's mark;
+//! `Registry::open_marked` does the rest of step 3.
+//!
+//! The protocol is generic over its opener (`load::opener`'s `Dlopen` for libraries), so that
+//! loom models can replace `dlopen` with a model of the platform loader and check I1 and I7
+//! with two hosts.
 //!
 //! # The slot protocol: how `acquire()` finds the current set (`host::generations`)
 //!

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 /// A library file found by discovery, not yet opened.
 #[derive(Debug)]
 pub(crate) struct Candidate {
-    /// The path as discovered (what errors and `PluginInfo::path` show).
+    /// The path as discovered (what errors and `PluginInfo::origin` show).
     pub(crate) path: PathBuf,
     /// The path with symlinks resolved (what is opened).
     pub(crate) resolved: PathBuf,

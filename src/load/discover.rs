@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 use crate::load::candidate::{Candidate, Identity};
-use crate::load::pipeline::StaticPlugin;
+use crate::load::static_plugin::StaticPlugin;
 use crate::load::sys::identity;
 
 /// Where a host finds plugins, in the order given to the builder.

@@ -11,6 +11,7 @@ mod elf;
 mod elf_layout;
 mod library;
 pub(crate) mod log_scope;
+mod opener;
 mod pinning;
 pub(crate) mod pipeline;
 mod plugins;
@@ -19,7 +20,9 @@ mod policy;
 pub(crate) mod python;
 mod registrar;
 mod registry;
+pub(crate) mod static_plugin;
 pub(crate) mod sys;
+pub(crate) mod teardown;
 mod trust;
 
 pub(crate) use discover::Source;
@@ -28,12 +31,12 @@ pub use discover::plugin_files_in;
 pub(crate) use discover::{env_dirs, is_library_name};
 pub(crate) use log_scope::count;
 pub use pinning::{PinCause, Pinning};
-pub(crate) use pipeline::StaticPlugin;
 pub(crate) use plugins::LoadedPlugins;
 pub use plugins::{PassInfo, PluginInfo};
 pub use policy::{LoadFailure, LoadPolicy};
 pub(crate) use registrar::MAX_NAME_LEN;
 pub use registrar::Registrar;
+pub(crate) use static_plugin::StaticPlugin;
 pub use trust::TrustPolicy;
 
 /// The ELF checks (headers, then structure) over a file's bytes in memory: `Err` with the

@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use crate::abi::dylease_fn;
 use crate::error::{Error, Origin};
 use crate::load::pinning::Pinning;
-use crate::load::pipeline::{Registered, Teardown, teardown_all};
+use crate::load::pipeline::Registered;
 use crate::load::policy::LoadFailure;
 use crate::load::registrar::UserData;
+use crate::load::teardown::{Teardown, teardown_all};
 use crate::sync::Exclusive;
 
 /// One loaded plugin, as seen through a lease.
@@ -37,6 +38,7 @@ impl PluginInfo {
     }
 
     /// The library file, as discovered; `None` for a static plugin.
+    #[deprecated(since = "0.1.0", note = "use `origin().path()`: one way to ask for the file")]
     pub fn path(&self) -> Option<&Path> {
         self.origin.path()
     }

@@ -48,6 +48,7 @@ impl LoadFailure {
     }
 
     /// The plugin's library file, as discovered; `None` for a static plugin.
+    #[deprecated(since = "0.1.0", note = "use `origin().path()`: one way to ask for the file")]
     pub fn path(&self) -> Option<&Path> {
         self.origin.path()
     }

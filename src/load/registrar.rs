@@ -1,59 +1,21 @@
-//! Registration: the [`Registrar`] that static plugins fill in directly and that the C
-//! host API (`add_pass`, `add_typed_pass`, `report`; in [`c_api`]) fills in for library
-//! plugins.
+//! Registration: the [`Registrar`] that static plugins fill in directly. Its state, and the
+//! checks every pass goes through, are in [`table`], which the C host API (`add_pass`,
+//! `add_typed_pass`, `report`; in [`c_api`]) fills in for library plugins.
 
-use core::ffi::{c_char, c_void};
-use std::cell::Cell;
-use std::collections::HashSet;
+use core::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::abi::{dylease_fn, dylease_host_api, dylease_host_api_abi1, dylease_registrar};
+use crate::abi::{dylease_host_api, dylease_registrar};
 use crate::error::{Error, Origin};
 use crate::pass_fn::PassFn;
 
 mod c_api;
+mod table;
 
-pub(crate) use c_api::{UserData, bounded_c_str};
-
-/// One pass collected during registration.
-#[derive(Debug)]
-pub(crate) struct Collected {
-    pub(crate) name: Box<str>,
-    /// The pass signature it implements; `None` for an untyped pass.
-    pub(crate) interface: Option<Box<str>>,
-    pub(crate) func: dylease_fn,
-    pub(crate) user_data: UserData,
-    /// A Python pass's callable (then `func` is a placeholder).
-    #[cfg(feature = "python")]
-    pub(crate) python: Option<crate::load::python::callable::PyCallable>,
-}
-
-pub(crate) type UnloadHook = Box<dyn FnOnce() + Send + 'static>;
-
-/// The longest plugin, version or pass name the host accepts, in bytes. Names appear in
-/// errors and logs; a plugin that sends a megabyte is broken, not descriptive.
-pub(crate) const MAX_NAME_LEN: usize = 256;
-
-/// What is wrong with a name longer than [`MAX_NAME_LEN`], as a phrase after "its name".
-pub(crate) const TOO_LONG: &str = "is longer than 256 bytes";
-
-/// The same, for a refused pass.
-const NAME_TOO_LONG: &str = "the name is longer than 256 bytes";
-
-/// The same, for a refused interface.
-const INTERFACE_TOO_LONG: &str = "the interface is longer than 256 bytes";
-
-/// How much of a message given to `report` the host keeps, in bytes.
-pub(crate) const MAX_REPORT_LEN: usize = 1024;
-
-/// The start of a name too long to show whole, lossily decoded, for errors.
-fn shortened(bytes: &[u8]) -> String {
-    let mut start = String::from_utf8_lossy(&bytes[..bytes.len().min(32)]).into_owned();
-    start.push('…');
-    start
-}
+pub(crate) use c_api::bounded_c_str;
+use table::Table;
+pub(crate) use table::{Collected, Finished, MAX_NAME_LEN, TOO_LONG, UnloadHook, UserData};
 
 /// Collects the passes of one plugin while it registers.
 ///
@@ -98,24 +60,17 @@ fn shortened(bytes: &[u8]) -> String {
 /// }
 /// ```
 pub struct Registrar {
-    plugin: Origin,
-    passes: Vec<Collected>,
-    names: HashSet<Box<str>>,
-    hooks: Vec<UnloadHook>,
-    /// The first pass the host refused, kept so that a plugin that ignores `add_pass`'s
-    /// return code still fails.
-    refused: Option<Refusal>,
-    /// The first message the plugin gave `report`: why its registration fails.
-    report: Option<String>,
+    table: Table,
     _not_send: PhantomData<*mut ()>,
 }
 
 impl fmt::Debug for Registrar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (passes, hooks) = self.table.counts();
         f.debug_struct("Registrar")
-            .field("plugin", &self.plugin)
-            .field("passes", &self.passes.len())
-            .field("unload_hooks", &self.hooks.len())
+            .field("plugin", self.table.plugin())
+            .field("passes", &passes)
+            .field("unload_hooks", &hooks)
             .finish()
     }
 }
@@ -123,12 +78,7 @@ impl fmt::Debug for Registrar {
 impl Registrar {
     pub(crate) fn new(plugin: Origin) -> Self {
         Registrar {
-            plugin,
-            passes: Vec::new(),
-            names: HashSet::new(),
-            hooks: Vec::new(),
-            refused: None,
-            report: None,
+            table: Table::new(plugin),
             _not_send: PhantomData,
         }
     }
@@ -161,7 +111,8 @@ impl Registrar {
     /// # Ok::<(), dylease::Error>(())
     /// ```
     pub fn add_pass<F: PassFn>(&mut self, name: &str, func: F, user_data: *mut c_void) -> Result<(), Error> {
-        self.add_raw(Ok(name), None, Some(func.into_raw()), UserData(user_data))
+        self.table
+            .add_raw(Ok(name), None, Some(func.into_raw()), UserData(user_data))
     }
 
     /// Registers `func` under `name` as an implementation of interface `I`: the pass is
@@ -271,7 +222,7 @@ impl Registrar {
         func: F,
         user_data: *mut c_void,
     ) -> Result<(), Error> {
-        self.add_raw(
+        self.table.add_raw(
             Ok(name),
             Some(Ok(interface)),
             Some(func.into_raw()),
@@ -285,127 +236,27 @@ impl Registrar {
     /// registration. If a later plugin makes the load fail, the hooks registered so far run
     /// before [`acquire`](crate::PluginHost::acquire) returns the error.
     pub fn on_unload(&mut self, hook: impl FnOnce() + Send + 'static) {
-        self.hooks.push(Box::new(hook));
+        self.table.add_hook(Box::new(hook));
     }
 
     /// The plugin being registered.
     pub fn plugin(&self) -> &Origin {
-        &self.plugin
+        self.table.plugin()
     }
 
-    /// The common path of both registration routes. `name` and `interface` are `Err` with
-    /// the raw bytes when they are not UTF-8; `interface` is `None` for an untyped pass.
-    fn add_raw(
-        &mut self,
-        name: Result<&str, &[u8]>,
-        interface: Option<Result<&str, &[u8]>>,
-        func: Option<dylease_fn>,
-        user_data: UserData,
-    ) -> Result<(), Error> {
-        if let (Ok(name), Some(interface)) = (name, interface) {
-            let reason = match interface {
-                Err(_) => Some("the interface is not valid UTF-8"),
-                Ok("") => Some("the interface is empty"),
-                Ok(interface) if interface.len() > MAX_NAME_LEN => Some(INTERFACE_TOO_LONG),
-                Ok(_) => None,
-            };
-            // A bad name is reported first (below); a good name with a bad interface here.
-            if let Some(reason) = reason.filter(|_| !name.is_empty() && name.len() <= MAX_NAME_LEN) {
-                return Err(self.refuse(Refusal::Invalid(name.to_owned(), reason)));
-            }
-        }
-        let interface = interface.and_then(Result::ok);
-        let refusal = match (name, func) {
-            (Err(bytes), _) => Refusal::Invalid(
-                String::from_utf8_lossy(bytes).into_owned(),
-                "the name is not valid UTF-8",
-            ),
-            (Ok(""), _) => Refusal::Invalid(String::new(), "the name is empty"),
-            (Ok(name), _) if name.len() > MAX_NAME_LEN => Refusal::Invalid(shortened(name.as_bytes()), NAME_TOO_LONG),
-            (Ok(name), None) => Refusal::Invalid(name.to_owned(), "the function pointer is NULL"),
-            (Ok(name), Some(_)) if self.names.contains(name) => Refusal::Duplicate(name.to_owned()),
-            (Ok(name), Some(func)) => {
-                self.names.insert(name.into());
-                self.passes.push(Collected {
-                    name: name.into(),
-                    interface: interface.map(Into::into),
-                    func,
-                    user_data,
-                    #[cfg(feature = "python")]
-                    python: None,
-                });
-                return Ok(());
-            }
-        };
-        Err(self.refuse(refusal))
-    }
-
-    /// Records a refusal (the first one is what the load fails with) and returns its error.
-    fn refuse(&mut self, refusal: Refusal) -> Error {
-        let error = refusal.to_error(&self.plugin);
-        self.refused.get_or_insert(refusal);
-        error
-    }
-
-    /// Ends registration: the passes and unload hooks, or the first refusal (which the plugin
-    /// may have ignored), and the message the plugin gave `report`, if any. On refusal the
-    /// hooks are handed back so they can still run.
+    /// Ends registration: see [`Table::finish`].
     pub(crate) fn finish(self) -> Finished {
-        let passes = match &self.refused {
-            None => Ok(self.passes),
-            Some(refusal) => Err(refusal.to_error(&self.plugin)),
-        };
-        Finished {
-            passes,
-            hooks: self.hooks,
-            report: self.report,
-        }
+        self.table.finish()
     }
-}
 
-/// What registration produced; see [`Registrar::finish`].
-pub(crate) struct Finished {
-    /// The passes, or the first refusal.
-    pub(crate) passes: Result<Vec<Collected>, Error>,
-    /// A static plugin's unload hooks.
-    pub(crate) hooks: Vec<UnloadHook>,
-    /// The first message the plugin gave `report`.
-    pub(crate) report: Option<String>,
-}
-
-/// Why the host refused a pass.
-#[derive(Debug)]
-enum Refusal {
-    /// The pass name (lossily decoded) and the reason.
-    Invalid(String, &'static str),
-    /// A name this plugin registered already.
-    Duplicate(String),
-}
-
-impl Refusal {
-    fn to_error(&self, plugin: &Origin) -> Error {
-        match self {
-            Refusal::Invalid(pass, reason) => Error::InvalidPass {
-                plugin: plugin.clone(),
-                pass: pass.clone(),
-                reason: (*reason).to_owned(),
-            },
-            Refusal::Duplicate(pass) => Error::DuplicatePass {
-                pass: pass.clone(),
-                first: plugin.clone(),
-                second: plugin.clone(),
-            },
-        }
+    /// The host API table for a plugin built for ABI `version`: see [`c_api::host_api`].
+    pub(crate) fn host_api(version: u32) -> *const dylease_host_api {
+        c_api::host_api(version)
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_length_limit_and_its_messages_agree() {
-        let limit = MAX_NAME_LEN.to_string();
-        assert!(TOO_LONG.contains(&limit) && NAME_TOO_LONG.ends_with(TOO_LONG));
+    /// Runs `register` with this registration as the opaque pointer of the C ABI: see
+    /// [`c_api::with_raw`].
+    pub(crate) fn with_raw<R>(&mut self, register: impl FnOnce(*mut dylease_registrar) -> R) -> R {
+        c_api::with_raw(&mut self.table, register)
     }
 }

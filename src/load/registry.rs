@@ -259,6 +259,13 @@ impl<O: Opener> Drop for Unmark<O> {
     }
 }
 
+/// What steps 1 and 2 of the protocol leave the caller: a live instance to share, or the file
+/// marked busy for it to open (step 3).
+enum Claim<O: Opener> {
+    Live(Arc<LibraryInstance<O>>),
+    Marked(Unmark<O>),
+}
+
 /// What step 2 or 3 of the protocol found for a handle or identity.
 enum Found<O: Opener> {
     Live(Arc<LibraryInstance<O>>),
@@ -283,6 +290,10 @@ impl<O: Opener> Registry<O> {
 
     /// The instance of `file`, sharing a live one or opening and starting a new one.
     /// `deadline` bounds the waits for other threads' opens and unloads of the same file.
+    ///
+    /// The registry protocol (docs::internals): steps 1 and 2 in [`Registry::find_or_mark`],
+    /// step 3 in [`Registry::open_marked`], again from step 1 when the loader hands back a
+    /// mapping that is being unloaded.
     pub(crate) fn instance(
         this: &Arc<Self>,
         file: FileRef<'_>,
@@ -292,88 +303,109 @@ impl<O: Opener> Registry<O> {
             return Err(Error::Forked { parent: this.pid });
         }
         loop {
-            let mut state = this.state.lock();
-            // Steps 1 and 2.
-            loop {
-                // The planted bug of `loom-tests/run.sh`: without the wait, a model must fail.
-                let waits_for_busy = !cfg!(all(loom, dylease_broken_registry));
-                if !(waits_for_busy && state.is_busy(file)) {
-                    let found = match state.by_identity.get(file.identity) {
-                        Some(handle) => Registry::find(&state, *handle),
-                        None => Found::Absent,
-                    };
-                    match found {
-                        Found::Live(instance) => {
-                            drop(state);
-                            return Ok(instance);
-                        }
-                        Found::Absent => break,
-                        Found::Dying => {}
-                    }
-                }
-                state = this.wait(state, file, deadline)?;
-            }
-            // Step 3.
-            state.mark(file.identity);
-            drop(state);
-            let unmark = Unmark {
-                registry: Arc::clone(this),
-                identity: file.identity.clone(),
+            let unmark = match Registry::find_or_mark(this, file, deadline)? {
+                Claim::Live(instance) => return Ok(instance),
+                Claim::Marked(unmark) => unmark,
             };
-            // Declared after `unmark`, so dropped (closed) before it on every exit (I1, I5).
-            let library = this.opener.open(file)?;
-            let handle = O::handle(&library);
-            let found = {
-                let state = this.state.lock();
-                Registry::find(&state, handle)
-            };
-            match found {
-                Found::Live(instance) if instance.identity == *file.identity => {
-                    // The loader resolved this file to a mapping a live instance has: share
-                    // it; the extra handle only drops the loader's count.
-                    drop(library);
-                    drop(unmark);
-                    return Ok(instance);
-                }
-                Found::Live(instance) => {
-                    // The loader handed back another file's mapping: never share it (I9).
-                    drop(library);
-                    drop(unmark);
-                    return Err(Error::Open {
-                        path: file.shown.to_owned(),
-                        reason: format!(
-                            "the loader returned the mapping of another file (`{}`) for it",
-                            instance.resolved.display()
-                        ),
-                        cause: crate::error::OpenCause::Loader,
-                    });
-                }
-                Found::Dying => {
-                    // The mapping is being unloaded under another name: let go and wait (I1).
-                    drop(library);
-                    drop(unmark);
-                    continue;
-                }
-                Found::Absent => {}
+            if let Some(instance) = Registry::open_marked(this, file, unmark)? {
+                return Ok(instance);
             }
-            // Plugin code (`on_load`) runs outside the lock (I4); the file stays busy, so
-            // other openers of it wait for this one.
-            let plugin = this.opener.start(&library, file)?;
-            let instance = Arc::new(LibraryInstance {
-                registry: Arc::clone(this),
-                handle,
-                resolved: file.resolved.to_owned(),
-                identity: file.identity.clone(),
-                parts: Some((library, plugin)),
-                registered: crate::sync::AtomicBool::new(false),
-            });
-            let mut state = this.state.lock();
-            state.by_handle.insert(handle, Arc::downgrade(&instance));
-            state.by_identity.insert(file.identity.clone(), handle);
-            drop(state);
-            drop(unmark);
-            return Ok(instance);
         }
+    }
+
+    /// Steps 1 and 2 of the registry protocol, and the mark of step 3, under the lock: a live
+    /// instance of `file`, or `file` marked busy by this caller, which opens it.
+    fn find_or_mark(this: &Arc<Self>, file: FileRef<'_>, deadline: Option<Instant>) -> Result<Claim<O>, Error> {
+        let mut state = this.state.lock();
+        loop {
+            // The planted bug of `loom-tests/run.sh`: without the wait, a model must fail.
+            let waits_for_busy = !cfg!(all(loom, dylease_broken_registry));
+            if !(waits_for_busy && state.is_busy(file)) {
+                let found = match state.by_identity.get(file.identity) {
+                    Some(handle) => Registry::find(&state, *handle),
+                    None => Found::Absent,
+                };
+                match found {
+                    Found::Live(instance) => {
+                        drop(state);
+                        return Ok(Claim::Live(instance));
+                    }
+                    Found::Absent => break,
+                    Found::Dying => {}
+                }
+            }
+            state = this.wait(state, file, deadline)?;
+        }
+        state.mark(file.identity);
+        drop(state);
+        Ok(Claim::Marked(Unmark {
+            registry: Arc::clone(this),
+            identity: file.identity.clone(),
+        }))
+    }
+
+    /// Step 3 of the registry protocol for a file this caller marked busy (`unmark` removes
+    /// the mark on every exit): opens it, then shares the live instance the loader resolved it
+    /// to, or starts and publishes a new one. `None`: the mapping is being unloaded under
+    /// another name; start again at step 1 (I1).
+    fn open_marked(
+        this: &Arc<Self>,
+        file: FileRef<'_>,
+        unmark: Unmark<O>,
+    ) -> Result<Option<Arc<LibraryInstance<O>>>, Error> {
+        // Declared after `unmark`, so dropped (closed) before it on every exit (I1, I5).
+        let library = this.opener.open(file)?;
+        let handle = O::handle(&library);
+        let found = {
+            let state = this.state.lock();
+            Registry::find(&state, handle)
+        };
+        match found {
+            Found::Live(instance) if instance.identity == *file.identity => {
+                // The loader resolved this file to a mapping a live instance has: share
+                // it; the extra handle only drops the loader's count.
+                drop(library);
+                drop(unmark);
+                return Ok(Some(instance));
+            }
+            Found::Live(instance) => {
+                // The loader handed back another file's mapping: never share it (I9).
+                drop(library);
+                drop(unmark);
+                return Err(Error::Open {
+                    path: file.shown.to_owned(),
+                    reason: format!(
+                        "the loader returned the mapping of another file (`{}`) for it",
+                        instance.resolved.display()
+                    ),
+                    cause: crate::error::OpenCause::Loader,
+                });
+            }
+            Found::Dying => {
+                // The mapping is being unloaded under another name: let go and wait (I1).
+                drop(library);
+                drop(unmark);
+                return Ok(None);
+            }
+            Found::Absent => {}
+        }
+        // Plugin code (`on_load`) runs outside the lock (I4); the file stays busy, so
+        // other openers of it wait for this one.
+        let plugin = this.opener.start(&library, file)?;
+        let instance = Arc::new(LibraryInstance {
+            registry: Arc::clone(this),
+            handle,
+            resolved: file.resolved.to_owned(),
+            identity: file.identity.clone(),
+            parts: Some((library, plugin)),
+            registered: crate::sync::AtomicBool::new(false),
+        });
+        let mut state = this.state.lock();
+        state.by_handle.insert(handle, Arc::downgrade(&instance));
+        state.by_identity.insert(file.identity.clone(), handle);
+        drop(state);
+        drop(unmark);
+        Ok(Some(instance))
     }
 
     /// The instance registered under `handle`, if any, and whether it is still alive.

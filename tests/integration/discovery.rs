@@ -36,7 +36,7 @@ fn a_library_reached_twice_through_a_symlink_or_two_sources_loads_once() {
     let host = unsafe { PluginHost::builder().dir(dir.path()).file(&lib).build() }.unwrap();
     let lease = host.acquire().unwrap();
     assert_eq!(lease.plugins().len(), 1);
-    assert_eq!(lease.plugins()[0].path(), Some(lib.as_path()));
+    assert_eq!(lease.plugins()[0].origin().path(), Some(lib.as_path()));
 }
 
 /// Loads a good plugin from `dir` and then the plugins of `source`: the load must fail with
@@ -163,7 +163,7 @@ fn a_file_name_that_is_not_utf8_loads_and_is_named_exactly_in_errors() {
     // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
     let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     let lease = host.acquire().unwrap();
-    assert_eq!(lease.plugins()[0].path(), Some(lib.as_path()));
+    assert_eq!(lease.plugins()[0].origin().path(), Some(lib.as_path()));
     assert!(mapped(&lib));
     drop(lease);
     assert_unloaded(&lib);
@@ -185,7 +185,7 @@ fn a_file_name_at_the_length_limit_loads_and_one_beyond_it_is_an_error_naming_it
     // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
     let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     let lease = host.acquire().unwrap();
-    assert_eq!(lease.plugins()[0].path(), Some(lib.as_path()));
+    assert_eq!(lease.plugins()[0].origin().path(), Some(lib.as_path()));
     drop(lease);
     assert_unloaded(&lib);
 
@@ -210,7 +210,7 @@ fn a_hard_link_to_a_library_already_planned_loads_once() {
     let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     let lease = host.acquire().unwrap();
     assert_eq!(lease.plugins().len(), 1);
-    assert_eq!(lease.plugins()[0].path(), Some(lib.as_path()));
+    assert_eq!(lease.plugins()[0].origin().path(), Some(lib.as_path()));
 }
 
 #[test]
@@ -228,7 +228,11 @@ fn plugin_files_in_lists_what_the_host_would_load_in_the_same_order() {
     // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
     let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
     let lease = host.acquire().unwrap();
-    let loaded: Vec<_> = lease.plugins().iter().map(|p| p.path().unwrap().to_owned()).collect();
+    let loaded: Vec<_> = lease
+        .plugins()
+        .iter()
+        .map(|p| p.origin().path().unwrap().to_owned())
+        .collect();
     assert_eq!(loaded, files);
 
     let missing = dir.path().join("nope");

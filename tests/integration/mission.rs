@@ -23,7 +23,7 @@ fn single_op_users_come_and_go_while_the_session_keeps_its_passes() {
     assert_eq!(session.plugins().len(), 1);
     assert_eq!(session.plugins()[0].name(), "arith");
     assert_eq!(session.plugins()[0].version(), "1.2.3");
-    assert_eq!(session.plugins()[0].path(), Some(lib.as_path()));
+    assert_eq!(session.plugins()[0].origin().path(), Some(lib.as_path()));
     // SAFETY: arith.c registers `set_unload_counter` as `void (*)(int *)`.
     let set_counter = unsafe { session.pass::<SetCounter>("set_unload_counter") }.unwrap();
     set_counter(unloads.as_ptr());

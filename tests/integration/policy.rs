@@ -70,8 +70,8 @@ fn skip_failed_loads_the_good_plugins_and_reports_each_failure() {
     assert!(matches!(failures[3], (Origin::File(ref p), Error::Untrusted { .. }) if p == &untrusted));
     assert!(matches!(failures[4], (Origin::Static(ref n), Error::RegisterFailed { .. }) if n == "refuses"));
     assert!(matches!(failures[5], (Origin::Static(ref n), Error::Panicked { .. }) if n == "panics"));
-    assert_eq!(lease.failures()[0].path(), Some(no_entry.as_path()));
-    assert_eq!(lease.failures()[4].path(), None);
+    assert_eq!(lease.failures()[0].origin().path(), Some(no_entry.as_path()));
+    assert_eq!(lease.failures()[4].origin().path(), None);
 
     // Each failure is logged as a warning with the error's message, which names the plugin.
     for failure in lease.failures() {
@@ -111,7 +111,7 @@ fn skip_failed_keeps_the_first_registration_of_a_pass_name_and_the_rest_of_the_s
     let [failure] = lease.failures() else {
         panic!("expected one failure, got {:?}", lease.failures());
     };
-    assert_eq!(failure.path(), Some(arith.as_path()));
+    assert_eq!(failure.origin().path(), Some(arith.as_path()));
     match failure.error() {
         Error::DuplicatePass {
             pass, first, second, ..

@@ -123,7 +123,7 @@ fn last_lease_drop_unloads_and_the_next_load_executes_again() {
     assert_eq!(lease.get_py::<IntOp>("add_c").unwrap().call((41,)).unwrap(), 42);
     let plugin = &lease.plugins()[0];
     assert_eq!(
-        (plugin.name(), plugin.version(), plugin.path()),
+        (plugin.name(), plugin.version(), plugin.origin().path()),
         ("c", "1.0", Some(file.as_path()))
     );
     assert_eq!(lease.passes()[0].interface(), Some(IntOp::ID));

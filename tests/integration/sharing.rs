@@ -204,7 +204,7 @@ fn a_library_that_links_against_a_plugin_is_not_taken_for_it() {
     attach(&lease, &counters);
     assert_eq!(lease.plugins().len(), 1, "only the real plugin loads");
     assert_eq!(lease.failures().len(), 1);
-    assert_eq!(lease.failures()[0].path(), Some(ext.as_path()));
+    assert_eq!(lease.failures()[0].origin().path(), Some(ext.as_path()));
     assert_eq!(read_state(&lease), 42);
     drop(lease);
     // Registered once, unloaded once: not a second time through the library that links it.

@@ -60,7 +60,7 @@ fn static_passes_are_callable_and_unknown_names_are_none() {
         .build()
         .unwrap();
     let lease = host.acquire().unwrap();
-    assert_eq!(lease.plugins()[0].path(), None);
+    assert_eq!(lease.plugins()[0].origin().path(), None);
     assert_eq!(lease.passes()[0].plugin(), "math");
     // SAFETY: "double" is registered as `fn(i32) -> i32`.
     let pass = unsafe { lease.pass::<fn(i32) -> i32>("double") }.unwrap();

@@ -415,7 +415,7 @@ fn a_sticky_world_writable_directory_on_the_way_is_accepted() {
         // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
         let host = unsafe { PluginHost::builder().file(named).build() }.unwrap();
         let lease = host.acquire().unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(lease.plugins()[0].path(), Some(named.as_path()));
+        assert_eq!(lease.plugins()[0].origin().path(), Some(named.as_path()));
         assert!(marker(&lib).exists());
         fs::remove_file(marker(&lib)).unwrap();
         drop(lease);

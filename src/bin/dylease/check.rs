@@ -263,7 +263,7 @@ fn describe(lease: &Lease) -> Vec<Plugin> {
         .map(|(index, plugin)| Plugin {
             name: plugin.name().to_owned(),
             version: plugin.version().to_owned(),
-            path: plugin.path().map(Path::to_owned),
+            path: plugin.origin().path().map(Path::to_owned),
             passes: lease
                 .passes()
                 .iter()

@@ -15,12 +15,12 @@ use crate::load::candidate::Candidate;
 use crate::load::candidate::Identity;
 use crate::load::pinning::Pinning;
 use crate::load::pipeline::Registered;
-use crate::load::pipeline::Teardown;
 use crate::load::python::callable::{PyCallable, placeholder};
 use crate::load::python::instance::{self, Staged};
 use crate::load::python::interpreter::{attach, helpers, plugin_failed};
 use crate::load::registrar::{Collected, MAX_NAME_LEN, UserData};
 use crate::load::registry::FileRef;
+use crate::load::teardown::Teardown;
 use crate::load::trust::{Checks, TrustPolicy, open_checked};
 
 /// Where a host finds Python plugins, as given to the builder.
@@ -41,7 +41,7 @@ const MAX_PACKAGE_FILES: usize = 4096;
 #[derive(Debug)]
 pub(crate) struct PyCandidate {
     /// The `.py` file or package directory, as configured (what errors and
-    /// `PluginInfo::path` show).
+    /// `PluginInfo::origin` show).
     path: PathBuf,
     package: bool,
     /// What makes it the same plugin as another ((dev, ino) of the file or directory).

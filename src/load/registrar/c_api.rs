@@ -1,24 +1,17 @@
 //! The C host API of registration: the callbacks `add_pass`, `add_typed_pass` and `report`
 //! a library plugin's `register_passes` calls, the table that hands them over, and reading
 //! the C strings they are given.
-// `unsafe` here: the C callbacks, reading C strings, and the pointer a plugin attaches to a pass.
+// `unsafe` here: the C callbacks and reading C strings.
 #![allow(unsafe_code)]
 
-use super::*;
+use core::ffi::{c_char, c_void};
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
-/// An opaque pointer a plugin attaches to a pass, handed back by
-/// [`Pass::user_data`](crate::Pass::user_data).
-///
-/// The plugin ABI requires it to stay valid, and usable from any thread, until the plugin
-/// is unloaded; dylease itself never dereferences it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct UserData(pub(crate) *mut c_void);
-
-// SAFETY: dylease only stores and returns the pointer; whoever dereferences it does so in
-// `unsafe` code under the plugin ABI's contract that it is usable from any thread.
-unsafe impl Send for UserData {}
-// SAFETY: as above: shared access only copies the pointer value.
-unsafe impl Sync for UserData {}
+use crate::abi::{dylease_fn, dylease_host_api, dylease_host_api_abi1, dylease_registrar};
+use crate::load::registrar::table::{
+    INTERFACE_TOO_LONG, MAX_NAME_LEN, MAX_REPORT_LEN, NAME_TOO_LONG, Refusal, Table, UserData, shortened,
+};
 
 /// The bytes of a NUL-terminated string, reading at most `max + 1` of them: `None` if the
 /// string is longer than `max` bytes. Never reads past the terminating NUL, so an absurdly
@@ -41,42 +34,40 @@ pub(crate) unsafe fn bounded_c_str<'a>(ptr: *const c_char, max: usize) -> Option
     Some(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
 }
 
-impl Registrar {
-    /// The host API table handed to the C `register_passes` of a plugin built for ABI
-    /// `version` (1 or 2): a table that says the plugin's own version, because a version-1
-    /// plugin refuses any other. Version 1's table is a prefix of version 2's, and
-    /// `register_passes` reads only as much of it as its `abi_version` says exists.
-    pub(crate) fn host_api(version: u32) -> *const dylease_host_api {
-        static HOST_API_ABI1: dylease_host_api_abi1 = dylease_host_api_abi1 {
-            abi_version: 1,
-            add_pass: c_add_pass,
-        };
-        static HOST_API: dylease_host_api = dylease_host_api {
-            abi_version: 2,
-            add_pass: c_add_pass,
-            add_typed_pass: c_add_typed_pass,
-            report: c_report,
-        };
-        if version == 1 {
-            (&raw const HOST_API_ABI1).cast()
-        } else {
-            &raw const HOST_API
-        }
+/// The host API table handed to the C `register_passes` of a plugin built for ABI
+/// `version` (1 or 2): a table that says the plugin's own version, because a version-1
+/// plugin refuses any other. Version 1's table is a prefix of version 2's, and
+/// `register_passes` reads only as much of it as its `abi_version` says exists.
+pub(crate) fn host_api(version: u32) -> *const dylease_host_api {
+    static HOST_API_ABI1: dylease_host_api_abi1 = dylease_host_api_abi1 {
+        abi_version: 1,
+        add_pass: c_add_pass,
+    };
+    static HOST_API: dylease_host_api = dylease_host_api {
+        abi_version: 2,
+        add_pass: c_add_pass,
+        add_typed_pass: c_add_typed_pass,
+        report: c_report,
+    };
+    if version == 1 {
+        (&raw const HOST_API_ABI1).cast()
+    } else {
+        &raw const HOST_API
     }
+}
 
-    /// Runs `register` with this registrar as the opaque pointer of the C ABI. Only during
-    /// this call, and only on this thread, does `add_pass` accept that pointer.
-    pub(crate) fn with_raw<R>(&mut self, register: impl FnOnce(*mut dylease_registrar) -> R) -> R {
-        struct Deactivate(*mut dylease_registrar);
-        impl Drop for Deactivate {
-            fn drop(&mut self) {
-                ACTIVE.with(|active| active.set(self.0));
-            }
+/// Runs `register` with `table` as the opaque pointer of the C ABI. Only during this call,
+/// and only on this thread, does `add_pass` accept that pointer.
+pub(crate) fn with_raw<R>(table: &mut Table, register: impl FnOnce(*mut dylease_registrar) -> R) -> R {
+    struct Deactivate(*mut dylease_registrar);
+    impl Drop for Deactivate {
+        fn drop(&mut self) {
+            ACTIVE.with(|active| active.set(self.0));
         }
-        let raw: *mut dylease_registrar = (self as *mut Registrar).cast();
-        let _restore = Deactivate(ACTIVE.with(|active| active.replace(raw)));
-        register(raw)
     }
+    let raw: *mut dylease_registrar = (table as *mut Table).cast();
+    let _restore = Deactivate(ACTIVE.with(|active| active.replace(raw)));
+    register(raw)
 }
 
 crate::sync::thread_locals! {
@@ -91,17 +82,17 @@ crate::sync::thread_locals! {
 /// # Safety
 ///
 /// The returned reference must not outlive the host API call it is taken in.
-unsafe fn active<'a>(reg: *mut dylease_registrar) -> Option<&'a mut Registrar> {
+unsafe fn active<'a>(reg: *mut dylease_registrar) -> Option<&'a mut Table> {
     if reg.is_null() || ACTIVE.with(Cell::get) != reg {
         return None;
     }
-    // SAFETY: `reg` is the registrar `Registrar::with_raw` is running `register_passes` with
+    // SAFETY: `reg` is the table `with_raw` is running `register_passes` with
     // on this thread; that call holds the only reference to it meanwhile, and the caller
     // drops this one before returning to the plugin.
-    Some(unsafe { &mut *reg.cast::<Registrar>() })
+    Some(unsafe { &mut *reg.cast::<Table>() })
 }
 
-/// A pass name or interface from C: its bytes (UTF-8 is checked by [`Registrar::add_raw`]),
+/// A pass name or interface from C: its bytes (UTF-8 is checked by [`Table::add_raw`]),
 /// or `Err` with the start to show and whether it was too long (`false`: it was NULL).
 ///
 /// # Safety
@@ -227,7 +218,7 @@ unsafe extern "C" fn c_report(reg: *mut dylease_registrar, message: *const c_cha
     let Some(registrar) = (unsafe { active(reg) }) else {
         return;
     };
-    if message.is_null() || registrar.report.is_some() {
+    if message.is_null() || registrar.reported() {
         return;
     }
     // SAFETY: by the ABI, a non-NULL `message` is NUL-terminated and readable for the call.
@@ -244,7 +235,7 @@ unsafe extern "C" fn c_report(reg: *mut dylease_registrar, message: *const c_cha
         if cut {
             text.push('…');
         }
-        registrar.report = Some(text);
+        registrar.report(text);
     }));
 }
 

@@ -1,0 +1,245 @@
+//! The platform loader as the [registry](super::registry)'s [`Opener`]: [`Dlopen`] opens a
+//! checked plugin file, resolves its entry point and checks the [`Descriptor`] it returns,
+//! and runs the instance's `on_load` and `on_unload`. [`library_instance`] finds or opens an
+//! instance in the process-wide registry of the library instances it opens.
+// `unsafe` here: calls a plugin's entry point, `on_load` and `on_unload`, and reads its
+// descriptor.
+#![allow(unsafe_code)]
+
+use core::ffi::c_char;
+use std::path::Path;
+use std::time::Instant;
+
+use crate::abi::{
+    DYLEASE_ABI_VERSION, DYLEASE_OLDEST_ABI_VERSION, dylease_on_load_fn, dylease_on_unload_fn, dylease_plugin,
+    dylease_plugin_abi1, dylease_register_fn,
+};
+use crate::error::{Error, OpenCause, Origin};
+use crate::load::library::{Checked, Closed, Library, OpenFailure, Unmapped};
+use crate::load::registrar::{MAX_NAME_LEN, TOO_LONG, bounded_c_str};
+use crate::load::registry::{FileRef, LibraryInstance, Opener, Registry};
+use crate::sync::Arc;
+
+crate::sync::lazy_static! {
+    /// The process-wide registry of library instances.
+    static REGISTRY: Arc<Registry<Dlopen>> = Arc::new(Registry::new(Dlopen));
+}
+
+/// The library instance of `file` in the process-wide registry: a live one shared, or the
+/// file opened by [`Dlopen`] (the registry protocol, docs::internals). `deadline` bounds the
+/// waits for other threads' opens and unloads of the same file.
+pub(crate) fn library_instance(
+    file: FileRef<'_>,
+    deadline: Option<Instant>,
+) -> Result<Arc<LibraryInstance<Dlopen>>, Error> {
+    Registry::instance(&REGISTRY, file, deadline)
+}
+
+/// What the checked descriptor of a library instance says.
+#[derive(Debug)]
+pub(crate) struct Descriptor {
+    /// The descriptor's functions: code of the instance's library, which stays open as long
+    /// as the instance exists.
+    pub(crate) register_passes: dylease_register_fn,
+    hooks: InstanceHooks,
+    /// The descriptor's ABI version: which host API table `register_passes` gets.
+    pub(crate) abi_version: u32,
+    pub(crate) name: String,
+    pub(crate) version: String,
+}
+
+/// A library instance's own lifecycle code, from its descriptor: `on_load` (ABI version 2)
+/// runs once per instance, before its first `register_passes` (in [`Dlopen::start`]);
+/// `on_unload` once per instance, after the last set using it is gone, before it is closed
+/// (in [`Dlopen::finish`]). Once `on_load` succeeded, `on_unload` runs exactly once whatever
+/// fails later; a failed `on_load` means no `on_unload`. Without an `on_load` (every version-1
+/// plugin), `on_unload` is owed once a set's `register_passes` succeeded on the instance: a
+/// plugin whose registration failed undid its own work.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InstanceHooks {
+    on_load: Option<dylease_on_load_fn>,
+    on_unload: Option<dylease_on_unload_fn>,
+}
+
+impl InstanceHooks {
+    /// Runs `on_load`, if the plugin has one, for the new instance of the library at `path`.
+    ///
+    /// # Safety
+    ///
+    /// The library these hooks came from is open, and this instance's `on_load` has not run.
+    unsafe fn run_on_load(&self, path: &Path) -> Result<(), Error> {
+        let Some(on_load) = self.on_load else { return Ok(()) };
+        // SAFETY: `on_load` comes from the verified descriptor of the open library (the
+        // caller's contract); the ABI calls it once per instance, before `register_passes`.
+        match unsafe { on_load() } {
+            0 => Ok(()),
+            code => Err(Error::OnLoadFailed {
+                path: path.to_owned(),
+                code,
+            }),
+        }
+    }
+
+    /// Whether `on_unload` is owed whatever the registrations did: when `on_load` ran.
+    fn unload_owed_after_on_load(&self) -> bool {
+        self.on_load.is_some()
+    }
+}
+
+/// The platform loader, as the registry's [`Opener`].
+#[derive(Debug)]
+pub(crate) struct Dlopen;
+
+impl Opener for Dlopen {
+    type Library = Library;
+    type Plugin = Descriptor;
+    type Closing = Closed;
+    type Closed = Unmapped;
+
+    fn open(&self, file: FileRef<'_>) -> Result<Library, Error> {
+        let source = file.source.ok_or_else(|| Error::Open {
+            path: file.shown.to_owned(),
+            reason: "it was not opened for its checks".to_owned(),
+            cause: OpenCause::Headers,
+        })?;
+        let checked = Checked {
+            file: source,
+            resolved: file.resolved,
+            origin: file.origin,
+            strict: file.strict,
+        };
+        // SAFETY: the host's configuration named this file as a plugin; by naming it, the
+        // user vouches for its initialisation and termination routines (see the crate docs,
+        // "`unsafe`"). The registry calls this outside its lock, with the host's re-entrancy
+        // mark set so that a nested `acquire()` fails instead of deadlocking.
+        let library = unsafe { Library::open(checked) };
+        library.map_err(|failure| match failure {
+            OpenFailure::Replaced(reason) => Error::Open {
+                path: file.shown.to_owned(),
+                reason,
+                cause: OpenCause::Replaced,
+            },
+            OpenFailure::Untrusted(reason) => Error::Untrusted {
+                path: file.shown.to_owned(),
+                reason,
+            },
+            OpenFailure::Other(reason) => Error::Open {
+                path: file.shown.to_owned(),
+                reason,
+                cause: OpenCause::Loader,
+            },
+        })
+    }
+
+    fn handle(library: &Library) -> usize {
+        library.handle()
+    }
+
+    fn start(&self, library: &Library, file: FileRef<'_>) -> Result<Descriptor, Error> {
+        let descriptor = verify(library, file.shown)?;
+        // SAFETY: `library` is open, and the registry starts each instance exactly once.
+        unsafe { descriptor.hooks.run_on_load(file.shown) }?;
+        Ok(descriptor)
+    }
+
+    fn finish(&self, plugin: Descriptor, library: Library, registered: bool) -> Closed {
+        let owed = registered || plugin.hooks.unload_owed_after_on_load();
+        if let (true, Some(on_unload)) = (owed, plugin.hooks.on_unload) {
+            // SAFETY: `on_unload` comes from the verified descriptor of `library`, which is
+            // still open; the ABI calls it once per instance, after the last set using it.
+            unsafe { on_unload() };
+        }
+        let (closed, names) = library.close();
+        if let Err(reason) = closed {
+            log::warn!(
+                "{}closing a plugin library failed: {reason}",
+                crate::load::log_scope::prefix()
+            );
+        }
+        names
+    }
+
+    fn settle(&self, closed: Closed) -> Unmapped {
+        closed.settle()
+    }
+}
+
+/// Resolves the entry point of `library` (found as `path`), calls it, and checks the descriptor
+/// it returns.
+fn verify(library: &Library, path: &Path) -> Result<Descriptor, Error> {
+    {
+        let invalid = |reason: &str| Error::InvalidPlugin {
+            plugin: Origin::File(path.to_owned()),
+            reason: reason.to_owned(),
+        };
+        let entry = library.entry().map_err(|reason| Error::MissingEntry {
+            path: path.to_owned(),
+            reason,
+        })?;
+        // SAFETY: `entry` has the ABI's type and `library` is open.
+        let descriptor = unsafe { entry() };
+        // SAFETY: by the ABI, a non-NULL result points to a descriptor that lives as long as
+        // the library, and `abi_version` is its first field in every ABI version.
+        let Some(abi_version) = (unsafe { descriptor.cast::<u32>().as_ref() }).copied() else {
+            return Err(invalid("`dylease_plugin_v1` returned NULL"));
+        };
+        if !(DYLEASE_OLDEST_ABI_VERSION..=DYLEASE_ABI_VERSION).contains(&abi_version) {
+            return Err(Error::AbiMismatch {
+                path: path.to_owned(),
+                found: abi_version,
+                expected: DYLEASE_ABI_VERSION,
+            });
+        }
+        // SAFETY: every accepted version's descriptor begins with version 1's fields.
+        let plugin = unsafe { &*descriptor.cast::<dylease_plugin_abi1>() };
+        let on_load = match abi_version {
+            1 => None,
+            // SAFETY: a version-2 descriptor has the layout of `dylease_plugin`.
+            _ => unsafe { &*descriptor.cast::<dylease_plugin>() }.on_load,
+        };
+        // SAFETY: by the ABI the strings are NULL or NUL-terminated and live as long as the
+        // library.
+        let name = match unsafe { c_string(plugin.name) } {
+            None => return Err(invalid("its name is NULL")),
+            Some(Err(why)) => return Err(invalid(&format!("its name {why}"))),
+            Some(Ok("")) => return Err(invalid("its name is empty")),
+            Some(Ok(name)) => name.to_owned(),
+        };
+        // SAFETY: as for the name.
+        let version = match unsafe { c_string(plugin.version) } {
+            None => String::new(),
+            Some(Err(why)) => return Err(invalid(&format!("its version {why}"))),
+            Some(Ok(version)) => version.to_owned(),
+        };
+        let Some(register_passes) = plugin.register_passes else {
+            return Err(invalid("its `register_passes` is NULL"));
+        };
+        Ok(Descriptor {
+            register_passes,
+            hooks: InstanceHooks {
+                on_load,
+                on_unload: plugin.on_unload,
+            },
+            abi_version,
+            name,
+            version,
+        })
+    }
+}
+
+/// Reads an optional NUL-terminated UTF-8 string of at most [`MAX_NAME_LEN`] bytes: `None`
+/// for NULL, `Err` with what is wrong with it (as a phrase: "is not valid UTF-8").
+///
+/// # Safety
+///
+/// `ptr` is NULL or points to a NUL-terminated string that stays valid for `'a`.
+unsafe fn c_string<'a>(ptr: *const c_char) -> Option<Result<&'a str, &'static str>> {
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's contract.
+    Some(match unsafe { bounded_c_str(ptr, MAX_NAME_LEN) } {
+        None => Err(TOO_LONG),
+        Some(bytes) => std::str::from_utf8(bytes).map_err(|_| "is not valid UTF-8"),
+    })
+}
