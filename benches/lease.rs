@@ -44,10 +44,10 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
 use dylease::{Lease, PluginHost};
 
-mod common;
 #[path = "common/baselines.rs"]
 mod baselines;
-use baselines::{GeCounter, LockedCounter, Payload, host, payload};
+mod common;
+use baselines::{GeCounter, LockedCounter, Payload, host, in_turn, payload};
 
 #[global_allocator]
 static ALLOC: common::CountingAlloc = common::CountingAlloc;
@@ -150,9 +150,14 @@ fn acquire_hot(c: &mut Criterion) {
     both_ways(&mut group, "counter_ge", &counter_ge, |counter: &GeCounter| {
         drop(black_box(counter.acquire()));
     });
-    both_ways(&mut group, "counter_locked", &counter_locked, |counter: &LockedCounter| {
-        drop(black_box(counter.acquire()));
-    });
+    both_ways(
+        &mut group,
+        "counter_locked",
+        &counter_locked,
+        |counter: &LockedCounter| {
+            drop(black_box(counter.acquire()));
+        },
+    );
     group.finish();
 
     assert_eq!(host.generation(), 1, "the hot path reloaded the set");
@@ -164,19 +169,6 @@ fn acquire_hot(c: &mut Criterion) {
 /// How many hosts `acquire_hosts` uses in turn: one, the first edition's cache size and one
 /// more, the thread cache's size (8) and one more.
 const HOST_COUNTS: [usize; 5] = [1, 4, 5, 8, 9];
-
-/// Returns a closure that applies `op` to the next item of `items` each time it is called,
-/// round robin: the same loop for the hosts and for the `Arc` floor.
-fn in_turn<'a, T>(items: &'a [T], op: impl Fn(&T) + 'a) -> impl FnMut() + 'a {
-    let mut next = 0;
-    move || {
-        op(black_box(&items[next]));
-        next += 1;
-        if next == items.len() {
-            next = 0;
-        }
-    }
-}
 
 fn acquire_hosts(c: &mut Criterion) {
     let mut group = c.benchmark_group("acquire_hosts");

@@ -6,6 +6,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use std::hint::black_box;
+
 use dylease::{PluginHost, Registrar};
 
 /// What the baselines share: a stand-in for a loaded plugin set. Its contents are never read
@@ -120,5 +122,18 @@ impl Drop for LockedUser<'_> {
         let last = if state.users == 0 { state.set.take() } else { None };
         drop(state);
         drop(last);
+    }
+}
+
+/// Returns a closure that applies `op` to the next item of `items` each time it is called,
+/// round robin: the same loop for the hosts and for the `Arc` floor.
+pub(crate) fn in_turn<'a, T>(items: &'a [T], op: impl Fn(&T) + 'a) -> impl FnMut() + 'a {
+    let mut next = 0;
+    move || {
+        op(black_box(&items[next]));
+        next += 1;
+        if next == items.len() {
+            next = 0;
+        }
     }
 }

@@ -10,7 +10,7 @@
 //! both having started from one barrier. Otherwise the arm's sample is missing from that round,
 //! and every ratio that needs it drops the round and counts it.
 
-use std::sync::Barrier;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The share of a two-thread round's wall time each thread must have spent on a CPU for the
@@ -163,17 +163,25 @@ fn thread_cpu_time() -> Duration {
     Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
+/// How long a thread of [`two_threads`] spins waiting for the other one to arrive.
+const RENDEZVOUS: Duration = Duration::from_secs(1);
+
 /// Runs `op(state)` `iters` times on each of two threads started from one barrier, and returns
 /// the wall time from the first thread's start to the last one's end, or `None` if the
 /// threads did not overlap: one of them spent less than [`OVERLAP`] of that span on a CPU.
-/// Spawning, the barrier and joining are outside the span.
+/// The barrier spins (a thread woken from a sleeping barrier would start late), for at most
+/// [`RENDEZVOUS`]; spawning, the barrier and joining are outside the span.
 pub(crate) fn two_threads<S: Sync, F: Fn(&S) + Sync>(state: &S, iters: u64, op: &F) -> Option<Duration> {
-    let barrier = Barrier::new(2);
+    let arrived = AtomicUsize::new(0);
     let spans: Vec<(Instant, Instant, Duration)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..2)
             .map(|_| {
                 scope.spawn(|| {
-                    barrier.wait();
+                    arrived.fetch_add(1, Ordering::AcqRel);
+                    let give_up = Instant::now() + RENDEZVOUS;
+                    while arrived.load(Ordering::Acquire) < 2 && Instant::now() < give_up {
+                        std::hint::spin_loop();
+                    }
                     let cpu = thread_cpu_time();
                     let start = Instant::now();
                     for _ in 0..iters {
@@ -192,6 +200,8 @@ pub(crate) fn two_threads<S: Sync, F: Fn(&S) + Sync>(state: &S, iters: u64, op: 
     let start = spans.iter().map(|span| span.0).min()?;
     let end = spans.iter().map(|span| span.1).max()?;
     let wall = end - start;
-    let overlapped = spans.iter().all(|span| span.2.as_secs_f64() >= OVERLAP * wall.as_secs_f64());
+    let overlapped = spans
+        .iter()
+        .all(|span| span.2.as_secs_f64() >= OVERLAP * wall.as_secs_f64());
     overlapped.then_some(wall)
 }

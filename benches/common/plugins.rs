@@ -10,6 +10,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use dylease::abi::DYLEASE_ENTRY_SYMBOL;
 use dylease::{Lease, PluginHost, TrustPolicy, UnloadPolicy};
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 
@@ -121,8 +122,13 @@ impl PluginDirs {
     /// A host over the directory of `n` plugins without the trust check.
     pub(crate) fn permissive_host(&self, n: usize) -> PluginHost {
         // SAFETY: as for `host`.
-        unsafe { PluginHost::builder().dir(self.dir(n)).trust(TrustPolicy::Permissive).build() }
-            .expect("a host over a directory builds")
+        unsafe {
+            PluginHost::builder()
+                .dir(self.dir(n))
+                .trust(TrustPolicy::Permissive)
+                .build()
+        }
+        .expect("a host over a directory builds")
     }
 }
 
@@ -163,6 +169,11 @@ impl ReloadDir {
 
     pub(crate) fn plugins(&self) -> PathBuf {
         self.root.join("plugins")
+    }
+
+    /// The library files of [`ReloadDir::plugins`].
+    pub(crate) fn files(&self) -> Vec<PathBuf> {
+        self.names.iter().map(|name| self.plugins().join(name)).collect()
     }
 
     fn spares(&self) -> PathBuf {
@@ -217,13 +228,20 @@ impl Drop for ReloadDir {
     }
 }
 
-/// Opens every file as dylease does (`RTLD_NOW | RTLD_LOCAL`), then closes them in reverse.
+/// Opens every file as dylease does (`RTLD_NOW | RTLD_LOCAL`) and looks up its entry point
+/// (`dlsym`), then closes them in reverse: raw `dlopen` + `dlsym` + `dlclose`.
 pub(crate) fn raw_cycle(files: &[PathBuf]) {
     let libraries: Vec<Library> = files
         .iter()
-        // SAFETY: the bench's own plugins, built from `numbered.c`; their only
-        // initialisation code is the header's constructor that links a static node.
-        .map(|file| unsafe { Library::open(Some(file), RTLD_NOW | RTLD_LOCAL) }.expect("open a plugin"))
+        .map(|file| {
+            // SAFETY: the bench's own plugins, built from `numbered.c`; their only
+            // initialisation code is the header's constructor that links a static node.
+            let library = unsafe { Library::open(Some(file), RTLD_NOW | RTLD_LOCAL) }.expect("open a plugin");
+            // SAFETY: the symbol is only looked up, never called or read through.
+            let entry = unsafe { library.get::<*mut std::ffi::c_void>(DYLEASE_ENTRY_SYMBOL.as_bytes()) };
+            black_box(entry.expect("a plugin's entry point").into_raw());
+            library
+        })
         .collect();
     for library in black_box(libraries).into_iter().rev() {
         library.close().expect("close a plugin");
