@@ -48,18 +48,53 @@ pub(crate) fn file_system(dir: &Path) -> String {
     }
 }
 
-/// Directories of distinct compiled plugins: `tests/plugins/numbered.c` built once per
-/// plugin (each with its own plugin and pass name) into the largest directory, and the first
-/// `n` of them copied into one directory per smaller size. Every file is its own inode, so the
-/// loader never shares a mapping between two of them. Removed on drop.
+/// The first `n` plugins built from `tests/plugins/numbered.c`, each with its own plugin and pass
+/// name, compiled once into a cache directory under cargo's target tmp dir named after what
+/// they are built from (the source, the header, `$CC`), so that later bench processes only copy
+/// them. Compiles the missing ones, as many at once as there are CPUs.
+fn compiled(n: usize) -> Vec<PathBuf> {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let source = root.join("tests/plugins/numbered.c");
+    let mut hasher = DefaultHasher::new();
+    for input in [&source, &root.join("include/dylease.h")] {
+        std::fs::read(input)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", input.display()))
+            .hash(&mut hasher);
+    }
+    std::env::var_os("CC").hash(&mut hasher);
+    let cache = default_base().join(format!("bench-plugins-{:016x}", hasher.finish()));
+    std::fs::create_dir_all(&cache).unwrap_or_else(|e| panic!("cannot create {}: {e}", cache.display()));
+    let files: Vec<PathBuf> = (0..n).map(|i| cache.join(PluginDirs::file_name(i))).collect();
+    let missing: Vec<(usize, &PathBuf)> = files.iter().enumerate().filter(|(_, file)| !file.exists()).collect();
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|scope| {
+        for worker in 0..workers {
+            let (missing, source) = (&missing, &source);
+            scope.spawn(move || {
+                for &(i, out) in missing.iter().skip(worker).step_by(workers) {
+                    let plugin = format!("-DPLUGIN_NAME=\"bench{i:03}\"");
+                    let pass = format!("-DPASS_NAME=\"bench{i:03}_pass\"");
+                    // The compiler writes a temporary file and renames it: a file that exists is
+                    // whole, even with another bench process compiling beside this one.
+                    crate::cc::compile_plugin(&[source], out, &[&plugin, &pass]).unwrap_or_else(|e| panic!("{e}"));
+                }
+            });
+        }
+    });
+    files
+}
+
+/// Directories of distinct compiled plugins: the first `n` of [`compiled`]'s copied into one
+/// directory per size. Every file is its own inode, so the loader never shares a mapping
+/// between two of them (nor with the cache). Removed on drop.
 pub(crate) struct PluginDirs {
     root: PathBuf,
     largest: usize,
 }
 
 impl PluginDirs {
-    /// Builds the directories of `sizes` plugins under `base`, compiling as many plugins at
-    /// once as there are CPUs.
+    /// Builds the directories of `sizes` plugins under `base`.
     pub(crate) fn build(base: &Path, tag: &str, sizes: &[usize]) -> PluginDirs {
         use std::os::unix::fs::PermissionsExt;
         let largest = sizes.iter().copied().max().unwrap_or(0);
@@ -73,22 +108,10 @@ impl PluginDirs {
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
                 .unwrap_or_else(|e| panic!("cannot chmod {}: {e}", dir.display()));
         }
-        let all = dirs.dir(largest);
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins/numbered.c");
-        let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-        std::thread::scope(|scope| {
-            for worker in 0..workers {
-                let (all, source) = (&all, &source);
-                scope.spawn(move || {
-                    for i in (worker..largest).step_by(workers) {
-                        let plugin = format!("-DPLUGIN_NAME=\"bench{i:03}\"");
-                        let pass = format!("-DPASS_NAME=\"bench{i:03}_pass\"");
-                        crate::cc::compile_plugin(&[source], &all.join(Self::file_name(i)), &[&plugin, &pass])
-                            .unwrap_or_else(|e| panic!("{e}"));
-                    }
-                });
-            }
-        });
+        let compiled = compiled(largest);
+        for (from, to) in compiled.iter().zip(dirs.files(largest)) {
+            std::fs::copy(from, &to).unwrap_or_else(|e| panic!("cannot copy to {}: {e}", to.display()));
+        }
         for &n in sizes.iter().filter(|&&n| n != largest) {
             for (from, to) in dirs.files(largest).iter().zip(dirs.files(n)) {
                 std::fs::copy(from, &to).unwrap_or_else(|e| panic!("cannot copy to {}: {e}", to.display()));
