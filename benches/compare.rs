@@ -39,7 +39,7 @@
 //!                                [--max-plugins N]
 //! ```
 //!
-//! `--rounds` (default 21) is the number of timed rounds of every group (twice as many for the
+//! `--rounds` (default 31) is the number of timed rounds of every group (twice as many for the
 //! two-thread one, whose rounds are cheap and often dropped); `--scale` (default 1)
 //! multiplies every arm's iterations per round; `--quick` is `--rounds 5 --scale 0.1`;
 //! `--only` runs the named groups; `--max-plugins` (default 256) is the largest
@@ -93,7 +93,7 @@ struct Options {
 impl Options {
     fn parse() -> Result<Options, String> {
         let mut options = Options {
-            rounds: 21,
+            rounds: 31,
             scale: 1.0,
             only: Vec::new(),
             max_plugins: 256,
@@ -454,9 +454,17 @@ fn reload(options: &Options, dirs: &PluginDirs) {
         eprintln!("reload ({fs}): a changed reload maps 16 new files; the drain unmaps the 16 old ones");
 
         let iters = options.iters(8);
+        // Per round (the warm-up's first), the drain's share of the changed reload's time.
+        let mut drain_shares = Vec::new();
         let mut arms = vec![
             Arm::new("changed_reload", iters, |iters| {
-                Some((0..iters).map(|_| reloaded.changed_reload(&host, &mut current)).sum())
+                let (mut reload, mut drain) = (Duration::ZERO, Duration::ZERO);
+                for _ in 0..iters {
+                    let (r, d) = reloaded.changed_reload(&host, &mut current);
+                    (reload, drain) = (reload + r, drain + d);
+                }
+                drain_shares.push(drain.as_secs_f64() / (reload + drain).as_secs_f64());
+                Some(reload + drain)
             }),
             Arm::looped("cold", iters, || host_cycle(&cold)),
         ];
@@ -465,6 +473,14 @@ fn reload(options: &Options, dirs: &PluginDirs) {
         drop(current);
         assert!(!host.is_loaded() && !cold.is_loaded());
         emit_ratio(&format!("reload/{fs}"), 1, &rounds, "changed_reload", "cold");
+        emit(
+            &format!("reload/{fs}"),
+            1,
+            "the old generation's drain ÷ the changed reload",
+            "×",
+            &Summary::of(drain_shares.split_off(1)),
+            &[],
+        );
     }
 }
 

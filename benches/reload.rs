@@ -141,7 +141,14 @@ fn reload_latency(c: &mut Criterion, fixtures: &ReloadDir) {
     });
     let mut current = host.acquire().unwrap();
     group.bench_function("changed_16", |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| fixtures.changed_reload(&host, &mut current)).sum())
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| {
+                    let (reload, drain) = fixtures.changed_reload(&host, &mut current);
+                    reload + drain
+                })
+                .sum()
+        })
     });
     drop(current);
     let cold = fixtures.host(UnloadPolicy::Immediately);

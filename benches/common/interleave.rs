@@ -66,6 +66,16 @@ pub(crate) struct Summary {
 }
 
 impl Summary {
+    /// The summary of values measured once per round, none dropped.
+    pub(crate) fn of(mut values: Vec<f64>) -> Summary {
+        values.sort_by(f64::total_cmp);
+        Summary {
+            kept: values.len(),
+            dropped: 0,
+            values,
+        }
+    }
+
     pub(crate) fn min(&self) -> Option<f64> {
         self.values.first().copied()
     }

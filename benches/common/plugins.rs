@@ -215,14 +215,15 @@ impl ReloadDir {
     /// One changed reload of `host` (over [`ReloadDir::plugins`]), whose current generation
     /// `current` holds: installs a new file over every plugin (not timed), then reloads and
     /// drops `current`, the old generation's last lease, so that the old generation drains
-    /// (unloads) inside the timing. `current` becomes the new generation's lease. Returns the
-    /// time of the reload and the drain.
-    pub(crate) fn changed_reload(&self, host: &PluginHost, current: &mut Lease) -> Duration {
+    /// (unloads). `current` becomes the new generation's lease. Returns the time of the reload
+    /// and that of the drain.
+    pub(crate) fn changed_reload(&self, host: &PluginHost, current: &mut Lease) -> (Duration, Duration) {
         self.install_all();
         let start = Instant::now();
         let old = std::mem::replace(current, host.reload().expect("the changed plugins load"));
+        let reloaded = Instant::now();
         drop(old);
-        start.elapsed()
+        (reloaded - start, reloaded.elapsed())
     }
 
     /// A host over [`ReloadDir::plugins`] with the unload policy `unload`.
