@@ -16,9 +16,8 @@
 //!   against one host and against as many `Arc`s cloned in turn.
 //! - `cold_cycle`: load and unload of 16 C plugins, every check on, against raw `libloading`
 //!   `dlopen` (`RTLD_NOW | RTLD_LOCAL`) + `dlsym` of the entry point + `dlclose` of the same
-//!   files; beside
-//!   them a permissive host (no trust check) and raw loading with discovery and the checks'
-//!   file work done by hand.
+//!   files; beside them a permissive host (no trust check) and raw loading with discovery and
+//!   the checks' file work done by hand.
 //! - `load_scaling`: the same cycle over 16, 64 and 256 plugins; dylease's extra µs per plugin
 //!   over raw loading, per size and per round, and its ratio between sizes.
 //! - `reload`: a changed reload of 16 plugins (every file replaced by rename, not timed; then
@@ -524,10 +523,9 @@ fn main() {
             reload(&options, &dirs);
         }
     }
-    let elapsed = Duration::from_secs_f64(start.elapsed().as_secs_f64());
     println!(
         "{}",
         json!({"done": true, "rounds": options.rounds, "scale": options.scale,
-               "overlap": interleave::OVERLAP, "seconds": elapsed.as_secs_f64()})
+               "overlap": interleave::OVERLAP, "seconds": start.elapsed().as_secs_f64()})
     );
 }
