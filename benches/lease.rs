@@ -9,8 +9,10 @@
 //!     host's slot without the cache in front, i.e. what the cache saves;
 //!   - `mutex_weak`: lock a `Mutex<Weak<T>>`, upgrade, unlock (then drop the `Arc`);
 //!   - `rwlock_weak`: read-lock an `RwLock<Weak<T>>`, upgrade (then drop the `Arc`);
-//!   - `counter`: a mutex-protected user count incremented on acquire and decremented on
-//!     release, with the set in an `Arc` (the shape of the upstream graph-compiler fix).
+//!   - `counter_ge`: the upstream graph compiler's shape, an atomic user count incremented on
+//!     acquire and decremented on release, with a mutex taken only at 0 ↔ 1 (load, unload);
+//!   - `counter_locked`: a stricter counter that is *not* the upstream shape, a user count
+//!     under a mutex taken on acquire and on release, with the set in an `Arc`.
 //!
 //!   Each runs `uncontended` (one thread) and with `2_threads` doing the same operation on the
 //!   same host or baseline at once. For `2_threads` the reported time is per operation per
@@ -26,8 +28,9 @@
 //! Before timing, the bench checks that the fast path really is taken (same set, no new
 //! generation) and that acquire (1, 4, 5, 8 and 9 hosts in turn) and clone allocate nothing.
 //!
-//! Run with `cargo bench --bench lease`; `scripts/bench.sh` runs every bench and prints the
-//! ratios the targets are stated in.
+//! Run with `cargo bench --bench lease` for absolute times. The ratios the targets are stated
+//! in come from the interleaved harness (`benches/compare.rs`, `scripts/bench.sh`), where the
+//! arms alternate in rounds; here each arm is its own criterion block.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -39,81 +42,18 @@ use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
-use dylease::{Lease, PluginHost, Registrar};
+use dylease::{Lease, PluginHost};
 
+#[path = "common/baselines.rs"]
+mod baselines;
 mod common;
+use baselines::{GeCounter, LockedCounter, Payload, host, in_turn, payload};
 
 #[global_allocator]
 static ALLOC: common::CountingAlloc = common::CountingAlloc;
 
 /// How many threads hammer the same host in the contended runs.
 const THREADS: usize = 2;
-
-/// What the baselines share: a stand-in for a loaded plugin set. Its contents are never read
-/// on the timed paths; only the reference counts are touched, as with a real set.
-struct Payload {
-    _generation: u64,
-    _data: [u64; 7],
-}
-
-fn payload() -> Arc<Payload> {
-    Arc::new(Payload {
-        _generation: 1,
-        _data: [0; 7],
-    })
-}
-
-extern "C" fn double(x: i32) -> i32 {
-    x * 2
-}
-
-/// A host over one static plugin: no files needed.
-fn host() -> PluginHost {
-    PluginHost::builder()
-        .static_plugin("bench", |reg: &mut Registrar| {
-            reg.add_pass("double", double as extern "C" fn(i32) -> i32, std::ptr::null_mut())
-        })
-        .build()
-        .expect("a host over one static plugin builds")
-}
-
-/// The counter design: a user count under a mutex, incremented on acquire and decremented on
-/// release; the set lives in an `Arc` that the count's last release takes out.
-struct CounterHost {
-    state: Mutex<CounterState>,
-}
-
-struct CounterState {
-    users: usize,
-    set: Option<Arc<Payload>>,
-}
-
-/// A user of [`CounterHost`]: releases its count on drop.
-struct CounterLease<'host> {
-    host: &'host CounterHost,
-    _set: Arc<Payload>,
-}
-
-impl CounterHost {
-    fn acquire(&self) -> CounterLease<'_> {
-        let mut state = self.state.lock().expect("not poisoned");
-        let set = Arc::clone(state.set.get_or_insert_with(payload));
-        state.users += 1;
-        drop(state);
-        CounterLease { host: self, _set: set }
-    }
-}
-
-impl Drop for CounterLease<'_> {
-    fn drop(&mut self) {
-        let mut state = self.host.state.lock().expect("not poisoned");
-        state.users -= 1;
-        // The last user takes the set out, to drop ("unload") it outside the lock.
-        let last = if state.users == 0 { state.set.take() } else { None };
-        drop(state);
-        drop(last);
-    }
-}
 
 /// Runs `op` `iters` times on each of [`THREADS`] threads at once, and returns the wall time
 /// from the first thread's start to the last thread's end. Criterion divides it by `iters`:
@@ -170,11 +110,10 @@ fn acquire_hot(c: &mut Criterion) {
     let arcswap_weak = ArcSwapWeak::new(Arc::downgrade(&arc));
     let mutex_weak = Mutex::new(Arc::downgrade(&arc));
     let rwlock_weak = RwLock::new(Arc::downgrade(&arc));
-    let counter = CounterHost {
-        state: Mutex::new(CounterState { users: 0, set: None }),
-    };
-    // A user holds the counter's set too, as `held` does for the host.
-    let counter_held = counter.acquire();
+    let counter_ge = GeCounter::new();
+    let counter_locked = LockedCounter::new();
+    // A user holds each counter's set too, as `held` does for the host.
+    let (ge_held, locked_held) = (counter_ge.acquire(), counter_locked.acquire());
 
     let mut group = c.benchmark_group("acquire_hot");
     group.warm_up_time(Duration::from_secs(1));
@@ -208,13 +147,21 @@ fn acquire_hot(c: &mut Criterion) {
             drop(black_box(set));
         },
     );
-    both_ways(&mut group, "counter", &counter, |counter: &CounterHost| {
+    both_ways(&mut group, "counter_ge", &counter_ge, |counter: &GeCounter| {
         drop(black_box(counter.acquire()));
     });
+    both_ways(
+        &mut group,
+        "counter_locked",
+        &counter_locked,
+        |counter: &LockedCounter| {
+            drop(black_box(counter.acquire()));
+        },
+    );
     group.finish();
 
     assert_eq!(host.generation(), 1, "the hot path reloaded the set");
-    drop(counter_held);
+    drop((ge_held, locked_held));
     drop(held);
     assert!(!host.is_loaded());
 }
@@ -222,19 +169,6 @@ fn acquire_hot(c: &mut Criterion) {
 /// How many hosts `acquire_hosts` uses in turn: one, the first edition's cache size and one
 /// more, the thread cache's size (8) and one more.
 const HOST_COUNTS: [usize; 5] = [1, 4, 5, 8, 9];
-
-/// Returns a closure that applies `op` to the next item of `items` each time it is called,
-/// round robin: the same loop for the hosts and for the `Arc` floor.
-fn in_turn<'a, T>(items: &'a [T], op: impl Fn(&T) + 'a) -> impl FnMut() + 'a {
-    let mut next = 0;
-    move || {
-        op(black_box(&items[next]));
-        next += 1;
-        if next == items.len() {
-            next = 0;
-        }
-    }
-}
 
 fn acquire_hosts(c: &mut Criterion) {
     let mut group = c.benchmark_group("acquire_hosts");

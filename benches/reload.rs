@@ -8,15 +8,17 @@
 //!   keeps the set), and the hot path (a session lease alive) as the floor.
 //! - `reload_latency`: `reload()` until the first lease of the new generation, for 16
 //!   plugins: unchanged files (the instances are shared), every file changed (installed by
-//!   rename: fresh loads beside the draining old ones), against a cold load of the same 16.
+//!   rename: fresh loads beside the draining old ones, the old generation's drain included),
+//!   against a cold load and unload of the same 16.
 //!
-//! Run with `cargo bench --bench reload`; `scripts/bench.sh` summarises the ratios. The
+//! Run with `cargo bench --bench reload` for absolute times; the changed-reload ratio on tmpfs
+//! and on the target directory comes from the interleaved harness (`benches/compare.rs`,
+//! `scripts/bench.sh`). The
 //! plugins live under `CARGO_TARGET_TMPDIR`, or under `$DYLEASE_BENCH_DIR` when it is set (a
 //! tmpfs such as `/dev/shm`, to take the file system's inode allocation out of the changed
 //! case).
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -26,78 +28,18 @@ use dylease::{Lease, PluginHost, UnloadPolicy};
 
 #[path = "../tests/support/cc.rs"]
 mod cc;
+#[path = "../tests/support/loader.rs"]
+mod loader;
+#[path = "common/plugins.rs"]
+mod plugins;
+use plugins::{PluginDirs, ReloadDir};
 
 const PLUGINS: usize = 16;
-
-/// 16 compiled plugins in a directory of their own (mode 0755, for the trust check), and a
-/// second build of each (another inode, the same code) to install over them by rename.
-struct Fixtures {
-    root: PathBuf,
-}
-
-impl Fixtures {
-    fn build() -> Fixtures {
-        use std::os::unix::fs::PermissionsExt;
-        let base = std::env::var_os("DYLEASE_BENCH_DIR")
-            .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from);
-        let root = base.join(format!("bench-reload-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        let fixtures = Fixtures { root };
-        for dir in [fixtures.plugins(), fixtures.spares()] {
-            std::fs::create_dir_all(&dir).expect("create a bench directory");
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins/numbered.c");
-        for i in 0..PLUGINS {
-            let plugin = format!("-DPLUGIN_NAME=\"reload{i:02}\"");
-            let pass = format!("-DPASS_NAME=\"reload{i:02}_pass\"");
-            let out = fixtures.spares().join(Self::file_name(i));
-            cc::compile_plugin(&[&source], &out, &[&plugin, &pass]).unwrap_or_else(|e| panic!("{e}"));
-            std::fs::copy(&out, fixtures.plugins().join(Self::file_name(i))).unwrap();
-        }
-        fixtures
-    }
-
-    fn file_name(i: usize) -> String {
-        format!("libreload{i:02}.so")
-    }
-
-    fn plugins(&self) -> PathBuf {
-        self.root.join("plugins")
-    }
-
-    fn spares(&self) -> PathBuf {
-        self.root.join("spares")
-    }
-
-    /// Installs a new file (a new inode, the same code) over every plugin, by rename.
-    fn install_all(&self) {
-        for i in 0..PLUGINS {
-            let partial = self.plugins().join(format!(".partial{i}"));
-            std::fs::copy(self.spares().join(Self::file_name(i)), &partial).unwrap();
-            std::fs::rename(&partial, self.plugins().join(Self::file_name(i))).unwrap();
-        }
-    }
-
-    fn host(&self, unload: UnloadPolicy) -> PluginHost {
-        // SAFETY: the bench's own plugins, compiled from tests/plugins/numbered.c.
-        unsafe { PluginHost::builder().dir(self.plugins()) }
-            .unload(unload)
-            .build()
-            .unwrap()
-    }
-}
-
-impl Drop for Fixtures {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
 
 /// One pass call, as a single-op compile would make.
 fn call(lease: &Lease) -> i32 {
     // SAFETY: numbered.c registers every pass as `int (*)(int)`.
-    let pass = unsafe { lease.pass::<extern "C" fn(i32) -> i32>("reload00_pass") }.expect("registered");
+    let pass = unsafe { lease.pass::<extern "C" fn(i32) -> i32>("bench000_pass") }.expect("registered");
     pass(black_box(1))
 }
 
@@ -150,7 +92,7 @@ fn acquire_hot_during_reloads(c: &mut Criterion) {
     group.finish();
 }
 
-fn single_op(c: &mut Criterion, fixtures: &Fixtures) {
+fn single_op(c: &mut Criterion, fixtures: &ReloadDir) {
     let mut group = c.benchmark_group("single_op");
     group.sample_size(20).measurement_time(Duration::from_secs(5));
     let immediately = fixtures.host(UnloadPolicy::Immediately);
@@ -181,13 +123,15 @@ fn single_op(c: &mut Criterion, fixtures: &Fixtures) {
     group.finish();
 }
 
-fn reload_latency(c: &mut Criterion, fixtures: &Fixtures) {
+fn reload_latency(c: &mut Criterion, fixtures: &ReloadDir) {
     let mut group = c.benchmark_group("reload_latency");
     group.sample_size(20).measurement_time(Duration::from_secs(5));
     let host = fixtures.host(UnloadPolicy::Immediately);
-    // Each iteration holds a lease of the current generation, as a session would, reloads,
-    // and returns both leases: criterion drops them after the measurement, so the old
-    // generation's drain is not timed.
+    // Each iteration holds a lease of the current generation, as a session would, and
+    // reloads. The unchanged case returns both leases, so the old generation's drop is not
+    // timed (the instances are shared: nothing drains); the changed case drops the old
+    // generation's lease inside the timing, so its drain (16 unloads) is timed, as the cold
+    // load's unload is.
     group.bench_function("unchanged_16", |b| {
         b.iter_batched(
             || host.acquire().unwrap(),
@@ -195,27 +139,28 @@ fn reload_latency(c: &mut Criterion, fixtures: &Fixtures) {
             BatchSize::PerIteration,
         )
     });
+    let mut current = host.acquire().unwrap();
     group.bench_function("changed_16", |b| {
-        b.iter_batched(
-            || {
-                let old = host.acquire().unwrap();
-                fixtures.install_all();
-                old
-            },
-            |old| (old, host.reload().unwrap()),
-            BatchSize::PerIteration,
-        )
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| {
+                    let (reload, drain) = fixtures.changed_reload(&host, &mut current);
+                    reload + drain
+                })
+                .sum()
+        })
     });
+    drop(current);
     let cold = fixtures.host(UnloadPolicy::Immediately);
-    group.bench_function("cold_16", |b| {
-        b.iter_batched(|| (), |()| cold.acquire().unwrap(), BatchSize::PerIteration)
-    });
+    group.bench_function("cold_16", |b| b.iter(|| plugins::host_cycle(&cold)));
     group.finish();
 }
 
 fn reload_benches(c: &mut Criterion) {
     acquire_hot_during_reloads(c);
-    let fixtures = Fixtures::build();
+    let base = std::env::var_os("DYLEASE_BENCH_DIR").map_or_else(plugins::default_base, Into::into);
+    let compiled = PluginDirs::build(&base, "reload-compiled", &[PLUGINS]);
+    let fixtures = ReloadDir::new(&base, "reload", &compiled.files(PLUGINS));
     single_op(c, &fixtures);
     reload_latency(c, &fixtures);
 }

@@ -1,86 +1,159 @@
 #!/usr/bin/env bash
-# Runs every criterion bench of dylease, then prints, as markdown, one table per benchmark
-# (dylease and its baselines) and the ratios the targets of the benchmark issue are stated in.
+# Runs the interleaved comparisons (benches/compare.rs) N times, each in a process of its own,
+# and prints their results as markdown: one table per group (every run's median ratio, the
+# median over runs, the spread of the rounds, rounds kept and dropped), then the targets with
+# a verdict. The machine's load (`uptime`) is printed before and after every run.
 #
-#   scripts/bench.sh                 run all benches once (about 5 minutes), then summarise
-#   scripts/bench.sh --runs N        run them N times; each table shows the median over the
-#                                    runs, each target ratio the median of the per-run ratios
-#                                    (with every run's ratio beside it): steadier on a busy
-#                                    machine
-#   scripts/bench.sh --summary       summarise the last scripts/bench.sh run again (or, if
-#                                    there is none, criterion's latest results)
-#   scripts/bench.sh [--runs N] -- ARGS...
-#                                    pass ARGS to criterion (a bench name filter, --quick, ...)
+#   scripts/bench.sh                   3 runs (about 2 minutes on a 2-core machine)
+#   scripts/bench.sh --runs N          N runs
+#   scripts/bench.sh --min-overlap K   refuse a verdict unless every two-thread comparison kept
+#                                      at least K overlapping rounds in every run (default 5)
+#   scripts/bench.sh --summary         summarise the last runs again, without running
+#   scripts/bench.sh --criterion       afterwards, also run the criterion benches (absolute
+#                                      times; about 5 more minutes)
+#   scripts/bench.sh [...] -- ARGS     pass ARGS to every run of benches/compare.rs
+#                                      (--rounds N, --scale F, --quick, --only GROUP,...)
 #
-# Criterion keeps each result in target/criterion/<group>/<bench>/new/estimates.json; the
-# summary reads `median.point_estimate` (nanoseconds per iteration) from those files, copying
-# them after each run into target/criterion/bench-sh/. Needs python3.
+# A two-thread round counts only if both threads really ran at once (benches/compare.rs); if
+# too few did, the script prints the tables, says which comparison fell short, writes no
+# verdict and exits with status 1. The runs' raw lines stay in target/bench-sh/run-N.jsonl.
+# Needs python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-results="${CARGO_TARGET_DIR:-target}/criterion"
-snapshots="$results/bench-sh"
-runs=1
+out="${CARGO_TARGET_DIR:-target}/bench-sh"
+runs=3
+min_overlap=5
 summary_only=false
+criterion=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs="$2"; shift 2 ;;
+    --min-overlap) min_overlap="$2"; shift 2 ;;
     --summary) summary_only=true; shift ;;
+    --criterion) criterion=true; shift ;;
     --) shift; break ;;
-    *) echo "usage: $0 [--runs N] [--summary] [-- CRITERION_ARGS...]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--runs N] [--min-overlap K] [--summary] [--criterion] [-- COMPARE_ARGS...]" >&2; exit 2 ;;
   esac
 done
 
 read -r -d '' summarise <<'PY' || true
-import glob
 import json
-import os
 import statistics
 import sys
 
-mode = sys.argv[1]
-
-if mode == "snapshot":
-    # Collects every bench's median of the last criterion run into one file.
-    root, out = sys.argv[2], sys.argv[3]
-    medians = {}
-    for path in glob.glob(os.path.join(root, "**", "new", "estimates.json"), recursive=True):
-        bench = os.path.relpath(os.path.dirname(os.path.dirname(path)), root)
-        if bench.startswith("bench-sh"):
-            continue
-        with open(path) as f:
-            medians[bench.replace(os.sep, "/")] = json.load(f)["median"]["point_estimate"]
-    with open(out, "w") as f:
-        json.dump(medians, f, indent=1, sort_keys=True)
-    sys.exit(0)
-
+min_overlap = int(sys.argv[1])
+loads = []
 runs = []
 for path in sys.argv[2:]:
+    lines, done = [], None
     with open(path) as f:
-        runs.append(json.load(f))
+        for text in f:
+            text = text.strip()
+            if not text.startswith("{"):
+                continue
+            record = json.loads(text)
+            if "load" in record:
+                loads.append(record["load"])
+            elif record.get("done"):
+                done = record
+            else:
+                lines.append(record)
+    if done is None:
+        sys.exit(f"{path}: the run did not finish (no \"done\" line); see its output above")
+    runs.append((lines, done))
+
+# Targets of the benchmark issue: (group, threads, quantity prefix) -> (low, high, label).
+def target(group, threads, quantity):
+    if (group, threads, quantity) == ("acquire_hot", 1, "dylease ÷ arc_clone"):
+        return (None, 1.2, "≤ 1.2×")
+    if (group, threads, quantity) == ("acquire_hot", 2, "dylease ÷ arc_clone"):
+        return (None, 1.5, "≤ 1.5× (overlapping rounds)")
+    if (group, quantity) == ("cold_cycle", "dylease ÷ libloading"):
+        return (None, 1.3, "≤ 1.30×")
+    if group == "load_scaling" and quantity.startswith("extra per plugin,"):
+        return (0.9, 1.1, "1.0× ± 10% (flat)")
+    if (group, quantity) == ("reload/tmpfs", "changed_reload ÷ cold"):
+        return (None, 2.5, "≤ 2.5×")
+    if group.startswith("reload/"):
+        return (None, None, "reported")
+    return None
 
 
-def med(bench):
-    """Median over the runs of this bench's median time per iteration (ns), or None."""
-    values = [run[bench] for run in runs if bench in run]
-    return statistics.median(values) if values else None
+def fmt(value, unit):
+    if value is None:
+        return "n/a"
+    return f"{value:.2f}×" if unit == "×" else f"{value:.2f} {unit}"
 
 
-def fmt_time(ns):
+def fmt_ns(ns):
     if ns is None:
         return "n/a"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+    for unit, scale in (("ms", 1e6), ("µs", 1e3)):
         if ns >= scale:
             return f"{ns / scale:.3g} {unit}"
     return f"{ns:.3g} ns"
 
 
-def ratio(a, b):
-    return None if a is None or b is None else a / b
+# Every quantity, in the order of the first run, with its lines from every run.
+order, by_key = [], {}
+for lines, _ in runs:
+    for record in lines:
+        key = (record["group"], record["threads"], record["quantity"])
+        if key not in by_key:
+            order.append(key)
+            by_key[key] = []
+        by_key[key].append(record)
 
+done = runs[0][1]
+print(f"{len(runs)} run(s) of `benches/compare.rs`, {done['rounds']} rounds each "
+      f"(twice as many with two threads), iterations × {done['scale']}; a two-thread round counts "
+      f"if each thread's CPU time is ≥ {done['overlap']:.0%} of the round's wall time. Each run took "
+      + ", ".join(f"{d['seconds']:.0f} s" for _, d in runs) + ".\n")
+print("Load (`uptime`) before and after each run:\n")
+for line in loads:
+    print(f"- {line}")
+print()
 
-def fmt_ratio(r):
-    return "n/a" if r is None else f"{r:.2f}×"
+rows_by_group = {}
+short = []
+verdicts = []
+for key in order:
+    group, threads, quantity = key
+    records = by_key[key]
+    unit = records[0]["unit"]
+    medians = [r["median"] for r in records]
+    present = [m for m in medians if m is not None]
+    overall = statistics.median(present) if present else None
+    lows = [r["min"] for r in records if r["min"] is not None]
+    highs = [r["max"] for r in records if r["max"] is not None]
+    kept = sum(r["kept"] for r in records)
+    dropped = sum(r["dropped"] for r in records)
+    times = {}
+    for r in records:
+        for arm, ns in r["times_ns"].items():
+            if ns is not None:
+                times.setdefault(arm, []).append(ns)
+    time_text = ", ".join(f"{arm} {fmt_ns(statistics.median(v))}" for arm, v in times.items())
+    row = [quantity, fmt(overall, unit), ", ".join(fmt(m, unit).rstrip("×") for m in medians),
+           f"{fmt(min(lows) if lows else None, unit)} – {fmt(max(highs) if highs else None, unit)}",
+           f"{kept} / {dropped}", time_text]
+    rows_by_group.setdefault((group, threads), []).append(row)
+    if threads > 1 and any(r["kept"] < min_overlap for r in records):
+        short.append(f"{group} ({threads} threads) {quantity}: kept "
+                     + ", ".join(str(r["kept"]) for r in records) + f" rounds per run (< {min_overlap})")
+    goal = target(group, threads, quantity)
+    if goal is not None:
+        low, high, label = goal
+        if low is None and high is None:
+            met = "(reported)"
+        elif overall is None:
+            met = "n/a"
+        else:
+            ok = (low is None or overall >= low) and (high is None or overall <= high)
+            met = "yes" if ok else "**no**"
+        verdicts.append([f"{group}{' (2 threads)' if threads > 1 else ''}: {quantity}", fmt(overall, unit),
+                         label, met, ", ".join(fmt(m, unit).rstrip("×") for m in medians)])
 
 
 def table(header, rows):
@@ -91,138 +164,44 @@ def table(header, rows):
     print()
 
 
-print(f"Medians of criterion's per-bench medians over {len(runs)} run(s).\n")
+for (group, threads), rows in rows_by_group.items():
+    print(f"### {group}, {threads} thread{'s' if threads > 1 else ''}\n")
+    table(["quantity", "median of runs", "each run's median", "rounds: min – max", "rounds kept / dropped",
+           "median times per iteration"], rows)
 
-acq = ["dylease", "arc_clone", "arcswap_weak", "mutex_weak", "rwlock_weak", "counter"]
-one = {b: med(f"acquire_hot/{b}/uncontended") for b in acq}
-two = {b: med(f"acquire_hot/{b}/2_threads") for b in acq}
-print("### acquire_hot (acquire + drop, a lease held elsewhere)\n")
-table(
-    ["design", "uncontended", "÷ Arc floor", "2 threads (per op per thread)", "÷ Arc floor, 2 threads",
-     "÷ dylease, 2 threads"],
-    [[b, fmt_time(one[b]), fmt_ratio(ratio(one[b], one["arc_clone"])), fmt_time(two[b]),
-      fmt_ratio(ratio(two[b], two["arc_clone"])), fmt_ratio(ratio(two[b], two["dylease"]))] for b in acq],
-)
+if short:
+    print("No verdict: a two-thread comparison kept too few rounds in which both threads ran at once:",
+          file=sys.stderr)
+    for line in short:
+        print(f"  {line}", file=sys.stderr)
+    print("The machine is too busy for two-thread numbers; run again when it is quieter (see the load above).",
+          file=sys.stderr)
+    sys.exit(1)
 
-print("### acquire_hosts (acquire + drop, n hosts each with a lease held elsewhere, used in turn)\n")
-rows = []
-for n in ["1", "4", "5", "8", "9"]:
-    d, a = (med(f"acquire_hosts/{b}/{n}") for b in ["dylease", "arc_clone"])
-    rows.append([n, fmt_time(d), fmt_time(a), fmt_ratio(ratio(d, a)),
-                 fmt_ratio(ratio(d, med("acquire_hosts/dylease/1")))])
-table(["hosts", "dylease", "`Arc`s in turn", "dylease ÷ Arc", "dylease ÷ dylease with 1 host"], rows)
-
-lc = {b: med(f"lease_clone/{b}") for b in ["dylease", "arc_clone"]}
-print("### lease_clone (clone + drop)\n")
-table(["handle", "median", "÷ Arc"], [[b, fmt_time(lc[b]), fmt_ratio(ratio(lc[b], lc["arc_clone"]))] for b in lc])
-
-print("### pass_lookup (lookup of the middle pass by name)\n")
-rows = []
-for n in ["10", "100", "1000"]:
-    d, g, h, v = (med(f"pass_lookup/{b}/{n}") for b in ["dylease", "dylease_get", "hashmap", "vec_scan"])
-    rows.append([n, fmt_time(d), fmt_time(g), fmt_time(h), fmt_time(v), fmt_ratio(ratio(d, h)), fmt_ratio(ratio(g, h)),
-                 fmt_ratio(ratio(v, h))])
-table(["passes", "dylease `Lease::pass`", "dylease `Lease::get`", "`HashMap<String, _>`", "`Vec<(String, _)>` scan",
-       "`pass` ÷ HashMap", "`get` ÷ HashMap", "Vec ÷ HashMap"], rows)
-
-cc = {b: med(f"cold_cycle/{b}") for b in ["dylease", "dylease_permissive", "dylease_shared", "libloading",
-                                         "libloading_discover", "libloading_discover_check"]}
-print("### cold_cycle (load + unload of 16 C plugins)\n")
-table(["side", "median", "÷ libloading"], [[b, fmt_time(cc[b]), fmt_ratio(ratio(cc[b], cc["libloading"]))] for b in cc])
-
-print("### load_scaling (load + unload of n C plugins)\n")
-rows = []
-for n in [1, 16, 128]:
-    d, l = (med(f"load_scaling/{b}/{n}") for b in ["dylease", "libloading"])
-    rows.append([str(n), fmt_time(d), fmt_time(d and d / n), fmt_time(l), fmt_time(l and l / n), fmt_ratio(ratio(d, l))])
-table(["plugins", "dylease", "dylease per plugin", "libloading", "libloading per plugin", "dylease ÷ libloading"], rows)
-
-print("### reload (benches/reload.rs)\n")
-rows = []
-for group, benches, base in [
-    ("acquire_hot_during_reloads", ["between_reloads", "while_reloading"], "between_reloads"),
-    ("single_op", ["immediately", "after_1s", "hot"], "hot"),
-    ("reload_latency", ["unchanged_16", "changed_16", "cold_16"], "cold_16"),
-]:
-    for b in benches:
-        t = med(f"{group}/{b}")
-        rows.append([f"{group}/{b}", fmt_time(t), f"{fmt_ratio(ratio(t, med(f'{group}/{base}')))} ({base})"])
-table(["bench", "median", "÷ baseline"], rows)
-
-# The targets: (what, numerator, denominator, factor, limit, "le" or "ge"); a ratio is
-# numerator / denominator * factor, computed within each run.
-targets = [
-    ("acquire_hot uncontended ÷ Arc floor", "acquire_hot/dylease/uncontended", "acquire_hot/arc_clone/uncontended", 1, 1.2, "le"),
-    ("acquire_hot 2 threads ÷ Arc floor, 2 threads", "acquire_hot/dylease/2_threads", "acquire_hot/arc_clone/2_threads", 1, 1.5, "le"),
-    ("(ArcSwapWeak load+upgrade ÷ acquire_hot, uncontended: what the cache saves)", "acquire_hot/arcswap_weak/uncontended",
-     "acquire_hot/dylease/uncontended", 1, None, None),
-    ("(ArcSwapWeak load+upgrade ÷ acquire_hot, 2 threads)", "acquire_hot/arcswap_weak/2_threads",
-     "acquire_hot/dylease/2_threads", 1, None, None),
-    ("(Mutex<Weak> ÷ acquire_hot, 2 threads)", "acquire_hot/mutex_weak/2_threads", "acquire_hot/dylease/2_threads", 1, None, None),
-    ("(counter design ÷ acquire_hot, 2 threads)", "acquire_hot/counter/2_threads", "acquire_hot/dylease/2_threads", 1, None, None),
-    # "No more per acquire than one host": 1.0×, with 5% for noise between two benches.
-    ("acquire_hosts, 4 hosts in turn ÷ 1 host", "acquire_hosts/dylease/4", "acquire_hosts/dylease/1", 1, 1.05, "le"),
-    ("acquire_hosts, 8 hosts in turn ÷ 1 host", "acquire_hosts/dylease/8", "acquire_hosts/dylease/1", 1, 1.05, "le"),
-    ("(acquire_hosts, 5 hosts in turn ÷ 1 host)", "acquire_hosts/dylease/5", "acquire_hosts/dylease/1", 1, None, None),
-    ("(acquire_hosts, 9 hosts in turn ÷ 1 host: past the 8-entry cache)", "acquire_hosts/dylease/9",
-     "acquire_hosts/dylease/1", 1, None, None),
-    # 1.0×, with 5% for noise.
-    ("lease_clone ÷ Arc::clone", "lease_clone/dylease", "lease_clone/arc_clone", 1, 1.05, "le"),
-] + [
-    (f"pass_lookup ÷ HashMap, {n} passes", f"pass_lookup/dylease/{n}", f"pass_lookup/hashmap/{n}", 1, 1.3, "le")
-    for n in ["10", "100", "1000"]
-] + [
-    ("cold_cycle ÷ raw libloading", "cold_cycle/dylease", "cold_cycle/libloading", 1, 1.25, "le"),
-    ("(libloading + discovery ÷ raw libloading, diagnostic)", "cold_cycle/libloading_discover",
-     "cold_cycle/libloading", 1, None, None),
-    ("(libloading + discovery + trust and ELF checks by hand ÷ raw libloading, diagnostic)",
-     "cold_cycle/libloading_discover_check", "cold_cycle/libloading", 1, None, None),
-    ("(cold_cycle ÷ libloading with the same discovery and checks by hand: the machinery)",
-     "cold_cycle/dylease", "cold_cycle/libloading_discover_check", 1, None, None),
-    ("(cold_cycle permissive ÷ raw libloading)", "cold_cycle/dylease_permissive", "cold_cycle/libloading", 1, None, None),
-    ("(cold_cycle of a second host sharing live instances ÷ raw libloading: no dlopen)",
-     "cold_cycle/dylease_shared", "cold_cycle/libloading", 1, None, None),
-    ("(pass_lookup Lease::get ÷ HashMap, 1000 passes)", "pass_lookup/dylease_get/1000", "pass_lookup/hashmap/1000", 1,
-     None, None),
-    ("(hot acquire while another thread reloads ÷ between reloads)", "acquire_hot_during_reloads/while_reloading",
-     "acquire_hot_during_reloads/between_reloads", 1, None, None),
-    ("(reload of 16 unchanged plugins ÷ a cold load of 16)", "reload_latency/unchanged_16", "reload_latency/cold_16", 1,
-     None, None),
-    ("load_scaling per plugin, 128 ÷ 16", "load_scaling/dylease/128", "load_scaling/dylease/16", 16 / 128, 1.5, "le"),
-    ("(libloading per plugin, 128 ÷ 16, for reference)", "load_scaling/libloading/128", "load_scaling/libloading/16",
-     16 / 128, None, None),
-]
 print("### Targets\n")
-rows = []
-for what, num, den, factor, limit, sense in targets:
-    per_run = [run[num] / run[den] * factor for run in runs if num in run and den in run]
-    r = statistics.median(per_run) if per_run else None
-    if r is None or limit is None:
-        met = "n/a" if limit is not None else ""
-    else:
-        met = "yes" if (r <= limit if sense == "le" else r >= limit) else "**no**"
-    row = [what, fmt_ratio(r), "" if limit is None else ("≤ " if sense == "le" else "≥ ") + f"{limit}×", met]
-    if len(runs) > 1:
-        row.append(", ".join(f"{x:.2f}" for x in per_run))
-    rows.append(row)
-table(["ratio", "measured", "target", "met"] + (["each run"] if len(runs) > 1 else []), rows)
+table(["ratio", "median of runs", "target", "met", "each run"], verdicts)
 PY
 
-mkdir -p "$snapshots"
-if $summary_only; then
-  if ! compgen -G "$snapshots/run-*.json" >/dev/null; then
-    python3 -c "$summarise" snapshot "$results" "$snapshots/run-1.json"
-  fi
-  python3 -c "$summarise" summary "$snapshots"/run-*.json
-  exit 0
+mkdir -p "$out"
+if ! $summary_only; then
+  rm -f "$out"/run-*.jsonl
+  start=$SECONDS
+  for run in $(seq 1 "$runs"); do
+    file="$out/run-$run.jsonl"
+    printf '{"load": "run %d, before: %s"}\n' "$run" "$(uptime | sed 's/^ *//')" > "$file"
+    printf '== compare run %d of %d (%s)\n' "$run" "$runs" "$(uptime | sed 's/^ *//')" >&2
+    cargo bench --bench compare -- "$@" >> "$file"
+    printf '{"load": "run %d, after: %s"}\n' "$run" "$(uptime | sed 's/^ *//')" >> "$file"
+  done
+  printf '== %d run(s): %d s (%s)\n\n' "$runs" "$((SECONDS - start))" "$(uptime | sed 's/^ *//')" >&2
 fi
-
-rm -f "$snapshots"/*.json
-start=$SECONDS
-for run in $(seq 1 "$runs"); do
-  printf '\n== bench run %d of %d (%s)\n' "$run" "$runs" "$(uptime)"
-  cargo bench --bench lease --bench pass_lookup --bench load --bench reload -- "$@"
-  python3 -c "$summarise" snapshot "$results" "$snapshots/run-$run.json"
-done
-printf '\n%d bench run(s): %d s; %s\n\n' "$runs" "$((SECONDS - start))" "$(uptime)"
-python3 -c "$summarise" summary "$snapshots"/run-*.json
+if ! compgen -G "$out/run-*.jsonl" >/dev/null; then
+  echo "$0: no runs in $out to summarise; run without --summary first" >&2
+  exit 1
+fi
+status=0
+python3 -c "$summarise" "$min_overlap" $(ls "$out"/run-*.jsonl | sort -V) || status=$?
+if $criterion; then
+  cargo bench --bench lease --bench pass_lookup --bench load --bench reload
+fi
+exit "$status"

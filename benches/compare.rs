@@ -1,0 +1,531 @@
+//! The interleaved comparisons: every claim of BENCHMARKS.md is a ratio between dylease and a
+//! baseline whose arms alternate in rounds inside this one process
+//! (`benches/common/interleave.rs`), reported per round as min / median / max. Criterion's
+//! benches (`lease`, `pass_lookup`, `load`, `reload`) stay for absolute times; the verdicts
+//! come from here, through `scripts/bench.sh`, which turns the lines this prints into tables.
+//!
+//! Groups (each a set of arms run in the same rounds):
+//! - `acquire_hot`, 1 thread: `PluginHost::acquire` + drop with a lease held elsewhere (the
+//!   cached fast path) against `Arc::clone` + drop (the floor), `Lease::clone`,
+//!   `ArcSwapWeak::load` + `Weak::upgrade` (the slot without the cache), the graph compiler's
+//!   counter (an atomic count, a mutex only at 0 ↔ 1) and the lock-both-ways counter.
+//! - `acquire_hot`, 2 threads: the same arms on two threads at once, on the same host or
+//!   baseline; a round counts only if the two threads really overlapped (each thread's CPU
+//!   time at least 90% of the round's wall time); rounds that did not are dropped and counted.
+//! - `acquire_hosts`: 1 to 64 hosts, each with a lease held elsewhere, acquired in turn,
+//!   against one host and against as many `Arc`s cloned in turn.
+//! - `cold_cycle`: load and unload of 16 C plugins, every check on, against raw `libloading`
+//!   `dlopen` (`RTLD_NOW | RTLD_LOCAL`) + `dlsym` of the entry point + `dlclose` of the same
+//!   files; beside them a permissive host (no trust check) and raw loading with discovery and
+//!   the checks' file work done by hand.
+//! - `load_scaling`: the same cycle over 16, 64 and 256 plugins; dylease's extra µs per plugin
+//!   over raw loading, per size and per round, and its ratio between sizes.
+//! - `reload`: a changed reload of 16 plugins (every file replaced by rename, not timed; then
+//!   `reload()` and the drop of the old generation's last lease, its drain) against a cold
+//!   load and unload of 16, on a tmpfs (`$DYLEASE_BENCH_DIR`, else `/dev/shm`) and on the
+//!   target directory's file system.
+//!
+//! Before timing, it checks what it claims to measure: 0 allocations on the hot paths, the
+//! fast path returning the held set, every cold cycle leaving every file out of the process
+//! (`RTLD_NOLOAD`), a changed reload's old generation fully unmapped after its drain; after
+//! timing, that no generation moved during the hot loops.
+//!
+//! Output: one JSON object per line on stdout per reported quantity, then one `"done"` line;
+//! human-readable progress on stderr.
+//!
+//! ```text
+//! cargo bench --bench compare -- [--rounds N] [--scale F] [--quick] [--only GROUP,...]
+//!                                [--max-plugins N]
+//! ```
+//!
+//! `--rounds` (default 31) is the number of timed rounds of every group (twice as many for the
+//! two-thread one, whose rounds are cheap and often dropped); `--scale` (default 1)
+//! multiplies every arm's iterations per round; `--quick` is `--rounds 5 --scale 0.1`;
+//! `--only` runs the named groups; `--max-plugins` (default 256) is the largest
+//! `load_scaling` size.
+
+use std::hint::black_box;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwapWeak;
+use dylease::{Lease, PluginHost};
+use serde_json::json;
+
+#[path = "common/baselines.rs"]
+mod baselines;
+#[path = "../tests/support/cc.rs"]
+mod cc;
+mod common;
+#[path = "common/interleave.rs"]
+mod interleave;
+#[path = "../tests/support/loader.rs"]
+mod loader;
+#[path = "common/plugins.rs"]
+mod plugins;
+
+use baselines::{GeCounter, LockedCounter, Payload, host, in_turn, payload};
+use interleave::{Arm, Rounds, Summary, two_threads};
+use plugins::{PluginDirs, ReloadDir, check_by_hand, check_full_close, discover_by_hand, host_cycle, raw_cycle};
+
+#[global_allocator]
+static ALLOC: common::CountingAlloc = common::CountingAlloc;
+
+const GROUPS: [&str; 6] = [
+    "acquire_hot",
+    "acquire_hot_2_threads",
+    "acquire_hosts",
+    "cold_cycle",
+    "load_scaling",
+    "reload",
+];
+
+/// The command line, after cargo's own `--bench`.
+#[derive(Debug)]
+struct Options {
+    rounds: usize,
+    scale: f64,
+    only: Vec<String>,
+    max_plugins: usize,
+}
+
+impl Options {
+    fn parse() -> Result<Options, String> {
+        let mut options = Options {
+            rounds: 31,
+            scale: 1.0,
+            only: Vec::new(),
+            max_plugins: 256,
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(arg) = args.next() {
+            let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+            match arg.as_str() {
+                "--bench" => {}
+                "--rounds" => options.rounds = number(&value("--rounds")?, "--rounds")?,
+                "--scale" => options.scale = number(&value("--scale")?, "--scale")?,
+                "--max-plugins" => options.max_plugins = number(&value("--max-plugins")?, "--max-plugins")?,
+                "--quick" => (options.rounds, options.scale) = (5, 0.1),
+                "--only" => {
+                    for group in value("--only")?.split(',') {
+                        if !GROUPS.contains(&group) {
+                            return Err(format!("unknown group {group:?}; the groups are {GROUPS:?}"));
+                        }
+                        options.only.push(group.to_owned());
+                    }
+                }
+                other => return Err(format!("unknown argument {other:?}")),
+            }
+        }
+        if options.rounds == 0 || options.scale <= 0.0 || options.max_plugins < 16 {
+            return Err("--rounds must be at least 1, --scale above 0, --max-plugins at least 16".into());
+        }
+        Ok(options)
+    }
+
+    fn runs(&self, group: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|g| g == group)
+    }
+
+    /// `base` iterations scaled by `--scale`, at least one.
+    fn iters(&self, base: u64) -> u64 {
+        ((base as f64 * self.scale).round() as u64).max(1)
+    }
+}
+
+fn number<T: std::str::FromStr>(text: &str, name: &str) -> Result<T, String> {
+    text.parse().map_err(|_| format!("{name}: not a number: {text:?}"))
+}
+
+/// Prints one reported quantity: a JSON line on stdout, a readable line on stderr.
+fn emit(group: &str, threads: usize, quantity: &str, unit: &str, summary: &Summary, times: &[(&str, Option<f64>)]) {
+    let times_ns: serde_json::Map<String, serde_json::Value> =
+        times.iter().map(|(arm, ns)| ((*arm).to_owned(), json!(ns))).collect();
+    let line = json!({
+        "group": group,
+        "threads": threads,
+        "quantity": quantity,
+        "unit": unit,
+        "kept": summary.kept,
+        "dropped": summary.dropped,
+        "min": summary.min(),
+        "median": summary.median(),
+        "max": summary.max(),
+        "times_ns": times_ns,
+    });
+    println!("{line}");
+    let show = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.3}"));
+    eprintln!(
+        "  {group} ({threads} thread{}) {quantity}: median {} {unit} [min {}, max {}], {} rounds kept, {} dropped",
+        if threads == 1 { "" } else { "s" },
+        show(summary.median()),
+        show(summary.min()),
+        show(summary.max()),
+        summary.kept,
+        summary.dropped,
+    );
+}
+
+/// Reports `arm ÷ baseline` per round.
+fn emit_ratio(group: &str, threads: usize, rounds: &Rounds, arm: &str, baseline: &str) {
+    emit(
+        group,
+        threads,
+        &format!("{arm} ÷ {baseline}"),
+        "×",
+        &rounds.ratio(arm, baseline),
+        &[(arm, rounds.median_ns(arm)), (baseline, rounds.median_ns(baseline))],
+    );
+}
+
+/// The hot-path designs, each over a set held elsewhere, as `acquire_hot` compares them.
+struct HotArms {
+    host: PluginHost,
+    held: Lease,
+    arc: Arc<Payload>,
+    arcswap_weak: ArcSwapWeak<Payload>,
+    counter_ge: GeCounter,
+    counter_locked: LockedCounter,
+}
+
+impl HotArms {
+    fn new() -> HotArms {
+        let host = host();
+        let held = host.acquire().expect("the static plugin loads");
+        let again = host.acquire().expect("fast path");
+        assert!(Lease::ptr_eq(&held, &again), "acquire returned another set");
+        let arc = payload();
+        let arcswap_weak = ArcSwapWeak::new(Arc::downgrade(&arc));
+        HotArms {
+            host,
+            held,
+            arc,
+            arcswap_weak,
+            counter_ge: GeCounter::new(),
+            counter_locked: LockedCounter::new(),
+        }
+    }
+
+    fn dylease(host: &PluginHost) {
+        drop(black_box(host.acquire()));
+    }
+
+    fn arc_clone(arc: &Arc<Payload>) {
+        drop(black_box(Arc::clone(arc)));
+    }
+
+    fn arcswap_weak(slot: &ArcSwapWeak<Payload>) {
+        let set: Option<Arc<Payload>> = Weak::upgrade(&slot.load());
+        drop(black_box(set));
+    }
+
+    fn counter_ge(counter: &GeCounter) {
+        drop(black_box(counter.acquire()));
+    }
+
+    fn counter_locked(counter: &LockedCounter) {
+        drop(black_box(counter.acquire()));
+    }
+
+    /// The arms on this thread (`threads == 1`) or on two threads at once.
+    fn arms(&self, threads: usize, iters: u64) -> Vec<Arm<'_>> {
+        fn arm<'a, S: Sync>(name: &str, threads: usize, iters: u64, state: &'a S, op: fn(&S)) -> Arm<'a> {
+            if threads == 1 {
+                Arm::looped(name, iters, move || op(black_box(state)))
+            } else {
+                Arm::new(name, iters, move |iters| two_threads(state, iters, &op))
+            }
+        }
+        let mut arms = vec![
+            arm("dylease", threads, iters, &self.host, Self::dylease),
+            arm("arc_clone", threads, iters, &self.arc, Self::arc_clone),
+            arm("arcswap_weak", threads, iters, &self.arcswap_weak, Self::arcswap_weak),
+            arm("counter_ge", threads, iters, &self.counter_ge, Self::counter_ge),
+            arm(
+                "counter_locked",
+                threads,
+                iters,
+                &self.counter_locked,
+                Self::counter_locked,
+            ),
+        ];
+        if threads == 1 {
+            let lease = &self.held;
+            arms.push(Arm::looped("lease_clone", iters, move || {
+                drop(black_box(black_box(lease).clone()))
+            }));
+        }
+        arms
+    }
+}
+
+fn acquire_hot(options: &Options, threads: usize) {
+    let hot = HotArms::new();
+    if threads == 1 {
+        common::assert_no_allocation("acquire_hot: dylease acquire+drop (fast path)", 100_000, || {
+            HotArms::dylease(&hot.host)
+        });
+        common::assert_no_allocation("lease_clone: Lease::clone+drop", 100_000, || {
+            drop(black_box(hot.held.clone()))
+        });
+    }
+    // A user holds each counter's set, as `held` does for the host.
+    let _users = (hot.counter_ge.acquire(), hot.counter_locked.acquire());
+    let iters = options.iters(if threads == 1 { 200_000 } else { 100_000 });
+    // Two-thread rounds are cheap and, on a busy machine, often dropped: twice as many.
+    let rounds = interleave::run(options.rounds * threads, &mut hot.arms(threads, iters));
+    assert_eq!(hot.host.generation(), 1, "the hot path loaded a new set");
+    for arm in ["dylease", "arcswap_weak", "counter_ge", "counter_locked"] {
+        emit_ratio("acquire_hot", threads, &rounds, arm, "arc_clone");
+    }
+    if threads == 1 {
+        emit_ratio("acquire_hot", threads, &rounds, "lease_clone", "arc_clone");
+    }
+    for arm in ["arcswap_weak", "counter_ge", "counter_locked"] {
+        emit_ratio("acquire_hot", threads, &rounds, arm, "dylease");
+    }
+    if threads > 1 {
+        eprintln!(
+            "  acquire_hot (2 threads): rounds without overlap per arm: {}",
+            ["dylease", "arc_clone", "arcswap_weak", "counter_ge", "counter_locked"]
+                .map(|arm| format!("{arm} {}", rounds.missing(arm)))
+                .join(", ")
+        );
+    }
+}
+
+/// How many hosts `acquire_hosts` uses in turn: the thread cache holds 8.
+const HOST_COUNTS: [usize; 6] = [1, 4, 8, 9, 16, 64];
+
+fn acquire_hosts(options: &Options) {
+    let hosts: Vec<Vec<PluginHost>> = HOST_COUNTS.iter().map(|&n| (0..n).map(|_| host()).collect()).collect();
+    let _held: Vec<Lease> = hosts
+        .iter()
+        .flatten()
+        .map(|host| host.acquire().expect("the static plugin loads"))
+        .collect();
+    let arcs: Vec<Vec<Arc<Payload>>> = HOST_COUNTS
+        .iter()
+        .map(|&n| (0..n).map(|_| payload()).collect())
+        .collect();
+    let acquire = |host: &PluginHost| drop(black_box(host.acquire()));
+    for (n, group) in HOST_COUNTS.iter().zip(&hosts) {
+        let mut round = in_turn(group, acquire);
+        for _ in 0..2 * n {
+            round();
+        }
+        common::assert_no_allocation(
+            &format!("acquire_hosts: dylease acquire+drop, {n} hosts in turn"),
+            100_000,
+            round,
+        );
+    }
+    let iters = options.iters(100_000);
+    let mut arms = Vec::new();
+    for ((n, group), arcs) in HOST_COUNTS.iter().zip(&hosts).zip(&arcs) {
+        arms.push(Arm::looped(format!("dylease_{n}"), iters, in_turn(group, acquire)));
+        let clone = |arc: &Arc<Payload>| drop(black_box(Arc::clone(arc)));
+        arms.push(Arm::looped(format!("arc_{n}"), iters, in_turn(arcs, clone)));
+    }
+    let rounds = interleave::run(options.rounds, &mut arms);
+    drop(arms);
+    for host in hosts.iter().flatten() {
+        assert_eq!(host.generation(), 1, "the hot path loaded a new set");
+    }
+    for n in HOST_COUNTS {
+        emit_ratio(
+            "acquire_hosts",
+            1,
+            &rounds,
+            &format!("dylease_{n}"),
+            &format!("arc_{n}"),
+        );
+        if n > 1 {
+            emit_ratio("acquire_hosts", 1, &rounds, &format!("dylease_{n}"), "dylease_1");
+        }
+    }
+}
+
+const COLD_PLUGINS: usize = 16;
+
+fn cold_cycle(options: &Options, dirs: &PluginDirs) {
+    let files = dirs.files(COLD_PLUGINS);
+    let dir = dirs.dir(COLD_PLUGINS);
+    let strict = dirs.host(COLD_PLUGINS);
+    let permissive = dirs.permissive_host(COLD_PLUGINS);
+    check_full_close(&strict, &files);
+    check_full_close(&permissive, &files);
+    assert_eq!(discover_by_hand(&dir).len(), files.len());
+    let iters = options.iters(16);
+    let mut arms = vec![
+        Arm::looped("dylease", iters, || host_cycle(&strict)),
+        Arm::looped("dylease_permissive", iters, || host_cycle(&permissive)),
+        Arm::looped("libloading", iters, || raw_cycle(&files)),
+        Arm::looped("libloading_discover_check", iters, || {
+            let found = discover_by_hand(&dir);
+            check_by_hand(&found);
+            raw_cycle(&found);
+        }),
+    ];
+    let rounds = interleave::run(options.rounds, &mut arms);
+    drop(arms);
+    assert!(!strict.is_loaded() && !permissive.is_loaded());
+    emit_ratio("cold_cycle", 1, &rounds, "dylease", "libloading");
+    emit_ratio("cold_cycle", 1, &rounds, "dylease_permissive", "libloading");
+    emit_ratio("cold_cycle", 1, &rounds, "libloading_discover_check", "libloading");
+    emit_ratio("cold_cycle", 1, &rounds, "dylease", "libloading_discover_check");
+}
+
+fn load_scaling(options: &Options, dirs: &PluginDirs, sizes: &[usize]) {
+    let hosts: Vec<PluginHost> = sizes.iter().map(|&n| dirs.host(n)).collect();
+    let files: Vec<_> = sizes.iter().map(|&n| dirs.files(n)).collect();
+    for (host, files) in hosts.iter().zip(&files) {
+        check_full_close(host, files);
+    }
+    let mut arms = Vec::new();
+    for ((n, host), files) in sizes.iter().zip(&hosts).zip(&files) {
+        // About the same time per arm and round at every size: 64 plugins' worth of cycles.
+        let iters = options.iters((64 / n).max(1) as u64);
+        arms.push(Arm::looped(format!("dylease_{n}"), iters, move || host_cycle(host)));
+        arms.push(Arm::looped(format!("libloading_{n}"), iters, move || raw_cycle(files)));
+    }
+    let rounds = interleave::run(options.rounds, &mut arms);
+    drop(arms);
+    // dylease's extra time per plugin over raw loading at `n` plugins, in µs, in one round.
+    let extra = |time: &dyn Fn(&str) -> Option<f64>, n: usize| {
+        Some((time(&format!("dylease_{n}"))? - time(&format!("libloading_{n}"))?) / n as f64 / 1e3)
+    };
+    for &n in sizes {
+        let (d, l) = (format!("dylease_{n}"), format!("libloading_{n}"));
+        let times = [(d.as_str(), rounds.median_ns(&d)), (l.as_str(), rounds.median_ns(&l))];
+        emit(
+            "load_scaling",
+            1,
+            &format!("extra µs per plugin, {n} plugins"),
+            "µs",
+            &rounds.per_round(|time| extra(time, n)),
+            &times,
+        );
+        emit_ratio("load_scaling", 1, &rounds, &d, &l);
+    }
+    let first = sizes[0];
+    for &n in &sizes[1..] {
+        emit(
+            "load_scaling",
+            1,
+            &format!("extra per plugin, {n} ÷ {first} plugins"),
+            "×",
+            &rounds.per_round(|time| Some(extra(time, n)? / extra(time, first)?)),
+            &[],
+        );
+    }
+}
+
+fn reload(options: &Options, dirs: &PluginDirs) {
+    let files = dirs.files(COLD_PLUGINS);
+    let mut bases = Vec::new();
+    match plugins::tmpfs_base() {
+        Some(base) => bases.push(base),
+        None => eprintln!("reload: no tmpfs (/dev/shm absent, DYLEASE_BENCH_DIR unset): target directory only"),
+    }
+    bases.push(plugins::default_base());
+    for base in bases {
+        let fs = plugins::file_system(&base);
+        let reloaded = ReloadDir::new(&base, "compare-reload", &files);
+        let cold_dir = ReloadDir::new(&base, "compare-cold", &files);
+        let host = reloaded.host(dylease::UnloadPolicy::Immediately);
+        let cold = cold_dir.host(dylease::UnloadPolicy::Immediately);
+        check_full_close(&cold, &cold_dir.files());
+        // The changed reload really replaces every library and the drain unmaps the old ones.
+        let mut current = host.acquire().expect("the plugins load");
+        reloaded.install_all();
+        let old = std::mem::replace(&mut current, host.reload().expect("the changed plugins load"));
+        assert!(
+            reloaded.stale_mappings() >= COLD_PLUGINS,
+            "the reload shared the replaced files' instances"
+        );
+        drop(old);
+        assert_eq!(
+            reloaded.stale_mappings(),
+            0,
+            "the old generation is still mapped after its drain"
+        );
+        eprintln!("reload ({fs}): a changed reload maps 16 new files; the drain unmaps the 16 old ones");
+
+        let iters = options.iters(8);
+        // Per round (the warm-up's first), the drain's share of the changed reload's time.
+        let mut drain_shares = Vec::new();
+        let mut arms = vec![
+            Arm::new("changed_reload", iters, |iters| {
+                let (mut reload, mut drain) = (Duration::ZERO, Duration::ZERO);
+                for _ in 0..iters {
+                    let (r, d) = reloaded.changed_reload(&host, &mut current);
+                    (reload, drain) = (reload + r, drain + d);
+                }
+                drain_shares.push(drain.as_secs_f64() / (reload + drain).as_secs_f64());
+                Some(reload + drain)
+            }),
+            Arm::looped("cold", iters, || host_cycle(&cold)),
+        ];
+        let rounds = interleave::run(options.rounds, &mut arms);
+        drop(arms);
+        drop(current);
+        assert!(!host.is_loaded() && !cold.is_loaded());
+        emit_ratio(&format!("reload/{fs}"), 1, &rounds, "changed_reload", "cold");
+        emit(
+            &format!("reload/{fs}"),
+            1,
+            "the old generation's drain ÷ the changed reload",
+            "×",
+            &Summary::of(drain_shares.split_off(1)),
+            &[],
+        );
+    }
+}
+
+fn main() {
+    let options = Options::parse().unwrap_or_else(|message| {
+        eprintln!("compare: {message}");
+        std::process::exit(2);
+    });
+    let start = Instant::now();
+    eprintln!("compare: {options:?}");
+    if options.runs("acquire_hot") {
+        acquire_hot(&options, 1);
+    }
+    if options.runs("acquire_hot_2_threads") {
+        acquire_hot(&options, 2);
+    }
+    if options.runs("acquire_hosts") {
+        acquire_hosts(&options);
+    }
+    if ["cold_cycle", "load_scaling", "reload"].iter().any(|g| options.runs(g)) {
+        let sizes: Vec<usize> = [16, 64, options.max_plugins]
+            .into_iter()
+            .filter(|&n| n <= options.max_plugins)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let compiling = Instant::now();
+        let dirs = PluginDirs::build(&plugins::default_base(), "compare", &sizes);
+        eprintln!(
+            "compiled {} plugins in {:.1} s",
+            options.max_plugins,
+            compiling.elapsed().as_secs_f64()
+        );
+        if options.runs("cold_cycle") {
+            cold_cycle(&options, &dirs);
+        }
+        if options.runs("load_scaling") {
+            load_scaling(&options, &dirs, &sizes);
+        }
+        if options.runs("reload") {
+            reload(&options, &dirs);
+        }
+    }
+    println!(
+        "{}",
+        json!({"done": true, "rounds": options.rounds, "scale": options.scale,
+               "overlap": interleave::OVERLAP, "seconds": start.elapsed().as_secs_f64()})
+    );
+}
