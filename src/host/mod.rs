@@ -4,12 +4,14 @@
 mod builder;
 mod generations;
 mod global;
+mod keeper;
 mod lease;
 mod plugin_host;
 mod policy;
 mod reentry;
 mod set;
 mod stats;
+mod thread_cache;
 #[cfg(feature = "watch")]
 mod watch;
 
