@@ -16,7 +16,7 @@ use crate::error::{Error, Waited};
 use crate::host::keeper::Keeper;
 use crate::host::policy::UnloadPolicy;
 use crate::host::reentry::inside_host;
-use crate::host::set::PluginSet;
+use crate::host::set::{PluginSet, Teardown};
 use crate::host::stats::Recorder;
 use crate::host::thread_cache as cache;
 use crate::load::LoadedPlugins;
@@ -87,11 +87,6 @@ impl Generations {
             stats: Recorder::new(name.unwrap_or_else(|| format!("host-{id}"))),
             keeper: Arc::new(Keeper::new(policy)),
         }
-    }
-
-    /// This host's id: the key of the thread caches and of the re-entrancy marks.
-    pub(crate) fn id(&self) -> u64 {
-        self.id
     }
 
     /// A lease of the current set, loading one with `load` if none is alive. `deadline`
@@ -194,7 +189,7 @@ impl Generations {
         // If the load fails or panics, `Loading` clears the flag and wakes them (I5).
         let loading = Loading(this);
         let contents = load(deadline)?;
-        let set = Arc::new(PluginSet::new(generation, contents, Arc::clone(this)));
+        let set = Arc::new(PluginSet::new(generation, contents, Box::new(Arc::clone(this))));
         let mut life = this.life.lock();
         // Publish: the slot's `Weak`, then the generation (Release), so a thread that sees the
         // new generation finds the new `Weak` in the slot (I1: one current generation).
@@ -231,19 +226,6 @@ impl Generations {
         };
         // The thread waited for may need the GIL (a load of Python plugins).
         detached(wait)
-    }
-
-    /// Called from a set's drop guard once generation `generation` finished unloading,
-    /// however its teardown ended.
-    pub(crate) fn mark_unloaded(&self, generation: u64) {
-        let mut life = self.life.lock();
-        life.alive -= 1;
-        self.alive.store(life.alive, Ordering::Release);
-        if generation == self.current.load(Ordering::Relaxed) {
-            life.current_unloaded = true;
-        }
-        drop(life);
-        self.changed.notify_all();
     }
 
     /// Whether a set of this host is loaded (or still unloading). Observes only.
@@ -301,6 +283,38 @@ impl Generations {
     /// When the host plans to drop its own lease: under `After`, if no user lease is alive.
     pub(crate) fn unloads_at(&self) -> Option<Instant> {
         self.keeper.unloads_at()
+    }
+}
+
+/// A set's teardown reaches its host through this, and holds the host's generations alive
+/// until it ends: the set's drop guard marks its generation unloaded here (I1
+/// (docs::internals): loaders waiting for it go on).
+impl Teardown for Arc<Generations> {
+    fn host_id(&self) -> u64 {
+        self.id
+    }
+
+    fn host_name(&self) -> &str {
+        self.stats.name()
+    }
+
+    fn forked(&self) -> bool {
+        Generations::forked(self)
+    }
+
+    fn record_unload(&self, set: &PluginSet, took: std::time::Duration, pinned: usize) {
+        self.stats.unloaded(set, took, pinned);
+    }
+
+    fn mark_unloaded(&self, generation: u64) {
+        let mut life = self.life.lock();
+        life.alive -= 1;
+        self.alive.store(life.alive, Ordering::Release);
+        if generation == self.current.load(Ordering::Relaxed) {
+            life.current_unloaded = true;
+        }
+        drop(life);
+        self.changed.notify_all();
     }
 }
 
