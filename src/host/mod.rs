@@ -14,6 +14,29 @@ mod stats;
 mod thread_cache;
 #[cfg(feature = "watch")]
 mod watch;
+/// Without the `watch` feature: no builder can ask for a watcher, and none is started.
+#[cfg(not(feature = "watch"))]
+mod watch {
+    use std::ops::ControlFlow;
+    use std::path::Path;
+    use std::time::Duration;
+
+    use crate::error::Error;
+    use crate::load::Source;
+
+    /// A watcher that never exists.
+    pub(crate) enum Watch {}
+
+    /// Never watches: without the feature, `HostBuilder::watch` does not exist.
+    pub(crate) fn start(
+        _: &[Source],
+        _: &str,
+        _: Duration,
+        _: impl FnMut(&Path) -> ControlFlow<()> + Send + 'static,
+    ) -> Result<Option<Watch>, Error> {
+        Ok(None)
+    }
+}
 
 pub use builder::HostBuilder;
 pub use global::{GLOBAL_PATH_VAR, global, init_global};
