@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs dylease's loom models: the crate's real code, built with `--cfg loom`, through every
-# interleaving up to a preemption bound. Then checks that the models can fail: with a
-# deliberately broken upgrade compiled in, a model must catch it.
+# interleaving up to a preemption bound. Then checks that the models can fail: with each
+# deliberately planted bug compiled in (a broken upgrade, a registry that reopens a busy file,
+# a loader given the path, a generation published Relaxed), a model must catch it.
 #
 #   loom-tests/run.sh                          # the CI bound (4)
 #   LOOM_MAX_PREEMPTIONS=5 loom-tests/run.sh   # a deeper run before a release
@@ -105,4 +106,20 @@ if [ "$broken" -eq 0 ] || ! grep -qE "I9: " "$target/broken-identity.log"; then
 fi
 echo "the rename model caught it:"
 grep -m1 -E "I9: " "$target/broken-identity.log" | cut -c1-200
+# And for the slot protocol's publication order: a generation number stored Relaxed (and read
+# Relaxed by the thread cache) lets a thread that sees the new number get the older set from
+# the slot; model 10b must catch it.
+echo "== planted publication bug: model 10b must fail with --cfg dylease_broken_publication"
+set +e
+RUSTFLAGS="$flags --cfg dylease_broken_publication" cargo test --release --target-dir "$target/broken" \
+  -p dylease-loom-tests --test models -- --test-threads=1 --nocapture model_10b >"$target/broken-publication.log" 2>&1
+broken=$?
+set -e
+if [ "$broken" -eq 0 ] || ! grep -qE "I1: generation" "$target/broken-publication.log"; then
+  echo "the loom models did NOT catch a generation number published without Release (exit $broken):" >&2
+  tail -20 "$target/broken-publication.log" >&2
+  exit 1
+fi
+echo "model 10b caught it:"
+grep -m1 -E "I1: generation" "$target/broken-publication.log" | cut -c1-200
 echo "== loom: $((SECONDS - started)) s in all"

@@ -567,6 +567,48 @@ fn model_10_a_thread_that_sees_a_new_generation_never_gets_an_older_one() {
     SAW_NEW.assert_both(["generation 1 current", "generation 2 current"]);
 }
 
+/// 10b. Publication order, seen from a thread that has not synchronised with the reload: a
+///      fresh thread reads the current generation while another thread reloads, then
+///      acquires. If it read generation 2, its lease is of generation 2 or newer: the number
+///      is published (Release) after the slot's `Weak`, and read with Acquire. (Model 10's
+///      `yield_now` keeps loom from handing the yielding thread a value it read before the
+///      yield, so it cannot see a stale slot; this thread never yields.)
+#[test]
+fn model_10b_publication_order_seen_by_a_thread_that_never_synchronised() {
+    static SAW_NEW: Outcomes = Outcomes::new();
+    check("10b publication order, a fresh thread (I1)", || {
+        let seen = Arc::new(Generations::default());
+        let host = Arc::new(
+            PluginHost::builder()
+                .static_plugin("generations", per_generation(&seen, 0))
+                .build()
+                .unwrap(),
+        );
+        // Generation 1, kept alive (draining once reloaded): its `Weak` still upgrades.
+        let old = host.acquire().unwrap();
+        let reader = {
+            let (host, seen) = (host.clone(), seen.clone());
+            thread::spawn(move || {
+                let current = host.generation();
+                let lease = host.acquire().unwrap();
+                seen.assert_live(&lease);
+                assert!(
+                    lease.generation() >= current,
+                    "I1: generation {current} was current, yet acquire handed out generation {}",
+                    lease.generation()
+                );
+                SAW_NEW.saw(current == 2);
+            })
+        };
+        let fresh = host.reload().unwrap();
+        reader.join().unwrap();
+        drop(fresh);
+        drop(old);
+        assert!(!host.is_loaded());
+    });
+    SAW_NEW.assert_both(["generation 1 current", "generation 2 current"]);
+}
+
 /// 11. Two reloads race under `UnloadPolicy::WithHost`: whichever order the two threads reach
 ///     the host's own lease in, the host keeps the newest generation, and every older one
 ///     unloads with its last user lease (I3).

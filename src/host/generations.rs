@@ -26,6 +26,15 @@ use crate::load::LoadedPlugins;
 use crate::load::python::interpreter::detached;
 use crate::sync::{Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, WeakSlot};
 
+/// How a new generation number is published: Release, after the slot's `Weak`, so that a
+/// thread that sees the number (Acquire, in its thread cache) finds the new set in the slot.
+/// Relaxed under the planted bug `--cfg dylease_broken_publication`, only with loom
+/// (`loom-tests/run.sh`), which model 10 must catch.
+#[cfg(not(all(loom, dylease_broken_publication)))]
+const PUBLISH: Ordering = Ordering::Release;
+#[cfg(all(loom, dylease_broken_publication))]
+const PUBLISH: Ordering = Ordering::Relaxed;
+
 /// The state of one host that its sets point back to, so a set can mark itself unloaded even
 /// after the `PluginHost` value is gone.
 #[derive(Debug)]
@@ -194,7 +203,7 @@ impl Generations {
         // Publish: the slot's `Weak`, then the generation (Release), so a thread that sees the
         // new generation finds the new `Weak` in the slot (I1: one current generation).
         this.slot.store(Arc::downgrade(&set));
-        this.current.store(generation, Ordering::Release);
+        this.current.store(generation, PUBLISH);
         life.current_unloaded = false;
         life.alive += 1;
         this.alive.store(life.alive, Ordering::Release);

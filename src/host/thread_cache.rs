@@ -15,6 +15,14 @@ use crate::sync::{Arc, AtomicU64, Ordering, Weak};
 /// of a host used in turn with too many others from 5 hosts to 9.
 const CACHE_ENTRIES: usize = 8;
 
+/// How a lookup reads the host's current generation: Acquire, pairing with the Release that
+/// publishes it after the slot's `Weak`. Relaxed under the planted bug
+/// `--cfg dylease_broken_publication` (only with loom; see `generations`).
+#[cfg(not(all(loom, dylease_broken_publication)))]
+const OBSERVE: Ordering = Ordering::Acquire;
+#[cfg(all(loom, dylease_broken_publication))]
+const OBSERVE: Ordering = Ordering::Relaxed;
+
 struct Entry {
     /// 0: unused (host ids start at 1).
     host: u64,
@@ -43,7 +51,7 @@ pub(crate) fn lookup(host: u64, current: &AtomicU64) -> Option<Arc<PluginSet>> {
         .try_with(|cache| {
             let cache = cache.borrow();
             let entry = cache.entries.iter().find(|entry| entry.host == host)?;
-            if entry.generation != current.load(Ordering::Acquire) {
+            if entry.generation != current.load(OBSERVE) {
                 return None;
             }
             // One compare-and-swap that never increments from zero (I2).
