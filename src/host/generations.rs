@@ -8,7 +8,9 @@
 //!
 //! The invariants I1–I5 this file keeps, the three paths of `acquire()` and the traps of its
 //! thread cache are written once in `docs::internals` ("The slot protocol"); the arguments
-//! below cite them by number, as "I3 (docs::internals)".
+//! below cite them by number, as "I3 (docs::internals)". The first path, each thread's cache,
+//! is `host::thread_cache`; the host's own lease and its keeper thread are `host::keeper`; a
+//! set reaches its generations only through the [`Teardown`] they implement.
 
 use std::time::Instant;
 

@@ -1,5 +1,8 @@
-//! The host: its configuration (the builder), its generations, and the process-wide host of
-//! [`global()`].
+//! The host: its configuration (`builder`), the host itself (`plugin_host`), its generations
+//! and the slot protocol (`generations`, with `thread_cache`), the host's own lease and its
+//! keeper thread (`keeper`), one generation's set (`set`) and its leases (`lease`), and the
+//! process-wide host of [`global()`] (`global`). `watch` (feature `watch`) is a watcher over
+//! sources that the host starts; it names no host type.
 
 mod builder;
 mod generations;
