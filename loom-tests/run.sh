@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs dylease's loom models: the crate's real code, built with `--cfg loom`, through every
-# interleaving up to a preemption bound. Then checks that the models can fail: with a
-# deliberately broken upgrade compiled in, a model must catch it.
+# interleaving up to a preemption bound. Then checks that the models can fail: with each
+# deliberately planted bug compiled in (a broken upgrade, a registry that reopens a busy file,
+# a loader given the path, a generation published Relaxed), a model must catch it.
 #
 #   loom-tests/run.sh                          # the CI bound (4)
 #   LOOM_MAX_PREEMPTIONS=5 loom-tests/run.sh   # a deeper run before a release
@@ -54,55 +55,40 @@ if [ "${#failed[@]}" -ne 0 ]; then
 fi
 echo "== all loom models passed in $((SECONDS - started)) s"
 
-# The model of the models: an upgrade that checks for zero and then increments (a race) must
-# make model 2 fail. An aborted run counts as a failure, as loom failures can surface as one.
-echo "== broken-upgrade check: model 2 must fail with --cfg dylease_broken_upgrade"
-set +e
-RUSTFLAGS="$flags --cfg dylease_broken_upgrade" cargo test --release --target-dir "$target/broken" \
-  -p dylease-loom-tests --test models -- --test-threads=1 --nocapture model_2 >"$target/broken.log" 2>&1
-broken=$?
-set -e
-if [ "$broken" -eq 0 ]; then
-  echo "the loom models did NOT catch a broken upgrade: they cannot fail as they must" >&2
-  tail -20 "$target/broken.log" >&2
-  exit 1
-fi
-# Only a violation of what model 2 asserts counts: loom's data-race report, or I1/I2.
-if ! grep -qE "Causality violation|I[12]: " "$target/broken.log"; then
-  echo "model 2 failed with the broken upgrade, but not in a model (exit $broken):" >&2
-  tail -20 "$target/broken.log" >&2
-  exit 1
-fi
-echo "model 2 caught the broken upgrade (exit $broken):"
-grep -m1 -E "Causality violation|I[12]: " "$target/broken.log" | cut -c1-200
-
-# The same for the registry: without its wait for a busy file (I1), a registry model must fail.
-echo "== planted registry bug: a registry model must fail with --cfg dylease_broken_registry"
-set +e
-RUSTFLAGS="$flags --cfg dylease_broken_registry" cargo test --release --target-dir "$target/broken" \
-  -p dylease --lib -- --test-threads=1 --nocapture loom_models >"$target/broken-registry.log" 2>&1
-broken=$?
-set -e
-if [ "$broken" -eq 0 ] || ! grep -qE "I1: |I7: " "$target/broken-registry.log"; then
-  echo "the registry models did NOT catch a registry that reopens a busy file (exit $broken):" >&2
-  tail -20 "$target/broken-registry.log" >&2
-  exit 1
-fi
-echo "a registry model caught it:"
-grep -m1 -E "I1: |I7: " "$target/broken-registry.log" | cut -c1-200
-# And for I9: a loader given the path (not the checked descriptor) maps a file renamed in
-# between; the rename model must catch it.
-echo "== planted identity bug: the rename model must fail with --cfg dylease_broken_identity"
-set +e
-RUSTFLAGS="$flags --cfg dylease_broken_identity" cargo test --release --target-dir "$target/broken" \
-  -p dylease --lib -- --test-threads=1 --nocapture loom_models::registry_a_file >"$target/broken-identity.log" 2>&1
-broken=$?
-set -e
-if [ "$broken" -eq 0 ] || ! grep -qE "I9: " "$target/broken-identity.log"; then
-  echo "the registry models did NOT catch a loader that maps the path instead of the checked file (exit $broken):" >&2
-  tail -20 "$target/broken-identity.log" >&2
-  exit 1
-fi
-echo "the rename model caught it:"
-grep -m1 -E "I9: " "$target/broken-identity.log" | cut -c1-200
+# The model of the models: with a bug planted (`--cfg $1`), the tests the remaining cargo
+# arguments select must fail, and with a violation of what they assert (a line matching $2),
+# not some other failure; $3 says what the bug is. An aborted run counts as a failure, as loom
+# failures can surface as one.
+planted() {
+  local cfg=$1 pattern=$2 what=$3 log="$target/$1.log" status
+  shift 3
+  echo "== planted bug --cfg $cfg: $what"
+  set +e
+  RUSTFLAGS="$flags --cfg $cfg" cargo test --release --target-dir "$target/broken" "$@" >"$log" 2>&1
+  status=$?
+  set -e
+  if [ "$status" -eq 0 ] || ! grep -qE "$pattern" "$log"; then
+    echo "the loom models did NOT catch it (exit $status; without a match of /$pattern/ it failed otherwise):" >&2
+    tail -20 "$log" >&2
+    exit 1
+  fi
+  echo "caught (exit $status):"
+  grep -m1 -E "$pattern" "$log" | cut -c1-200
+}
+models=(-p dylease-loom-tests --test models -- --test-threads=1 --nocapture)
+registry=(-p dylease --lib -- --test-threads=1 --nocapture)
+# An upgrade that checks for zero and then increments (a race): loom's data-race report, or
+# I1/I2.
+planted dylease_broken_upgrade "Causality violation|I[12]: " "an upgrade that races the last drop; model 2 must fail" \
+  "${models[@]}" model_2
+# Without its wait for a busy file (I1), a registry model must fail.
+planted dylease_broken_registry "I1: |I7: " "a registry that reopens a busy file; a registry model must fail" \
+  "${registry[@]}" loom_models
+# I9: a loader given the path (not the checked descriptor) maps a file renamed in between.
+planted dylease_broken_identity "I9: " "a loader that maps the path, not the checked file; the rename model must fail" \
+  "${registry[@]}" loom_models::registry_a_file
+# The slot protocol's publication order: a generation number stored Relaxed (and read Relaxed
+# by the thread cache) lets a thread that sees the new number get the older set from the slot.
+planted dylease_broken_publication "I1: generation" "a generation published without Release; model 10b must fail" \
+  "${models[@]}" model_10b
 echo "== loom: $((SECONDS - started)) s in all"

@@ -23,8 +23,8 @@ fi
 
 files=("$@")
 if [ "${#files[@]}" -eq 0 ]; then
-  files=(src/host/generations.rs src/load/registry.rs src/load/trust.rs src/load/library.rs
-    src/host/lease.rs src/host/set.rs)
+  files=(src/host/generations.rs src/host/keeper.rs src/host/thread_cache.rs src/load/registry.rs
+    src/load/trust.rs src/load/library.rs src/host/lease.rs src/host/set.rs)
 fi
 file_args=()
 for file in "${files[@]}"; do

@@ -448,6 +448,16 @@ fn per_generation(
     }
 }
 
+/// A host whose one static plugin records into `seen` ([`per_generation`]).
+fn per_generation_host(seen: &Arc<Generations>, fail_on: usize) -> Arc<PluginHost> {
+    Arc::new(
+        PluginHost::builder()
+            .static_plugin("generations", per_generation(seen, fail_on))
+            .build()
+            .unwrap(),
+    )
+}
+
 /// 8. `reload()` on one thread races the last drop of generation 1 and an `acquire()` on
 ///    another: every lease is of a loaded generation (I2), the reload's generation or a newer
 ///    one is current after it, and every generation unloads exactly once at the end (I3).
@@ -456,12 +466,7 @@ fn model_8_reload_races_acquire_and_the_last_drop_of_the_old_generation() {
     static SAW_OLD: Outcomes = Outcomes::new();
     check("8 reload vs last drop of generation 1 and acquire (I2, I3)", || {
         let seen = Arc::new(Generations::default());
-        let host = Arc::new(
-            PluginHost::builder()
-                .static_plugin("generations", per_generation(&seen, 0))
-                .build()
-                .unwrap(),
-        );
+        let host = per_generation_host(&seen, 0);
         let first = host.acquire().unwrap();
         let reloader = {
             let (host, seen) = (host.clone(), seen.clone());
@@ -498,12 +503,7 @@ fn model_8_reload_races_acquire_and_the_last_drop_of_the_old_generation() {
 fn model_9_failed_reload_leaves_the_current_generation() {
     check("9 failed reload vs acquire (I5)", || {
         let seen = Arc::new(Generations::default());
-        let host = Arc::new(
-            PluginHost::builder()
-                .static_plugin("generations", per_generation(&seen, 2))
-                .build()
-                .unwrap(),
-        );
+        let host = per_generation_host(&seen, 2);
         let session = host.acquire().unwrap();
         let acquirer = {
             let (host, seen) = (host.clone(), seen.clone());
@@ -527,6 +527,20 @@ fn model_9_failed_reload_leaves_the_current_generation() {
     });
 }
 
+/// Reads the host's current generation, then acquires: the lease is live (I2) and of that
+/// generation or a newer one (I1). Returns the generation read.
+fn acquire_no_older_than_current(host: &PluginHost, seen: &Generations) -> u64 {
+    let current = host.generation();
+    let lease = host.acquire().unwrap();
+    seen.assert_live(&lease);
+    assert!(
+        lease.generation() >= current,
+        "I1: generation {current} was current, yet acquire handed out generation {}",
+        lease.generation()
+    );
+    current
+}
+
 /// 10. Publication order: a thread that sees generation 2 as current while a reload
 ///     publishes it gets a lease of generation 2 or newer, never the draining generation 1
 ///     still in an older `Weak` (the slot is written before the generation number).
@@ -535,12 +549,7 @@ fn model_10_a_thread_that_sees_a_new_generation_never_gets_an_older_one() {
     static SAW_NEW: Outcomes = Outcomes::new();
     check("10 publication order: slot, then generation (I1)", || {
         let seen = Arc::new(Generations::default());
-        let host = Arc::new(
-            PluginHost::builder()
-                .static_plugin("generations", per_generation(&seen, 0))
-                .build()
-                .unwrap(),
-        );
+        let host = per_generation_host(&seen, 0);
         // Generation 1, in this thread's cache and kept alive (draining once reloaded).
         let old = host.acquire().unwrap();
         let reloader = {
@@ -550,17 +559,37 @@ fn model_10_a_thread_that_sees_a_new_generation_never_gets_an_older_one() {
         // Lets the reloader run first in some interleavings: without it, loom's schedules
         // never ran the reload before this load (16 interleavings, generation 2 never seen).
         thread::yield_now();
-        let current = host.generation();
-        let lease = host.acquire().unwrap();
-        seen.assert_live(&lease);
-        assert!(
-            lease.generation() >= current,
-            "I1: generation {current} was current, yet acquire handed out generation {}",
-            lease.generation()
-        );
-        SAW_NEW.saw(current == 2);
-        drop(lease);
+        SAW_NEW.saw(acquire_no_older_than_current(&host, &seen) == 2);
         drop(reloader.join().unwrap());
+        drop(old);
+        assert!(!host.is_loaded());
+    });
+    SAW_NEW.assert_both(["generation 1 current", "generation 2 current"]);
+}
+
+/// 10b. Publication order, seen from a thread that has not synchronised with the reload: a
+///      fresh thread reads the current generation while another thread reloads, then
+///      acquires. If it read generation 2, its lease is of generation 2 or newer: the number
+///      is published (Release) after the slot's `Weak`, and read with Acquire. (Model 10's
+///      `yield_now` keeps loom from handing the yielding thread a value it read before the
+///      yield, so it cannot see a stale slot; this thread never yields.)
+#[test]
+fn model_10b_publication_order_seen_by_a_thread_that_never_synchronised() {
+    static SAW_NEW: Outcomes = Outcomes::new();
+    check("10b publication order, a fresh thread (I1)", || {
+        let seen = Arc::new(Generations::default());
+        let host = per_generation_host(&seen, 0);
+        // Generation 1, kept alive (draining once reloaded): its `Weak` still upgrades.
+        let old = host.acquire().unwrap();
+        let reader = {
+            let (host, seen) = (host.clone(), seen.clone());
+            thread::spawn(move || {
+                SAW_NEW.saw(acquire_no_older_than_current(&host, &seen) == 2);
+            })
+        };
+        let fresh = host.reload().unwrap();
+        reader.join().unwrap();
+        drop(fresh);
         drop(old);
         assert!(!host.is_loaded());
     });

@@ -22,7 +22,11 @@
 //!   contents), `pinning`, and `sys`, the platform layer: every call into the platform loader
 //!   and the C library, one module per platform.
 //! - `host`: `plugin_host`, `builder`, `policy` (`UnloadPolicy`), `global`, `generations`
-//!   (the slot protocol below), `set`, `lease`, `stats`, `reentry`, `watch`.
+//!   (the slot protocol below), `thread_cache` (its first path), `keeper` (the host's own
+//!   lease under `UnloadPolicy::After` and `WithHost`, and the keeper thread), `set` (one
+//!   generation; its drop reaches the host only through the `Teardown` the generations hand
+//!   it), `lease`, `stats`, `reentry`, and `watch` (a watcher over sources that calls back
+//!   after a change; it names no host type, `plugin_host` holds the glue).
 //!
 //! Beside the layers: the plugin ABI (`abi`, the C header's declarations), the plugin side of
 //! it (`export`, `pass_registrar`, `interface`, `pass_fn`), and `error`.
@@ -108,10 +112,10 @@
 //! The host also publishes the number of its current generation. `acquire()` tries three
 //! paths, cheapest first:
 //!
-//! 1. **The cached fast path**: no lock, no allocation. Each thread keeps a small cache
-//!    mapping a host's id to `(generation, Weak<PluginSet>)`. If the entry's generation is
-//!    the host's current one (one Acquire load) and its `Weak` upgrades (one compare-and-swap
-//!    that never increments from zero), that is the lease. The generation check is what
+//! 1. **The cached fast path** (`host::thread_cache`): no lock, no allocation. Each thread
+//!    keeps a small cache mapping a host's id to `(generation, Weak<PluginSet>)`. If the
+//!    entry's generation is the host's current one (one Acquire load) and its `Weak` upgrades
+//!    (one compare-and-swap that never increments from zero), that is the lease. The generation check is what
 //!    keeps an older generation whose `Weak` still upgrades (a set still in use elsewhere) from
 //!    being handed out as current.
 //! 2. **The slot path**: upgrade the slot's `Weak` and refresh this thread's cache entry.
@@ -119,8 +123,15 @@
 //!    loaded meanwhile); wait while another thread loads or the previous generation is still
 //!    unloading (I1); then mark the host as loading, release the lock, load generation
 //!    *n* + 1 with this thread marked as inside this host (I4), and publish it: the slot's
-//!    `Weak` first, then the generation number, so a thread that sees the new number finds
-//!    the new set in the slot.
+//!    `Weak` first, then the generation number (Release; the cache reads it with Acquire),
+//!    so a thread that sees the new number finds the new set in the slot.
+//!
+//! Under loom the slot is a stand-in (`sync::loom_slot`) that promises what arc-swap does, a
+//! Release store and an Acquire load of one atomic, and no more: a lock there would order a
+//! thread after every earlier store and hide a publication without Release. Loom model 10b
+//! checks the publication order from a thread that never synchronised with the reload; with
+//! the planted bug `--cfg dylease_broken_publication` (the number stored and read Relaxed) it
+//! fails, which `loom-tests/run.sh` checks.
 //!
 //! The cache holds `Weak`s only, so it never keeps plugins loaded (I3). Host ids come from a
 //! process-wide counter and are never reused (an address is, after a host is dropped, and a
@@ -129,10 +140,17 @@
 //! are being destroyed (a lease dropped or acquired from a thread-local destructor) skips it
 //! and takes the slot path.
 //!
+//! Under `UnloadPolicy::After` and `WithHost` the host holds a lease of its own
+//! (`host::keeper`), an ordinary one whose drop is an ordinary last drop. The keeper thread of
+//! `After` looks every eighth of the idle time (between 1 ms and 250 ms) and lets the lease go
+//! once no user lease was seen for the idle time, and only if it is still the only one (a
+//! user may have acquired meanwhile through a thread cache, which never asks the host).
+//!
 //! Two rules keep the protocol deadlock-free: a strong reference is never dropped while the
 //! host's or the registry's lock is held (its drop may be the last, which takes the same
 //! lock), and a panic in plugin teardown poisons nothing (the locks ignore poisoning, and a
-//! generation is marked unloaded from a drop guard, however its teardown ended).
+//! generation is marked unloaded from a drop guard, however its teardown ended, through the
+//! set's `Teardown`).
 //!
 //! The cost of each path, against an `Arc` clone and drop and with one or two threads, and
 //! of a cold load of real plugins against raw `libloading`, is measured by the criterion

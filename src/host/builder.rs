@@ -4,7 +4,6 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-#[cfg(feature = "watch")]
 use std::time::Duration;
 
 use crate::error::Error;
@@ -29,7 +28,7 @@ pub struct HostBuilder {
     pub(super) trust: TrustPolicy,
     pub(super) unload: UnloadPolicy,
     pub(super) name: Option<String>,
-    #[cfg(feature = "watch")]
+    /// The debounce of [`HostBuilder::watch`] (crate feature `watch`; `None` without it).
     pub(super) watch: Option<Duration>,
 }
 
@@ -157,6 +156,59 @@ impl HostBuilder {
         self
     }
 
+    /// Reloads the host, as [`PluginHost::reload`] does, whenever one of its plugin sources
+    /// changes and then `debounce` passes without a further change. (Crate feature `watch`.)
+    ///
+    /// Watched, from [`build`](HostBuilder::build) on: each [`dir`](HostBuilder::dir) (a
+    /// library created, replaced, removed or changed in it); the directory holding each
+    /// [`file`](HostBuilder::file) (for that file's name only); and the directories that each
+    /// [`env`](HostBuilder::env) variable lists *when the host is built*. A later change of
+    /// the variable is not watched (call [`reload`](PluginHost::reload) after one), nor are
+    /// subdirectories or static plugins. A path through symlinks (`/opt/app/plugins ->
+    /// releases/v7`) is watched where it leads, and so is each symlink on the way: pointing
+    /// one elsewhere reloads the host from the new target and moves the watches there.
+    /// Opening and reading a library, as a load does, is not a change.
+    ///
+    /// Each reload is logged at `info` and each failure at `warn`, with the error; a failed
+    /// reload leaves the current generation current, and the next change tries again. A file
+    /// still being written is not loaded half: the debounce waits for writing to pause, and a
+    /// library still incomplete then fails the load's ELF check. Install plugins by rename
+    /// (write beside, then `mv`): a library rewritten in place while it is mapped crashes the
+    /// platform loader, watched or not.
+    ///
+    /// The watcher holds the new set's lease only while it logs the reload: under
+    /// [`UnloadPolicy::Immediately`](super::UnloadPolicy::Immediately) with no user lease
+    /// alive, the reloaded set unloads at once, and the next
+    /// [`acquire`](PluginHost::acquire) loads again. Use
+    /// [`UnloadPolicy::After`](super::UnloadPolicy::After) or
+    /// [`WithHost`](super::UnloadPolicy::WithHost) to keep it loaded.
+    ///
+    /// The watcher ends with the host: dropping the host stops it. A reload in progress (one
+    /// waiting for another host's slow unload, say) is waited for at most 2 s; then the drop
+    /// goes on, logs a warning, and the reload finishes on the watcher thread.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use dylease::{PluginHost, UnloadPolicy};
+    ///
+    /// // SAFETY: /opt/app/plugins holds this application's own plugins.
+    /// let host = unsafe { PluginHost::builder().dir("/opt/app/plugins") }
+    ///     .unload(UnloadPolicy::WithHost)
+    ///     .watch(Duration::from_millis(500))
+    ///     .build()?;
+    /// // `dylease install libnew.so /opt/app/plugins` elsewhere: half a second later,
+    /// // `acquire()` returns generation 2 with the new code.
+    /// let lease = host.acquire()?;
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    #[cfg(feature = "watch")]
+    pub fn watch(mut self, debounce: Duration) -> Self {
+        self.watch = Some(debounce);
+        self
+    }
+
     /// Finishes the configuration. Nothing is loaded until the first
     /// [`acquire`](PluginHost::acquire).
     ///
@@ -168,11 +220,10 @@ impl HostBuilder {
     /// be watched.
     pub fn build(self) -> Result<PluginHost, Error> {
         self.validate()?;
-        #[cfg(feature = "watch")]
-        if let Some(debounce) = self.watch {
-            return crate::host::watch::start(self.build_unchecked(), debounce);
+        match self.watch {
+            Some(debounce) => self.build_unchecked().watched(debounce),
+            None => Ok(self.build_unchecked()),
         }
-        Ok(self.build_unchecked())
     }
 
     /// The checks of [`HostBuilder::build`].
@@ -208,7 +259,6 @@ impl HostBuilder {
                 trust: self.trust,
             }),
             generations: Arc::new(Generations::new(self.unload, self.name)),
-            #[cfg(feature = "watch")]
             watch: None,
         }
     }

@@ -8,24 +8,34 @@
 //!
 //! The invariants I1–I5 this file keeps, the three paths of `acquire()` and the traps of its
 //! thread cache are written once in `docs::internals` ("The slot protocol"); the arguments
-//! below cite them by number, as "I3 (docs::internals)".
+//! below cite them by number, as "I3 (docs::internals)". The first path, each thread's cache,
+//! is `host::thread_cache`; the host's own lease and its keeper thread are `host::keeper`; a
+//! set reaches its generations only through the [`Teardown`] they implement.
 
-use std::cell::RefCell;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::error::{Error, Waited};
+use crate::host::keeper::Keeper;
 use crate::host::policy::UnloadPolicy;
 use crate::host::reentry::inside_host;
-use crate::host::set::PluginSet;
+use crate::host::set::{PluginSet, Teardown};
 use crate::host::stats::Recorder;
+use crate::host::thread_cache as cache;
 use crate::load::LoadedPlugins;
-use crate::sync::{Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, Weak, WeakSlot};
+// A wait lets go of the Python interpreter, which the thread waited for may need; without the
+// `python` feature, the stand-in `detached` below just waits.
+#[cfg(feature = "python")]
+use crate::load::python::interpreter::detached;
+use crate::sync::{Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, WeakSlot};
 
-/// How many hosts one thread's cache remembers: eight hosts used in turn all stay cached; a
-/// ninth evicts an entry (round robin), which then takes the slot path. Measured
-/// (the repository's BENCHMARKS.md): 8 entries cost one host nothing measurable against 4, and move the cliff
-/// of a host used in turn with too many others from 5 hosts to 9.
-pub(crate) const CACHE_ENTRIES: usize = 8;
+/// How a new generation number is published: Release, after the slot's `Weak`, so that a
+/// thread that sees the number (Acquire, in its thread cache) finds the new set in the slot.
+/// Relaxed under the planted bug `--cfg dylease_broken_publication`, only with loom
+/// (`loom-tests/run.sh`), which model 10 must catch.
+#[cfg(not(all(loom, dylease_broken_publication)))]
+const PUBLISH: Ordering = Ordering::Release;
+#[cfg(all(loom, dylease_broken_publication))]
+const PUBLISH: Ordering = Ordering::Relaxed;
 
 /// The state of one host that its sets point back to, so a set can mark itself unloaded even
 /// after the `PluginHost` value is gone.
@@ -48,12 +58,9 @@ pub(crate) struct Generations {
     changed: Condvar,
     /// Observed by `PluginHost::stats`; never decides anything.
     pub(crate) stats: Recorder,
-    /// When the newest set unloads.
-    policy: UnloadPolicy,
-    /// The host's own lease (see [`UnloadPolicy`]), and its keeper's state. A set in it holds
+    /// The host's own lease (see [`UnloadPolicy`]) and its keeper thread. A set in it holds
     /// this `Generations` alive in turn: the host's drop breaks the cycle (`stop_keeping`).
-    kept: Mutex<Kept>,
-    kept_changed: Condvar,
+    keeper: Arc<Keeper>,
 }
 
 /// The lifecycle under the host's lock.
@@ -89,21 +96,8 @@ impl Generations {
             }),
             changed: Condvar::new(),
             stats: Recorder::new(name.unwrap_or_else(|| format!("host-{id}"))),
-            policy,
-            kept: Mutex::new(Kept {
-                set: None,
-                last_busy: Instant::now(),
-                stopped: false,
-                keeper_started: false,
-                dropping: false,
-            }),
-            kept_changed: Condvar::new(),
+            keeper: Arc::new(Keeper::new(policy)),
         }
-    }
-
-    /// This host's id: the key of the thread caches and of the re-entrancy marks.
-    pub(crate) fn id(&self) -> u64 {
-        self.id
     }
 
     /// A lease of the current set, loading one with `load` if none is alive. `deadline`
@@ -206,12 +200,12 @@ impl Generations {
         // If the load fails or panics, `Loading` clears the flag and wakes them (I5).
         let loading = Loading(this);
         let contents = load(deadline)?;
-        let set = Arc::new(PluginSet::new(generation, contents, Arc::clone(this)));
+        let set = Arc::new(PluginSet::new(generation, contents, Box::new(Arc::clone(this))));
         let mut life = this.life.lock();
         // Publish: the slot's `Weak`, then the generation (Release), so a thread that sees the
         // new generation finds the new `Weak` in the slot (I1: one current generation).
         this.slot.store(Arc::downgrade(&set));
-        this.current.store(generation, Ordering::Release);
+        this.current.store(generation, PUBLISH);
         life.current_unloaded = false;
         life.alive += 1;
         this.alive.store(life.alive, Ordering::Release);
@@ -222,7 +216,7 @@ impl Generations {
         this.changed.notify_all();
         // Outside the lock: should the logger panic, the only lease unwinds normally.
         cache::refresh(this.id, &set);
-        Generations::keep(this, &set);
+        Keeper::keep(&this.keeper, &set, this.stats.name());
         this.stats.loaded(&set);
         Ok(set)
     }
@@ -242,23 +236,7 @@ impl Generations {
             },
         };
         // The thread waited for may need the GIL (a load of Python plugins).
-        #[cfg(feature = "python")]
-        return crate::load::python::interpreter::detached(wait);
-        #[cfg(not(feature = "python"))]
-        wait()
-    }
-
-    /// Called from a set's drop guard once generation `generation` finished unloading,
-    /// however its teardown ended.
-    pub(crate) fn mark_unloaded(&self, generation: u64) {
-        let mut life = self.life.lock();
-        life.alive -= 1;
-        self.alive.store(life.alive, Ordering::Release);
-        if generation == self.current.load(Ordering::Relaxed) {
-            life.current_unloaded = true;
-        }
-        drop(life);
-        self.changed.notify_all();
+        detached(wait)
     }
 
     /// Whether a set of this host is loaded (or still unloading). Observes only.
@@ -302,136 +280,52 @@ enum Mode {
     Reload,
 }
 
-/// The host's own lease, kept under [`UnloadPolicy::After`] and [`UnloadPolicy::WithHost`].
-#[derive(Debug)]
-struct Kept {
-    /// The newest set the host keeps loaded, if any.
-    set: Option<Arc<PluginSet>>,
-    /// When the keeper last saw a user lease of `set` (or `set` was loaded).
-    last_busy: Instant,
-    /// The host was dropped: keep nothing, and the keeper thread ends.
-    stopped: bool,
-    /// The keeper thread of `After` runs.
-    keeper_started: bool,
-    /// The keeper is dropping the set it took (outside the lock): the host's drop waits for it.
-    dropping: bool,
-}
-
 impl Generations {
-    /// Keeps `set`, the newest generation, loaded under the host's unload policy: the host's
-    /// own lease replaces the one it kept of an older generation (dropped here, outside every
-    /// lock: it may be the older generation's last).
-    fn keep(this: &Arc<Self>, set: &Arc<PluginSet>) {
-        if this.policy == UnloadPolicy::Immediately {
-            return;
-        }
-        let mut kept = this.kept.lock();
-        if kept.stopped
-            || kept
-                .set
-                .as_ref()
-                .is_some_and(|held| held.generation() >= set.generation())
-        {
-            return;
-        }
-        let older = kept.set.replace(Arc::clone(set));
-        kept.last_busy = Instant::now();
-        let start_keeper = matches!(this.policy, UnloadPolicy::After(_)) && !kept.keeper_started;
-        kept.keeper_started |= start_keeper;
-        drop(kept);
-        this.kept_changed.notify_all();
-        drop(older);
-        if start_keeper {
-            let keeper = Arc::clone(this);
-            if let Err(error) = crate::sync::spawn("dylease-keeper", move || Generations::run_keeper(keeper)) {
-                // Without its keeper the host would keep the set for ever: let it go, so the
-                // policy falls back to `Immediately` until a later load tries again.
-                log::error!(
-                    "[{}] cannot start the thread of UnloadPolicy::After ({error}); the set unloads with its last lease",
-                    this.stats.name()
-                );
-                let mut kept = this.kept.lock();
-                kept.keeper_started = false;
-                let set = kept.set.take();
-                drop(kept);
-                drop(set);
-            }
-        }
-    }
-
-    /// The keeper of [`UnloadPolicy::After`]: drops the host's lease once no user lease has
-    /// been seen for the policy's duration. Looks every eighth of it (between 1 ms and 250 ms),
-    /// so a user lease that lives shorter than that between two looks may go unseen: the set
-    /// then unloads up to that much earlier. Ends when the host is dropped.
-    fn run_keeper(this: Arc<Self>) {
-        let UnloadPolicy::After(idle) = this.policy else { return };
-        let poll = (idle / 8).clamp(Duration::from_millis(1), Duration::from_millis(250));
-        let mut kept = this.kept.lock();
-        while !kept.stopped {
-            let Some(set) = &kept.set else {
-                kept = this.kept_changed.wait(kept);
-                continue;
-            };
-            let now = Instant::now();
-            if Arc::strong_count(set) > 1 {
-                kept.last_busy = now;
-            }
-            if now.duration_since(kept.last_busy) >= idle {
-                // Only if the host's lease is the only one, atomically: a user who acquired
-                // meanwhile (through a thread cache, which never asks the host) keeps the set,
-                // and the host keeps its lease, as if the user had been seen.
-                let Some(set) = kept.set.take() else { continue };
-                match Arc::try_unwrap(set) {
-                    Ok(set) => {
-                        kept.dropping = true;
-                        drop(kept);
-                        // The drop that unloads, as any last drop.
-                        drop(set);
-                        kept = this.kept.lock();
-                        kept.dropping = false;
-                        this.kept_changed.notify_all();
-                    }
-                    Err(set) => {
-                        // Seen busy: look again after `poll`, as after any look. (Looking
-                        // again at once would spin with the lock held under `After(ZERO)`.)
-                        kept.set = Some(set);
-                        kept.last_busy = now;
-                        kept = this.kept_changed.wait_timeout(kept, poll);
-                    }
-                }
-                continue;
-            }
-            kept = this.kept_changed.wait_timeout(kept, poll);
-        }
-    }
-
     /// The host is gone: drop its own lease (which may unload now) and stop the keeper.
     pub(crate) fn stop_keeping(&self) {
-        let mut kept = self.kept.lock();
-        kept.stopped = true;
-        let set = kept.set.take();
-        // A set the keeper took is unloading on its thread: the host's drop returns after it.
-        while kept.dropping {
-            kept = self.kept_changed.wait(kept);
-        }
-        drop(kept);
-        self.kept_changed.notify_all();
-        drop(set);
+        self.keeper.stop();
     }
 
     /// The host's unload policy.
     pub(crate) fn policy(&self) -> UnloadPolicy {
-        self.policy
+        self.keeper.policy()
     }
 
     /// When the host plans to drop its own lease: under `After`, if no user lease is alive.
     pub(crate) fn unloads_at(&self) -> Option<Instant> {
-        let UnloadPolicy::After(idle) = self.policy else {
-            return None;
-        };
-        let kept = self.kept.lock();
-        let set = kept.set.as_ref()?;
-        (Arc::strong_count(set) == 1).then(|| kept.last_busy + idle)
+        self.keeper.unloads_at()
+    }
+}
+
+/// A set's teardown reaches its host through this, and holds the host's generations alive
+/// until it ends: the set's drop guard marks its generation unloaded here (I1
+/// (docs::internals): loaders waiting for it go on).
+impl Teardown for Arc<Generations> {
+    fn host_id(&self) -> u64 {
+        self.id
+    }
+
+    fn host_name(&self) -> &str {
+        self.stats.name()
+    }
+
+    fn forked(&self) -> bool {
+        Generations::forked(self)
+    }
+
+    fn record_unload(&self, set: &PluginSet, took: std::time::Duration, pinned: usize) {
+        self.stats.unloaded(set, took, pinned);
+    }
+
+    fn mark_unloaded(&self, generation: u64) {
+        let mut life = self.life.lock();
+        life.alive -= 1;
+        self.alive.store(life.alive, Ordering::Release);
+        if generation == self.current.load(Ordering::Relaxed) {
+            life.current_unloaded = true;
+        }
+        drop(life);
+        self.changed.notify_all();
     }
 }
 
@@ -445,66 +339,8 @@ impl Drop for Loading<'_> {
     }
 }
 
-/// Each thread's cache of the sets it acquired last: a few entries keyed by host id.
-mod cache {
-    use super::*;
-
-    struct Entry {
-        /// 0: unused (host ids start at 1).
-        host: u64,
-        generation: u64,
-        set: Weak<PluginSet>,
-    }
-
-    struct Cache {
-        entries: [Entry; CACHE_ENTRIES],
-        /// The entry a new host replaces next (round robin).
-        next: usize,
-    }
-
-    crate::sync::thread_locals! {
-        static CACHE: RefCell<Cache> = RefCell::new(Cache {
-            entries: std::array::from_fn(|_| Entry { host: 0, generation: 0, set: Weak::new() }),
-            next: 0,
-        });
-    }
-
-    /// The current set of host `host`, if this thread's cache has it and it is alive.
-    #[inline]
-    pub(super) fn lookup(host: u64, current: &AtomicU64) -> Option<Arc<PluginSet>> {
-        CACHE
-            .try_with(|cache| {
-                let cache = cache.borrow();
-                let entry = cache.entries.iter().find(|entry| entry.host == host)?;
-                if entry.generation != current.load(Ordering::Acquire) {
-                    return None;
-                }
-                // One compare-and-swap that never increments from zero (I2).
-                entry.set.upgrade()
-            })
-            .ok()
-            .flatten()
-    }
-
-    /// Remembers `set` as host `host`'s current set on this thread.
-    pub(super) fn refresh(host: u64, set: &Arc<PluginSet>) {
-        let _ = CACHE.try_with(|cache| {
-            let mut cache = cache.borrow_mut();
-            let at = match cache.entries.iter().position(|entry| entry.host == host) {
-                Some(at) => at,
-                None => {
-                    let at = cache.next;
-                    cache.next = (at + 1) % CACHE_ENTRIES;
-                    at
-                }
-            };
-            let entry = Entry {
-                host,
-                generation: set.generation(),
-                set: Arc::downgrade(set),
-            };
-            // Only a `Weak` is dropped here: it may free the set's memory, never unload it.
-            drop(std::mem::replace(&mut cache.entries[at], entry));
-        });
-    }
+/// Without the `python` feature there is no interpreter to detach from: runs `wait`.
+#[cfg(not(feature = "python"))]
+fn detached<R>(wait: impl FnOnce() -> R) -> R {
+    wait()
 }

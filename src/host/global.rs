@@ -43,7 +43,6 @@ static GLOBAL: once_cell::sync::OnceCell<PluginHost> = once_cell::sync::OnceCell
 /// }
 /// ```
 pub unsafe fn init_global(builder: HostBuilder) -> Result<(), Error> {
-    #[cfg(feature = "watch")]
     if builder.watch.is_some() {
         return Err(Error::Config {
             reason: "the global host cannot watch its sources; build a host of your own to watch".into(),

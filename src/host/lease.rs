@@ -160,8 +160,7 @@ impl Lease {
             .ok_or_else(|| failure(LookupFailure::Missing))?;
         let info = &self.passes()[index];
         // A Python pass has no native signature (`Lease::get_py` calls it).
-        #[cfg(feature = "python")]
-        if let (Some(registered), Some(_)) = (info.interface(), &info.python) {
+        if let (Some(registered), true) = (info.interface(), is_python(info)) {
             return Err(failure(LookupFailure::OtherInterface {
                 registered: format!("{registered} (a Python pass: look it up with `get_py`)"),
                 plugin: self.plugins()[info.plugin_index()].origin().clone(),
@@ -448,4 +447,16 @@ impl<F> OwnedPass<F> {
     pub fn lease(&self) -> &Lease {
         &self.lease
     }
+}
+
+/// Whether `info` is a Python pass (`load::python`), which has no native signature.
+#[cfg(feature = "python")]
+fn is_python(info: &PassInfo) -> bool {
+    info.python.is_some()
+}
+
+/// Without the `python` feature no pass is a Python pass.
+#[cfg(not(feature = "python"))]
+fn is_python(_: &PassInfo) -> bool {
+    false
 }

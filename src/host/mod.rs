@@ -1,17 +1,45 @@
-//! The host: its configuration (the builder), its generations, and the process-wide host of
-//! [`global()`].
+//! The host: its configuration (`builder`), the host itself (`plugin_host`), its generations
+//! and the slot protocol (`generations`, with `thread_cache`), the host's own lease and its
+//! keeper thread (`keeper`), one generation's set (`set`) and its leases (`lease`), and the
+//! process-wide host of [`global()`] (`global`). `watch` (feature `watch`) is a watcher over
+//! sources that the host starts; it names no host type.
 
 mod builder;
 mod generations;
 mod global;
+mod keeper;
 mod lease;
 mod plugin_host;
 mod policy;
 mod reentry;
 mod set;
 mod stats;
+mod thread_cache;
 #[cfg(feature = "watch")]
 mod watch;
+/// Without the `watch` feature: no builder can ask for a watcher, and none is started.
+#[cfg(not(feature = "watch"))]
+mod watch {
+    use std::ops::ControlFlow;
+    use std::path::Path;
+    use std::time::Duration;
+
+    use crate::error::Error;
+    use crate::load::Source;
+
+    /// A watcher that never exists.
+    pub(crate) enum Watch {}
+
+    /// Never watches: without the feature, `HostBuilder::watch` does not exist.
+    pub(crate) fn start(
+        _: &[Source],
+        _: &str,
+        _: Duration,
+        _: impl FnMut(&Path) -> ControlFlow<()> + Send + 'static,
+    ) -> Result<Option<Watch>, Error> {
+        Ok(None)
+    }
+}
 
 pub use builder::HostBuilder;
 pub use global::{GLOBAL_PATH_VAR, global, init_global};

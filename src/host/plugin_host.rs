@@ -1,15 +1,18 @@
 //! [`PluginHost`]: a host's configuration as every load reads it, and its generations.
 
 use std::fmt;
+use std::ops::ControlFlow;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::error::Error;
+use crate::error::{Error, WithSources};
 use crate::host::generations::Generations;
 use crate::host::lease::Lease;
 use crate::host::policy::UnloadPolicy;
 use crate::host::stats::Stats;
-use crate::load::{LoadPolicy, LoadedPlugins, Source, TrustPolicy};
-use crate::sync::Arc;
+use crate::host::watch::{self, Watch};
+use crate::load::{LoadPolicy, LoadedPlugins, Source, TrustPolicy, count};
+use crate::sync::{Arc, Weak};
 
 /// A set of plugin sources and the slot through which their loaded set is shared.
 ///
@@ -43,9 +46,9 @@ use crate::sync::Arc;
 pub struct PluginHost {
     pub(super) config: Arc<LoadConfig>,
     pub(super) generations: Arc<Generations>,
-    /// The watcher of [`HostBuilder::watch`]; it holds `config` weakly, so it ends with the host.
-    #[cfg(feature = "watch")]
-    pub(super) watch: Option<crate::host::watch::Watch>,
+    /// The watcher of [`HostBuilder::watch`](crate::HostBuilder::watch); it holds `config`
+    /// weakly, so it ends with the host.
+    pub(super) watch: Option<Watch>,
 }
 
 /// What every load of a host reads.
@@ -69,8 +72,7 @@ impl Drop for PluginHost {
     /// [`UnloadPolicy::WithHost`]), which unloads the set here unless a user still holds one.
     fn drop(&mut self) {
         // The watcher first: no reload starts once the host's own lease is gone.
-        #[cfg(feature = "watch")]
-        drop(self.watch.take());
+        self.watch = None;
         self.generations.stats.host_dropped();
         self.generations.stop_keeping();
     }
@@ -267,4 +269,58 @@ impl PluginHost {
     pub fn trust(&self) -> TrustPolicy {
         self.config.trust
     }
+}
+
+/// The watcher's side of the host ([`HostBuilder::watch`](crate::HostBuilder::watch)).
+impl PluginHost {
+    /// This host, watching its sources: the last step of a build with a debounce. Its
+    /// watcher holds the host's configuration and generations only weakly, upgrading them
+    /// for each reload, so it never keeps the host alive.
+    pub(super) fn watched(mut self, debounce: Duration) -> Result<PluginHost, Error> {
+        if self.generations.policy() == UnloadPolicy::Immediately {
+            log::warn!(
+                "watching plugin sources under UnloadPolicy::Immediately: a reload while no lease is held \
+                 loads the new set and unloads it at once, and only the next acquire() loads it to stay; use \
+                 UnloadPolicy::After or WithHost to keep the reloaded set loaded"
+            );
+        }
+        let config = Arc::downgrade(&self.config);
+        let generations = Arc::downgrade(&self.generations);
+        let reload = move |changed: &Path| reload_watched(&config, &generations, changed);
+        self.watch = watch::start(&self.config.sources, self.generations.stats.name(), debounce, reload)?;
+        Ok(self)
+    }
+}
+
+/// The watcher's reload after a change of `changed`, logged; [`ControlFlow::Break`] once the
+/// host is gone. The new set's lease is dropped here, outside every lock (it may be its last
+/// under `UnloadPolicy::Immediately`), and so are the upgraded references: between reloads the
+/// watcher keeps nothing of the host alive.
+fn reload_watched(config: &Weak<LoadConfig>, generations: &Weak<Generations>, changed: &Path) -> ControlFlow<()> {
+    let (Some(config), Some(generations)) = (config.upgrade(), generations.upgrade()) else {
+        return ControlFlow::Break(());
+    };
+    let name = generations.stats.name();
+    let load = |deadline| crate::load::log_scope::with_host(name, || config.load(deadline));
+    match Generations::reload(&generations, None, load) {
+        Ok(set) => log::info!(
+            "[{name}] reloaded plugins after a change of `{}`: generation {}, {}",
+            changed.display(),
+            set.generation(),
+            count(set.plugins().len(), "plugin", "plugins"),
+        ),
+        Err(error) if generations.is_loaded() => log::warn!(
+            "[{name}] reloading plugins after a change of `{}` failed; generation {} stays current: {}",
+            changed.display(),
+            generations.generation(),
+            WithSources(&error),
+        ),
+        Err(error) => log::warn!(
+            "reloading plugins after a change of `{}` failed, and no set is loaded (the next acquire() \
+             tries again): {}",
+            changed.display(),
+            WithSources(&error),
+        ),
+    }
+    ControlFlow::Continue(())
 }

@@ -1,12 +1,10 @@
 //! One generation of loaded plugins and their passes.
 
 use std::fmt;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crate::host::generations::Generations;
 use crate::host::reentry::inside_host;
 use crate::load::{LoadFailure, LoadedPlugins, PassInfo, PluginInfo};
-use crate::sync::Arc;
 
 /// One generation of loaded plugins: what every [`Lease`](crate::Lease) of it derefs to.
 ///
@@ -16,7 +14,23 @@ use crate::sync::Arc;
 pub struct PluginSet {
     generation: u64,
     contents: LoadedPlugins,
-    host: Arc<Generations>,
+    host: Box<dyn Teardown>,
+}
+
+/// What a set's teardown needs of the host that loaded it, which may be gone by then: the
+/// host's generations implement it (on a strong reference, which keeps them alive as long as
+/// the set) and hand it to each set they make.
+pub(crate) trait Teardown: Send + Sync {
+    /// The host's id, the key of the re-entrancy marks.
+    fn host_id(&self) -> u64;
+    /// The host's name, which begins its log lines.
+    fn host_name(&self) -> &str;
+    /// Whether this is a `fork()`ed child of the process that made the host.
+    fn forked(&self) -> bool;
+    /// Records the unload of `set`, which took `took` and left `pinned` libraries mapped.
+    fn record_unload(&self, set: &PluginSet, took: Duration, pinned: usize);
+    /// Generation `generation` finished unloading, however its teardown ended.
+    fn mark_unloaded(&self, generation: u64);
 }
 
 impl fmt::Debug for PluginSet {
@@ -104,7 +118,7 @@ impl PluginSet {
     /// The set of generation `generation` of `host`. Construct it only where it goes straight
     /// into the host's slot, whose last lease is dropped outside the host's lock (that drop
     /// takes the lock).
-    pub(crate) fn new(generation: u64, contents: LoadedPlugins, host: Arc<Generations>) -> Self {
+    pub(crate) fn new(generation: u64, contents: LoadedPlugins, host: Box<dyn Teardown>) -> Self {
         PluginSet {
             generation,
             contents,
@@ -129,23 +143,23 @@ impl Drop for PluginSet {
         }
         // However teardown ends (a panic that escaped it included), the generation is marked
         // unloaded when this guard drops, after the teardown: loaders waiting for it (I1)
-        // must not wait for ever. It holds the host's state alive until then.
-        struct MarkUnloaded(Arc<Generations>, u64);
-        impl Drop for MarkUnloaded {
+        // must not wait for ever.
+        struct MarkUnloaded<'a>(&'a mut PluginSet);
+        impl Drop for MarkUnloaded<'_> {
             fn drop(&mut self) {
-                self.0.mark_unloaded(self.1);
+                self.0.host.mark_unloaded(self.0.generation);
             }
         }
-        let _mark = MarkUnloaded(Arc::clone(&self.host), self.generation);
+        let set = MarkUnloaded(self);
         let started = Instant::now();
         // Unload code runs outside the host's lock; loaders that arrive meanwhile see that
         // this generation has not finished unloading and wait (I1). The re-entrancy mark
         // makes an `acquire()` from unload code fail instead of waiting for itself (I4); the
         // statistics' log event is inside the mark too, so a logger that acquires this host
         // gets `Error::Reentrant` instead of waiting for this very unload.
-        inside_host(self.host.id(), |_| {
-            let pinned = crate::load::log_scope::with_host(self.host.stats.name(), || self.contents.unload());
-            self.host.stats.unloaded(self, started.elapsed(), pinned);
+        inside_host(set.0.host.host_id(), |_| {
+            let pinned = crate::load::log_scope::with_host(set.0.host.host_name(), || set.0.contents.unload());
+            set.0.host.record_unload(set.0, started.elapsed(), pinned);
         });
     }
 }

@@ -1,12 +1,13 @@
-//! Watching a host's sources (feature `watch`): [`HostBuilder::watch`] reloads the host when
-//! a plugin directory or file changes.
+//! Watching a host's sources (feature `watch`): the watcher behind
+//! [`HostBuilder::watch`](crate::HostBuilder::watch), which calls back after a plugin
+//! directory or file changed.
 //!
 //! notify's thread turns file-system events into messages on a channel, keeping only those
-//! that concern a plugin source. The host's watcher thread (`dylease-watch`) waits for
-//! `debounce` of quiet after the last of them, then calls what [`PluginHost::reload`] calls.
-//! It holds the host's load configuration and generations only weakly, upgrading them for
-//! each reload, so it never keeps a host alive; the host's drop stops it and waits at most
-//! [`STOP_WAIT`] for a reload in progress, then lets it finish on its own and says so.
+//! that concern a plugin source. The watcher thread (`dylease-watch`) waits for `debounce`
+//! of quiet after the last of them, then calls the reload it was given (the host's, which
+//! holds the host only weakly and says when the host is gone, in `plugin_host`). Dropping the
+//! [`Watch`] stops the thread and waits at most [`STOP_WAIT`] for a reload in progress, then
+//! lets it finish on its own and says so. This module knows sources and paths, not hosts.
 //!
 //! A watched path that goes through symlinks (`plugins -> releases/v7`, the usual deploy
 //! layout) is watched where it leads now, and each symlink on the way is watched in its own
@@ -22,79 +23,22 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::io;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 /// How long dropping a watched host waits for a reload in progress on the watcher thread.
-pub(super) const STOP_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const STOP_WAIT: Duration = Duration::from_secs(2);
 
 use notify::{Event, EventKind, RecursiveMode, Watcher};
 
-use crate::error::{Error, WithSources};
-use crate::host::builder::HostBuilder;
-use crate::host::generations::Generations;
-use crate::host::plugin_host::{LoadConfig, PluginHost};
-use crate::load::{Source, count, env_dirs, is_library_name};
-use crate::sync::{Arc, Weak};
+use crate::error::Error;
+use crate::load::{Source, env_dirs, is_library_name};
 
-impl HostBuilder {
-    /// Reloads the host, as [`PluginHost::reload`] does, whenever one of its plugin sources
-    /// changes and then `debounce` passes without a further change. (Crate feature `watch`.)
-    ///
-    /// Watched, from [`build`](HostBuilder::build) on: each [`dir`](HostBuilder::dir) (a
-    /// library created, replaced, removed or changed in it); the directory holding each
-    /// [`file`](HostBuilder::file) (for that file's name only); and the directories that each
-    /// [`env`](HostBuilder::env) variable lists *when the host is built*. A later change of
-    /// the variable is not watched (call [`reload`](PluginHost::reload) after one), nor are
-    /// subdirectories or static plugins. A path through symlinks (`/opt/app/plugins ->
-    /// releases/v7`) is watched where it leads, and so is each symlink on the way: pointing
-    /// one elsewhere reloads the host from the new target and moves the watches there.
-    /// Opening and reading a library, as a load does, is not a change.
-    ///
-    /// Each reload is logged at `info` and each failure at `warn`, with the error; a failed
-    /// reload leaves the current generation current, and the next change tries again. A file
-    /// still being written is not loaded half: the debounce waits for writing to pause, and a
-    /// library still incomplete then fails the load's ELF check. Install plugins by rename
-    /// (write beside, then `mv`): a library rewritten in place while it is mapped crashes the
-    /// platform loader, watched or not.
-    ///
-    /// The watcher holds the new set's lease only while it logs the reload: under
-    /// [`UnloadPolicy::Immediately`](super::UnloadPolicy::Immediately) with no user lease
-    /// alive, the reloaded set unloads at once, and the next
-    /// [`acquire`](PluginHost::acquire) loads again. Use
-    /// [`UnloadPolicy::After`](super::UnloadPolicy::After) or
-    /// [`WithHost`](super::UnloadPolicy::WithHost) to keep it loaded.
-    ///
-    /// The watcher ends with the host: dropping the host stops it. A reload in progress (one
-    /// waiting for another host's slow unload, say) is waited for at most 2 s; then the drop
-    /// goes on, logs a warning, and the reload finishes on the watcher thread.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// use std::time::Duration;
-    /// use dylease::{PluginHost, UnloadPolicy};
-    ///
-    /// // SAFETY: /opt/app/plugins holds this application's own plugins.
-    /// let host = unsafe { PluginHost::builder().dir("/opt/app/plugins") }
-    ///     .unload(UnloadPolicy::WithHost)
-    ///     .watch(Duration::from_millis(500))
-    ///     .build()?;
-    /// // `dylease install libnew.so /opt/app/plugins` elsewhere: half a second later,
-    /// // `acquire()` returns generation 2 with the new code.
-    /// let lease = host.acquire()?;
-    /// # Ok::<(), dylease::Error>(())
-    /// ```
-    pub fn watch(mut self, debounce: Duration) -> Self {
-        self.watch = Some(debounce);
-        self
-    }
-}
-
-/// A host's watcher: notify's watcher, and the thread that reloads.
-pub(super) struct Watch {
+/// A host's watcher: notify's watcher, and the thread that reloads. Dropping it stops both.
+pub(crate) struct Watch {
     stop: Sender<Message>,
     thread: Option<JoinHandle<()>>,
     /// Disconnected when the watcher thread ends (in a mutex: a host is `Sync`).
@@ -182,10 +126,17 @@ fn links(dirs: &[PathBuf]) -> Vec<(PathBuf, OsString)> {
     links
 }
 
-/// Starts watching `host`'s sources: the last step of [`HostBuilder::build`]. A host without
-/// a directory or file source gets no watcher.
-pub(super) fn start(mut host: PluginHost, debounce: Duration) -> Result<PluginHost, Error> {
-    let mut interests = interests(&host.config.sources)?;
+/// Starts watching `sources` (of the host named `host`, for log lines): after each change
+/// and `debounce` of quiet, the watcher thread calls `reload` with the path that changed last;
+/// it ends when `reload` breaks (the host is gone) or the [`Watch`] is dropped. `None` if no
+/// source is a directory or a file.
+pub(crate) fn start(
+    sources: &[Source],
+    host: &str,
+    debounce: Duration,
+    mut reload: impl FnMut(&Path) -> ControlFlow<()> + Send + 'static,
+) -> Result<Option<Watch>, Error> {
+    let mut interests = interests(sources)?;
     let dirs: Vec<PathBuf> = interests.keys().cloned().collect();
     let links = links(&dirs);
     for (dir, name) in &links {
@@ -193,11 +144,11 @@ pub(super) fn start(mut host: PluginHost, debounce: Duration) -> Result<PluginHo
     }
     let Some(first) = dirs.first().cloned() else {
         log::debug!("nothing to watch: the host has no plugin directory or file");
-        return Ok(host);
+        return Ok(None);
     };
     let (sender, receiver) = mpsc::channel();
     let events = sender.clone();
-    let name = host.generations.stats.name().to_owned();
+    let name = host.to_owned();
     let on_event = move |event: notify::Result<Event>| match event {
         Ok(event) => {
             if let Some(message) = concerns(&interests, &event, &name) {
@@ -221,30 +172,20 @@ pub(super) fn start(mut host: PluginHost, debounce: Duration) -> Result<PluginHo
             .map_err(|error| cannot(dir, "cannot watch plugin directory", into_io(error)))?;
     }
     log::debug!("watching {dirs:?} for plugin changes, {debounce:?} of quiet before a reload");
-    if host.generations.policy() == super::UnloadPolicy::Immediately {
-        log::warn!(
-            "watching plugin sources under UnloadPolicy::Immediately: a reload while no lease is held \
-             loads the new set and unloads it at once, and only the next acquire() loads it to stay; use \
-             UnloadPolicy::After or WithHost to keep the reloaded set loaded"
-        );
-    }
     let watches = Watches { watcher, dirs };
-    let config = Arc::downgrade(&host.config);
-    let generations = Arc::downgrade(&host.generations);
     let (ended_sender, ended) = mpsc::channel::<()>();
     let thread = thread::Builder::new()
         .name("dylease-watch".to_owned())
         .spawn(move || {
             let _ended = ended_sender;
-            run(&receiver, debounce, &config, &generations, watches);
+            run(&receiver, debounce, &mut reload, watches);
         })
         .map_err(|source| cannot(&first, "cannot start the thread that watches plugin directory", source))?;
-    host.watch = Some(Watch {
+    Ok(Some(Watch {
         stop: sender,
         thread: Some(thread),
         ended: std::sync::Mutex::new(ended),
-    });
-    Ok(host)
+    }))
 }
 
 /// The directories to watch, and what in each concerns the host. Each path is made absolute
@@ -276,10 +217,8 @@ fn interests(sources: &[Source]) -> Result<BTreeMap<PathBuf, Interest>, Error> {
                     interests.entry(absolute(&dir)?).or_default().libraries = true;
                 }
             }
-            Source::Static(_) => {}
-            // Python sources are not watched.
-            #[cfg(feature = "python")]
-            Source::Python(_) => {}
+            // Static and Python sources are not watched.
+            _ => {}
         }
     }
     Ok(interests)
@@ -331,12 +270,11 @@ fn concerns(interests: &BTreeMap<PathBuf, Interest>, event: &Event, host: &str) 
 }
 
 /// The watcher thread: after each change, waits for `debounce` of quiet, then reloads.
-/// Ends on [`Message::Stop`], or when the host is gone.
+/// Ends on [`Message::Stop`], or when `reload` breaks.
 fn run(
     receiver: &Receiver<Message>,
     debounce: Duration,
-    config: &Weak<LoadConfig>,
-    generations: &Weak<Generations>,
+    reload: &mut impl FnMut(&Path) -> ControlFlow<()>,
     mut watches: Watches,
 ) {
     loop {
@@ -356,39 +294,9 @@ fn run(
         if relinked {
             watches.rewatch();
         }
-        let (Some(config), Some(generations)) = (config.upgrade(), generations.upgrade()) else {
+        if reload(&changed).is_break() {
             return;
-        };
-        reload(&config, &generations, &changed);
-        // The upgraded references go here, before the next wait: between reloads the
-        // watcher keeps nothing of the host alive.
-    }
-}
-
-/// Reloads after a change of `changed`, and logs what happened. The new set's lease is
-/// dropped here, outside every lock (it may be its last under `UnloadPolicy::Immediately`).
-fn reload(config: &LoadConfig, generations: &Arc<Generations>, changed: &Path) {
-    let name = generations.stats.name();
-    let load = |deadline| crate::load::log_scope::with_host(name, || config.load(deadline));
-    match Generations::reload(generations, None, load) {
-        Ok(set) => log::info!(
-            "[{name}] reloaded plugins after a change of `{}`: generation {}, {}",
-            changed.display(),
-            set.generation(),
-            count(set.plugins().len(), "plugin", "plugins"),
-        ),
-        Err(error) if generations.is_loaded() => log::warn!(
-            "[{name}] reloading plugins after a change of `{}` failed; generation {} stays current: {}",
-            changed.display(),
-            generations.generation(),
-            WithSources(&error),
-        ),
-        Err(error) => log::warn!(
-            "reloading plugins after a change of `{}` failed, and no set is loaded (the next acquire() \
-             tries again): {}",
-            changed.display(),
-            WithSources(&error),
-        ),
+        }
     }
 }
 

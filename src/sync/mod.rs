@@ -1,9 +1,11 @@
 //! The synchronisation shim: every `Arc`, `Weak`, lock, condition variable, atomic, the host
 //! slot and the thread-locals of the crate's protocols come from here, and no protocol code
 //! names `std::sync`, `arc_swap` or loom. (The file watcher, `host::watch`, which no loom
-//! model explores, uses std's channel and a `std::sync::Mutex` directly; tests may too.) Under `--cfg loom` the backing types are loom's (and
-//! a loom-checked `Arc`/`Weak` pair, which loom lacks), so the models in `loom-tests/` and the
-//! crate's own loom tests explore the crate's real code.
+//! model explores, uses std's channel and a `std::sync::Mutex` directly; tests may too.) Under
+//! `--cfg loom` the backing types are loom's, plus a loom-checked `Arc`/`Weak` pair
+//! (`loom_arc`, which loom lacks) and a stand-in for arc-swap's slot (`loom_slot`, a loom
+//! atomic that promises what arc-swap does and no more), so the models in `loom-tests/` and
+//! the crate's own loom tests explore the crate's real code.
 //!
 //! Nothing here knows about plugins: it only re-exports, as tokio's `loom` module does, plus
 //! the two adapters that make std's and loom's APIs agree (locks without poisoning, and the
@@ -12,6 +14,8 @@
 mod exclusive;
 #[cfg(loom)]
 mod loom_arc;
+#[cfg(loom)]
+mod loom_slot;
 
 pub(crate) use exclusive::Exclusive;
 
@@ -49,26 +53,24 @@ mod imp {
     pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
 
-    /// loom cannot see inside arc-swap: the slot is a loom `Mutex<Weak>`, which has the
-    /// semantics the host relies on (a load sees the last store, or a later one).
-    pub(crate) type WeakSlot<T> = loom::sync::Mutex<Weak<T>>;
+    /// loom cannot see inside arc-swap: the slot is a stand-in that promises what arc-swap
+    /// does (Release stores, Acquire loads) through a loom atomic.
+    pub(crate) type WeakSlot<T> = super::loom_slot::LoomSlot<T>;
 
     pub(crate) fn slot_new<T>(weak: Weak<T>) -> WeakSlot<T> {
-        loom::sync::Mutex::new(weak)
+        WeakSlot::new(weak)
     }
 
     pub(crate) fn slot_upgrade<T>(slot: &WeakSlot<T>) -> Option<Arc<T>> {
-        let weak = super::unpoison(slot.lock()).clone();
-        weak.upgrade()
+        slot.upgrade()
     }
 
     pub(crate) fn slot_store<T>(slot: &WeakSlot<T>, weak: Weak<T>) {
-        let old = std::mem::replace(&mut *super::unpoison(slot.lock()), weak);
-        drop(old);
+        slot.store(weak);
     }
 
     pub(crate) fn slot_strong_count<T>(slot: &WeakSlot<T>) -> usize {
-        super::unpoison(slot.lock()).strong_count()
+        slot.strong_count()
     }
 }
 
