@@ -133,6 +133,10 @@ if [ -n "$circles" ]; then
   status=1
 fi
 if [ $status -eq 0 ]; then
-  echo "imports: no circle (but the known arrows above); every arrow points down the layers sync <- load <- host."
+  if [ -n "$known" ]; then
+    echo "imports: no circle (but the known arrows above); every arrow points down the layers sync <- load <- host."
+  else
+    echo "imports: no circle; every arrow points down the layers sync <- load <- host."
+  fi
 fi
 exit $status
