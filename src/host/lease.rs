@@ -375,7 +375,7 @@ impl<F> fmt::Debug for Pass<'_, F> {
 impl<'lease, F> Pass<'lease, F> {
     /// The pass's name and plugin.
     pub fn info(&self) -> &'lease PassInfo {
-        &self.lease.passes()[self.index]
+        entry(self.lease, self.index)
     }
 
     /// The name the pass was registered under.
@@ -387,6 +387,12 @@ impl<'lease, F> Pass<'lease, F> {
     pub fn user_data(&self) -> *mut c_void {
         self.info().user_data.0
     }
+}
+
+/// The table entry a pass of either kind (borrowed or owned) stands for: the one place both
+/// read it from.
+fn entry(lease: &Lease, index: usize) -> &PassInfo {
+    &lease.passes()[index]
 }
 
 impl<F: PassFn> Pass<'_, F> {
@@ -428,17 +434,17 @@ impl<F> fmt::Debug for OwnedPass<F> {
 }
 
 impl<F> OwnedPass<F> {
-    /// The pass's name and plugin.
+    /// The pass's name and plugin ([`Pass::info`]).
     pub fn info(&self) -> &PassInfo {
-        &self.lease.passes()[self.index]
+        entry(&self.lease, self.index)
     }
 
-    /// The name the pass was registered under.
+    /// The name the pass was registered under ([`Pass::name`]).
     pub fn name(&self) -> &str {
         self.info().name()
     }
 
-    /// The pointer the plugin attached to the pass (NULL if none).
+    /// The pointer the plugin attached to the pass, NULL if none ([`Pass::user_data`]).
     pub fn user_data(&self) -> *mut c_void {
         self.info().user_data.0
     }
@@ -446,6 +452,38 @@ impl<F> OwnedPass<F> {
     /// The lease this pass holds.
     pub fn lease(&self) -> &Lease {
         &self.lease
+    }
+}
+
+impl<F: Copy> OwnedPass<F> {
+    /// The same pass, borrowing this one's lease: the inverse of [`Pass::to_owned_pass`], as
+    /// `String::as_str` is of `str::to_owned`.
+    ///
+    /// ```
+    /// # pub struct IntOp;
+    /// # unsafe impl dylease::Interface for IntOp {
+    /// #     const ID: &'static str = "math.int_op/1";
+    /// #     type Fn = unsafe fn(i32) -> i32;
+    /// # }
+    /// fn double(x: i32) -> i32 { x * 2 }
+    /// let host = dylease::PluginHost::builder()
+    ///     .static_plugin("math", |reg: &mut dylease::Registrar| {
+    ///         reg.add_typed_pass::<IntOp>("double", double, std::ptr::null_mut())
+    ///     })
+    ///     .build()?;
+    /// let owned = host.acquire()?.get::<IntOp>("double")?.to_owned_pass();
+    /// let pass = owned.as_pass();
+    /// assert_eq!(pass.name(), "double");
+    /// // SAFETY: `double` has no precondition.
+    /// assert_eq!(unsafe { pass(21) }, 42);
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub fn as_pass(&self) -> Pass<'_, F> {
+        Pass {
+            func: self.func,
+            index: self.index,
+            lease: &self.lease,
+        }
     }
 }
 
