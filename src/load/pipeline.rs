@@ -165,6 +165,7 @@ impl Candidate {
                 identity: &identity,
                 source: Some(&checked),
                 origin: linkage.names_origin(),
+                loads: &linkage.loads,
                 strict: trust == TrustPolicy::Strict,
             };
             match Registry::instance(&REGISTRY, file, deadline) {
@@ -205,8 +206,10 @@ impl Opener for Dlopen {
         })?;
         let checked = Checked {
             file: source,
+            identity: file.identity,
             resolved: file.resolved,
             origin: file.origin,
+            loads: file.loads,
             strict: file.strict,
         };
         // SAFETY: the host's configuration named this file as a plugin; by naming it, the

@@ -276,6 +276,7 @@ impl PyCandidate {
             identity: &key,
             source: None,
             origin: false,
+            loads: &[],
             strict: false,
         };
         let instance = instance::instance(file, staged, deadline)?;
