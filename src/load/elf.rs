@@ -11,6 +11,7 @@ use std::fs::File;
 use std::path::Path;
 
 use crate::error::Error;
+use crate::load::candidate::Opened;
 
 /// Checks that `file` (of `len` bytes) could be an ELF shared library for this process: the
 /// magic bytes, the class, byte order, type and machine, and that every loadable segment lies
@@ -21,7 +22,7 @@ use crate::error::Error;
 ///
 /// Only on platforms whose libraries are ELF files; elsewhere, and when the file cannot be
 /// read (the loader then reports that in its own words), it passes.
-pub(crate) fn check_file(path: &Path, file: &File, len: u64) -> Result<super::elf_layout::Linkage, Error> {
+pub(crate) fn check_file(path: &Path, file: &Opened, len: u64) -> Result<super::elf_layout::Linkage, Error> {
     let refused = |reason| Error::Open {
         path: path.to_owned(),
         reason,
@@ -30,20 +31,20 @@ pub(crate) fn check_file(path: &Path, file: &File, len: u64) -> Result<super::el
     if !cfg!(all(unix, not(target_vendor = "apple"))) {
         return Ok(super::elf_layout::Linkage::default());
     }
-    check_with(|buffer, offset| read_at(file, buffer, offset), len).map_err(refused)?;
-    super::elf_layout::check(|buffer, offset| read_at(file, buffer, offset), len).map_err(refused)
+    check_with(|buffer, offset| file.read_at(buffer, offset), len).map_err(refused)?;
+    super::elf_layout::check(|buffer, offset| file.read_at(buffer, offset), len).map_err(refused)
 }
 
 /// What the library makes the loader look up (its DT_NEEDED and run paths), after the
 /// header check and as much of the structural check as that takes; `None` where libraries
 /// are not ELF files. (The trust check reads it on Unix.)
 #[cfg_attr(not(unix), allow(dead_code))]
-pub(crate) fn linkage(file: &File, len: u64) -> Result<Option<super::elf_layout::Linkage>, String> {
+pub(crate) fn linkage(file: &Opened, len: u64) -> Result<Option<super::elf_layout::Linkage>, String> {
     if !cfg!(all(unix, not(target_vendor = "apple"))) {
         return Ok(None);
     }
-    check_with(|buffer, offset| read_at(file, buffer, offset), len)?;
-    super::elf_layout::linkage(|buffer, offset| read_at(file, buffer, offset), len).map(Some)
+    check_with(|buffer, offset| file.read_at(buffer, offset), len)?;
+    super::elf_layout::linkage(|buffer, offset| file.read_at(buffer, offset), len).map(Some)
 }
 
 /// [`check`] over a file's bytes in memory (the fuzz target's entry).
@@ -626,7 +627,10 @@ mod mutations {
             let (bytes, what) = mutate(&mut rng, original);
             std::fs::write(&path, &bytes).unwrap();
             let file = File::open(&path).unwrap();
-            let outcome = std::panic::catch_unwind(|| check_file(&path, &file, bytes.len() as u64));
+            let metadata = file.metadata().unwrap();
+            let file = Opened::new(file, metadata);
+            let check = std::panic::AssertUnwindSafe(|| check_file(&path, &file, bytes.len() as u64));
+            let outcome = std::panic::catch_unwind(check);
             let outcome = outcome.unwrap_or_else(|_| panic!("case {case} ({what}) panicked"));
             match outcome {
                 Ok(_) => passed += 1,

@@ -9,12 +9,11 @@
 //! all. The file is then opened once, and that descriptor is what the ELF check reads (see
 //! [`open_checked`]).
 
-use std::fs::File;
 #[cfg(unix)]
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::load::candidate::{Candidate, FileId, Identity};
+use crate::load::candidate::{Candidate, FileId, Identity, Opened};
 #[cfg(unix)]
 use crate::load::sys::walk as sys;
 use crate::load::sys::{file_id, is_replacement, no_follow};
@@ -108,7 +107,7 @@ pub(crate) const REPLACEMENTS: u32 = 8;
 /// Opens the file `candidate` names for reading, once: the descriptor the ELF check reads and
 /// the loader maps. After a trust check it must be the file checked (same device and inode),
 /// and the last component is not followed (the check resolved every symlink already). Returns
-/// the file, its length and its identity.
+/// the opened file, its length and its identity.
 ///
 /// A file replaced after its check (renamed over, or removed and created again) was replaced
 /// by this user or root: only they can change a directory that passed. That is an install,
@@ -118,7 +117,7 @@ pub(crate) fn open_checked(
     candidate: &mut Candidate,
     checks: &mut Checks,
     policy: TrustPolicy,
-) -> Result<(File, u64, Identity), Error> {
+) -> Result<(Opened, u64, Identity), Error> {
     let mut replaced = 0;
     loop {
         let refused = |reason: String| Error::Open {
@@ -126,7 +125,7 @@ pub(crate) fn open_checked(
             reason,
             cause: crate::error::OpenCause::Headers,
         };
-        let (file, metadata) = match open_once(candidate) {
+        let file = match open_once(candidate) {
             Ok(opened) => opened,
             // Gone, or a symlink now: replaced after the check, if it was checked.
             Err(e) if candidate.checked.is_some() && replaced < REPLACEMENTS && is_replacement(&e) => {
@@ -142,7 +141,7 @@ pub(crate) fn open_checked(
                 )));
             }
         };
-        let id = file_id(&metadata);
+        let (id, len) = (file_id(&file.metadata), file.metadata.len());
         match candidate.checked {
             Some(checked) if id != Some(checked) => {
                 if replaced == REPLACEMENTS {
@@ -164,7 +163,7 @@ pub(crate) fn open_checked(
                 // not the identity function): one spelling for both.
                 #[allow(clippy::clone_on_copy, clippy::unnecessary_option_map_or_else)]
                 let identity = id.map_or_else(|| candidate.identity.clone(), crate::load::sys::checked_identity);
-                return Ok((file, metadata.len(), identity));
+                return Ok((file, len, identity));
             }
         }
     }
@@ -172,7 +171,7 @@ pub(crate) fn open_checked(
 
 /// Opens the file `candidate` names for reading, not following a symlink in the last
 /// component if it was checked, and reads its status from the descriptor.
-fn open_once(candidate: &Candidate) -> std::io::Result<(File, std::fs::Metadata)> {
+fn open_once(candidate: &Candidate) -> std::io::Result<Opened> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     if candidate.checked.is_some() {
@@ -180,15 +179,14 @@ fn open_once(candidate: &Candidate) -> std::io::Result<(File, std::fs::Metadata)
     }
     let file = options.open(&candidate.resolved)?;
     let metadata = file.metadata()?;
-    Ok((file, metadata))
+    Ok(Opened::new(file, metadata))
 }
 
 /// The checked file, opened as [`open_checked`] opens it, if it is still the file checked
 /// (the dependency walk reads its linkage; a replaced file is checked again when it is
 /// opened to load).
 #[cfg(unix)]
-fn open_if_unchanged(candidate: &Candidate) -> Option<(File, u64)> {
-    let (file, metadata) = open_once(candidate).ok()?;
-    let len = metadata.len();
-    (file_id(&metadata) == candidate.checked).then_some((file, len))
+fn open_if_unchanged(candidate: &Candidate) -> Option<Opened> {
+    let file = open_once(candidate).ok()?;
+    (file_id(&file.metadata) == candidate.checked).then_some(file)
 }

@@ -104,10 +104,10 @@ impl Checks {
     /// A file that cannot be read, or whose ELF structure is unsound, passes here: the ELF
     /// check refuses it next, with that cause.
     pub(super) fn dependencies(&mut self, candidate: &Candidate) -> Result<(), String> {
-        let Some((file, len)) = super::open_if_unchanged(candidate) else {
+        let Some(file) = super::open_if_unchanged(candidate) else {
             return Ok(());
         };
-        let Ok(Some(linkage)) = crate::load::elf::linkage(&file, len) else {
+        let Ok(Some(linkage)) = crate::load::elf::linkage(&file, file.metadata.len()) else {
             return Ok(());
         };
         drop(file);
@@ -338,8 +338,9 @@ fn strip_token<'a>(token: &'a str, name: &str) -> Option<&'a str> {
 /// What the library at `path` makes the loader look up, if it is a readable ELF library.
 fn linkage_of(path: &Path) -> Option<Linkage> {
     let file = std::fs::File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    crate::load::elf::linkage(&file, len).ok().flatten()
+    let metadata = file.metadata().ok()?;
+    let file = crate::load::candidate::Opened::new(file, metadata);
+    crate::load::elf::linkage(&file, file.metadata.len()).ok().flatten()
 }
 
 /// The reason a plugin is refused for a problem found through its dependencies.
