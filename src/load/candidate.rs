@@ -16,6 +16,10 @@ pub(crate) struct Candidate {
     pub(crate) identity: Identity,
     /// The file the trust check passed at `resolved`, if it ran: what is opened must be it.
     pub(crate) checked: Option<FileId>,
+    /// The file's status as discovery read it, where its directory entry is no symlink: the
+    /// trust check judges the file by it instead of reading it again, once (the open then
+    /// holds the file to this identity, as to any the check passed).
+    pub(crate) discovered: Option<std::fs::Metadata>,
 }
 
 pub(crate) use crate::load::sys::{FileId, Identity};

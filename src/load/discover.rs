@@ -133,6 +133,7 @@ fn library_file(path: &Path) -> Found {
         #[allow(clippy::clone_on_copy, reason = "`Identity` is a path on platforms other than Unix")]
         identity: identity.clone(),
         checked: None,
+        discovered: None,
     };
     Ok((candidate, identity))
 }
@@ -221,6 +222,7 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
                         resolved,
                         identity: identity(&path, &metadata),
                         checked: None,
+                        discovered: (!is_link).then(|| metadata.clone()),
                     },
                     identity(&path, &metadata),
                 )

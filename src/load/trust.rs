@@ -49,7 +49,7 @@ impl Checks {
     pub(crate) fn check(&mut self, policy: TrustPolicy, candidate: &mut Candidate) -> Result<(), Error> {
         match policy {
             TrustPolicy::Permissive => Ok(()),
-            TrustPolicy::Strict => match self.strict(&candidate.path) {
+            TrustPolicy::Strict => match self.strict(&candidate.path, candidate.discovered.take()) {
                 Ok(Some((resolved, id))) => {
                     candidate.resolved = resolved;
                     candidate.checked = Some(id);
@@ -67,8 +67,13 @@ impl Checks {
         }
     }
 
+    /// Walks `path` (whose own status discovery may have read: `discovered`, used once).
     #[cfg(unix)]
-    fn strict(&mut self, path: &Path) -> Result<Option<(PathBuf, FileId)>, String> {
+    fn strict(
+        &mut self,
+        path: &Path,
+        discovered: Option<std::fs::Metadata>,
+    ) -> Result<Option<(PathBuf, FileId)>, String> {
         let euid = *self.euid.get_or_insert_with(crate::load::sys::imp::effective_uid);
         // A relative path, a bare file name too, is resolved from the current directory,
         // whose every ancestor counts like those of any other directory.
@@ -84,7 +89,8 @@ impl Checks {
             euid,
             links: 0,
         };
-        walk.file(&absolute).map(Some).map_err(|mut problem| {
+        let discovered = discovered.as_ref().map(sys::Stat::of_metadata);
+        walk.file(&absolute, discovered).map(Some).map_err(|mut problem| {
             problem.holder = problem.through.is_empty() && Some(problem.path.as_path()) == absolute.parent();
             problem.to_string()
         })
@@ -96,7 +102,11 @@ impl Checks {
     }
 
     #[cfg(not(unix))]
-    fn strict(&mut self, _: &std::path::Path) -> Result<Option<(std::path::PathBuf, FileId)>, String> {
+    fn strict(
+        &mut self,
+        _: &std::path::Path,
+        _: Option<std::fs::Metadata>,
+    ) -> Result<Option<(std::path::PathBuf, FileId)>, String> {
         Ok(None)
     }
 }

@@ -219,6 +219,7 @@ fn candidate(path: &Path) -> io::Result<Candidate> {
         resolved: fs::canonicalize(path)?,
         identity: file_identity(path, &metadata),
         checked: None,
+        discovered: None,
     })
 }
 

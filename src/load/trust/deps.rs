@@ -172,7 +172,7 @@ impl Checks {
                 }
                 let (resolved, _) = self
                     .walk()
-                    .file(&path)
+                    .file(&path, None)
                     .map_err(|problem| refusal(object, "needed library", name, &problem))?;
                 if let Some(linkage) = linkage_of(&resolved) {
                     found.push(Object {
