@@ -19,10 +19,10 @@ pub(crate) struct Candidate {
     /// The file's status as discovery read it, where its directory entry is no symlink: the
     /// trust check judges the file by it instead of reading it again, once (the open then
     /// holds the file to this identity, as to any the check passed).
-    pub(crate) discovered: Option<std::fs::Metadata>,
+    pub(crate) discovered: Option<Status>,
 }
 
-pub(crate) use crate::load::sys::{FileId, Identity};
+pub(crate) use crate::load::sys::{FileId, Identity, Status};
 
 /// A plugin file opened for its checks: the descriptor they read (and the loader maps), its
 /// status as read from that descriptor, and the parts of it the checks read so far. The

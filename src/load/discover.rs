@@ -222,7 +222,7 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
                         resolved,
                         identity: identity(&path, &metadata),
                         checked: None,
-                        discovered: (!is_link).then(|| metadata.clone()),
+                        discovered: (!is_link).then(|| crate::load::sys::status(&metadata)).flatten(),
                     },
                     identity(&path, &metadata),
                 )

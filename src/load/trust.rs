@@ -69,11 +69,7 @@ impl Checks {
 
     /// Walks `path` (whose own status discovery may have read: `discovered`, used once).
     #[cfg(unix)]
-    fn strict(
-        &mut self,
-        path: &Path,
-        discovered: Option<std::fs::Metadata>,
-    ) -> Result<Option<(PathBuf, FileId)>, String> {
+    fn strict(&mut self, path: &Path, discovered: Option<sys::Stat>) -> Result<Option<(PathBuf, FileId)>, String> {
         let euid = *self.euid.get_or_insert_with(crate::load::sys::imp::effective_uid);
         // A relative path, a bare file name too, is resolved from the current directory,
         // whose every ancestor counts like those of any other directory.
@@ -89,7 +85,6 @@ impl Checks {
             euid,
             links: 0,
         };
-        let discovered = discovered.as_ref().map(sys::Stat::of_metadata);
         walk.file(&absolute, discovered).map(Some).map_err(|mut problem| {
             problem.holder = problem.through.is_empty() && Some(problem.path.as_path()) == absolute.parent();
             problem.to_string()
@@ -105,7 +100,7 @@ impl Checks {
     fn strict(
         &mut self,
         _: &std::path::Path,
-        _: Option<std::fs::Metadata>,
+        _: Option<crate::load::candidate::Status>,
     ) -> Result<Option<(std::path::PathBuf, FileId)>, String> {
         Ok(None)
     }
