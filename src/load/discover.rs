@@ -182,16 +182,14 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
         context: "cannot read plugin directory",
         source,
     };
-    let metadata = fs::metadata(dir).map_err(io_error)?;
-    if !metadata.is_dir() {
-        return Err(io_error(io::Error::new(
-            io::ErrorKind::NotADirectory,
-            "it is not a directory",
-        )));
-    }
     let resolved_dir = fs::canonicalize(dir).map_err(io_error)?;
+    // Listing it says whether it is a directory: no `stat` of its own.
+    let entries = fs::read_dir(dir).map_err(|e| match e.kind() {
+        io::ErrorKind::NotADirectory => io::Error::new(io::ErrorKind::NotADirectory, "it is not a directory"),
+        _ => e,
+    });
     let mut found = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_error)? {
+    for entry in entries.map_err(io_error)? {
         let entry = entry.map_err(io_error)?;
         let name = entry.file_name();
         if !is_library_name(&name) {
