@@ -134,6 +134,7 @@ fn library_file(path: &Path) -> Found {
         identity: identity.clone(),
         checked: None,
         discovered: None,
+        opened: None,
     };
     Ok((candidate, identity))
 }
@@ -220,7 +221,8 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
                         resolved,
                         identity: identity(&path, &metadata),
                         checked: None,
-                        discovered: (!is_link).then(|| crate::load::sys::status(&metadata)).flatten(),
+                        discovered: (!is_link).then(|| crate::load::candidate::status(&metadata)).flatten(),
+                        opened: None,
                     },
                     identity(&path, &metadata),
                 )

@@ -21,8 +21,7 @@ use std::fmt;
 
 use crate::abi::DYLEASE_ENTRY_SYMBOL;
 use crate::error::Origin;
-use crate::load::candidate::Opened;
-use crate::load::elf::{Reader, read_exactly};
+use crate::load::elf::{Opened, Reader, read_exactly};
 use crate::sync::Mutex;
 
 /// One reason the platform may keep a plugin's library mapped after its last lease; see

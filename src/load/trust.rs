@@ -13,7 +13,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::load::candidate::{Candidate, FileId, Identity, Opened};
+use crate::load::candidate::{Candidate, FileId, Identity};
+use crate::load::elf::Opened;
 #[cfg(unix)]
 use crate::load::sys::walk as sys;
 use crate::load::sys::{file_id, is_replacement, no_follow};
@@ -47,6 +48,8 @@ impl Checks {
     /// [`TrustPolicy::Strict`] a passed candidate's `resolved` path becomes the path the
     /// check walked, and `checked` the file it found there.
     pub(crate) fn check(&mut self, policy: TrustPolicy, candidate: &mut Candidate) -> Result<(), Error> {
+        // A file checked again is opened again.
+        candidate.opened = None;
         match policy {
             TrustPolicy::Permissive => Ok(()),
             TrustPolicy::Strict => match self.strict(&candidate.path, candidate.discovered.take()) {
@@ -92,7 +95,7 @@ impl Checks {
     }
 
     #[cfg(not(unix))]
-    fn dependencies(&mut self, _: &Candidate) -> Result<(), String> {
+    fn dependencies(&mut self, _: &mut Candidate) -> Result<(), String> {
         Ok(())
     }
 
@@ -130,7 +133,8 @@ pub(crate) fn open_checked(
             reason,
             cause: crate::error::OpenCause::Headers,
         };
-        let file = match open_once(candidate) {
+        let held = candidate.opened.take().filter(|_| still_named(candidate));
+        let file = match held.map_or_else(|| open_once(candidate), |held| Ok(*held)) {
             Ok(opened) => opened,
             // Gone, or a symlink now: replaced after the check, if it was checked.
             Err(e) if candidate.checked.is_some() && replaced < REPLACEMENTS && is_replacement(&e) => {
@@ -187,11 +191,30 @@ fn open_once(candidate: &Candidate) -> std::io::Result<Opened> {
     Ok(Opened::new(file, metadata))
 }
 
+/// Whether the checked file is still the one at its resolved path (`lstat`): a file the
+/// check opened is used by the load only then, so that a file replaced in between is
+/// checked again, as if it had been opened only now.
+fn still_named(candidate: &Candidate) -> bool {
+    let now = std::fs::symlink_metadata(&candidate.resolved);
+    now.ok().and_then(|metadata| file_id(&metadata)) == candidate.checked
+}
+
 /// The checked file, opened as [`open_checked`] opens it, if it is still the file checked
 /// (the dependency walk reads its linkage; a replaced file is checked again when it is
-/// opened to load).
+/// opened to load). `Err` if it cannot be opened for lack of descriptors: its dependencies
+/// would go unchecked.
 #[cfg(unix)]
-fn open_if_unchanged(candidate: &Candidate) -> Option<Opened> {
-    let file = open_once(candidate).ok()?;
-    (file_id(&file.metadata) == candidate.checked).then_some(file)
+fn open_if_unchanged(candidate: &Candidate) -> Result<Option<Opened>, String> {
+    let file = match open_once(candidate) {
+        Ok(file) => file,
+        Err(e) if !crate::load::library::descriptor_hint(&e).is_empty() => {
+            return Err(format!(
+                "cannot open `{}` to read what it links against: {e}{}",
+                candidate.resolved.display(),
+                crate::load::library::descriptor_hint(&e)
+            ));
+        }
+        Err(_) => return Ok(None),
+    };
+    Ok((file_id(&file.metadata) == candidate.checked).then_some(file))
 }

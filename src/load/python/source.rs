@@ -220,6 +220,7 @@ fn candidate(path: &Path) -> io::Result<Candidate> {
         identity: file_identity(path, &metadata),
         checked: None,
         discovered: None,
+        opened: None,
     })
 }
 

@@ -24,25 +24,6 @@ pub(crate) mod walk;
 
 pub(crate) use imp::{Identity, checked_identity, file_id, identity, is_replacement, no_follow};
 
-/// What the trust check looks at of a file: its kind, owner, mode and identity (Unix).
-#[cfg(unix)]
-pub(crate) use walk::Stat as Status;
-/// Nothing, where there is no trust check.
-#[cfg(not(unix))]
-pub(crate) type Status = ();
-
-/// What the trust check would look at of the file `metadata` describes; `None` where it has
-/// nothing to look at.
-#[cfg(unix)]
-pub(crate) fn status(metadata: &std::fs::Metadata) -> Option<Status> {
-    Some(Status::of_metadata(metadata))
-}
-
-#[cfg(not(unix))]
-pub(crate) fn status(_: &std::fs::Metadata) -> Option<Status> {
-    None
-}
-
 /// A file as the platform tells files apart: its device and inode. The crate's one spelling
 /// of (dev, ino): what the trust check passed, what the registry finds an instance by (I9,
 /// `docs::internals`), what makes two paths one plugin.

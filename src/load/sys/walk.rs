@@ -10,7 +10,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
-use crate::load::candidate::FileId;
+use crate::load::sys::FileId;
 
 /// Opens a directory only to walk through it and `fstat` it: no read permission needed.
 #[cfg(any(target_os = "linux", target_os = "android"))]

@@ -102,15 +102,18 @@ impl Checks {
     /// itself passed: its run paths and needed libraries, and theirs. `Err` with the reason.
     ///
     /// A file that cannot be read, or whose ELF structure is unsound, passes here: the ELF
-    /// check refuses it next, with that cause.
-    pub(super) fn dependencies(&mut self, candidate: &Candidate) -> Result<(), String> {
-        let Some(file) = super::open_if_unchanged(candidate) else {
+    /// check refuses it next, with that cause. One that cannot be opened for lack of file
+    /// descriptors does not: the check could not run.
+    pub(super) fn dependencies(&mut self, candidate: &mut Candidate) -> Result<(), String> {
+        let Some(file) = super::open_if_unchanged(candidate)? else {
             return Ok(());
         };
-        let Ok(Some(linkage)) = crate::load::elf::linkage(&file, file.metadata.len()) else {
+        let linkage = crate::load::elf::linkage(&file, file.metadata.len());
+        // The load uses this descriptor, and what was read of it.
+        candidate.opened = Some(Box::new(file));
+        let Ok(Some(linkage)) = linkage else {
             return Ok(());
         };
-        drop(file);
         let mut queue = vec![Object {
             path: candidate.resolved.clone(),
             linkage,
@@ -339,7 +342,7 @@ fn strip_token<'a>(token: &'a str, name: &str) -> Option<&'a str> {
 fn linkage_of(path: &Path) -> Option<Linkage> {
     let file = std::fs::File::open(path).ok()?;
     let metadata = file.metadata().ok()?;
-    let file = crate::load::candidate::Opened::new(file, metadata);
+    let file = crate::load::elf::Opened::new(file, metadata);
     crate::load::elf::linkage(&file, file.metadata.len()).ok().flatten()
 }
 
