@@ -210,7 +210,11 @@
 //!   every open of one mapping. Hence the registry's key is the handle, and its lookup the
 //!   file's (dev, ino).
 //! - **`dlsym` searches a library's dependencies.** The entry point must be the library's
-//!   own: `dladdr1` (glibc) says which object a symbol lies in; elsewhere that check is absent.
+//!   own: its address must lie in one of the library's PT_LOAD segments (as the ELF check
+//!   read them from the checked descriptor) at the load address the handle's `link_map` gives
+//!   (`l_addr`): a few comparisons, where `dladdr1` would walk every loaded object. `dladdr1`
+//!   (glibc) only names the object of a refused symbol; without a load address the check is
+//!   absent.
 //! - **A library may stay mapped after its last `dlclose`** (pinned): `DF_1_NODELETE`, an
 //!   `STB_GNU_UNIQUE` symbol (g++'s function-local statics of inline functions), a registered
 //!   thread-local destructor, or another object bound to its symbols; musl never unmaps.

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::load::elf::Opened;
+
 /// A library file found by discovery, not yet opened.
 #[derive(Debug)]
 pub(crate) struct Candidate {
@@ -14,6 +16,33 @@ pub(crate) struct Candidate {
     pub(crate) identity: Identity,
     /// The file the trust check passed at `resolved`, if it ran: what is opened must be it.
     pub(crate) checked: Option<FileId>,
+    /// The file's status as discovery read it, where its directory entry is no symlink: the
+    /// trust check judges the file by it instead of reading it again, once (the open then
+    /// holds the file to this identity, as to any the check passed).
+    pub(crate) discovered: Option<Status>,
+    /// The checked file as the trust check opened it to read what it links against: the
+    /// load uses this descriptor (and what was read of it) if the file is still at
+    /// `resolved` then, instead of opening and reading it again.
+    pub(crate) opened: Option<Box<Opened>>,
 }
 
 pub(crate) use crate::load::sys::{FileId, Identity};
+
+/// What the trust check looks at of a file: its kind, owner, mode and identity (Unix).
+#[cfg(unix)]
+pub(crate) use crate::load::sys::walk::Stat as Status;
+/// Nothing, where there is no trust check.
+#[cfg(not(unix))]
+pub(crate) type Status = ();
+
+/// What the trust check would look at of the file `metadata` describes; `None` where it has
+/// nothing to look at.
+#[cfg(unix)]
+pub(crate) fn status(metadata: &std::fs::Metadata) -> Option<Status> {
+    Some(Status::of_metadata(metadata))
+}
+
+#[cfg(not(unix))]
+pub(crate) fn status(_: &std::fs::Metadata) -> Option<Status> {
+    None
+}

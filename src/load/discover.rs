@@ -133,6 +133,8 @@ fn library_file(path: &Path) -> Found {
         #[allow(clippy::clone_on_copy, reason = "`Identity` is a path on platforms other than Unix")]
         identity: identity.clone(),
         checked: None,
+        discovered: None,
+        opened: None,
     };
     Ok((candidate, identity))
 }
@@ -181,16 +183,14 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
         context: "cannot read plugin directory",
         source,
     };
-    let metadata = fs::metadata(dir).map_err(io_error)?;
-    if !metadata.is_dir() {
-        return Err(io_error(io::Error::new(
-            io::ErrorKind::NotADirectory,
-            "it is not a directory",
-        )));
-    }
     let resolved_dir = fs::canonicalize(dir).map_err(io_error)?;
+    // Listing it says whether it is a directory: no `stat` of its own.
+    let entries = fs::read_dir(dir).map_err(|e| match e.kind() {
+        io::ErrorKind::NotADirectory => io::Error::new(io::ErrorKind::NotADirectory, "it is not a directory"),
+        _ => e,
+    });
     let mut found = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_error)? {
+    for entry in entries.map_err(io_error)? {
         let entry = entry.map_err(io_error)?;
         let name = entry.file_name();
         if !is_library_name(&name) {
@@ -221,6 +221,8 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
                         resolved,
                         identity: identity(&path, &metadata),
                         checked: None,
+                        discovered: (!is_link).then(|| crate::load::candidate::status(&metadata)).flatten(),
+                        opened: None,
                     },
                     identity(&path, &metadata),
                 )

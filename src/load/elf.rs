@@ -7,7 +7,8 @@
 //! directory", which sends its user looking for a file that is right there. Both show in the
 //! headers. Reading bytes runs no plugin code; this module is safe code only.
 
-use std::fs::File;
+use std::cell::RefCell;
+use std::fs::{File, Metadata};
 use std::path::Path;
 
 use crate::error::Error;
@@ -21,7 +22,7 @@ use crate::error::Error;
 ///
 /// Only on platforms whose libraries are ELF files; elsewhere, and when the file cannot be
 /// read (the loader then reports that in its own words), it passes.
-pub(crate) fn check_file(path: &Path, file: &File, len: u64) -> Result<super::elf_layout::Linkage, Error> {
+pub(crate) fn check_file(path: &Path, file: &Opened, len: u64) -> Result<super::elf_layout::Linkage, Error> {
     let refused = |reason| Error::Open {
         path: path.to_owned(),
         reason,
@@ -30,20 +31,20 @@ pub(crate) fn check_file(path: &Path, file: &File, len: u64) -> Result<super::el
     if !cfg!(all(unix, not(target_vendor = "apple"))) {
         return Ok(super::elf_layout::Linkage::default());
     }
-    check_with(|buffer, offset| read_at(file, buffer, offset), len).map_err(refused)?;
-    super::elf_layout::check(|buffer, offset| read_at(file, buffer, offset), len).map_err(refused)
+    check_with(|buffer, offset| file.read_at(buffer, offset), len).map_err(refused)?;
+    super::elf_layout::check(|buffer, offset| file.read_at(buffer, offset), len).map_err(refused)
 }
 
 /// What the library makes the loader look up (its DT_NEEDED and run paths), after the
 /// header check and as much of the structural check as that takes; `None` where libraries
 /// are not ELF files. (The trust check reads it on Unix.)
 #[cfg_attr(not(unix), allow(dead_code))]
-pub(crate) fn linkage(file: &File, len: u64) -> Result<Option<super::elf_layout::Linkage>, String> {
+pub(crate) fn linkage(file: &Opened, len: u64) -> Result<Option<super::elf_layout::Linkage>, String> {
     if !cfg!(all(unix, not(target_vendor = "apple"))) {
         return Ok(None);
     }
-    check_with(|buffer, offset| read_at(file, buffer, offset), len)?;
-    super::elf_layout::linkage(|buffer, offset| read_at(file, buffer, offset), len).map(Some)
+    check_with(|buffer, offset| file.read_at(buffer, offset), len)?;
+    super::elf_layout::linkage(|buffer, offset| file.read_at(buffer, offset), len).map(Some)
 }
 
 /// [`check`] over a file's bytes in memory (the fuzz target's entry).
@@ -57,6 +58,62 @@ pub(crate) fn check_bytes(bytes: &[u8]) -> Result<(), String> {
     };
     check_with(read_at, bytes.len() as u64)?;
     super::elf_layout::check(read_at, bytes.len() as u64).map(drop)
+}
+
+/// A plugin file opened for its checks: the descriptor they read (and the loader maps), its
+/// status as read from that descriptor, and the parts of it the checks read so far. The
+/// blocks are kept only as long as this descriptor: a file opened again is read again.
+#[derive(Debug)]
+pub(crate) struct Opened {
+    pub(crate) file: File,
+    pub(crate) metadata: Metadata,
+    /// Blocks read, by offset: the ELF check, the dependency walk and the pinning prediction
+    /// read the same headers and tables, from the disk once.
+    read: RefCell<Read>,
+}
+
+/// The blocks of a file read so far, and their total size.
+#[derive(Debug, Default)]
+struct Read {
+    blocks: Vec<(u64, Vec<u8>)>,
+    bytes: usize,
+}
+
+/// The most one file's kept blocks hold, and the largest block kept: headers and the
+/// tables the loader reads, not a whole large library.
+const KEPT_BYTES: usize = 1 << 20;
+const KEPT_BLOCK: usize = 256 << 10;
+
+impl Opened {
+    pub(crate) fn new(file: File, metadata: Metadata) -> Opened {
+        Opened {
+            file,
+            metadata,
+            read: RefCell::default(),
+        }
+    }
+
+    /// Reads from `offset` on without moving the file's position, as `pread` does, from the
+    /// blocks read before when one holds all of `buffer`.
+    pub(crate) fn read_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let mut read = self.read.borrow_mut();
+        let end = offset.saturating_add(buffer.len() as u64);
+        let held = read
+            .blocks
+            .iter()
+            .find(|(start, bytes)| *start <= offset && end <= start + bytes.len() as u64);
+        if let Some((start, bytes)) = held {
+            let from = (offset - start) as usize;
+            buffer.copy_from_slice(&bytes[from..from + buffer.len()]);
+            return Ok(buffer.len());
+        }
+        let got = read_at(&self.file, buffer, offset)?;
+        if got <= KEPT_BLOCK && read.bytes + got <= KEPT_BYTES {
+            read.bytes += got;
+            read.blocks.push((offset, buffer[..got].to_vec()));
+        }
+        Ok(got)
+    }
 }
 
 /// Reads from `offset` on without moving the file's position (`pread`).
@@ -626,7 +683,10 @@ mod mutations {
             let (bytes, what) = mutate(&mut rng, original);
             std::fs::write(&path, &bytes).unwrap();
             let file = File::open(&path).unwrap();
-            let outcome = std::panic::catch_unwind(|| check_file(&path, &file, bytes.len() as u64));
+            let metadata = file.metadata().unwrap();
+            let file = Opened::new(file, metadata);
+            let check = std::panic::AssertUnwindSafe(|| check_file(&path, &file, bytes.len() as u64));
+            let outcome = std::panic::catch_unwind(check);
             let outcome = outcome.unwrap_or_else(|_| panic!("case {case} ({what}) panicked"));
             match outcome {
                 Ok(_) => passed += 1,
@@ -671,5 +731,29 @@ mod mutations {
                 );
             }
         }
+    }
+}
+
+#[cfg(all(test, unix, not(loom)))]
+mod opened_tests {
+    use super::*;
+
+    #[test]
+    fn a_read_served_from_kept_blocks_gives_the_files_bytes() {
+        let path = std::env::temp_dir().join(format!("dylease-opened-{}", std::process::id()));
+        let bytes: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let file = File::open(&path).unwrap();
+        let metadata = file.metadata().unwrap();
+        let opened = Opened::new(file, metadata);
+        // Read from the file, then from the kept block (inside it, at its end), then across
+        // its end (from the file again), then past the file's end.
+        for (offset, len) in [(100, 4000), (164, 64), (3000, 1100), (4000, 200), (9990, 20)] {
+            let mut buffer = vec![0; len];
+            let got = opened.read_at(&mut buffer, offset).unwrap();
+            let end = (offset as usize + len).min(bytes.len());
+            assert_eq!(&buffer[..got], &bytes[offset as usize..end], "{len} bytes at {offset}");
+        }
+        std::fs::remove_file(&path).unwrap();
     }
 }

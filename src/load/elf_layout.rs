@@ -55,6 +55,9 @@ pub(crate) struct Linkage {
     pub(crate) runpath: Option<Vec<u8>>,
     /// DT_RPATH, if present (glibc ignores it when DT_RUNPATH is present).
     pub(crate) rpath: Option<Vec<u8>>,
+    /// Where its loadable segments (PT_LOAD) lie, relative to its load address: the only
+    /// addresses of the mapping that are its own (`library` asks whether a symbol is).
+    pub(crate) loads: Vec<std::ops::Range<u64>>,
 }
 
 impl Linkage {
@@ -666,7 +669,10 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
         let strsz = self.require(DT_STRSZ, DT_STRTAB)?;
         let strings = Strings(self.table(DT_STRTAB, strtab, strsz)?);
 
-        let mut linkage = Linkage::default();
+        let mut linkage = Linkage {
+            loads: self.image.loads.iter().map(|l| l.vaddr..l.vaddr + l.memsz).collect(),
+            ..Linkage::default()
+        };
         for &(tag, value) in self.entries {
             let name = match tag {
                 DT_NEEDED => "DT_NEEDED",

@@ -5,9 +5,11 @@
 #![allow(unsafe_code)]
 
 use std::fs::File;
+use std::ops::Range;
 use std::path::Path;
 
 use crate::abi::{DYLEASE_ENTRY_SYMBOL, dylease_plugin_v1_fn};
+use crate::load::candidate::Identity;
 use crate::load::sys::imp;
 
 /// The checked file a library is opened from: the descriptor the trust and ELF checks read,
@@ -16,10 +18,15 @@ use crate::load::sys::imp;
 pub(crate) struct Checked<'a> {
     /// The descriptor the checks read: what the loader must map.
     pub(crate) file: &'a File,
+    /// Its identity, as read from it when it was opened (not read again).
+    pub(crate) identity: &'a Identity,
     /// The path the file was found at, with symlinks resolved (for `$ORIGIN`, and messages).
     pub(crate) resolved: &'a Path,
     /// Whether the library's run paths or needed names use `$ORIGIN`.
     pub(crate) origin: bool,
+    /// Its loadable segments, relative to its load address, as the ELF check read them from
+    /// the descriptor (empty where they were not read).
+    pub(crate) loads: &'a [Range<u64>],
     /// Whether the trust check is on (`TrustPolicy::Strict`).
     pub(crate) strict: bool,
 }
@@ -33,6 +40,9 @@ pub(crate) struct Library {
     /// The descriptors whose names the loader recorded for the mapping (see `load::sys`): each
     /// stays open while the mapping lives, for ever if the platform keeps it.
     names: imp::Names,
+    /// Its loadable segments, relative to where the loader mapped it: the addresses that are
+    /// its own (see [`Library::entry`]).
+    loads: Vec<Range<u64>>,
     /// What the loader was given, and the file it stands for, for messages.
     shown: Shown,
 }
@@ -91,8 +101,14 @@ impl Library {
             std::io::ErrorKind::PermissionDenied if checked.strict => OpenFailure::Untrusted(e.to_string()),
             _ => OpenFailure::Other(io_message(checked.resolved, &e)),
         };
-        let (name, names) =
-            imp::name(checked.file, checked.resolved, checked.origin, checked.strict).map_err(failed)?;
+        let (name, names) = imp::name(
+            checked.file,
+            checked.identity,
+            checked.resolved,
+            checked.origin,
+            checked.strict,
+        )
+        .map_err(failed)?;
         // SAFETY: the caller vouches for the library's initialisation routines.
         let opened = unsafe { imp::open(&name) };
         let shown = Shown {
@@ -112,6 +128,7 @@ impl Library {
             inner: Some(inner),
             handle,
             names,
+            loads: checked.loads.to_vec(),
             shown,
         };
         // SAFETY: `handle` was just returned by the loader for this open library.
@@ -143,8 +160,11 @@ impl Library {
     ///
     /// `dlsym` also searches a library's dependencies: a library without an entry point that
     /// links against a plugin would otherwise be taken for that plugin, and the plugin's
-    /// registration and unload code would run twice on one mapping. So the symbol's object is
-    /// compared with this library (`dladdr1(RTLD_DL_LINKMAP)` against the handle, on glibc).
+    /// registration and unload code would run twice on one mapping. So the symbol's address
+    /// must lie in one of this library's own loadable segments (its load address plus each
+    /// PT_LOAD range the ELF check read from the checked descriptor): a few comparisons,
+    /// however many objects the process has loaded. Only a refusal asks the loader which
+    /// object the symbol is in (`dladdr1`, which walks them all), to name it.
     ///
     /// The returned pointer is valid only while `self` is open; callers keep it next to the
     /// library and never past it.
@@ -172,9 +192,11 @@ impl Library {
     /// Whether `address` lies in this library: `Some(Ok)` if so, `Some(Err(name))` with the
     /// loader's name of the object it lies in otherwise, `None` where the platform cannot tell.
     fn owner_of(&self, address: *const core::ffi::c_void) -> Option<Result<(), std::ffi::CString>> {
-        let (object, name) = imp::object_of(address)?;
-        // On glibc the handle `dlopen` returns is the object's `link_map`.
-        Some(if object == self.handle { Ok(()) } else { Err(name) })
+        if imp::lies_in(&self.names, &self.loads, address as usize)? {
+            return Some(Ok(()));
+        }
+        let name = imp::object_of(address).map(|(_, name)| name);
+        Some(Err(name.unwrap_or_default()))
     }
 
     /// Closes the library (`dlclose`), reporting the loader's complaint, if any. A zero from
@@ -325,11 +347,14 @@ mod tests {
         compile("ctor.c", &other, &[]);
         let other_inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&other).unwrap());
         let checked = File::open(&checked_path).unwrap();
+        let identity = crate::load::sys::file_id(&checked.metadata().unwrap()).unwrap();
         std::fs::rename(&other, &checked_path).unwrap();
         let origin = Checked {
             file: &checked,
+            identity: &identity,
             resolved: &checked_path,
             origin: true,
+            loads: &[],
             strict: true,
         };
         // SAFETY: both libraries are this crate's own test plugins, whose initialisation

@@ -104,8 +104,10 @@ impl Opener for Dlopen {
         })?;
         let checked = Checked {
             file: source,
+            identity: file.identity,
             resolved: file.resolved,
             origin: file.origin,
+            loads: file.loads,
             strict: file.strict,
         };
         // SAFETY: the host's configuration named this file as a plugin; by naming it, the

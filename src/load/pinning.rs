@@ -18,11 +18,10 @@
 
 use std::collections::HashSet;
 use std::fmt;
-use std::fs::File;
 
 use crate::abi::DYLEASE_ENTRY_SYMBOL;
 use crate::error::Origin;
-use crate::load::elf::{Reader, read_at, read_exactly};
+use crate::load::elf::{Opened, Reader, read_exactly};
 use crate::sync::Mutex;
 
 /// One reason the platform may keep a plugin's library mapped after its last lease; see
@@ -153,11 +152,11 @@ impl Pinning {
     /// check). A file whose sections cannot be read (stripped of section headers, or
     /// malformed) has no causes: the prediction is only advice, and the loader judges the
     /// file.
-    pub(crate) fn predict(file: &File, len: u64) -> Pinning {
+    pub(crate) fn predict(file: &Opened, len: u64) -> Pinning {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
             return Pinning::default();
         }
-        predict_with(|buffer, offset| read_at(file, buffer, offset), len).unwrap_or_default()
+        predict_with(|buffer, offset| file.read_at(buffer, offset), len).unwrap_or_default()
     }
 }
 

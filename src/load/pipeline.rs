@@ -70,8 +70,9 @@ impl Candidate {
                 shown: &self.path,
                 resolved: &self.resolved,
                 identity: &identity,
-                source: Some(&checked),
+                source: Some(&checked.file),
                 origin: linkage.names_origin(),
+                loads: &linkage.loads,
                 strict: trust == TrustPolicy::Strict,
             };
             match library_instance(file, deadline) {

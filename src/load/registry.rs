@@ -41,6 +41,8 @@ pub(crate) struct FileRef<'a> {
     pub(crate) source: Option<&'a std::fs::File>,
     /// Whether the library's run paths use `$ORIGIN` (see `library::Checked`).
     pub(crate) origin: bool,
+    /// Its loadable segments as the ELF check read them (see `library::Checked`).
+    pub(crate) loads: &'a [std::ops::Range<u64>],
     /// Whether the host's trust check is on.
     pub(crate) strict: bool,
 }
@@ -558,6 +560,7 @@ mod loom_models {
             identity,
             source: None,
             origin: false,
+            loads: &[],
             strict: false,
         }
     }

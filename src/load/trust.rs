@@ -9,12 +9,12 @@
 //! all. The file is then opened once, and that descriptor is what the ELF check reads (see
 //! [`open_checked`]).
 
-use std::fs::File;
 #[cfg(unix)]
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 use crate::load::candidate::{Candidate, FileId, Identity};
+use crate::load::elf::Opened;
 #[cfg(unix)]
 use crate::load::sys::walk as sys;
 use crate::load::sys::{file_id, is_replacement, no_follow};
@@ -48,9 +48,11 @@ impl Checks {
     /// [`TrustPolicy::Strict`] a passed candidate's `resolved` path becomes the path the
     /// check walked, and `checked` the file it found there.
     pub(crate) fn check(&mut self, policy: TrustPolicy, candidate: &mut Candidate) -> Result<(), Error> {
+        // A file checked again is opened again.
+        candidate.opened = None;
         match policy {
             TrustPolicy::Permissive => Ok(()),
-            TrustPolicy::Strict => match self.strict(&candidate.path) {
+            TrustPolicy::Strict => match self.strict(&candidate.path, candidate.discovered.take()) {
                 Ok(Some((resolved, id))) => {
                     candidate.resolved = resolved;
                     candidate.checked = Some(id);
@@ -68,8 +70,9 @@ impl Checks {
         }
     }
 
+    /// Walks `path` (whose own status discovery may have read: `discovered`, used once).
     #[cfg(unix)]
-    fn strict(&mut self, path: &Path) -> Result<Option<(PathBuf, FileId)>, String> {
+    fn strict(&mut self, path: &Path, discovered: Option<sys::Stat>) -> Result<Option<(PathBuf, FileId)>, String> {
         let euid = *self.euid.get_or_insert_with(crate::load::sys::imp::effective_uid);
         // A relative path, a bare file name too, is resolved from the current directory,
         // whose every ancestor counts like those of any other directory.
@@ -85,19 +88,23 @@ impl Checks {
             euid,
             links: 0,
         };
-        walk.file(&absolute).map(Some).map_err(|mut problem| {
+        walk.file(&absolute, discovered).map(Some).map_err(|mut problem| {
             problem.holder = problem.through.is_empty() && Some(problem.path.as_path()) == absolute.parent();
             problem.to_string()
         })
     }
 
     #[cfg(not(unix))]
-    fn dependencies(&mut self, _: &Candidate) -> Result<(), String> {
+    fn dependencies(&mut self, _: &mut Candidate) -> Result<(), String> {
         Ok(())
     }
 
     #[cfg(not(unix))]
-    fn strict(&mut self, _: &std::path::Path) -> Result<Option<(std::path::PathBuf, FileId)>, String> {
+    fn strict(
+        &mut self,
+        _: &std::path::Path,
+        _: Option<crate::load::candidate::Status>,
+    ) -> Result<Option<(std::path::PathBuf, FileId)>, String> {
         Ok(None)
     }
 }
@@ -108,7 +115,7 @@ pub(crate) const REPLACEMENTS: u32 = 8;
 /// Opens the file `candidate` names for reading, once: the descriptor the ELF check reads and
 /// the loader maps. After a trust check it must be the file checked (same device and inode),
 /// and the last component is not followed (the check resolved every symlink already). Returns
-/// the file, its length and its identity.
+/// the opened file, its length and its identity.
 ///
 /// A file replaced after its check (renamed over, or removed and created again) was replaced
 /// by this user or root: only they can change a directory that passed. That is an install,
@@ -118,7 +125,7 @@ pub(crate) fn open_checked(
     candidate: &mut Candidate,
     checks: &mut Checks,
     policy: TrustPolicy,
-) -> Result<(File, u64, Identity), Error> {
+) -> Result<(Opened, u64, Identity), Error> {
     let mut replaced = 0;
     loop {
         let refused = |reason: String| Error::Open {
@@ -126,7 +133,8 @@ pub(crate) fn open_checked(
             reason,
             cause: crate::error::OpenCause::Headers,
         };
-        let (file, metadata) = match open_once(candidate) {
+        let held = candidate.opened.take().filter(|_| still_named(candidate));
+        let file = match held.map_or_else(|| open_once(candidate), |held| Ok(*held)) {
             Ok(opened) => opened,
             // Gone, or a symlink now: replaced after the check, if it was checked.
             Err(e) if candidate.checked.is_some() && replaced < REPLACEMENTS && is_replacement(&e) => {
@@ -142,7 +150,7 @@ pub(crate) fn open_checked(
                 )));
             }
         };
-        let id = file_id(&metadata);
+        let (id, len) = (file_id(&file.metadata), file.metadata.len());
         match candidate.checked {
             Some(checked) if id != Some(checked) => {
                 if replaced == REPLACEMENTS {
@@ -164,7 +172,7 @@ pub(crate) fn open_checked(
                 // not the identity function): one spelling for both.
                 #[allow(clippy::clone_on_copy, clippy::unnecessary_option_map_or_else)]
                 let identity = id.map_or_else(|| candidate.identity.clone(), crate::load::sys::checked_identity);
-                return Ok((file, metadata.len(), identity));
+                return Ok((file, len, identity));
             }
         }
     }
@@ -172,7 +180,7 @@ pub(crate) fn open_checked(
 
 /// Opens the file `candidate` names for reading, not following a symlink in the last
 /// component if it was checked, and reads its status from the descriptor.
-fn open_once(candidate: &Candidate) -> std::io::Result<(File, std::fs::Metadata)> {
+fn open_once(candidate: &Candidate) -> std::io::Result<Opened> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     if candidate.checked.is_some() {
@@ -180,15 +188,33 @@ fn open_once(candidate: &Candidate) -> std::io::Result<(File, std::fs::Metadata)
     }
     let file = options.open(&candidate.resolved)?;
     let metadata = file.metadata()?;
-    Ok((file, metadata))
+    Ok(Opened::new(file, metadata))
+}
+
+/// Whether the checked file is still the one at its resolved path (`lstat`): a file the
+/// check opened is used by the load only then, so that a file replaced in between is
+/// checked again, as if it had been opened only now.
+fn still_named(candidate: &Candidate) -> bool {
+    let now = std::fs::symlink_metadata(&candidate.resolved);
+    now.ok().and_then(|metadata| file_id(&metadata)) == candidate.checked
 }
 
 /// The checked file, opened as [`open_checked`] opens it, if it is still the file checked
 /// (the dependency walk reads its linkage; a replaced file is checked again when it is
-/// opened to load).
+/// opened to load). `Err` if it cannot be opened for lack of descriptors: its dependencies
+/// would go unchecked.
 #[cfg(unix)]
-fn open_if_unchanged(candidate: &Candidate) -> Option<(File, u64)> {
-    let (file, metadata) = open_once(candidate).ok()?;
-    let len = metadata.len();
-    (file_id(&metadata) == candidate.checked).then_some((file, len))
+fn open_if_unchanged(candidate: &Candidate) -> Result<Option<Opened>, String> {
+    let file = match open_once(candidate) {
+        Ok(file) => file,
+        Err(e) if !crate::load::library::descriptor_hint(&e).is_empty() => {
+            return Err(format!(
+                "cannot open `{}` to read what it links against: {e}{}",
+                candidate.resolved.display(),
+                crate::load::library::descriptor_hint(&e)
+            ));
+        }
+        Err(_) => return Ok(None),
+    };
+    Ok((file_id(&file.metadata) == candidate.checked).then_some(file))
 }

@@ -219,6 +219,8 @@ fn candidate(path: &Path) -> io::Result<Candidate> {
         resolved: fs::canonicalize(path)?,
         identity: file_identity(path, &metadata),
         checked: None,
+        discovered: None,
+        opened: None,
     })
 }
 
@@ -256,7 +258,7 @@ impl PyCandidate {
             // are the file checked, and no `__pycache__` is read or written.
             let (mut opened, len, _) = open_checked(&mut file.candidate, checks, trust)?;
             let mut source = String::with_capacity(usize::try_from(len).unwrap_or(0));
-            opened.read_to_string(&mut source).map_err(|source| Error::Io {
+            opened.file.read_to_string(&mut source).map_err(|source| Error::Io {
                 path: file.candidate.path.clone(),
                 context: "cannot read Python source (it must be UTF-8)",
                 source,
@@ -276,6 +278,7 @@ impl PyCandidate {
             identity: &key,
             source: None,
             origin: false,
+            loads: &[],
             strict: false,
         };
         let instance = instance::instance(file, staged, deadline)?;

@@ -50,12 +50,12 @@ pub(crate) struct Names {
 /// one), and refused under `strict` (`PermissionDenied`) where others can create names.
 pub(crate) fn name(
     file: &std::fs::File,
+    checked: &Identity,
     resolved: &std::path::Path,
     origin: bool,
     strict: bool,
 ) -> io::Result<(PathBuf, Names)> {
-    let metadata = file.metadata()?;
-    let identity = (metadata.dev(), metadata.ino());
+    let identity = (checked.dev, checked.ino);
     if let Some(kept) = KEPT.lock().get(&identity) {
         // Pinned: the mapping is still there under this name (`docs::internals`).
         let name = PathBuf::from(std::ffi::OsStr::from_bytes(kept.as_bytes()));
@@ -151,6 +151,15 @@ pub(crate) unsafe fn opened(names: &mut Names, handle: usize) {
     let name = (!map.l_name.is_null()).then(|| unsafe { CStr::from_ptr(map.l_name) });
     names.loaded_as = name.map(CStr::to_owned).unwrap_or_default();
     names.shared = name != Some(names.given.as_c_str());
+}
+
+/// Whether `address` lies in the opened mapping `names` describes, whose loadable segments
+/// are `loads` (relative to its load address, `l_addr`); `None` where that is unknown.
+pub(crate) fn lies_in(names: &Names, loads: &[std::ops::Range<u64>], address: usize) -> Option<bool> {
+    let base = names.base.filter(|_| !loads.is_empty())?;
+    // `l_addr` is what the loader added to every address of the file (wrapping, as it does).
+    let vaddr = address.wrapping_sub(base) as u64;
+    Some(loads.iter().any(|load| load.contains(&vaddr)))
 }
 
 /// Whether the mapping is of the checked file, where the loader was given another name for
@@ -346,4 +355,30 @@ pub(crate) fn is_replacement(error: &io::Error) -> bool {
 /// Opens without following a symlink in the last component, and without blocking on a FIFO.
 pub(crate) fn no_follow(options: &mut std::fs::OpenOptions) {
     options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_symbol_is_the_libraries_own_only_inside_one_of_its_loadable_segments() {
+        // Mapped at 0x7000_0000: code at +0x1000..+0x3000, data at +0x5000..+0x6000.
+        let names = Names {
+            base: Some(0x7000_0000),
+            ..Names::default()
+        };
+        let loads = [0x1000..0x3000, 0x5000..0x6000];
+        let at = |offset: usize| lies_in(&names, &loads, 0x7000_0000 + offset);
+        assert_eq!(at(0x1000), Some(true));
+        assert_eq!(at(0x5fff), Some(true));
+        // The gap between the segments, past the last, and below the mapping belong to
+        // other objects.
+        assert_eq!(at(0x4000), Some(false));
+        assert_eq!(at(0x6000), Some(false));
+        assert_eq!(lies_in(&names, &loads, 0x6fff_f000), Some(false));
+        // Not opened, or no segments read: the platform cannot tell.
+        assert_eq!(lies_in(&Names::default(), &loads, 0x1000), None);
+        assert_eq!(lies_in(&names, &[], 0x7000_1000), None);
+    }
 }

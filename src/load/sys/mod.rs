@@ -4,8 +4,9 @@
 //! `cfg` of its own for them; the `unsafe` of the FFI sits here, in small files that allow it.
 //!
 //! - `linux`: the loader is given the checked descriptor (`/proc/self/fd/N`: I9 and "The
-//!   identity guarantee" in `docs::internals`), asked which object a symbol lies in
-//!   (`dladdr1`) and whether a closed library stayed (`RTLD_NOLOAD`); `geteuid`, `getauxval`.
+//!   identity guarantee" in `docs::internals`), asked where it mapped a library (its
+//!   `link_map`), which object a refused symbol lies in (`dladdr1`) and whether a closed
+//!   library stayed (`dl_iterate_phdr`); `geteuid`, `getauxval`.
 //! - `other`: every other platform: the loader is given the resolved path, and what the
 //!   platform cannot tell is `None`.
 //! - `walk`: the `openat` walk of the trust check, on Unix.

@@ -16,6 +16,7 @@ pub(crate) struct Names;
 /// resolved); `origin`: whether its run paths or needed names use `$ORIGIN`.
 pub(crate) fn name(
     _file: &std::fs::File,
+    _checked: &Identity,
     resolved: &std::path::Path,
     _origin: bool,
     _strict: bool,
@@ -29,6 +30,11 @@ pub(crate) fn name(
 ///
 /// None needed: nothing is read.
 pub(crate) unsafe fn opened(_: &mut Names, _: usize) {}
+
+/// Where the loader mapped the library is not known here.
+pub(crate) fn lies_in(_: &Names, _: &[std::ops::Range<u64>], _: usize) -> Option<bool> {
+    None
+}
 
 /// The loader was given the path: it cannot be compared.
 pub(crate) fn maps_checked_file(_: &Names) -> Option<bool> {

@@ -10,7 +10,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
-use crate::load::candidate::FileId;
+use crate::load::sys::FileId;
 
 /// Opens a directory only to walk through it and `fstat` it: no read permission needed.
 #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -57,37 +57,75 @@ pub(crate) enum Kind {
     Other,
 }
 
-/// What `fstat` says about a file.
-#[derive(Debug)]
-pub(crate) struct Stat(libc::stat);
+/// What `fstat` says about a file: what the trust check looks at.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stat {
+    kind: Kind,
+    owner: u32,
+    mode: u32,
+    id: FileId,
+}
 
 impl Stat {
-    pub(crate) fn kind(&self) -> Kind {
-        match self.0.st_mode & libc::S_IFMT {
+    // `st_mode` is a `u16` on some platforms (macOS); the id fields' types differ between
+    // platforms, and both fit in 64 bits.
+    #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+    fn of(stat: &libc::stat) -> Stat {
+        let kind = match stat.st_mode & libc::S_IFMT {
             libc::S_IFREG => Kind::File,
             libc::S_IFDIR => Kind::Directory,
             libc::S_IFLNK => Kind::Symlink,
             _ => Kind::Other,
+        };
+        Stat {
+            kind,
+            owner: stat.st_uid,
+            mode: u32::from(stat.st_mode) & 0o7777,
+            id: FileId {
+                dev: stat.st_dev as u64,
+                ino: stat.st_ino as u64,
+            },
         }
+    }
+
+    /// The same, from the status std read (`lstat`-like, or of a file that is no symlink).
+    pub(crate) fn of_metadata(metadata: &std::fs::Metadata) -> Stat {
+        use std::os::unix::fs::MetadataExt;
+        let kind = metadata.file_type();
+        let kind = if kind.is_symlink() {
+            Kind::Symlink
+        } else if kind.is_file() {
+            Kind::File
+        } else if kind.is_dir() {
+            Kind::Directory
+        } else {
+            Kind::Other
+        };
+        Stat {
+            kind,
+            owner: metadata.uid(),
+            mode: metadata.mode() & 0o7777,
+            id: FileId {
+                dev: metadata.dev(),
+                ino: metadata.ino(),
+            },
+        }
+    }
+
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
     }
 
     pub(crate) fn owner(&self) -> u32 {
-        self.0.st_uid
+        self.owner
     }
 
-    // `st_mode` is a `u16` on some platforms (macOS).
-    #[allow(clippy::useless_conversion)]
     pub(crate) fn mode(&self) -> u32 {
-        u32::from(self.0.st_mode) & 0o7777
+        self.mode
     }
 
-    #[allow(clippy::unnecessary_cast)]
     pub(crate) fn id(&self) -> FileId {
-        // The field types differ between platforms; both fit in 64 bits.
-        FileId {
-            dev: self.0.st_dev as u64,
-            ino: self.0.st_ino as u64,
-        }
+        self.id
     }
 }
 
@@ -114,7 +152,7 @@ fn fstat(fd: &OwnedFd) -> io::Result<Stat> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: `fstat` succeeded, so it filled `stat`.
-    Ok(Stat(unsafe { stat.assume_init() }))
+    Ok(Stat::of(&unsafe { stat.assume_init() }))
 }
 
 /// The status of `name` in `dir`, not following a symlink.
@@ -134,7 +172,7 @@ pub(crate) fn stat_at(dir: &Dir, name: &OsStr) -> io::Result<Stat> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: `fstatat` succeeded, so it filled `stat`.
-    Ok(Stat(unsafe { stat.assume_init() }))
+    Ok(Stat::of(&unsafe { stat.assume_init() }))
 }
 
 /// The target of the symlink `name` in `dir`.

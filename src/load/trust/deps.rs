@@ -102,15 +102,18 @@ impl Checks {
     /// itself passed: its run paths and needed libraries, and theirs. `Err` with the reason.
     ///
     /// A file that cannot be read, or whose ELF structure is unsound, passes here: the ELF
-    /// check refuses it next, with that cause.
-    pub(super) fn dependencies(&mut self, candidate: &Candidate) -> Result<(), String> {
-        let Some((file, len)) = super::open_if_unchanged(candidate) else {
+    /// check refuses it next, with that cause. One that cannot be opened for lack of file
+    /// descriptors does not: the check could not run.
+    pub(super) fn dependencies(&mut self, candidate: &mut Candidate) -> Result<(), String> {
+        let Some(file) = super::open_if_unchanged(candidate)? else {
             return Ok(());
         };
-        let Ok(Some(linkage)) = crate::load::elf::linkage(&file, len) else {
+        let linkage = crate::load::elf::linkage(&file, file.metadata.len());
+        // The load uses this descriptor, and what was read of it.
+        candidate.opened = Some(Box::new(file));
+        let Ok(Some(linkage)) = linkage else {
             return Ok(());
         };
-        drop(file);
         let mut queue = vec![Object {
             path: candidate.resolved.clone(),
             linkage,
@@ -172,7 +175,7 @@ impl Checks {
                 }
                 let (resolved, _) = self
                     .walk()
-                    .file(&path)
+                    .file(&path, None)
                     .map_err(|problem| refusal(object, "needed library", name, &problem))?;
                 if let Some(linkage) = linkage_of(&resolved) {
                     found.push(Object {
@@ -338,8 +341,9 @@ fn strip_token<'a>(token: &'a str, name: &str) -> Option<&'a str> {
 /// What the library at `path` makes the loader look up, if it is a readable ELF library.
 fn linkage_of(path: &Path) -> Option<Linkage> {
     let file = std::fs::File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    crate::load::elf::linkage(&file, len).ok().flatten()
+    let metadata = file.metadata().ok()?;
+    let file = crate::load::elf::Opened::new(file, metadata);
+    crate::load::elf::linkage(&file, file.metadata.len()).ok().flatten()
 }
 
 /// The reason a plugin is refused for a problem found through its dependencies.

@@ -20,17 +20,23 @@ pub(super) struct Walk<'a> {
 
 impl Walk<'_> {
     /// Resolves the absolute path `path` to a regular file, checking everything traversed.
-    pub(super) fn file(&mut self, path: &Path) -> Result<(PathBuf, FileId), Problem> {
+    /// `known`: the status of the file at `path` read already (discovery's, of a directory
+    /// entry that is no symlink), which spares reading it again here. Whatever it says is
+    /// held to the file opened later: its identity must be the one returned.
+    pub(super) fn file(&mut self, path: &Path, known: Option<sys::Stat>) -> Result<(PathBuf, FileId), Problem> {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return Err(Problem::io(path, "is not a regular file"));
         };
         let dir = self.dir(parent)?;
         let resolved = dir.path.join(name);
-        let stat = sys::stat_at(&dir, name).map_err(|e| Problem::io(&resolved, &e.to_string()))?;
+        let stat = match known {
+            Some(stat) => stat,
+            None => sys::stat_at(&dir, name).map_err(|e| Problem::io(&resolved, &e.to_string()))?,
+        };
         match stat.kind() {
             sys::Kind::Symlink => {
                 let target = self.follow(&dir, name, &resolved, &stat)?;
-                self.file(&target).map_err(|problem| problem.through(&resolved))
+                self.file(&target, None).map_err(|problem| problem.through(&resolved))
             }
             sys::Kind::File => {
                 self.verdict(Subject::File, &resolved, &stat)?;
