@@ -127,8 +127,12 @@
 //!    so a thread that sees the new number finds the new set in the slot.
 //!
 //! Under loom the slot is a stand-in (`sync::loom_slot`) that promises what arc-swap does, a
-//! Release store and an Acquire load of one atomic, and no more: a lock there would order a
-//! thread after every earlier store and hide a publication without Release. Loom model 10b
+//! Release store and an Acquire load of one atomic (the position of the current `Weak`), read
+//! before any lock: a lock read first would order a thread after every earlier store and hide
+//! a publication without Release. (The list of `Weak`s behind the position is under a loom
+//! lock, taken after the position is read; a load that read the old position and locks after
+//! a store is ordered after that store's earlier writes, which arc-swap does not promise. No
+//! model relies on it: each asserts what the thread read, not what it read later.) Loom model 10b
 //! checks the publication order from a thread that never synchronised with the reload; with
 //! the planted bug `--cfg dylease_broken_publication` (the number stored and read Relaxed) it
 //! fails, which `loom-tests/run.sh` checks.
@@ -153,11 +157,11 @@
 //! set's `Teardown`).
 //!
 //! The cost of each path, against an `Arc` clone and drop and with one or two threads, and
-//! of a cold load of real plugins against raw `libloading`, is measured by the criterion
-//! benches in `benches/`; `BENCHMARKS.md` in the repository has the ratios and how to
-//! reproduce them. On a quiet machine the cached path costs 1.2× an `Arc` clone and drop
-//! (about 1 ns more) and the slot path about 1.9× the cached one, which is why the cache
-//! exists.
+//! of a cold load of real plugins against raw `libloading`, is measured by the interleaved
+//! harness `benches/compare.rs` (`scripts/bench.sh`); `BENCHMARKS.md` in the repository has
+//! the ratios, per run, and how to reproduce them. On a quiet machine the cached path costs
+//! 1.18× an `Arc` clone and drop (about 4 ns more) and the slot path (`ArcSwapWeak` load and
+//! upgrade) 1.6× the cached one, which is why the cache exists.
 //!
 //! # The identity guarantee: mapping the checked descriptor (I9)
 //!

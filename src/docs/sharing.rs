@@ -28,8 +28,10 @@
 //! Starting an instance resolves the entry point `dylease_plugin_v1`, which must be the
 //! library's own: `dlsym` also searches a library's dependencies, so a library without an
 //! entry point that links against a plugin would otherwise be taken for that plugin. It is
-//! refused with [`Error::MissingEntry`](crate::Error::MissingEntry) naming the file (on glibc,
-//! where `dladdr1` says which object a symbol lies in). Then the descriptor is checked and
+//! refused with [`Error::MissingEntry`](crate::Error::MissingEntry) naming the file: the
+//! entry point's address must lie in one of the file's own loadable segments (read by the ELF
+//! check from the checked descriptor, at the address the loader mapped it), and on glibc
+//! the message also names the library it came from (`dladdr1`). Then the descriptor is checked and
 //! the plugin's `on_load` runs.
 //!
 //! # Once per instance, once per set

@@ -277,17 +277,18 @@ impl PluginHost {
     /// watcher holds the host's configuration and generations only weakly, upgrading them
     /// for each reload, so it never keeps the host alive.
     pub(super) fn watched(mut self, debounce: Duration) -> Result<PluginHost, Error> {
-        if self.generations.policy() == UnloadPolicy::Immediately {
+        let config = Arc::downgrade(&self.config);
+        let generations = Arc::downgrade(&self.generations);
+        let reload = move |changed: &Path| reload_watched(&config, &generations, changed);
+        self.watch = watch::start(&self.config.sources, self.generations.stats.name(), debounce, reload)?;
+        // Only once a watcher runs: with nothing to watch there is nothing to warn about.
+        if self.watch.is_some() && self.generations.policy() == UnloadPolicy::Immediately {
             log::warn!(
                 "watching plugin sources under UnloadPolicy::Immediately: a reload while no lease is held \
                  loads the new set and unloads it at once, and only the next acquire() loads it to stay; use \
                  UnloadPolicy::After or WithHost to keep the reloaded set loaded"
             );
         }
-        let config = Arc::downgrade(&self.config);
-        let generations = Arc::downgrade(&self.generations);
-        let reload = move |changed: &Path| reload_watched(&config, &generations, changed);
-        self.watch = watch::start(&self.config.sources, self.generations.stats.name(), debounce, reload)?;
         Ok(self)
     }
 }

@@ -10,9 +10,9 @@ use crate::host::set::PluginSet;
 use crate::sync::{Arc, AtomicU64, Ordering, Weak};
 
 /// How many hosts one thread's cache remembers: eight hosts used in turn all stay cached; a
-/// ninth evicts an entry (round robin), which then takes the slot path. Measured
-/// (the repository's BENCHMARKS.md): 8 entries cost one host nothing measurable against 4, and move the cliff
-/// of a host used in turn with too many others from 5 hosts to 9.
+/// ninth evicts an entry (round robin), which then takes the slot path. Measured (the
+/// repository's BENCHMARKS.md, `acquire_hosts`): up to 8 hosts used in turn cost what one host
+/// does (0.91×); from 9 hosts on every acquire takes the slot path (2.8× one host, flat to 64).
 const CACHE_ENTRIES: usize = 8;
 
 /// How a lookup reads the host's current generation: Acquire, pairing with the Release that

@@ -197,8 +197,25 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
             continue;
         }
         let path = entry.path();
-        // Follows symlinks: a link to a library counts, a dangling link is an error.
-        let metadata = match fs::metadata(&path) {
+        // The entry's type comes with the directory listing (no system call on Linux).
+        let listed_link = entry.file_type().map_or(true, |kind| kind.is_symlink());
+        // A link to a library counts (followed), a dangling link is an error. An entry listed
+        // as no link is read without following, so that the status the trust check is handed
+        // below is the entry's own; if a link was swapped in since the listing, it is
+        // followed as a link.
+        let own = if listed_link {
+            None
+        } else {
+            Some(fs::symlink_metadata(&path))
+        };
+        let is_link = own
+            .as_ref()
+            .is_none_or(|own| own.as_ref().is_ok_and(|m| m.file_type().is_symlink()));
+        let read = match own {
+            Some(own) if !is_link => own,
+            _ => fs::metadata(&path),
+        };
+        let metadata = match read {
             Ok(metadata) if metadata.is_file() => metadata,
             Ok(_) => continue,
             Err(source) => {
@@ -206,25 +223,24 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
                 continue;
             }
         };
-        // The entry's type comes with the directory listing (no system call on Linux).
-        let is_link = entry.file_type().map_or(true, |kind| kind.is_symlink());
         let resolved = if is_link {
             fs::canonicalize(&path)
         } else {
             Ok(resolved_dir.join(&name))
         };
+        let identity = identity(&path, &metadata);
         let file = resolved
             .map(|resolved| {
                 (
                     Candidate {
                         path: path.clone(),
                         resolved,
-                        identity: identity(&path, &metadata),
+                        identity: identity.clone(),
                         checked: None,
                         discovered: (!is_link).then(|| crate::load::candidate::status(&metadata)).flatten(),
                         opened: None,
                     },
-                    identity(&path, &metadata),
+                    identity,
                 )
             })
             .map_err(|source| unusable(&path, "cannot resolve plugin file", source));

@@ -180,23 +180,27 @@ impl Library {
             .map(|s| *s)
             .map_err(|e| self.shown.rewrite(&loader_message(&e)))?;
         match self.owner_of(entry as *const core::ffi::c_void) {
-            Some(Err(owner)) => Err(format!(
+            Some(Err(Some(owner))) => Err(format!(
                 "the `{DYLEASE_ENTRY_SYMBOL}` the loader found belongs to `{}`, a library it depends on, \
                  not to the file itself",
                 file_of(&owner)
+            )),
+            Some(Err(None)) => Err(format!(
+                "the `{DYLEASE_ENTRY_SYMBOL}` the loader found lies outside the file's own segments: it \
+                 belongs to a library it depends on, not to the file itself"
             )),
             Some(Ok(())) | None => Ok(entry),
         }
     }
 
-    /// Whether `address` lies in this library: `Some(Ok)` if so, `Some(Err(name))` with the
-    /// loader's name of the object it lies in otherwise, `None` where the platform cannot tell.
-    fn owner_of(&self, address: *const core::ffi::c_void) -> Option<Result<(), std::ffi::CString>> {
+    /// Whether `address` lies in this library: `Some(Ok)` if so, `Some(Err(name))` otherwise,
+    /// with the loader's name of the object it lies in where the platform can say it (glibc's
+    /// `dladdr1`), `None` where the platform cannot tell at all.
+    fn owner_of(&self, address: *const core::ffi::c_void) -> Option<Result<(), Option<std::ffi::CString>>> {
         if imp::lies_in(&self.names, &self.loads, address as usize)? {
             return Some(Ok(()));
         }
-        let name = imp::object_of(address).map(|(_, name)| name);
-        Some(Err(name.unwrap_or_default()))
+        Some(Err(imp::object_of(address).map(|(_, name)| name)))
     }
 
     /// Closes the library (`dlclose`), reporting the loader's complaint, if any. A zero from

@@ -133,7 +133,10 @@ pub(crate) fn open_checked(
             reason,
             cause: crate::error::OpenCause::Headers,
         };
-        let held = candidate.opened.take().filter(|_| still_named(candidate));
+        let held = candidate
+            .opened
+            .take()
+            .filter(|held| still_named(candidate, &held.metadata));
         let file = match held.map_or_else(|| open_once(candidate), |held| Ok(*held)) {
             Ok(opened) => opened,
             // Gone, or a symlink now: replaced after the check, if it was checked.
@@ -191,12 +194,16 @@ fn open_once(candidate: &Candidate) -> std::io::Result<Opened> {
     Ok(Opened::new(file, metadata))
 }
 
-/// Whether the checked file is still the one at its resolved path (`lstat`): a file the
-/// check opened is used by the load only then, so that a file replaced in between is
-/// checked again, as if it had been opened only now.
-fn still_named(candidate: &Candidate) -> bool {
-    let now = std::fs::symlink_metadata(&candidate.resolved);
-    now.ok().and_then(|metadata| file_id(&metadata)) == candidate.checked
+/// Whether the checked file is still the one at its resolved path (`lstat`), unchanged since
+/// the check opened it (`read`: its status then): a file the check opened is used by the
+/// load only then, so that a file replaced in between is checked again, and a file rewritten
+/// in place (same inode, another length or modification time) is opened and read again, as
+/// if it had been opened only now.
+fn still_named(candidate: &Candidate, read: &std::fs::Metadata) -> bool {
+    let Ok(now) = std::fs::symlink_metadata(&candidate.resolved) else {
+        return false;
+    };
+    file_id(&now) == candidate.checked && now.len() == read.len() && now.modified().ok() == read.modified().ok()
 }
 
 /// The checked file, opened as [`open_checked`] opens it, if it is still the file checked
@@ -207,14 +214,16 @@ fn still_named(candidate: &Candidate) -> bool {
 fn open_if_unchanged(candidate: &Candidate) -> Result<Option<Opened>, String> {
     let file = match open_once(candidate) {
         Ok(file) => file,
-        Err(e) if !crate::load::library::descriptor_hint(&e).is_empty() => {
+        Err(e) => {
+            let hint = crate::load::library::descriptor_hint(&e);
+            if hint.is_empty() {
+                return Ok(None);
+            }
             return Err(format!(
-                "cannot open `{}` to read what it links against: {e}{}",
-                candidate.resolved.display(),
-                crate::load::library::descriptor_hint(&e)
+                "cannot open `{}` to read what it links against: {e}{hint}",
+                candidate.resolved.display()
             ));
         }
-        Err(_) => return Ok(None),
     };
     Ok((file_id(&file.metadata) == candidate.checked).then_some(file))
 }

@@ -3,9 +3,13 @@
 //! still read the `Weak` before it, as with arc-swap.
 //!
 //! arc-swap promises that a load sees the last store that happened before it, or a later one:
-//! a load is at least Acquire and a store at least Release. This stand-in gives exactly that
-//! and no more: the slot's `Weak`s live in a list that only grows, and the atomic holds the
-//! position of the current one (stored Release, loaded Acquire). A lock would give more: a
+//! a load is at least Acquire and a store at least Release. This stand-in gives that through
+//! its atomic: the slot's `Weak`s live in a list that only grows, and the atomic holds the
+//! position of the current one (stored Release, loaded Acquire), read before the list's lock.
+//! The lock still gives a little more than arc-swap: a load that read the old position and
+//! takes the lock after a store's unlock is ordered after that store's earlier writes. The
+//! models assert only what a thread read, which that extra does not change. A lock read first
+//! would give much more: a
 //! thread that takes it after a store sees that store, whatever it saw before, which hid from
 //! the models a generation number published without Release (docs::internals, "The slot
 //! protocol": a thread that sees the new number must find the new set in the slot).

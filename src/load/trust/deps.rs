@@ -108,12 +108,14 @@ impl Checks {
         let Some(file) = super::open_if_unchanged(candidate)? else {
             return Ok(());
         };
-        let linkage = crate::load::elf::linkage(&file, file.metadata.len());
-        // The load uses this descriptor, and what was read of it.
-        candidate.opened = Some(Box::new(file));
-        let Ok(Some(linkage)) = linkage else {
+        let Ok(Some(linkage)) = crate::load::elf::linkage(&file, file.metadata.len()) else {
+            // Not a library whose linkage could be read (a Python file, a data file of a
+            // package, an unsound ELF file): nothing of it is kept open, and the ELF check, if
+            // any, opens it again.
             return Ok(());
         };
+        // The load uses this descriptor, and what was read of it.
+        candidate.opened = Some(Box::new(file));
         let mut queue = vec![Object {
             path: candidate.resolved.clone(),
             linkage,
