@@ -56,6 +56,10 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         ),
         // dladdr, as for by_hand_marker.
         "swap_on_load" => (vec!["swap_on_load.c"], vec!["-Wl,--no-as-needed".into(), "-ldl".into()]),
+        "truncate_on_load" => (
+            vec!["truncate_on_load.c"],
+            vec!["-Wl,--no-as-needed".into(), "-ldl".into()],
+        ),
         // dladdr, as for by_hand_marker.
         "reenter" => (vec!["reenter.c"], vec!["-Wl,--no-as-needed".into(), "-ldl".into()]),
         // dladdr, as for by_hand_marker.

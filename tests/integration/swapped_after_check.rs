@@ -184,3 +184,28 @@ fn a_file_of_another_file_system_with_the_checked_inode_number_is_refused() {
         }
     });
 }
+
+#[test]
+fn a_file_rewritten_in_place_after_the_check_is_read_and_checked_again() {
+    // The same inode at the same path, so the descriptor the trust check opened would still
+    // name it; but its bytes changed after the check read them. The load must judge what is
+    // there now (a 64-byte stub, which the ELF check refuses), not what the check read.
+    let dir = TestDir::new("rewritten_in_place");
+    let first = dir.add("truncate_on_load", "liba.so");
+    let checked = dir.add("p1", "libb.so");
+    let inode = fs::metadata(&checked).unwrap().ino();
+    let outcome = acquire_bounded(dir.path()).expect("the load did not finish");
+    let now = fs::metadata(&checked).unwrap();
+    assert!(
+        now.len() == 64 && now.ino() == inode,
+        "the constructor did not rewrite the file in place: the test proves nothing"
+    );
+    let error = outcome.expect_err("a file truncated after its check was loaded");
+    assert!(
+        matches!(&error, Error::Open { path, cause: dylease::OpenCause::Headers, .. } if path == &checked),
+        "the ELF check did not judge the file as it is now (a refusal by the loader means it \
+         judged the bytes read before the rewrite): {error:?}"
+    );
+    assert_unloaded(&first);
+    assert_unloaded(&checked);
+}
