@@ -342,30 +342,36 @@ impl Image {
         }
         let mut previous: Option<&Segment> = None;
         for (n, load) in loads.iter().enumerate() {
-            let which = format!("its loadable segment {n} (PT_LOAD at address {:#x})", load.vaddr);
-            alignment(load, &which)?;
+            // Named only when refused: no formatting on the success path.
+            let which = || format!("its loadable segment {n} (PT_LOAD at address {:#x})", load.vaddr);
+            alignment(load, which)?;
             if load.align > 1 && load.offset % load.align != load.vaddr % load.align {
+                let which = which();
                 return Err(format!(
                     "{which} has file offset {:#x} and address {:#x}, which differ modulo its alignment {:#x}",
                     load.offset, load.vaddr, load.align
                 ));
             }
             if load.filesz > load.memsz {
+                let which = which();
                 return Err(format!(
                     "{which} has more bytes in the file ({}) than in memory ({})",
                     load.filesz, load.memsz
                 ));
             }
             if load.offset.checked_add(load.filesz).is_none_or(|end| end > len) {
+                let which = which();
                 return Err(format!(
                     "the file is truncated: it has {len} bytes, but {which} reaches byte {}",
                     u128::from(load.offset) + u128::from(load.filesz)
                 ));
             }
             if load.vaddr.checked_add(load.memsz).is_none() {
+                let which = which();
                 return Err(format!("{which} runs past the end of the address space"));
             }
             if load.flags & PF_X != 0 && load.filesz != load.memsz {
+                let which = which();
                 return Err(format!(
                     "{which} is executable but has {} bytes in the file and {} in memory: code is never \
                      zero-filled",
@@ -373,6 +379,7 @@ impl Image {
                 ));
             }
             if load.flags & PF_R == 0 {
+                let which = which();
                 return Err(format!(
                     "{which} is not readable (flags {:#x}): the loader and the code read every loadable segment",
                     load.flags
@@ -380,6 +387,7 @@ impl Image {
             }
             if let Some(previous) = previous {
                 if load.vaddr < previous.vaddr + previous.memsz {
+                    let which = which();
                     return Err(format!(
                         "{which} starts below the end of the one before it ({:#x}): loadable segments are in \
                          address order and do not overlap",
@@ -387,6 +395,7 @@ impl Image {
                     ));
                 }
                 if load.filesz > 0 && previous.filesz > 0 && load.offset < previous.offset + previous.filesz {
+                    let which = which();
                     return Err(format!(
                         "{which} maps file bytes from {:#x}, which the one before it maps too (up to {:#x}): \
                          loadable segments map distinct parts of the file, in order",
@@ -430,9 +439,9 @@ impl Image {
         file: &File<R>,
         vaddr: u64,
         size: u64,
-        what: &str,
+        what: impl FnOnce() -> String,
     ) -> Result<Vec<u8>, String> {
-        let load = self.backing(vaddr, size).ok_or_else(|| outside(what, vaddr, size))?;
+        let load = self.backing(vaddr, size).ok_or_else(|| outside(&what(), vaddr, size))?;
         file.bytes(load.offset + (vaddr - load.vaddr), size)
     }
 
@@ -441,7 +450,7 @@ impl Image {
         let which = || format!("its {} segment (at address {:#x})", segment.name(), segment.vaddr);
         match segment.kind {
             PT_TLS => {
-                alignment(segment, &which())?;
+                alignment(segment, which)?;
                 if segment.align == 0 {
                     return Err(format!("{} has alignment 0", which()));
                 }
@@ -455,9 +464,9 @@ impl Image {
                         segment.memsz
                     ));
                 }
-                self.file_backed(segment, &which())
+                self.file_backed(segment, which)
             }
-            PT_DYNAMIC | PT_PHDR | PT_NOTE | PT_GNU_PROPERTY | PT_GNU_EH_FRAME => self.file_backed(segment, &which()),
+            PT_DYNAMIC | PT_PHDR | PT_NOTE | PT_GNU_PROPERTY | PT_GNU_EH_FRAME => self.file_backed(segment, which),
             PT_GNU_RELRO => match self.mapping(segment.vaddr, segment.memsz) {
                 Some(load) if load.flags & PF_W != 0 => Ok(()),
                 _ => Err(format!(
@@ -470,14 +479,15 @@ impl Image {
         }
     }
 
-    fn file_backed(&self, segment: &Segment, which: &str) -> Result<(), String> {
+    fn file_backed(&self, segment: &Segment, which: impl Fn() -> String) -> Result<(), String> {
         if segment.filesz == 0 && segment.kind != PT_DYNAMIC {
             return Ok(());
         }
         let Some(load) = self.backing(segment.vaddr, segment.filesz) else {
             return Err(format!(
-                "{which} ({} bytes) is not inside the file-backed part of a loadable segment, where the loader \
+                "{} ({} bytes) is not inside the file-backed part of a loadable segment, where the loader \
                  reads it",
+                which(),
                 segment.filesz
             ));
         };
@@ -485,13 +495,14 @@ impl Image {
         let mapped_from = load.offset + (segment.vaddr - load.vaddr);
         if segment.offset != mapped_from {
             return Err(format!(
-                "{which} says it is at file offset {:#x}, but the loadable segment holding its address maps \
+                "{} says it is at file offset {:#x}, but the loadable segment holding its address maps \
                  file offset {mapped_from:#x} there",
+                which(),
                 segment.offset
             ));
         }
         if segment.kind == PT_TLS && load.flags & PF_W == 0 {
-            return Err(format!("{which} is not inside a writable loadable segment"));
+            return Err(format!("{} is not inside a writable loadable segment", which()));
         }
         Ok(())
     }
@@ -510,7 +521,9 @@ impl Image {
                 dynamic.vaddr
             ));
         }
-        let bytes = self.read(file, dynamic.vaddr, dynamic.filesz, "its dynamic section (PT_DYNAMIC)")?;
+        let bytes = self.read(file, dynamic.vaddr, dynamic.filesz, || {
+            "its dynamic section (PT_DYNAMIC)".into()
+        })?;
         let mut entries = Vec::new();
         for raw in bytes.chunks_exact(entry as usize) {
             let (tag, value) = if wide {
@@ -530,10 +543,11 @@ impl Image {
     }
 }
 
-fn alignment(segment: &Segment, which: &str) -> Result<(), String> {
+fn alignment(segment: &Segment, which: impl FnOnce() -> String) -> Result<(), String> {
     if segment.align > 1 && !segment.align.is_power_of_two() {
         return Err(format!(
-            "{which} has alignment {:#x}, which is not a power of two",
+            "{} has alignment {:#x}, which is not a power of two",
+            which(),
             segment.align
         ));
     }
@@ -644,7 +658,7 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
             ));
         }
         self.image
-            .read(self.file, vaddr, size, &format!("its {} table", tag_name(tag)))
+            .read(self.file, vaddr, size, || format!("its {} table", tag_name(tag)))
     }
 
     fn entry_size(&self, tag: u64, expected: u64) -> Result<(), String> {
@@ -771,7 +785,7 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
                         ));
                     }
                 }
-                self.function_start(&format!("its {} function", tag_name(function)), vaddr)?;
+                self.function_start(|| format!("its {} function", tag_name(function)), vaddr)?;
             }
         }
         Ok(linkage)
@@ -927,18 +941,12 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
     /// The functions of an init or fini array: each slot is relocated (a library loaded
     /// anywhere holds no absolute address), and a relative one points into an executable
     /// segment.
-    fn functions(
-        &self,
-        array: u64,
-        vaddr: u64,
-        size: u64,
-        relocations: &std::collections::HashMap<u64, Relocation>,
-    ) -> Result<(), String> {
+    fn functions(&self, array: u64, vaddr: u64, size: u64, relocations: &Relocations) -> Result<(), String> {
         let Some(relative) = RELATIVE else { return Ok(()) };
         let slots = self.table(array, vaddr, size)?;
         for (n, slot) in slots.chunks_exact(self.word() as usize).enumerate() {
             let at = vaddr + n as u64 * self.word();
-            let Some(relocation) = relocations.get(&at) else {
+            let Some(relocation) = relocations.get(at) else {
                 return Err(format!(
                     "its {} slot {n} (address {at:#x}) is not relocated, so the loader would call an absolute \
                      address",
@@ -959,18 +967,19 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
                     tag_name(array)
                 ));
             }
-            self.function_start(&format!("its {} slot {n}", tag_name(array)), target)?;
+            self.function_start(|| format!("its {} slot {n}", tag_name(array)), target)?;
         }
         Ok(())
     }
 
     /// Refuses `address` (of `what`, which the loader calls) when the unwind tables place it
     /// inside a function rather than at a function's start.
-    fn function_start(&self, what: &str, address: u64) -> Result<(), String> {
+    fn function_start(&self, what: impl FnOnce() -> String, address: u64) -> Result<(), String> {
         match unwind::inside(&self.functions, address) {
             Some(start) => Err(format!(
-                "{what} (address {address:#x}) points inside the function that starts at {start:#x}, by its \
-                 unwind tables (PT_GNU_EH_FRAME): the loader would start running code mid-function"
+                "{} (address {address:#x}) points inside the function that starts at {start:#x}, by its \
+                 unwind tables (PT_GNU_EH_FRAME): the loader would start running code mid-function",
+                what()
             )),
             None => Ok(()),
         }
@@ -1033,8 +1042,8 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
 
     /// The relocation tables: sizes, entry sizes, each entry's target, and the count of
     /// leading relative relocations. Returns every relocation by target address.
-    fn relocations(&self) -> Result<std::collections::HashMap<u64, Relocation>, String> {
-        let mut all = std::collections::HashMap::new();
+    fn relocations(&self) -> Result<Relocations, String> {
+        let mut all = Vec::new();
         let (rela_size, rel_size) = if self.wide { (24, 16) } else { (12, 8) };
         let text_relocations =
             self.get(DT_TEXTREL).is_some() || self.get(DT_FLAGS).is_some_and(|flags| flags & DF_TEXTREL != 0);
@@ -1137,7 +1146,7 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
                         tag_name(tag)
                     ));
                 }
-                all.insert(target, Relocation { kind, symbol, addend });
+                all.push((target, Relocation { kind, symbol, addend }));
             }
         }
         if let Some(relr) = self.get(DT_RELR) {
@@ -1175,19 +1184,42 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
                         ));
                     }
                     if let Some(kind) = RELATIVE {
-                        all.insert(
+                        all.push((
                             target,
                             Relocation {
                                 kind,
                                 symbol: 0,
                                 addend: None,
                             },
-                        );
+                        ));
                     }
                 }
             }
         }
-        Ok(all)
+        Ok(Relocations::new(all))
+    }
+}
+
+/// Every relocation by target address, the last one for each target (as a map filled in
+/// table order keeps it): sorted once, looked up by binary search.
+struct Relocations(Vec<(u64, Relocation)>);
+
+impl Relocations {
+    fn new(mut all: Vec<(u64, Relocation)>) -> Relocations {
+        // Latest first among equal targets (the sort is stable), then keep the first of each.
+        all.reverse();
+        all.sort_by_key(|&(target, _)| target);
+        all.dedup_by_key(|&mut (target, _)| target);
+        Relocations(all)
+    }
+
+    fn get(&self, target: u64) -> Option<&Relocation> {
+        let at = self.0.binary_search_by_key(&target, |&(target, _)| target).ok()?;
+        Some(&self.0[at].1)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Relocation> {
+        self.0.iter().map(|(_, relocation)| relocation)
     }
 }
 
