@@ -84,6 +84,10 @@ struct Read {
 const KEPT_BYTES: usize = 1 << 20;
 const KEPT_BLOCK: usize = 256 << 10;
 
+/// The largest file the first read takes whole: the checks of a small library read its
+/// headers and tables from all over it, and one `pread` of it all is cheaper than one per table.
+const WHOLE_FILE: u64 = 64 << 10;
+
 impl Opened {
     pub(crate) fn new(file: File, metadata: Metadata) -> Opened {
         Opened {
@@ -94,9 +98,24 @@ impl Opened {
     }
 
     /// Reads from `offset` on without moving the file's position, as `pread` does, from the
-    /// blocks read before when one holds all of `buffer`.
+    /// blocks read before when one holds all of `buffer`. The first read of a file of at most
+    /// [`WHOLE_FILE`] bytes reads all of it.
     pub(crate) fn read_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
         let mut read = self.read.borrow_mut();
+        let len = self.metadata.len();
+        if read.blocks.is_empty() && (1..=WHOLE_FILE).contains(&len) {
+            // A file that shrank since its status was read gives a shorter block; reads past
+            // it go to the file, as they would have.
+            let mut whole = vec![0; len as usize];
+            let got = read_exactly(
+                &|buffer: &mut [u8], offset| read_at(&self.file, buffer, offset),
+                &mut whole,
+                0,
+            )?;
+            whole.truncate(got);
+            read.bytes += got;
+            read.blocks.push((0, whole));
+        }
         let end = offset.saturating_add(buffer.len() as u64);
         let held = read
             .blocks
@@ -746,14 +765,18 @@ mod opened_tests {
         let file = File::open(&path).unwrap();
         let metadata = file.metadata().unwrap();
         let opened = Opened::new(file, metadata);
-        // Read from the file, then from the kept block (inside it, at its end), then across
-        // its end (from the file again), then past the file's end.
+        // Reads inside the file, at scattered offsets and lengths, then one past its end.
         for (offset, len) in [(100, 4000), (164, 64), (3000, 1100), (4000, 200), (9990, 20)] {
             let mut buffer = vec![0; len];
             let got = opened.read_at(&mut buffer, offset).unwrap();
             let end = (offset as usize + len).min(bytes.len());
             assert_eq!(&buffer[..got], &bytes[offset as usize..end], "{len} bytes at {offset}");
         }
+        // A file this small is read whole by the first read; only the read past its end
+        // went to the file again.
+        let read = opened.read.borrow();
+        assert_eq!(read.blocks.len(), 2);
+        assert_eq!((read.blocks[0].0, read.blocks[0].1.as_slice()), (0, bytes.as_slice()));
         std::fs::remove_file(&path).unwrap();
     }
 }
