@@ -7,7 +7,7 @@
 //! directory", which sends its user looking for a file that is right there. Both show in the
 //! headers. Reading bytes runs no plugin code; this module is safe code only.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::fs::{File, Metadata};
 use std::path::Path;
 
@@ -32,7 +32,7 @@ pub(crate) fn check_file(path: &Path, file: &Opened, len: u64) -> Result<super::
         return Ok(super::elf_layout::Linkage::default());
     }
     check_with(|buffer, offset| file.read_at(buffer, offset), len).map_err(refused)?;
-    super::elf_layout::check(|buffer, offset| file.read_at(buffer, offset), len).map_err(refused)
+    super::elf_layout::check(|buffer, offset| file.read_at(buffer, offset), len, file.whole()).map_err(refused)
 }
 
 /// What the library makes the loader look up (its DT_NEEDED and run paths), after the
@@ -44,7 +44,7 @@ pub(crate) fn linkage(file: &Opened, len: u64) -> Result<Option<super::elf_layou
         return Ok(None);
     }
     check_with(|buffer, offset| file.read_at(buffer, offset), len)?;
-    super::elf_layout::linkage(|buffer, offset| file.read_at(buffer, offset), len).map(Some)
+    super::elf_layout::linkage(|buffer, offset| file.read_at(buffer, offset), len, file.whole()).map(Some)
 }
 
 /// [`check`] over a file's bytes in memory (the fuzz target's entry).
@@ -57,7 +57,7 @@ pub(crate) fn check_bytes(bytes: &[u8]) -> Result<(), String> {
         Ok(n)
     };
     check_with(read_at, bytes.len() as u64)?;
-    super::elf_layout::check(read_at, bytes.len() as u64).map(drop)
+    super::elf_layout::check(read_at, bytes.len() as u64, None).map(drop)
 }
 
 /// A plugin file opened for its checks: the descriptor they read (and the loader maps), its
@@ -67,6 +67,10 @@ pub(crate) fn check_bytes(bytes: &[u8]) -> Result<(), String> {
 pub(crate) struct Opened {
     pub(crate) file: File,
     pub(crate) metadata: Metadata,
+    /// The whole file, as the first read found it, when it has at most [`WHOLE_FILE`] bytes
+    /// (empty otherwise): the checks of a small library read its headers and tables from all
+    /// over it, and one `pread` of it all is cheaper than one per table.
+    whole: OnceCell<Vec<u8>>,
     /// Blocks read, by offset: the ELF check, the dependency walk and the pinning prediction
     /// read the same headers and tables, from the disk once.
     read: RefCell<Read>,
@@ -84,8 +88,7 @@ struct Read {
 const KEPT_BYTES: usize = 1 << 20;
 const KEPT_BLOCK: usize = 256 << 10;
 
-/// The largest file the first read takes whole: the checks of a small library read its
-/// headers and tables from all over it, and one `pread` of it all is cheaper than one per table.
+/// The largest file the first read takes whole.
 const WHOLE_FILE: u64 = 64 << 10;
 
 impl Opened {
@@ -93,30 +96,49 @@ impl Opened {
         Opened {
             file,
             metadata,
+            whole: OnceCell::new(),
             read: RefCell::default(),
         }
     }
 
-    /// Reads from `offset` on without moving the file's position, as `pread` does, from the
-    /// blocks read before when one holds all of `buffer`. The first read of a file of at most
-    /// [`WHOLE_FILE`] bytes reads all of it.
-    pub(crate) fn read_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
-        let mut read = self.read.borrow_mut();
+    /// The whole file, when it has at most [`WHOLE_FILE`] bytes and could be read whole (as
+    /// long as its status says).
+    pub(crate) fn whole(&self) -> Option<&[u8]> {
+        let whole = self.read_whole().ok()?;
+        (whole.len() as u64 == self.metadata.len()).then_some(whole)
+    }
+
+    /// [`Opened::whole`], read at the first call; empty for a larger file. A file that shrank
+    /// since its status was read gives fewer bytes.
+    fn read_whole(&self) -> std::io::Result<&[u8]> {
+        if let Some(whole) = self.whole.get() {
+            return Ok(whole);
+        }
         let len = self.metadata.len();
-        if read.blocks.is_empty() && (1..=WHOLE_FILE).contains(&len) {
-            // A file that shrank since its status was read gives a shorter block; reads past
-            // it go to the file, as they would have.
-            let mut whole = vec![0; len as usize];
+        let mut whole = Vec::new();
+        if len <= WHOLE_FILE {
+            whole = vec![0; len as usize];
             let got = read_exactly(
                 &|buffer: &mut [u8], offset| read_at(&self.file, buffer, offset),
                 &mut whole,
                 0,
             )?;
             whole.truncate(got);
-            read.bytes += got;
-            read.blocks.push((0, whole));
         }
+        Ok(self.whole.get_or_init(|| whole))
+    }
+
+    /// Reads from `offset` on without moving the file's position, as `pread` does, from the
+    /// whole small file or from the blocks read before when one holds all of `buffer`.
+    pub(crate) fn read_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
         let end = offset.saturating_add(buffer.len() as u64);
+        let whole = self.read_whole()?;
+        if end <= whole.len() as u64 {
+            buffer.copy_from_slice(&whole[offset as usize..end as usize]);
+            return Ok(buffer.len());
+        }
+        // Past the end of a file that shrank, or a larger file.
+        let mut read = self.read.borrow_mut();
         let held = read
             .blocks
             .iter()
@@ -774,9 +796,8 @@ mod opened_tests {
         }
         // A file this small is read whole by the first read; only the read past its end
         // went to the file again.
-        let read = opened.read.borrow();
-        assert_eq!(read.blocks.len(), 2);
-        assert_eq!((read.blocks[0].0, read.blocks[0].1.as_slice()), (0, bytes.as_slice()));
+        assert_eq!(opened.whole(), Some(bytes.as_slice()));
+        assert_eq!(opened.read.borrow().blocks.len(), 1);
         std::fs::remove_file(&path).unwrap();
     }
 }

@@ -44,6 +44,8 @@
 
 mod unwind;
 
+use std::borrow::Cow;
+
 /// What the loader will look up for a library: the dynamic section's DT_NEEDED,
 /// DT_RUNPATH and DT_RPATH strings, as bytes.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -181,22 +183,31 @@ const MAX_THREAD_LOCAL: u64 = 1 << 30;
 /// Checks the program headers and the dynamic section of a file that passed the header check
 /// of [`super::elf`] (native class and byte order, program header table inside the file).
 /// `read_at(buffer, offset)` reads like `pread`; `len` is the file's length. Returns what
-/// the library will make the loader look up. `Err` says what is wrong, as a phrase.
-pub(crate) fn check(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64) -> Result<Linkage, String> {
-    read(read_at, len, true)
+/// the library will make the loader look up. `Err` says what is wrong, as a phrase. `whole`,
+/// the file's bytes when they are all in memory already, is read instead of `read_at`.
+pub(crate) fn check(
+    read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>,
+    len: u64,
+    whole: Option<&[u8]>,
+) -> Result<Linkage, String> {
+    read(File { read_at, len, whole }, true)
 }
 
 /// What the library will make the loader look up, checking only what that takes (the
 /// segments, the dynamic section and its strings): the trust check's reading of a plugin's
 /// dependencies, which [`check`] then checks in full before `dlopen`.
 #[cfg_attr(not(unix), allow(dead_code))]
-pub(crate) fn linkage(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64) -> Result<Linkage, String> {
-    read(read_at, len, false)
+pub(crate) fn linkage(
+    read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>,
+    len: u64,
+    whole: Option<&[u8]>,
+) -> Result<Linkage, String> {
+    read(File { read_at, len, whole }, false)
 }
 
 /// [`check`] (`whole`), or [`linkage`].
-fn read(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64, whole: bool) -> Result<Linkage, String> {
-    let file = File { read_at, len };
+fn read<R: Fn(&mut [u8], u64) -> std::io::Result<usize>>(file: File<'_, R>, whole: bool) -> Result<Linkage, String> {
+    let len = file.len;
     let wide = cfg!(target_pointer_width = "64");
     let head = file.bytes(0, if wide { 64 } else { 52 })?;
     let (phoff, phentsize, phnum) = if wide {
@@ -242,15 +253,17 @@ fn read(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64, wh
     .check()
 }
 
-/// A positioned reader and the file's length.
-struct File<R> {
+/// A positioned reader and the file's length, and the file's bytes if they are in memory.
+struct File<'w, R> {
     read_at: R,
     len: u64,
+    whole: Option<&'w [u8]>,
 }
 
-impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> File<R> {
-    /// Exactly `size` bytes from `offset`, or why not.
-    fn bytes(&self, offset: u64, size: u64) -> Result<Vec<u8>, String> {
+impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> File<'_, R> {
+    /// Exactly `size` bytes from `offset`, or why not: borrowed from the bytes in memory,
+    /// else read.
+    fn bytes(&self, offset: u64, size: u64) -> Result<Cow<'_, [u8]>, String> {
         let end = offset.checked_add(size).filter(|&end| end <= self.len).ok_or_else(|| {
             format!(
                 "its headers describe bytes {offset}..+{size}, past the file's end ({} bytes)",
@@ -258,6 +271,12 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> File<R> {
             )
         })?;
         let size = usize::try_from(size).map_err(|_| format!("it describes a table of {size} bytes"))?;
+        if let Some(held) = self
+            .whole
+            .and_then(|whole| whole.get(usize::try_from(offset).ok()?..usize::try_from(end).ok()?))
+        {
+            return Ok(Cow::Borrowed(held));
+        }
         let mut buffer = vec![0; size];
         let mut done = 0;
         while done < size {
@@ -273,7 +292,7 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> File<R> {
                 Err(e) => return Err(format!("cannot read it: {e}")),
             }
         }
-        Ok(buffer)
+        Ok(Cow::Owned(buffer))
     }
 }
 
@@ -434,13 +453,13 @@ impl Image {
     }
 
     /// `[vaddr, vaddr + size)` from the file, where the loader maps it.
-    fn read<R: Fn(&mut [u8], u64) -> std::io::Result<usize>>(
+    fn read<'f, R: Fn(&mut [u8], u64) -> std::io::Result<usize>>(
         &self,
-        file: &File<R>,
+        file: &'f File<'_, R>,
         vaddr: u64,
         size: u64,
         what: impl FnOnce() -> String,
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Cow<'f, [u8]>, String> {
         let load = self.backing(vaddr, size).ok_or_else(|| outside(&what(), vaddr, size))?;
         file.bytes(load.offset + (vaddr - load.vaddr), size)
     }
@@ -524,7 +543,7 @@ impl Image {
         let bytes = self.read(file, dynamic.vaddr, dynamic.filesz, || {
             "its dynamic section (PT_DYNAMIC)".into()
         })?;
-        let mut entries = Vec::new();
+        let mut entries = Vec::with_capacity(bytes.len() / entry as usize);
         for raw in bytes.chunks_exact(entry as usize) {
             let (tag, value) = if wide {
                 (u64_at(raw, 0), u64_at(raw, 8))
@@ -602,7 +621,7 @@ fn tag_name(tag: u64) -> &'static str {
 
 /// The dynamic section's checks, over the image.
 struct Linker<'a, R> {
-    file: &'a File<R>,
+    file: &'a File<'a, R>,
     image: &'a Image,
     entries: &'a [(u64, u64)],
     wide: bool,
@@ -623,7 +642,7 @@ struct Relocation {
     addend: Option<u64>,
 }
 
-impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
+impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
     /// The value of the last entry with `tag` (glibc keeps the last).
     fn get(&self, tag: u64) -> Option<u64> {
         self.entries.iter().rev().find(|(t, _)| *t == tag).map(|&(_, v)| v)
@@ -641,7 +660,7 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
     }
 
     /// The table at `tag`, of `size` bytes, from the file.
-    fn table(&self, tag: u64, vaddr: u64, size: u64) -> Result<Vec<u8>, String> {
+    fn table(&self, tag: u64, vaddr: u64, size: u64) -> Result<Cow<'a, [u8]>, String> {
         if size > MAX_ENTRIES * 24 {
             return Err(format!("its {} table claims {size} bytes", tag_name(tag)));
         }
@@ -1224,9 +1243,9 @@ impl Relocations {
 }
 
 /// The dynamic string table.
-struct Strings(Vec<u8>);
+struct Strings<'a>(Cow<'a, [u8]>);
 
-impl Strings {
+impl Strings<'_> {
     /// The NUL-terminated string at `offset`, without its NUL.
     fn get(&self, offset: u64) -> Option<&[u8]> {
         let rest = self.0.get(usize::try_from(offset).ok()?..)?;
@@ -1284,7 +1303,7 @@ mod tests {
         for path in libraries {
             let file = std::fs::File::open(path).unwrap();
             let len = file.metadata().unwrap().len();
-            let linkage = super::check(|buffer, offset| file.read_at(buffer, offset), len);
+            let linkage = super::check(|buffer, offset| file.read_at(buffer, offset), len, None);
             assert!(linkage.is_ok(), "{path}: {linkage:?}");
         }
     }
