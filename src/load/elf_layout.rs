@@ -1287,6 +1287,31 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
 mod tests {
     use std::os::unix::fs::FileExt;
 
+    /// A target relocated more than once keeps its last relocation (the one the loader
+    /// writes last), wherever the others are in the tables.
+    #[test]
+    fn the_last_relocation_of_a_target_is_the_one_kept() {
+        let relocation = |kind| super::Relocation {
+            kind,
+            symbol: 0,
+            addend: None,
+        };
+        let relocations = super::Relocations::new(vec![
+            (16, relocation(1)),
+            (8, relocation(2)),
+            (16, relocation(3)),
+            (8, relocation(4)),
+            (24, relocation(5)),
+            (16, relocation(6)),
+        ]);
+        let kind = |target| relocations.get(target).map(|r| r.kind);
+        assert_eq!(
+            (kind(8), kind(16), kind(24), kind(0)),
+            (Some(4), Some(6), Some(5), None)
+        );
+        assert_eq!(relocations.values().count(), 3);
+    }
+
     /// Every shared library mapped into this test process (the C library, the loader, the
     /// unwinder…) passes: the check refuses nothing a linker writes.
     #[test]
