@@ -7,7 +7,7 @@
 //! directory", which sends its user looking for a file that is right there. Both show in the
 //! headers. Reading bytes runs no plugin code; this module is safe code only.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::fs::{File, Metadata};
 use std::path::Path;
 
@@ -32,7 +32,7 @@ pub(crate) fn check_file(path: &Path, file: &Opened, len: u64) -> Result<super::
         return Ok(super::elf_layout::Linkage::default());
     }
     check_with(|buffer, offset| file.read_at(buffer, offset), len).map_err(refused)?;
-    super::elf_layout::check(|buffer, offset| file.read_at(buffer, offset), len).map_err(refused)
+    super::elf_layout::check(|buffer, offset| file.read_at(buffer, offset), len, file.whole()).map_err(refused)
 }
 
 /// What the library makes the loader look up (its DT_NEEDED and run paths), after the
@@ -44,7 +44,7 @@ pub(crate) fn linkage(file: &Opened, len: u64) -> Result<Option<super::elf_layou
         return Ok(None);
     }
     check_with(|buffer, offset| file.read_at(buffer, offset), len)?;
-    super::elf_layout::linkage(|buffer, offset| file.read_at(buffer, offset), len).map(Some)
+    super::elf_layout::linkage(|buffer, offset| file.read_at(buffer, offset), len, file.whole()).map(Some)
 }
 
 /// [`check`] over a file's bytes in memory (the fuzz target's entry).
@@ -57,7 +57,7 @@ pub(crate) fn check_bytes(bytes: &[u8]) -> Result<(), String> {
         Ok(n)
     };
     check_with(read_at, bytes.len() as u64)?;
-    super::elf_layout::check(read_at, bytes.len() as u64).map(drop)
+    super::elf_layout::check(read_at, bytes.len() as u64, None).map(drop)
 }
 
 /// A plugin file opened for its checks: the descriptor they read (and the loader maps), its
@@ -67,6 +67,10 @@ pub(crate) fn check_bytes(bytes: &[u8]) -> Result<(), String> {
 pub(crate) struct Opened {
     pub(crate) file: File,
     pub(crate) metadata: Metadata,
+    /// The whole file, as the first read found it, when it has at most [`WHOLE_FILE`] bytes
+    /// (empty otherwise): the checks of a small library read its headers and tables from all
+    /// over it, and one `pread` of it all is cheaper than one per table.
+    whole: OnceCell<Vec<u8>>,
     /// Blocks read, by offset: the ELF check, the dependency walk and the pinning prediction
     /// read the same headers and tables, from the disk once.
     read: RefCell<Read>,
@@ -84,20 +88,57 @@ struct Read {
 const KEPT_BYTES: usize = 1 << 20;
 const KEPT_BLOCK: usize = 256 << 10;
 
+/// The largest file the first read takes whole.
+const WHOLE_FILE: u64 = 64 << 10;
+
 impl Opened {
     pub(crate) fn new(file: File, metadata: Metadata) -> Opened {
         Opened {
             file,
             metadata,
+            whole: OnceCell::new(),
             read: RefCell::default(),
         }
     }
 
+    /// The whole file, when it has at most [`WHOLE_FILE`] bytes and could be read whole (as
+    /// long as its status says).
+    pub(crate) fn whole(&self) -> Option<&[u8]> {
+        let whole = self.read_whole().ok()?;
+        (whole.len() as u64 == self.metadata.len()).then_some(whole)
+    }
+
+    /// [`Opened::whole`], read at the first call; empty for a larger file. A file that shrank
+    /// since its status was read gives fewer bytes.
+    fn read_whole(&self) -> std::io::Result<&[u8]> {
+        if let Some(whole) = self.whole.get() {
+            return Ok(whole);
+        }
+        let len = self.metadata.len();
+        let mut whole = Vec::new();
+        if len <= WHOLE_FILE {
+            whole = vec![0; len as usize];
+            let got = read_exactly(
+                &|buffer: &mut [u8], offset| read_at(&self.file, buffer, offset),
+                &mut whole,
+                0,
+            )?;
+            whole.truncate(got);
+        }
+        Ok(self.whole.get_or_init(|| whole))
+    }
+
     /// Reads from `offset` on without moving the file's position, as `pread` does, from the
-    /// blocks read before when one holds all of `buffer`.
+    /// whole small file or from the blocks read before when one holds all of `buffer`.
     pub(crate) fn read_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
-        let mut read = self.read.borrow_mut();
         let end = offset.saturating_add(buffer.len() as u64);
+        let whole = self.read_whole()?;
+        if end <= whole.len() as u64 {
+            buffer.copy_from_slice(&whole[offset as usize..end as usize]);
+            return Ok(buffer.len());
+        }
+        // Past the end of a file that shrank, or a larger file.
+        let mut read = self.read.borrow_mut();
         let held = read
             .blocks
             .iter()
@@ -746,14 +787,17 @@ mod opened_tests {
         let file = File::open(&path).unwrap();
         let metadata = file.metadata().unwrap();
         let opened = Opened::new(file, metadata);
-        // Read from the file, then from the kept block (inside it, at its end), then across
-        // its end (from the file again), then past the file's end.
+        // Reads inside the file, at scattered offsets and lengths, then one past its end.
         for (offset, len) in [(100, 4000), (164, 64), (3000, 1100), (4000, 200), (9990, 20)] {
             let mut buffer = vec![0; len];
             let got = opened.read_at(&mut buffer, offset).unwrap();
             let end = (offset as usize + len).min(bytes.len());
             assert_eq!(&buffer[..got], &bytes[offset as usize..end], "{len} bytes at {offset}");
         }
+        // A file this small is read whole by the first read; only the read past its end
+        // went to the file again.
+        assert!(opened.whole() == Some(bytes.as_slice()), "the file was not kept whole");
+        assert_eq!(opened.read.borrow().blocks.len(), 1);
         std::fs::remove_file(&path).unwrap();
     }
 }

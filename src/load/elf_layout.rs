@@ -44,6 +44,8 @@
 
 mod unwind;
 
+use std::borrow::Cow;
+
 /// What the loader will look up for a library: the dynamic section's DT_NEEDED,
 /// DT_RUNPATH and DT_RPATH strings, as bytes.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -181,22 +183,31 @@ const MAX_THREAD_LOCAL: u64 = 1 << 30;
 /// Checks the program headers and the dynamic section of a file that passed the header check
 /// of [`super::elf`] (native class and byte order, program header table inside the file).
 /// `read_at(buffer, offset)` reads like `pread`; `len` is the file's length. Returns what
-/// the library will make the loader look up. `Err` says what is wrong, as a phrase.
-pub(crate) fn check(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64) -> Result<Linkage, String> {
-    read(read_at, len, true)
+/// the library will make the loader look up. `Err` says what is wrong, as a phrase. `whole`,
+/// the file's bytes when they are all in memory already, is read instead of `read_at`.
+pub(crate) fn check(
+    read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>,
+    len: u64,
+    whole: Option<&[u8]>,
+) -> Result<Linkage, String> {
+    read(File { read_at, len, whole }, true)
 }
 
 /// What the library will make the loader look up, checking only what that takes (the
 /// segments, the dynamic section and its strings): the trust check's reading of a plugin's
 /// dependencies, which [`check`] then checks in full before `dlopen`.
 #[cfg_attr(not(unix), allow(dead_code))]
-pub(crate) fn linkage(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64) -> Result<Linkage, String> {
-    read(read_at, len, false)
+pub(crate) fn linkage(
+    read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>,
+    len: u64,
+    whole: Option<&[u8]>,
+) -> Result<Linkage, String> {
+    read(File { read_at, len, whole }, false)
 }
 
 /// [`check`] (`whole`), or [`linkage`].
-fn read(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64, whole: bool) -> Result<Linkage, String> {
-    let file = File { read_at, len };
+fn read<R: Fn(&mut [u8], u64) -> std::io::Result<usize>>(file: File<'_, R>, whole: bool) -> Result<Linkage, String> {
+    let len = file.len;
     let wide = cfg!(target_pointer_width = "64");
     let head = file.bytes(0, if wide { 64 } else { 52 })?;
     let (phoff, phentsize, phnum) = if wide {
@@ -242,15 +253,17 @@ fn read(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64, wh
     .check()
 }
 
-/// A positioned reader and the file's length.
-struct File<R> {
+/// A positioned reader and the file's length, and the file's bytes if they are in memory.
+struct File<'w, R> {
     read_at: R,
     len: u64,
+    whole: Option<&'w [u8]>,
 }
 
-impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> File<R> {
-    /// Exactly `size` bytes from `offset`, or why not.
-    fn bytes(&self, offset: u64, size: u64) -> Result<Vec<u8>, String> {
+impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> File<'_, R> {
+    /// Exactly `size` bytes from `offset`, or why not: borrowed from the bytes in memory,
+    /// else read.
+    fn bytes(&self, offset: u64, size: u64) -> Result<Cow<'_, [u8]>, String> {
         let end = offset.checked_add(size).filter(|&end| end <= self.len).ok_or_else(|| {
             format!(
                 "its headers describe bytes {offset}..+{size}, past the file's end ({} bytes)",
@@ -258,6 +271,12 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> File<R> {
             )
         })?;
         let size = usize::try_from(size).map_err(|_| format!("it describes a table of {size} bytes"))?;
+        if let Some(held) = self
+            .whole
+            .and_then(|whole| whole.get(usize::try_from(offset).ok()?..usize::try_from(end).ok()?))
+        {
+            return Ok(Cow::Borrowed(held));
+        }
         let mut buffer = vec![0; size];
         let mut done = 0;
         while done < size {
@@ -273,7 +292,7 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> File<R> {
                 Err(e) => return Err(format!("cannot read it: {e}")),
             }
         }
-        Ok(buffer)
+        Ok(Cow::Owned(buffer))
     }
 }
 
@@ -342,30 +361,36 @@ impl Image {
         }
         let mut previous: Option<&Segment> = None;
         for (n, load) in loads.iter().enumerate() {
-            let which = format!("its loadable segment {n} (PT_LOAD at address {:#x})", load.vaddr);
-            alignment(load, &which)?;
+            // Named only when refused: no formatting on the success path.
+            let which = || format!("its loadable segment {n} (PT_LOAD at address {:#x})", load.vaddr);
+            alignment(load, which)?;
             if load.align > 1 && load.offset % load.align != load.vaddr % load.align {
+                let which = which();
                 return Err(format!(
                     "{which} has file offset {:#x} and address {:#x}, which differ modulo its alignment {:#x}",
                     load.offset, load.vaddr, load.align
                 ));
             }
             if load.filesz > load.memsz {
+                let which = which();
                 return Err(format!(
                     "{which} has more bytes in the file ({}) than in memory ({})",
                     load.filesz, load.memsz
                 ));
             }
             if load.offset.checked_add(load.filesz).is_none_or(|end| end > len) {
+                let which = which();
                 return Err(format!(
                     "the file is truncated: it has {len} bytes, but {which} reaches byte {}",
                     u128::from(load.offset) + u128::from(load.filesz)
                 ));
             }
             if load.vaddr.checked_add(load.memsz).is_none() {
+                let which = which();
                 return Err(format!("{which} runs past the end of the address space"));
             }
             if load.flags & PF_X != 0 && load.filesz != load.memsz {
+                let which = which();
                 return Err(format!(
                     "{which} is executable but has {} bytes in the file and {} in memory: code is never \
                      zero-filled",
@@ -373,6 +398,7 @@ impl Image {
                 ));
             }
             if load.flags & PF_R == 0 {
+                let which = which();
                 return Err(format!(
                     "{which} is not readable (flags {:#x}): the loader and the code read every loadable segment",
                     load.flags
@@ -380,6 +406,7 @@ impl Image {
             }
             if let Some(previous) = previous {
                 if load.vaddr < previous.vaddr + previous.memsz {
+                    let which = which();
                     return Err(format!(
                         "{which} starts below the end of the one before it ({:#x}): loadable segments are in \
                          address order and do not overlap",
@@ -387,6 +414,7 @@ impl Image {
                     ));
                 }
                 if load.filesz > 0 && previous.filesz > 0 && load.offset < previous.offset + previous.filesz {
+                    let which = which();
                     return Err(format!(
                         "{which} maps file bytes from {:#x}, which the one before it maps too (up to {:#x}): \
                          loadable segments map distinct parts of the file, in order",
@@ -425,14 +453,14 @@ impl Image {
     }
 
     /// `[vaddr, vaddr + size)` from the file, where the loader maps it.
-    fn read<R: Fn(&mut [u8], u64) -> std::io::Result<usize>>(
+    fn read<'f, R: Fn(&mut [u8], u64) -> std::io::Result<usize>>(
         &self,
-        file: &File<R>,
+        file: &'f File<'_, R>,
         vaddr: u64,
         size: u64,
-        what: &str,
-    ) -> Result<Vec<u8>, String> {
-        let load = self.backing(vaddr, size).ok_or_else(|| outside(what, vaddr, size))?;
+        what: impl FnOnce() -> String,
+    ) -> Result<Cow<'f, [u8]>, String> {
+        let load = self.backing(vaddr, size).ok_or_else(|| outside(&what(), vaddr, size))?;
         file.bytes(load.offset + (vaddr - load.vaddr), size)
     }
 
@@ -441,7 +469,7 @@ impl Image {
         let which = || format!("its {} segment (at address {:#x})", segment.name(), segment.vaddr);
         match segment.kind {
             PT_TLS => {
-                alignment(segment, &which())?;
+                alignment(segment, which)?;
                 if segment.align == 0 {
                     return Err(format!("{} has alignment 0", which()));
                 }
@@ -455,9 +483,9 @@ impl Image {
                         segment.memsz
                     ));
                 }
-                self.file_backed(segment, &which())
+                self.file_backed(segment, which)
             }
-            PT_DYNAMIC | PT_PHDR | PT_NOTE | PT_GNU_PROPERTY | PT_GNU_EH_FRAME => self.file_backed(segment, &which()),
+            PT_DYNAMIC | PT_PHDR | PT_NOTE | PT_GNU_PROPERTY | PT_GNU_EH_FRAME => self.file_backed(segment, which),
             PT_GNU_RELRO => match self.mapping(segment.vaddr, segment.memsz) {
                 Some(load) if load.flags & PF_W != 0 => Ok(()),
                 _ => Err(format!(
@@ -470,14 +498,15 @@ impl Image {
         }
     }
 
-    fn file_backed(&self, segment: &Segment, which: &str) -> Result<(), String> {
+    fn file_backed(&self, segment: &Segment, which: impl Fn() -> String) -> Result<(), String> {
         if segment.filesz == 0 && segment.kind != PT_DYNAMIC {
             return Ok(());
         }
         let Some(load) = self.backing(segment.vaddr, segment.filesz) else {
             return Err(format!(
-                "{which} ({} bytes) is not inside the file-backed part of a loadable segment, where the loader \
+                "{} ({} bytes) is not inside the file-backed part of a loadable segment, where the loader \
                  reads it",
+                which(),
                 segment.filesz
             ));
         };
@@ -485,13 +514,14 @@ impl Image {
         let mapped_from = load.offset + (segment.vaddr - load.vaddr);
         if segment.offset != mapped_from {
             return Err(format!(
-                "{which} says it is at file offset {:#x}, but the loadable segment holding its address maps \
+                "{} says it is at file offset {:#x}, but the loadable segment holding its address maps \
                  file offset {mapped_from:#x} there",
+                which(),
                 segment.offset
             ));
         }
         if segment.kind == PT_TLS && load.flags & PF_W == 0 {
-            return Err(format!("{which} is not inside a writable loadable segment"));
+            return Err(format!("{} is not inside a writable loadable segment", which()));
         }
         Ok(())
     }
@@ -510,8 +540,10 @@ impl Image {
                 dynamic.vaddr
             ));
         }
-        let bytes = self.read(file, dynamic.vaddr, dynamic.filesz, "its dynamic section (PT_DYNAMIC)")?;
-        let mut entries = Vec::new();
+        let bytes = self.read(file, dynamic.vaddr, dynamic.filesz, || {
+            "its dynamic section (PT_DYNAMIC)".into()
+        })?;
+        let mut entries = Vec::with_capacity(bytes.len() / entry as usize);
         for raw in bytes.chunks_exact(entry as usize) {
             let (tag, value) = if wide {
                 (u64_at(raw, 0), u64_at(raw, 8))
@@ -530,10 +562,11 @@ impl Image {
     }
 }
 
-fn alignment(segment: &Segment, which: &str) -> Result<(), String> {
+fn alignment(segment: &Segment, which: impl FnOnce() -> String) -> Result<(), String> {
     if segment.align > 1 && !segment.align.is_power_of_two() {
         return Err(format!(
-            "{which} has alignment {:#x}, which is not a power of two",
+            "{} has alignment {:#x}, which is not a power of two",
+            which(),
             segment.align
         ));
     }
@@ -588,7 +621,7 @@ fn tag_name(tag: u64) -> &'static str {
 
 /// The dynamic section's checks, over the image.
 struct Linker<'a, R> {
-    file: &'a File<R>,
+    file: &'a File<'a, R>,
     image: &'a Image,
     entries: &'a [(u64, u64)],
     wide: bool,
@@ -609,7 +642,7 @@ struct Relocation {
     addend: Option<u64>,
 }
 
-impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
+impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
     /// The value of the last entry with `tag` (glibc keeps the last).
     fn get(&self, tag: u64) -> Option<u64> {
         self.entries.iter().rev().find(|(t, _)| *t == tag).map(|&(_, v)| v)
@@ -627,7 +660,7 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
     }
 
     /// The table at `tag`, of `size` bytes, from the file.
-    fn table(&self, tag: u64, vaddr: u64, size: u64) -> Result<Vec<u8>, String> {
+    fn table(&self, tag: u64, vaddr: u64, size: u64) -> Result<Cow<'a, [u8]>, String> {
         if size > MAX_ENTRIES * 24 {
             return Err(format!("its {} table claims {size} bytes", tag_name(tag)));
         }
@@ -644,7 +677,7 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
             ));
         }
         self.image
-            .read(self.file, vaddr, size, &format!("its {} table", tag_name(tag)))
+            .read(self.file, vaddr, size, || format!("its {} table", tag_name(tag)))
     }
 
     fn entry_size(&self, tag: u64, expected: u64) -> Result<(), String> {
@@ -771,7 +804,7 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
                         ));
                     }
                 }
-                self.function_start(&format!("its {} function", tag_name(function)), vaddr)?;
+                self.function_start(|| format!("its {} function", tag_name(function)), vaddr)?;
             }
         }
         Ok(linkage)
@@ -927,18 +960,12 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
     /// The functions of an init or fini array: each slot is relocated (a library loaded
     /// anywhere holds no absolute address), and a relative one points into an executable
     /// segment.
-    fn functions(
-        &self,
-        array: u64,
-        vaddr: u64,
-        size: u64,
-        relocations: &std::collections::HashMap<u64, Relocation>,
-    ) -> Result<(), String> {
+    fn functions(&self, array: u64, vaddr: u64, size: u64, relocations: &Relocations) -> Result<(), String> {
         let Some(relative) = RELATIVE else { return Ok(()) };
         let slots = self.table(array, vaddr, size)?;
         for (n, slot) in slots.chunks_exact(self.word() as usize).enumerate() {
             let at = vaddr + n as u64 * self.word();
-            let Some(relocation) = relocations.get(&at) else {
+            let Some(relocation) = relocations.get(at) else {
                 return Err(format!(
                     "its {} slot {n} (address {at:#x}) is not relocated, so the loader would call an absolute \
                      address",
@@ -959,18 +986,19 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
                     tag_name(array)
                 ));
             }
-            self.function_start(&format!("its {} slot {n}", tag_name(array)), target)?;
+            self.function_start(|| format!("its {} slot {n}", tag_name(array)), target)?;
         }
         Ok(())
     }
 
     /// Refuses `address` (of `what`, which the loader calls) when the unwind tables place it
     /// inside a function rather than at a function's start.
-    fn function_start(&self, what: &str, address: u64) -> Result<(), String> {
+    fn function_start(&self, what: impl FnOnce() -> String, address: u64) -> Result<(), String> {
         match unwind::inside(&self.functions, address) {
             Some(start) => Err(format!(
-                "{what} (address {address:#x}) points inside the function that starts at {start:#x}, by its \
-                 unwind tables (PT_GNU_EH_FRAME): the loader would start running code mid-function"
+                "{} (address {address:#x}) points inside the function that starts at {start:#x}, by its \
+                 unwind tables (PT_GNU_EH_FRAME): the loader would start running code mid-function",
+                what()
             )),
             None => Ok(()),
         }
@@ -1033,8 +1061,8 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
 
     /// The relocation tables: sizes, entry sizes, each entry's target, and the count of
     /// leading relative relocations. Returns every relocation by target address.
-    fn relocations(&self) -> Result<std::collections::HashMap<u64, Relocation>, String> {
-        let mut all = std::collections::HashMap::new();
+    fn relocations(&self) -> Result<Relocations, String> {
+        let mut all = Vec::new();
         let (rela_size, rel_size) = if self.wide { (24, 16) } else { (12, 8) };
         let text_relocations =
             self.get(DT_TEXTREL).is_some() || self.get(DT_FLAGS).is_some_and(|flags| flags & DF_TEXTREL != 0);
@@ -1137,7 +1165,7 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
                         tag_name(tag)
                     ));
                 }
-                all.insert(target, Relocation { kind, symbol, addend });
+                all.push((target, Relocation { kind, symbol, addend }));
             }
         }
         if let Some(relr) = self.get(DT_RELR) {
@@ -1175,26 +1203,49 @@ impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'_, R> {
                         ));
                     }
                     if let Some(kind) = RELATIVE {
-                        all.insert(
+                        all.push((
                             target,
                             Relocation {
                                 kind,
                                 symbol: 0,
                                 addend: None,
                             },
-                        );
+                        ));
                     }
                 }
             }
         }
-        Ok(all)
+        Ok(Relocations::new(all))
+    }
+}
+
+/// Every relocation by target address, the last one for each target (as a map filled in
+/// table order keeps it): sorted once, looked up by binary search.
+struct Relocations(Vec<(u64, Relocation)>);
+
+impl Relocations {
+    fn new(mut all: Vec<(u64, Relocation)>) -> Relocations {
+        // Latest first among equal targets (the sort is stable), then keep the first of each.
+        all.reverse();
+        all.sort_by_key(|&(target, _)| target);
+        all.dedup_by_key(|&mut (target, _)| target);
+        Relocations(all)
+    }
+
+    fn get(&self, target: u64) -> Option<&Relocation> {
+        let at = self.0.binary_search_by_key(&target, |&(target, _)| target).ok()?;
+        Some(&self.0[at].1)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Relocation> {
+        self.0.iter().map(|(_, relocation)| relocation)
     }
 }
 
 /// The dynamic string table.
-struct Strings(Vec<u8>);
+struct Strings<'a>(Cow<'a, [u8]>);
 
-impl Strings {
+impl Strings<'_> {
     /// The NUL-terminated string at `offset`, without its NUL.
     fn get(&self, offset: u64) -> Option<&[u8]> {
         let rest = self.0.get(usize::try_from(offset).ok()?..)?;
@@ -1236,6 +1287,31 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
 mod tests {
     use std::os::unix::fs::FileExt;
 
+    /// A target relocated more than once keeps its last relocation (the one the loader
+    /// writes last), wherever the others are in the tables.
+    #[test]
+    fn the_last_relocation_of_a_target_is_the_one_kept() {
+        let relocation = |kind| super::Relocation {
+            kind,
+            symbol: 0,
+            addend: None,
+        };
+        let relocations = super::Relocations::new(vec![
+            (16, relocation(1)),
+            (8, relocation(2)),
+            (16, relocation(3)),
+            (8, relocation(4)),
+            (24, relocation(5)),
+            (16, relocation(6)),
+        ]);
+        let kind = |target| relocations.get(target).map(|r| r.kind);
+        assert_eq!(
+            (kind(8), kind(16), kind(24), kind(0)),
+            (Some(4), Some(6), Some(5), None)
+        );
+        assert_eq!(relocations.values().count(), 3);
+    }
+
     /// Every shared library mapped into this test process (the C library, the loader, the
     /// unwinder…) passes: the check refuses nothing a linker writes.
     #[test]
@@ -1252,7 +1328,7 @@ mod tests {
         for path in libraries {
             let file = std::fs::File::open(path).unwrap();
             let len = file.metadata().unwrap().len();
-            let linkage = super::check(|buffer, offset| file.read_at(buffer, offset), len);
+            let linkage = super::check(|buffer, offset| file.read_at(buffer, offset), len, None);
             assert!(linkage.is_ok(), "{path}: {linkage:?}");
         }
     }

@@ -25,7 +25,7 @@ pub(super) fn function_ranges<R: Fn(&mut [u8], u64) -> std::io::Result<usize>>(
     image: &Image,
     header: &Segment,
 ) -> Option<Vec<(u64, u64)>> {
-    let hdr = image.read(file, header.vaddr, header.filesz, "").ok()?;
+    let hdr = image.read(file, header.vaddr, header.filesz, String::new).ok()?;
     if hdr.len() < 4 || hdr[0] != 1 || hdr[3] != TABLE_ENCODING {
         return None;
     }
@@ -38,7 +38,7 @@ pub(super) fn function_ranges<R: Fn(&mut [u8], u64) -> std::io::Result<usize>>(
     }
     let load = image.backing(eh_frame, 1)?;
     let size = (load.vaddr + load.filesz - eh_frame).min(64 << 20);
-    let frames = image.read(file, eh_frame, size, "").ok()?;
+    let frames = image.read(file, eh_frame, size, String::new).ok()?;
     let frames = Reader::new(&frames, eh_frame);
     let mut cies: HashMap<usize, u8> = HashMap::new();
     let mut ranges = Vec::with_capacity(count as usize);
