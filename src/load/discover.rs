@@ -235,7 +235,7 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
                     Candidate {
                         path: path.clone(),
                         resolved,
-                        identity: identity.clone(),
+                        identity,
                         checked: None,
                         discovered: (!is_link).then(|| crate::load::candidate::status(&metadata)).flatten(),
                         opened: None,
