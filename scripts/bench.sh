@@ -117,6 +117,7 @@ print()
 
 rows_by_group = {}
 short = []
+thin = []
 verdicts = []
 for key in order:
     group, threads, quantity = key
@@ -139,10 +140,17 @@ for key in order:
            f"{fmt(min(lows) if lows else None, unit)} – {fmt(max(highs) if highs else None, unit)}",
            f"{kept} / {dropped}", time_text]
     rows_by_group.setdefault((group, threads), []).append(row)
-    if threads > 1 and any(r["kept"] < min_overlap for r in records):
-        short.append(f"{group} ({threads} threads) {quantity}: kept "
-                     + ", ".join(str(r["kept"]) for r in records) + f" rounds per run (< {min_overlap})")
     goal = target(group, threads, quantity)
+    if threads > 1 and any(r["kept"] < min_overlap for r in records):
+        line = (f"{group} ({threads} threads) {quantity}: kept "
+                + ", ".join(str(r["kept"]) for r in records) + f" rounds per run (< {min_overlap})")
+        # A verdict needs enough overlapping rounds; a diagnostic comparison without them is
+        # shown, marked, and noted, but does not withhold the verdicts.
+        if goal is not None:
+            short.append(line)
+        else:
+            row[0] += " (few overlapping rounds)"
+            thin.append(line)
     if goal is not None:
         low, high, label = goal
         if low is None and high is None:
@@ -168,6 +176,12 @@ for (group, threads), rows in rows_by_group.items():
     print(f"### {group}, {threads} thread{'s' if threads > 1 else ''}\n")
     table(["quantity", "median of runs", "each run's median", "rounds: min – max", "rounds kept / dropped",
            "median times per iteration"], rows)
+
+if thin:
+    print("Diagnostic two-thread comparisons with few overlapping rounds (no target rests on them):\n")
+    for line in thin:
+        print(f"- {line}")
+    print()
 
 if short:
     print("No verdict: a two-thread comparison kept too few rounds in which both threads ran at once:",
