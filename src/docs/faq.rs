@@ -94,8 +94,10 @@
 //! A [`Lease`](crate::Lease) is one pointer; a clone is one atomic increment. While a set is
 //! loaded, `acquire()` takes no lock and allocates nothing: a generation check and one
 //! compare-and-swap, from this thread's cache ([`sharing`](super::sharing), "the slot
-//! protocol"). A pass lookup is one hash lookup. The repository's `BENCHMARKS.md` has the
-//! measured ratios against an `Arc` clone, a `HashMap` lookup and raw `libloading`.
+//! protocol"): 1.18× an `Arc` clone and drop, measured. A pass lookup is one hash lookup
+//! (`cargo bench --bench pass_lookup` times it against a `HashMap`). The repository's
+//! `BENCHMARKS.md` has the measured ratios against an `Arc` clone, a shared counter and raw
+//! `libloading`, and how to reproduce them.
 //!
 //! # How do I see what a host is doing?
 //!
