@@ -19,14 +19,20 @@
 //!   check, `on_load`, `on_unload`; the process-wide registry), `teardown` (unloading a set's
 //!   plugins), `registrar` (registration: the safe `Registrar`; the state both routes fill in
 //!   `registrar::table`, the C host API in `registrar::c_api`), `plugins` (a loaded set's
-//!   contents), `pinning`, and `sys`, the platform layer: every call into the platform loader
-//!   and the C library, one module per platform.
+//!   contents), `pinning`, `python` (with the `python` feature: Python sources, module
+//!   instances, the interpreter, the callable a pass table holds), and `sys`, the platform
+//!   layer: every call into the platform loader and the C library, one module per platform.
 //! - `host`: `plugin_host`, `builder`, `policy` (`UnloadPolicy`), `global`, `generations`
 //!   (the slot protocol below), `thread_cache` (its first path), `keeper` (the host's own
 //!   lease under `UnloadPolicy::After` and `WithHost`, and the keeper thread), `set` (one
 //!   generation; its drop reaches the host only through the `Teardown` the generations hand
 //!   it), `lease`, `stats`, `reentry`, and `watch` (a watcher over sources that calls back
 //!   after a change; it names no host type, `plugin_host` holds the glue).
+//!
+//! Beside the layers: `abi` (the plugin ABI, the C structs and constants plugins are built
+//! against), `export` (the Rust plugin side), `interface` and `pass_fn` (typed passes),
+//! `error`, and `python` at the top (the user API of Python passes: the builder's methods,
+//! `PyInterface`, `PyPass`).
 //!
 //! Beside the layers: the plugin ABI (`abi`, the C header's declarations), the plugin side of
 //! it (`export`, `pass_registrar`, `interface`, `pass_fn`), and `error`.
