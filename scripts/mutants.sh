@@ -43,7 +43,7 @@ done
 modules=(${MUTANTS_TESTS:-host:: load::registry:: load::trust:: load::library::
   generation_protocol:: plugin_reentry:: swapped_after_check:: static_plugins:: policy::
   sharing:: reload:: reload_trust:: trust:: failure:: generations:: observability::
-  discovery:: elf_headers:: typed::})
+  discovery:: elf_headers:: typed:: waits::})
 out=target/mutants
 echo "== cargo mutants on ${files[*]}"
 set +e
