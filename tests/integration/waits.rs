@@ -1,11 +1,13 @@
 //! Waits that end: `reload_timeout` against an unload that does not finish, and a `fork()`ed
-//! child that fails fast instead of waiting on locks its parent's threads hold.
+//! child that fails fast instead of waiting on locks its parent's threads hold (and leaves
+//! the parent's plugins alone when it drops what it inherited).
 
 use std::fs;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
-use dylease::{Error, PluginHost, Waited};
+use dylease::{Error, PluginHost, Registrar, Waited};
 
 use crate::support::{TestDir, await_that, beside};
 
@@ -117,4 +119,75 @@ fn a_child_forked_during_another_threads_unload_fails_fast_instead_of_waiting_fo
         fs::write(beside(&lib, ".go"), "").unwrap();
         unloading.join().unwrap();
     });
+}
+
+#[test]
+fn a_child_forked_while_another_thread_loads_fails_fast_instead_of_waiting_for_that_load() {
+    // At the fork, another thread of the parent is inside the host's load (a static plugin's
+    // register function, no registry involved): the host is marked loading, and only that
+    // thread, which the child does not have, would clear the mark.
+    static ENTERED: AtomicBool = AtomicBool::new(false);
+    static RELEASE: AtomicBool = AtomicBool::new(false);
+    let host = PluginHost::builder()
+        .static_plugin("slow_register", |_: &mut Registrar| {
+            ENTERED.store(true, SeqCst);
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !RELEASE.load(SeqCst) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    std::thread::scope(|scope| {
+        let loading = scope.spawn(|| host.acquire().map(|lease| lease.generation()));
+        await_that("the load started", || ENTERED.load(SeqCst));
+        let code = in_forked_child(|| match host.acquire_timeout(Duration::from_secs(5)) {
+            Err(Error::Forked { .. }) => 0,
+            Err(_) => 1,
+            Ok(_) => 2,
+        });
+        RELEASE.store(true, SeqCst);
+        assert_eq!(loading.join().unwrap().unwrap(), 1);
+        assert_eq!(
+            code, 0,
+            "1: another error than Forked (the child waited for a load no thread of it runs); 2: it loaded"
+        );
+    });
+}
+
+#[test]
+fn an_inherited_lease_dropped_last_in_a_forked_child_runs_no_plugin_teardown() {
+    let dir = TestDir::new("waits_fork_teardown");
+    let marker = dir.path().join("unloaded");
+    let hook = marker.clone();
+    let host = PluginHost::builder()
+        .static_plugin("marks_unload", move |reg: &mut Registrar| {
+            let hook = hook.clone();
+            reg.on_unload(move || {
+                let _ = fs::write(&hook, std::process::id().to_string());
+            });
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    let mut lease = Some(host.acquire().unwrap());
+    // The child drops its copy of the only lease: the plugins belong to the parent, whose
+    // lease still holds them, so the child must run no teardown of theirs.
+    let code = in_forked_child(|| {
+        drop(lease.take());
+        0
+    });
+    assert_eq!(code, 0);
+    assert!(
+        !marker.exists(),
+        "the child's drop ran the plugin's on_unload (pid {})",
+        fs::read_to_string(&marker).unwrap_or_default()
+    );
+    drop(lease);
+    assert_eq!(
+        fs::read_to_string(&marker).ok(),
+        Some(std::process::id().to_string()),
+        "the parent's last drop runs on_unload (without it this test proves nothing)"
+    );
 }
