@@ -111,7 +111,9 @@ mod tests {
         );
         let elevated = default_global(true);
         assert!(elevated.config.sources.is_empty(), "{elevated:?}");
-        assert!(elevated.acquire().unwrap().plugins().is_empty());
+        // Bounded, so that a host that waits for an unload that never comes fails the test.
+        let lease = elevated.acquire_timeout(std::time::Duration::from_secs(10)).unwrap();
+        assert!(lease.plugins().is_empty());
     }
 
     #[test]
