@@ -165,18 +165,27 @@ fn wait_unloaded_returns_true_when_another_thread_drops_the_last_lease() {
 fn wait_unloaded_returns_true_when_another_thread_drops_the_last_lease_body() {
     let host = Arc::new(two_plugin_host("wait_woken"));
     let lease = host.acquire().unwrap();
-    let waiting = Arc::new(Barrier::new(2));
+    // A channel, not a barrier: a waiter that fails its first assertion drops its sender, and
+    // the test fails at once instead of waiting for it for ever.
+    let (waiting, started) = std::sync::mpsc::channel();
     let waiter = {
-        let (host, waiting) = (host.clone(), waiting.clone());
+        let host = host.clone();
         thread::spawn(move || {
             assert!(!host.wait_unloaded(Duration::ZERO));
-            waiting.wait();
+            waiting.send(()).unwrap();
             // Without a wake-up from the unload this would only return, `false`, after a
             // minute.
             host.wait_unloaded(Duration::from_secs(60))
         })
     };
-    waiting.wait();
+    if started.recv_timeout(Duration::from_secs(10)).is_err() {
+        std::panic::resume_unwind(
+            waiter
+                .join()
+                .err()
+                .unwrap_or_else(|| Box::new("the waiter did not start")),
+        );
+    }
     // Give the waiter time to block (not needed for correctness, only so that the wake-up
     // path is what the test exercises).
     thread::sleep(Duration::from_millis(50));
