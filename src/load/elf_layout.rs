@@ -46,8 +46,9 @@ mod unwind;
 
 use std::borrow::Cow;
 
-/// What the loader will look up for a library: the dynamic section's DT_NEEDED,
-/// DT_RUNPATH and DT_RPATH strings, as bytes.
+/// What the loader will look up for a library: the dynamic section's strings that make it
+/// open files (DT_NEEDED, DT_AUXILIARY, DT_FILTER, DT_AUDIT, DT_DEPAUDIT), where it searches
+/// (DT_RUNPATH, DT_RPATH) and the name other objects need it by (DT_SONAME), as bytes.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 #[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) struct Linkage {
@@ -57,6 +58,15 @@ pub(crate) struct Linkage {
     pub(crate) runpath: Option<Vec<u8>>,
     /// DT_RPATH, if present (glibc ignores it when DT_RUNPATH is present).
     pub(crate) rpath: Option<Vec<u8>>,
+    /// DT_SONAME, if present: the name glibc matches a needed name against before it
+    /// searches any directory.
+    pub(crate) soname: Option<Vec<u8>>,
+    /// The filtees it names (DT_AUXILIARY, then DT_FILTER, each in order), with the tag that
+    /// names each: glibc maps them, constructors included, as it maps needed libraries.
+    pub(crate) filtees: Vec<(&'static str, Vec<u8>)>,
+    /// Tags that make the loader open a file this crate does not map itself
+    /// (DT_AUDIT, DT_DEPAUDIT), with their strings.
+    pub(crate) audit: Vec<(&'static str, Vec<u8>)>,
     /// Where its loadable segments (PT_LOAD) lie, relative to its load address: the only
     /// addresses of the mapping that are its own (`library` asks whether a symbol is).
     pub(crate) loads: Vec<std::ops::Range<u64>>,
@@ -132,6 +142,10 @@ const DT_VERNEED: u64 = 0x6fff_fffe;
 const DT_VERDEFNUM: u64 = 0x6fff_fffd;
 const DT_VERNEEDNUM: u64 = 0x6fff_ffff;
 const DT_RELACOUNT: u64 = 0x6fff_fff9;
+const DT_DEPAUDIT: u64 = 0x6fff_fefb;
+const DT_AUDIT: u64 = 0x6fff_fefc;
+const DT_AUXILIARY: u64 = 0x7fff_fffd;
+const DT_FILTER: u64 = 0x7fff_ffff;
 const DT_RELCOUNT: u64 = 0x6fff_fffa;
 const DF_TEXTREL: u64 = 0x4;
 const SHN_UNDEF: u16 = 0;
@@ -712,6 +726,10 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
                 DT_SONAME => "DT_SONAME",
                 DT_RPATH => "DT_RPATH",
                 DT_RUNPATH => "DT_RUNPATH",
+                DT_AUXILIARY => "DT_AUXILIARY",
+                DT_FILTER => "DT_FILTER",
+                DT_AUDIT => "DT_AUDIT",
+                DT_DEPAUDIT => "DT_DEPAUDIT",
                 _ => continue,
             };
             let string = strings.get(value).ok_or_else(|| strings.bad(name, value))?.to_vec();
@@ -719,7 +737,9 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
                 DT_NEEDED => linkage.needed.push(string),
                 DT_RPATH => linkage.rpath = Some(string),
                 DT_RUNPATH => linkage.runpath = Some(string),
-                _ => {}
+                DT_SONAME => linkage.soname = Some(string),
+                DT_AUXILIARY | DT_FILTER => linkage.filtees.push((name, string)),
+                _ => linkage.audit.push((name, string)),
             }
         }
 
