@@ -24,6 +24,10 @@ pub(crate) struct Candidate {
     /// load uses this descriptor (and what was read of it) if the file is still at
     /// `resolved` then, instead of opening and reading it again.
     pub(crate) opened: Option<Box<Opened>>,
+    /// The libraries the trust check resolved for the file it opened (`opened`), to map
+    /// before it, dependencies first; `None` where none was resolved for the descriptor the
+    /// load uses (the load resolves them then, under `Strict`).
+    pub(crate) dependencies: Option<Vec<crate::load::trust::Dependency>>,
 }
 
 pub(crate) use crate::load::sys::{FileId, Identity};

@@ -135,6 +135,7 @@ fn library_file(path: &Path) -> Found {
         checked: None,
         discovered: None,
         opened: None,
+        dependencies: None,
     };
     Ok((candidate, identity))
 }
@@ -239,6 +240,7 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
                         checked: None,
                         discovered: (!is_link).then(|| crate::load::candidate::status(&metadata)).flatten(),
                         opened: None,
+                        dependencies: None,
                     },
                     identity,
                 )

@@ -29,6 +29,9 @@ pub(crate) struct Checked<'a> {
     pub(crate) loads: &'a [Range<u64>],
     /// Whether the trust check is on (`TrustPolicy::Strict`).
     pub(crate) strict: bool,
+    /// Whether `resolved` may name a symlink to the file (a dependency, given to the loader
+    /// by the name it was found under: see `load::opener`); then `origin` must be set.
+    pub(crate) follow: bool,
 }
 
 /// An open shared library. Dropping it closes the library (`dlclose`).
@@ -106,6 +109,7 @@ impl Library {
             checked.identity,
             checked.resolved,
             checked.origin,
+            checked.follow,
             checked.strict,
         )
         .map_err(failed)?;
@@ -360,6 +364,7 @@ mod tests {
             origin: true,
             loads: &[],
             strict: true,
+            follow: false,
         };
         // SAFETY: both libraries are this crate's own test plugins, whose initialisation
         // routines are sound.

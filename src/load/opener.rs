@@ -25,6 +25,12 @@ crate::sync::lazy_static! {
     static REGISTRY: Arc<Registry<Dlopen>> = Arc::new(Registry::new(Dlopen));
 }
 
+crate::sync::lazy_static! {
+    /// The process-wide registry of the dependencies dylease mapped for plugins: one
+    /// instance per file, shared by every plugin instance that needs it (I1).
+    static DEPENDENCIES: Arc<Registry<DependencyLoader>> = Arc::new(Registry::new(DependencyLoader));
+}
+
 /// The library instance of `file` in the process-wide registry: a live one shared, or the
 /// file opened by [`Dlopen`] (the registry protocol, docs::internals). `deadline` bounds the
 /// waits for other threads' opens and unloads of the same file.
@@ -86,17 +92,183 @@ impl InstanceHooks {
     }
 }
 
+/// An open plugin library and the dependencies dylease mapped for it (the dependency
+/// protocol, `docs::internals`). Dropped, it closes the plugin first, then its dependencies,
+/// dependents before the libraries they need.
+#[derive(Debug)]
+pub(crate) struct PluginLibrary {
+    library: Library,
+    dependencies: Dependencies,
+}
+
+/// The dependency instances a plugin library holds, in mapping order (each after the
+/// libraries it needs): dropped in the reverse order.
+#[derive(Debug, Default)]
+struct Dependencies(Vec<Arc<LibraryInstance<DependencyLoader>>>);
+
+impl Drop for Dependencies {
+    fn drop(&mut self) {
+        while let Some(dependency) = self.0.pop() {
+            drop(dependency);
+        }
+    }
+}
+
+/// Maps the dependencies of the plugin `file` (resolved and checked by the trust check),
+/// dependencies first, each shared with every other plugin that needs the same file.
+fn map_dependencies(file: FileRef<'_>) -> Result<Dependencies, Error> {
+    let mut mapped = Dependencies(Vec::with_capacity(file.dependencies.len()));
+    for dependency in file.dependencies {
+        #[allow(clippy::clone_on_copy, clippy::useless_conversion)]
+        let identity = crate::load::sys::checked_identity(dependency.identity.clone());
+        let needed = FileRef {
+            shown: &dependency.found,
+            resolved: &dependency.found,
+            identity: &identity,
+            source: Some(&dependency.file),
+            origin: true,
+            loads: &dependency.loads,
+            strict: true,
+            dependencies: &[],
+            deadline: file.deadline,
+        };
+        let instance = Registry::instance(&DEPENDENCIES, needed, file.deadline).map_err(|error| {
+            let of_plugin = |reason: String| {
+                format!(
+                    "cannot map `{}`, a library it needs, from the descriptor dylease checked: {reason}",
+                    dependency.found.display()
+                )
+            };
+            match error {
+                Error::Open { reason, cause, .. } => Error::Open {
+                    path: file.shown.to_owned(),
+                    reason: of_plugin(reason),
+                    cause,
+                },
+                Error::Untrusted { reason, .. } => Error::Untrusted {
+                    path: file.shown.to_owned(),
+                    reason: of_plugin(reason),
+                },
+                other => other,
+            }
+        })?;
+        mapped.0.push(instance);
+    }
+    Ok(mapped)
+}
+
+/// The platform loader for the dependencies dylease maps itself, as the registry's
+/// [`Opener`]: a dependency has no entry point and no hooks; its instance maps it from its
+/// checked descriptor and closes it.
+#[derive(Debug)]
+pub(crate) struct DependencyLoader;
+
+impl Opener for DependencyLoader {
+    type Library = Library;
+    type Plugin = ();
+    type Closing = Closed;
+    type Closed = Unmapped;
+
+    fn open(&self, file: FileRef<'_>) -> Result<Library, Error> {
+        let refused = |reason: String| Error::Untrusted {
+            path: file.shown.to_owned(),
+            reason,
+        };
+        let name = file.resolved.file_name().unwrap_or_default();
+        // Another object the loader has already answers this name: it would take that one,
+        // and the checked copy's constructors would run for nothing.
+        match crate::load::sys::imp::answering(name) {
+            None => {}
+            Some(Ok(id)) if crate::load::sys::checked_identity(id) == *file.identity => {}
+            Some(other) => {
+                let what = match other {
+                    Ok(_) => "another file".to_owned(),
+                    Err(loaded_as) => format!("`{}`", loaded_as.to_string_lossy()),
+                };
+                return Err(refused(format!(
+                    "the name `{}` is already answered by {what} loaded in this process (the host's own, \
+                     `LD_PRELOAD`, a library another plugin bundles or one the platform kept), which the loader \
+                     would use instead of the checked file; fix: use that library's version, or give the \
+                     bundled one another soname",
+                    name.to_string_lossy()
+                )));
+            }
+        }
+        let source = file
+            .source
+            .ok_or_else(|| refused("it was not opened for its checks".to_owned()))?;
+        let checked = Checked {
+            file: source,
+            identity: file.identity,
+            resolved: file.resolved,
+            origin: true,
+            loads: file.loads,
+            strict: true,
+            follow: true,
+        };
+        // SAFETY: the host's configuration named the plugin that needs this library, and its
+        // user vouches for the code the plugin runs, its libraries' included (see the crate
+        // docs, "`unsafe`"); the trust check passed this file. Called outside the registry's
+        // lock, with the host's re-entrancy mark set.
+        let library = unsafe { Library::open(checked) };
+        library.map_err(|failure| match failure {
+            OpenFailure::Replaced(reason) => Error::Open {
+                path: file.shown.to_owned(),
+                reason,
+                cause: OpenCause::Replaced,
+            },
+            OpenFailure::Untrusted(reason) => refused(reason),
+            OpenFailure::Other(reason) => {
+                let hint = if reason.contains("undefined symbol") {
+                    " (it needs a symbol it does not link against: it cannot be mapped on its own before \
+                     the plugin; link it with `-Wl,-z,defs` to see which library it lacks, and link against that)"
+                } else {
+                    ""
+                };
+                Error::Open {
+                    path: file.shown.to_owned(),
+                    reason: format!("{reason}{hint}"),
+                    cause: OpenCause::Loader,
+                }
+            }
+        })
+    }
+
+    fn handle(library: &Library) -> usize {
+        library.handle()
+    }
+
+    fn start(&self, _: &Library, _: FileRef<'_>) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn finish(&self, (): (), library: Library, _: bool) -> Closed {
+        let (closed, names) = library.close();
+        if let Err(reason) = closed {
+            log::warn!(
+                "{}closing a library a plugin needs failed: {reason}",
+                crate::load::log_scope::prefix()
+            );
+        }
+        names
+    }
+
+    fn settle(&self, closed: Closed) -> Unmapped {
+        closed.settle()
+    }
+}
+
 /// The platform loader, as the registry's [`Opener`].
 #[derive(Debug)]
 pub(crate) struct Dlopen;
 
 impl Opener for Dlopen {
-    type Library = Library;
+    type Library = PluginLibrary;
     type Plugin = Descriptor;
     type Closing = Closed;
     type Closed = Unmapped;
 
-    fn open(&self, file: FileRef<'_>) -> Result<Library, Error> {
+    fn open(&self, file: FileRef<'_>) -> Result<PluginLibrary, Error> {
         let source = file.source.ok_or_else(|| Error::Open {
             path: file.shown.to_owned(),
             reason: "it was not opened for its checks".to_owned(),
@@ -109,13 +281,17 @@ impl Opener for Dlopen {
             origin: file.origin,
             loads: file.loads,
             strict: file.strict,
+            follow: false,
         };
+        // Its dependencies first, so that the loader finds each already loaded by its soname
+        // and searches for none of them.
+        let dependencies = map_dependencies(file)?;
         // SAFETY: the host's configuration named this file as a plugin; by naming it, the
         // user vouches for its initialisation and termination routines (see the crate docs,
         // "`unsafe`"). The registry calls this outside its lock, with the host's re-entrancy
         // mark set so that a nested `acquire()` fails instead of deadlocking.
         let library = unsafe { Library::open(checked) };
-        library.map_err(|failure| match failure {
+        let library = library.map_err(|failure| match failure {
             OpenFailure::Replaced(reason) => Error::Open {
                 path: file.shown.to_owned(),
                 reason,
@@ -130,21 +306,23 @@ impl Opener for Dlopen {
                 reason,
                 cause: OpenCause::Loader,
             },
-        })
+        })?;
+        Ok(PluginLibrary { library, dependencies })
     }
 
-    fn handle(library: &Library) -> usize {
-        library.handle()
+    fn handle(library: &PluginLibrary) -> usize {
+        library.library.handle()
     }
 
-    fn start(&self, library: &Library, file: FileRef<'_>) -> Result<Descriptor, Error> {
-        let descriptor = verify(library, file.shown)?;
+    fn start(&self, library: &PluginLibrary, file: FileRef<'_>) -> Result<Descriptor, Error> {
+        let descriptor = verify(&library.library, file.shown)?;
         // SAFETY: `library` is open, and the registry starts each instance exactly once.
         unsafe { descriptor.hooks.run_on_load(file.shown) }?;
         Ok(descriptor)
     }
 
-    fn finish(&self, plugin: Descriptor, library: Library, registered: bool) -> Closed {
+    fn finish(&self, plugin: Descriptor, library: PluginLibrary, registered: bool) -> Closed {
+        let PluginLibrary { library, dependencies } = library;
         let owed = registered || plugin.hooks.unload_owed_after_on_load();
         if let (true, Some(on_unload)) = (owed, plugin.hooks.on_unload) {
             // SAFETY: `on_unload` comes from the verified descriptor of `library`, which is
@@ -158,6 +336,8 @@ impl Opener for Dlopen {
                 crate::load::log_scope::prefix()
             );
         }
+        // The libraries it needed, once it is closed: dependents first.
+        drop(dependencies);
         names
     }
 

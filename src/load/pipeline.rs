@@ -65,6 +65,18 @@ impl Candidate {
         loop {
             let (checked, len, identity) = open_checked(&mut self, checks, trust)?;
             let linkage = crate::load::elf::check_file(&self.path, &checked, len)?;
+            let strict = trust == TrustPolicy::Strict;
+            let dependencies = match self.dependencies.take() {
+                Some(dependencies) => dependencies,
+                // Resolved from the descriptor the loader maps, if the trust check could not.
+                None if strict => checks
+                    .resolve(&self.resolved, &linkage)
+                    .map_err(|reason| Error::Untrusted {
+                        path: self.path.clone(),
+                        reason,
+                    })?,
+                None => Vec::new(),
+            };
             let pinning = Pinning::predict(&checked, len);
             let file = FileRef {
                 shown: &self.path,
@@ -73,7 +85,9 @@ impl Candidate {
                 source: Some(&checked.file),
                 origin: linkage.names_origin(),
                 loads: &linkage.loads,
-                strict: trust == TrustPolicy::Strict,
+                strict,
+                dependencies: &dependencies,
+                deadline,
             };
             match library_instance(file, deadline) {
                 Err(Error::Open {

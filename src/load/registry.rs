@@ -45,6 +45,12 @@ pub(crate) struct FileRef<'a> {
     pub(crate) loads: &'a [std::ops::Range<u64>],
     /// Whether the host's trust check is on.
     pub(crate) strict: bool,
+    /// The libraries to map before it, dependencies first, opened and checked by the trust
+    /// check (`load::trust::Dependency`): empty unless it is on.
+    pub(crate) dependencies: &'a [crate::load::trust::Dependency],
+    /// Until when the open may wait for other threads' opens and unloads (of its
+    /// dependencies: the registry bounds its own waits with the same deadline).
+    pub(crate) deadline: Option<Instant>,
 }
 
 /// What the registry needs of a platform loader.
@@ -562,6 +568,8 @@ mod loom_models {
             origin: false,
             loads: &[],
             strict: false,
+            dependencies: &[],
+            deadline: None,
         }
     }
 

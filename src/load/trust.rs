@@ -22,6 +22,13 @@ use crate::load::sys::{file_id, is_replacement, no_follow};
 #[cfg(unix)]
 mod deps;
 mod policy;
+
+#[cfg(unix)]
+pub(crate) use deps::Dependency;
+/// No library is mapped by dylease for a plugin where there is no trust check.
+#[cfg(not(unix))]
+#[derive(Debug)]
+pub(crate) enum Dependency {}
 #[cfg(unix)]
 mod walk;
 
@@ -48,8 +55,9 @@ impl Checks {
     /// [`TrustPolicy::Strict`] a passed candidate's `resolved` path becomes the path the
     /// check walked, and `checked` the file it found there.
     pub(crate) fn check(&mut self, policy: TrustPolicy, candidate: &mut Candidate) -> Result<(), Error> {
-        // A file checked again is opened again.
+        // A file checked again is opened and resolved again.
         candidate.opened = None;
+        candidate.dependencies = None;
         match policy {
             TrustPolicy::Permissive => Ok(()),
             TrustPolicy::Strict => match self.strict(&candidate.path, candidate.discovered.take()) {
@@ -94,9 +102,38 @@ impl Checks {
         })
     }
 
+    /// Under [`TrustPolicy::Strict`], after the plugin file itself passed: resolves its
+    /// dependency closure (`deps`) from the descriptor the load will map, which it keeps for
+    /// the load with the closure. A file that changed since its check, or whose linkage cannot
+    /// be read, is resolved when it is opened to load ([`Checks::resolve`]), where the ELF
+    /// check refuses an unsound one first.
+    #[cfg(unix)]
+    fn dependencies(&mut self, candidate: &mut Candidate) -> Result<(), String> {
+        let Some(file) = open_if_unchanged(candidate)? else {
+            return Ok(());
+        };
+        let Ok(Some(linkage)) = crate::load::elf::linkage(&file, file.metadata.len()) else {
+            return Ok(());
+        };
+        candidate.dependencies = Some(self.resolve(&candidate.resolved, &linkage)?);
+        // The load uses this descriptor, and what was read of it.
+        candidate.opened = Some(Box::new(file));
+        Ok(())
+    }
+
     #[cfg(not(unix))]
     fn dependencies(&mut self, _: &mut Candidate) -> Result<(), String> {
         Ok(())
+    }
+
+    /// No dependency is mapped by dylease where there is no trust check.
+    #[cfg(not(unix))]
+    pub(crate) fn resolve(
+        &mut self,
+        _: &std::path::Path,
+        _: &crate::load::elf_layout::Linkage,
+    ) -> Result<Vec<Dependency>, String> {
+        Ok(Vec::new())
     }
 
     #[cfg(not(unix))]
@@ -137,6 +174,11 @@ pub(crate) fn open_checked(
             .opened
             .take()
             .filter(|held| still_named(candidate, &held.metadata));
+        if held.is_none() {
+            // The closure was resolved from another descriptor, if at all: the load resolves
+            // it again from this one.
+            candidate.dependencies = None;
+        }
         let file = match held.map_or_else(|| open_once(candidate), |held| Ok(*held)) {
             Ok(opened) => opened,
             // Gone, or a symlink now: replaced after the check, if it was checked.

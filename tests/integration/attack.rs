@@ -290,10 +290,10 @@ fn install_survives_and_spares_another_users_precreated_temporary() {
 /// The directory mode in a sticky, world-writable plugin directory (which the trust check
 /// accepts, "like /tmp"): there "only this user or root can replace the file" is false, since
 /// any user may create a name that is free. The plugin needs `$ORIGIN/libdep.so` (a DT_NEEDED
-/// path, so no run path makes the dependency walk refuse the directory). While host B waits
+/// path, which the loader would open by name, so no soname can answer it). While host B waits
 /// for A's slow unload, the owner removes `libx.so` (an installer that unlinks first), and
 /// uid 65534 creates its own `libx.so`: B's loader, given `/proc/self/fd/D/libx.so`, would
-/// run it. So such a plugin is not loaded from a sticky directory at all under Strict.
+/// run it. So such a plugin is not loaded at all under Strict.
 #[test]
 fn origin_mode_in_a_sticky_directory_never_runs_another_users_file() {
     let plugins = TestDir::new("attack_origin_sticky");
@@ -309,12 +309,13 @@ fn origin_mode_in_a_sticky_directory_never_runs_another_users_file() {
     let lib = copy_in(plugins.path(), &lib_path, "libx.so", 0o755);
     // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
     let file_host = || unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
-    // Such a plugin is found by name in a directory where anyone can create names once the
-    // owner frees one: Strict refuses to load it from there at all, before any code runs.
+    // The loader would open the needed path by name in a directory where anyone can create
+    // names once the owner frees one: Strict refuses the plugin before any code runs.
     let error = file_host().acquire().unwrap_err();
     assert!(
         matches!(&error, dylease::Error::Untrusted { path, .. } if path == &lib)
-            && error.to_string().contains("other users can create names"),
+            && error.to_string().contains("the needed library `$ORIGIN/libdep.so`")
+            && error.to_string().contains("no soname can answer it"),
         "{error}"
     );
     assert!(!beside(&lib, ".log").exists(), "its code ran (its on_load logged)");

@@ -198,7 +198,7 @@ fn an_origin_relative_run_path_inside_a_trusted_directory_loads() {
 }
 
 #[test]
-fn a_needed_library_named_by_path_in_a_writable_directory_is_refused() {
+fn a_needed_library_named_by_path_is_refused_with_the_soname_fix() {
     let dir = TestDir::new("deps_needed_path");
     let writable = dir.sub("writable");
     // Without a soname, the linker records the path it was given as DT_NEEDED.
@@ -217,13 +217,15 @@ fn a_needed_library_named_by_path_in_a_writable_directory_is_refused() {
     );
     assert!(
         message.contains(&format!(
-            "the needed library `{}` of `{}` lets the loader run code another user can choose: `{}` is writable \
-             by group and others (mode 0777)",
+            "the needed library `{}` of `{}` lets the loader run code dylease did not check: it names a path",
             dependency.display(),
             plugin.display(),
-            writable.display()
         )),
         "{message}"
+    );
+    assert!(
+        message.contains("-Wl,-soname,NAME"),
+        "the fix names a soname: {message}"
     );
     assert!(!mapped(&dependency));
     assert_eq!(dep_value(&permissive(&plugin)), 3);
@@ -251,4 +253,369 @@ fn the_checker_names_the_run_path_directory_and_advises_origin_not_an_rpath_into
     let fix = problem["fix"].as_str().unwrap();
     assert!(fix.contains("run path relative to `$ORIGIN`"), "{fix}");
     assert!(fix.contains("rebuild the plugin without that entry"), "{fix}");
+}
+
+/// `dep.c` built into `dir/file` with the soname `soname` (none if `None`), returning `value`
+/// from `dep_value()`; with `marker`, its constructor leaves `<its path>.ran`.
+fn dependency_as(dir: &Path, file: &str, soname: Option<&str>, value: i32, marker: bool, extra: &[&str]) -> PathBuf {
+    let mut args = vec![
+        format!("-DDEP_VALUE={value}"),
+        "-Wl,--no-as-needed".to_owned(),
+        "-ldl".to_owned(),
+    ];
+    if let Some(soname) = soname {
+        args.push(format!("-Wl,-soname,{soname}"));
+    }
+    if marker {
+        args.push("-DMARK_CONSTRUCTOR".into());
+    }
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    compile("dep.c", &dir.join(file), &args)
+}
+
+/// The loader's names of every object it has loaded, in its order.
+fn loader_objects() -> Vec<String> {
+    unsafe extern "C" fn push(info: *mut libc::dl_phdr_info, _: usize, data: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `data` is the vector below, alive for the walk; `info` is the loader's.
+        let (names, info) = unsafe { (&mut *data.cast::<Vec<String>>(), &*info) };
+        let name = if info.dlpi_name.is_null() {
+            String::new()
+        } else {
+            // SAFETY: a non-NULL name is NUL-terminated, valid during the call.
+            unsafe { std::ffi::CStr::from_ptr(info.dlpi_name) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        names.push(name);
+        0
+    }
+    let mut names: Vec<String> = Vec::new();
+    // SAFETY: `push` only reads what the loader hands it and writes `names`, which outlives
+    // the walk.
+    unsafe { libc::dl_iterate_phdr(Some(push), (&raw mut names).cast()) };
+    names
+}
+
+/// Whether the loader's name `name` is one dylease gave it: `/proc/self/fd/N` or
+/// `/proc/self/fd/N/<file>`, N a descriptor (of the file, or of the directory it is in). The
+/// loader's own search through a run path relative to such a name's `$ORIGIN` gives names
+/// with more components (`/proc/self/fd/N/lib/libdep.so`).
+fn given_by_dylease(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("/proc/self/fd/") else {
+        return false;
+    };
+    let (fd, file) = rest.split_once('/').unwrap_or((rest, ""));
+    !fd.is_empty() && fd.bytes().all(|b| b.is_ascii_digit()) && !file.contains('/')
+}
+
+/// The objects `load` adds to the loader's list that lie outside the system's library
+/// directories and that dylease did not map from a descriptor (see [`given_by_dylease`]).
+fn searched_by_the_loader(load: impl FnOnce()) -> Vec<String> {
+    let before = loader_objects();
+    load();
+    loader_objects()
+        .into_iter()
+        .filter(|name| !before.contains(name))
+        .filter(|name| !given_by_dylease(name))
+        .filter(|name| {
+            !["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]
+                .iter()
+                .any(|d| name.starts_with(d))
+        })
+        .collect()
+}
+
+/// How many separate mappings of `file` the process has (mappings at file offset 0).
+fn mappings_of(file: &Path) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let ino = fs::metadata(file).unwrap().ino().to_string();
+    fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|line| {
+            let fields: Vec<&str> = line.split_ascii_whitespace().collect();
+            fields.len() >= 5 && fields[2] == "00000000" && fields[4] == ino
+        })
+        .count()
+}
+
+/// `plugins/libuses_dep.so` with the run path `$ORIGIN/lib`, and `plugins/lib/libdep.so`
+/// (soname `libdep.so`) returning `value`.
+fn beside(dir: &TestDir, value: i32) -> (PathBuf, PathBuf) {
+    let libs = dir.sub("plugins/lib");
+    let dep = dependency(&libs, value, false);
+    let plugin = plugin(&dir.sub("plugins"), &libs, "$ORIGIN/lib");
+    (plugin, dep)
+}
+
+#[test]
+fn a_dependency_beside_the_plugin_is_mapped_by_dylease_from_its_checked_descriptor_and_unmapped_with_it() {
+    let dir = TestDir::new("deps_mapped_by_descriptor");
+    let (plugin, dep) = beside(&dir, 7);
+    let host = strict(&plugin);
+    let before = loader_objects();
+    let lease = host.acquire().unwrap();
+    // The loader searched for nothing outside the system's directories: the dependency is
+    // the object dylease gave it, by the name of its directory's descriptor.
+    let added: Vec<String> = loader_objects().into_iter().filter(|n| !before.contains(n)).collect();
+    let given = added
+        .iter()
+        .find(|n| given_by_dylease(n) && n.ends_with("/libdep.so"))
+        .unwrap_or_else(|| panic!("the dependency was not mapped by dylease: {added:?}"));
+    // Named in its own directory, whose descriptor dylease holds.
+    let dir_of = Path::new(given).parent().unwrap();
+    assert_eq!(fs::read_link(dir_of).unwrap(), dep.parent().unwrap(), "{given}");
+    assert!(
+        added.iter().all(|n| given_by_dylease(n)),
+        "the loader found objects by itself: {added:?}"
+    );
+    assert_eq!(mappings_of(&dep), 1);
+    drop(lease);
+    assert_eq!(dep_value(&host), 7);
+    drop(host);
+    assert_unloaded(&plugin);
+    assert_unloaded(&dep);
+}
+
+#[test]
+fn the_plugins_of_the_suite_add_no_object_the_loader_searched_for_itself() {
+    let dir = TestDir::new("deps_none_searched");
+    let (plugin, dep) = beside(&dir, 5);
+    // Every other plugin fixture of the suite, in one directory host.
+    let others = TestDir::new("deps_none_searched_fixtures");
+    for name in ["arith", "ctor", "by_hand", "churn"] {
+        others.add(name, &format!("lib{name}.so"));
+    }
+    let hosts = [
+        strict(&plugin),
+        // SAFETY: the suite's own fixtures, whose initialisation code is sound.
+        unsafe { PluginHost::builder().dir(others.path()).build() }.unwrap(),
+    ];
+    let mut leases = Vec::new();
+    let searched = searched_by_the_loader(|| leases.extend(hosts.iter().map(|h| h.acquire().unwrap())));
+    assert!(searched.is_empty(), "the loader found these itself: {searched:?}");
+    drop(leases);
+    drop(hosts);
+    assert_unloaded(&dep);
+}
+
+#[test]
+fn two_plugins_needing_one_library_share_one_mapping_of_it_gone_after_the_last() {
+    let dir = TestDir::new("deps_shared");
+    let (plugin, dep) = beside(&dir, 9);
+    let second = plugin.with_file_name("libuses_dep_too.so");
+    fs::copy(&plugin, &second).unwrap();
+    let (first_host, second_host) = (strict(&plugin), strict(&second));
+    let (a, b) = (first_host.acquire().unwrap(), second_host.acquire().unwrap());
+    assert_eq!(
+        mappings_of(&dep),
+        1,
+        "one file, one mapping, whatever the number of plugins"
+    );
+    drop(a);
+    drop(first_host);
+    assert_unloaded(&plugin);
+    assert_eq!(mappings_of(&dep), 1, "the other plugin still needs it");
+    assert_eq!(dep_value(&second_host), 9);
+    drop(b);
+    drop(second_host);
+    assert_unloaded(&second);
+    assert_unloaded(&dep);
+}
+
+/// Asserts `error` refuses `plugin` under Strict for a reason that holds every one of `words`.
+#[track_caller]
+fn assert_refused(error: &Error, plugin: &Path, words: &[&str]) {
+    let message = error.to_string();
+    assert!(
+        matches!(error, Error::Untrusted { path, .. } if path == plugin),
+        "{error:?}"
+    );
+    for word in words {
+        assert!(message.contains(word), "`{word}` missing from: {message}");
+    }
+}
+
+#[test]
+fn a_dependency_without_a_soname_is_refused_with_the_soname_fix_and_permissive_loads_it() {
+    let dir = TestDir::new("deps_no_soname");
+    let libs = dir.sub("plugins/lib");
+    let dep = dependency_as(&libs, "libdep.so", None, 4, false, &[]);
+    let plugin = plugin(&dir.sub("plugins"), &libs, "$ORIGIN/lib");
+    let error = strict(&plugin).acquire().unwrap_err();
+    assert_refused(
+        &error,
+        &plugin,
+        &["needed library `libdep.so`", "has no soname", "-Wl,-soname,libdep.so"],
+    );
+    assert!(!mapped(&dep));
+    assert_eq!(dep_value(&permissive(&plugin)), 4);
+    assert_unloaded(&dep);
+}
+
+#[test]
+fn a_cycle_of_dependencies_is_refused() {
+    let dir = TestDir::new("deps_cycle");
+    let libs = dir.sub("plugins/lib");
+    // libdep.so needs libloop.so, which needs libdep.so.
+    let first = dependency_as(&libs, "libdep.so", Some("libdep.so"), 1, false, &[]);
+    let lib_dir = libs.display().to_string();
+    dependency_as(
+        &libs,
+        "libloop.so",
+        Some("libloop.so"),
+        2,
+        false,
+        &["-L", &lib_dir, "-ldep"],
+    );
+    fs::remove_file(&first).unwrap();
+    dependency_as(
+        &libs,
+        "libdep.so",
+        Some("libdep.so"),
+        1,
+        false,
+        &["-L", &lib_dir, "-lloop", "-Wl,-rpath,$ORIGIN"],
+    );
+    let plugin = plugin(&dir.sub("plugins"), &libs, "$ORIGIN/lib");
+    let error = strict(&plugin).acquire().unwrap_err();
+    assert_refused(&error, &plugin, &["part of a cycle"]);
+}
+
+#[test]
+fn an_under_linked_dependency_is_refused_with_the_link_fix() {
+    let dir = TestDir::new("deps_under_linked");
+    let libs = dir.sub("plugins/lib");
+    // Its `dep_value` calls `plugin_side`, which only the plugin defines.
+    let dep = compile(
+        "dep_under_linked.c",
+        &libs.join("libdep.so"),
+        &["-Wl,-soname,libdep.so"],
+    );
+    let plugin = compile(
+        "uses_dep.c",
+        &dir.sub("plugins").join("libuses_dep.so"),
+        &[
+            "-DDEFINE_PLUGIN_SIDE",
+            "-Wl,--no-as-needed",
+            "-L",
+            &libs.display().to_string(),
+            "-ldep",
+            "-Wl,-rpath,$ORIGIN/lib",
+            "-Wl,--enable-new-dtags",
+        ],
+    );
+    let error = strict(&plugin).acquire().unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("plugin_side"), "{message}");
+    assert!(message.contains("-Wl,-z,defs"), "{message}");
+    assert!(message.contains(&dep.display().to_string()), "{message}");
+    assert_unloaded(&plugin);
+    assert_unloaded(&dep);
+}
+
+#[test]
+fn an_audit_library_entry_is_refused_before_any_code_runs() {
+    let dir = TestDir::new("deps_audit");
+    let libs = dir.sub("plugins/lib");
+    dependency(&libs, 1, false);
+    let plugin = compile(
+        "uses_dep.c",
+        &dir.sub("plugins").join("libuses_dep.so"),
+        &[
+            "-Wl,--no-as-needed",
+            "-L",
+            &libs.display().to_string(),
+            "-ldep",
+            "-Wl,--audit,libaudit.so",
+        ],
+    );
+    let error = strict(&plugin).acquire().unwrap_err();
+    assert_refused(&error, &plugin, &["DT_AUDIT entry `libaudit.so`", "auditing library"]);
+    assert_unloaded(&plugin);
+}
+
+#[test]
+fn a_relative_run_path_entry_is_refused() {
+    let dir = TestDir::new("deps_relative");
+    let libs = dir.sub("plugins/lib");
+    dependency(&libs, 1, false);
+    let plugin = plugin(&dir.sub("plugins"), &libs, "lib");
+    let error = strict(&plugin).acquire().unwrap_err();
+    assert_refused(
+        &error,
+        &plugin,
+        &["run path (DT_RUNPATH) entry `lib`", "it is relative"],
+    );
+    assert_unloaded(&plugin);
+}
+
+#[test]
+fn a_run_path_directory_others_or_the_group_can_create_names_in_is_refused_sticky_or_not() {
+    for (mode, writers) in [
+        (0o1777, "group and others (mode 1777, sticky)"),
+        (0o1770, "group (mode 1770, sticky)"),
+    ] {
+        let dir = TestDir::new(&format!("deps_open_run_path_{mode:o}"));
+        let libs = dir.sub("plugins/lib");
+        let dep = dependency(&libs, 1, false);
+        fs::set_permissions(&libs, Permissions::from_mode(mode)).unwrap();
+        let plugin = plugin(&dir.sub("plugins"), &libs, "$ORIGIN/lib");
+        let error = strict(&plugin).acquire().unwrap_err();
+        assert_refused(&error, &plugin, &["run path (DT_RUNPATH) entry `$ORIGIN/lib`", writers]);
+        assert!(!mapped(&dep));
+        assert_unloaded(&plugin);
+    }
+}
+
+#[test]
+fn a_name_another_plugins_bundled_copy_answers_is_refused_until_that_copy_is_gone() {
+    let dir = TestDir::new("deps_answered");
+    let (first, _) = beside(&dir, 1);
+    let other = TestDir::new("deps_answered_other");
+    let (second, second_dep) = beside(&other, 2);
+    let first_host = strict(&first);
+    assert_eq!(dep_value(&first_host), 1);
+    let lease = first_host.acquire().unwrap();
+    let error = strict(&second).acquire().unwrap_err();
+    assert_refused(
+        &error,
+        &second,
+        &["the name `libdep.so` is already answered by another file"],
+    );
+    assert!(!mapped(&second_dep), "the checked copy was mapped for nothing");
+    drop(lease);
+    drop(first_host);
+    assert_eq!(dep_value(&strict(&second)), 2);
+    assert_unloaded(&second_dep);
+}
+
+#[test]
+fn more_libraries_than_the_check_covers_is_an_error_naming_the_limit_not_a_silent_pass() {
+    let dir = TestDir::new("deps_limit");
+    let libs = dir.sub("plugins/lib");
+    // One library, copied under 513 sonames of one length (libd000.so …), the name patched.
+    let model = dependency_as(&libs, "libd000.so", Some("libd000.so"), 1, false, &[]);
+    let bytes = fs::read(&model).unwrap();
+    let at = bytes.windows(10).position(|w| w == b"libd000.so").unwrap();
+    let mut link = vec![
+        "-Wl,--no-as-needed".to_owned(),
+        "-L".to_owned(),
+        libs.display().to_string(),
+    ];
+    for n in 0..513 {
+        let name = format!("libd{n:03}.so");
+        let mut copy = bytes.clone();
+        copy[at..at + 10].copy_from_slice(name.as_bytes());
+        fs::write(libs.join(&name), copy).unwrap();
+        link.push(format!("-ld{n:03}"));
+    }
+    link.push("-Wl,-rpath,$ORIGIN/lib".into());
+    link.push("-Wl,--enable-new-dtags".into());
+    let link: Vec<&str> = link.iter().map(String::as_str).collect();
+    let plugin = compile("uses_dep.c", &dir.sub("plugins").join("libuses_dep.so"), &link);
+    let error = strict(&plugin).acquire().unwrap_err();
+    assert_refused(&error, &plugin, &["more than 512 libraries"]);
+    assert_unloaded(&plugin);
 }

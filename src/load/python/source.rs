@@ -221,6 +221,7 @@ fn candidate(path: &Path) -> io::Result<Candidate> {
         checked: None,
         discovered: None,
         opened: None,
+        dependencies: None,
     })
 }
 
@@ -280,6 +281,8 @@ impl PyCandidate {
             origin: false,
             loads: &[],
             strict: false,
+            dependencies: &[],
+            deadline,
         };
         let instance = instance::instance(file, staged, deadline)?;
         let (name, version, passes) = attach(|py| {

@@ -43,16 +43,18 @@ pub(crate) struct Names {
 }
 
 /// The name to give the loader for the checked `file`, found at `resolved` (symlinks
-/// resolved); `origin`: whether its run paths or needed names use `$ORIGIN`; `strict`:
-/// whether the trust check is on. A file whose mapping the platform kept is given the name it
-/// was kept under. An `$ORIGIN` library is given its directory's name for it, once the name
-/// is seen to still be the checked file (`NotFound` otherwise: the caller checks the new
-/// one), and refused under `strict` (`PermissionDenied`) where others can create names.
+/// resolved, unless `follow`); `origin`: whether its run paths or needed names use `$ORIGIN`;
+/// `strict`: whether the trust check is on. A file whose mapping the platform kept is given
+/// the name it was kept under. An `$ORIGIN` library is given its directory's name for it, once
+/// the name is seen to still be the checked file (`NotFound` otherwise: the caller checks the
+/// new one; with `follow`, the name may be a symlink to it), and refused under `strict`
+/// (`PermissionDenied`) where others can create names.
 pub(crate) fn name(
     file: &std::fs::File,
     checked: &Identity,
     resolved: &std::path::Path,
     origin: bool,
+    follow: bool,
     strict: bool,
 ) -> io::Result<(PathBuf, Names)> {
     let identity = (checked.dev, checked.ino);
@@ -81,18 +83,22 @@ pub(crate) fn name(
         .read(true)
         .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
         .open(dir_path)?;
-    if strict && dir.metadata()?.mode() & 0o1002 == 0o1002 {
+    // A sticky directory writable by its group or others lets them create names (another
+    // user's file could take this name); without the sticky bit, the trust check refused it.
+    let mode = dir.metadata()?.mode();
+    if strict && mode & 0o1000 != 0 && mode & 0o022 != 0 {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!(
                 "its run path uses `$ORIGIN`, so the loader must find it by name in its directory `{}`, \
-                 where other users can create names (sticky and writable by others); move the plugin to a \
-                 directory only this user or root can change",
-                dir_path.display()
+                 where other users can create names (sticky and writable by {}, mode {mode:04o}); move the \
+                 plugin to a directory only this user or root can change",
+                dir_path.display(),
+                if mode & 0o002 != 0 { "others" } else { "its group" },
             ),
         ));
     }
-    if stat_at(&dir, file_name)? != identity {
+    if stat_at(&dir, file_name, follow)? != identity {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
             format!("`{}` was replaced since it was checked", resolved.display()),
@@ -107,8 +113,8 @@ pub(crate) fn name(
     Ok((name, names))
 }
 
-/// (dev, ino) of `name` in `dir`, not following a symlink.
-fn stat_at(dir: &std::fs::File, name: &std::ffi::OsStr) -> io::Result<(u64, u64)> {
+/// (dev, ino) of `name` in `dir`, following a symlink only if `follow`.
+fn stat_at(dir: &std::fs::File, name: &std::ffi::OsStr, follow: bool) -> io::Result<(u64, u64)> {
     let name = CString::new(name.as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the name holds a NUL byte"))?;
     let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
@@ -118,7 +124,7 @@ fn stat_at(dir: &std::fs::File, name: &std::ffi::OsStr) -> io::Result<(u64, u64)
             dir.as_raw_fd(),
             name.as_ptr(),
             stat.as_mut_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
+            if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW },
         )
     };
     if done != 0 {
@@ -249,6 +255,50 @@ pub(crate) fn descriptor_hint(error: &io::Error) -> &'static str {
         Some(libc::ENFILE) => " (ENFILE: the system's table of open files is full)",
         _ => "",
     }
+}
+
+/// Whether the loader answers a needed name with an object already loaded whose `DT_SONAME`
+/// is that name, before it searches any directory (glibc's `_dl_map_object`): what lets
+/// dylease map a plugin's dependencies itself. musl matches by path.
+pub(crate) const MATCHES_SONAME: bool = cfg!(target_env = "gnu");
+
+/// The file of the object the loader would answer the needed name `name` with now, if an
+/// object already loaded answers it: `Some(Ok)` with its (dev, ino), `Some(Err)` with the
+/// loader's name of an object whose file cannot be looked at, `None` if none does.
+///
+/// `dlopen(name, RTLD_NOLOAD)` matches as the loader matches a needed name (names and
+/// sonames of loaded objects first); it maps nothing, so it runs no code, but it may open
+/// files of the system's library directories to compare them with loaded objects.
+pub(crate) fn answering(name: &std::ffi::OsStr) -> Option<Result<FileId, CString>> {
+    let name = CString::new(name.as_bytes()).ok()?;
+    // SAFETY: with RTLD_NOLOAD the loader maps nothing, so no initialisation routine runs;
+    // `name` is NUL-terminated.
+    let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    if handle.is_null() {
+        // SAFETY: clears the loader's message of the failed look-up, so that no later caller
+        // reads it as its own; it has no preconditions.
+        unsafe { libc::dlerror() };
+        return None;
+    }
+    // SAFETY: the handle is the object's `link_map`, valid until the `dlclose` below; only
+    // its public head is read.
+    let map = unsafe { &*(handle as *const LinkMap) };
+    let loaded_as = if map.l_name.is_null() {
+        CString::default()
+    } else {
+        // SAFETY: `l_name` is the loader's NUL-terminated name of the object, copied at once.
+        unsafe { CStr::from_ptr(map.l_name) }.to_owned()
+    };
+    // SAFETY: `handle` came from the `dlopen` above, which raised the object's count: this
+    // drops it again, once; the object stays loaded for whoever loaded it.
+    unsafe { libc::dlclose(handle) };
+    let file = std::fs::metadata(std::ffi::OsStr::from_bytes(loaded_as.as_bytes())).ok();
+    Some(file.map_or(Err(loaded_as), |m| {
+        Ok(FileId {
+            dev: m.dev(),
+            ino: m.ino(),
+        })
+    }))
 }
 
 /// `EMFILE`, the error of a process out of file descriptors.

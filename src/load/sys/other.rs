@@ -19,9 +19,20 @@ pub(crate) fn name(
     _checked: &Identity,
     resolved: &std::path::Path,
     _origin: bool,
+    _follow: bool,
     _strict: bool,
 ) -> io::Result<(PathBuf, Names)> {
     Ok((resolved.to_owned(), Names))
+}
+
+/// Only glibc matches needed names by soname: elsewhere dylease cannot map a plugin's
+/// dependencies for the loader, and a strict host refuses a plugin that has some in a run
+/// path.
+pub(crate) const MATCHES_SONAME: bool = false;
+
+/// Which loaded object answers a needed name cannot be asked here.
+pub(crate) fn answering(_: &std::ffi::OsStr) -> Option<Result<FileId, std::ffi::CString>> {
+    None
 }
 
 /// Nothing to record.

@@ -1,35 +1,48 @@
-//! The libraries a plugin pulls in: its run path and needed libraries are part of the path
-//! to the code it runs.
+//! The libraries a plugin pulls in, resolved once and mapped by dylease itself, so that the
+//! loader never searches for one (the dependency protocol, `docs::internals`).
 //!
-//! The loader searches a plugin's DT_RUNPATH (or DT_RPATH) directories for each DT_NEEDED
-//! name, and opens a DT_NEEDED that holds a `/` as a path. A directory there that another user
-//! can write, or can *create* (a build-tree entry such as `/tmp/build/lib` that does not
-//! exist, under the sticky, world-writable `/tmp`), lets that user plant a library whose
-//! constructor runs with this process's rights. Under [`TrustPolicy::Strict`] the check walks
-//! every such directory as it walks a plugin's own, tolerating a missing directory only when
-//! no other user could create it, and checks each needed library found there (owner and
-//! mode), then does the same for that library's own run path and needed libraries.
+//! glibc answers a needed name with an object it has loaded already whose `DT_SONAME` is that
+//! name, before it searches any directory. So under [`TrustPolicy::Strict`](super::TrustPolicy)
+//! the check resolves a plugin's dependency closure here — DT_NEEDED, DT_AUXILIARY and
+//! DT_FILTER, in glibc's order of directories — and every library found in a run path is
+//! opened once, checked on that descriptor (owner, mode, every directory on the way, ELF
+//! structure, its soname) and handed to the load, which maps it by that descriptor before the
+//! plugin, dependencies first (`load::opener`). What is left to glibc's own search is
+//! what dylease does not judge: names found through `LD_LIBRARY_PATH` and the system's
+//! libraries (names found in no run path). glibc still tries every run-path directory (and
+//! the `glibc-hwcaps` and legacy subdirectories below it) for those first, so each such
+//! directory must be one in which nobody but this user and root can create names.
 //!
-//! Not walked: `LD_LIBRARY_PATH`, `/etc/ld.so.cache` and the system's default directories, and
-//! the run path of the host executable: those are the process owner's choice.
+//! Whatever this mechanism cannot cover is refused, with the reason: a needed name holding a
+//! `/` or a `$` (glibc opens it as a path), a dependency whose soname is not the name it is
+//! needed by, a cycle, an audit library (DT_AUDIT, DT_DEPAUDIT), a relative run-path entry, a
+//! name found twice below one run-path directory (which one glibc takes depends on the CPU),
+//! more than [`MAX_OBJECTS`] libraries, a file that cannot be opened or read, and, on a C
+//! library that does not match needed names by soname (musl), any dependency in a run path.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::ffi::OsStr;
+use std::fs::File;
+use std::ops::Range;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::walk::{Issue, Problem, Subject, Walk};
 use super::{Checks, sys};
-use crate::load::candidate::Candidate;
+use crate::load::candidate::FileId;
+use crate::load::elf::Opened;
 use crate::load::elf_layout::Linkage;
 
-/// How many libraries (the plugin included) one plugin's walk looks at, at most: more than
-/// any real dependency tree has within run paths, so a loop of libraries ends.
-const MAX_OBJECTS: usize = 256;
+/// How many libraries one plugin's closure may hold. More is refused (not cut short): a
+/// closure the check did not finish is one it cannot vouch for.
+pub(crate) const MAX_OBJECTS: usize = 512;
+
+/// How deep below a run-path directory glibc's subdirectories are looked at.
+const MAX_DEPTH: usize = 4;
 
 /// The subdirectories glibc tries below each directory it searches (`glibc-hwcaps/<level>`
-/// and the legacy platform and capability names, nested up to four deep): an existing one
-/// is searched too, so it is checked too.
+/// and the legacy platform and capability names, nested): an existing one is searched too,
+/// so it is checked too.
 const SUBDIRECTORIES: &[&str] = &[
     "glibc-hwcaps",
     "tls",
@@ -53,7 +66,8 @@ const SUBDIRECTORIES: &[&str] = &[
 ];
 
 /// What `$PLATFORM` may expand to: glibc uses the CPU's platform name (`haswell`,
-/// `xeon_phi` on x86_64), the kernel's `AT_PLATFORM` otherwise. Every candidate is checked.
+/// `xeon_phi` on x86_64), the kernel's `AT_PLATFORM` otherwise. Every candidate is searched,
+/// in this order.
 const PLATFORMS: &[&str] = &[
     std::env::consts::ARCH,
     "haswell",
@@ -73,7 +87,7 @@ const PLATFORMS: &[&str] = &[
 ];
 
 /// What `$LIB` may expand to: `lib`, `lib64` and the multiarch directories of the
-/// distributions. Every candidate is checked.
+/// distributions. Every candidate is searched, in this order.
 fn lib_names() -> Vec<String> {
     let mut names: Vec<String> = ["lib", "lib64", "lib32", "libx32"].map(String::from).to_vec();
     for triple in [
@@ -88,107 +102,98 @@ fn lib_names() -> Vec<String> {
     names
 }
 
-/// One library of the walk: its resolved path, what it makes the loader look up, and the
-/// DT_RPATH directories of the libraries that loaded it (glibc searches those too when it has
-/// no DT_RUNPATH of its own).
-struct Object {
+/// A library a plugin needs, found in a run path, opened and checked: the load maps it by
+/// this descriptor before the plugin (`load::opener`). Its name in `found` is the name it
+/// is needed by, which is its soname.
+#[derive(Debug)]
+pub(crate) struct Dependency {
+    /// Where it was found: the directory searched (symlinks in the name not followed), and
+    /// the name in it. The loader is given `/proc/self/fd/D/<name>`, D that directory's
+    /// descriptor, so `$ORIGIN` is that directory, as glibc's own search would make it.
+    pub(crate) found: PathBuf,
+    /// The checked file, opened once.
+    pub(crate) file: File,
+    /// Its identity, as read from that descriptor.
+    pub(crate) identity: FileId,
+    /// Its loadable segments (for the owner checks of the loader layer).
+    pub(crate) loads: Vec<Range<u64>>,
+}
+
+/// How a needed name was answered in one closure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// Being resolved: meeting it again is a cycle.
+    Resolving,
+    /// By a library of the closure, mapped by dylease.
+    Mapped,
+    /// Left to glibc: found through `LD_LIBRARY_PATH`, or in no run path (a system library).
+    Loader,
+}
+
+/// One library whose names are being resolved.
+struct Object<'a> {
+    /// Where it was found (for messages).
+    path: &'a Path,
+    /// What `$ORIGIN` is for it: the directory the loader is given its name in.
+    origin: &'a Path,
+    linkage: &'a Linkage,
+    /// The DT_RPATH directories of the libraries that led to it, searched for its names after
+    /// its own when it has no DT_RUNPATH (glibc's chain of loaders).
+    inherited: &'a [PathBuf],
+}
+
+/// One directory of a search, and what it is to the loader.
+#[derive(Debug, Clone)]
+struct SearchDir {
     path: PathBuf,
-    linkage: Linkage,
-    inherited: Vec<PathBuf>,
+    /// `Some(tag)`: a run-path directory (DT_RPATH, DT_RUNPATH), whose libraries dylease maps;
+    /// `None`: an `LD_LIBRARY_PATH` directory, left to the loader.
+    tag: Option<&'static str>,
+}
+
+/// The resolution of one plugin's closure.
+struct Resolver<'c> {
+    checks: &'c mut Checks,
+    /// Dependencies in mapping order: each after every library it needs.
+    order: Vec<Dependency>,
+    answers: HashMap<Vec<u8>, Answer>,
+    /// `LD_LIBRARY_PATH`'s directories (none under secure execution, where glibc ignores it).
+    library_path: Vec<PathBuf>,
 }
 
 impl Checks {
-    /// Under [`TrustPolicy::Strict`](super::TrustPolicy::Strict), after the plugin file
-    /// itself passed: its run paths and needed libraries, and theirs. `Err` with the reason.
-    ///
-    /// A file that cannot be read, or whose ELF structure is unsound, passes here: the ELF
-    /// check refuses it next, with that cause. One that cannot be opened for lack of file
-    /// descriptors does not: the check could not run.
-    pub(super) fn dependencies(&mut self, candidate: &mut Candidate) -> Result<(), String> {
-        let Some(file) = super::open_if_unchanged(candidate)? else {
-            return Ok(());
+    /// Resolves the dependency closure of the plugin at `path` (found at `resolved`, whose
+    /// directory is its `$ORIGIN`), whose dynamic section says `linkage`: the libraries to
+    /// map before it, dependencies first. `Err` with the reason under which the plugin is
+    /// refused.
+    pub(crate) fn resolve(&mut self, resolved: &Path, linkage: &Linkage) -> Result<Vec<Dependency>, String> {
+        let library_path = if crate::load::sys::imp::secure_execution() {
+            Vec::new()
+        } else {
+            std::env::var_os("LD_LIBRARY_PATH")
+                .map(|list| {
+                    list.as_bytes()
+                        .split(|&b| b == b':')
+                        .filter(|entry| !entry.is_empty())
+                        .map(|entry| PathBuf::from(OsStr::from_bytes(entry)))
+                        .collect()
+                })
+                .unwrap_or_default()
         };
-        let Ok(Some(linkage)) = crate::load::elf::linkage(&file, file.metadata.len()) else {
-            // Not a library whose linkage could be read (a Python file, a data file of a
-            // package, an unsound ELF file): nothing of it is kept open, and the ELF check, if
-            // any, opens it again.
-            return Ok(());
+        let mut resolver = Resolver {
+            checks: self,
+            order: Vec::new(),
+            answers: HashMap::new(),
+            library_path,
         };
-        // The load uses this descriptor, and what was read of it.
-        candidate.opened = Some(Box::new(file));
-        let mut queue = vec![Object {
-            path: candidate.resolved.clone(),
+        let origin = resolved.parent().unwrap_or(Path::new("/"));
+        resolver.visit(&Object {
+            path: resolved,
+            origin,
             linkage,
-            inherited: Vec::new(),
-        }];
-        let mut seen: HashSet<PathBuf> = HashSet::from([candidate.resolved.clone()]);
-        while let Some(object) = queue.pop() {
-            for found in self.object(&object)? {
-                if seen.len() < MAX_OBJECTS && seen.insert(found.path.clone()) {
-                    queue.push(found);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Checks the run paths of `object` and where its needed libraries are found; returns
-    /// those found through them, to walk next.
-    fn object(&mut self, object: &Object) -> Result<Vec<Object>, String> {
-        let origin = object.path.parent().unwrap_or(Path::new("/"));
-        let mut search = Vec::new();
-        let mut rpath = Vec::new();
-        let lists = [
-            ("DT_RUNPATH", &object.linkage.runpath),
-            ("DT_RPATH", &object.linkage.rpath),
-        ];
-        for (tag, list) in lists {
-            let Some(list) = list else { continue };
-            for entry in list.split(|&b| b == b':') {
-                for dir in expand(entry, origin) {
-                    self.run_path_dir(&dir)
-                        .map_err(|problem| refusal(object, &format!("run path ({tag}) entry"), entry, &problem))?;
-                    if tag == "DT_RPATH" {
-                        rpath.push(dir.clone());
-                    }
-                    search.push(dir);
-                }
-            }
-        }
-        search.extend(object.inherited.iter().cloned());
-        rpath.extend(object.inherited.iter().cloned());
-
-        let mut found = Vec::new();
-        for name in &object.linkage.needed {
-            let paths: Vec<PathBuf> = if name.contains(&b'/') {
-                // Opened as a path (from the current directory when relative), never searched.
-                expand(name, origin).into_iter().map(|p| absolute(&p)).collect()
-            } else {
-                self.search(&search, OsStr::from_bytes(name))
-                    .map_err(|problem| refusal(object, "needed library", name, &problem))?
-            };
-            for path in paths {
-                if !exists(&path) {
-                    // The loader will not find it there: refused only if another user could
-                    // put it there.
-                    self.run_path_dir(&path)
-                        .map_err(|problem| refusal(object, "needed library", name, &problem))?;
-                    continue;
-                }
-                let (resolved, _) = self
-                    .walk()
-                    .file(&path, None)
-                    .map_err(|problem| refusal(object, "needed library", name, &problem))?;
-                if let Some(linkage) = linkage_of(&resolved) {
-                    found.push(Object {
-                        path: resolved,
-                        linkage,
-                        inherited: rpath.clone(),
-                    });
-                }
-            }
-        }
-        Ok(found)
+            inherited: &[],
+        })?;
+        Ok(resolver.order)
     }
 
     fn walk(&mut self) -> Walk<'_> {
@@ -200,99 +205,378 @@ impl Checks {
         }
     }
 
-    /// Checks the run-path directory `dir` and the directories on the way to it. A missing
-    /// directory passes when its nearest existing ancestor passed and lets no other user
-    /// create names in it.
+    /// Checks the run-path directory `dir` (absolute) and the directories on the way to it.
+    /// The directory itself must let nobody but this user and root create names in it —
+    /// sticky or not, since glibc looks there for subdirectories that may not exist yet — and
+    /// so must every subdirectory glibc tries below it that exists. A missing directory
+    /// passes when its nearest existing ancestor lets nobody else create names.
     fn run_path_dir(&mut self, dir: &Path) -> Result<(), Problem> {
-        let dir = absolute(dir);
-        let mut walk = self.walk();
         let mut here = PathBuf::from("/");
         for component in dir.components() {
             let next = here.join(component);
             if let std::path::Component::Normal(name) = component {
-                let parent = walk.dir(&here)?;
-                if let Err(e) = sys::stat_at(&parent, name)
-                    && e.kind() == std::io::ErrorKind::NotFound
-                {
-                    let mode = parent.stat.mode();
-                    if mode & 0o022 != 0 {
-                        return Err(Problem::new(
-                            Subject::Directory,
-                            &next,
-                            Issue::Io(format!(
-                                "it does not exist, and other users can create it: `{}` is writable by {} \
-                                 (mode {mode:04o}{})",
-                                parent.path.display(),
-                                match (mode & 0o020 != 0, mode & 0o002 != 0) {
-                                    (true, true) => "group and others",
-                                    (true, false) => "group",
-                                    _ => "others",
-                                },
-                                if mode & 0o1000 != 0 { ", sticky" } else { "" },
-                            )),
-                        ));
+                let parent = self.walk().dir(&here)?;
+                match sys::stat_at(&parent, name) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        return creatable_by_others(&parent.path, parent.stat.mode())
+                            .map_or(Ok(()), |issue| Err(Problem::new(Subject::Directory, &next, issue)));
                     }
-                    return Ok(());
+                    Err(e) => return Err(Problem::io(&next, &e.to_string())),
+                    Ok(_) => {}
                 }
             }
-            walk.dir(&next)?;
+            self.walk().dir(&next)?;
             here = next;
+        }
+        self.searched_below(&here, 0)
+    }
+
+    /// Checks `dir` (walked and passed already) as a directory glibc searches: nobody else
+    /// may create names in it, nor in the subdirectories glibc tries below it.
+    fn searched_below(&mut self, dir: &Path, depth: usize) -> Result<(), Problem> {
+        let found = self.walk().dir(dir)?;
+        if let Some(mut issue) = creatable_by_others(&found.path, found.stat.mode()) {
+            if let Issue::Io(what) = &mut issue {
+                *what = what.replacen("it does not exist, and ", "", 1);
+            }
+            return Err(Problem::new(Subject::Directory, &found.path, issue));
+        }
+        if depth == MAX_DEPTH {
+            return Ok(());
+        }
+        let below_hwcaps = found.path.file_name() == Some(OsStr::new("glibc-hwcaps"));
+        let entries =
+            std::fs::read_dir(&found.path).map_err(|e| Problem::io(&found.path, &format!("cannot list it: {e}")))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| Problem::io(&found.path, &format!("cannot list it: {e}")))?;
+            let name = entry.file_name();
+            let tried = below_hwcaps || SUBDIRECTORIES.iter().any(|s| OsStr::new(s) == name);
+            let kind = entry
+                .file_type()
+                .map_err(|e| Problem::io(&found.path.join(&name), &e.to_string()))?;
+            if tried && (kind.is_dir() || kind.is_symlink()) {
+                let sub = found.path.join(&name);
+                match self.walk().dir(&sub) {
+                    // A symlink to something other than a directory: glibc finds nothing there.
+                    Err(_) if kind.is_symlink() && !sub.is_dir() => continue,
+                    Err(problem) => return Err(problem),
+                    Ok(_) => self.searched_below(&sub, depth + 1)?,
+                }
+            }
         }
         Ok(())
     }
 
-    /// Where the loader finds `name` in the directories `search` (and the subdirectories it
-    /// tries below each): every file of that name there, checked by the caller. Existing
-    /// subdirectories it tries are checked on the way.
-    fn search(&mut self, search: &[PathBuf], name: &OsStr) -> Result<Vec<PathBuf>, Problem> {
-        let mut files = Vec::new();
-        for dir in search {
-            let mut dirs = vec![(absolute(dir), 0)];
-            while let Some((dir, depth)) = dirs.pop() {
-                let walk_dir = {
-                    let mut walk = self.walk();
-                    match walk.dir(&dir) {
-                        Ok(found) => found,
-                        // A missing directory was judged by `run_path_dir`.
-                        Err(_) if !exists(&dir) => continue,
-                        Err(problem) => return Err(problem),
-                    }
-                };
-                if sys::stat_at(&walk_dir, name).is_ok() {
-                    files.push(walk_dir.path.join(name));
-                }
-                if depth == 4 {
-                    continue;
-                }
-                let below_hwcaps = walk_dir.path.file_name() == Some(OsStr::new("glibc-hwcaps"));
-                for sub in std::fs::read_dir(&walk_dir.path).into_iter().flatten().flatten() {
-                    let sub_name = sub.file_name();
-                    let tried = below_hwcaps || SUBDIRECTORIES.iter().any(|s| OsStr::new(s) == sub_name);
-                    if tried && sub.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink()) {
-                        dirs.push((walk_dir.path.join(sub_name), depth + 1));
-                    }
-                }
+    /// Every file named `name` in the searched directory `dir` and the subdirectories glibc
+    /// tries below it (which `searched_below` checked).
+    fn files_named(&mut self, dir: &Path, name: &OsStr, depth: usize, files: &mut Vec<PathBuf>) -> Result<(), Problem> {
+        let found = match self.walk().dir(dir) {
+            Ok(found) => found,
+            // A missing run-path directory was judged by `run_path_dir`.
+            Err(_) if dir.symlink_metadata().is_err() => return Ok(()),
+            Err(problem) => return Err(problem),
+        };
+        match sys::stat_at(&found, name) {
+            Ok(_) => files.push(found.path.join(name)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Problem::io(&found.path.join(name), &e.to_string())),
+        }
+        if depth == MAX_DEPTH {
+            return Ok(());
+        }
+        let below_hwcaps = found.path.file_name() == Some(OsStr::new("glibc-hwcaps"));
+        let entries =
+            std::fs::read_dir(&found.path).map_err(|e| Problem::io(&found.path, &format!("cannot list it: {e}")))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| Problem::io(&found.path, &format!("cannot list it: {e}")))?;
+            let sub = entry.file_name();
+            let tried = below_hwcaps || SUBDIRECTORIES.iter().any(|s| OsStr::new(s) == sub);
+            if tried && found.path.join(&sub).is_dir() {
+                self.files_named(&found.path.join(&sub), name, depth + 1, files)?;
             }
         }
-        Ok(files)
+        Ok(())
     }
 }
 
-fn exists(path: &Path) -> bool {
-    path.symlink_metadata().is_ok()
+/// Why others can create names in a directory of mode `mode` at `path`, if they can: group
+/// members count, and the sticky bit does not help (it stops renames of others' files, not
+/// the creation of new names).
+fn creatable_by_others(path: &Path, mode: u32) -> Option<Issue> {
+    if mode & 0o022 == 0 {
+        return None;
+    }
+    Some(Issue::Io(format!(
+        "it does not exist, and other users can create it: `{}` is writable by {} (mode {mode:04o}{})",
+        path.display(),
+        match (mode & 0o020 != 0, mode & 0o002 != 0) {
+            (true, true) => "group and others",
+            (true, false) => "group",
+            _ => "others",
+        },
+        if mode & 0o1000 != 0 { ", sticky" } else { "" },
+    )))
 }
 
-/// `path` from the current directory when it is relative (as the loader reads it).
-fn absolute(path: &Path) -> PathBuf {
-    if path.is_absolute() {
-        path.to_owned()
-    } else {
-        std::env::current_dir().map_or_else(|_| path.to_owned(), |cwd| cwd.join(path))
+impl Resolver<'_> {
+    /// Resolves every name `object` needs (and its filtees), depth first, and appends each
+    /// library found in a run path to `order` after the libraries it needs.
+    fn visit(&mut self, object: &Object<'_>) -> Result<(), String> {
+        if let Some((tag, value)) = object.linkage.audit.first() {
+            return Err(refusal(
+                object.path,
+                &format!("{tag} entry"),
+                value,
+                "it makes the loader open an auditing library, which dylease cannot map itself",
+                "build the library without `--audit`/`--depaudit`",
+            ));
+        }
+        let search = self.search_dirs(object)?;
+        let names = object
+            .linkage
+            .needed
+            .iter()
+            .map(|name| ("needed library", name))
+            .chain(object.linkage.filtees.iter().map(|(tag, name)| (*tag, name)));
+        for (what, name) in names {
+            self.answer(object, &search, what, name)?;
+        }
+        Ok(())
+    }
+
+    /// The directories glibc searches for `object`'s names, in its order, each checked:
+    /// DT_RPATH (its own, then its loaders') when it has no DT_RUNPATH, then
+    /// `LD_LIBRARY_PATH`, then DT_RUNPATH.
+    fn search_dirs(&mut self, object: &Object<'_>) -> Result<Vec<SearchDir>, String> {
+        let mut search = Vec::new();
+        if object.linkage.runpath.is_none() {
+            for dir in self.run_path(object, "DT_RPATH", object.linkage.rpath.as_deref())? {
+                search.push(SearchDir {
+                    path: dir,
+                    tag: Some("DT_RPATH"),
+                });
+            }
+            search.extend(object.inherited.iter().map(|dir| SearchDir {
+                path: dir.clone(),
+                tag: Some("DT_RPATH"),
+            }));
+        }
+        search.extend(self.library_path.iter().map(|dir| SearchDir {
+            path: dir.clone(),
+            tag: None,
+        }));
+        for dir in self.run_path(object, "DT_RUNPATH", object.linkage.runpath.as_deref())? {
+            search.push(SearchDir {
+                path: dir,
+                tag: Some("DT_RUNPATH"),
+            });
+        }
+        Ok(search)
+    }
+
+    /// The directories of one run-path list of `object`, expanded and checked.
+    fn run_path(&mut self, object: &Object<'_>, tag: &str, list: Option<&[u8]>) -> Result<Vec<PathBuf>, String> {
+        let Some(list) = list else { return Ok(Vec::new()) };
+        let what = format!("run path ({tag}) entry");
+        let mut dirs = Vec::new();
+        for entry in list.split(|&b| b == b':') {
+            for dir in expand(entry, object.origin) {
+                if !dir.is_absolute() {
+                    return Err(refusal(
+                        object.path,
+                        &what,
+                        entry,
+                        "it is relative, so the loader resolves it against whatever the current directory is when \
+                         it loads, which any thread of the process may change",
+                        "build the library with an absolute run path or one relative to `$ORIGIN` \
+                         (`-Wl,-rpath,'$ORIGIN'`)",
+                    ));
+                }
+                self.checks
+                    .run_path_dir(&dir)
+                    .map_err(|problem| refusal(object.path, &what, entry, &cause(&problem), FIX_PLACE))?;
+                dirs.push(dir);
+            }
+        }
+        Ok(dirs)
+    }
+
+    /// Answers the needed name `name` of `object`: from what this closure resolved already,
+    /// or by searching `search` as glibc would; a library found in a run path is checked,
+    /// resolved in turn and appended to `order`.
+    fn answer(&mut self, object: &Object<'_>, search: &[SearchDir], what: &str, name: &[u8]) -> Result<(), String> {
+        if name.contains(&b'/') || name.contains(&b'$') {
+            return Err(refusal(
+                object.path,
+                what,
+                name,
+                "it names a path, which the loader opens as it is (no soname can answer it)",
+                "link against the library by name (`-L DIR -lNAME`) with a soname (`-Wl,-soname,NAME`), and find \
+                 it through a run path relative to `$ORIGIN`",
+            ));
+        }
+        match self.answers.get(name) {
+            Some(Answer::Resolving) => {
+                return Err(refusal(
+                    object.path,
+                    what,
+                    name,
+                    "it is part of a cycle of libraries that need each other, so one of them would be searched \
+                     by path while the other maps",
+                    "break the cycle: link the libraries so that one needs the other, not both ways",
+                ));
+            }
+            Some(_) => return Ok(()),
+            None => {}
+        }
+        let os_name = OsStr::from_bytes(name);
+        let mut found = None;
+        for dir in search {
+            let mut files = Vec::new();
+            self.checks
+                .files_named(&dir.path, os_name, 0, &mut files)
+                .map_err(|problem| refusal(object.path, what, name, &cause(&problem), FIX_PLACE))?;
+            if files.is_empty() {
+                continue;
+            }
+            found = match dir.tag {
+                None => None,
+                Some(_) if files.len() > 1 => {
+                    let list: Vec<String> = files.iter().map(|f| format!("`{}`", f.display())).collect();
+                    return Err(refusal(
+                        object.path,
+                        what,
+                        name,
+                        &format!(
+                            "it is found {} times below one run-path directory ({}): which the loader takes \
+                             depends on this CPU",
+                            files.len(),
+                            list.join(", ")
+                        ),
+                        "keep one copy of each library in the run-path directory",
+                    ));
+                }
+                Some(_) => files.pop(),
+            };
+            break;
+        }
+        let Some(found) = found else {
+            // Found through LD_LIBRARY_PATH, or in no run path: the loader's to find.
+            self.answers.insert(name.to_vec(), Answer::Loader);
+            return Ok(());
+        };
+        if !crate::load::sys::imp::MATCHES_SONAME {
+            return Err(refusal(
+                object.path,
+                what,
+                name,
+                &format!(
+                    "it is found in a run path (`{}`), and this C library matches needed names by path, not \
+                     by soname, so dylease cannot map it for the loader",
+                    found.display()
+                ),
+                "install the library in a system directory, or use `TrustPolicy::Permissive`",
+            ));
+        }
+        if self.order.len() >= MAX_OBJECTS {
+            return Err(refusal(
+                object.path,
+                what,
+                name,
+                &format!("the plugin needs more than {MAX_OBJECTS} libraries from run paths, the most dylease checks"),
+                "bundle fewer libraries, or install them in a system directory",
+            ));
+        }
+        self.answers.insert(name.to_vec(), Answer::Resolving);
+        let (file, identity, linkage) = self
+            .open(&found)
+            .map_err(|why| refusal(object.path, what, name, &why, FIX_PLACE))?;
+        if linkage.soname.as_deref() != Some(name) {
+            return Err(refusal(
+                object.path,
+                what,
+                name,
+                &match &linkage.soname {
+                    None => format!("`{}` has no soname (DT_SONAME)", found.display()),
+                    Some(other) => format!(
+                        "the soname (DT_SONAME) of `{}` is `{}`, not the name it is needed by",
+                        found.display(),
+                        String::from_utf8_lossy(other)
+                    ),
+                },
+                &format!(
+                    "link the library with its soname: `-Wl,-soname,{0}` (CMake: a `SHARED` library target; \
+                     Rust: `-C link-arg=-Wl,-soname,{0}`)",
+                    String::from_utf8_lossy(name)
+                ),
+            ));
+        }
+        let origin = found.parent().unwrap_or(Path::new("/")).to_owned();
+        let mut inherited = Vec::new();
+        if object.linkage.runpath.is_none() {
+            inherited.extend(self.run_path(object, "DT_RPATH", object.linkage.rpath.as_deref())?);
+            inherited.extend(object.inherited.iter().cloned());
+        }
+        self.visit(&Object {
+            path: &found,
+            origin: &origin,
+            linkage: &linkage,
+            inherited: &inherited,
+        })?;
+        self.answers.insert(name.to_vec(), Answer::Mapped);
+        self.order.push(Dependency {
+            found,
+            file,
+            identity,
+            loads: linkage.loads,
+        });
+        Ok(())
+    }
+
+    /// Opens the library found at `found` once, after checking it and the way to it, and
+    /// checks its ELF structure on that descriptor.
+    fn open(&mut self, found: &Path) -> Result<(File, FileId, Linkage), String> {
+        let (resolved, id) = self
+            .checks
+            .walk()
+            .file(found, None)
+            .map_err(|problem| cause(&problem))?;
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        crate::load::sys::no_follow(&mut options);
+        let file = options.open(&resolved).map_err(|e| {
+            format!(
+                "cannot open `{}`: {e}{}",
+                resolved.display(),
+                crate::load::library::descriptor_hint(&e)
+            )
+        })?;
+        let metadata = file
+            .metadata()
+            .map_err(|e| format!("cannot read the status of `{}`: {e}", resolved.display()))?;
+        if crate::load::sys::file_id(&metadata) != Some(id) {
+            return Err(format!(
+                "`{}` was replaced while it was checked; try again once its installation is done",
+                resolved.display()
+            ));
+        }
+        let len = metadata.len();
+        let opened = Opened::new(file, metadata);
+        let linkage = crate::load::elf::check_file(found, &opened, len).map_err(|e| match e {
+            crate::error::Error::Open { reason, .. } => format!("`{}`: {reason}", found.display()),
+            other => other.to_string(),
+        })?;
+        Ok((opened.file, id, linkage))
     }
 }
+
+/// The fix for a library found in a place another user can change.
+const FIX_PLACE: &str = "keep the libraries the plugin needs beside it, found through a run path relative to \
+                         `$ORIGIN` (`-Wl,-rpath,'$ORIGIN'`), in a directory only you or root can write";
 
 /// A run-path entry or needed path with `$ORIGIN`, `$LIB` and `$PLATFORM` (also `${…}`)
-/// expanded as the loader does: every value each may take, one path per combination.
+/// expanded: `$ORIGIN` to `origin` (the directory the loader is given the library's name in),
+/// the others to every value each may take, one path per combination, in order.
 fn expand(entry: &[u8], origin: &Path) -> Vec<PathBuf> {
     let text = String::from_utf8_lossy(entry);
     let origin = origin.to_string_lossy();
@@ -321,8 +605,8 @@ fn expand(entry: &[u8], origin: &Path) -> Vec<PathBuf> {
     for path in &mut paths {
         path.push_str(rest);
     }
-    paths.sort_unstable();
-    paths.dedup();
+    let mut seen = std::collections::HashSet::new();
+    paths.retain(|path| seen.insert(path.clone()));
     paths.into_iter().map(PathBuf::from).collect()
 }
 
@@ -340,30 +624,57 @@ fn strip_token<'a>(token: &'a str, name: &str) -> Option<&'a str> {
     }
 }
 
-/// What the library at `path` makes the loader look up, if it is a readable ELF library.
-fn linkage_of(path: &Path) -> Option<Linkage> {
-    let file = std::fs::File::open(path).ok()?;
-    let metadata = file.metadata().ok()?;
-    let file = crate::load::elf::Opened::new(file, metadata);
-    crate::load::elf::linkage(&file, file.metadata.len()).ok().flatten()
-}
-
-/// The reason a plugin is refused for a problem found through its dependencies.
-fn refusal(object: &Object, what: &str, entry: &[u8], problem: &Problem) -> String {
+/// What is wrong with a checked path, as a clause.
+fn cause(problem: &Problem) -> String {
     let path = problem.path.display();
-    let cause = match &problem.issue {
+    match &problem.issue {
         Issue::Io(what) => format!("`{path}`: {what}"),
         Issue::Owner { owner, euid } => format!(
             "`{path}` is owned by uid {owner}, which is neither this process's effective user (uid {euid}) nor root"
         ),
         Issue::Writable { writers, mode } => format!("`{path}` is writable by {writers} (mode {mode:04o})"),
-    };
+    }
+}
+
+/// The reason a plugin is refused for its library `object`'s `what` (an entry of its dynamic
+/// section, `entry`): `cause`, then `fix`.
+fn refusal(object: &Path, what: &str, entry: &[u8], cause: &str, fix: &str) -> String {
     format!(
-        "the {what} `{entry}` of `{object}` lets the loader run code another user can choose: {cause}; fix: build \
-         the plugin without that entry and keep the libraries it needs beside it, found through a run path \
-         relative to `$ORIGIN` (`-Wl,-rpath,'$ORIGIN'`), or in a directory only you or root can write; or, if \
-         every user who can write there is trusted, build the host with `TrustPolicy::Permissive`",
+        "the {what} `{entry}` of `{object}` lets the loader run code dylease did not check: {cause}; fix: {fix}; \
+         or, if every user who can write there is trusted, build the host with `TrustPolicy::Permissive`",
         entry = String::from_utf8_lossy(entry),
-        object = object.path.display(),
+        object = object.display(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origin_lib_and_platform_expand_braced_and_bare_alike() {
+        let origin = Path::new("/opt/plugins");
+        assert_eq!(expand(b"$ORIGIN/lib", origin), [PathBuf::from("/opt/plugins/lib")]);
+        assert_eq!(expand(b"${ORIGIN}/lib", origin), [PathBuf::from("/opt/plugins/lib")]);
+        assert_eq!(expand(b"$ORIGINAL/lib", origin), [PathBuf::from("$ORIGINAL/lib")]);
+        let lib = expand(b"/usr/${LIB}/x", origin);
+        assert!(lib.contains(&PathBuf::from("/usr/lib/x")), "{lib:?}");
+        assert!(lib.contains(&PathBuf::from("/usr/lib64/x")), "{lib:?}");
+        assert_eq!(lib, expand(b"/usr/$LIB/x", origin));
+        let platform = expand(b"/p/${PLATFORM}", origin);
+        assert!(
+            platform.contains(&PathBuf::from(format!("/p/{}", std::env::consts::ARCH))),
+            "{platform:?}"
+        );
+        assert_eq!(platform, expand(b"/p/$PLATFORM", origin));
+    }
+
+    #[test]
+    fn a_sticky_directory_writable_by_group_or_others_lets_them_create_names() {
+        assert!(creatable_by_others(Path::new("/x"), 0o1777).is_some());
+        assert!(creatable_by_others(Path::new("/x"), 0o1770).is_some());
+        assert!(creatable_by_others(Path::new("/x"), 0o0775).is_some());
+        assert!(creatable_by_others(Path::new("/x"), 0o1755).is_none());
+        assert!(creatable_by_others(Path::new("/x"), 0o0755).is_none());
+    }
 }
