@@ -619,3 +619,136 @@ fn more_libraries_than_the_check_covers_is_an_error_naming_the_limit_not_a_silen
     assert_refused(&error, &plugin, &["more than 512 libraries"]);
     assert_unloaded(&plugin);
 }
+
+/// Gives `paths` to the other user of the attacks (uid 65534).
+fn give_away(paths: &[&Path]) {
+    for path in paths {
+        std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
+    }
+}
+
+/// Acquires a lease of a permissive host over `plugin`, and drops it: glibc's own search.
+fn load_permissive(plugin: &Path) {
+    let host = permissive(plugin);
+    drop(host.acquire().unwrap());
+    drop(host);
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_filtee_planted_by_another_user_never_runs_under_strict_and_runs_under_permissive() {
+    let dir = TestDir::new("deps_attack_filtee");
+    let theirs = dir.sub("theirs");
+    let evil = dependency_as(&theirs, "libevil.so", Some("libevil.so"), 666, true, &[]);
+    give_away(&[&theirs, &evil]);
+    let libs = dir.sub("plugins/lib");
+    dependency(&libs, 1, false);
+    let auxiliary = format!("-Wl,--auxiliary,{}", evil.display());
+    let plugin = compile(
+        "uses_dep.c",
+        &dir.sub("plugins").join("libuses_dep.so"),
+        &[
+            "-Wl,--no-as-needed",
+            "-L",
+            &libs.display().to_string(),
+            "-ldep",
+            "-Wl,-rpath,$ORIGIN/lib",
+            "-Wl,--enable-new-dtags",
+            &auxiliary,
+        ],
+    );
+    let error = strict(&plugin).acquire().unwrap_err();
+    assert_refused(
+        &error,
+        &plugin,
+        &[&format!("DT_AUXILIARY `{}`", evil.display()), "names a path"],
+    );
+    assert!(!marker(&evil).exists(), "the planted filtee ran: {error}");
+    assert_unloaded(&plugin);
+    // The threat is real: glibc maps the filtee, constructor and all.
+    load_permissive(&plugin);
+    assert!(
+        marker(&evil).exists(),
+        "the positive control: the filtee runs under glibc's search"
+    );
+}
+
+#[test]
+#[ignore = "needs root"]
+fn the_origin_of_a_dependency_reached_through_a_symlink_is_the_directory_it_was_found_in() {
+    // plugins/lib/libdep.so is a link to real/libdep.so, whose run path is `$ORIGIN/../evil`:
+    // glibc expands it from the directory it found the name in (plugins/lib), so it searches
+    // plugins/evil, which belongs to the other user; real/../evil holds a genuine copy.
+    let dir = TestDir::new("deps_attack_link_origin");
+    let genuine = dir.sub("evil");
+    dependency_as(&genuine, "libevil.so", Some("libevil.so"), 1, false, &[]);
+    let theirs = dir.sub("plugins/evil");
+    let planted = dependency_as(&theirs, "libevil.so", Some("libevil.so"), 666, true, &[]);
+    give_away(&[&theirs, &planted]);
+    let real = dir.sub("real");
+    let genuine_dir = genuine.display().to_string();
+    let dep = dependency_as(
+        &real,
+        "libdep.so",
+        Some("libdep.so"),
+        1,
+        false,
+        &[
+            "-L",
+            &genuine_dir,
+            "-levil",
+            "-Wl,-rpath,$ORIGIN/../evil",
+            "-Wl,--enable-new-dtags",
+        ],
+    );
+    let libs = dir.sub("plugins/lib");
+    std::os::unix::fs::symlink(&dep, libs.join("libdep.so")).unwrap();
+    let plugin = plugin(&dir.sub("plugins"), &libs, "$ORIGIN/lib");
+    let error = strict(&plugin).acquire().unwrap_err();
+    assert_refused(
+        &error,
+        &plugin,
+        &["run path (DT_RUNPATH) entry `$ORIGIN/../evil`", "is owned by uid 65534"],
+    );
+    assert!(!marker(&planted).exists(), "the planted library ran: {error}");
+    assert_unloaded(&plugin);
+    load_permissive(&plugin);
+    assert!(
+        marker(&planted).exists(),
+        "the positive control: glibc searches the link's directory"
+    );
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_library_planted_in_a_hwcaps_subdirectory_of_a_sticky_run_path_never_runs() {
+    let dir = TestDir::new("deps_attack_hwcaps");
+    let open = dir.sub("open");
+    dependency(&open, 1, false);
+    fs::set_permissions(&open, Permissions::from_mode(0o1777)).unwrap();
+    let plugin = plugin(&dir.sub("plugins"), &open, &open.display().to_string());
+    // The other user creates the subdirectory glibc tries first on this CPU.
+    let hwcaps = open.join("glibc-hwcaps");
+    let level = hwcaps.join("x86-64-v2");
+    fs::create_dir_all(&level).unwrap();
+    let planted = dependency(&level, 666, true);
+    give_away(&[&hwcaps, &level, &planted]);
+    let error = strict(&plugin).acquire().unwrap_err();
+    assert_refused(
+        &error,
+        &plugin,
+        &[
+            &format!("run path (DT_RUNPATH) entry `{}`", open.display()),
+            "writable by group and others (mode 1777, sticky)",
+        ],
+    );
+    assert!(!marker(&planted).exists(), "the planted library ran: {error}");
+    assert_unloaded(&plugin);
+    let host = permissive(&plugin);
+    assert_eq!(
+        dep_value(&host),
+        666,
+        "the positive control: glibc prefers the hwcaps copy"
+    );
+    assert!(marker(&planted).exists());
+}
