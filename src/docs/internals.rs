@@ -209,6 +209,65 @@
 //! marked busy (I1), so that no other host's new mapping of the file can be mistaken for it.
 //!
 //!
+//! # The dependency protocol: the loader never searches (`load::trust::deps`, `load::opener`)
+//!
+//! Under `Strict` the libraries a plugin needs are not left to the loader's search: imitating
+//! that search and then letting glibc search again would leave a door at every difference
+//! between the two and at every instant between them. glibc answers a needed name with an
+//! already loaded object whose `DT_SONAME` is that name before it searches any directory
+//! (`_dl_map_object`; measured on 2.36: a dependency mapped first through `/proc/self/fd`,
+//! soname `libdep.so`, satisfied a plugin's `DT_NEEDED libdep.so` whose run path named a
+//! directory that does not exist, and glibc opened nothing by path). So:
+//!
+//! 1. **Resolve once.** At the trust check, from the descriptor the load maps, the closure of
+//!    the plugin's DT_NEEDED, DT_AUXILIARY and DT_FILTER names is resolved depth first in
+//!    glibc's order of directories: DT_RPATH (the library's own, then its loaders') when it
+//!    has no DT_RUNPATH, then `LD_LIBRARY_PATH` (ignored under secure execution, as glibc
+//!    does), then DT_RUNPATH. `$ORIGIN` is the directory the library's name was found in
+//!    (a symlink there is not followed for it: glibc's own rule), which is also the directory
+//!    dylease gives the loader its name in; `$LIB` and `$PLATFORM` take every value they may
+//!    take, searched in a fixed order (`deps::lib_names`, `deps::PLATFORMS`).
+//! 2. **Check each library found in a run path** on one descriptor: the walk of the trust
+//!    check (owner, mode, every directory and symlink on the way), its ELF structure, and its
+//!    soname, which must be the name it is needed by. Every run-path directory, and every
+//!    subdirectory glibc tries below it (`glibc-hwcaps/*`, `tls`, the platform names) that
+//!    exists, must let nobody but this user and root create names in it, sticky or not: glibc
+//!    tries those directories for the system's libraries too, and subdirectories that do not
+//!    exist yet first.
+//! 3. **Map dependencies first**, each from its checked descriptor, named
+//!    `/proc/self/fd/D/<name>` (D its directory's descriptor: `$ORIGIN` and `dladdr` stay
+//!    meaningful; the name is compared with the checked file just before and the mapping just
+//!    after, as for a plugin's `$ORIGIN` mode), then the plugin. The loader then finds each
+//!    needed name loaded already, by soname. Just before a dependency is mapped, the name is
+//!    looked up among the objects loaded already (`dlopen(name, RTLD_NOLOAD)`, which maps
+//!    nothing): if another file answers it (the host's own, `LD_PRELOAD`, a library another
+//!    plugin bundles), the loader would take that one and the checked copy's constructors
+//!    would run for nothing, so the plugin is refused.
+//! 4. **Dependencies are instances** of a second registry with the same protocol (I1: one
+//!    instance per file per process, shared by every plugin instance that needs it). A plugin
+//!    instance holds its whole closure, in mapping order, and drops it in reverse after its
+//!    own `dlclose`: dependents close before the libraries they need, and each library's
+//!    pinned check follows its own close, after every library that needed it closed.
+//!
+//! Left to glibc, on purpose: names found through `LD_LIBRARY_PATH` and the system's
+//! libraries (names found in no run path), which are the process owner's choice. Refused,
+//! with the reason and the fix, because the mechanism cannot cover them: a needed name holding
+//! `/` or `$` (opened as a path: no soname can answer it); a dependency without the soname it
+//! is needed by (plain `cc -shared`, Rust cdylibs and CMake `MODULE` targets have none); a
+//! cycle; DT_AUDIT and DT_DEPAUDIT; a relative run-path entry (resolved against a current
+//! directory any thread may change); one name found twice below one run-path directory
+//! (glibc's choice depends on the CPU); more than `MAX_OBJECTS` (512) libraries; anything
+//! that cannot be opened or read, descriptors included; and an under-linked dependency, which
+//! `RTLD_NOW` cannot map on its own (the error names `-Wl,-z,defs`). On a C library that does
+//! not match needed names by soname (musl), any dependency in a run path is refused.
+//!
+//! Descriptors: while a set is being loaded, the trust check holds one per plugin file and
+//! one per dependency it opened; while mapped, a plugin instance holds one (two in `$ORIGIN`
+//! mode: its file and its directory) and each dependency two (its file and its directory),
+//! for ever if the platform keeps it. Set `ulimit -n` above twice the number of libraries a
+//! process maps, plus what it uses otherwise.
+//!
+//!
 //! # Platform facts
 //!
 //! What the design rests on, measured on glibc (2.36) on Linux; the platform calls live in
