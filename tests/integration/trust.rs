@@ -66,6 +66,25 @@ fn a_library_writable_by_its_group_is_refused_before_any_of_its_code_runs() {
     );
 }
 
+/// The sticky bit exempts a directory (others cannot rename what they do not own in it), never
+/// a file: a world-writable plugin file with the sticky bit is anyone's to rewrite. (Caught
+/// planted: `sticky_dir` in `load/trust/walk.rs` without its `subject == Subject::Directory`.)
+#[test]
+fn a_world_writable_library_file_with_the_sticky_bit_is_refused() {
+    let dir = TestDir::new("trust_sticky_file");
+    let lib = dir.add("by_hand_marker", "libmarker.so");
+    fs::set_permissions(&lib, Permissions::from_mode(0o1777)).unwrap();
+    let error = refused_then_permitted(&lib, &lib);
+    let message = error.to_string();
+    assert!(
+        message.contains(&format!(
+            "the library file `{}` is writable by group and others (mode 1777)",
+            lib.display()
+        )),
+        "{message}"
+    );
+}
+
 #[test]
 fn a_library_in_a_directory_writable_by_others_is_refused() {
     let dir = TestDir::new("trust_dir_writable");

@@ -412,6 +412,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_library_named_through_a_sticky_directory_its_group_or_others_can_write_is_refused_under_strict() {
+        // Anyone allowed to create names there could take the library's name once it is free.
+        // (Caught planted: the refusal tested as `mode & 0o1002 == 0o1002`, which passes a
+        // sticky directory writable by its group.)
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("dylease-sticky-name-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("libx.so");
+        std::fs::write(&path, b"not loaded: only named").unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let checked = file_id(&file.metadata().unwrap()).unwrap();
+        for (mode, refused) in [(0o1777, true), (0o1770, true), (0o1707, true), (0o1755, false)] {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+            let named = name(&file, &checked, &path, true, false, true);
+            match named {
+                Err(e) => assert!(refused && e.kind() == io::ErrorKind::PermissionDenied, "{mode:o}: {e}"),
+                Ok(_) => assert!(!refused, "mode {mode:o} passed"),
+            }
+            // Not under Permissive.
+            assert!(name(&file, &checked, &path, true, false, false).is_ok(), "{mode:o}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn a_symbol_is_the_libraries_own_only_inside_one_of_its_loadable_segments() {
         // Mapped at 0x7000_0000: code at +0x1000..+0x3000, data at +0x5000..+0x6000.
         let names = Names {
