@@ -71,11 +71,12 @@ use plugins::{PluginDirs, ReloadDir, check_by_hand, check_full_close, discover_b
 #[global_allocator]
 static ALLOC: common::CountingAlloc = common::CountingAlloc;
 
-const GROUPS: [&str; 6] = [
+const GROUPS: [&str; 7] = [
     "acquire_hot",
     "acquire_hot_2_threads",
     "acquire_hosts",
     "cold_cycle",
+    "cold_dependencies",
     "load_scaling",
     "reload",
 ];
@@ -376,6 +377,70 @@ fn cold_cycle(options: &Options, dirs: &PluginDirs) {
     emit_ratio("cold_cycle", 1, &rounds, "dylease", "libloading_discover_check");
 }
 
+/// A plugin needing `k` libraries of its own (`lib/libdepN.so`, found through the run path
+/// `$ORIGIN/lib`), under `base`: the plugin's path. With none, `dep.c` is compiled into it.
+fn plugin_with_dependencies(base: &std::path::Path, k: usize) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins");
+    let dir = base.join(format!("deps{k}"));
+    let lib = dir.join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    for d in [&dir, &lib] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut link = vec!["-Wl,--no-as-needed".to_owned(), "-L".to_owned(), lib.display().to_string()];
+    for n in 0..k {
+        let soname = format!("-Wl,-soname,libdep{n}.so");
+        cc::compile_plugin(&[&root.join("dep.c")], &lib.join(format!("libdep{n}.so")), &[&soname])
+            .unwrap_or_else(|e| panic!("{e}"));
+        link.push(format!("-ldep{n}"));
+    }
+    link.extend(["-Wl,-rpath,$ORIGIN/lib".to_owned(), "-Wl,--enable-new-dtags".to_owned()]);
+    let link: Vec<&str> = link.iter().map(String::as_str).collect();
+    let plugin = dir.join("libuses_dep.so");
+    let sources = if k == 0 {
+        vec![root.join("uses_dep.c"), root.join("dep.c")]
+    } else {
+        vec![root.join("uses_dep.c")]
+    };
+    let sources: Vec<&std::path::Path> = sources.iter().map(|p| p.as_path()).collect();
+    cc::compile_plugin(&sources, &plugin, &link).unwrap_or_else(|e| panic!("{e}"));
+    plugin
+}
+
+/// The cold cycle of one plugin needing 0, 1 and 4 libraries of its own, every check on
+/// (dylease resolves, checks and maps each dependency from its descriptor) against raw
+/// `dlopen` + `dlsym` + `dlclose` of the same plugin (glibc finds the dependencies itself).
+fn cold_dependencies(options: &Options) {
+    let base = plugins::default_base().join(format!("bench-deps-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let plugins: Vec<(usize, std::path::PathBuf)> =
+        [0, 1, 4].into_iter().map(|k| (k, plugin_with_dependencies(&base, k))).collect();
+    // SAFETY: the bench's own plugins, whose initialisation code only links a static node.
+    let hosts: Vec<PluginHost> = plugins
+        .iter()
+        .map(|(_, plugin)| unsafe { PluginHost::builder().file(plugin).build() }.unwrap())
+        .collect();
+    for (host, (_, plugin)) in hosts.iter().zip(&plugins) {
+        check_full_close(host, std::slice::from_ref(plugin));
+    }
+    let iters = options.iters(64);
+    let mut arms = Vec::new();
+    for (host, (k, plugin)) in hosts.iter().zip(&plugins) {
+        arms.push(Arm::looped(&format!("dylease_{k}"), iters, move || host_cycle(host)));
+        arms.push(Arm::looped(&format!("libloading_{k}"), iters, move || {
+            raw_cycle(std::slice::from_ref(plugin))
+        }));
+    }
+    let rounds = interleave::run(options.rounds, &mut arms);
+    drop(arms);
+    for (k, _) in &plugins {
+        emit_ratio("cold_dependencies", 1, &rounds, &format!("dylease_{k}"), &format!("libloading_{k}"));
+    }
+    drop(hosts);
+    let _ = std::fs::remove_dir_all(&base);
+}
+
 fn load_scaling(options: &Options, dirs: &PluginDirs, sizes: &[usize]) {
     let hosts: Vec<PluginHost> = sizes.iter().map(|&n| dirs.host(n)).collect();
     let files: Vec<_> = sizes.iter().map(|&n| dirs.files(n)).collect();
@@ -498,6 +563,9 @@ fn main() {
     }
     if options.runs("acquire_hosts") {
         acquire_hosts(&options);
+    }
+    if options.runs("cold_dependencies") {
+        cold_dependencies(&options);
     }
     if ["cold_cycle", "load_scaling", "reload"].iter().any(|g| options.runs(g)) {
         let sizes: Vec<usize> = [16, 64, options.max_plugins]
