@@ -21,6 +21,8 @@ const PT_LOAD: u32 = 1;
 const PT_DYNAMIC: u32 = 2;
 const PF_W: u32 = 2;
 const DT_STRTAB: u64 = 5;
+const DT_STRSZ: u64 = 10;
+const DT_VERNEED: u64 = 0x6fff_fffe;
 
 /// The longest a child may take before the test kills it and fails: a bounded wait, far
 /// beyond what loading one small library takes.
@@ -229,6 +231,80 @@ fn a_string_table_outside_the_image_is_refused_naming_the_file() {
         "libstrtab.so",
         &bytes,
         &format!("its DT_STRTAB table (address {outside:#x}"),
+    );
+}
+
+/// The table-level test plugin (`tests/plugins/tables.c`): versioned symbols it needs from
+/// the C library (DT_VERNEED) and versions of its own (DT_VERDEF), a constructor and a
+/// destructor, relocations against its own symbols and the C library's.
+fn tables_plugin() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let plugins = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins");
+            let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures/libcorruption_tables.so");
+            fs::create_dir_all(out.parent().unwrap()).unwrap();
+            let script = format!("-Wl,--version-script={}", plugins.join("tables.map").display());
+            crate::support::compile_plugin(&[&plugins.join("tables.c")], &out, &[&script])
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .clone()
+}
+
+/// The file offset the loadable segments map at `vaddr`.
+fn file_offset(bytes: &[u8], layout: &Layout, vaddr: u64) -> usize {
+    layout
+        .programs
+        .iter()
+        .filter(|&&p| u32_at(bytes, p) == u64::from(PT_LOAD))
+        .find(|&&p| u64_at(bytes, p + 16) <= vaddr && vaddr < u64_at(bytes, p + 16) + u64_at(bytes, p + 32))
+        .map(|&p| (u64_at(bytes, p + 8) + vaddr - u64_at(bytes, p + 16)) as usize)
+        .expect("an address the file backs")
+}
+
+/// The value of the dynamic entry `tag`.
+fn dynamic_value(bytes: &[u8], layout: &Layout, tag: u64) -> Option<u64> {
+    layout
+        .dynamic
+        .iter()
+        .find(|&&entry| u64_at(bytes, entry) == tag)
+        .map(|&entry| u64_at(bytes, entry + 8))
+}
+
+/// A DT_VERNEED record whose library name (`vn_file`) is changed, by one byte, from
+/// "libc.so.6" to another string of the table ("strlen"): glibc finds no loaded object of
+/// that name and asserts (`needed != NULL`, dl-version.c), ending the process with status
+/// 127 inside `dlopen`. The check refuses it, naming the file.
+#[test]
+fn a_needed_version_naming_a_library_it_does_not_need_is_refused_naming_the_file() {
+    let dir = TestDir::new("corrupt_vn_file");
+    let original = fs::read(tables_plugin()).unwrap();
+    let path = install(&dir, "libtables-original.so", &original);
+    assert_eq!(load_in_child(&path).0, Outcome::Loaded, "the unchanged plugin loads");
+
+    let mut bytes = original.clone();
+    let layout = Layout::of(&bytes);
+    let strtab = file_offset(&bytes, &layout, dynamic_value(&bytes, &layout, DT_STRTAB).unwrap());
+    let strsz = dynamic_value(&bytes, &layout, DT_STRSZ).unwrap() as usize;
+    let strings = &original[strtab..strtab + strsz];
+    let verneed = file_offset(&bytes, &layout, dynamic_value(&bytes, &layout, DT_VERNEED).unwrap());
+    let vn_file = u32_at(&bytes, verneed + 4) as usize;
+    assert!(
+        strings[vn_file..].starts_with(b"libc.so.6\0"),
+        "the first needed version is the C library's"
+    );
+    let strlen = strings
+        .windows(7)
+        .position(|w| w == b"strlen\0")
+        .expect("\"strlen\" in the string table");
+    put(&mut bytes, verneed + 4, 4, strlen as u64);
+    let changed = original.iter().zip(&bytes).filter(|(a, b)| a != b).count();
+    assert_eq!(changed, 1, "a one-byte change");
+    assert_refused_naming_the_file(
+        &dir,
+        "libvn_file.so",
+        &bytes,
+        "its needed versions (DT_VERNEED) name the library \"strlen\", which is not one it needs",
     );
 }
 
