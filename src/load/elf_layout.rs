@@ -15,11 +15,14 @@
 //!   the file than in memory (or, executable, fewer), or reach past the file's end;
 //! - PT_DYNAMIC is missing, or not inside the file-backed part of one PT_LOAD, or its
 //!   entries are not terminated by DT_NULL within it;
-//! - PT_TLS, PT_GNU_RELRO, PT_PHDR, PT_NOTE, PT_GNU_PROPERTY or PT_GNU_EH_FRAME lies outside
-//!   the loaded image (the loader or the unwinder reads them) or at a file offset other than
-//!   the one its loadable segment maps there, or PT_TLS is missing while the library defines
+//! - PT_TLS, PT_PHDR, PT_NOTE, PT_GNU_PROPERTY or PT_GNU_EH_FRAME lies outside the loaded
+//!   image (the loader or the unwinder reads them) or at a file offset other than the one its
+//!   loadable segment maps there, or PT_TLS is missing while the library defines
 //!   thread-local data, lies outside a writable segment, or asks for more than 1 GiB per
 //!   thread;
+//! - PT_GNU_RELRO's pages (its start and end each rounded down to a page, as glibc
+//!   protects them) are not all pages of loadable segments, or include an executable
+//!   segment's;
 //! - tables the loader reads (DT_STRTAB, DT_SYMTAB, DT_HASH, DT_GNU_HASH, DT_RELA, DT_REL,
 //!   DT_RELR, DT_JMPREL, DT_INIT_ARRAY, DT_FINI_ARRAY, DT_PREINIT_ARRAY, DT_VERSYM,
 //!   DT_VERDEF, DT_VERNEED) are misaligned, lack their size entry (or the size lacks its
@@ -516,16 +519,51 @@ impl Image {
                 self.file_backed(segment, which)
             }
             PT_DYNAMIC | PT_PHDR | PT_NOTE | PT_GNU_PROPERTY | PT_GNU_EH_FRAME => self.file_backed(segment, which),
-            PT_GNU_RELRO => match self.mapping(segment.vaddr, segment.memsz) {
-                Some(load) if load.flags & PF_W != 0 => Ok(()),
-                _ => Err(format!(
-                    "{} ({} bytes) is not inside a writable loadable segment",
-                    which(),
-                    segment.memsz
-                )),
-            },
+            PT_GNU_RELRO => self.relro(segment, which),
             _ => Ok(()),
         }
+    }
+
+    /// The pages glibc makes read-only once it has relocated the library
+    /// (`_dl_protect_relro`): PT_GNU_RELRO's start and end each rounded down to a page. It
+    /// fails `dlopen` when one of them is not mapped, and a page of code made read-only would
+    /// stop the library's code with `SIGSEGV` once it runs, so each of them must be a page of
+    /// a loadable segment (between its start rounded down and its end rounded up, as the
+    /// loader maps it) and of no executable one. Linkers may end the range past its segment's
+    /// memory, in that segment's last page or the next segment's (LLD does).
+    fn relro(&self, segment: &Segment, which: impl Fn() -> String) -> Result<(), String> {
+        let end = segment
+            .vaddr
+            .checked_add(segment.memsz)
+            .ok_or_else(|| format!("{} runs past the end of the address space", which()))?;
+        let (start, end) = (page_down(segment.vaddr), page_down(end));
+        let pages = |load: &Segment| page_down(load.vaddr)..page_up(load.vaddr + load.memsz);
+        let mut at = start;
+        while at < end {
+            let Some(load) = self.loads.iter().find(|load| pages(load).contains(&at)) else {
+                return Err(format!(
+                    "{} ({} bytes) covers the page at {at:#x}, which no loadable segment maps: the loader \
+                     would fail to make it read-only",
+                    which(),
+                    segment.memsz
+                ));
+            };
+            at = pages(load).end;
+        }
+        if let Some(code) = self
+            .loads
+            .iter()
+            .find(|load| load.flags & PF_X != 0 && pages(load).start < end && start < pages(load).end)
+        {
+            return Err(format!(
+                "{} ({} bytes) covers pages of the executable loadable segment at {:#x}: the loader would make \
+                 its code read-only and not executable",
+                which(),
+                segment.memsz,
+                code.vaddr
+            ));
+        }
+        Ok(())
     }
 
     fn file_backed(&self, segment: &Segment, which: impl Fn() -> String) -> Result<(), String> {
@@ -590,6 +628,20 @@ impl Image {
             dynamic.filesz
         ))
     }
+}
+
+/// The smallest page the loader maps: 4 KiB, which every page size Linux runs with is a
+/// multiple of (a larger page only makes the loadable segments' pages cover more).
+const PAGE: u64 = 4096;
+
+/// `address` rounded down to a page.
+fn page_down(address: u64) -> u64 {
+    address & !(PAGE - 1)
+}
+
+/// `address` rounded up to a page (the last page, at the end of the address space).
+fn page_up(address: u64) -> u64 {
+    address.checked_next_multiple_of(PAGE).unwrap_or(page_down(address))
 }
 
 fn alignment(segment: &Segment, which: impl FnOnce() -> String) -> Result<(), String> {
