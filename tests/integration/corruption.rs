@@ -1,9 +1,10 @@
 //! A corrupt library file gives an error naming it, not a dead process: each file is loaded
 //! by a default host in a child process (`dylease check`, which builds a `PluginHost` exactly
 //! as a program would), so a crash inside the loader shows as a signal instead of ending the
-//! test run. Three single-field corruptions that killed glibc's loader, then a seeded property
-//! test over the ELF header, program header and dynamic-section fields of real C, C++ and
-//! Rust plugins.
+//! test run. Single-field corruptions that killed glibc's loader, then seeded property tests
+//! of real C, C++ and Rust plugins: over the ELF header, program header and dynamic-section
+//! fields, and over the fields of the tables the loader reads (symbols, hash table,
+//! relocations, version tables, init and fini arrays, dynamic entries).
 
 use std::fs::{self, Permissions};
 use std::os::unix::fs::PermissionsExt;
