@@ -801,3 +801,97 @@ mod opened_tests {
         std::fs::remove_file(&path).unwrap();
     }
 }
+
+#[cfg(all(test, target_os = "linux", not(loom)))]
+mod system_libraries {
+    use std::os::unix::fs::FileExt;
+
+    use super::*;
+
+    /// Whether an ELF file's first 20 bytes say it is a shared object (ET_DYN) of this
+    /// process's class, byte order and machine: the files the check is there to pass.
+    fn for_this_machine(head: &[u8; 20]) -> bool {
+        let class = if cfg!(target_pointer_width = "64") { 2 } else { 1 };
+        let reader = Reader {
+            bytes: head,
+            wide: class == 2,
+            big_endian: cfg!(target_endian = "big"),
+        };
+        head[..4] == *b"\x7fELF"
+            && head[4] == class
+            && head[5] == if cfg!(target_endian = "big") { 2 } else { 1 }
+            && reader.u16(16) == 3
+            && THIS_MACHINE.is_none_or(|machine| reader.u16(18) == machine)
+    }
+
+    /// The directories whose shared libraries the check must pass: the system's library
+    /// directories and, when a Python is on the path, its extension modules.
+    fn library_directories() -> Vec<std::path::PathBuf> {
+        let mut dirs: Vec<std::path::PathBuf> = ["/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib", "/usr/local/lib"]
+            .iter()
+            .map(Into::into)
+            .collect();
+        let python = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import site, sysconfig; print('\\n'.join(site.getsitepackages() + \
+                 [sysconfig.get_path('platlib'), sysconfig.get_path('platstdlib') + '/lib-dynload']))",
+            ])
+            .output();
+        if let Ok(output) = python {
+            dirs.extend(String::from_utf8_lossy(&output.stdout).lines().map(Into::into));
+        }
+        dirs.retain(|dir| dir.is_dir());
+        dirs
+    }
+
+    /// The regular files under `dir` whose names say they are shared libraries (`.so`, with or
+    /// without a version after it), by real path, without following symbolic links.
+    fn shared_libraries(dir: &std::path::Path, found: &mut std::collections::BTreeSet<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else { continue };
+            let path = entry.path();
+            if kind.is_dir() {
+                shared_libraries(&path, found);
+            } else if kind.is_file()
+                && entry.file_name().to_string_lossy().contains(".so")
+                && let Ok(real) = path.canonicalize()
+            {
+                found.insert(real);
+            }
+        }
+    }
+
+    /// The check refuses none of this machine's shared libraries (the system's library
+    /// directories, Python's extension modules): every 64-bit or 32-bit ELF shared object of
+    /// this machine's architecture passes. Each refusal is listed with its reason.
+    #[test]
+    fn no_shared_library_of_this_machine_is_refused() {
+        let mut found = std::collections::BTreeSet::new();
+        for dir in library_directories() {
+            shared_libraries(&dir, &mut found);
+        }
+        let (mut checked, mut refused) = (0, Vec::new());
+        for path in &found {
+            let Ok(file) = File::open(path) else { continue };
+            let Ok(metadata) = file.metadata() else { continue };
+            let mut head = [0u8; 20];
+            if file.read_exact_at(&mut head, 0).is_err() || !for_this_machine(&head) {
+                continue;
+            }
+            checked += 1;
+            let len = metadata.len();
+            if let Err(error) = check_file(path, &Opened::new(file, metadata), len) {
+                refused.push(error.to_string());
+            }
+        }
+        assert!(checked > 0, "no shared library found under {:?}", library_directories());
+        assert!(
+            refused.is_empty(),
+            "{} of {checked} shared libraries refused:\n{}",
+            refused.len(),
+            refused.join("\n")
+        );
+    }
+}

@@ -15,11 +15,14 @@
 //!   the file than in memory (or, executable, fewer), or reach past the file's end;
 //! - PT_DYNAMIC is missing, or not inside the file-backed part of one PT_LOAD, or its
 //!   entries are not terminated by DT_NULL within it;
-//! - PT_TLS, PT_GNU_RELRO, PT_PHDR, PT_NOTE, PT_GNU_PROPERTY or PT_GNU_EH_FRAME lies outside
-//!   the loaded image (the loader or the unwinder reads them) or at a file offset other than
-//!   the one its loadable segment maps there, or PT_TLS is missing while the library defines
+//! - PT_TLS, PT_PHDR, PT_NOTE, PT_GNU_PROPERTY or PT_GNU_EH_FRAME lies outside the loaded
+//!   image (the loader or the unwinder reads them) or at a file offset other than the one its
+//!   loadable segment maps there, or PT_TLS is missing while the library defines
 //!   thread-local data, lies outside a writable segment, or asks for more than 1 GiB per
 //!   thread;
+//! - PT_GNU_RELRO's pages (its start and end each rounded down to a page, as glibc
+//!   protects them) are not all pages of loadable segments, or include an executable
+//!   segment's;
 //! - tables the loader reads (DT_STRTAB, DT_SYMTAB, DT_HASH, DT_GNU_HASH, DT_RELA, DT_REL,
 //!   DT_RELR, DT_JMPREL, DT_INIT_ARRAY, DT_FINI_ARRAY, DT_PREINIT_ARRAY, DT_VERSYM,
 //!   DT_VERDEF, DT_VERNEED) are misaligned, lack their size entry (or the size lacks its
@@ -27,12 +30,28 @@
 //!   inside loaded file-backed ranges; DT_INIT and DT_FINI point outside executable segments;
 //! - strings (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH, symbol and version names) start
 //!   outside DT_STRTAB or are not terminated within it;
+//! - the version tables (DT_VERDEF, DT_VERNEED) are not chains of version-1 records whose
+//!   records and names glibc reaches by their next offsets (`vd_next`, `vda_next`, `vn_next`,
+//!   `vna_next`) inside the loaded image, or their counts (DT_VERDEFNUM, DT_VERNEEDNUM,
+//!   `vd_cnt`, `vn_cnt`), which readers other than glibc go by, disagree with those chains;
+//!   or a needed version's library (`vn_file`) is not one glibc's version check will find;
 //! - hash chains, symbol addresses (functions in executable segments), symbol version
 //!   indices, version records, relocation targets (in writable segments) and symbol indices,
 //!   DT_RELACOUNT, and the slots of the init and fini arrays (each relocated, to code) reach
 //!   outside their tables or the image; DT_INIT, DT_FINI or an init or fini array entry
 //!   points inside a function rather than at its start, by the unwind tables
 //!   (PT_GNU_EH_FRAME), when the library has them.
+//!
+//! glibc (2.36, `_dl_check_map_versions` in `elf/dl-version.c`) looks each `vn_file` up
+//! among the objects loaded in the library's namespace and then among the library's own
+//! search list (itself, its filtees and its dependencies, transitively), matching the names
+//! each object was opened by; finding none, it fails an assertion (`needed != NULL`) and ends
+//! the process. The names certain to be there when the library loads are its DT_NEEDED
+//! strings and its DT_FILTER filtees' (a filter whose filtee is missing fails to load), so the
+//! check accepts exactly those. It refuses the names glibc finds only by the state of the
+//! process: an object some other library loaded, a dependency's dependency, a DT_AUXILIARY
+//! filtee (optional: when it is missing, glibc asserts), or the library's own DT_SONAME (not
+//! a name glibc matches an object opened by its path against). No linker writes those.
 //!
 //! Not checked, because only being the loader (or running the code) would check them: which
 //! relocations there are and the values they compute beyond the above, symbol resolution,
@@ -500,16 +519,51 @@ impl Image {
                 self.file_backed(segment, which)
             }
             PT_DYNAMIC | PT_PHDR | PT_NOTE | PT_GNU_PROPERTY | PT_GNU_EH_FRAME => self.file_backed(segment, which),
-            PT_GNU_RELRO => match self.mapping(segment.vaddr, segment.memsz) {
-                Some(load) if load.flags & PF_W != 0 => Ok(()),
-                _ => Err(format!(
-                    "{} ({} bytes) is not inside a writable loadable segment",
-                    which(),
-                    segment.memsz
-                )),
-            },
+            PT_GNU_RELRO => self.relro(segment, which),
             _ => Ok(()),
         }
+    }
+
+    /// The pages glibc makes read-only once it has relocated the library
+    /// (`_dl_protect_relro`): PT_GNU_RELRO's start and end each rounded down to a page. It
+    /// fails `dlopen` when one of them is not mapped, and a page of code made read-only would
+    /// stop the library's code with `SIGSEGV` once it runs, so each of them must be a page of
+    /// a loadable segment (between its start rounded down and its end rounded up, as the
+    /// loader maps it) and of no executable one. Linkers may end the range past its segment's
+    /// memory, in that segment's last page or the next segment's (LLD does).
+    fn relro(&self, segment: &Segment, which: impl Fn() -> String) -> Result<(), String> {
+        let end = segment
+            .vaddr
+            .checked_add(segment.memsz)
+            .ok_or_else(|| format!("{} runs past the end of the address space", which()))?;
+        let (start, end) = (page_down(segment.vaddr), page_down(end));
+        let pages = |load: &Segment| page_down(load.vaddr)..page_up(load.vaddr + load.memsz);
+        let mut at = start;
+        while at < end {
+            let Some(load) = self.loads.iter().find(|load| pages(load).contains(&at)) else {
+                return Err(format!(
+                    "{} ({} bytes) covers the page at {at:#x}, which no loadable segment maps: the loader \
+                     would fail to make it read-only",
+                    which(),
+                    segment.memsz
+                ));
+            };
+            at = pages(load).end;
+        }
+        if let Some(code) = self
+            .loads
+            .iter()
+            .find(|load| load.flags & PF_X != 0 && pages(load).start < end && start < pages(load).end)
+        {
+            return Err(format!(
+                "{} ({} bytes) covers pages of the executable loadable segment at {:#x}: the loader would make \
+                 its code read-only and not executable",
+                which(),
+                segment.memsz,
+                code.vaddr
+            ));
+        }
+        Ok(())
     }
 
     fn file_backed(&self, segment: &Segment, which: impl Fn() -> String) -> Result<(), String> {
@@ -576,6 +630,20 @@ impl Image {
     }
 }
 
+/// The smallest page the loader maps: 4 KiB, which every page size Linux runs with is a
+/// multiple of (a larger page only makes the loadable segments' pages cover more).
+const PAGE: u64 = 4096;
+
+/// `address` rounded down to a page.
+fn page_down(address: u64) -> u64 {
+    address & !(PAGE - 1)
+}
+
+/// `address` rounded up to a page (the last page, at the end of the address space).
+fn page_up(address: u64) -> u64 {
+    address.checked_next_multiple_of(PAGE).unwrap_or(page_down(address))
+}
+
 fn alignment(segment: &Segment, which: impl FnOnce() -> String) -> Result<(), String> {
     if segment.align > 1 && !segment.align.is_power_of_two() {
         return Err(format!(
@@ -592,6 +660,28 @@ fn outside(what: &str, vaddr: u64, size: u64) -> String {
         "{what} (address {vaddr:#x}, {size} bytes) is not inside the file-backed part of a loadable \
          segment: the loader would read it from unmapped or unrelated memory"
     )
+}
+
+/// Refuses a version record of a version other than 1, the only one there is.
+fn record_version(which: impl FnOnce() -> String, version: u16) -> Result<(), String> {
+    if version != 1 {
+        return Err(format!(
+            "{} has version {version}, but the only one defined is 1",
+            which()
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a count (`field` of `which`) that differs from the number of `what` its chain has.
+fn agree(which: impl FnOnce() -> String, field: &str, count: u64, what: &str, walked: u64) -> Result<(), String> {
+    if count != walked {
+        return Err(format!(
+            "{}'s {field} says {count}, but its chain has {walked} {what}: the version tables are corrupt",
+            which()
+        ));
+    }
+    Ok(())
 }
 
 fn tag_name(tag: u64) -> &'static str {
@@ -771,7 +861,7 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
         }
         if let Some(versym) = self.get(DT_VERSYM) {
             let table = self.table(DT_VERSYM, versym, symbols.max(1) * 2)?;
-            let highest = self.versions(&strings)?;
+            let highest = self.versions(&strings, &linkage)?;
             if let Some(bad) = table
                 .chunks_exact(2)
                 .map(|v| u16_at(v, 0) & 0x7fff)
@@ -783,7 +873,7 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
                 ));
             }
         } else {
-            self.versions(&strings)?;
+            self.versions(&strings, &linkage)?;
         }
 
         // A thread-local relocation without a symbol is against this library's own block.
@@ -1024,59 +1114,118 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
         }
     }
 
-    /// Walks DT_VERDEF and DT_VERNEED; returns the highest version index they give.
-    fn versions(&self, strings: &Strings) -> Result<u16, String> {
+    /// Walks DT_VERDEF and DT_VERNEED as glibc's version check does (each chain of records
+    /// and of their names to the record whose next offset is 0) and as readers that go by the
+    /// counts do (DT_VERDEFNUM, DT_VERNEEDNUM, `vd_cnt`, `vn_cnt`), which must agree; every
+    /// needed version's library must be one glibc will find (see the module's doc). Returns
+    /// the highest version index they give.
+    fn versions(&self, strings: &Strings, linkage: &Linkage) -> Result<u16, String> {
         let mut highest = 0;
-        if let Some(mut at) = self.get(DT_VERDEF) {
-            for _ in 0..MAX_ENTRIES {
-                let record = self.table(DT_VERDEF, at, 20)?;
-                highest = highest.max(u16_at(&record, 4) & 0x7fff);
-                let (count, aux, next) = (u16_at(&record, 6), u32_at(&record, 12), u32_at(&record, 16));
-                let mut name_at = at + u64::from(aux);
-                for _ in 0..count.max(1) {
-                    let name = self.table(DT_VERDEF, name_at, 8)?;
-                    let offset = u64::from(u32_at(&name, 0));
+        if let Some(start) = self.get(DT_VERDEF) {
+            let records = self.chain(DT_VERDEF, start, 20, 16, |at, record, n| {
+                let which = || format!("its version definition {n} (DT_VERDEF, address {at:#x})");
+                record_version(which, u16_at(record, 0))?;
+                highest = highest.max(u16_at(record, 4) & 0x7fff);
+                let names = self.chain(DT_VERDEF, self.step(at, u32_at(record, 12))?, 8, 4, |_, name, _| {
+                    let offset = u64::from(u32_at(name, 0));
                     strings
                         .get(offset)
                         .ok_or_else(|| strings.bad("a version definition's name", offset))?;
-                    match u32_at(&name, 4) {
-                        0 => break,
-                        step => name_at += u64::from(step),
-                    }
-                }
-                match next {
-                    0 => break,
-                    step => at += u64::from(step),
-                }
+                    Ok(())
+                })?;
+                agree(which, "vd_cnt", u16_at(record, 6).into(), "names", names)
+            })?;
+            if let Some(count) = self.get(DT_VERDEFNUM) {
+                agree(
+                    || "its DT_VERDEFNUM".into(),
+                    "value",
+                    count,
+                    "version definitions",
+                    records,
+                )?;
             }
         }
-        if let Some(mut at) = self.get(DT_VERNEED) {
-            for _ in 0..MAX_ENTRIES {
-                let record = self.table(DT_VERNEED, at, 16)?;
-                let (file, aux, next) = (u32_at(&record, 4), u32_at(&record, 8), u32_at(&record, 12));
-                strings
-                    .get(file.into())
-                    .ok_or_else(|| strings.bad("a needed version's library", file.into()))?;
-                let mut entry_at = at + u64::from(aux);
-                for _ in 0..MAX_ENTRIES {
-                    let entry = self.table(DT_VERNEED, entry_at, 16)?;
-                    highest = highest.max(u16_at(&entry, 6) & 0x7fff);
-                    let name = u64::from(u32_at(&entry, 8));
+        if let Some(start) = self.get(DT_VERNEED) {
+            let known: Vec<&[u8]> = linkage
+                .needed
+                .iter()
+                .chain(
+                    linkage
+                        .filtees
+                        .iter()
+                        .filter(|(tag, _)| *tag == "DT_FILTER")
+                        .map(|(_, name)| name),
+                )
+                .map(Vec::as_slice)
+                .collect();
+            let records = self.chain(DT_VERNEED, start, 16, 12, |at, record, n| {
+                let which = || format!("its needed version record {n} (DT_VERNEED, address {at:#x})");
+                record_version(which, u16_at(record, 0))?;
+                let file = u64::from(u32_at(record, 4));
+                let library = strings
+                    .get(file)
+                    .ok_or_else(|| strings.bad("a needed version's library", file))?;
+                if !known.contains(&library) {
+                    return Err(format!(
+                        "its needed versions (DT_VERNEED) name the library \"{}\", which is not one it needs \
+                         (DT_NEEDED) or filters (DT_FILTER): glibc's version check would find no such library \
+                         and abort the process",
+                        String::from_utf8_lossy(library).escape_debug()
+                    ));
+                }
+                let names = self.chain(DT_VERNEED, self.step(at, u32_at(record, 8))?, 16, 12, |_, entry, _| {
+                    highest = highest.max(u16_at(entry, 6) & 0x7fff);
+                    let name = u64::from(u32_at(entry, 8));
                     strings
                         .get(name)
                         .ok_or_else(|| strings.bad("a needed version's name", name))?;
-                    match u32_at(&entry, 12) {
-                        0 => break,
-                        step => entry_at += u64::from(step),
-                    }
-                }
-                match next {
-                    0 => break,
-                    step => at += u64::from(step),
-                }
+                    Ok(())
+                })?;
+                agree(which, "vn_cnt", u16_at(record, 2).into(), "versions", names)
+            })?;
+            if let Some(count) = self.get(DT_VERNEEDNUM) {
+                agree(
+                    || "its DT_VERNEEDNUM".into(),
+                    "value",
+                    count,
+                    "needed version records",
+                    records,
+                )?;
             }
         }
         Ok(highest)
+    }
+
+    /// Walks a chain of version records of `size` bytes from `start`, each giving the offset
+    /// of the next (0: the last) at `next`, calling `each(address, record, index)`; every
+    /// record is read from the file, aligned, inside the image. Returns how many there are.
+    fn chain(
+        &self,
+        tag: u64,
+        start: u64,
+        size: u64,
+        next: usize,
+        mut each: impl FnMut(u64, &[u8], u64) -> Result<(), String>,
+    ) -> Result<u64, String> {
+        let mut at = start;
+        for n in 0..MAX_ENTRIES {
+            let record = self.table(tag, at, size)?;
+            each(at, &record, n)?;
+            match u32_at(&record, next) {
+                0 => return Ok(n + 1),
+                step => at = self.step(at, step)?,
+            }
+        }
+        Err(format!(
+            "its {} chain has more than {MAX_ENTRIES} records",
+            tag_name(tag)
+        ))
+    }
+
+    /// The address `offset` bytes after the version record at `at`.
+    fn step(&self, at: u64, offset: u32) -> Result<u64, String> {
+        at.checked_add(offset.into())
+            .ok_or_else(|| format!("a version record at {at:#x} points {offset} bytes past the address space"))
     }
 
     /// The relocation tables: sizes, entry sizes, each entry's target, and the count of

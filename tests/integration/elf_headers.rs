@@ -1,6 +1,7 @@
 //! The ELF check looks at what the loader will map wherever the program header table is: a
 //! truncated library is refused (not left to kill the process with `SIGBUS` inside
-//! `dlopen`) with its table right after the ELF header, at 512 KiB, or at 2 MiB.
+//! `dlopen`) with its table right after the ELF header, at 512 KiB, or at 2 MiB. And it
+//! takes PT_GNU_RELRO as glibc does: by the pages it protects.
 
 use std::fs;
 
@@ -9,12 +10,17 @@ use dylease::{Error, PluginHost};
 use crate::support::{TestDir, assert_unloaded, fixture};
 
 const PT_LOAD: u32 = 1;
+const PT_GNU_RELRO: u32 = 0x6474_e552;
+const PF_X: u32 = 1;
+const PF_W: u32 = 2;
 /// The 64-bit ELF header fields the crafting touches.
 const E_PHOFF: usize = 32;
 const E_PHENTSIZE: usize = 54;
 const E_PHNUM: usize = 56;
 /// Fields of a 64-bit program header.
+const P_FLAGS: usize = 4;
 const P_OFFSET: usize = 8;
+const P_VADDR: usize = 16;
 const P_FILESZ: usize = 32;
 const P_MEMSZ: usize = 40;
 
@@ -129,4 +135,153 @@ fn a_program_header_table_past_the_end_of_the_file_is_refused() {
             .contains(&format!("`{}`: the file is truncated", path.display())),
         "{error}"
     );
+}
+
+/// A page, as the loader maps and protects them on x86_64.
+const PAGE: u64 = 4096;
+
+/// The file offsets of a 64-bit library's program headers of type `kind`.
+fn program_headers(bytes: &[u8], kind: u32) -> Vec<usize> {
+    let (phoff, size) = (u64_at(bytes, E_PHOFF) as usize, u16_at(bytes, E_PHENTSIZE));
+    (0..u16_at(bytes, E_PHNUM))
+        .map(|i| phoff + i * size)
+        .filter(|&entry| u32::from_le_bytes(bytes[entry..entry + 4].try_into().unwrap()) == kind)
+        .collect()
+}
+
+fn flags(bytes: &[u8], header: usize) -> u32 {
+    u32::from_le_bytes(bytes[header + P_FLAGS..header + P_FLAGS + 4].try_into().unwrap())
+}
+
+/// Where a program header's memory starts and ends.
+fn memory(bytes: &[u8], header: usize) -> (u64, u64) {
+    let start = u64_at(bytes, header + P_VADDR);
+    (start, start + u64_at(bytes, header + P_MEMSZ))
+}
+
+/// `library` with its PT_GNU_RELRO made to cover `start..end`.
+fn with_relro(library: &[u8], start: u64, end: u64) -> Vec<u8> {
+    let mut bytes = library.to_vec();
+    let relro = program_headers(&bytes, PT_GNU_RELRO)[0];
+    let offset_delta = u64_at(&bytes, relro + P_VADDR).wrapping_sub(start);
+    let offset = u64_at(&bytes, relro + P_OFFSET).wrapping_sub(offset_delta);
+    put_u64(&mut bytes, relro + P_OFFSET, offset);
+    put_u64(&mut bytes, relro + P_VADDR, start);
+    put_u64(&mut bytes, relro + 24, start);
+    put_u64(&mut bytes, relro + P_FILESZ, end - start);
+    put_u64(&mut bytes, relro + P_MEMSZ, end - start);
+    bytes
+}
+
+/// LLD ends PT_GNU_RELRO at a page boundary, past the memory of the writable segment that
+/// holds it (orjson's extension module, linked by LLD 14, is laid out so): glibc protects the
+/// range's start and end rounded down to pages, which its segment maps, and loads it. So
+/// does the check.
+#[test]
+#[cfg(all(target_arch = "x86_64", target_endian = "little"))]
+fn a_library_linked_by_lld_whose_relro_runs_past_its_segment_loads() {
+    let dir = TestDir::new("elf_relro_lld");
+    let lld = std::process::Command::new("ld.lld").arg("--version").output();
+    assert!(
+        lld.is_ok_and(|output| output.status.success()),
+        "this test links a plugin with LLD: install it (Debian: `apt-get install lld`)"
+    );
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins/numbered.c");
+    let built = dir.path().join("libbuilt_by_lld.so");
+    crate::support::compile_plugin(
+        &[&source],
+        &built,
+        &["-fuse-ld=lld", "-DPLUGIN_NAME=\"p1\"", "-DPASS_NAME=\"p1_pass\""],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let library = fs::read(&built).unwrap();
+    // The layout this test is about: the range ends past the first writable segment's memory.
+    let relro = memory(&library, program_headers(&library, PT_GNU_RELRO)[0]);
+    let writable = program_headers(&library, PT_LOAD)
+        .into_iter()
+        .find(|&load| flags(&library, load) & PF_W != 0)
+        .expect("a writable segment");
+    assert!(
+        relro.1 > memory(&library, writable).1,
+        "LLD no longer ends PT_GNU_RELRO ({relro:x?}) past its writable segment's memory ({:x?})",
+        memory(&library, writable)
+    );
+    let (path, outcome) = load(&dir, "liblld.so", &library);
+    outcome.unwrap_or_else(|e| panic!("{e}"));
+    assert_unloaded(&path);
+}
+
+/// A gcc-built plugin whose PT_GNU_RELRO is made to end past its writable segment's memory,
+/// in that segment's last page: the pages glibc protects are the same, and it loads.
+#[test]
+#[cfg(all(target_arch = "x86_64", target_endian = "little"))]
+fn a_relro_range_ending_past_its_segment_within_its_pages_loads() {
+    let dir = TestDir::new("elf_relro_inside_pages");
+    let library = fs::read(fixture("p1")).unwrap();
+    let (start, end) = memory(&library, program_headers(&library, PT_GNU_RELRO)[0]);
+    let segment_end = program_headers(&library, PT_LOAD)
+        .into_iter()
+        .map(|load| memory(&library, load))
+        .find(|&(from, to)| from <= start && start < to)
+        .expect("the segment holding PT_GNU_RELRO")
+        .1;
+    // The last byte before the page after `end`: the protected pages do not change.
+    let past = (end / PAGE + 1) * PAGE - 1;
+    assert!(past > segment_end, "the crafted range ends past the segment's memory");
+    let (path, outcome) = load(&dir, "librelro_past.so", &with_relro(&library, start, past));
+    outcome.unwrap_or_else(|e| panic!("{e}"));
+    assert_unloaded(&path);
+}
+
+/// A PT_GNU_RELRO whose pages reach a page no segment maps (glibc's `mprotect` fails and so
+/// does `dlopen`), or a page of code (made read-only and not executable, it would stop the
+/// process once the constructors run): refused, naming the file and the page.
+#[test]
+#[cfg(all(target_arch = "x86_64", target_endian = "little"))]
+fn a_relro_range_reaching_an_unmapped_or_executable_page_is_refused() {
+    let dir = TestDir::new("elf_relro_refused");
+    let library = fs::read(fixture("p1")).unwrap();
+    let (start, _) = memory(&library, program_headers(&library, PT_GNU_RELRO)[0]);
+    let image_end = program_headers(&library, PT_LOAD)
+        .into_iter()
+        .map(|load| memory(&library, load).1)
+        .max()
+        .unwrap();
+    // One page past the image's last page, and a few bytes into the next: that page is
+    // protected and unmapped.
+    let unmapped = image_end.next_multiple_of(PAGE);
+    let (path, outcome) = load(
+        &dir,
+        "librelro_unmapped.so",
+        &with_relro(&library, start, unmapped + PAGE + 16),
+    );
+    let message = outcome.unwrap_err().to_string();
+    assert!(
+        message.starts_with(&format!(
+            "cannot load plugin file `{}`: its PT_GNU_RELRO segment",
+            path.display()
+        )) && message.contains(&format!(
+            "covers the page at {unmapped:#x}, which no loadable segment maps"
+        )),
+        "{message}"
+    );
+    assert_unloaded(&path);
+
+    let code = program_headers(&library, PT_LOAD)
+        .into_iter()
+        .find(|&load| flags(&library, load) & PF_X != 0)
+        .expect("an executable segment");
+    let code_start = memory(&library, code).0;
+    let (path, outcome) = load(&dir, "librelro_code.so", &with_relro(&library, code_start, start));
+    let message = outcome.unwrap_err().to_string();
+    assert!(
+        message.starts_with(&format!(
+            "cannot load plugin file `{}`: its PT_GNU_RELRO segment",
+            path.display()
+        )) && message.contains(&format!(
+            "covers pages of the executable loadable segment at {code_start:#x}"
+        )),
+        "{message}"
+    );
+    assert_unloaded(&path);
 }
