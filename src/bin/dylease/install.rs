@@ -380,3 +380,200 @@ impl Drop for Temporary<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    /// A directory of one test's own under the system's temporary directory, removed on drop.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(test: &str) -> Scratch {
+            let path = std::env::temp_dir().join(format!("dylease-install-{test}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&path);
+            fs::create_dir_all(&path).unwrap();
+            Scratch(path)
+        }
+
+        fn dir(&self, name: &str) -> PathBuf {
+            let dir = self.0.join(name);
+            fs::create_dir_all(&dir).unwrap();
+            dir
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// One step of an install, as [`Recorder`] saw it.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    enum Step {
+        Synced(PathBuf),
+        Checked(PathBuf),
+        Renamed(PathBuf, PathBuf),
+        DirSynced(PathBuf),
+    }
+
+    /// The real install's file operations, recorded in order; the temporary names come from
+    /// `names` (the real random ones once it runs out) and the check is stood in for (every
+    /// copy would load), so that any bytes can be installed and no plugin code runs.
+    #[derive(Default)]
+    struct Recorder {
+        names: Vec<OsString>,
+        steps: Vec<Step>,
+    }
+
+    impl Seam for Recorder {
+        fn temporary_name(&mut self, name: &OsStr, attempt: u32) -> OsString {
+            match self.names.get(attempt as usize) {
+                Some(planted) => planted.clone(),
+                None => random_name(name),
+            }
+        }
+
+        fn sync(&mut self, file: &File, path: &Path) -> io::Result<()> {
+            self.steps.push(Step::Synced(path.to_owned()));
+            file.sync_all()
+        }
+
+        fn check(&mut self, partial: &Path, _options: check::Options) -> io::Result<Verdict> {
+            self.steps.push(Step::Checked(partial.to_owned()));
+            Ok(Verdict::Loads("plugin `stand_in`, 0 passes".to_owned()))
+        }
+
+        fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
+            self.steps.push(Step::Renamed(from.to_owned(), to.to_owned()));
+            fs::rename(from, to)
+        }
+
+        fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
+            self.steps.push(Step::DirSynced(dir.to_owned()));
+            File::open(dir)?.sync_all()
+        }
+    }
+
+    fn options() -> check::Options {
+        check::Options {
+            trust: dylease::TrustPolicy::Strict,
+            policy: dylease::LoadPolicy::Strict,
+        }
+    }
+
+    /// Installs `source` into `dir` through `recorder`: whether it was installed, and what
+    /// the installer said.
+    fn install_with(source: &Path, dir: &Path, recorder: &mut Recorder) -> (bool, String) {
+        let mut said = String::new();
+        let ok = run_with(&[source.to_owned()], dir, options(), recorder, |text| {
+            said.push_str(text);
+            Ok(())
+        })
+        .unwrap();
+        (ok, said)
+    }
+
+    /// The copy must be on disk before it is renamed over the installed file: renamed first,
+    /// a crash of the machine could leave the final name on a file whose data never reached
+    /// the disk (an empty or partial library). Caught: the planted bug
+    /// `--cfg dylease_broken_install_order`, which flushes the copy only after the rename.
+    #[test]
+    fn the_copy_is_flushed_before_it_is_checked_and_renamed() {
+        let scratch = Scratch::new("order");
+        let (staging, plugins) = (scratch.dir("staging"), scratch.dir("plugins"));
+        let source = staging.join("libx.so");
+        fs::write(&source, b"new version").unwrap();
+        let target = plugins.join("libx.so");
+        fs::write(&target, b"old version").unwrap();
+        let mut recorder = Recorder {
+            names: vec![".libx.so.chosen".into()],
+            ..Recorder::default()
+        };
+        let (ok, said) = install_with(&source, &plugins, &mut recorder);
+        assert!(ok, "{said}");
+        let partial = plugins.join(".libx.so.chosen");
+        assert_eq!(
+            recorder.steps,
+            [
+                Step::Synced(partial.clone()),
+                Step::Checked(partial.clone()),
+                Step::Renamed(partial, target.clone()),
+                Step::DirSynced(plugins.clone()),
+            ],
+            "the install's steps are out of order: {said}"
+        );
+        assert_eq!(fs::read(&target).unwrap(), b"new version");
+    }
+
+    /// A symbolic link planted at exactly the temporary name the installer takes (to a file
+    /// outside the directory) must not be followed: the copy is created with `O_EXCL` and
+    /// `O_NOFOLLOW`, so the installer draws another name and the outside file keeps its
+    /// bytes; the link is not the installer's to remove. Caught: the planted bug
+    /// `--cfg dylease_broken_install_exclusive` (an open that creates or truncates whatever
+    /// is there, following links), which writes the plugin into the outside file.
+    #[test]
+    fn a_symbolic_link_planted_at_the_temporary_name_is_not_followed() {
+        let scratch = Scratch::new("symlink");
+        let (staging, plugins, outside) = (scratch.dir("staging"), scratch.dir("plugins"), scratch.dir("outside"));
+        let source = staging.join("libx.so");
+        fs::write(&source, b"new version").unwrap();
+        let victim = outside.join("victim");
+        fs::write(&victim, b"not the installer's").unwrap();
+        let planted = plugins.join(".libx.so.planted");
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let mut recorder = Recorder {
+            names: vec![".libx.so.planted".into(), ".libx.so.free".into()],
+            ..Recorder::default()
+        };
+        let (ok, said) = install_with(&source, &plugins, &mut recorder);
+        assert_eq!(
+            fs::read(&victim).unwrap(),
+            b"not the installer's",
+            "the installer wrote through the planted link: {said}"
+        );
+        assert_eq!(
+            fs::read_link(&planted).unwrap(),
+            victim,
+            "the planted link was removed: {said}"
+        );
+        // Retrying under another name is what it does; failing would be safe too.
+        if ok {
+            let target = plugins.join("libx.so");
+            assert!(
+                recorder
+                    .steps
+                    .contains(&Step::Renamed(plugins.join(".libx.so.free"), target.clone())),
+                "{:?}",
+                recorder.steps
+            );
+            assert_eq!(fs::read(&target).unwrap(), b"new version");
+        }
+    }
+
+    /// Another user's file at exactly the temporary name the installer takes is neither
+    /// opened, truncated nor removed: the installer draws another name. Caught: the planted
+    /// bug `--cfg dylease_broken_install_exclusive`, which truncates and overwrites it.
+    #[test]
+    fn a_file_planted_at_the_temporary_name_is_left_alone() {
+        let scratch = Scratch::new("planted");
+        let (staging, plugins) = (scratch.dir("staging"), scratch.dir("plugins"));
+        let source = staging.join("libx.so");
+        fs::write(&source, b"new version").unwrap();
+        let planted = plugins.join(".libx.so.planted");
+        fs::write(&planted, b"someone else's").unwrap();
+        let planted_inode = fs::metadata(&planted).unwrap().ino();
+        let mut recorder = Recorder {
+            names: vec![".libx.so.planted".into(), ".libx.so.free".into()],
+            ..Recorder::default()
+        };
+        let (ok, said) = install_with(&source, &plugins, &mut recorder);
+        let now = fs::symlink_metadata(&planted).unwrap_or_else(|e| panic!("the planted file is gone ({e}): {said}"));
+        assert_eq!(now.ino(), planted_inode, "{said}");
+        assert_eq!(fs::read(&planted).unwrap(), b"someone else's", "{said}");
+        assert!(ok, "{said}");
+        assert_eq!(fs::read(plugins.join("libx.so")).unwrap(), b"new version");
+    }
+}
