@@ -137,12 +137,15 @@ struct Real;
 
 impl Seam for Real {}
 
+/// A file renamed into place.
 struct Installed {
+    /// Its final name.
     to: PathBuf,
     /// What loaded, as a phrase.
     what: String,
 }
 
+/// Why a file was not installed (the directory is as it was).
 enum Refused {
     /// The file was copied and checked, and would not load: the check's report.
     Check(String),
@@ -153,6 +156,9 @@ enum Refused {
     Io(String),
 }
 
+/// Installs `file` into `dir` through `seam`: copied under a temporary name, flushed,
+/// checked, renamed over its final name, and the directory flushed; the temporary copy is
+/// removed on every other way out.
 fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Seam) -> Result<Installed, Refused> {
     let io = |what: &str, path: &Path, e: io::Error| Refused::Io(format!("{what} `{}`: {e}", path.display()));
     let Some(name) = file.file_name() else {
