@@ -447,4 +447,81 @@ mod tests {
         };
         assert!(!pinning.expected());
     }
+
+    /// The `log` records of this test binary, as (level, message), from the first call of
+    /// [`logged`] on.
+    static LOGGED: std::sync::Mutex<Vec<(log::Level, String)>> = std::sync::Mutex::new(Vec::new());
+
+    struct Capture;
+
+    impl log::Log for Capture {
+        fn enabled(&self, _metadata: &log::Metadata<'_>) -> bool {
+            true
+        }
+
+        fn log(&self, record: &log::Record<'_>) {
+            let mut logged = LOGGED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            logged.push((record.level(), record.args().to_string()));
+        }
+
+        fn flush(&self) {}
+    }
+
+    /// The messages logged at `level` so far that contain `needle`, installing the capturing
+    /// logger on first use (no other unit test of the library sets one).
+    fn logged(level: log::Level, needle: &str) -> usize {
+        static INSTALLED: std::sync::Once = std::sync::Once::new();
+        INSTALLED.call_once(|| {
+            log::set_logger(&Capture).expect("no other logger is set in the library's unit tests");
+            log::set_max_level(log::LevelFilter::Trace);
+        });
+        let logged = LOGGED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        logged
+            .iter()
+            .filter(|(at, message)| *at == level && message.contains(needle))
+            .count()
+    }
+
+    /// A pinned library that a later unload really unmapped is forgotten: when a later
+    /// mapping of the same file stays mapped again, it is counted again and its file warned
+    /// about again (at `warn`, not `debug`). Caught: either of the two removals in
+    /// `after_unload`'s `Some(false)` arm deleted (the mapping's: not counted again; the
+    /// file's: only a `debug` line).
+    #[test]
+    fn a_pinned_file_that_really_unloaded_is_forgotten_and_warned_about_again() {
+        let path = "/pinning-unit-test/libforgotten.so";
+        let origin = Origin::File(path.into());
+        // An identity no real file of the other tests has.
+        let mapping = crate::load::sys::FileId {
+            dev: u64::MAX - 17,
+            ino: 17,
+        };
+        let predicted = Pinning {
+            causes: vec![PinCause::NoDelete],
+        };
+        let warned = || logged(log::Level::Warn, path);
+        let before = warned();
+
+        assert!(
+            after_unload(&origin, &predicted, &mapping, Some(true)),
+            "a first pin is counted"
+        );
+        assert_eq!(warned(), before + 1, "a first pin is warned about");
+        assert!(
+            !after_unload(&origin, &predicted, &mapping, Some(true)),
+            "the same kept mapping is counted once"
+        );
+        assert_eq!(warned(), before + 1, "the same kept mapping is warned about once");
+
+        assert!(!after_unload(&origin, &predicted, &mapping, Some(false)));
+        assert!(
+            after_unload(&origin, &predicted, &mapping, Some(true)),
+            "a mapping kept after the file really unloaded is not counted again"
+        );
+        assert_eq!(
+            warned(),
+            before + 2,
+            "a file kept after it really unloaded is not warned about again"
+        );
+    }
 }

@@ -752,3 +752,134 @@ mod loom_models {
         });
     }
 }
+
+/// The registry's refusals, with a stand-in for the platform loader.
+#[cfg(all(test, not(loom), unix))]
+mod tests {
+    use super::*;
+    use crate::load::sys::FileId;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    /// What the stand-in loader did, for the tests to look at.
+    #[derive(Default)]
+    struct Calls {
+        /// Handles opened and not yet closed.
+        open: AtomicUsize,
+        /// Instances started (`on_load`) and finished (`on_unload`).
+        started: AtomicUsize,
+        finished: AtomicUsize,
+    }
+
+    /// A handle of the stand-in loader; dropping it closes it.
+    struct Handle(std::sync::Arc<Calls>);
+
+    impl Drop for Handle {
+        fn drop(&mut self) {
+            self.0.open.fetch_sub(1, SeqCst);
+        }
+    }
+
+    /// A loader that resolves every file to one mapping, handle 7, as glibc hands back the
+    /// `link_map` it already has for a library it takes to be the same (a file it matched
+    /// by its soname, or by device and inode after the checked file was replaced).
+    struct OneMapping(std::sync::Arc<Calls>);
+
+    impl Opener for OneMapping {
+        type Library = Handle;
+        /// The identity the instance was started for.
+        type Plugin = u64;
+        type Closing = ();
+        type Closed = ();
+
+        fn open(&self, _file: FileRef<'_>) -> Result<Handle, Error> {
+            self.0.open.fetch_add(1, SeqCst);
+            Ok(Handle(std::sync::Arc::clone(&self.0)))
+        }
+
+        fn handle(_library: &Handle) -> usize {
+            7
+        }
+
+        fn start(&self, _library: &Handle, file: FileRef<'_>) -> Result<u64, Error> {
+            self.0.started.fetch_add(1, SeqCst);
+            Ok(file.identity.ino)
+        }
+
+        fn finish(&self, _plugin: u64, library: Handle, _registered: bool) {
+            self.0.finished.fetch_add(1, SeqCst);
+            drop(library);
+        }
+
+        fn settle(&self, (): ()) {}
+    }
+
+    fn file<'a>(shown: &'a Path, identity: &'a Identity) -> FileRef<'a> {
+        FileRef {
+            shown,
+            resolved: shown,
+            identity,
+            source: None,
+            origin: false,
+            loads: &[],
+            strict: false,
+        }
+    }
+
+    /// I9: when the loader hands back the mapping of a live instance of another file, the
+    /// load of this file fails, naming it, and the other file's instance goes on as it was
+    /// (not shared, not finished, its handle still open, still found for its own file).
+    /// Caught: the refusal replaced with sharing (in `open_marked`, the guard
+    /// `if instance.identity == *file.identity` removed from the first `Found::Live` arm).
+    #[test]
+    fn the_live_instance_of_another_file_is_never_shared_i9() {
+        let calls = std::sync::Arc::new(Calls::default());
+        let registry = Arc::new(Registry::new(OneMapping(std::sync::Arc::clone(&calls))));
+        let (a, b) = (FileId { dev: 1, ino: 1 }, FileId { dev: 1, ino: 2 });
+        let (a_path, b_path) = (Path::new("/plugins/liba.so"), Path::new("/plugins/libb.so"));
+        let deadline = Some(Instant::now() + std::time::Duration::from_secs(20));
+        let first = Registry::instance(&registry, file(a_path, &a), deadline).unwrap();
+        first.registered();
+        assert_eq!(calls.open.load(SeqCst), 1);
+
+        let refused = Registry::instance(&registry, file(b_path, &b), deadline);
+        match &refused {
+            Err(error @ Error::Open { path, reason, .. }) => {
+                assert_eq!(path, b_path, "{error}");
+                assert!(
+                    error.to_string().contains("`/plugins/libb.so`") && reason.contains("`/plugins/liba.so`"),
+                    "{error}"
+                );
+            }
+            Err(other) => panic!("the wrong error: {other}"),
+            Ok(instance) => panic!(
+                "file 2 was handed the instance of file {} (started for it)",
+                instance.plugin()
+            ),
+        }
+        drop(refused);
+
+        // The other file's instance is untouched: started once, not finished, its handle open.
+        assert_eq!(*first.plugin(), 1);
+        assert_eq!(calls.started.load(SeqCst), 1);
+        assert_eq!(calls.finished.load(SeqCst), 0, "the other file's instance was finished");
+        assert_eq!(
+            calls.open.load(SeqCst),
+            1,
+            "a handle was left open, or the other file's closed"
+        );
+        // Still the instance of its file, and file 2 is not left busy (a second try fails
+        // the same way, without waiting).
+        let again = Registry::instance(&registry, file(a_path, &a), deadline).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        drop(again);
+        assert!(matches!(
+            Registry::instance(&registry, file(b_path, &b), deadline),
+            Err(Error::Open { .. })
+        ));
+
+        let released = LibraryInstance::release(first).expect("the last owner finishes the instance");
+        released.settle();
+        assert_eq!(calls.finished.load(SeqCst), 1);
+        assert_eq!(calls.open.load(SeqCst), 0, "a handle was left open");
+    }
+}

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use dylease::{Lease, PluginHost};
 
 use crate::cli::binary;
-use crate::support::{TestDir, fixture, mapped_containing};
+use crate::support::{TestDir, built_from, fixture, mapped_containing};
 
 /// The versions the installers cycle through.
 const VERSIONS: usize = 4;
@@ -190,4 +190,77 @@ fn dylease_install_refuses_a_file_that_would_not_load_and_changes_nothing() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(entries, ["libversioned.so"], "the temporary file was left behind");
+}
+
+/// Runs `dylease install FILE DIR` without core dumps (a crash the test makes on purpose
+/// leaves no core file behind), killing it if it runs for more than 60 s.
+fn install_bounded(file: &Path, dir: &Path) -> std::process::Output {
+    let mut child = Command::new("sh")
+        .args(["-c", "ulimit -c 0; exec \"$0\" \"$@\""])
+        .arg(binary())
+        .arg("install")
+        .arg(file)
+        .arg(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() >= deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("`dylease install {}` ran for more than 60 s", file.display());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A plugin whose constructor ends the process that loads it (`abort()`, or `_exit(127)` as
+/// glibc's loader does when it gives up on a file) ends only the process that checks it: the
+/// installer survives, says which file ended the check and how, removes its temporary copy and
+/// leaves the installed file as it was. Checked in the installer's own process, the crash
+/// would end the installer before it removed the copy or said anything.
+#[test]
+fn dylease_install_survives_a_plugin_that_ends_the_checking_process_and_changes_nothing() {
+    for (variant, args, how) in [
+        ("abort", &[][..], "was killed by signal 6 (SIGABRT)"),
+        ("exit127", &["-DEXIT_STATUS=127"][..], "exited with status 127"),
+    ] {
+        let plugins = TestDir::new(&format!("install_cli_crash_{variant}"));
+        let old = plugins.add("versioned_1", "libx.so");
+        let (old_inode, old_bytes) = (fs::metadata(&old).unwrap().ino(), fs::read(&old).unwrap());
+        let staging = TestDir::new(&format!("install_cli_crash_{variant}_staging"));
+        let dying = staging.path().join("libx.so");
+        fs::copy(
+            built_from("dies_on_load.c", &format!("dies_on_load_{variant}"), args),
+            &dying,
+        )
+        .unwrap();
+        let out = install_bounded(&dying, plugins.path());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(1), "{variant}: {all}");
+        assert!(
+            stdout.contains(&format!(
+                "not installed: the process that checked `{}` {how} before it gave a verdict, so `{}` was left as it was",
+                dying.display(),
+                old.display()
+            )),
+            "{variant}: {all}"
+        );
+        let now = fs::metadata(&old).unwrap();
+        assert_eq!(now.ino(), old_inode, "{variant}: the installed plugin was replaced");
+        assert_eq!(
+            fs::read(&old).unwrap(),
+            old_bytes,
+            "{variant}: the installed plugin changed"
+        );
+        let entries: Vec<_> = fs::read_dir(plugins.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(entries, ["libx.so"], "{variant}: the temporary file was left behind");
+    }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use dylease::pyo3::prelude::*;
 use dylease::{Error, LookupFailure, PluginHost, PyInterface};
 
-use crate::support::TestDir;
+use crate::support::{TestDir, await_that};
 
 /// The interface of the test passes: an integer in, an integer out.
 struct IntOp;
@@ -599,4 +599,120 @@ fn skip_failed_leaves_a_broken_python_plugin_out() {
     assert_eq!(lease.failures().len(), 1);
     assert!(lease.failures()[0].to_string().contains("missing numpy"));
     assert_eq!(modules_from(dir.path()).len(), 1, "only b's module is left");
+}
+
+/// A plugin that, while it executes, logs `waiting` and then blocks (outside the GIL, in a
+/// read) until a byte arrives through the FIFO `gate`; then it offers `add_gate` (x + 1).
+fn gated(gate: &Path) -> String {
+    r#"
+import os
+import dylease
+dylease.plugin("gate", "1.0")
+
+def log(line):
+    with open(LOG, "a") as f:
+        f.write(line + "\n")
+
+# Read-write, so that the open never blocks and the test's writer always finds a reader.
+gate = os.open(GATE, os.O_RDWR)
+log("waiting")
+os.read(gate, 1)
+os.close(gate)
+log("exec gate")
+
+@dylease.typed_pass("add_gate", "test.int_op/1")
+def add(x):
+    return x + 1
+"#
+    .replace("GATE", &format!("{:?}", gate.display().to_string()))
+}
+
+/// Writes the byte that lets a [`gated`] plugin go on, once, and at the latest when dropped
+/// (so that a failing test never leaves the loading thread blocked).
+struct Gate {
+    fifo: PathBuf,
+    opened: bool,
+}
+
+impl Gate {
+    fn open(&mut self) {
+        if !std::mem::replace(&mut self.opened, true) {
+            use std::io::Write as _;
+            use std::os::unix::fs::OpenOptionsExt as _;
+            // Non-blocking: the plugin holds the FIFO open for reading, or nobody waits.
+            if let Ok(mut fifo) = fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&self.fifo)
+            {
+                // Two: a second execution (a bug) goes on too, and shows in the log.
+                let _ = fifo.write_all(b"gg");
+            }
+        }
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.open();
+    }
+}
+
+/// A thread holding the GIL (a pass that builds a host of its own) acquires a second host over
+/// a Python plugin that another host is loading on another thread: the registry waits for
+/// that load, and must give the GIL up while it waits, since the load needs the GIL to finish.
+/// The loading thread is held inside the plugin's execution (outside the GIL) until this
+/// thread holds the GIL, and let go just before the acquire, so the acquire always finds the
+/// file busy and the loader needing the GIL. Waiting with the GIL held, the acquire would
+/// only end at its 20 s bound, with `TimedOut`. Caught: the registry's wait (`Registry::wait`)
+/// calling `wait()` directly instead of through `interpreter::detached`. Runs in CI's Python
+/// step (`cargo test --features python --test integration python::`).
+#[test]
+fn a_thread_holding_the_gil_waits_for_another_hosts_load_of_the_same_plugin_without_deadlock() {
+    let dir = TestDir::new("py-gil-registry");
+    let fifo = dir.path().join("gate.fifo");
+    let c_fifo = std::ffi::CString::new(fifo.display().to_string()).unwrap();
+    // SAFETY: a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c_fifo.as_ptr(), 0o600) }, 0);
+    let file = write(dir.path(), "gate.py", &gated(&fifo));
+    let (first, second) = (host_of_file(&file), host_of_file(&file));
+    let mut gate = Gate { fifo, opened: false };
+    let (done, finished) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let loader = std::thread::spawn(move || {
+        let lease = first.acquire_timeout(Duration::from_secs(60))?;
+        let added = lease.get_py::<IntOp>("add_gate").unwrap().call((1,)).unwrap();
+        let _ = done.send(added);
+        // Held until the second host has its lease, so that it shares this instance.
+        let _ = released.recv_timeout(Duration::from_secs(60));
+        Ok::<_, dylease::Error>(())
+    });
+    await_that("the loading thread executes the plugin", || {
+        log(dir.path()).iter().any(|line| line == "waiting")
+    });
+    Python::attach(|py| {
+        // The loader's read returns now, and it needs the GIL, which this thread holds.
+        gate.open();
+        let lease = second.acquire_timeout(Duration::from_secs(20)).unwrap_or_else(|error| {
+            panic!("the second host's acquire, waiting with the GIL held for the first host's load: {error}")
+        });
+        assert_eq!(lease.get_py::<IntOp>("add_gate").unwrap().call((41,)).unwrap(), 42);
+        let added = py.detach(move || finished.recv_timeout(Duration::from_secs(60)));
+        assert_eq!(added.expect("the first host's load ended"), 2);
+        release.send(()).unwrap();
+        drop(lease);
+    });
+    py_join(loader);
+    assert_eq!(
+        log(dir.path()),
+        ["waiting", "exec gate"],
+        "the plugin executed once, for both hosts"
+    );
+}
+
+/// Joins `thread`, which returns promptly once released, and fails the test with its error.
+fn py_join(thread: std::thread::JoinHandle<Result<(), Error>>) {
+    if let Err(error) = thread.join().unwrap() {
+        panic!("the loading thread's acquire failed: {error}");
+    }
 }

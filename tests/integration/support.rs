@@ -385,3 +385,14 @@ unsafe impl dylease::Interface for GraphPass {
     const ID: &'static str = "demo.graph_pass/1";
     type Fn = unsafe extern "C" fn(*mut Graph);
 }
+
+/// The test plugin built from `tests/plugins/<source>` with the compiler arguments `args`,
+/// as `lib<name>.so` among the fixtures: for sources that [`fixture`]'s recipes do not list.
+/// Built again on every call (the build renames its output into place, so concurrent calls
+/// never see half of one).
+pub(crate) fn built_from(source: &str, name: &str, args: &[&str]) -> PathBuf {
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
+    fs::create_dir_all(&out_dir).unwrap();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins").join(source);
+    cc::compile_plugin(&[&source], &out_dir.join(format!("lib{name}.so")), args).unwrap_or_else(|e| panic!("{e}"))
+}

@@ -4,16 +4,32 @@
 //! file, and only then renamed over its final name, which is atomic within one file system.
 //! A host loading meanwhile sees the old file or the new one, whole.
 //!
+//! The check runs in a child process (this binary again, with the hidden `check-copy`
+//! command): loading a plugin runs its code, and a constructor that aborts, or a file that
+//! makes the loader give up on the process, ends that child, not the installer, which still
+//! removes its temporary file and says why.
+//!
 //! GNU `install` is not that: it removes the old file, creates the new one under the final
 //! name and then writes it, so a host loading meanwhile finds no file, or a truncated one.
 
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use crate::check::{self, Check};
-use crate::report;
+use crate::{report, stdout};
+
+/// The hidden command a child process checks the temporary copy with.
+pub(crate) const CHECK_COPY: &str = "check-copy";
+
+/// What the child prints first on standard output when the copy would load, then what loaded.
+const LOADS: &str = "loads\n";
+/// What the child prints first when the copy would not load, then the check's report.
+const REFUSED: &str = "refused\n";
 
 /// Installs every file into `dir`, reporting each through `say`. `Ok(false)` when a file was
 /// not installed (the others are); `Err` only when the report cannot be written.
@@ -21,43 +37,44 @@ pub(crate) fn run(
     files: &[PathBuf],
     dir: &Path,
     options: check::Options,
+    say: impl FnMut(&str) -> io::Result<()>,
+) -> io::Result<bool> {
+    run_with(files, dir, options, &mut Real, say)
+}
+
+/// [`run`] through `seam`'s file operations and check.
+fn run_with(
+    files: &[PathBuf],
+    dir: &Path,
+    options: check::Options,
+    seam: &mut impl Seam,
     mut say: impl FnMut(&str) -> io::Result<()>,
 ) -> io::Result<bool> {
     let mut ok = true;
     for file in files {
-        let text = match install(file, dir, options) {
-            Ok(Installed { to, check }) => {
-                let plugins = check.outcome.as_deref().unwrap_or_default();
-                let what: Vec<String> = plugins
-                    .iter()
-                    .map(|p| {
-                        let passes = p.passes.len();
-                        let version = if p.version.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" {}", p.version)
-                        };
-                        format!(
-                            "plugin `{}`{version}, {passes} pass{}",
-                            p.name,
-                            if passes == 1 { "" } else { "es" }
-                        )
-                    })
-                    .collect();
-                format!(
-                    "installed `{}` as `{}` ({})\n",
-                    file.display(),
-                    to.display(),
-                    what.join(", ")
-                )
+        let text = match install(file, dir, options, seam) {
+            Ok(Installed { to, what }) => {
+                format!("installed `{}` as `{}` ({what})\n", file.display(), to.display())
             }
-            Err(Refused::Check(check)) => {
+            Err(Refused::Check(report)) => {
                 ok = false;
                 format!(
-                    "not installed: `{}` would not load, so `{}` is unchanged:\n{}",
+                    "not installed: `{}` would not load, so `{}` is unchanged:\n{report}",
                     file.display(),
                     dir.display(),
-                    report::Human::default().check(&check)
+                )
+            }
+            Err(Refused::Crashed { how, to }) => {
+                ok = false;
+                format!(
+                    "not installed: the process that checked `{}` {how} before it gave a verdict, so `{}` \
+                     was left as it was and the temporary copy was removed. The plugin's code (a \
+                     constructor, `on_load`, its registration or `on_unload`) or the platform loader ended \
+                     that process: run `dylease check {}` to see what it printed, then fix the plugin and \
+                     install it again\n",
+                    file.display(),
+                    to.display(),
+                    file.display(),
                 )
             }
             Err(Refused::Io(message)) => {
@@ -70,19 +87,79 @@ pub(crate) fn run(
     Ok(ok)
 }
 
-struct Installed {
-    to: PathBuf,
-    check: Check,
+/// What the check of a temporary copy found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// It would load: what loaded, as a phrase (`plugin `x` 1.2, 3 passes`).
+    Loads(String),
+    /// It would not load: the check's report.
+    Refused(String),
+    /// The checking process ended without a verdict: how, as a phrase ("was killed by signal 6
+    /// (SIGABRT)", "exited with status 127").
+    Crashed(String),
 }
 
+/// The steps of an install that tests watch or replace: the temporary names it tries, the
+/// flush of the copy, the check, the rename and the flush of the directory. Each default is
+/// what `dylease install` does; the creation of the temporary file is not part of the seam,
+/// so that every test goes through the real one.
+pub(crate) trait Seam {
+    /// The temporary name to try for the plugin file `name`, at the `attempt`-th try (from 0).
+    fn temporary_name(&mut self, name: &OsStr, attempt: u32) -> OsString {
+        let _ = attempt;
+        random_name(name)
+    }
+
+    /// Flushes the written copy `file` (at `path`) to disk.
+    fn sync(&mut self, file: &File, path: &Path) -> io::Result<()> {
+        let _ = path;
+        file.sync_all()
+    }
+
+    /// Checks the copy at `partial` as the deployment's host would load it.
+    fn check(&mut self, partial: &Path, options: check::Options) -> io::Result<Verdict> {
+        check_in_child(partial, options)
+    }
+
+    /// Renames the checked copy over its final name.
+    fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
+    }
+
+    /// Flushes the directory, which makes the rename durable.
+    fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+}
+
+/// The install `dylease install` runs.
+struct Real;
+
+impl Seam for Real {}
+
+/// A file renamed into place.
+struct Installed {
+    /// Its final name.
+    to: PathBuf,
+    /// What loaded, as a phrase.
+    what: String,
+}
+
+/// Why a file was not installed (the directory is as it was).
 enum Refused {
-    /// The file was copied and checked, and would not load.
-    Check(Box<Check>),
+    /// The file was copied and checked, and would not load: the check's report.
+    Check(String),
+    /// The process that checked the copy ended without a verdict: how, and the target that
+    /// was left as it was.
+    Crashed { how: String, to: PathBuf },
     /// The file could not be copied, or renamed into place: why, naming the path.
     Io(String),
 }
 
-fn install(file: &Path, dir: &Path, options: check::Options) -> Result<Installed, Refused> {
+/// Installs `file` into `dir` through `seam`: copied under a temporary name, flushed,
+/// checked, renamed over its final name, and the directory flushed; the temporary copy is
+/// removed on every other way out.
+fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Seam) -> Result<Installed, Refused> {
     let io = |what: &str, path: &Path, e: io::Error| Refused::Io(format!("{what} `{}`: {e}", path.display()));
     let Some(name) = file.file_name() else {
         return Err(Refused::Io(format!("`{}` names no file", file.display())));
@@ -98,30 +175,40 @@ fn install(file: &Path, dir: &Path, options: check::Options) -> Result<Installed
     }
     let to = dir.join(name);
     let mut source = open_source(file).map_err(|e| io("cannot read", file, e))?;
-    let (partial, copy_file) =
-        create_partial(dir, name).map_err(|e| io("cannot create a temporary file in", dir, e))?;
+    let (partial, mut copy) =
+        create_partial(dir, name, seam).map_err(|e| io("cannot create a temporary file in", dir, e))?;
     // From here on the temporary file is ours: removed unless renamed into place.
     let mut temporary = Temporary {
         path: &partial,
         renamed: false,
     };
-    write_copy(&mut source, copy_file).map_err(|e| io(&format!("cannot copy `{}` to", file.display()), &partial, e))?;
-    let mut checked = None;
-    let _ = check::run(std::slice::from_ref(&partial), options, |check| {
-        checked = Some(check);
-        std::ops::ControlFlow::Break(())
-    });
-    let check = checked.expect("checking one file reports one check");
-    if !check.ok() {
-        return Err(Refused::Check(Box::new(check)));
+    let copying = format!("cannot copy `{}` to", file.display());
+    write_copy(&mut source, &mut copy).map_err(|e| io(&copying, &partial, e))?;
+    // The planted bug `dylease_broken_install_order` flushes the copy only after the rename
+    // (the unit test `the_copy_is_flushed_before_it_is_checked_and_renamed` must fail).
+    #[cfg(not(dylease_broken_install_order))]
+    {
+        seam.sync(&copy, &partial).map_err(|e| io(&copying, &partial, e))?;
+        // Closed before the check: the checker warns about a file open for writing.
+        drop(copy);
     }
-    fs::rename(&partial, &to).map_err(|e| io(&format!("cannot rename `{}` to", partial.display()), &to, e))?;
+    let verdict = seam
+        .check(&partial, options)
+        .map_err(|e| io("cannot run the check of", &partial, e))?;
+    let what = match verdict {
+        Verdict::Loads(what) => what,
+        Verdict::Refused(report) => return Err(Refused::Check(report)),
+        Verdict::Crashed(how) => return Err(Refused::Crashed { how, to }),
+    };
+    seam.rename(&partial, &to)
+        .map_err(|e| io(&format!("cannot rename `{}` to", partial.display()), &to, e))?;
     temporary.renamed = true;
+    #[cfg(dylease_broken_install_order)]
+    seam.sync(&copy, &partial).map_err(|e| io(&copying, &partial, e))?;
     // The rename itself is durable once the directory is.
-    File::open(dir)
-        .and_then(|dir| dir.sync_all())
+    seam.sync_dir(dir)
         .map_err(|e| io("cannot flush the directory", dir, e))?;
-    Ok(Installed { to, check })
+    Ok(Installed { to, what })
 }
 
 /// Opens the file to install: a regular file (never blocking on a FIFO, say).
@@ -136,27 +223,23 @@ fn open_source(from: &Path) -> io::Result<File> {
     Ok(source)
 }
 
-/// Creates a new temporary file in `dir` for `name`: hidden and without the library suffix
-/// (no host reading `dir` loads it), under a random name that nobody can have planted (an
-/// existing name is never opened or removed: another is drawn).
-fn create_partial(dir: &Path, name: &std::ffi::OsStr) -> io::Result<(PathBuf, File)> {
+/// A hidden name without the library suffix (no host reading the directory loads it) for a
+/// temporary copy of `name`, random so that nobody can plant it in advance.
+fn random_name(name: &OsStr) -> OsString {
     use std::hash::{BuildHasher, Hasher};
-    for _ in 0..64 {
-        // std's per-process random hash keys, fresh for each `RandomState`.
-        let mut random = std::collections::hash_map::RandomState::new().build_hasher();
-        random.write_u32(std::process::id());
-        let partial = dir.join(format!(
-            ".{}.dylease-install-{:016x}",
-            name.to_string_lossy(),
-            random.finish()
-        ));
-        let created = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o755)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&partial);
-        match created {
+    // std's per-process random hash keys, fresh for each `RandomState`.
+    let mut random = std::collections::hash_map::RandomState::new().build_hasher();
+    random.write_u32(std::process::id());
+    format!(".{}.dylease-install-{:016x}", name.to_string_lossy(), random.finish()).into()
+}
+
+/// Creates a new temporary file in `dir` for `name`, under a name from `seam`: an existing
+/// name (a file, or a symbolic link, anyone planted) is never opened, followed or removed:
+/// another is drawn.
+fn create_partial(dir: &Path, name: &OsStr, seam: &mut impl Seam) -> io::Result<(PathBuf, File)> {
+    for attempt in 0..64 {
+        let partial = dir.join(seam.temporary_name(name, attempt));
+        match create_new(&partial) {
             Ok(file) => return Ok((partial, file)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
@@ -165,11 +248,129 @@ fn create_partial(dir: &Path, name: &std::ffi::OsStr) -> io::Result<(PathBuf, Fi
     Err(io::Error::new(io::ErrorKind::AlreadyExists, "no unused temporary name"))
 }
 
-/// Writes what `source` reads into `copy` (mode 0755 whatever the umask), on disk.
-fn write_copy(source: &mut File, mut copy: File) -> io::Result<()> {
+/// Creates `path`, which must not exist: `O_EXCL` (never an existing file, nor the target of
+/// a symbolic link at `path`) and `O_NOFOLLOW`.
+fn create_new(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.write(true).mode(0o755);
+    if cfg!(dylease_broken_install_exclusive) {
+        // The planted bug: opens whatever is there, following a symbolic link (the unit tests
+        // `a_symbolic_link_planted_at_the_temporary_name_is_not_followed` and
+        // `a_file_planted_at_the_temporary_name_is_left_alone` must fail).
+        options.create(true).truncate(true).custom_flags(libc::O_CLOEXEC);
+    } else {
+        options
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    }
+    options.open(path)
+}
+
+/// Writes what `source` reads into `copy` (mode 0755 whatever the umask).
+fn write_copy(source: &mut File, copy: &mut File) -> io::Result<()> {
     copy.set_permissions(fs::Permissions::from_mode(0o755))?;
-    io::copy(source, &mut copy)?;
-    copy.sync_all()
+    io::copy(source, copy)?;
+    Ok(())
+}
+
+/// Checks `partial` in a child process, this binary's hidden `check-copy` command, whose
+/// standard output says the verdict (anything the plugin prints goes to standard error).
+fn check_in_child(partial: &Path, options: check::Options) -> io::Result<Verdict> {
+    let trust = if options.trust == dylease::TrustPolicy::Permissive {
+        "permissive"
+    } else {
+        "strict"
+    };
+    let output = Command::new(std::env::current_exe()?)
+        .arg(CHECK_COPY)
+        .args(["--trust", trust, "--"])
+        .arg(partial)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .output()?;
+    let said = String::from_utf8_lossy(&output.stdout);
+    Ok(
+        match (
+            output.status.code(),
+            said.strip_prefix(LOADS),
+            said.strip_prefix(REFUSED),
+        ) {
+            (Some(0), Some(what), _) => Verdict::Loads(what.trim_end().to_owned()),
+            (Some(1), _, Some(report)) => Verdict::Refused(report.to_owned()),
+            (Some(code), ..) => Verdict::Crashed(format!("exited with status {code}")),
+            (None, ..) => Verdict::Crashed(match output.status.signal() {
+                Some(signal) => format!("was killed by signal {signal} ({})", signal_name(signal)),
+                None => format!("ended ({})", output.status),
+            }),
+        },
+    )
+}
+
+/// The usual name of a signal that ends a process.
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGSYS => "SIGSYS",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGPIPE => "SIGPIPE",
+        _ => "an unusual signal",
+    }
+}
+
+/// The hidden `check-copy` command, run by [`check_in_child`]: checks `partial` and prints the
+/// verdict through `say`. `Ok(true)` when it would load.
+pub(crate) fn check_copy(
+    partial: &Path,
+    options: check::Options,
+    mut say: impl FnMut(&str) -> io::Result<()>,
+) -> io::Result<bool> {
+    let mut checked = None;
+    {
+        // Standard output carries the verdict alone.
+        let _redirect = stdout::to_stderr();
+        let _ = check::run(std::slice::from_ref(&partial.to_owned()), options, |check| {
+            checked = Some(check);
+            std::ops::ControlFlow::Break(())
+        });
+    }
+    let check = checked.expect("checking one file reports one check");
+    if check.ok() {
+        say(&format!("{LOADS}{}\n", describe(&check)))?;
+    } else {
+        say(&format!("{REFUSED}{}", report::Human::default().check(&check)))?;
+    }
+    Ok(check.ok())
+}
+
+/// What loaded, as a phrase: "plugin `x` 1.2, 3 passes".
+fn describe(check: &Check) -> String {
+    let plugins = check.outcome.as_deref().unwrap_or_default();
+    let what: Vec<String> = plugins
+        .iter()
+        .map(|p| {
+            let passes = p.passes.len();
+            let version = if p.version.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", p.version)
+            };
+            format!(
+                "plugin `{}`{version}, {passes} pass{}",
+                p.name,
+                if passes == 1 { "" } else { "es" }
+            )
+        })
+        .collect();
+    what.join(", ")
 }
 
 /// Removes the temporary file unless the install renamed it into place.
@@ -183,5 +384,202 @@ impl Drop for Temporary<'_> {
         if !self.renamed {
             let _ = fs::remove_file(self.path);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    /// A directory of one test's own under the system's temporary directory, removed on drop.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(test: &str) -> Scratch {
+            let path = std::env::temp_dir().join(format!("dylease-install-{test}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&path);
+            fs::create_dir_all(&path).unwrap();
+            Scratch(path)
+        }
+
+        fn dir(&self, name: &str) -> PathBuf {
+            let dir = self.0.join(name);
+            fs::create_dir_all(&dir).unwrap();
+            dir
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// One step of an install, as [`Recorder`] saw it.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    enum Step {
+        Synced(PathBuf),
+        Checked(PathBuf),
+        Renamed(PathBuf, PathBuf),
+        DirSynced(PathBuf),
+    }
+
+    /// The real install's file operations, recorded in order; the temporary names come from
+    /// `names` (the real random ones once it runs out) and the check is stood in for (every
+    /// copy would load), so that any bytes can be installed and no plugin code runs.
+    #[derive(Default)]
+    struct Recorder {
+        names: Vec<OsString>,
+        steps: Vec<Step>,
+    }
+
+    impl Seam for Recorder {
+        fn temporary_name(&mut self, name: &OsStr, attempt: u32) -> OsString {
+            match self.names.get(attempt as usize) {
+                Some(planted) => planted.clone(),
+                None => random_name(name),
+            }
+        }
+
+        fn sync(&mut self, file: &File, path: &Path) -> io::Result<()> {
+            self.steps.push(Step::Synced(path.to_owned()));
+            file.sync_all()
+        }
+
+        fn check(&mut self, partial: &Path, _options: check::Options) -> io::Result<Verdict> {
+            self.steps.push(Step::Checked(partial.to_owned()));
+            Ok(Verdict::Loads("plugin `stand_in`, 0 passes".to_owned()))
+        }
+
+        fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
+            self.steps.push(Step::Renamed(from.to_owned(), to.to_owned()));
+            fs::rename(from, to)
+        }
+
+        fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
+            self.steps.push(Step::DirSynced(dir.to_owned()));
+            File::open(dir)?.sync_all()
+        }
+    }
+
+    fn options() -> check::Options {
+        check::Options {
+            trust: dylease::TrustPolicy::Strict,
+            policy: dylease::LoadPolicy::Strict,
+        }
+    }
+
+    /// Installs `source` into `dir` through `recorder`: whether it was installed, and what
+    /// the installer said.
+    fn install_with(source: &Path, dir: &Path, recorder: &mut Recorder) -> (bool, String) {
+        let mut said = String::new();
+        let ok = run_with(&[source.to_owned()], dir, options(), recorder, |text| {
+            said.push_str(text);
+            Ok(())
+        })
+        .unwrap();
+        (ok, said)
+    }
+
+    /// The copy must be on disk before it is renamed over the installed file: renamed first,
+    /// a crash of the machine could leave the final name on a file whose data never reached
+    /// the disk (an empty or partial library). Caught: the planted bug
+    /// `--cfg dylease_broken_install_order`, which flushes the copy only after the rename.
+    #[test]
+    fn the_copy_is_flushed_before_it_is_checked_and_renamed() {
+        let scratch = Scratch::new("order");
+        let (staging, plugins) = (scratch.dir("staging"), scratch.dir("plugins"));
+        let source = staging.join("libx.so");
+        fs::write(&source, b"new version").unwrap();
+        let target = plugins.join("libx.so");
+        fs::write(&target, b"old version").unwrap();
+        let mut recorder = Recorder {
+            names: vec![".libx.so.chosen".into()],
+            ..Recorder::default()
+        };
+        let (ok, said) = install_with(&source, &plugins, &mut recorder);
+        assert!(ok, "{said}");
+        let partial = plugins.join(".libx.so.chosen");
+        assert_eq!(
+            recorder.steps,
+            [
+                Step::Synced(partial.clone()),
+                Step::Checked(partial.clone()),
+                Step::Renamed(partial, target.clone()),
+                Step::DirSynced(plugins.clone()),
+            ],
+            "the install's steps are out of order: {said}"
+        );
+        assert_eq!(fs::read(&target).unwrap(), b"new version");
+    }
+
+    /// A symbolic link planted at exactly the temporary name the installer takes (to a file
+    /// outside the directory) must not be followed: the copy is created with `O_EXCL` and
+    /// `O_NOFOLLOW`, so the installer draws another name and the outside file keeps its
+    /// bytes; the link is not the installer's to remove. Caught: the planted bug
+    /// `--cfg dylease_broken_install_exclusive` (an open that creates or truncates whatever
+    /// is there, following links), which writes the plugin into the outside file.
+    #[test]
+    fn a_symbolic_link_planted_at_the_temporary_name_is_not_followed() {
+        let scratch = Scratch::new("symlink");
+        let (staging, plugins, outside) = (scratch.dir("staging"), scratch.dir("plugins"), scratch.dir("outside"));
+        let source = staging.join("libx.so");
+        fs::write(&source, b"new version").unwrap();
+        let victim = outside.join("victim");
+        fs::write(&victim, b"not the installer's").unwrap();
+        let planted = plugins.join(".libx.so.planted");
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let mut recorder = Recorder {
+            names: vec![".libx.so.planted".into(), ".libx.so.free".into()],
+            ..Recorder::default()
+        };
+        let (ok, said) = install_with(&source, &plugins, &mut recorder);
+        assert_eq!(
+            fs::read(&victim).unwrap(),
+            b"not the installer's",
+            "the installer wrote through the planted link: {said}"
+        );
+        assert_eq!(
+            fs::read_link(&planted).unwrap(),
+            victim,
+            "the planted link was removed: {said}"
+        );
+        // Retrying under another name is what it does; failing would be safe too.
+        if ok {
+            let target = plugins.join("libx.so");
+            assert!(
+                recorder
+                    .steps
+                    .contains(&Step::Renamed(plugins.join(".libx.so.free"), target.clone())),
+                "{:?}",
+                recorder.steps
+            );
+            assert_eq!(fs::read(&target).unwrap(), b"new version");
+        }
+    }
+
+    /// Another user's file at exactly the temporary name the installer takes is neither
+    /// opened, truncated nor removed: the installer draws another name. Caught: the planted
+    /// bug `--cfg dylease_broken_install_exclusive`, which truncates and overwrites it.
+    #[test]
+    fn a_file_planted_at_the_temporary_name_is_left_alone() {
+        let scratch = Scratch::new("planted");
+        let (staging, plugins) = (scratch.dir("staging"), scratch.dir("plugins"));
+        let source = staging.join("libx.so");
+        fs::write(&source, b"new version").unwrap();
+        let planted = plugins.join(".libx.so.planted");
+        fs::write(&planted, b"someone else's").unwrap();
+        let planted_inode = fs::metadata(&planted).unwrap().ino();
+        let mut recorder = Recorder {
+            names: vec![".libx.so.planted".into(), ".libx.so.free".into()],
+            ..Recorder::default()
+        };
+        let (ok, said) = install_with(&source, &plugins, &mut recorder);
+        let now = fs::symlink_metadata(&planted).unwrap_or_else(|e| panic!("the planted file is gone ({e}): {said}"));
+        assert_eq!(now.ino(), planted_inode, "{said}");
+        assert_eq!(fs::read(&planted).unwrap(), b"someone else's", "{said}");
+        assert!(ok, "{said}");
+        assert_eq!(fs::read(plugins.join("libx.so")).unwrap(), b"new version");
     }
 }

@@ -49,6 +49,21 @@ enum Command {
     /// into place only if it would load.
     #[command(after_long_help = INSTALL_HELP)]
     Install(InstallArgs),
+    /// What `install` runs in a child process to check its temporary copy: prints the verdict
+    /// on standard output (anything the plugin prints goes to standard error).
+    #[command(name = install::CHECK_COPY, hide = true)]
+    CheckCopy(CheckCopyArgs),
+}
+
+#[derive(Debug, Args)]
+struct CheckCopyArgs {
+    /// The temporary copy to check.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+
+    /// As `install --trust`.
+    #[arg(long, value_enum, default_value_t = Trust::Strict)]
+    trust: Trust,
 }
 
 #[derive(Debug, Args)]
@@ -87,7 +102,10 @@ A host that loads while a plugin is installed sees the old file or the new one, 
 new file is written as `.NAME.dylease-install-RANDOM` inside DIR (a name no host loads),
 flushed to disk, checked by loading it in a host of its own (which runs its code, as
 `dylease check` does), and renamed over DIR/NAME, which the file system does atomically.
-A file that would not load is removed again and DIR stays as it was.
+A file that would not load is removed again and DIR stays as it was. The check runs in a
+process of its own: a plugin that crashes it (or makes the loader end it) is not installed,
+and the installer says how that process ended. What the plugin prints while it is checked
+goes to standard error.
 
 GNU `install` does not do this: it removes the old file and writes the new one under its
 final name, so a host loading meanwhile finds no file, or half of one. By hand: `cp` to a
@@ -229,6 +247,13 @@ fn main() -> ExitCode {
                 policy: dylease::LoadPolicy::Strict,
             };
             install::run(&args.files, &args.dir, options, print)
+        }
+        Command::CheckCopy(args) => {
+            let options = check::Options {
+                trust: args.trust.policy(),
+                policy: dylease::LoadPolicy::Strict,
+            };
+            install::check_copy(&args.file, options, print)
         }
     };
     match ok {
