@@ -388,7 +388,11 @@ fn plugin_with_dependencies(base: &std::path::Path, k: usize) -> std::path::Path
     for d in [&dir, &lib] {
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    let mut link = vec!["-Wl,--no-as-needed".to_owned(), "-L".to_owned(), lib.display().to_string()];
+    let mut link = vec![
+        "-Wl,--no-as-needed".to_owned(),
+        "-L".to_owned(),
+        lib.display().to_string(),
+    ];
     for n in 0..k {
         let soname = format!("-Wl,-soname,libdep{n}.so");
         cc::compile_plugin(&[&root.join("dep.c")], &lib.join(format!("libdep{n}.so")), &[&soname])
@@ -414,8 +418,10 @@ fn plugin_with_dependencies(base: &std::path::Path, k: usize) -> std::path::Path
 fn cold_dependencies(options: &Options) {
     let base = plugins::default_base().join(format!("bench-deps-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
-    let plugins: Vec<(usize, std::path::PathBuf)> =
-        [0, 1, 4].into_iter().map(|k| (k, plugin_with_dependencies(&base, k))).collect();
+    let plugins: Vec<(usize, std::path::PathBuf)> = [0, 1, 4]
+        .into_iter()
+        .map(|k| (k, plugin_with_dependencies(&base, k)))
+        .collect();
     // SAFETY: the bench's own plugins, whose initialisation code only links a static node.
     let hosts: Vec<PluginHost> = plugins
         .iter()
@@ -427,15 +433,21 @@ fn cold_dependencies(options: &Options) {
     let iters = options.iters(64);
     let mut arms = Vec::new();
     for (host, (k, plugin)) in hosts.iter().zip(&plugins) {
-        arms.push(Arm::looped(&format!("dylease_{k}"), iters, move || host_cycle(host)));
-        arms.push(Arm::looped(&format!("libloading_{k}"), iters, move || {
+        arms.push(Arm::looped(format!("dylease_{k}"), iters, move || host_cycle(host)));
+        arms.push(Arm::looped(format!("libloading_{k}"), iters, move || {
             raw_cycle(std::slice::from_ref(plugin))
         }));
     }
     let rounds = interleave::run(options.rounds, &mut arms);
     drop(arms);
     for (k, _) in &plugins {
-        emit_ratio("cold_dependencies", 1, &rounds, &format!("dylease_{k}"), &format!("libloading_{k}"));
+        emit_ratio(
+            "cold_dependencies",
+            1,
+            &rounds,
+            &format!("dylease_{k}"),
+            &format!("libloading_{k}"),
+        );
     }
     drop(hosts);
     let _ = std::fs::remove_dir_all(&base);

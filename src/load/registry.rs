@@ -822,6 +822,8 @@ mod tests {
             origin: false,
             loads: &[],
             strict: false,
+            dependencies: &[],
+            deadline: None,
         }
     }
 
