@@ -27,10 +27,33 @@ pub(crate) struct Candidate {
     /// The libraries the trust check resolved for the file it opened (`opened`), to map
     /// before it, dependencies first; `None` where none was resolved for the descriptor the
     /// load uses (the load resolves them then, under `Strict`).
-    pub(crate) dependencies: Option<Vec<crate::load::trust::Dependency>>,
+    pub(crate) dependencies: Option<Vec<Dependency>>,
 }
 
 pub(crate) use crate::load::sys::{FileId, Identity};
+
+/// A library a plugin needs, found in a run path, opened and checked by the trust check: the
+/// load maps it by this descriptor before the plugin (`load::opener`). Its name in `found` is
+/// the name it is needed by, which is its soname.
+#[cfg(unix)]
+#[derive(Debug)]
+pub(crate) struct Dependency {
+    /// Where it was found: the directory searched (symlinks in the name not followed), and
+    /// the name in it. The loader is given `/proc/self/fd/D/<name>`, D that directory's
+    /// descriptor, so `$ORIGIN` is that directory, as glibc's own search would make it.
+    pub(crate) found: PathBuf,
+    /// The checked file, opened once.
+    pub(crate) file: std::fs::File,
+    /// Its identity, as read from that descriptor.
+    pub(crate) identity: FileId,
+    /// Its loadable segments (for the owner checks of the loader layer).
+    pub(crate) loads: Vec<std::ops::Range<u64>>,
+}
+
+/// No library is mapped by dylease for a plugin where there is no trust check.
+#[cfg(not(unix))]
+#[derive(Debug)]
+pub(crate) enum Dependency {}
 
 /// What the trust check looks at of a file: its kind, owner, mode and identity (Unix).
 #[cfg(unix)]

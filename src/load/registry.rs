@@ -46,8 +46,8 @@ pub(crate) struct FileRef<'a> {
     /// Whether the host's trust check is on.
     pub(crate) strict: bool,
     /// The libraries to map before it, dependencies first, opened and checked by the trust
-    /// check (`load::trust::Dependency`): empty unless it is on.
-    pub(crate) dependencies: &'a [crate::load::trust::Dependency],
+    /// check (`load::candidate::Dependency`): empty unless it is on.
+    pub(crate) dependencies: &'a [crate::load::candidate::Dependency],
     /// Until when the open may wait for other threads' opens and unloads (of its
     /// dependencies: the registry bounds its own waits with the same deadline).
     pub(crate) deadline: Option<Instant>,

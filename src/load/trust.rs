@@ -13,6 +13,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
+#[cfg(not(unix))]
+use crate::load::candidate::Dependency;
 use crate::load::candidate::{Candidate, FileId, Identity};
 use crate::load::elf::Opened;
 #[cfg(unix)]
@@ -23,12 +25,6 @@ use crate::load::sys::{file_id, is_replacement, no_follow};
 mod deps;
 mod policy;
 
-#[cfg(unix)]
-pub(crate) use deps::Dependency;
-/// No library is mapped by dylease for a plugin where there is no trust check.
-#[cfg(not(unix))]
-#[derive(Debug)]
-pub(crate) enum Dependency {}
 #[cfg(unix)]
 mod walk;
 

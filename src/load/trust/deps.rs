@@ -23,13 +23,12 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::File;
-use std::ops::Range;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::walk::{Issue, Problem, Subject, Walk};
 use super::{Checks, sys};
-use crate::load::candidate::FileId;
+use crate::load::candidate::{Dependency, FileId};
 use crate::load::elf::Opened;
 use crate::load::elf_layout::Linkage;
 
@@ -100,23 +99,6 @@ fn lib_names() -> Vec<String> {
         names.push(format!("lib64/{triple}"));
     }
     names
-}
-
-/// A library a plugin needs, found in a run path, opened and checked: the load maps it by
-/// this descriptor before the plugin (`load::opener`). Its name in `found` is the name it
-/// is needed by, which is its soname.
-#[derive(Debug)]
-pub(crate) struct Dependency {
-    /// Where it was found: the directory searched (symlinks in the name not followed), and
-    /// the name in it. The loader is given `/proc/self/fd/D/<name>`, D that directory's
-    /// descriptor, so `$ORIGIN` is that directory, as glibc's own search would make it.
-    pub(crate) found: PathBuf,
-    /// The checked file, opened once.
-    pub(crate) file: File,
-    /// Its identity, as read from that descriptor.
-    pub(crate) identity: FileId,
-    /// Its loadable segments (for the owner checks of the loader layer).
-    pub(crate) loads: Vec<Range<u64>>,
 }
 
 /// How a needed name was answered in one closure.
