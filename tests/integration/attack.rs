@@ -1,5 +1,5 @@
-//! Attacks on the claim "the file that runs is the file that was checked" (I9). Each test asserts the security property, so it FAILS while the attack
-//! succeeds.
+//! Attacks on the claim "the file that runs is the file that was checked" (I9). Each test
+//! asserts the security property, so it FAILS while the attack succeeds.
 
 use std::fs::{self, Permissions};
 use std::os::unix::fs::PermissionsExt;
@@ -63,8 +63,8 @@ fn ino(path: &Path) -> u64 {
 }
 
 /// The deterministic race of a load waiting on a slow unload, against the `$ORIGIN`
-/// directory mode: host B checked `libx.so` and waits for host A's slow unload of it; meanwhile a file that fails
-/// the check (mode 0666) is renamed over `libx.so`. B's loader is given
+/// directory mode: host B checked `libx.so` and waits for host A's slow unload of it;
+/// meanwhile a file that fails the check (mode 0666) is renamed over `libx.so`. B's loader is given
 /// `/proc/self/fd/D/libx.so`, a *path*, so it maps the renamed-in file and runs its
 /// constructor; the comparison with the checked file comes after, when the code has run.
 #[test]
