@@ -415,9 +415,15 @@ impl Resolver<'_> {
         let mut found = None;
         for dir in search {
             let mut files = Vec::new();
-            self.checks
-                .files_named(&dir.path, os_name, 0, &mut files)
-                .map_err(|problem| refusal(object.path, what, name, &cause(&problem), FIX_PLACE))?;
+            match dir.tag {
+                // The process owner's directory: only whether glibc finds the name there.
+                None if in_library_path(&dir.path, os_name) => files.push(dir.path.join(os_name)),
+                None => {}
+                Some(_) => self
+                    .checks
+                    .files_named(&dir.path, os_name, 0, &mut files)
+                    .map_err(|problem| refusal(object.path, what, name, &cause(&problem), FIX_PLACE))?,
+            }
             if files.is_empty() {
                 continue;
             }
@@ -550,6 +556,17 @@ impl Resolver<'_> {
         })?;
         Ok((opened.file, id, linkage))
     }
+}
+
+/// Whether glibc finds `name` in the `LD_LIBRARY_PATH` directory `dir` (or a
+/// `glibc-hwcaps` subdirectory of it): not judged, since the process owner chose it.
+fn in_library_path(dir: &Path, name: &OsStr) -> bool {
+    dir.join(name).exists()
+        || std::fs::read_dir(dir.join("glibc-hwcaps"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|level| level.path().join(name).exists())
 }
 
 /// The fix for a library found in a place another user can change.
