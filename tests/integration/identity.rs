@@ -5,6 +5,7 @@
 use std::fs::{self, Permissions};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use dylease::{Error, PluginHost};
 
@@ -37,6 +38,13 @@ fn descriptors_on(path: &Path) -> usize {
         .count()
 }
 
+/// Whether thread `tid` of this process sleeps in `futex` (a condition variable's wait).
+fn in_futex_wait(tid: i32) -> bool {
+    // `/proc/self/task/TID/syscall`: the number of the system call the thread is blocked in.
+    let state = fs::read_to_string(format!("/proc/self/task/{tid}/syscall")).unwrap_or_default();
+    tid != 0 && state.split(' ').next() == Some(libc::SYS_futex.to_string().as_str())
+}
+
 type Version = unsafe extern "C" fn() -> i32;
 
 /// The address and result of the plugin's `version` pass.
@@ -57,12 +65,21 @@ fn a_load_waiting_for_an_unload_maps_the_file_it_checked_not_the_one_renamed_in_
     let lib = install(&plugins, "slow_unload");
     let (a, b) = (host(&plugins), host(&plugins));
     let lease = a.acquire().unwrap();
+    let waiter = AtomicI32::new(0);
     std::thread::scope(|scope| {
         let unloading = scope.spawn(move || drop(lease));
         await_that("A's on_unload started", || beside(&lib, ".unloading").exists());
-        let waiting = scope.spawn(|| b.acquire());
-        // B holds the checked descriptor once it opened the file: A's instance holds one.
-        await_that("B opened the checked file", || descriptors_on(&lib) >= 2);
+        let waiting = scope.spawn(|| {
+            // SAFETY: gettid has no preconditions.
+            waiter.store(unsafe { libc::gettid() }, Ordering::Release);
+            b.acquire()
+        });
+        // B holds the checked descriptor once it opened the file (A's instance holds one),
+        // and waits for A's unload in the registry (a futex wait) once it checked it: only
+        // then is the rename "meanwhile", not during B's checks (which may refuse it).
+        await_that("B checked the file and waits for A's unload", || {
+            descriptors_on(&lib) >= 2 && in_futex_wait(waiter.load(Ordering::Acquire))
+        });
         let theirs = plugins.add("by_hand_marker", ".theirs.partial");
         fs::set_permissions(&theirs, Permissions::from_mode(0o666)).unwrap();
         fs::rename(&theirs, &lib).unwrap();
