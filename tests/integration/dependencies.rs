@@ -382,16 +382,35 @@ fn a_dependency_beside_the_plugin_is_mapped_by_dylease_from_its_checked_descript
 fn the_plugins_of_the_suite_add_no_object_the_loader_searched_for_itself() {
     let dir = TestDir::new("deps_none_searched");
     let (plugin, dep) = beside(&dir, 5);
-    // Every other plugin fixture of the suite, in one directory host.
+    // Every fixture of the suite that loads (C, C++ with and without the recipe, ABI 1 and 2,
+    // typed, pinned), each in a host of its own (some register the same pass names).
     let others = TestDir::new("deps_none_searched_fixtures");
-    for name in ["arith", "ctor", "by_hand", "churn"] {
-        others.add(name, &format!("lib{name}.so"));
+    let mut hosts = vec![strict(&plugin)];
+    for name in [
+        "arith",
+        "ctor",
+        "by_hand",
+        "churn",
+        "typed",
+        "typed_ab",
+        "hooks",
+        "hooks_abi1",
+        "v1_plugin",
+        "macros_c_plain",
+        "macros_c_hooks",
+        "macros_cpp_plain",
+        "macros_cpp_unload",
+        "cpp_multi",
+        "layout_recipe",
+        "layout_plain",
+        "stateful",
+        "on_load_state_nodelete",
+        "noisy",
+        "versioned_1",
+        "p1",
+    ] {
+        hosts.push(strict(&others.add(name, &format!("lib{name}.so"))));
     }
-    let hosts = [
-        strict(&plugin),
-        // SAFETY: the suite's own fixtures, whose initialisation code is sound.
-        unsafe { PluginHost::builder().dir(others.path()).build() }.unwrap(),
-    ];
     let mut leases = Vec::new();
     let searched = searched_by_the_loader(|| leases.extend(hosts.iter().map(|h| h.acquire().unwrap())));
     assert!(searched.is_empty(), "the loader found these itself: {searched:?}");
