@@ -135,18 +135,6 @@ impl HostBuilder {
         self
     }
 
-    /// Formerly where private copies of changed plugin files went. The loader now maps the
-    /// descriptor the checks read, under a name that no other file can have, so a changed
-    /// file loads beside its old mapping without a copy: this setting does nothing.
-    #[deprecated(
-        since = "0.2.0",
-        note = "changed plugin files load without private copies; remove the call"
-    )]
-    pub fn reload_dir(self, dir: impl Into<PathBuf>) -> Self {
-        let _ = dir.into();
-        self
-    }
-
     /// The host's name, which begins each of its log lines (`[graph-session] loaded
     /// generation 1: …`) and is its [`Stats::name`](crate::Stats::name): two components that build hosts over
     /// one directory can then tell their lines apart. By default `host-N`, N the host's

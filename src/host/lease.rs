@@ -178,17 +178,6 @@ impl Lease {
         }
     }
 
-    /// As [`Lease::get`], but the pass carries a clone of this lease, so it can be stored in
-    /// structs and sent to other threads.
-    ///
-    /// # Errors
-    ///
-    /// As for [`Lease::get`].
-    #[deprecated(note = "use `lease.get::<I>(name).map(|pass| pass.to_owned_pass())`: one way to take an owned pass")]
-    pub fn get_owned<I: Interface>(&self, name: &str) -> Result<OwnedPass<I::Fn>, Error> {
-        self.get::<I>(name).map(|pass| pass.to_owned_pass())
-    }
-
     /// Every pass registered under interface `I`, in an order that depends neither on link
     /// order nor on hash order: plugins in load order (the order
     /// [`PluginSet::plugins`](crate::PluginSet::plugins) lists them), then, within a plugin,
@@ -308,20 +297,6 @@ impl Lease {
             index,
             lease: self,
         })
-    }
-
-    /// The pass registered under `name`, typed as `F`, carrying a clone of this lease so it
-    /// can be stored in structs and sent to other threads.
-    ///
-    /// # Safety
-    ///
-    /// `F` must be the exact signature and calling convention the plugin registered the pass
-    /// with. As with [`Lease::pass`], a copy of the function pointer taken out with `*owned`
-    /// must not be used after the `OwnedPass` (and every other lease of the set) is dropped.
-    #[deprecated(note = "use `lease.pass::<F>(name).map(|pass| pass.to_owned_pass())`: one way to take an owned pass")]
-    pub unsafe fn owned_pass<F: PassFn>(&self, name: &str) -> Option<OwnedPass<F>> {
-        // SAFETY: the caller's contract is this function's.
-        unsafe { self.pass::<F>(name) }.map(|pass| pass.to_owned_pass())
     }
 }
 
