@@ -61,7 +61,7 @@ for target in "${targets[@]}"; do
     continue
   fi
   check "$target" --lib
-  check "$target" --lib --no-default-features
+  check "$target" -p dylease-plugin --lib
   for cli in "${cli_targets[@]}"; do
     [ "$cli" = "$target" ] && check "$target" --features cli --bin dylease
   done

@@ -39,7 +39,7 @@
 //! | Once per instance (shared by every host) | Once per set (one generation of one host) |
 //! | --- | --- |
 //! | the library's constructors and destructors, as the platform runs them | the plugin's `register_passes`, into this set's own pass table |
-//! | `on_load` (ABI v2): after the open, before the instance's first `register_passes`; non-zero fails the load ([`Error::OnLoadFailed`](crate::Error::OnLoadFailed), naming the file) with no `register_passes` and no `on_unload` | a static plugin's register function and its [`on_unload`](crate::Registrar::on_unload) hooks: static plugins belong to the host built with them |
+//! | `on_load` (ABI v2): after the open, before the instance's first `register_passes`; non-zero fails the load ([`Error::OnLoadFailed`](crate::Error::OnLoadFailed), naming the file) with no `register_passes` and no `on_unload` | a static plugin's register function and its [`on_unload`](crate::StaticRegistrar::on_unload) hooks: static plugins belong to the host built with them |
 //! | `on_unload`: after the last set of *any* host using the instance is gone, then the handle is closed | the set's unload: static hooks in reverse load order, then its instances released in reverse load order |
 //! | the library's statics: two hosts that load one file see the same globals | what a pass's `user_data` points to, if `register_passes` made it |
 //!

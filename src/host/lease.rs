@@ -7,11 +7,11 @@ use core::ffi::c_void;
 use std::fmt;
 use std::ops::Deref;
 
+use crate::Interface;
+use crate::PassFn;
 use crate::error::{Error, LookupFailure};
 use crate::host::set::PluginSet;
-use crate::interface::Interface;
 use crate::load::PassInfo;
-use crate::pass_fn::PassFn;
 use crate::sync::{Arc, Weak};
 
 /// A share in a loaded [`PluginSet`]: while any lease of a set exists, its plugins stay
@@ -25,7 +25,7 @@ use crate::sync::{Arc, Weak};
 ///
 /// ```
 /// let host = dylease::PluginHost::builder()
-///     .static_plugin("builtin", |_reg: &mut dylease::Registrar| Ok(()))
+///     .static_plugin("builtin", |_reg| Ok(()))
 ///     .build()?;
 /// let session = host.acquire()?;            // loads generation 1
 /// let compile = host.acquire()?;            // shares it
@@ -97,6 +97,8 @@ impl Lease {
     /// # Example
     ///
     /// ```
+    /// use dylease::Registrar;
+    ///
     /// pub struct IntOp;
     /// // SAFETY: every pass registered under "math.int_op/1" is an `extern "C" fn(i32) -> i32`.
     /// unsafe impl dylease::Interface for IntOp {
@@ -106,7 +108,7 @@ impl Lease {
     /// extern "C" fn double(x: i32) -> i32 { x * 2 }
     ///
     /// let host = dylease::PluginHost::builder()
-    ///     .static_plugin("math", |reg: &mut dylease::Registrar| {
+    ///     .static_plugin("math", |reg| {
     ///         reg.add_typed_pass::<IntOp>("double", double, std::ptr::null_mut())
     ///     })
     ///     .build()?;
@@ -187,6 +189,8 @@ impl Lease {
     /// # Example
     ///
     /// ```
+    /// use dylease::Registrar;
+    ///
     /// pub struct IntOp;
     /// // SAFETY: every pass registered under "math.int_op/1" is an `fn(i32) -> i32`.
     /// unsafe impl dylease::Interface for IntOp {
@@ -195,7 +199,7 @@ impl Lease {
     /// }
     ///
     /// let host = dylease::PluginHost::builder()
-    ///     .static_plugin("math", |reg: &mut dylease::Registrar| {
+    ///     .static_plugin("math", |reg| {
     ///         reg.add_typed_pass::<IntOp>("triple", |x| x * 3, std::ptr::null_mut())?;
     ///         reg.add_typed_pass::<IntOp>("double", |x| x * 2, std::ptr::null_mut())
     ///     })
@@ -250,10 +254,12 @@ impl Lease {
     /// # Example
     ///
     /// ```
+    /// use dylease::Registrar;
+    ///
     /// extern "C" fn double(x: i32) -> i32 { x * 2 }
     ///
     /// let host = dylease::PluginHost::builder()
-    ///     .static_plugin("math", |reg: &mut dylease::Registrar| {
+    ///     .static_plugin("math", |reg| {
     ///         reg.add_pass("double", double as extern "C" fn(i32) -> i32, std::ptr::null_mut())
     ///     })
     ///     .build()?;
@@ -435,6 +441,8 @@ impl<F: Copy> OwnedPass<F> {
     /// `String::as_str` is of `str::to_owned`.
     ///
     /// ```
+    /// use dylease::Registrar;
+    ///
     /// # pub struct IntOp;
     /// # unsafe impl dylease::Interface for IntOp {
     /// #     const ID: &'static str = "math.int_op/1";
@@ -442,7 +450,7 @@ impl<F: Copy> OwnedPass<F> {
     /// # }
     /// fn double(x: i32) -> i32 { x * 2 }
     /// let host = dylease::PluginHost::builder()
-    ///     .static_plugin("math", |reg: &mut dylease::Registrar| {
+    ///     .static_plugin("math", |reg| {
     ///         reg.add_typed_pass::<IntOp>("double", double, std::ptr::null_mut())
     ///     })
     ///     .build()?;

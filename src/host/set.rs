@@ -92,7 +92,7 @@ impl PluginSet {
     /// use dylease::{LoadPolicy, PluginHost};
     ///
     /// let host = PluginHost::builder()
-    ///     .static_plugin("broken", |_reg| Err(dylease::Error::custom("no GPU")))
+    ///     .static_plugin("broken", |_reg| Err(dylease::RegisterError::custom("no GPU")))
     ///     .static_plugin("fine", |_reg| Ok(()))
     ///     .policy(LoadPolicy::SkipFailed)
     ///     .build()?;

@@ -80,7 +80,7 @@ impl<I: PyInterface> PyPass<'_, I> {
     pub fn call(&self, args: I::Args) -> Result<I::Output, Error> {
         let info = self.info();
         let plugin = self.lease.plugins()[info.plugin_index()].origin();
-        let failed = |what: String| Error::custom(format!("Python pass `{}` of {plugin} {what}", info.name()));
+        let failed = |what: String| Error::Custom(format!("Python pass `{}` of {plugin} {what}", info.name()).into());
         let callable = info.python.as_ref().expect("a PyPass is made only for a Python pass");
         attach(|py| {
             let func = callable

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dylease::pyo3::prelude::*;
-use dylease::{Error, LookupFailure, PluginHost, PyInterface};
+use dylease::{Error, LookupFailure, PluginHost, PyInterface, Registrar};
 
 use crate::support::{TestDir, await_that};
 
@@ -278,7 +278,7 @@ fn a_return_value_of_the_wrong_type_is_an_error() {
 fn an_interface_mismatch_names_both_ids() {
     let dir = TestDir::new("py-mismatch");
     let file = write(dir.path(), "counter.py", &counter("m", 1));
-    let host = PluginHost::builder().static_plugin("native", |reg: &mut dylease::Registrar| {
+    let host = PluginHost::builder().static_plugin("native", |reg| {
         reg.add_pass("native_pass", (|| ()) as fn(), std::ptr::null_mut())
     });
     // SAFETY: the test's own plugin.
@@ -313,7 +313,7 @@ fn a_duplicate_with_a_static_plugin_fails_the_load_and_unloads_both() {
     let file = write(dir.path(), "counter.py", &counter("d", 1));
     let unloaded = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let seen = Arc::clone(&unloaded);
-    let host = PluginHost::builder().static_plugin("native", move |reg: &mut dylease::Registrar| {
+    let host = PluginHost::builder().static_plugin("native", move |reg| {
         let seen = Arc::clone(&seen);
         reg.on_unload(move || {
             seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -339,7 +339,7 @@ fn a_directory_loads_in_byte_order_and_skips_private_names() {
     write(&plugins, ".hidden.py", "raise RuntimeError('never imported')\n");
     write(&plugins, "c/__init__.py", &counter("c", 3));
     write(&plugins, "notes.txt", "not a plugin");
-    let host = PluginHost::builder().static_plugin("native", |_reg: &mut dylease::Registrar| Ok(()));
+    let host = PluginHost::builder().static_plugin("native", |_reg| Ok(()));
     // SAFETY: the test's own plugins.
     let host = unsafe { host.python_dir(&plugins) }.build().unwrap();
     let lease = host.acquire().unwrap();
@@ -484,7 +484,7 @@ fn a_thread_holding_the_gil_waits_for_a_load_of_python_plugins_without_deadlock(
     let file = write(dir.path(), "counter.py", &counter("g", 1));
     let (started, loading) = std::sync::mpsc::channel();
     let started = std::sync::Mutex::new(started);
-    let host = PluginHost::builder().static_plugin("signal", move |_reg: &mut dylease::Registrar| {
+    let host = PluginHost::builder().static_plugin("signal", move |_reg| {
         let _ = started.lock().unwrap().send(());
         Ok(())
     });
