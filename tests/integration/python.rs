@@ -185,6 +185,42 @@ fn a_syntax_error_names_file_and_line() {
 }
 
 #[test]
+fn a_failed_import_names_the_plugins_own_line_not_the_hosts_import_shim() {
+    let dir = TestDir::new("py-import-line");
+    let file = write(
+        dir.path(),
+        "importer.py",
+        "import dylease\n\n\nimport not_there_module\n",
+    );
+    let error = host_of_file(&file).acquire().unwrap_err().to_string();
+    assert!(error.contains("No module named 'not_there_module'"), "{error}");
+    assert!(
+        error.contains(&format!("raised at {}, line 4", file.display())),
+        "{error}"
+    );
+    assert!(!error.contains("dylease host"), "{error}");
+}
+
+#[test]
+fn a_failed_relative_import_names_the_package_not_its_private_module() {
+    let dir = TestDir::new("py-import-relative");
+    let package = dir.sub("fusion");
+    let init = write(&package, "__init__.py", "import dylease\nfrom . import not_there\n");
+    let error = host_of_file(&package).acquire().unwrap_err().to_string();
+    assert!(error.contains("fusion.not_there"), "{error}");
+    assert!(
+        error.contains(&format!("raised at {}, line 2", init.display())),
+        "{error}"
+    );
+    assert!(!error.contains("_dylease"), "{error}");
+    // A module of the package that is missing, imported by name.
+    write(&package, "__init__.py", "import dylease\nfrom .gone import thing\n");
+    let error = host_of_file(&package).acquire().unwrap_err().to_string();
+    assert!(error.contains("No module named 'fusion.gone'"), "{error}");
+    assert!(!error.contains("_dylease"), "{error}");
+}
+
+#[test]
 fn report_and_false_fail_the_load_and_unload_what_loaded() {
     let dir = TestDir::new("py-report");
     let file = write(
