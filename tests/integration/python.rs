@@ -315,7 +315,13 @@ fn an_interface_mismatch_names_both_ids() {
     let dir = TestDir::new("py-mismatch");
     let file = write(dir.path(), "counter.py", &counter("m", 1));
     let host = PluginHost::builder().static_plugin("native", |reg: &mut dylease::Registrar| {
-        reg.add_pass("native_pass", (|| ()) as fn(), std::ptr::null_mut())
+        reg.add_pass("native_pass", (|| ()) as fn(), std::ptr::null_mut())?;
+        reg.add_pass_with_interface(
+            "native_typed",
+            "test.native_op/1",
+            (|| ()) as fn(),
+            std::ptr::null_mut(),
+        )
     });
     // SAFETY: the test's own plugin.
     let host = unsafe { host.python_file(&file) }.build().unwrap();
@@ -338,9 +344,44 @@ fn an_interface_mismatch_names_both_ids() {
         const ID: &'static str = "test.int_op/1";
         type Fn = unsafe extern "C" fn(i64) -> i64;
     }
-    assert!(lease.get::<NativeIntOp>("add_m").is_err());
+    let python = lease.get::<NativeIntOp>("add_m").unwrap_err();
+    assert!(
+        matches!(python, Error::PassLookup { ref cause, .. }
+            if matches!(**cause, LookupFailure::OtherKind { python: true, .. })),
+        "{python:?}"
+    );
+    assert_eq!(
+        python.to_string(),
+        format!(
+            "pass `add_m` of plugin file `{}` is a Python pass of interface `test.int_op/1`: look it up \
+             with `Lease::get_py`, not `Lease::get`",
+            file.display()
+        )
+    );
     assert_eq!(lease.passes_of::<NativeIntOp>().len(), 0);
     assert_eq!(lease.py_passes_of::<IntOp>().len(), 1);
+    let native = lease.get_py::<IntOp>("native_typed").unwrap_err();
+    assert_eq!(
+        native.to_string(),
+        "pass `native_typed` of static plugin `native` is a native pass of interface `test.native_op/1`: \
+         look it up with `Lease::get`, not `Lease::get_py`"
+    );
+    for message in [python.to_string(), native.to_string()] {
+        assert!(spans_do_not_nest(&message), "{message}");
+    }
+}
+
+/// Whether every backtick span of `message` is one word (a name, an id, a path without
+/// spaces): a span that holds another span pairs its backticks wrongly, and then some span
+/// starts or ends inside the prose.
+fn spans_do_not_nest(message: &str) -> bool {
+    let pieces: Vec<&str> = message.split('`').collect();
+    pieces.len() % 2 == 1
+        && pieces
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .all(|span| !span.is_empty() && !span.contains(char::is_whitespace))
 }
 
 #[test]
