@@ -501,6 +501,100 @@ fn a_package_with_relative_imports_survives_three_rounds() {
     }
 }
 
+/// Loads the package `fusion` (version 1: `value` returns 1) while a static plugin that
+/// registers before it swaps its directory for version 2's (`value` returns 10 + 100, from
+/// `one.py` and a new `two.py`) with `renameat2(RENAME_EXCHANGE)`, as an installer does,
+/// after the package was listed and checked and before it is read; with `remove_old`, it
+/// then removes the old tree. Returns what `value` returns: a mix of the two versions fails
+/// the load or returns another number.
+fn value_after_a_swap_during_the_load(name: &str, remove_old: bool, trust: dylease::TrustPolicy) -> i64 {
+    let dir = TestDir::new(name);
+    let package = dir.path().join("fusion");
+    let next = dir.path().join("fusion-next");
+    let pass = "@dylease.typed_pass('value', 'test.int_op/1')\ndef value(x):\n    return ";
+    write(
+        &package,
+        "__init__.py",
+        &format!("import dylease\nfrom . import one\n{pass}one.X\n"),
+    );
+    write(&package, "one.py", "X = 1\n");
+    write(
+        &next,
+        "__init__.py",
+        &format!("import dylease\nfrom . import one, two\n{pass}one.X + two.Y\n"),
+    );
+    write(&next, "one.py", "X = 10\n");
+    write(&next, "two.py", "Y = 100\n");
+    let (from, to) = (package.clone(), next.clone());
+    let host = PluginHost::builder().static_plugin("installer", move |_reg: &mut dylease::Registrar| {
+        let path = |path: &Path| std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        let (from_c, to_c) = (path(&from), path(&to));
+        // SAFETY: both are NUL-terminated paths that outlive the call.
+        let done = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                from_c.as_ptr(),
+                libc::AT_FDCWD,
+                to_c.as_ptr(),
+                libc::RENAME_EXCHANGE,
+            )
+        };
+        assert_eq!(done, 0, "renameat2: {}", std::io::Error::last_os_error());
+        if remove_old {
+            fs::remove_dir_all(&to).unwrap();
+        }
+        Ok(())
+    });
+    // SAFETY: the test's own plugin.
+    let host = unsafe { host.trust(trust).python_file(&package) }.build().unwrap();
+    let lease = host.acquire().unwrap_or_else(|error| panic!("{trust:?}: {error}"));
+    lease.get_py::<IntOp>("value").unwrap().call((0,)).unwrap()
+}
+
+const POLICIES: [dylease::TrustPolicy; 2] = [dylease::TrustPolicy::Strict, dylease::TrustPolicy::Permissive];
+
+#[test]
+fn a_package_swapped_after_its_listing_is_read_whole_from_the_tree_listed() {
+    for trust in POLICIES {
+        assert_eq!(
+            value_after_a_swap_during_the_load("py-swap-keep", false, trust),
+            1,
+            "{trust:?}: version 1, every file of it: the directory the load opened"
+        );
+    }
+}
+
+#[test]
+fn a_package_swapped_and_removed_after_its_listing_is_read_again_whole_from_the_new_tree() {
+    for trust in POLICIES {
+        assert_eq!(
+            value_after_a_swap_during_the_load("py-swap-remove", true, trust),
+            110,
+            "{trust:?}: version 2, every file of it"
+        );
+    }
+}
+
+#[test]
+fn a_symlink_inside_a_package_is_refused_naming_it() {
+    let dir = TestDir::new("py-package-link");
+    let package = dir.sub("fusion");
+    write(&package, "__init__.py", "import dylease\nfrom . import helper\n");
+    let outside = write(dir.path(), "helper.py", "X = 1\n");
+    std::os::unix::fs::symlink(&outside, package.join("helper.py")).unwrap();
+    let error = host_of_file(&package).acquire().unwrap_err();
+    let mut chain = error.to_string();
+    let mut cause = std::error::Error::source(&error);
+    while let Some(next) = cause {
+        chain = format!("{chain}: {next}");
+        cause = next.source();
+    }
+    assert!(
+        chain.contains(&format!("`{}` is a symlink", package.join("helper.py").display())),
+        "{chain}"
+    );
+}
+
 #[test]
 fn python_env_lists_a_file_and_a_directory() {
     let dir = TestDir::new("py-env");
