@@ -498,7 +498,9 @@ impl PyCandidate {
                     replaced += 1;
                     log::debug!("{origin}: {changed}; reading the package again");
                     self = plugin(&self.path).map_err(|(_, error)| error)?;
-                    self.check(checks, trust)?;
+                    // Checked afresh: `checks` remembers the directories it passed by path,
+                    // and the package's path names another directory now.
+                    self.check(&mut Checks::default(), trust)?;
                 }
                 Err(changed) => {
                     return Err(Error::Io {
