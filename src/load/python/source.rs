@@ -8,16 +8,16 @@
 //! that descriptor (on Linux `/proc/self/fd/N`, the directory it holds), recording each file's
 //! status, which the trust check judges; the sources are then opened relative to it
 //! (`openat`, each subdirectory opened from the one above, no symlink followed), and each
-//! must be the file listed and checked. A file gone or replaced since (the old tree was
-//! removed, or changed in place) makes the whole package listed, checked and read again from
-//! its path, at most [`REPLACEMENTS`] times. The import system needs no path: the sources are
+//! must be the file listed and checked. A file gone or replaced since (the old tree removed,
+//! a file renamed over) makes the whole package listed, checked and read again from its path,
+//! at most [`REPLACEMENTS`] times. The import system needs no path: the sources are
 //! read here, whole, before any of them runs, and compiled from memory (`bootstrap.py`
 //! serves a package's submodules from them), so `openat` suffices and no
 //! `/proc/self/fd/N/...` path reaches Python. The trust check itself walks the paths, as for
 //! any plugin file: only this user or root can change what they name once they passed.
 
 use std::collections::HashSet;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -204,7 +204,7 @@ fn no_init(path: &Path) -> (PathBuf, Error) {
 fn package(path: &Path, _: &fs::Metadata) -> Result<PyCandidate, (PathBuf, Error)> {
     let resolved = fs::canonicalize(path).map_err(io_error(path, "cannot read Python package"))?;
     let (tree, stat) = Tree::open(&resolved).map_err(io_error(path, "cannot read Python package"))?;
-    match tree.stat(OsStr::new("__init__.py")) {
+    match tree.stat(std::ffi::OsStr::new("__init__.py")) {
         Ok(init) if init.kind() == Kind::File => {}
         _ => return Err(no_init(path)),
     }
