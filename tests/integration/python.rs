@@ -579,9 +579,9 @@ fn a_package_swapped_and_removed_after_its_listing_is_read_again_whole_from_the_
 fn a_symlink_inside_a_package_is_refused_naming_it() {
     let dir = TestDir::new("py-package-link");
     let package = dir.sub("fusion");
-    write(&package, "__init__.py", "import dylease\nfrom . import helper\n");
-    let outside = write(dir.path(), "helper.py", "X = 1\n");
-    std::os::unix::fs::symlink(&outside, package.join("helper.py")).unwrap();
+    write(&package, "__init__.py", "import dylease\nfrom . import shared\n");
+    let outside = write(dir.path(), "shared.py", "X = 1\n");
+    std::os::unix::fs::symlink(&outside, package.join("shared.py")).unwrap();
     let error = host_of_file(&package).acquire().unwrap_err();
     let mut chain = error.to_string();
     let mut cause = std::error::Error::source(&error);
@@ -590,7 +590,7 @@ fn a_symlink_inside_a_package_is_refused_naming_it() {
         cause = next.source();
     }
     assert!(
-        chain.contains(&format!("`{}` is a symlink", package.join("helper.py").display())),
+        chain.contains(&format!("`{}` is a symlink", package.join("shared.py").display())),
         "{chain}"
     );
 }
