@@ -236,9 +236,9 @@ impl Error {
             | Error::Panicked { plugin, .. } => Some(plugin.clone()),
             Error::DuplicatePass { second, .. } => Some(second.clone()),
             Error::PassLookup { cause, .. } => match &**cause {
-                LookupFailure::Untyped { plugin } | LookupFailure::OtherInterface { plugin, .. } => {
-                    Some(plugin.clone())
-                }
+                LookupFailure::Untyped { plugin }
+                | LookupFailure::OtherInterface { plugin, .. }
+                | LookupFailure::OtherKind { plugin, .. } => Some(plugin.clone()),
                 LookupFailure::Missing => None,
             },
             Error::TimedOut {
@@ -334,6 +334,21 @@ impl fmt::Display for Error {
                     f,
                     "pass `{pass}` of {plugin} implements interface `{registered}`, not the expected `{expected}`"
                 ),
+                LookupFailure::OtherKind {
+                    registered,
+                    python,
+                    plugin,
+                } => {
+                    let (kind, right, wrong) = match python {
+                        true => ("Python", "Lease::get_py", "Lease::get"),
+                        false => ("native", "Lease::get", "Lease::get_py"),
+                    };
+                    write!(
+                        f,
+                        "pass `{pass}` of {plugin} is a {kind} pass of interface `{registered}`: look it up with \
+                         `{right}`, not `{wrong}`"
+                    )
+                }
             },
             Error::Reentrant => f.write_str(
                 "acquire() was called from inside this host's own load or unload on the same thread \
@@ -375,6 +390,18 @@ pub enum LookupFailure {
     OtherInterface {
         /// The interface it was registered under.
         registered: String,
+        /// The plugin that registered it.
+        plugin: Origin,
+    },
+    /// The pass is of the other kind than the lookup: a Python pass looked up with
+    /// [`Lease::get`](crate::Lease::get), or a native pass looked up with `Lease::get_py`
+    /// (the `python` feature).
+    OtherKind {
+        /// The interface it was registered under.
+        registered: String,
+        /// Whether it is a Python pass (looked up with `Lease::get`); otherwise it is a native
+        /// pass looked up with `Lease::get_py`.
+        python: bool,
         /// The plugin that registered it.
         plugin: Origin,
     },

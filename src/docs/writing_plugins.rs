@@ -203,6 +203,11 @@
 //!   one. Each instance lives under a private module name (`_dylease.<n>`, a package's
 //!   submodules below it), never its bare name and never on `sys.path`, so a package's relative
 //!   imports resolve inside the instance and every file runs afresh in a new instance.
+//! - **A package is read whole from one version**: its directory is opened once and every
+//!   file of it is listed and read through that descriptor, so an install that swaps the
+//!   package's directory for a new one during a load gives the load the old tree or, if that
+//!   is removed first, the new one read again whole; never files of both. A symlink inside a
+//!   package is refused (copy the file in).
 //! - **Unload**: `on_unload`, then the set's callables and the module objects go, the private
 //!   names leave `sys.modules`, `gc.collect()` runs, and weak references check that the
 //!   modules are gone; one that survives (held by a global elsewhere) is logged as a warning,

@@ -89,10 +89,11 @@ impl Lease {
     ///
     /// # Errors
     ///
-    /// [`Error::PassLookup`], whose `cause` tells the three failures apart:
+    /// [`Error::PassLookup`], whose `cause` tells the failures apart:
     /// [`LookupFailure::Missing`] if no plugin registered `name`, [`LookupFailure::Untyped`] if
-    /// it was registered without an interface, and [`LookupFailure::OtherInterface`] (naming
-    /// both interfaces) if it was registered under another one.
+    /// it was registered without an interface, [`LookupFailure::OtherInterface`] (naming both
+    /// interfaces) if it was registered under another one, and [`LookupFailure::OtherKind`] if
+    /// it is a Python pass (the `python` feature).
     ///
     /// # Example
     ///
@@ -163,8 +164,9 @@ impl Lease {
         let info = &self.passes()[index];
         // A Python pass has no native signature (`Lease::get_py` calls it).
         if let (Some(registered), true) = (info.interface(), is_python(info)) {
-            return Err(failure(LookupFailure::OtherInterface {
-                registered: format!("{registered} (a Python pass: look it up with `get_py`)"),
+            return Err(failure(LookupFailure::OtherKind {
+                registered: registered.to_owned(),
+                python: true,
                 plugin: self.plugins()[info.plugin_index()].origin().clone(),
             }));
         }
