@@ -43,8 +43,6 @@ mod identity;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod install;
 mod logger;
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-mod mission;
 mod observability;
 mod panic_abort;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -57,6 +55,8 @@ mod python;
 mod reload;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod rust_plugin;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod session_and_compiler;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod sharing;
 mod static_plugins;
