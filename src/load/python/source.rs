@@ -257,9 +257,9 @@ impl PyCandidate {
             let Some(module) = &file.module else { continue };
             // The descriptor the trust check's identity was compared with: the bytes compiled
             // are the file checked, and no `__pycache__` is read or written.
-            let (mut opened, len, _) = open_checked(&mut file.candidate, checks, trust)?;
+            let (opened, len, _) = open_checked(&mut file.candidate, checks, trust)?;
             let mut source = String::with_capacity(usize::try_from(len).unwrap_or(0));
-            opened.file.read_to_string(&mut source).map_err(|source| Error::Io {
+            opened.file().read_to_string(&mut source).map_err(|source| Error::Io {
                 path: file.candidate.path.clone(),
                 context: "cannot read Python source (it must be UTF-8)",
                 source,
