@@ -121,7 +121,7 @@ const MAX_THREAD_LOCAL: u64 = 1 << 30;
 /// is wrong, as a phrase.
 pub(crate) fn check(file: &dyn Bytes) -> Result<Linkage, String> {
     let headers = Headers::read(file)?;
-    headers.linker(file, true)?.check()
+    headers.linker(file, true).check()
 }
 
 /// What the library will make the loader look up, checking only what that takes (the
@@ -129,7 +129,7 @@ pub(crate) fn check(file: &dyn Bytes) -> Result<Linkage, String> {
 /// dependencies, which [`check`] then checks in full before `dlopen`.
 pub(crate) fn linkage(file: &dyn Bytes) -> Result<Linkage, String> {
     let headers = Headers::read(file)?;
-    headers.linker(file, false)?.check()
+    headers.linker(file, false).check()
 }
 
 /// The facts that make glibc keep the library mapped after its last `dlclose`, read as the
@@ -140,7 +140,7 @@ pub(crate) fn linkage(file: &dyn Bytes) -> Result<Linkage, String> {
 /// symbols named in `exempt` are not counted as exports.
 pub(crate) fn pins(file: &dyn Bytes, exempt: &[&str]) -> Result<Pins, String> {
     let headers = Headers::read(file)?;
-    headers.linker(file, false)?.pins(exempt)
+    headers.linker(file, false).pins(exempt)
 }
 
 /// The program headers of a file, read and checked: its form, every header, the loadable
@@ -193,14 +193,14 @@ impl Headers {
 
     /// The dynamic section's checks over these headers: everything (`whole`), or only what
     /// the linkage and the pin facts take.
-    fn linker<'a>(&'a self, file: &'a dyn Bytes, whole: bool) -> Result<Linker<'a>, String> {
+    fn linker<'a>(&'a self, file: &'a dyn Bytes, whole: bool) -> Linker<'a> {
         let functions = self
             .segments
             .iter()
             .find(|s| s.kind == PT_GNU_EH_FRAME && whole)
             .and_then(|header| unwind::function_ranges(file, &self.image, header, self.form))
             .unwrap_or_default();
-        Ok(Linker {
+        Linker {
             file,
             image: &self.image,
             entries: &self.entries,
@@ -208,7 +208,7 @@ impl Headers {
             thread_local: self.segments.iter().any(|s| s.kind == PT_TLS),
             functions,
             whole,
-        })
+        }
     }
 }
 
