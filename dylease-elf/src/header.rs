@@ -308,11 +308,9 @@ mod tests {
 /// opened with `dlopen`: one that passes the header check may still crash the loader.
 #[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
 mod mutations {
-    use std::path::{Path, PathBuf};
-    use std::process::Command;
-
     use super::tests::check_bytes;
     use super::*;
+    use crate::testing::{Scratch, compile};
 
     /// The form of the libraries compiled here.
     const LITTLE: Form = Form {
@@ -334,34 +332,6 @@ mod mutations {
         fn below(&mut self, n: usize) -> usize {
             (self.next() % n.max(1) as u64) as usize
         }
-    }
-
-    /// A directory of this test's own under the system's temporary directory.
-    struct Scratch(PathBuf);
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    /// Compiles the C test plugin `source` with `args` into `dir`.
-    fn compile(dir: &Path, source: &str, args: &[&str]) -> Vec<u8> {
-        // The workspace's root, which holds the C test plugins and their header.
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let out = dir.join(format!("lib{}.so", source.trim_end_matches(".c")));
-        let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
-        let output = Command::new(&cc)
-            .args(["-shared", "-fPIC", "-O1", "-I"])
-            .arg(root.join("include"))
-            .args(args)
-            .arg(root.join("tests/plugins").join(source))
-            .arg("-o")
-            .arg(&out)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run the C compiler {cc:?}: {e}"));
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        std::fs::read(&out).unwrap()
     }
 
     /// The end of the last loadable segment of a sound 64-bit little-endian library.
@@ -469,11 +439,10 @@ mod mutations {
 
     #[test]
     fn mutated_and_truncated_libraries_never_panic_and_each_refusal_is_a_phrase() {
-        let scratch = Scratch(std::env::temp_dir().join(format!("dylease-elf-mutations-{}", std::process::id())));
-        std::fs::create_dir_all(&scratch.0).unwrap();
+        let scratch = Scratch::new("mutations");
         let originals = [
-            compile(&scratch.0, "by_hand.c", &[]),
-            compile(&scratch.0, "ctor.c", &["-Wl,-z,nodelete"]),
+            compile(&scratch.0, &["tests/plugins/by_hand.c"], &[]),
+            compile(&scratch.0, &["tests/plugins/ctor.c"], &["-Wl,-z,nodelete"]),
         ];
         let path = scratch.0.join("libmutated.so");
         let mut rng = Rng(0x5eed_d11e_a5e0_0001);

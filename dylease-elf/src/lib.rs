@@ -42,6 +42,8 @@ mod consts;
 mod header;
 mod layout;
 mod source;
+#[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
+mod testing;
 
 use std::fmt;
 
@@ -177,4 +179,59 @@ pub struct Symbols {
     pub count: usize,
     /// The first one, by its (mangled) name.
     pub example: String,
+}
+
+#[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+    use crate::testing::{Scratch, compile};
+
+    fn pins(bytes: &[u8], exempt: &[&str]) -> Pins {
+        let elf = Elf::new(bytes, bytes.len() as u64);
+        elf.check().unwrap();
+        elf.pins(exempt).unwrap()
+    }
+
+    /// The C++ example plugin built plainly: two GNU unique symbols (its singleton and that
+    /// singleton's guard), a thread-local destructor and other exports; and the same facts
+    /// once its section header table is gone, which the loader never reads.
+    #[test]
+    fn pins_are_read_through_the_dynamic_section_not_the_section_headers() {
+        let scratch = Scratch::new("pins");
+        let plain = compile(
+            &scratch.0,
+            &["examples/plugins/layout.cpp", "examples/plugins/layout_transpose.cpp"],
+            &[],
+        );
+        let facts = pins(&plain, &["dylease_plugin_v1"]);
+        assert!(!facts.no_delete);
+        let unique = facts.gnu_unique.as_ref().expect("GNU unique symbols");
+        assert_eq!(
+            (unique.count, unique.example.as_str()),
+            (2, "_ZZN6layout8Registry3getEvE8instance")
+        );
+        assert!(facts.thread_local_destructors);
+        let exports = facts.exports.as_ref().expect("other exports");
+        assert_ne!(exports.example, "dylease_plugin_v1", "the exempt name is not counted");
+
+        let mut headless = plain.clone();
+        // e_shoff, e_shnum and e_shstrndx.
+        headless[40..48].fill(0);
+        headless[60..64].fill(0);
+        assert_eq!(pins(&headless, &["dylease_plugin_v1"]), facts);
+
+        // The entry point counts as an export unless exempted.
+        let counted = pins(&plain, &[]);
+        assert_eq!(counted.exports.unwrap().count, exports.count + 1);
+    }
+
+    #[test]
+    fn a_library_linked_with_nodelete_says_so() {
+        let scratch = Scratch::new("nodelete");
+        let nodelete = compile(&scratch.0, &["tests/plugins/ctor.c"], &["-Wl,-z,nodelete"]);
+        assert!(pins(&nodelete, &[]).no_delete);
+        let plain = compile(&scratch.0, &["tests/plugins/by_hand.c"], &[]);
+        let facts = pins(&plain, &[]);
+        assert!(!facts.no_delete && facts.gnu_unique.is_none(), "{facts:?}");
+    }
 }
