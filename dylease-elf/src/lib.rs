@@ -181,6 +181,27 @@ pub struct Symbols {
     pub example: String,
 }
 
+#[cfg(test)]
+mod refusals {
+    use super::*;
+
+    /// Bytes that are no shared library give a refusal from every reading, never a panic
+    /// (the pin facts too, which a host reads only after the check passed).
+    #[test]
+    fn what_is_not_a_library_is_refused_by_every_reading() {
+        let mut bare = [0u8; 64];
+        bare[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        // A section header table far past the end of the file, which nothing reads.
+        bare[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
+        for bytes in [&b"hello"[..], &bare[..], &[]] {
+            let elf = Elf::new(bytes, bytes.len() as u64);
+            assert!(elf.check().is_err(), "{bytes:?}");
+            assert!(elf.linkage().is_err(), "{bytes:?}");
+            assert!(elf.pins(&[]).is_err(), "{bytes:?}");
+        }
+    }
+}
+
 #[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
 mod tests {
     use super::*;
