@@ -15,8 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::error::Error;
 #[cfg(not(unix))]
 use crate::load::candidate::Dependency;
-use crate::load::candidate::Opened;
-use crate::load::candidate::{Candidate, FileId, Identity};
+use crate::load::candidate::{Candidate, FileId, Identity, Opened};
 #[cfg(unix)]
 use crate::load::sys::walk as sys;
 use crate::load::sys::{file_id, is_replacement, no_follow};
