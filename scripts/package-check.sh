@@ -5,8 +5,10 @@
 # its demo there. Every test must pass from the package; the CLI tests build the binary and the
 # Rust-plugin test builds the example from its packaged source, each saying so on stderr.
 #
-# Dependencies come from cargo's cache, else crates.io. The package is unpacked and built in a
-# temporary directory outside the workspace (about 40 s on 2 cores), removed afterwards.
+# Dependencies come from cargo's cache, else crates.io, but for dylease-elf (the ELF checks, a
+# crate of this workspace), which is packaged too and used from its own .crate, as crates.io
+# would serve it after both are published. The packages are unpacked and built in a temporary
+# directory outside the workspace (about 40 s on 2 cores), removed afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -14,17 +16,25 @@ root=$(pwd)
 step() { printf '\n== %s\n' "$*"; }
 
 step "cargo package"
-cargo package --allow-dirty --no-verify --quiet
+cargo package -p dylease -p dylease-elf --allow-dirty --no-verify --quiet
 version=$(cargo metadata --format-version 1 --no-deps |
   grep -o '"name":"dylease","version":"[^"]*"' | sed 's/.*"version":"\([^"]*\)"/\1/')
+elf_version=$(cargo metadata --format-version 1 --no-deps |
+  grep -o '"name":"dylease-elf","version":"[^"]*"' | sed 's/.*"version":"\([^"]*\)"/\1/')
 crate="$root/target/package/dylease-$version.crate"
-[ -f "$crate" ] || { echo "package-check: $crate was not built" >&2; exit 1; }
+elf_crate="$root/target/package/dylease-elf-$elf_version.crate"
+for built in "$crate" "$elf_crate"; do
+  [ -f "$built" ] || { echo "package-check: $built was not built" >&2; exit 1; }
+done
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 tar -xzf "$crate" -C "$work"
+tar -xzf "$elf_crate" -C "$work"
 cd "$work/dylease-$version"
 export CARGO_TARGET_DIR="$work/target"
+# dylease-elf from its package, not from crates.io.
+printf '\n[patch.crates-io]\ndylease-elf = { path = "../dylease-elf-%s" }\n' "$elf_version" >>Cargo.toml
 
 step "cargo test, in the unpacked package"
 log="$work/test.log"
