@@ -16,14 +16,17 @@ root=$(pwd)
 step() { printf '\n== %s\n' "$*"; }
 
 step "cargo package"
-cargo package -p dylease -p dylease-elf --allow-dirty --no-verify --quiet
+cargo package -p dylease -p dylease-elf -p dylease-plugin --allow-dirty --no-verify --quiet
 version=$(cargo metadata --format-version 1 --no-deps |
   grep -o '"name":"dylease","version":"[^"]*"' | sed 's/.*"version":"\([^"]*\)"/\1/')
 elf_version=$(cargo metadata --format-version 1 --no-deps |
   grep -o '"name":"dylease-elf","version":"[^"]*"' | sed 's/.*"version":"\([^"]*\)"/\1/')
+plugin_version=$(cargo metadata --format-version 1 --no-deps |
+  grep -o '"name":"dylease-plugin","version":"[^"]*"' | sed 's/.*"version":"\([^"]*\)"/\1/')
 crate="$root/target/package/dylease-$version.crate"
 elf_crate="$root/target/package/dylease-elf-$elf_version.crate"
-for built in "$crate" "$elf_crate"; do
+plugin_crate="$root/target/package/dylease-plugin-$plugin_version.crate"
+for built in "$crate" "$elf_crate" "$plugin_crate"; do
   [ -f "$built" ] || { echo "package-check: $built was not built" >&2; exit 1; }
 done
 
@@ -31,10 +34,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 tar -xzf "$crate" -C "$work"
 tar -xzf "$elf_crate" -C "$work"
+tar -xzf "$plugin_crate" -C "$work"
 cd "$work/dylease-$version"
 export CARGO_TARGET_DIR="$work/target"
-# dylease-elf from its package, not from crates.io.
-printf '\n[patch.crates-io]\ndylease-elf = { path = "../dylease-elf-%s" }\n' "$elf_version" >>Cargo.toml
+# dylease-elf and dylease-plugin from their packages, not from crates.io; the Rust-plugin
+# tests build plugins against the unpacked dylease-plugin too.
+printf '\n[patch.crates-io]\ndylease-elf = { path = "../dylease-elf-%s" }\ndylease-plugin = { path = "../dylease-plugin-%s" }\n' \
+  "$elf_version" "$plugin_version" >>Cargo.toml
+export DYLEASE_PLUGIN_CRATE="$work/dylease-plugin-$plugin_version"
 
 step "cargo test, in the unpacked package"
 log="$work/test.log"
