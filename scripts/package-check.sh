@@ -2,8 +2,14 @@
 # The published crate, tested alone: builds the .crate that `cargo publish` would upload,
 # unpacks it into a temporary directory (no workspace, no git checkout, no
 # examples/rust-plugin member, no dev-dependency of the crate on itself) and runs its tests and
-# its demo there. Every test must pass from the package; the CLI tests build the binary and the
-# Rust-plugin test builds the example from its packaged source, each saying so on stderr.
+# its demo there. Every test must pass from the package; the Rust-plugin test builds the example
+# from its packaged source, saying so on stderr.
+#
+# The `dylease` command is the workspace member `dylease-cli`, a package of its own, which this
+# script does not package: it depends on this crate by version, so it can be packaged (`cargo
+# package -p dylease-cli`) only once this version of dylease is on crates.io, or together with
+# it (`cargo package --workspace`); its tests use this repository's test plugins and support
+# code and run from the workspace (`cargo test --workspace`).
 #
 # Dependencies come from cargo's cache, else crates.io. The package is unpacked and built in a
 # temporary directory outside the workspace (about 40 s on 2 cores), removed afterwards.
@@ -14,7 +20,7 @@ root=$(pwd)
 step() { printf '\n== %s\n' "$*"; }
 
 step "cargo package"
-cargo package --allow-dirty --no-verify --quiet
+cargo package -p dylease --allow-dirty --no-verify --quiet
 version=$(cargo metadata --format-version 1 --no-deps |
   grep -o '"name":"dylease","version":"[^"]*"' | sed 's/.*"version":"\([^"]*\)"/\1/')
 crate="$root/target/package/dylease-$version.crate"
@@ -30,9 +36,8 @@ step "cargo test, in the unpacked package"
 log="$work/test.log"
 cargo test 2>&1 | tee "$log"
 # Gated tests announce themselves: show that they ran the fallback rather than nothing.
-grep -q "^test cli::a_good_plugin_is_listed_with_its_version_and_passes_and_exits_0 ... ok" "$log" &&
-  grep -q "^test rust_plugin::a_rust_plugin_built_with_export_plugin_loads_and_its_pass_is_callable ... ok" "$log" || {
-  echo "package-check: the CLI or Rust-plugin tests did not run in the package" >&2
+grep -q "^test rust_plugin::a_rust_plugin_built_with_export_plugin_loads_and_its_pass_is_callable ... ok" "$log" || {
+  echo "package-check: the Rust-plugin test did not run in the package" >&2
   exit 1
 }
 

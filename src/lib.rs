@@ -77,12 +77,14 @@
 //!   plugin with [`export_plugin!`].
 //! - `watch`: `HostBuilder::watch`, reload when a plugin directory or file changes (adds
 //!   `notify`).
-//! - `cli`: the `dylease` command-line checker (adds `clap`). Library users never need it.
+//!
+//! The `dylease` command-line tool (`check`, `install`, `header`) is the crate `dylease-cli`
+//! of dylease's workspace.
 //!
 //! # Minimum supported Rust version
 //!
 //! Rust 1.88 (edition 2024; `libloading` 0.9 needs 1.88), as declared in `Cargo.toml`'s
-//! `rust-version`. The `cli` feature's `clap` needs 1.85, so it adds no requirement.
+//! `rust-version`.
 // Without the `host` feature (a plugin-only build) the crate docs still mention the host's
 // types, which are then absent.
 #![cfg_attr(not(feature = "host"), allow(rustdoc::broken_intra_doc_links))]

@@ -4,15 +4,17 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The dylease crate's root: the manifest's directory, or two levels up from the demo's own
-/// workspace member (`examples/demo`), which builds this file too.
+/// The dylease crate's root: the manifest's directory, or the nearest directory above it that
+/// holds `include/dylease.h` (for the workspace members that build this file too: the CLI's
+/// tests in `dylease-cli`, the demo in `examples/demo`).
 pub(crate) fn crate_root() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    if manifest.join("include/dylease.h").exists() {
-        manifest.to_owned()
-    } else {
-        manifest.join("../..")
-    }
+    manifest
+        .ancestors()
+        .take(3)
+        .find(|dir| dir.join("include/dylease.h").exists())
+        .unwrap_or(manifest)
+        .to_owned()
 }
 
 /// Compiles the C (or C++) `sources` into the shared library `out`, with `include/` on the include

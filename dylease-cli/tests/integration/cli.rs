@@ -2,62 +2,18 @@
 //! a time and as a directory, in text and in JSON, and its exit status.
 
 use std::fs;
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
 use crate::support::{TestDir, fixture};
 
-/// The `dylease` binary. A test build of this repository has it: the dev-dependency of the
-/// crate on itself with `cli` turns the feature on, so cargo builds the binary for the tests.
-/// A packaged crate has no such dev-dependency (cargo drops path dependencies when it packages)
-/// and cargo still sets `CARGO_BIN_EXE_dylease`, to a file it did not build (the binary
-/// requires `cli`); there the binary is built here, once, and the tests say so on stderr.
-/// Every test that runs the binary takes it from here (scripts/package-check.sh catches one
-/// that does not).
+/// The `dylease` binary, which cargo builds for this crate's tests.
 pub(crate) fn binary() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    if cfg!(feature = "cli") {
-        return Path::new(env!("CARGO_BIN_EXE_dylease"));
-    }
-    BUILT.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        // In the repository the fallback would hide a broken dev-dependency: refuse it there.
-        assert!(
-            !root.join("examples/rust-plugin/Cargo.toml").exists(),
-            "the repository's own test build has no `cli` feature: the dev-dependency \
-             `dylease = {{ path = \".\", features = [\"cli\"] }}` must turn it on"
-        );
-        // Straight to stderr, past the test harness's capture: shown even when the tests pass.
-        let _ = writeln!(
-            std::io::stderr(),
-            "note: this test build has no `cli` feature, so cargo did not build the `dylease` binary (a \
-             packaged crate has no dev-dependency on itself); building it with `cargo build --features cli`"
-        );
-        let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-binary");
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--quiet",
-                "--features",
-                "cli",
-                "--bin",
-                "dylease",
-                "--target-dir",
-            ])
-            .arg(&target)
-            .current_dir(root)
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the dylease binary failed");
-        target.join("debug/dylease")
-    })
+    Path::new(env!("CARGO_BIN_EXE_dylease"))
 }
 
 /// Sets the file's modification time a minute back, out of the checker's "may still be
@@ -572,7 +528,7 @@ fn header_prints_the_c_header_plugins_are_built_with() {
     let dir = TestDir::new("cli_header");
     let run = dylease(dir.path(), &["header"]);
     assert_eq!(run.status, 0, "{run:?}");
-    let header = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/dylease.h")).unwrap();
+    let header = fs::read_to_string(crate::support::crate_root().join("include/dylease.h")).unwrap();
     assert_eq!(run.stdout, header);
     assert!(run.stdout.contains("DYLEASE_ABI_VERSION"), "{run:?}");
 }
@@ -640,7 +596,7 @@ fn header_version_script_prints_the_linker_script_that_keeps_only_the_entry_poin
     let dir = TestDir::new("cli_version_script");
     let run = dylease(dir.path(), &["header", "--version-script"]);
     assert_eq!(run.status, 0, "{run:?}");
-    let script = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/dylease.map")).unwrap();
+    let script = fs::read_to_string(crate::support::crate_root().join("include/dylease.map")).unwrap();
     assert_eq!(run.stdout, script);
     assert!(run.stdout.contains("global: dylease_plugin_v1;") && run.stdout.contains("local: *;"));
 }

@@ -5,12 +5,14 @@
 //! its version and passes and each problem with the file and a fix, and exits with 0 only when
 //! everything would load. `dylease install <file>... <dir>` installs plugins atomically (a
 //! checked temporary file renamed into place). `dylease header` prints `include/dylease.h`
-//! for C builds (`--version-script`: `include/dylease.map`, the linker version script). Built
-//! only with the `cli` feature:
+//! for C builds (`--version-script`: `include/dylease.map`, the linker version script). The
+//! crate `dylease-cli` of dylease's workspace; its features forward to dylease's (`python`):
 //!
 //! ```sh
-//! cargo run --features cli --bin dylease -- check path/to/plugins/
+//! cargo run -p dylease-cli -- check path/to/plugins/
 //! ```
+
+#![deny(missing_docs)]
 
 use std::io::{self, Write as _};
 use std::ops::ControlFlow;
@@ -115,10 +117,10 @@ The installed file gets mode 0755. Exit status: 0 when every file was installed,
 was not (the others are), 2 on a usage error.";
 
 /// The normative C header, as packaged with this crate.
-const HEADER: &str = include_str!("../../../include/dylease.h");
+const HEADER: &str = include_str!("../../include/dylease.h");
 
 /// The linker version script for plugins, as packaged with this crate.
-const VERSION_SCRIPT: &str = include_str!("../../../include/dylease.map");
+const VERSION_SCRIPT: &str = include_str!("../../include/dylease.map");
 
 mod sdk;
 
