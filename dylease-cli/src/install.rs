@@ -467,6 +467,7 @@ mod tests {
         check::Options {
             trust: dylease::TrustPolicy::Strict,
             policy: dylease::LoadPolicy::Strict,
+            python: false,
         }
     }
 

@@ -130,6 +130,14 @@ struct CheckArgs {
     #[arg(required = true, value_name = "FILE_OR_DIR")]
     paths: Vec<PathBuf>,
 
+    /// Also check Python plugins, as a host with the `python` feature loads them: a `.py` file
+    /// or package argument as `HostBuilder::python_file`, and each directory also as
+    /// `HostBuilder::python_dir` (its `.py` files and packages, after its libraries). Without
+    /// it a directory is judged as `HostBuilder::dir` loads it, libraries only. Needs a
+    /// `dylease` built with the `python` feature.
+    #[arg(long)]
+    python: bool,
+
     /// Print one JSON document on standard output instead of text (schema in --help).
     #[arg(long)]
     json: bool,
@@ -183,6 +191,7 @@ impl CheckArgs {
                 Policy::Strict => dylease::LoadPolicy::Strict,
                 Policy::SkipFailed => dylease::LoadPolicy::SkipFailed,
             },
+            python: self.python,
         }
     }
 }
@@ -190,7 +199,8 @@ impl CheckArgs {
 const CHECK_HELP: &str = "\
 Each file is loaded by a host of its own. A directory is checked file by file (the files a
 host would load, in its order; other entries are listed as not loaded, with the reason),
-then as a whole: a host given the directory loads all of its plugins or none, and two
+then as a whole: a host given the directory (`HostBuilder::dir`; with --python also
+`HostBuilder::python_dir`) loads all of its plugins or none, and two
 plugins that register the same pass name fail it together. With more than one FILE_OR_DIR,
 all of them are also checked together, as one host configured with all of them in order.
 
@@ -235,7 +245,17 @@ loader refused it), missing-entry, abi-mismatch, invalid-plugin, invalid-pass,
 register-failed, duplicate-pass, io, reentrant, other.";
 
 fn main() -> ExitCode {
-    let ok = match Cli::parse().command {
+    let cli = Cli::parse();
+    if let Command::Check(CheckArgs { python: true, .. }) = cli.command
+        && !cfg!(feature = "python")
+    {
+        eprintln!(
+            "dylease: --python: this dylease was built without Python support (build dylease-cli with \
+             `--features python`)"
+        );
+        return ExitCode::from(USAGE);
+    }
+    let ok = match cli.command {
         Command::Check(args) if args.json => check_json(&args.paths, args.options()),
         Command::Check(args) => check_human(&args.paths, args.options()),
         Command::Header(HeaderArgs {
@@ -247,6 +267,7 @@ fn main() -> ExitCode {
             let options = check::Options {
                 trust: args.trust.policy(),
                 policy: dylease::LoadPolicy::Strict,
+                python: false,
             };
             install::run(&args.files, &args.dir, options, print)
         }
@@ -254,6 +275,7 @@ fn main() -> ExitCode {
             let options = check::Options {
                 trust: args.trust.policy(),
                 policy: dylease::LoadPolicy::Strict,
+                python: false,
             };
             install::check_copy(&args.file, options, print)
         }
@@ -271,6 +293,9 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// A usage error's status, as clap's.
+const USAGE: u8 = 2;
 
 /// 128 + SIGPIPE, as shells report a process that SIGPIPE killed.
 const BROKEN_PIPE: u8 = 141;

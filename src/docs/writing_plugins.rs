@@ -222,9 +222,10 @@
 //!   safely be initialised again after `Py_Finalize`, and whoever embedded it owns its
 //!   shutdown. Passes take the GIL for their call; dylease gives the GIL up while it waits on
 //!   its own locks, so a pass may call `acquire()` while another thread loads a set.
-//! - Python sources are not watched by `HostBuilder::watch`. `dylease check` built with the
-//!   `python` feature checks `.py` files, packages and the Python plugins of a directory, and
-//!   names the file and line of an import error.
+//! - Python sources are not watched by `HostBuilder::watch`. `dylease check --python` (built
+//!   with the `python` feature) checks `.py` files, packages and the Python plugins of a
+//!   directory as `python_file` and `python_dir` load them, and names the file and line of an
+//!   import error.
 //!
 //! # Checking plugins
 //!

@@ -311,6 +311,17 @@ fn a_good_directory_exits_0_and_what_plugins_print_stays_out_of_the_json() {
     );
 }
 
+/// A build without the `python` feature cannot load what `--python` asks for: a usage error,
+/// not a check that quietly skips the Python plugins.
+#[cfg(not(feature = "python"))]
+#[test]
+fn python_without_the_python_feature_is_a_usage_error_with_status_2() {
+    let dir = TestDir::new("cli_python_flag");
+    let run = dylease(dir.path(), &["check", "--python", "."]);
+    assert_eq!(run.status, 2, "{run:?}");
+    assert!(run.stderr.contains("built without Python support"), "{run:?}");
+}
+
 #[test]
 fn no_path_is_a_usage_error_with_status_2() {
     let dir = TestDir::new("cli_usage");

@@ -39,7 +39,7 @@ fn dylease_check_lists_python_plugins_and_names_the_line_of_an_import_error() {
     write(&plugins, "a.py", &counter("a", 1));
     write(&plugins, "broken.py", "import dylease\n\nraise ValueError('bad')\n");
     let output = std::process::Command::new(crate::cli::binary())
-        .arg("check")
+        .args(["check", "--python"])
         .arg(&plugins)
         .output()
         .unwrap();
@@ -51,6 +51,68 @@ fn dylease_check_lists_python_plugins_and_names_the_line_of_an_import_error() {
     );
     assert!(
         stdout.contains("ValueError: bad") && stdout.contains("broken.py, line 3"),
+        "{stdout}"
+    );
+}
+
+/// `dylease check` of the directory `dir` with `args` before it.
+fn check(args: &[&str], dir: &Path) -> (Option<i32>, String) {
+    let output = std::process::Command::new(crate::cli::binary())
+        .arg("check")
+        .args(args)
+        .arg(dir)
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn a_directory_is_judged_as_dir_loads_it_and_its_python_plugins_only_with_python() {
+    let dir = TestDir::new("py-check-dir");
+    let plugins = dir.sub("plugins");
+    for n in ["p1", "p2", "p3"] {
+        dir.add(n, &format!("plugins/lib{n}.so"));
+    }
+    write(&plugins, "broken.py", "import dylease\n\nraise ValueError('bad')\n");
+
+    // SAFETY: the test's own plugins (three C fixtures; the broken Python file is not loaded).
+    let host = unsafe { dylease::PluginHost::builder().dir(&plugins) }.build().unwrap();
+    assert_eq!(
+        host.acquire().unwrap().plugins().len(),
+        3,
+        "a `dir` host loads the three"
+    );
+
+    let (status, stdout) = check(&[], &plugins);
+    assert_eq!(status, Some(0), "{stdout}");
+    assert!(
+        stdout.contains("(directory of 3 plugin files) as a whole: loads 3 plugins, 3 passes"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("ValueError"), "the Python file was run: {stdout}");
+    assert!(
+        stdout.contains("not loaded: `") && stdout.contains("broken.py` ("),
+        "{stdout}"
+    );
+
+    // With --python, the directory is also a `python_dir`: its Python plugin fails it, as a
+    // host given `.dir(d).python_dir(d)` fails.
+    // SAFETY: as above; the broken Python file fails the load by raising.
+    let host = unsafe { dylease::PluginHost::builder().dir(&plugins).python_dir(&plugins) }
+        .build()
+        .unwrap();
+    assert!(host.acquire().is_err(), "a `python_dir` host fails on broken.py");
+    let (status, stdout) = check(&["--python"], &plugins);
+    assert_eq!(status, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("ValueError: bad") && stdout.contains("broken.py, line 3"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("(directory of 4 plugin files) as a whole: a host given this directory loads none"),
         "{stdout}"
     );
 }
