@@ -358,7 +358,7 @@ fn skipped(dir: &Path, files: &[PathBuf]) -> Vec<Skipped> {
             } else if !name.ends_with(suffix) || name.len() == suffix.len() {
                 format!("the name does not end in `{suffix}`")
             } else if let Some(same) = identity(&path).and_then(|id| by_identity.get(&id).copied()) {
-                format!("the same file as `{}`, which loads once", same.display())
+                format!("the same file as `{}`, which loads once", crate::names::escape(same))
             } else {
                 "not a regular file".to_owned()
             };

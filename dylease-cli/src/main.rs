@@ -24,6 +24,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod advice;
 mod check;
 mod install;
+mod names;
 mod python;
 mod report;
 mod rewrite;
@@ -228,18 +229,28 @@ print goes to standard error meanwhile.
     \"checks\": [{                     in the order of the text output
       \"kind\": \"file\" | \"directory\" | \"together\",
       \"path\": string | null,         as given; null for \"together\"
+      \"path_bytes\": [int] | null,    see below
       \"ok\": bool,
       \"plugins\": [{\"name\": string, \"version\": string, \"path\": string,
+                   \"path_bytes\": [int] | null,
                    \"passes\": [{\"name\": string,
                                \"interface\": string | null}]}],   in load order; [] when not ok
       \"problem\": null | {\"cause\": string, \"file\": string | null,
+                          \"file_bytes\": [int] | null,
                           \"message\": string, \"fix\": string},
       \"warnings\": [string],            for a file: it is open for writing; it stays mapped
                                       after unload (and why); its second load differs;
                                       with --policy skip-failed: each plugin left out
-      \"skipped\": [{\"path\": string, \"reason\": string}]   directory entries a host does not load
+      \"skipped\": [{\"path\": string, \"path_bytes\": [int] | null,
+                    \"reason\": string}]   directory entries a host does not load
     }]
   }
+File names are bytes, not always UTF-8. A path that is UTF-8 is its string, and its
+\"path_bytes\" (\"file_bytes\") is null. One that is not is given escaped, as the text output
+gives every path: a byte that is not UTF-8, or a control character, as \\xNN (two hex
+digits), a backslash as \\\\; its \"path_bytes\" (\"file_bytes\") holds its exact bytes (numbers
+0-255). Messages name such files escaped too. No path is printed with replacement
+characters, so two different names never print alike.
 \"cause\" is one of: headers (dylease's ELF check refused the file), open (the platform
 loader refused it), missing-entry, abi-mismatch, invalid-plugin, invalid-pass,
 register-failed, duplicate-pass, io, reentrant, other.";

@@ -212,7 +212,7 @@ fn json_reports_each_file_and_the_directory_with_causes_and_fixes() {
     assert_eq!(whole["problem"]["file"], "plugins/libnoentry.so");
     assert_eq!(
         whole["skipped"],
-        serde_json::json!([{"path": "plugins/README.txt", "reason": "the name does not end in `.so`"}])
+        serde_json::json!([{"path": "plugins/README.txt", "path_bytes": null, "reason": "the name does not end in `.so`"}])
     );
 }
 
@@ -658,4 +658,112 @@ fn a_library_that_links_against_a_plugin_is_reported_as_missing_its_entry_point(
     );
     let core = checks.iter().find(|c| c["path"] == "plugins/libcore.so").unwrap();
     assert_eq!(core["ok"], true, "the real plugin checks ok: {report:#}");
+}
+
+/// The inverse of the reports' escaping of file names: `\\` is a backslash, `\xNN` a byte.
+fn unescape(text: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut bytes = text.bytes();
+    while let Some(b) = bytes.next() {
+        if b != b'\\' {
+            out.push(b);
+            continue;
+        }
+        match bytes.next() {
+            Some(b'\\') => out.push(b'\\'),
+            Some(b'x') => {
+                let hex: Vec<u8> = bytes.by_ref().take(2).collect();
+                out.push(u8::from_str_radix(std::str::from_utf8(&hex).unwrap(), 16).unwrap());
+            }
+            other => panic!("`{text}` has an escape that is not one: {other:?}"),
+        }
+    }
+    out
+}
+
+#[test]
+fn file_names_that_are_not_utf8_print_distinctly_and_reversibly_in_text_and_json() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt as _;
+    let dir = TestDir::new("cli_bytes");
+    let names: [&[u8]; 3] = [b"lib\xffx.so", b"lib\xfex.so", b"lib\\x.so"];
+    for (name, fixture) in names.iter().zip(["p1", "p2", "p3"]) {
+        add(
+            &dir,
+            fixture,
+            OsStr::from_bytes(name).to_str().unwrap_or("placeholder.so"),
+        );
+        if OsStr::from_bytes(name).to_str().is_none() {
+            fs::rename(
+                dir.path().join("placeholder.so"),
+                dir.path().join(OsStr::from_bytes(name)),
+            )
+            .unwrap();
+        }
+    }
+    let args: Vec<&OsStr> = names.iter().map(|n| OsStr::from_bytes(n)).collect();
+
+    let output = Command::new(binary())
+        .arg("check")
+        .args(&args)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(!text.contains('\u{FFFD}'), "a replacement character: {text}");
+    let subjects: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("ok    "))
+        .filter(|subject| subject.starts_with("lib"))
+        .collect();
+    assert_eq!(subjects, ["lib\\xffx.so", "lib\\xfex.so", "lib\\\\x.so"], "{text}");
+    for (subject, name) in subjects.iter().zip(names) {
+        assert_eq!(unescape(subject), name);
+    }
+
+    let output = Command::new(binary())
+        .args(["check", "--json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        !report.to_string().contains('\u{FFFD}'),
+        "a replacement character: {report}"
+    );
+    let files: Vec<&Value> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|check| check["kind"] == "file")
+        .collect();
+    assert_eq!(files.len(), 3, "{report}");
+    let mut seen = Vec::new();
+    for check in files {
+        let path = check["path"].as_str().unwrap();
+        let exact: Vec<u8> = match check["path_bytes"].as_array() {
+            Some(bytes) => bytes
+                .iter()
+                .map(|b| u8::try_from(b.as_u64().unwrap()).unwrap())
+                .collect(),
+            None => path.as_bytes().to_vec(),
+        };
+        let name = Path::new(OsStr::from_bytes(&exact))
+            .file_name()
+            .unwrap()
+            .as_bytes()
+            .to_vec();
+        if check["path_bytes"].is_array() {
+            assert_eq!(unescape(path), exact, "the display string reverses too: {check}");
+        }
+        let plugin = &check["plugins"][0];
+        assert_eq!(plugin["path"], check["path"], "{check}");
+        assert_eq!(plugin["path_bytes"], check["path_bytes"], "{check}");
+        seen.push(name);
+    }
+    seen.sort();
+    let mut expected: Vec<Vec<u8>> = names.iter().map(|n| n.to_vec()).collect();
+    expected.sort();
+    assert_eq!(seen, expected, "{report}");
 }
