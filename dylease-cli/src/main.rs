@@ -47,9 +47,9 @@ enum Command {
     /// Prints `dylease.h`, the C header plugins are built with (the copy of this dylease
     /// version): `dylease header > dylease.h`.
     Header(HeaderArgs),
-    /// Installs plugin files into a directory that running hosts read, atomically: each is
-    /// written under a temporary name in DIR, flushed, checked as `check` does, and renamed
-    /// into place only if it would load.
+    /// Installs plugin files (and, with the `python` feature, Python plugins) into a directory
+    /// that running hosts read, atomically: each is written under a temporary name in DIR,
+    /// flushed, checked as `check` does, and renamed into place only if it would load.
     #[command(after_long_help = INSTALL_HELP)]
     Install(InstallArgs),
     /// What `install` runs in a child process to check its temporary copy: prints the verdict
@@ -67,6 +67,10 @@ struct CheckCopyArgs {
     /// As `install --trust`.
     #[arg(long, value_enum, default_value_t = Trust::Strict)]
     trust: Trust,
+
+    /// The copy is a Python plugin, checked as `python_file` loads it.
+    #[arg(long)]
+    python: bool,
 }
 
 #[derive(Debug, Args)]
@@ -87,7 +91,9 @@ struct HeaderArgs {
 
 #[derive(Debug, Args)]
 struct InstallArgs {
-    /// Plugin library files to install (named `*.so`: the name they get in DIR).
+    /// Plugin library files to install (named `*.so`: the name they get in DIR); with the
+    /// `python` feature also Python plugins, `.py` files and packages (directories with an
+    /// `__init__.py`), as `HostBuilder::python_dir` loads them.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
 
@@ -114,7 +120,15 @@ GNU `install` does not do this: it removes the old file and writes the new one u
 final name, so a host loading meanwhile finds no file, or half of one. By hand: `cp` to a
 temporary name in the same directory, then `mv`.
 
-The installed file gets mode 0755. Exit status: 0 when every file was installed, 1 when one
+Python plugins (a dylease built with the `python` feature): a `.py` file or a package is
+copied under its own name into a new directory `.NAME.dylease-install-RANDOM` inside DIR
+(a name no host loads), flushed, checked as `HostBuilder::python_file` loads it (which runs
+its code), and renamed into place. A package that replaces an installed one cannot be
+renamed over it (the old directory is not empty): the two trees are exchanged in one step
+(`renameat2` with RENAME_EXCHANGE, Linux), and the old tree is removed with the temporary
+directory. A host sees the old package or the new one, whole. `__pycache__` is not copied.
+
+The installed file gets mode 0755 (a Python file 0644, a package's directories 0755). Exit status: 0 when every file was installed, 1 when one
 was not (the others are), 2 on a usage error.";
 
 /// The normative C header, as packaged with this crate.
@@ -286,7 +300,7 @@ fn main() -> ExitCode {
             let options = check::Options {
                 trust: args.trust.policy(),
                 policy: dylease::LoadPolicy::Strict,
-                python: false,
+                python: args.python,
             };
             install::check_copy(&args.file, options, print)
         }

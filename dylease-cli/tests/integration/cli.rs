@@ -322,6 +322,20 @@ fn python_without_the_python_feature_is_a_usage_error_with_status_2() {
     assert!(run.stderr.contains("built without Python support"), "{run:?}");
 }
 
+/// Installing a Python plugin needs the `python` feature: without it the file is refused
+/// and DIR is left as it was.
+#[cfg(not(feature = "python"))]
+#[test]
+fn install_of_a_python_plugin_without_the_python_feature_is_refused_and_changes_nothing() {
+    let dir = TestDir::new("cli_install_py");
+    let plugins = dir.sub("plugins");
+    fs::write(dir.path().join("x.py"), "import dylease\n").unwrap();
+    let run = dylease(dir.path(), &["install", "x.py", "plugins"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    assert!(run.stdout.contains("built without Python support"), "{run:?}");
+    assert_eq!(fs::read_dir(&plugins).unwrap().count(), 0, "{run:?}");
+}
+
 #[test]
 fn no_path_is_a_usage_error_with_status_2() {
     let dir = TestDir::new("cli_usage");

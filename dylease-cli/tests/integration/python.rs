@@ -116,3 +116,104 @@ fn a_directory_is_judged_as_dir_loads_it_and_its_python_plugins_only_with_python
         "{stdout}"
     );
 }
+
+/// `dylease install FILE DIR`: its exit status and what it printed.
+fn install(file: &Path, dir: &Path) -> (Option<i32>, String) {
+    let output = std::process::Command::new(crate::cli::binary())
+        .arg("install")
+        .arg(file)
+        .arg(dir)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+    (output.status.code(), said)
+}
+
+/// The names in `dir`, sorted.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The package `pkg` at `version` in `staging` (replacing any earlier one there): its
+/// `__init__.py` and the module `only_<version>.py`, which no other version has.
+fn package(staging: &Path, version: u32, init: &str) -> PathBuf {
+    let pkg = staging.join("pkg");
+    let _ = fs::remove_dir_all(&pkg);
+    write(&pkg, "__init__.py", init);
+    write(&pkg, &format!("only_{version}.py"), &format!("VERSION = {version}\n"));
+    pkg
+}
+
+/// What the plugins of `dir` are, loaded as `python_dir` loads them: (name, version) each.
+fn loaded(dir: &Path) -> Vec<(String, String)> {
+    // SAFETY: the test's own Python plugins.
+    let host = unsafe { dylease::PluginHost::builder().python_dir(dir) }
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap();
+    lease
+        .plugins()
+        .iter()
+        .map(|p| (p.name().to_owned(), p.version().to_owned()))
+        .collect()
+}
+
+#[test]
+fn install_renames_a_checked_python_file_into_place_and_replaces_it_the_same_way() {
+    let dir = TestDir::new("py-install-file");
+    let (staging, plugins) = (dir.sub("staging"), dir.sub("plugins"));
+    for add in [1, 2] {
+        let file = write(&staging, "counter.py", &counter("c", add));
+        let (status, said) = install(&file, &plugins);
+        assert_eq!(status, Some(0), "{said}");
+        assert!(said.contains("plugin `c` 1.0"), "{said}");
+        assert_eq!(entries(&plugins), ["counter.py"], "leftovers: {said}");
+        assert_eq!(fs::read(plugins.join("counter.py")).unwrap(), fs::read(&file).unwrap());
+    }
+    let broken = write(&staging, "counter.py", "import dylease\n\nraise ValueError('bad')\n");
+    let (status, said) = install(&broken, &plugins);
+    assert_eq!(status, Some(1), "{said}");
+    assert!(said.contains("ValueError: bad"), "{said}");
+    assert_eq!(entries(&plugins), ["counter.py"], "leftovers: {said}");
+    assert_eq!(
+        fs::read_to_string(plugins.join("counter.py")).unwrap(),
+        counter("c", 2),
+        "the installed version was replaced by one that fails"
+    );
+}
+
+#[test]
+fn install_of_a_package_copies_checks_and_swaps_whole_trees_and_leaves_nothing_else() {
+    let dir = TestDir::new("py-install-package");
+    let (staging, plugins) = (dir.sub("staging"), dir.sub("plugins"));
+    let init = |version: u32| format!("import dylease\ndylease.plugin(\"pkg\", \"{version}.0\")\n");
+
+    // A new install, then an upgrade over it.
+    for version in [1, 2] {
+        let pkg = package(&staging, version, &init(version));
+        let (status, said) = install(&pkg, &plugins);
+        assert_eq!(status, Some(0), "version {version}: {said}");
+        assert!(said.contains(&format!("plugin `pkg` {version}.0")), "{said}");
+        assert_eq!(entries(&plugins), ["pkg"], "leftovers beside the package: {said}");
+        assert_eq!(
+            entries(&plugins.join("pkg")),
+            ["__init__.py".to_owned(), format!("only_{version}.py")],
+            "the installed package is not exactly version {version}: {said}"
+        );
+        assert_eq!(loaded(&plugins), [("pkg".to_owned(), format!("{version}.0"))]);
+    }
+
+    // A version that fails its check leaves version 2 as it was.
+    let pkg = package(&staging, 3, "import dylease\n\nraise ValueError('bad')\n");
+    let (status, said) = install(&pkg, &plugins);
+    assert_eq!(status, Some(1), "{said}");
+    assert!(said.contains("ValueError: bad"), "{said}");
+    assert_eq!(entries(&plugins), ["pkg"], "leftovers after a refusal: {said}");
+    assert_eq!(entries(&plugins.join("pkg")), ["__init__.py", "only_2.py"], "{said}");
+    assert_eq!(loaded(&plugins), [("pkg".to_owned(), "2.0".to_owned())]);
+}
