@@ -40,8 +40,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Loads plugin files and directories exactly as a host would, and reports what loads,
-    /// what does not, and why.
+    /// Loads plugin files and directories exactly as a host would, which runs their code, and
+    /// reports what loads, what does not, and why. Check only plugins you would load.
     #[command(after_long_help = CHECK_HELP)]
     Check(CheckArgs),
     /// Prints `dylease.h`, the C header plugins are built with (the copy of this dylease
@@ -49,7 +49,8 @@ enum Command {
     Header(HeaderArgs),
     /// Installs plugin files (and, with the `python` feature, Python plugins) into a directory
     /// that running hosts read, atomically: each is written under a temporary name in DIR,
-    /// flushed, checked as `check` does, and renamed into place only if it would load.
+    /// flushed, checked as `check` does (which runs its code), and renamed into place only if it
+    /// would load.
     #[command(after_long_help = INSTALL_HELP)]
     Install(InstallArgs),
     /// What `install` runs in a child process to check its temporary copy: prints the verdict
@@ -219,8 +220,9 @@ then as a whole: a host given the directory (`HostBuilder::dir`; with --python a
 plugins that register the same pass name fail it together. With more than one FILE_OR_DIR,
 all of them are also checked together, as one host configured with all of them in order.
 
-Checking a plugin runs its code (constructors, register and unload functions), as loading
-it in a host does: check only plugins you would load. The hosts use the default policies
+Checking a plugin runs its code (a library's constructors, register and unload functions;
+with --python, a Python plugin's module code and hooks), as loading it in a host does: check
+only plugins you would load. The hosts use the default policies
 unless --trust and --policy give the deployment's.
 
 Install plugins by rename (`dylease install`, or `cp` to a temporary name in the same

@@ -336,6 +336,26 @@ fn install_of_a_python_plugin_without_the_python_feature_is_refused_and_changes_
     assert_eq!(fs::read_dir(&plugins).unwrap().count(), 0, "{run:?}");
 }
 
+/// The help says that checking runs the plugin's code, and it does: a constructor runs.
+#[test]
+fn check_says_it_runs_the_plugins_code_and_it_does() {
+    for help in ["-h", "--help"] {
+        let run = dylease(Path::new("."), &["check", help]);
+        assert_eq!(run.status, 0, "{run:?}");
+        assert!(run.stdout.contains("which runs their code"), "{run:?}");
+    }
+    let long = dylease(Path::new("."), &["check", "--help"]);
+    assert!(long.stdout.contains("Checking a plugin runs its code"), "{long:?}");
+    let dir = TestDir::new("cli_runs_code");
+    add(&dir, "by_hand_marker", "libmarker.so");
+    let run = dylease(dir.path(), &["check", "libmarker.so"]);
+    assert_eq!(run.status, 0, "{run:?}");
+    assert!(
+        dir.path().join("libmarker.so.ran").exists(),
+        "the constructor did not run: {run:?}"
+    );
+}
+
 #[test]
 fn no_path_is_a_usage_error_with_status_2() {
     let dir = TestDir::new("cli_usage");
