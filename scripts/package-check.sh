@@ -5,11 +5,11 @@
 # its demo there. Every test must pass from the package; the Rust-plugin test builds the example
 # from its packaged source, saying so on stderr.
 #
-# The `dylease` command is the workspace member `dylease-cli`, a package of its own, which this
-# script does not package: it depends on this crate by version, so it can be packaged (`cargo
-# package -p dylease-cli`) only once this version of dylease is on crates.io, or together with
-# it (`cargo package --workspace`); its tests use this repository's test plugins and support
-# code and run from the workspace (`cargo test --workspace`).
+# The `dylease` command is the workspace member `dylease-cli`, a package of its own. It
+# depends on this crate by version, so it is packaged together with it (cargo then builds it
+# against the packaged dylease, not crates.io's): that build is all this script checks of it.
+# Its tests are not in its package (they use this repository's test plugins and support code)
+# and run from the workspace (`cargo test --workspace`).
 #
 # Dependencies come from cargo's cache, else crates.io. The package is unpacked and built in a
 # temporary directory outside the workspace (about 40 s on 2 cores), removed afterwards.
@@ -19,8 +19,8 @@ root=$(pwd)
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "cargo package"
-cargo package -p dylease --allow-dirty --no-verify --quiet
+step "cargo package (dylease, and dylease-cli built against it)"
+cargo package -p dylease -p dylease-cli --allow-dirty --quiet
 version=$(cargo metadata --format-version 1 --no-deps |
   grep -o '"name":"dylease","version":"[^"]*"' | sed 's/.*"version":"\([^"]*\)"/\1/')
 crate="$root/target/package/dylease-$version.crate"

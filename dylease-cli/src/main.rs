@@ -133,10 +133,10 @@ The installed file gets mode 0755 (a Python file 0644, a package's directories 0
 was not (the others are), 2 on a usage error.";
 
 /// The normative C header, as packaged with this crate.
-const HEADER: &str = include_str!("../../include/dylease.h");
+const HEADER: &str = include_str!("../include/dylease.h");
 
 /// The linker version script for plugins, as packaged with this crate.
-const VERSION_SCRIPT: &str = include_str!("../../include/dylease.map");
+const VERSION_SCRIPT: &str = include_str!("../include/dylease.map");
 
 mod sdk;
 

@@ -5,14 +5,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The dylease crate's root: the manifest's directory, or the nearest directory above it that
-/// holds `include/dylease.h` (for the workspace members that build this file too: the CLI's
-/// tests in `dylease-cli`, the demo in `examples/demo`).
+/// holds the header and the test plugins (for the workspace members that build this file
+/// too: the CLI's tests in `dylease-cli`, whose `include` links to the root's, and the demo
+/// in `examples/demo`).
 pub(crate) fn crate_root() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     manifest
         .ancestors()
         .take(3)
-        .find(|dir| dir.join("include/dylease.h").exists())
+        .find(|dir| dir.join("include/dylease.h").exists() && dir.join("tests/plugins").is_dir())
         .unwrap_or(manifest)
         .to_owned()
 }

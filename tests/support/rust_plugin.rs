@@ -35,7 +35,7 @@ pub(crate) fn build_rust_plugins(target: &Path, offline: bool) -> Result<PathBuf
     let root = manifest_dir
         .ancestors()
         .take(3)
-        .find(|dir| dir.join("include/dylease.h").exists())
+        .find(|dir| dir.join("include/dylease.h").exists() && dir.join("tests/plugins").is_dir())
         .unwrap_or(manifest_dir);
     let member = root.join("examples/rust-plugin/Cargo.toml");
     let manifest = if member.exists() {
