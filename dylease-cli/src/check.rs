@@ -349,7 +349,8 @@ fn skipped(dir: &Path, files: &[PathBuf]) -> Vec<Skipped> {
         .filter(|path| !loaded.contains(path.as_path()))
         .map(|path| {
             let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
-            let reason = if python::is_plugin(&path) {
+            let hidden = name.starts_with('_') || name.starts_with('.');
+            let reason = if python::is_plugin(&path) && !hidden {
                 "a Python plugin: `HostBuilder::dir` does not load it; `--python` checks it as `python_dir` \
                  loads it"
                     .to_owned()

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::check::{self, Check};
-use crate::{python, report, stdout};
+use crate::{names, python, report, stdout};
 
 /// The hidden command a child process checks the temporary copy with.
 pub(crate) const CHECK_COPY: &str = "check-copy";
@@ -63,14 +63,18 @@ fn run_with(
     for file in files {
         let text = match install(file, dir, options, seam) {
             Ok(Installed { to, what }) => {
-                format!("installed `{}` as `{}` ({what})\n", file.display(), to.display())
+                format!(
+                    "installed `{}` as `{}` ({what})\n",
+                    names::escape(file),
+                    names::escape(&to)
+                )
             }
             Err(Refused::Check(report)) => {
                 ok = false;
                 format!(
                     "not installed: `{}` would not load, so `{}` is unchanged:\n{report}",
-                    file.display(),
-                    dir.display(),
+                    names::escape(file),
+                    names::escape(dir),
                 )
             }
             Err(Refused::Crashed { how, to }) => {
@@ -81,9 +85,9 @@ fn run_with(
                      constructor, `on_load`, its registration or `on_unload`) or the platform loader ended \
                      that process: run `dylease check {}` to see what it printed, then fix the plugin and \
                      install it again\n",
-                    file.display(),
-                    to.display(),
-                    file.display(),
+                    names::escape(file),
+                    names::escape(&to),
+                    names::escape(file),
                 )
             }
             Err(Refused::Io(message)) => {
