@@ -45,7 +45,7 @@ fn names(n: usize) -> Vec<String> {
 /// A host whose one static plugin registers the passes `names`.
 fn host(names: Vec<String>) -> PluginHost {
     PluginHost::builder()
-        .static_plugin("passes", move |reg: &mut Registrar| {
+        .static_plugin("passes", move |reg| {
             names
                 .iter()
                 .try_for_each(|name| reg.add_pass(name, identity as PassFn, std::ptr::null_mut()))
@@ -57,7 +57,7 @@ fn host(names: Vec<String>) -> PluginHost {
 /// A host whose one static plugin registers the passes `names` as typed `IntOp` passes.
 fn typed_host(names: Vec<String>) -> PluginHost {
     PluginHost::builder()
-        .static_plugin("passes", move |reg: &mut Registrar| {
+        .static_plugin("passes", move |reg| {
             names
                 .iter()
                 .try_for_each(|name| reg.add_typed_pass::<IntOp>(name, identity, std::ptr::null_mut()))

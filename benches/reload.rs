@@ -46,7 +46,7 @@ fn call(lease: &Lease) -> i32 {
 fn acquire_hot_during_reloads(c: &mut Criterion) {
     let host = Arc::new(
         PluginHost::builder()
-            .static_plugin("builtin", |_reg: &mut dylease::Registrar| Ok(()))
+            .static_plugin("builtin", |_reg| Ok(()))
             .build()
             .unwrap(),
     );

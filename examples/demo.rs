@@ -1,4 +1,4 @@
-//! The mission scenario, with real plugins: two components of one process, a long-lived graph
+//! The scenario dylease exists for, with real plugins: two components of one process, a long-lived graph
 //! session and a short-lived single-operator compiler, each build their own `PluginHost` over
 //! the same plugin directory. The compiler's hosts come and go; the plugins' libraries load
 //! once (one `on_load` each), are shared by every host, and unload once, when the session's

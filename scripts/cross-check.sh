@@ -61,7 +61,7 @@ for target in "${targets[@]}"; do
     continue
   fi
   check "$target" dylease --lib
-  check "$target" dylease --lib --no-default-features
+  check "$target" dylease-plugin --lib
   for cli in "${cli_targets[@]}"; do
     [ "$cli" = "$target" ] && check "$target" dylease-cli --bin dylease
   done

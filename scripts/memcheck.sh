@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Memory checks for dylease: the eight-thread churn test and the mission-scenario tests, with
+# Memory checks for dylease: the eight-thread churn test and the session-and-compiler tests, with
 # real C plugins loaded and unloaded, under valgrind memcheck (any memory error or definite
 # leak fails the run), and optionally under AddressSanitizer, ThreadSanitizer and Miri.
 #
 #   scripts/memcheck.sh           valgrind (installed with apt-get if missing)
-#   scripts/memcheck.sh --asan    also AddressSanitizer: churn and mission tests (needs a nightly
+#   scripts/memcheck.sh --asan    also AddressSanitizer: churn and session-and-compiler tests (needs a nightly
 #                                 toolchain; skipped with a message when there is none)
 #   scripts/memcheck.sh --tsan    also ThreadSanitizer: the thread tests and the static-plugin
 #                                 tests (needs a nightly with the rust-src component, for
@@ -38,13 +38,13 @@ for arg in "$@"; do
 done
 
 churn=threads::eight_threads_churning_their_only_leases_match_every_load_with_one_unload
-filters=("$churn" mission::)
+filters=("$churn" session_and_compiler::)
 
 # Fails if the filters matched nothing: renamed tests must not make the check pass vacuously.
 # (Whether they passed is the exit status.)
 check_ran() {
-  grep -q "^test $churn \.\.\. " "$1" && grep -q "^test mission::" "$1" || {
-    echo "memcheck: the churn or mission tests did not run; update the filters in $0" >&2
+  grep -q "^test $churn \.\.\. " "$1" && grep -q "^test session_and_compiler::" "$1" || {
+    echo "memcheck: the churn or session-and-compiler tests did not run; update the filters in $0" >&2
     exit 1
   }
 }
@@ -76,7 +76,7 @@ bin=$(cargo test --test integration --no-run --message-format=json |
   grep '"name":"integration"' | grep -o '"executable":"[^"]*"' | sed 's/^"executable":"\(.*\)"$/\1/' | tail -n 1)
 [ -x "$bin" ] || { echo "memcheck: cannot find the integration test binary" >&2; exit 1; }
 
-step "valgrind memcheck: churn and mission tests"
+step "valgrind memcheck: churn and session-and-compiler tests"
 DYLEASE_CHURN_ROUNDS="${DYLEASE_CHURN_ROUNDS:-500}" valgrind --error-exitcode=1 \
   --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite \
   "$bin" --test-threads=1 --nocapture "${filters[@]}" 2>&1 | tee "$log"
@@ -85,7 +85,7 @@ check_ran "$log"
 host=$(rustc -vV | sed -n 's/^host: //p')
 
 if $asan; then
-  step "AddressSanitizer: churn and mission tests"
+  step "AddressSanitizer: churn and session-and-compiler tests"
   if ! nightly; then
     echo "skipped: AddressSanitizer needs a nightly toolchain (-Zsanitizer); none is installed."
     echo "Install one with 'rustup toolchain install nightly' to run this part."

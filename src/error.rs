@@ -13,7 +13,7 @@ pub enum Origin {
     /// A static plugin, by the name given to `HostBuilder::static_plugin`.
     Static(String),
     /// A library plugin as it knows itself, by its descriptor name: what a Rust plugin's own
-    /// code sees in errors from [`PluginRegistrar`](crate::PluginRegistrar).
+    /// code sees in errors from [`LibraryRegistrar`](crate::LibraryRegistrar).
     Named(String),
 }
 
@@ -215,28 +215,13 @@ pub enum Error {
         /// What is wrong and how to fix it.
         reason: String,
     },
-    /// An error of a static plugin's own, made with [`Error::custom`].
+    /// Another error carried as it is: a plugin's own
+    /// ([`RegisterError::custom`](crate::RegisterError::custom), returned with `?` where a
+    /// [`Result`] of this type is expected), or a Python pass's failure.
     Custom(Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
 impl Error {
-    /// An error of your own, for a static plugin's register function to return. The load
-    /// fails with [`Error::RegisterFailed`] naming the plugin, with this error as its source.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// let host = dylease::PluginHost::builder()
-    ///     .static_plugin("gpu", |_reg| Err(dylease::Error::custom("no GPU found")))
-    ///     .build()?;
-    /// let error = host.acquire().unwrap_err();
-    /// assert_eq!(error.to_string(), "static plugin `gpu` failed to register its passes: no GPU found");
-    /// # Ok::<(), dylease::Error>(())
-    /// ```
-    pub fn custom(error: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Error {
-        Error::Custom(error.into())
-    }
-
     /// The plugin this error is about, if it is about one.
     pub fn origin(&self) -> Option<Origin> {
         match self {
@@ -251,9 +236,9 @@ impl Error {
             | Error::Panicked { plugin, .. } => Some(plugin.clone()),
             Error::DuplicatePass { second, .. } => Some(second.clone()),
             Error::PassLookup { cause, .. } => match &**cause {
-                LookupFailure::Untyped { plugin } | LookupFailure::OtherInterface { plugin, .. } => {
-                    Some(plugin.clone())
-                }
+                LookupFailure::Untyped { plugin }
+                | LookupFailure::OtherInterface { plugin, .. }
+                | LookupFailure::OtherKind { plugin, .. } => Some(plugin.clone()),
                 LookupFailure::Missing => None,
             },
             Error::TimedOut {
@@ -271,10 +256,8 @@ impl Error {
 
 /// An error followed by each of its sources, `: `-separated: for log lines, which have no
 /// chain printer of their own.
-#[cfg(feature = "host")]
 pub(crate) struct WithSources<'a>(pub(crate) &'a Error);
 
-#[cfg(feature = "host")]
 impl fmt::Display for WithSources<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0)?;
@@ -351,6 +334,21 @@ impl fmt::Display for Error {
                     f,
                     "pass `{pass}` of {plugin} implements interface `{registered}`, not the expected `{expected}`"
                 ),
+                LookupFailure::OtherKind {
+                    registered,
+                    python,
+                    plugin,
+                } => {
+                    let (kind, right, wrong) = match python {
+                        true => ("Python", "Lease::get_py", "Lease::get"),
+                        false => ("native", "Lease::get", "Lease::get_py"),
+                    };
+                    write!(
+                        f,
+                        "pass `{pass}` of {plugin} is a {kind} pass of interface `{registered}`: look it up with \
+                         `{right}`, not `{wrong}`"
+                    )
+                }
             },
             Error::Reentrant => f.write_str(
                 "acquire() was called from inside this host's own load or unload on the same thread \
@@ -392,6 +390,18 @@ pub enum LookupFailure {
     OtherInterface {
         /// The interface it was registered under.
         registered: String,
+        /// The plugin that registered it.
+        plugin: Origin,
+    },
+    /// The pass is of the other kind than the lookup: a Python pass looked up with
+    /// [`Lease::get`](crate::Lease::get), or a native pass looked up with `Lease::get_py`
+    /// (the `python` feature).
+    OtherKind {
+        /// The interface it was registered under.
+        registered: String,
+        /// Whether it is a Python pass (looked up with `Lease::get`); otherwise it is a native
+        /// pass looked up with `Lease::get_py`.
+        python: bool,
         /// The plugin that registered it.
         plugin: Origin,
     },
@@ -438,18 +448,22 @@ impl std::error::Error for Error {
     }
 }
 
-/// The text of a panic payload: its message, or a phrase saying it has none.
-pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "a panic without a message"
+/// A registration's failure, as the host's error: a static plugin's register function
+/// returns a [`RegisterError`](crate::RegisterError), whose `?` in a function returning
+/// [`Error`] converts it into [`Error::Custom`].
+impl From<crate::RegisterError> for Error {
+    fn from(error: crate::RegisterError) -> Self {
+        match error {
+            crate::RegisterError::Custom(own) => Error::Custom(own),
+            other => Error::Custom(Box::new(other)),
+        }
     }
 }
 
-#[cfg(all(test, feature = "host"))]
+/// The text of a panic payload: its message, or a phrase saying it has none.
+pub(crate) use dylease_plugin::__private::panic_text;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -482,7 +496,7 @@ mod tests {
             "cannot read plugin file `plugins/libx.so`: No such file or directory"
         );
 
-        let own = Error::custom(NoDevice(io::Error::other("/dev/gpu0: permission denied")));
+        let own = Error::Custom(Box::new(NoDevice(io::Error::other("/dev/gpu0: permission denied"))));
         let failed = Error::RegisterFailed {
             plugin: Origin::Static("gpu".to_owned()),
             reason: own.to_string(),

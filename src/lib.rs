@@ -20,7 +20,7 @@
 //! // Library plugins come from `.dir(..)`, `.file(..)` and `.env(..)`; a static plugin keeps
 //! // this example self-contained.
 //! let host = PluginHost::builder()
-//!     .static_plugin("math", |reg: &mut Registrar| {
+//!     .static_plugin("math", |reg| {
 //!         reg.add_pass("double", double as extern "C" fn(i32) -> i32, std::ptr::null_mut())
 //!     })
 //!     .build()?;
@@ -73,45 +73,36 @@
 //!
 //! # Features
 //!
-//! - `host` (default): the loading side. Turn it off in plugin crates that only export a
-//!   plugin with [`export_plugin!`].
 //! - `watch`: `HostBuilder::watch`, reload when a plugin directory or file changes (adds
 //!   `notify`).
+//! - `python`: Python passes (`HostBuilder::python_dir`, `Lease::get_py`), an embedded CPython
+//!   through pyo3 (re-exported as `dylease::pyo3`); the build needs Python's development files.
 //!
 //! The `dylease` command-line tool (`check`, `install`, `header`) is the crate `dylease-cli`
 //! of dylease's workspace.
+//!
+//! Plugin crates depend on [`dylease-plugin`](dylease_plugin) alone: the plugin ABI,
+//! [`export_plugin!`], [`Interface`], the pass function types and the registration trait
+//! [`Registrar`], which this crate re-exports.
 //!
 //! # Minimum supported Rust version
 //!
 //! Rust 1.88 (edition 2024; `libloading` 0.9 needs 1.88), as declared in `Cargo.toml`'s
 //! `rust-version`.
-// Without the `host` feature (a plugin-only build) the crate docs still mention the host's
-// types, which are then absent.
-#![cfg_attr(not(feature = "host"), allow(rustdoc::broken_intra_doc_links))]
 #![deny(unsafe_code)]
 
-pub mod abi;
 mod error;
-#[doc(hidden)]
-pub mod export;
-mod interface;
-mod pass_fn;
-mod pass_registrar;
-
-pub use error::{Error, LookupFailure, OpenCause, Origin, Waited};
-pub use export::PluginRegistrar;
-pub use interface::Interface;
-pub use pass_fn::{PassFn, UnsafePassFn};
-pub use pass_registrar::PassRegistrar;
-
-#[cfg(feature = "host")]
 mod host;
-#[cfg(feature = "host")]
 mod load;
-#[cfg(feature = "host")]
 mod sync;
 
-// Python passes: the whole feature lives in src/python/.
+pub use dylease_plugin::{
+    Interface, LibraryRegistrar, PassFn, RegisterError, Registrar, UnsafePassFn, abi, export_plugin,
+};
+pub use error::{Error, LookupFailure, OpenCause, Origin, Waited};
+
+// Python passes: the API is in src/python/, the interpreter and the loading in
+// src/load/python/.
 #[cfg(feature = "python")]
 mod python;
 #[cfg(feature = "python")]
@@ -119,22 +110,19 @@ pub use pyo3;
 #[cfg(feature = "python")]
 pub use python::{PyInterface, PyPass};
 
-#[cfg(feature = "host")]
 pub use host::{
     GLOBAL_PATH_VAR, HostBuilder, Lease, OwnedPass, Pass, PluginHost, PluginSet, Stats, UnloadPolicy, WeakLease,
     global, init_global,
 };
 /// The ELF check for `cargo fuzz` (`fuzz/`, built with `--cfg fuzzing`): not part of the API.
-#[cfg(all(fuzzing, feature = "host"))]
+#[cfg(fuzzing)]
 #[doc(hidden)]
 pub use load::fuzz_elf_check;
-#[cfg(feature = "host")]
 pub use load::{
-    LoadFailure, LoadPolicy, PassInfo, PinCause, Pinning, PluginInfo, Registrar, TrustPolicy, plugin_files_in,
+    LoadFailure, LoadPolicy, PassInfo, PinCause, Pinning, PluginInfo, StaticRegistrar, TrustPolicy, plugin_files_in,
 };
 
 // The guarantees the handle types make, checked at compile time.
-#[cfg(feature = "host")]
 mod guarantees {
     use super::*;
     use static_assertions::{assert_eq_size, assert_impl_all, assert_not_impl_any};
@@ -144,7 +132,8 @@ mod guarantees {
     assert_eq_size!(Lease, usize);
     assert_impl_all!(WeakLease: Send, Sync, Clone, std::panic::UnwindSafe);
     assert_not_impl_any!(WeakLease: core::ops::Deref);
-    assert_not_impl_any!(Registrar: Send, Sync);
+    assert_not_impl_any!(StaticRegistrar: Send, Sync);
+    assert_not_impl_any!(LibraryRegistrar<'static>: Send, Sync);
     assert_impl_all!(PluginHost: Send, Sync);
     assert_impl_all!(PluginSet: Send, Sync);
     assert_impl_all!(OwnedPass<extern "C" fn(i32) -> i32>: Send, Sync, Clone);
@@ -152,11 +141,9 @@ mod guarantees {
 }
 
 /// The README's examples, compiled as doctests so they stay true.
-#[cfg(all(doctest, feature = "host"))]
+#[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-// Long-form documentation pages: documentation only, no code. They link to the host's
-// types, so they exist with the `host` feature.
-#[cfg(feature = "host")]
+// Long-form documentation pages: documentation only, no code.
 pub mod docs;

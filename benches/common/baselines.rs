@@ -31,7 +31,7 @@ extern "C" fn double(x: i32) -> i32 {
 /// A host over one static plugin: no files needed.
 pub(crate) fn host() -> PluginHost {
     PluginHost::builder()
-        .static_plugin("bench", |reg: &mut Registrar| {
+        .static_plugin("bench", |reg| {
             reg.add_pass("double", double as extern "C" fn(i32) -> i32, std::ptr::null_mut())
         })
         .build()

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use dylease::{Error, OpenCause};
+use dylease::{Error, OpenCause, Origin};
 
 /// A failure's cause, as a stable word for scripts, and the suggested fix, as a sentence.
 #[derive(Debug)]
@@ -58,6 +58,11 @@ pub(crate) fn for_error(error: &Error) -> Advice {
                  plugin: look at the DYLEASE_PASS or add_pass call for {pass:?}"
             ),
         ),
+        Error::RegisterFailed {
+            plugin: Origin::File(path),
+            reason,
+            ..
+        } if is_python(path) => advice("register-failed", python_fix(reason)),
         Error::RegisterFailed { reason, .. } => advice("register-failed", register_fix(reason)),
         Error::DuplicatePass { first, second, .. } if first == second => advice(
             "duplicate-pass",
@@ -149,6 +154,42 @@ fn register_fix(reason: &str) -> String {
         "the plugin's register_passes reported failure, so the host loads none of its passes: find \
          what makes it return non-zero.{rust}"
     )
+}
+
+/// Whether a plugin is a Python one: a `.py` file or a package directory.
+fn is_python(path: &Path) -> bool {
+    path.extension().is_some_and(|extension| extension == "py") || path.is_dir()
+}
+
+/// A Python plugin's code failed (its import, `on_load` or `register_passes`): the problem
+/// ends with where, `(at FILE, line N)` for a syntax error and `(raised at FILE, line N)` for
+/// an exception.
+fn python_fix(reason: &str) -> String {
+    if let Some(at) = location(reason, " (raised at ") {
+        format!(
+            "fix the plugin's Python code at {at}, where the exception above was raised (for an import \
+             that fails there: install that module for this interpreter, or correct its name); the host \
+             loads none of the plugin's passes until then"
+        )
+    } else if let Some(at) = location(reason, " (at ") {
+        format!(
+            "fix the syntax at {at}: Python cannot compile the file there (the problem above says what \
+             it found), so the host loads none of the plugin's passes"
+        )
+    } else {
+        "the plugin's register_passes returned False, so the host loads none of its passes: fix what it \
+         reported (above)"
+            .to_owned()
+    }
+}
+
+/// `FILE, line N` from a reason that ends with `{marker}FILE, line N)`.
+fn location<'a>(reason: &'a str, marker: &str) -> Option<&'a str> {
+    let (_, at) = reason.rsplit_once(marker)?;
+    let at = at.strip_suffix(')')?;
+    at.rsplit_once(", line ")
+        .filter(|(_, line)| !line.is_empty() && line.bytes().all(|byte| byte.is_ascii_digit()))
+        .map(|_| at)
 }
 
 fn io_fix(path: &Path, context: &str) -> String {

@@ -26,7 +26,7 @@ pub struct Graph {
 pub struct GraphPass;
 // SAFETY: every pass registered under "demo.graph_pass/1" (by this plugin and the C and C++
 // example plugins) is a `void (*)(demo_graph *)`.
-unsafe impl dylease::Interface for GraphPass {
+unsafe impl dylease_plugin::Interface for GraphPass {
     const ID: &'static str = "demo.graph_pass/1";
     type Fn = unsafe extern "C" fn(*mut Graph);
 }
@@ -49,7 +49,7 @@ unsafe extern "C" fn fold_constants(graph: *mut Graph) {
     graph.rewrites += folded;
 }
 
-dylease::export_plugin! {
+dylease_plugin::export_plugin! {
     name: "folding",
     version: env!("CARGO_PKG_VERSION"),
     register: |reg| reg.add_typed_pass::<GraphPass>("fold_constants", fold_constants, ptr::null_mut()),

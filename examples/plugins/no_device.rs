@@ -3,9 +3,9 @@
 //! (`cargo build -p dylease-example-rust-plugin --example no_device`); the integration tests
 //! load it.
 
-dylease::export_plugin! {
+dylease_plugin::export_plugin! {
     name: "npu",
     version: "0.1.0",
-    register: |_reg| Err(dylease::Error::custom("no NPU device found")),
+    register: |_reg| Err(dylease_plugin::RegisterError::custom("no NPU device found")),
     on_load: || Ok(()),
 }

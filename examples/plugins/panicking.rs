@@ -3,7 +3,7 @@
 //! (`cargo build -p dylease-example-rust-plugin --example panicking`); the integration tests
 //! load it.
 
-dylease::export_plugin! {
+dylease_plugin::export_plugin! {
     name: "fragile",
     version: "0.1.0",
     register: |_reg| panic!("the NPU driver is too old"),

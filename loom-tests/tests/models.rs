@@ -9,7 +9,7 @@
 use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 use std::time::Instant;
 
-use dylease::{Error, Lease, PluginHost, Registrar, UnloadPolicy};
+use dylease::{Error, Lease, PluginHost, UnloadPolicy};
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use loom::thread;
@@ -76,9 +76,11 @@ impl Probe {
 
 /// A static plugin that records into `probe`, and checks I1 as each load begins: the previous
 /// generation's unload has finished.
-fn recording(probe: &Arc<Probe>) -> impl Fn(&mut Registrar) -> Result<(), Error> + Send + Sync + 'static {
+fn recording(
+    probe: &Arc<Probe>,
+) -> impl Fn(&mut dylease::StaticRegistrar) -> Result<(), dylease::RegisterError> + Send + Sync + 'static {
     let probe = probe.clone();
-    move |reg: &mut Registrar| {
+    move |reg| {
         let unloads = probe.unloads.load(SeqCst);
         let loads = probe.loads.fetch_add(1, SeqCst);
         assert_eq!(
@@ -276,11 +278,11 @@ fn model_5_failed_load_races_acquire() {
             Arc::new(
                 PluginHost::builder()
                     .static_plugin("probe", recording(&probe))
-                    .static_plugin("flaky", move |_: &mut Registrar| {
+                    .static_plugin("flaky", move |_| {
                         if failed_once.swap(true, SeqCst) {
                             Ok(())
                         } else {
-                            Err(Error::custom("fails the first time"))
+                            Err(dylease::RegisterError::custom("fails the first time"))
                         }
                     })
                     .build()
@@ -325,7 +327,7 @@ fn model_6_nested_acquire_is_reentrant_not_a_deadlock() {
         let nested = Arc::new(AtomicUsize::new(0));
         let register = {
             let (host_cell, nested) = (host_cell.clone(), nested.clone());
-            move |reg: &mut Registrar| {
+            move |reg: &mut dylease::StaticRegistrar| {
                 let this = host_cell.get().and_then(std::sync::Weak::upgrade).unwrap();
                 assert!(
                     matches!(this.acquire(), Err(Error::Reentrant)),
@@ -427,12 +429,12 @@ impl Generations {
 fn per_generation(
     seen: &Arc<Generations>,
     fail_on: usize,
-) -> impl Fn(&mut Registrar) -> Result<(), Error> + Send + Sync + 'static {
+) -> impl Fn(&mut dylease::StaticRegistrar) -> Result<(), dylease::RegisterError> + Send + Sync + 'static {
     let seen = seen.clone();
-    move |reg: &mut Registrar| {
+    move |reg| {
         let generation = seen.loads.fetch_add(1, SeqCst) + 1;
         if generation == fail_on {
-            return Err(Error::custom("this load fails"));
+            return Err(dylease::RegisterError::custom("this load fails"));
         }
         {
             let mut unloaded = seen.unloaded.lock().unwrap();

@@ -2,7 +2,7 @@
 //! known to compile and pass (the doctest itself cannot run without `--cfg loom`).
 #![cfg(loom)]
 
-use dylease::{PluginHost, Registrar};
+use dylease::PluginHost;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
@@ -13,7 +13,7 @@ fn two_users_share_one_load() {
         let counter = loads.clone();
         let host = Arc::new(
             PluginHost::builder()
-                .static_plugin("p", move |_: &mut Registrar| {
+                .static_plugin("p", move |_| {
                     counter.fetch_add(1, SeqCst);
                     Ok(())
                 })

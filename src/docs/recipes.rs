@@ -31,7 +31,7 @@
 //! extern "C" fn fuse(nodes: i32) -> i32 { nodes / 2 }
 //!
 //! let host = PluginHost::builder()
-//!     .static_plugin("fusion", |reg: &mut Registrar| {
+//!     .static_plugin("fusion", |reg| {
 //!         reg.add_pass("fuse", fuse as extern "C" fn(i32) -> i32, std::ptr::null_mut())
 //!     })
 //!     .build()?;
@@ -118,7 +118,7 @@
 //! extern "C" fn dec(x: i32) -> i32 { x - 1 }
 //!
 //! let host = PluginHost::builder()
-//!     .static_plugin("rewrites", |reg: &mut Registrar| {
+//!     .static_plugin("rewrites", |reg| {
 //!         reg.add_pass("halve", halve as Rewrite, std::ptr::null_mut())?;
 //!         reg.add_pass("dec", dec as Rewrite, std::ptr::null_mut())
 //!     })
@@ -152,7 +152,7 @@
 //! let flushed = Arc::new(AtomicBool::new(false));
 //! let on_unload = flushed.clone();
 //! let host = PluginHost::builder()
-//!     .static_plugin("telemetry", move |reg: &mut Registrar| {
+//!     .static_plugin("telemetry", move |reg| {
 //!         let flushed = on_unload.clone();
 //!         reg.on_unload(move || flushed.store(true, Ordering::SeqCst));
 //!         Ok(())
@@ -187,7 +187,7 @@
 //! # use dylease::{PluginHost, Registrar};
 //! use std::time::Duration;
 //!
-//! # let host = PluginHost::builder().static_plugin("p", |_: &mut Registrar| Ok(())).build()?;
+//! # let host = PluginHost::builder().static_plugin("p", |_| Ok(())).build()?;
 //! let lease = host.acquire()?;
 //! let user = std::thread::spawn(move || drop(lease)); // some user, finishing on its own
 //! if !host.wait_unloaded(Duration::from_secs(5)) {
@@ -220,7 +220,7 @@
 //! let unloads = Arc::new(AtomicUsize::new(0));
 //! let (found, counter) = (installed.clone(), unloads.clone());
 //! let host = PluginHost::builder()
-//!     .static_plugin("fusion", move |reg: &mut Registrar| {
+//!     .static_plugin("fusion", move |reg| {
 //!         let counter = counter.clone();
 //!         reg.on_unload(move || {
 //!             counter.fetch_add(1, Ordering::SeqCst);
@@ -269,7 +269,7 @@
 //! let unloads = Arc::new(AtomicUsize::new(0));
 //! let counting = |unloads: &Arc<AtomicUsize>| {
 //!     let unloads = unloads.clone();
-//!     move |reg: &mut Registrar| {
+//!     move |reg: &mut dylease::StaticRegistrar| {
 //!         let unloads = unloads.clone();
 //!         reg.on_unload(move || {
 //!             unloads.fetch_add(1, Ordering::SeqCst);
@@ -330,7 +330,7 @@
 //! let unloads = Arc::new(AtomicUsize::new(0));
 //! let counter = unloads.clone();
 //! let host = PluginHost::builder()
-//!     .static_plugin("fake-normalizer", move |reg: &mut Registrar| {
+//!     .static_plugin("fake-normalizer", move |reg| {
 //!         let counter = counter.clone();
 //!         reg.on_unload(move || {
 //!             counter.fetch_add(1, Ordering::SeqCst);
@@ -346,7 +346,7 @@
 //!
 //! // A failing plugin is as easy to stage.
 //! let broken = PluginHost::builder()
-//!     .static_plugin("broken", |_reg: &mut Registrar| Err(dylease::Error::custom("no device")))
+//!     .static_plugin("broken", |_reg| Err(dylease::RegisterError::custom("no device")))
 //!     .build()?;
 //! let error = normalize(&broken, 1).unwrap_err();
 //! assert_eq!(error.to_string(), "static plugin `broken` failed to register its passes: no device");
@@ -376,7 +376,7 @@
 //!         let counter = loads.clone();
 //!         let host = Arc::new(
 //!             PluginHost::builder()
-//!                 .static_plugin("p", move |_: &mut Registrar| {
+//!                 .static_plugin("p", move |_| {
 //!                     counter.fetch_add(1, SeqCst);
 //!                     Ok(())
 //!                 })

@@ -39,7 +39,7 @@
 //! | Once per instance (shared by every host) | Once per set (one generation of one host) |
 //! | --- | --- |
 //! | the library's constructors and destructors, as the platform runs them | the plugin's `register_passes`, into this set's own pass table |
-//! | `on_load` (ABI v2): after the open, before the instance's first `register_passes`; non-zero fails the load ([`Error::OnLoadFailed`](crate::Error::OnLoadFailed), naming the file) with no `register_passes` and no `on_unload` | a static plugin's register function and its [`on_unload`](crate::Registrar::on_unload) hooks: static plugins belong to the host built with them |
+//! | `on_load` (ABI v2): after the open, before the instance's first `register_passes`; non-zero fails the load ([`Error::OnLoadFailed`](crate::Error::OnLoadFailed), naming the file) with no `register_passes` and no `on_unload` | a static plugin's register function and its [`on_unload`](crate::StaticRegistrar::on_unload) hooks: static plugins belong to the host built with them |
 //! | `on_unload`: after the last set of *any* host using the instance is gone, then the handle is closed | the set's unload: static hooks in reverse load order, then its instances released in reverse load order |
 //! | the library's statics: two hosts that load one file see the same globals | what a pass's `user_data` points to, if `register_passes` made it |
 //!
@@ -61,6 +61,44 @@
 //! again. [`PluginHost::acquire_timeout`](crate::PluginHost::acquire_timeout) bounds the wait;
 //! it then fails with [`Error::TimedOut`](crate::Error::TimedOut) and
 //! [`Waited::File`](crate::Waited::File) naming the file.
+//!
+//! # Dependencies
+//!
+//! The libraries a plugin needs are library instances too. Under the default
+//! [`TrustPolicy::Strict`](crate::TrustPolicy::Strict), dylease resolves a plugin's whole
+//! dependency closure before any of its code runs, in glibc's order, and maps itself every
+//! library found in a run path, from the descriptor it checked, dependencies first: the loader
+//! then finds each needed name already loaded and searches for nothing. Such a dependency is
+//! shared process-wide by identity like a plugin (one mapping per file, whatever plugin, set or
+//! host needs it), holds two descriptors while mapped (its file and its directory), and is
+//! closed after the last plugin that needs it, dependents first. A needed name another loaded
+//! object already answers is shared when that object is the checked file, and refused when it
+//! is not.
+//!
+//! What `Strict` covers, each a refusal naming the plugin, the entry and the fix:
+//!
+//! - `DT_NEEDED`, `DT_AUXILIARY` and `DT_FILTER`, and theirs, searched through `DT_RPATH` (when
+//!   there is no `DT_RUNPATH`, the plugin's and its loaders'), `LD_LIBRARY_PATH` and
+//!   `DT_RUNPATH`; `$ORIGIN` is the directory a library's name was found in (not a symlink's
+//!   target), `$LIB` and `$PLATFORM` take every value the loader may give them;
+//! - every run-path directory, and the `glibc-hwcaps`, `tls` and platform subdirectories below
+//!   it, lets nobody but this user and root create names in it, sticky or not (a missing one:
+//!   its nearest existing ancestor); a relative run-path entry is refused;
+//! - each library found in a run path passes the plugin file's own checks (owner, mode, every
+//!   directory on the way, ELF structure) and has the soname it is needed by;
+//! - refused because dylease cannot map it for the loader: a needed name holding `/` or `$`, a
+//!   cycle, `DT_AUDIT` and `DT_DEPAUDIT`, a name found twice below one run-path directory, an
+//!   under-linked dependency (`-Wl,-z,defs`), and, on musl (which matches needed names by
+//!   path), any dependency found in a run path;
+//! - refused because the check could not judge it: more than 512 libraries, a file or directory
+//!   that cannot be opened, listed or read, descriptors included.
+//!
+//! What stays outside it, the process owner's choice (whoever sets them can run code in the
+//! process anyway): names found through `LD_LIBRARY_PATH` (ignored under secure execution) and
+//! `LD_PRELOAD`, which glibc maps itself; `/etc/ld.so.cache` and the system's default
+//! directories; and the modules and C extensions a Python plugin imports through `sys.path`.
+//! [`TrustPolicy::Permissive`](crate::TrustPolicy::Permissive) leaves every search to the
+//! loader.
 //!
 //! # How it is built
 //!

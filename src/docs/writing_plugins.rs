@@ -97,12 +97,12 @@
 //!
 //! # In Rust
 //!
-//! A `cdylib` that depends on dylease with `default-features = false` (no loading code):
+//! A `cdylib` that depends on the plugin-side crate `dylease-plugin` alone (no host code):
 //!
 //! ```no_run
 //! extern "C" fn fuse(x: i32) -> i32 { x / 2 }
 //!
-//! dylease::export_plugin! {
+//! dylease_plugin::export_plugin! {
 //!     name: "npu",
 //!     version: "1.0.0",
 //!     register: |reg| reg.add_pass_with_interface("fuse", "ge.fusion_pass/1", fuse as extern "C" fn(i32) -> i32, std::ptr::null_mut()),
@@ -112,7 +112,7 @@
 //! # fn main() {}
 //! ```
 //!
-//! An `Err(dylease::Error::custom("no NPU device found"))` from `register` reaches the host's
+//! An `Err(RegisterError::custom("no NPU device found"))` from `register` reaches the host's
 //! load error through the ABI's `report` ("plugin file `…/libnpu.so` failed to register its
 //! passes: no NPU device found (`register_passes` returned -1)"), and so does a panic
 //! ("panicked: …"). An error or panic in `on_load` reaches the host only as a code
@@ -120,7 +120,7 @@
 //! registrar to report through. No panic ever unwinds into the host — when the plugin crate
 //! is built with `panic = "unwind"` (the default): built with `panic = "abort"`, a panic in
 //! any of the three aborts the host process, and `export_plugin!` warns at compile time (see
-//! its documentation; dylease's `allow-panic-abort` feature turns the warning off).
+//! its documentation; dylease-plugin's `allow-panic-abort` feature turns the warning off).
 //!
 //! A plugin that needs other libraries finds them through a run path relative to its own
 //! directory (`-Wl,-rpath,'$ORIGIN'`, or `$ORIGIN/lib`): a host under
@@ -203,6 +203,11 @@
 //!   one. Each instance lives under a private module name (`_dylease.<n>`, a package's
 //!   submodules below it), never its bare name and never on `sys.path`, so a package's relative
 //!   imports resolve inside the instance and every file runs afresh in a new instance.
+//! - **A package is read whole from one version**: its directory is opened once and every
+//!   file of it is listed and read through that descriptor, so an install that swaps the
+//!   package's directory for a new one during a load gives the load the old tree or, if that
+//!   is removed first, the new one read again whole; never files of both. A symlink inside a
+//!   package is refused (copy the file in).
 //! - **Unload**: `on_unload`, then the set's callables and the module objects go, the private
 //!   names leave `sys.modules`, `gc.collect()` runs, and weak references check that the
 //!   modules are gone; one that survives (held by a global elsewhere) is logged as a warning,

@@ -6,11 +6,12 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::RegisterError;
 use crate::error::Error;
 use crate::host::generations::Generations;
 use crate::host::plugin_host::{LoadConfig, PluginHost};
 use crate::host::policy::UnloadPolicy;
-use crate::load::{LoadPolicy, MAX_NAME_LEN, Registrar, Source, StaticPlugin, TrustPolicy};
+use crate::load::{LoadPolicy, MAX_NAME_LEN, Source, StaticPlugin, StaticRegistrar, TrustPolicy};
 use crate::sync::Arc;
 
 impl PluginHost {
@@ -101,11 +102,11 @@ impl HostBuilder {
     ///
     /// `register` belongs to the host, and a loaded set may outlive the host. If a pass's
     /// `user_data` points into state that `register` owns, move a clone of that owner (an
-    /// `Arc`, say) into an [`on_unload`](Registrar::on_unload) hook, which lives exactly as long
+    /// `Arc`, say) into an [`on_unload`](StaticRegistrar::on_unload) hook, which lives exactly as long
     /// as the set.
     pub fn static_plugin<R>(mut self, name: impl Into<String>, register: R) -> Self
     where
-        R: Fn(&mut Registrar) -> Result<(), Error> + Send + Sync + 'static,
+        R: Fn(&mut StaticRegistrar) -> Result<(), RegisterError> + Send + Sync + 'static,
     {
         self.sources.push(Source::Static(StaticPlugin {
             name: name.into(),
@@ -132,18 +133,6 @@ impl HostBuilder {
     /// default.
     pub fn unload(mut self, unload: UnloadPolicy) -> Self {
         self.unload = unload;
-        self
-    }
-
-    /// Formerly where private copies of changed plugin files went. The loader now maps the
-    /// descriptor the checks read, under a name that no other file can have, so a changed
-    /// file loads beside its old mapping without a copy: this setting does nothing.
-    #[deprecated(
-        since = "0.2.0",
-        note = "changed plugin files load without private copies; remove the call"
-    )]
-    pub fn reload_dir(self, dir: impl Into<PathBuf>) -> Self {
-        let _ = dir.into();
         self
     }
 

@@ -7,11 +7,11 @@ use core::ffi::c_void;
 use std::fmt;
 use std::ops::Deref;
 
+use crate::Interface;
+use crate::PassFn;
 use crate::error::{Error, LookupFailure};
 use crate::host::set::PluginSet;
-use crate::interface::Interface;
 use crate::load::PassInfo;
-use crate::pass_fn::PassFn;
 use crate::sync::{Arc, Weak};
 
 /// A share in a loaded [`PluginSet`]: while any lease of a set exists, its plugins stay
@@ -25,7 +25,7 @@ use crate::sync::{Arc, Weak};
 ///
 /// ```
 /// let host = dylease::PluginHost::builder()
-///     .static_plugin("builtin", |_reg: &mut dylease::Registrar| Ok(()))
+///     .static_plugin("builtin", |_reg| Ok(()))
 ///     .build()?;
 /// let session = host.acquire()?;            // loads generation 1
 /// let compile = host.acquire()?;            // shares it
@@ -89,14 +89,17 @@ impl Lease {
     ///
     /// # Errors
     ///
-    /// [`Error::PassLookup`], whose `cause` tells the three failures apart:
+    /// [`Error::PassLookup`], whose `cause` tells the failures apart:
     /// [`LookupFailure::Missing`] if no plugin registered `name`, [`LookupFailure::Untyped`] if
-    /// it was registered without an interface, and [`LookupFailure::OtherInterface`] (naming
-    /// both interfaces) if it was registered under another one.
+    /// it was registered without an interface, [`LookupFailure::OtherInterface`] (naming both
+    /// interfaces) if it was registered under another one, and [`LookupFailure::OtherKind`] if
+    /// it is a Python pass (the `python` feature).
     ///
     /// # Example
     ///
     /// ```
+    /// use dylease::Registrar;
+    ///
     /// pub struct IntOp;
     /// // SAFETY: every pass registered under "math.int_op/1" is an `extern "C" fn(i32) -> i32`.
     /// unsafe impl dylease::Interface for IntOp {
@@ -106,7 +109,7 @@ impl Lease {
     /// extern "C" fn double(x: i32) -> i32 { x * 2 }
     ///
     /// let host = dylease::PluginHost::builder()
-    ///     .static_plugin("math", |reg: &mut dylease::Registrar| {
+    ///     .static_plugin("math", |reg| {
     ///         reg.add_typed_pass::<IntOp>("double", double, std::ptr::null_mut())
     ///     })
     ///     .build()?;
@@ -161,8 +164,9 @@ impl Lease {
         let info = &self.passes()[index];
         // A Python pass has no native signature (`Lease::get_py` calls it).
         if let (Some(registered), true) = (info.interface(), is_python(info)) {
-            return Err(failure(LookupFailure::OtherInterface {
-                registered: format!("{registered} (a Python pass: look it up with `get_py`)"),
+            return Err(failure(LookupFailure::OtherKind {
+                registered: registered.to_owned(),
+                python: true,
                 plugin: self.plugins()[info.plugin_index()].origin().clone(),
             }));
         }
@@ -178,17 +182,6 @@ impl Lease {
         }
     }
 
-    /// As [`Lease::get`], but the pass carries a clone of this lease, so it can be stored in
-    /// structs and sent to other threads.
-    ///
-    /// # Errors
-    ///
-    /// As for [`Lease::get`].
-    #[deprecated(note = "use `lease.get::<I>(name).map(|pass| pass.to_owned_pass())`: one way to take an owned pass")]
-    pub fn get_owned<I: Interface>(&self, name: &str) -> Result<OwnedPass<I::Fn>, Error> {
-        self.get::<I>(name).map(|pass| pass.to_owned_pass())
-    }
-
     /// Every pass registered under interface `I`, in an order that depends neither on link
     /// order nor on hash order: plugins in load order (the order
     /// [`PluginSet::plugins`](crate::PluginSet::plugins) lists them), then, within a plugin,
@@ -198,6 +191,8 @@ impl Lease {
     /// # Example
     ///
     /// ```
+    /// use dylease::Registrar;
+    ///
     /// pub struct IntOp;
     /// // SAFETY: every pass registered under "math.int_op/1" is an `fn(i32) -> i32`.
     /// unsafe impl dylease::Interface for IntOp {
@@ -206,7 +201,7 @@ impl Lease {
     /// }
     ///
     /// let host = dylease::PluginHost::builder()
-    ///     .static_plugin("math", |reg: &mut dylease::Registrar| {
+    ///     .static_plugin("math", |reg| {
     ///         reg.add_typed_pass::<IntOp>("triple", |x| x * 3, std::ptr::null_mut())?;
     ///         reg.add_typed_pass::<IntOp>("double", |x| x * 2, std::ptr::null_mut())
     ///     })
@@ -261,10 +256,12 @@ impl Lease {
     /// # Example
     ///
     /// ```
+    /// use dylease::Registrar;
+    ///
     /// extern "C" fn double(x: i32) -> i32 { x * 2 }
     ///
     /// let host = dylease::PluginHost::builder()
-    ///     .static_plugin("math", |reg: &mut dylease::Registrar| {
+    ///     .static_plugin("math", |reg| {
     ///         reg.add_pass("double", double as extern "C" fn(i32) -> i32, std::ptr::null_mut())
     ///     })
     ///     .build()?;
@@ -308,20 +305,6 @@ impl Lease {
             index,
             lease: self,
         })
-    }
-
-    /// The pass registered under `name`, typed as `F`, carrying a clone of this lease so it
-    /// can be stored in structs and sent to other threads.
-    ///
-    /// # Safety
-    ///
-    /// `F` must be the exact signature and calling convention the plugin registered the pass
-    /// with. As with [`Lease::pass`], a copy of the function pointer taken out with `*owned`
-    /// must not be used after the `OwnedPass` (and every other lease of the set) is dropped.
-    #[deprecated(note = "use `lease.pass::<F>(name).map(|pass| pass.to_owned_pass())`: one way to take an owned pass")]
-    pub unsafe fn owned_pass<F: PassFn>(&self, name: &str) -> Option<OwnedPass<F>> {
-        // SAFETY: the caller's contract is this function's.
-        unsafe { self.pass::<F>(name) }.map(|pass| pass.to_owned_pass())
     }
 }
 
@@ -460,6 +443,8 @@ impl<F: Copy> OwnedPass<F> {
     /// `String::as_str` is of `str::to_owned`.
     ///
     /// ```
+    /// use dylease::Registrar;
+    ///
     /// # pub struct IntOp;
     /// # unsafe impl dylease::Interface for IntOp {
     /// #     const ID: &'static str = "math.int_op/1";
@@ -467,7 +452,7 @@ impl<F: Copy> OwnedPass<F> {
     /// # }
     /// fn double(x: i32) -> i32 { x * 2 }
     /// let host = dylease::PluginHost::builder()
-    ///     .static_plugin("math", |reg: &mut dylease::Registrar| {
+    ///     .static_plugin("math", |reg| {
     ///         reg.add_typed_pass::<IntOp>("double", double, std::ptr::null_mut())
     ///     })
     ///     .build()?;

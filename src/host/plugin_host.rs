@@ -134,7 +134,7 @@ impl PluginHost {
     /// use std::time::Duration;
     ///
     /// let host = dylease::PluginHost::builder()
-    ///     .static_plugin("builtin", |_reg: &mut dylease::Registrar| Ok(()))
+    ///     .static_plugin("builtin", |_reg| Ok(()))
     ///     .build()?;
     /// let lease = host.acquire_timeout(Duration::from_secs(5))?;
     /// assert_eq!(lease.generation(), 1);
@@ -166,7 +166,7 @@ impl PluginHost {
     ///
     /// ```
     /// let host = dylease::PluginHost::builder()
-    ///     .static_plugin("builtin", |_reg: &mut dylease::Registrar| Ok(()))
+    ///     .static_plugin("builtin", |_reg| Ok(()))
     ///     .build()?;
     /// let session = host.acquire()?;
     /// let fresh = host.reload()?;
@@ -248,7 +248,7 @@ impl PluginHost {
     /// use std::time::Duration;
     ///
     /// let host = dylease::PluginHost::builder()
-    ///     .static_plugin("builtin", |_reg: &mut dylease::Registrar| Ok(()))
+    ///     .static_plugin("builtin", |_reg| Ok(()))
     ///     .build()?;
     /// let lease = host.acquire()?;
     /// assert!(!host.wait_unloaded(Duration::from_millis(10)), "a lease is still held");

@@ -15,7 +15,7 @@ use std::time::Duration;
 ///
 /// // A compiler that runs many short single-op compiles: keep the plugins for 2 s of quiet.
 /// let host = PluginHost::builder()
-///     .static_plugin("builtin", |_reg: &mut dylease::Registrar| Ok(()))
+///     .static_plugin("builtin", |_reg| Ok(()))
 ///     .unload(UnloadPolicy::After(Duration::from_secs(2)))
 ///     .build()?;
 /// for _ in 0..100 {

@@ -81,12 +81,6 @@ impl PluginSet {
         self.contents.passes_of(interface)
     }
 
-    /// Whether a pass is registered under `name`.
-    #[deprecated(note = "use `set.pass_info(name).is_some()`: one way to ask for a pass")]
-    pub fn contains_pass(&self, name: &str) -> bool {
-        self.contents.pass_position(name).is_some()
-    }
-
     /// What went wrong in this set's load and was skipped under
     /// [`LoadPolicy::SkipFailed`](crate::LoadPolicy::SkipFailed): plugins that were left out,
     /// and passes left out because an earlier plugin had registered their name. In load order;
@@ -98,7 +92,7 @@ impl PluginSet {
     /// use dylease::{LoadPolicy, PluginHost};
     ///
     /// let host = PluginHost::builder()
-    ///     .static_plugin("broken", |_reg| Err(dylease::Error::custom("no GPU")))
+    ///     .static_plugin("broken", |_reg| Err(dylease::RegisterError::custom("no GPU")))
     ///     .static_plugin("fine", |_reg| Ok(()))
     ///     .policy(LoadPolicy::SkipFailed)
     ///     .build()?;

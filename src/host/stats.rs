@@ -20,7 +20,7 @@ use crate::sync::Mutex;
 ///
 /// ```
 /// let host = dylease::PluginHost::builder()
-///     .static_plugin("math", |_reg: &mut dylease::Registrar| Ok(()))
+///     .static_plugin("math", |_reg| Ok(()))
 ///     .build()?;
 /// let lease = host.acquire()?;
 /// let stats = host.stats();

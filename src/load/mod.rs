@@ -35,7 +35,7 @@ pub(crate) use plugins::LoadedPlugins;
 pub use plugins::{PassInfo, PluginInfo};
 pub use policy::{LoadFailure, LoadPolicy};
 pub(crate) use registrar::MAX_NAME_LEN;
-pub use registrar::Registrar;
+pub use registrar::StaticRegistrar;
 pub(crate) use static_plugin::StaticPlugin;
 pub use trust::TrustPolicy;
 

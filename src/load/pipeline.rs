@@ -18,7 +18,7 @@ use crate::error::{Error, OpenCause, Origin};
 use crate::load::candidate::Candidate;
 use crate::load::opener::{Dlopen, library_instance};
 use crate::load::pinning::Pinning;
-use crate::load::registrar::{Collected, Finished, Registrar};
+use crate::load::registrar::{Collected, Finished, StaticRegistrar};
 use crate::load::registry::{FileRef, LibraryInstance};
 use crate::load::teardown::{Teardown, teardown_all};
 use crate::load::trust::{Checks, REPLACEMENTS, TrustPolicy, open_checked};
@@ -115,8 +115,8 @@ impl Verified {
         let origin = Origin::File(self.path);
         let descriptor = self.instance.plugin();
         let register = descriptor.register_passes;
-        let mut registrar = Registrar::new(origin.clone());
-        let api = Registrar::host_api(descriptor.abi_version);
+        let mut registrar = StaticRegistrar::new(origin.clone());
+        let api = StaticRegistrar::host_api(descriptor.abi_version);
         // SAFETY: `register` comes from the verified descriptor of the instance, still open;
         // the API table is static and of the plugin's own version, and the registrar
         // outlives the call, on this thread.

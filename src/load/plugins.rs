@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::abi::dylease_fn;
@@ -35,12 +34,6 @@ impl PluginInfo {
     /// plugins.
     pub fn version(&self) -> &str {
         &self.version
-    }
-
-    /// The library file, as discovered; `None` for a static plugin.
-    #[deprecated(since = "0.1.0", note = "use `origin().path()`: one way to ask for the file")]
-    pub fn path(&self) -> Option<&Path> {
-        self.origin.path()
     }
 
     /// Where the plugin came from.

@@ -2,7 +2,6 @@
 //! ([`LoadFailure`]).
 
 use std::fmt;
-use std::path::Path;
 
 use crate::error::{Error, Origin};
 
@@ -45,12 +44,6 @@ impl LoadFailure {
     /// The plugin the failure is about: the file (as discovered) or the static plugin.
     pub fn origin(&self) -> &Origin {
         &self.origin
-    }
-
-    /// The plugin's library file, as discovered; `None` for a static plugin.
-    #[deprecated(since = "0.1.0", note = "use `origin().path()`: one way to ask for the file")]
-    pub fn path(&self) -> Option<&Path> {
-        self.origin.path()
     }
 
     /// What went wrong: the error a [`LoadPolicy::Strict`] load would have failed with.

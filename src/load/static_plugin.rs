@@ -1,16 +1,17 @@
 //! Plugins compiled into the host: a [`StaticPlugin`] is a name and a register function,
-//! which registers into a [`Registrar`] the way a library's `register_passes` does.
+//! which registers into a [`StaticRegistrar`] the way a library's `register_passes` does.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::RegisterError;
 use crate::error::{Error, Origin, panic_text};
 use crate::load::pinning::Pinning;
 use crate::load::pipeline::Registered;
-use crate::load::registrar::{Finished, Registrar};
+use crate::load::registrar::{Finished, StaticRegistrar};
 use crate::load::teardown::{Teardown, teardown_all};
 
 /// A static plugin's register function.
-pub(crate) type RegisterFn = Box<dyn Fn(&mut Registrar) -> Result<(), Error> + Send + Sync>;
+pub(crate) type RegisterFn = Box<dyn Fn(&mut StaticRegistrar) -> Result<(), RegisterError> + Send + Sync>;
 
 /// A plugin compiled into the host.
 pub(crate) struct StaticPlugin {
@@ -30,16 +31,19 @@ impl StaticPlugin {
     /// Runs the register function, catching a panic.
     pub(crate) fn register(&self) -> Result<Registered, Error> {
         let origin = Origin::Static(self.name.clone());
-        let mut registrar = Registrar::new(origin.clone());
+        let mut registrar = StaticRegistrar::new(origin.clone());
         let outcome = catch_unwind(AssertUnwindSafe(|| (self.register)(&mut registrar)));
         let Finished { passes, hooks, .. } = registrar.finish();
         let teardown = Teardown::with_hooks(origin.clone(), hooks);
         let result = match outcome {
             Ok(Ok(())) => passes,
+            // A refusal of the registrar's fails the load as the registrar recorded it (naming
+            // the plugin), whether the function returned it, ignored it or failed otherwise.
+            Ok(Err(_)) if passes.is_err() => passes,
             Ok(Err(error)) => Err(Error::RegisterFailed {
                 plugin: origin.clone(),
                 reason: error.to_string(),
-                source: Some(Box::new(error)),
+                source: Some(Box::new(Error::from(error))),
             }),
             Err(panic) => Err(Error::Panicked {
                 plugin: origin.clone(),

@@ -80,7 +80,7 @@ impl<I: PyInterface> PyPass<'_, I> {
     pub fn call(&self, args: I::Args) -> Result<I::Output, Error> {
         let info = self.info();
         let plugin = self.lease.plugins()[info.plugin_index()].origin();
-        let failed = |what: String| Error::custom(format!("Python pass `{}` of {plugin} {what}", info.name()));
+        let failed = |what: String| Error::Custom(format!("Python pass `{}` of {plugin} {what}", info.name()).into());
         let callable = info.python.as_ref().expect("a PyPass is made only for a Python pass");
         attach(|py| {
             let func = callable
@@ -114,8 +114,9 @@ impl Lease {
     ///
     /// [`Error::PassLookup`], as for [`Lease::get`]: [`LookupFailure::Missing`] if no plugin
     /// registered `name`, [`LookupFailure::OtherInterface`] (naming both ids) if it was
-    /// registered under another interface or is a native pass, [`LookupFailure::Untyped`] if
-    /// it is a native pass registered without one.
+    /// registered under another interface, [`LookupFailure::OtherKind`] if it is a native pass
+    /// of an interface, [`LookupFailure::Untyped`] if it is a native pass registered without
+    /// one.
     ///
     /// # Example
     ///
@@ -154,8 +155,9 @@ impl Lease {
                 registered: registered.to_owned(),
                 plugin,
             })),
-            (Some(registered), false) => Err(failure(LookupFailure::OtherInterface {
-                registered: format!("{registered} (a native pass: look it up with `get`)"),
+            (Some(registered), false) => Err(failure(LookupFailure::OtherKind {
+                registered: registered.to_owned(),
+                python: false,
                 plugin,
             })),
             (None, _) => Err(failure(LookupFailure::Untyped { plugin })),

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use dylease::{Error, PluginHost, Registrar};
+use dylease::{Error, Origin, PluginHost, Registrar};
 
 use crate::rust_plugin::built_rust_plugins;
 use crate::support::{TestDir, assert_unloaded};
@@ -317,7 +317,7 @@ fn a_static_plugin_records_typed_passes_and_refuses_invalid_interfaces() {
         1
     }
     let host = PluginHost::builder()
-        .static_plugin("typed", |reg: &mut Registrar| {
+        .static_plugin("typed", |reg| {
             reg.add_pass_with_interface("one", "test.int_source/1", one as IntSource, std::ptr::null_mut())?;
             reg.add_pass("plain", one as IntSource, std::ptr::null_mut())
         })
@@ -335,20 +335,21 @@ fn a_static_plugin_records_typed_passes_and_refuses_invalid_interfaces() {
     ] {
         let interface = interface.to_owned();
         let host = PluginHost::builder()
-            .static_plugin("typed", move |reg: &mut Registrar| {
+            .static_plugin("typed", move |reg| {
                 reg.add_pass_with_interface("one", &interface, one as IntSource, std::ptr::null_mut())
             })
             .build()
             .unwrap();
+        // The function returned the registrar's refusal: the load fails with the refusal
+        // itself, naming the plugin, not with a wrapper around it.
         let error = host.acquire().unwrap_err();
-        let Error::RegisterFailed {
-            source: Some(source), ..
-        } = &error
-        else {
-            panic!("expected RegisterFailed with the refusal as its source, got {error:?}");
-        };
-        match &**source {
-            Error::InvalidPass { pass, reason: why, .. } => assert_eq!((pass.as_str(), why.as_str()), ("one", reason)),
+        match &error {
+            Error::InvalidPass {
+                plugin: Origin::Static(plugin),
+                pass,
+                reason: why,
+                ..
+            } => assert_eq!((plugin.as_str(), pass.as_str(), why.as_str()), ("typed", "one", reason)),
             other => panic!("expected InvalidPass, got {other:?}"),
         }
     }

@@ -359,16 +359,35 @@ fn a_dependency_beside_the_plugin_is_mapped_by_dylease_from_its_checked_descript
 fn the_plugins_of_the_suite_add_no_object_the_loader_searched_for_itself() {
     let dir = TestDir::new("deps_none_searched");
     let (plugin, dep) = beside(&dir, 5);
-    // Every other plugin fixture of the suite, in one directory host.
+    // Every fixture of the suite that loads (C, C++ with and without the recipe, ABI 1 and 2,
+    // typed, pinned), each in a host of its own (some register the same pass names).
     let others = TestDir::new("deps_none_searched_fixtures");
-    for name in ["arith", "ctor", "by_hand", "churn"] {
-        others.add(name, &format!("lib{name}.so"));
+    let mut hosts = vec![strict(&plugin)];
+    for name in [
+        "arith",
+        "ctor",
+        "by_hand",
+        "churn",
+        "typed",
+        "typed_ab",
+        "hooks",
+        "hooks_abi1",
+        "v1_plugin",
+        "macros_c_plain",
+        "macros_c_hooks",
+        "macros_cpp_plain",
+        "macros_cpp_unload",
+        "cpp_multi",
+        "layout_recipe",
+        "layout_plain",
+        "stateful",
+        "on_load_state_nodelete",
+        "noisy",
+        "versioned_1",
+        "p1",
+    ] {
+        hosts.push(strict(&others.add(name, &format!("lib{name}.so"))));
     }
-    let hosts = [
-        strict(&plugin),
-        // SAFETY: the suite's own fixtures, whose initialisation code is sound.
-        unsafe { PluginHost::builder().dir(others.path()).build() }.unwrap(),
-    ];
     let mut leases = Vec::new();
     let searched = searched_by_the_loader(|| leases.extend(hosts.iter().map(|h| h.acquire().unwrap())));
     assert!(searched.is_empty(), "the loader found these itself: {searched:?}");
@@ -728,4 +747,114 @@ fn a_library_planted_in_a_hwcaps_subdirectory_of_a_sticky_run_path_never_runs() 
         "the positive control: glibc prefers the hwcaps copy"
     );
     assert!(marker(&planted).exists());
+}
+
+/// Set in the child process of the descriptor-exhaustion test: the layout's directory.
+const EXHAUSTED_CHILD: &str = "DYLEASE_TEST_EXHAUSTED_LAYOUT";
+
+/// `fail_open_arm(n)` of `tests/plugins/fail_open.c`, preloaded into the child process.
+fn arm_failing_open(n: i32) {
+    // SAFETY: the name is a NUL-terminated string; `RTLD_DEFAULT` searches the preloaded shim.
+    let arm = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"fail_open_arm".as_ptr()) };
+    assert!(!arm.is_null(), "the fault-injection shim is not preloaded");
+    // SAFETY: `fail_open_arm` is `void (*)(int)` in the shim.
+    let arm: extern "C" fn(i32) = unsafe { std::mem::transmute(arm) };
+    arm(n);
+}
+
+/// `fail_open_left()` of the shim: 0 once the armed failure happened.
+fn failing_open_left() -> i32 {
+    // SAFETY: as in `arm_failing_open`.
+    let left = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"fail_open_left".as_ptr()) };
+    assert!(!left.is_null(), "the fault-injection shim is not preloaded");
+    // SAFETY: `fail_open_left` is `int (*)(void)` in the shim.
+    let left: extern "C" fn() -> i32 = unsafe { std::mem::transmute(left) };
+    left()
+}
+
+#[test]
+fn running_out_of_descriptors_at_any_step_of_the_dependency_check_is_a_refusal_never_a_pass() {
+    // `plugin/libuses_dep.so` needs `libdep.so` beside it, which needs `libevil.so` through a
+    // run path into a directory anyone can write, where `libevil.so`'s constructor marks.
+    // Under `Strict` that run path is refused; a step of the check that, out of descriptors,
+    // skipped what it could not read (the dependency's linkage, its run path) would leave the
+    // name to glibc, which would search that directory and run the marking constructor.
+    // The child process preloads a shim that fails exactly the n-th `open` of the process's
+    // own code with EMFILE (glibc's loader opens files without it), for n = 1, 2, ... until
+    // the load makes fewer opens than n: at every step the load fails, and nothing marks.
+    // (Caught: a resolver that leaves a dependency it cannot open to glibc — the planted code
+    // runs at the step that opens `libdep.so`.)
+    if let Some(layout) = std::env::var_os(EXHAUSTED_CHILD) {
+        let layout = PathBuf::from(layout);
+        let plugin = layout.join("plugin/libuses_dep.so");
+        let evil = layout.join("open/libevil.so");
+        let mut failed_steps = 0;
+        for n in 1.. {
+            let host = strict(&plugin);
+            arm_failing_open(n);
+            let result = host.acquire();
+            let hit = failing_open_left() == 0;
+            arm_failing_open(0);
+            assert!(!marker(&evil).exists(), "open {n} failed: the planted code ran");
+            let error = result.expect_err("the load passed");
+            let message = error.to_string();
+            drop(host);
+            assert_unloaded(&plugin);
+            if !hit {
+                // Every open of the load had its turn: with none failed, the run path is refused.
+                assert!(message.contains("run path (DT_RUNPATH) entry"), "{message}");
+                break;
+            }
+            assert!(message.contains("Too many open files"), "open {n} failed: {message}");
+            failed_steps += 1;
+        }
+        assert!(failed_steps >= 3, "the load made only {failed_steps} opens");
+        return;
+    }
+    let dir = TestDir::new("deps_exhausted");
+    let shim = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins/fail_open.c");
+    let shim =
+        compile_plugin(&[&shim], &dir.path().join("libfail_open.so"), &["-ldl"]).unwrap_or_else(|e| panic!("{e}"));
+    let open = dir.sub("open");
+    dependency_as(&open, "libevil.so", Some("libevil.so"), 2, true, &[]);
+    fs::set_permissions(&open, Permissions::from_mode(0o777)).unwrap();
+    let libs = dir.sub("plugin");
+    let open_dir = open.display().to_string();
+    dependency_as(
+        &libs,
+        "libdep.so",
+        Some("libdep.so"),
+        1,
+        false,
+        &[
+            "-L",
+            &open_dir,
+            "-levil",
+            &format!("-Wl,-rpath,{open_dir}"),
+            "-Wl,--enable-new-dtags",
+        ],
+    );
+    plugin(&libs, &libs, "$ORIGIN");
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "dependencies::running_out_of_descriptors_at_any_step_of_the_dependency_check_is_a_refusal_never_a_pass",
+        ])
+        .args(["--test-threads", "1", "--nocapture"])
+        .env(EXHAUSTED_CHILD, dir.path())
+        .env("LD_PRELOAD", &shim)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "the child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The positive control: glibc's own search runs the planted code.
+    load_permissive(&libs.join("libuses_dep.so"));
+    assert!(
+        marker(&open.join("libevil.so")).exists(),
+        "the planted library never ran"
+    );
 }

@@ -36,8 +36,6 @@ mod header;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod identity;
 mod logger;
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-mod mission;
 mod observability;
 mod panic_abort;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -50,6 +48,8 @@ mod python;
 mod reload;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod rust_plugin;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod session_and_compiler;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod sharing;
 mod static_plugins;

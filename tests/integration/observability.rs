@@ -18,7 +18,8 @@ fn double(x: i32) -> i32 {
 
 /// A host of two static plugins with three passes between them.
 fn two_plugin_host(prefix: &str) -> PluginHost {
-    let pass = |reg: &mut Registrar, name: &str| reg.add_pass(name, double as fn(i32) -> i32, ptr::null_mut());
+    let pass =
+        |reg: &mut dylease::StaticRegistrar, name: &str| reg.add_pass(name, double as fn(i32) -> i32, ptr::null_mut());
     let (a, b) = (format!("{prefix}_a"), format!("{prefix}_b"));
     PluginHost::builder()
         .static_plugin(a, move |reg| pass(reg, "one").and_then(|()| pass(reg, "two")))
@@ -83,7 +84,7 @@ fn stats_follow_loads_unloads_and_leases() {
 #[test]
 fn a_failed_load_is_not_counted_as_a_load() {
     let host = PluginHost::builder()
-        .static_plugin("stats_fails", |_reg| Err(Error::custom("no")))
+        .static_plugin("stats_fails", |_reg| Err(dylease::RegisterError::custom("no")))
         .build()
         .unwrap();
     assert!(host.acquire().is_err());
@@ -221,7 +222,8 @@ fn wait_unloaded_from_inside_the_hosts_own_unload_returns_false_at_once() {
 fn set_events_log_at_debug_a_hosts_first_load_and_last_unload_at_info_every_line_named() {
     logger::install();
     // Four plugins and five passes, and a name no other test's host has.
-    let pass = |reg: &mut Registrar, name: &str| reg.add_pass(name, double as fn(i32) -> i32, ptr::null_mut());
+    let pass =
+        |reg: &mut dylease::StaticRegistrar, name: &str| reg.add_pass(name, double as fn(i32) -> i32, ptr::null_mut());
     let host = PluginHost::builder()
         .name("logged-session")
         .static_plugin("logged_a", move |reg| pass(reg, "one").and_then(|()| pass(reg, "two")))
@@ -284,7 +286,7 @@ fn a_logger_that_acquires_the_host_during_its_unload_gets_reentrant_not_a_deadlo
     let worker = thread::spawn(move || {
         let host = Arc::new(
             PluginHost::builder()
-                .static_plugin("reentrant_logger", |_: &mut Registrar| Ok(()))
+                .static_plugin("reentrant_logger", |_| Ok(()))
                 .build()
                 .unwrap(),
         );
@@ -321,7 +323,7 @@ fn a_logger_that_acquires_the_host_during_its_unload_gets_reentrant_not_a_deadlo
 #[test]
 fn a_panicking_logger_during_a_load_leaves_the_host_consistent() {
     let host = PluginHost::builder()
-        .static_plugin("panicking_logger", |_: &mut Registrar| Ok(()))
+        .static_plugin("panicking_logger", |_| Ok(()))
         .build()
         .unwrap();
     let outcome = logger::with_hook(

@@ -6,21 +6,21 @@ use std::path::Path;
 use std::process::Command;
 
 /// A plugin crate using `export_plugin!`, checked (`cargo check`) with the given panic
-/// strategy and dylease features; returns the compiler's diagnostics.
+/// strategy and dylease-plugin features; returns the compiler's diagnostics.
 fn check_plugin(name: &str, panic: &str, features: &str) -> String {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("panic-abort").join(name);
     std::fs::create_dir_all(dir.join("src")).unwrap();
     let manifest = format!(
         "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
          [lib]\ncrate-type = [\"cdylib\"]\n\n\
-         [dependencies]\ndylease = {{ path = {:?}, default-features = false, features = [{features}] }}\n\n\
+         [dependencies]\ndylease-plugin = {{ path = {:?}, features = [{features}] }}\n\n\
          [profile.dev]\npanic = \"{panic}\"\n\n[workspace]\n",
-        env!("CARGO_MANIFEST_DIR"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("dylease-plugin"),
     );
     std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
     std::fs::write(
         dir.join("src/lib.rs"),
-        "dylease::export_plugin! {\n    name: \"abort-demo\",\n    version: \"0.1.0\",\n    \
+        "dylease_plugin::export_plugin! {\n    name: \"abort-demo\",\n    version: \"0.1.0\",\n    \
          register: |_registrar| Ok(()),\n}\n",
     )
     .unwrap();

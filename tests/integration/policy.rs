@@ -4,7 +4,7 @@ use std::fs::{self, Permissions};
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::ptr;
 
-use dylease::{Error, LoadPolicy, Origin, PluginHost};
+use dylease::{Error, LoadPolicy, Origin, PluginHost, Registrar};
 use log::Level;
 
 use crate::logger;
@@ -31,7 +31,7 @@ fn skip_failed_loads_the_good_plugins_and_reports_each_failure() {
         unsafe {
             PluginHost::builder()
                 .dir(dir.path())
-                .static_plugin("refuses", |_reg| Err(Error::custom("not today")))
+                .static_plugin("refuses", |_reg| Err(dylease::RegisterError::custom("not today")))
                 .static_plugin("panics", |_reg| panic!("skip_failed test panic"))
                 .static_plugin("fine", |_reg| Ok(()))
                 .policy(policy)

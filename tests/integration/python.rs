@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dylease::pyo3::prelude::*;
-use dylease::{Error, LookupFailure, PluginHost, PyInterface};
+use dylease::{Error, LookupFailure, PluginHost, PyInterface, Registrar};
 
 use crate::support::{TestDir, await_that};
 
@@ -185,6 +185,42 @@ fn a_syntax_error_names_file_and_line() {
 }
 
 #[test]
+fn a_failed_import_names_the_plugins_own_line_not_the_hosts_import_shim() {
+    let dir = TestDir::new("py-import-line");
+    let file = write(
+        dir.path(),
+        "importer.py",
+        "import dylease\n\n\nimport not_there_module\n",
+    );
+    let error = host_of_file(&file).acquire().unwrap_err().to_string();
+    assert!(error.contains("No module named 'not_there_module'"), "{error}");
+    assert!(
+        error.contains(&format!("raised at {}, line 4", file.display())),
+        "{error}"
+    );
+    assert!(!error.contains("dylease host"), "{error}");
+}
+
+#[test]
+fn a_failed_relative_import_names_the_package_not_its_private_module() {
+    let dir = TestDir::new("py-import-relative");
+    let package = dir.sub("fusion");
+    let init = write(&package, "__init__.py", "import dylease\nfrom . import not_there\n");
+    let error = host_of_file(&package).acquire().unwrap_err().to_string();
+    assert!(error.contains("fusion.not_there"), "{error}");
+    assert!(
+        error.contains(&format!("raised at {}, line 2", init.display())),
+        "{error}"
+    );
+    assert!(!error.contains("_dylease"), "{error}");
+    // A module of the package that is missing, imported by name.
+    write(&package, "__init__.py", "import dylease\nfrom .gone import thing\n");
+    let error = host_of_file(&package).acquire().unwrap_err().to_string();
+    assert!(error.contains("No module named 'fusion.gone'"), "{error}");
+    assert!(!error.contains("_dylease"), "{error}");
+}
+
+#[test]
 fn report_and_false_fail_the_load_and_unload_what_loaded() {
     let dir = TestDir::new("py-report");
     let file = write(
@@ -278,8 +314,14 @@ fn a_return_value_of_the_wrong_type_is_an_error() {
 fn an_interface_mismatch_names_both_ids() {
     let dir = TestDir::new("py-mismatch");
     let file = write(dir.path(), "counter.py", &counter("m", 1));
-    let host = PluginHost::builder().static_plugin("native", |reg: &mut dylease::Registrar| {
-        reg.add_pass("native_pass", (|| ()) as fn(), std::ptr::null_mut())
+    let host = PluginHost::builder().static_plugin("native", |reg| {
+        reg.add_pass("native_pass", (|| ()) as fn(), std::ptr::null_mut())?;
+        reg.add_pass_with_interface(
+            "native_typed",
+            "test.native_op/1",
+            (|| ()) as fn(),
+            std::ptr::null_mut(),
+        )
     });
     // SAFETY: the test's own plugin.
     let host = unsafe { host.python_file(&file) }.build().unwrap();
@@ -302,9 +344,44 @@ fn an_interface_mismatch_names_both_ids() {
         const ID: &'static str = "test.int_op/1";
         type Fn = unsafe extern "C" fn(i64) -> i64;
     }
-    assert!(lease.get::<NativeIntOp>("add_m").is_err());
+    let python = lease.get::<NativeIntOp>("add_m").unwrap_err();
+    assert!(
+        matches!(python, Error::PassLookup { ref cause, .. }
+            if matches!(**cause, LookupFailure::OtherKind { python: true, .. })),
+        "{python:?}"
+    );
+    assert_eq!(
+        python.to_string(),
+        format!(
+            "pass `add_m` of plugin file `{}` is a Python pass of interface `test.int_op/1`: look it up \
+             with `Lease::get_py`, not `Lease::get`",
+            file.display()
+        )
+    );
     assert_eq!(lease.passes_of::<NativeIntOp>().len(), 0);
     assert_eq!(lease.py_passes_of::<IntOp>().len(), 1);
+    let native = lease.get_py::<IntOp>("native_typed").unwrap_err();
+    assert_eq!(
+        native.to_string(),
+        "pass `native_typed` of static plugin `native` is a native pass of interface `test.native_op/1`: \
+         look it up with `Lease::get`, not `Lease::get_py`"
+    );
+    for message in [python.to_string(), native.to_string()] {
+        assert!(spans_do_not_nest(&message), "{message}");
+    }
+}
+
+/// Whether every backtick span of `message` is one word (a name, an id, a path without
+/// spaces): a span that holds another span pairs its backticks wrongly, and then some span
+/// starts or ends inside the prose.
+fn spans_do_not_nest(message: &str) -> bool {
+    let pieces: Vec<&str> = message.split('`').collect();
+    pieces.len() % 2 == 1
+        && pieces
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .all(|span| !span.is_empty() && !span.contains(char::is_whitespace))
 }
 
 #[test]
@@ -313,7 +390,7 @@ fn a_duplicate_with_a_static_plugin_fails_the_load_and_unloads_both() {
     let file = write(dir.path(), "counter.py", &counter("d", 1));
     let unloaded = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let seen = Arc::clone(&unloaded);
-    let host = PluginHost::builder().static_plugin("native", move |reg: &mut dylease::Registrar| {
+    let host = PluginHost::builder().static_plugin("native", move |reg| {
         let seen = Arc::clone(&seen);
         reg.on_unload(move || {
             seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -339,7 +416,7 @@ fn a_directory_loads_in_byte_order_and_skips_private_names() {
     write(&plugins, ".hidden.py", "raise RuntimeError('never imported')\n");
     write(&plugins, "c/__init__.py", &counter("c", 3));
     write(&plugins, "notes.txt", "not a plugin");
-    let host = PluginHost::builder().static_plugin("native", |_reg: &mut dylease::Registrar| Ok(()));
+    let host = PluginHost::builder().static_plugin("native", |_reg| Ok(()));
     // SAFETY: the test's own plugins.
     let host = unsafe { host.python_dir(&plugins) }.build().unwrap();
     let lease = host.acquire().unwrap();
@@ -424,6 +501,100 @@ fn a_package_with_relative_imports_survives_three_rounds() {
     }
 }
 
+/// Loads the package `fusion` (version 1: `value` returns 1) while a static plugin that
+/// registers before it swaps its directory for version 2's (`value` returns 10 + 100, from
+/// `one.py` and a new `two.py`) with `renameat2(RENAME_EXCHANGE)`, as an installer does,
+/// after the package was listed and checked and before it is read; with `remove_old`, it
+/// then removes the old tree. Returns what `value` returns: a mix of the two versions fails
+/// the load or returns another number.
+fn value_after_a_swap_during_the_load(name: &str, remove_old: bool, trust: dylease::TrustPolicy) -> i64 {
+    let dir = TestDir::new(name);
+    let package = dir.path().join("fusion");
+    let next = dir.path().join("fusion-next");
+    let pass = "@dylease.typed_pass('value', 'test.int_op/1')\ndef value(x):\n    return ";
+    write(
+        &package,
+        "__init__.py",
+        &format!("import dylease\nfrom . import one\n{pass}one.X\n"),
+    );
+    write(&package, "one.py", "X = 1\n");
+    write(
+        &next,
+        "__init__.py",
+        &format!("import dylease\nfrom . import one, two\n{pass}one.X + two.Y\n"),
+    );
+    write(&next, "one.py", "X = 10\n");
+    write(&next, "two.py", "Y = 100\n");
+    let (from, to) = (package.clone(), next.clone());
+    let host = PluginHost::builder().static_plugin("installer", move |_reg| {
+        let path = |path: &Path| std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        let (from_c, to_c) = (path(&from), path(&to));
+        // SAFETY: both are NUL-terminated paths that outlive the call.
+        let done = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                from_c.as_ptr(),
+                libc::AT_FDCWD,
+                to_c.as_ptr(),
+                libc::RENAME_EXCHANGE,
+            )
+        };
+        assert_eq!(done, 0, "renameat2: {}", std::io::Error::last_os_error());
+        if remove_old {
+            fs::remove_dir_all(&to).unwrap();
+        }
+        Ok(())
+    });
+    // SAFETY: the test's own plugin.
+    let host = unsafe { host.trust(trust).python_file(&package) }.build().unwrap();
+    let lease = host.acquire().unwrap_or_else(|error| panic!("{trust:?}: {error}"));
+    lease.get_py::<IntOp>("value").unwrap().call((0,)).unwrap()
+}
+
+const POLICIES: [dylease::TrustPolicy; 2] = [dylease::TrustPolicy::Strict, dylease::TrustPolicy::Permissive];
+
+#[test]
+fn a_package_swapped_after_its_listing_is_read_whole_from_the_tree_listed() {
+    for trust in POLICIES {
+        assert_eq!(
+            value_after_a_swap_during_the_load("py-swap-keep", false, trust),
+            1,
+            "{trust:?}: version 1, every file of it: the directory the load opened"
+        );
+    }
+}
+
+#[test]
+fn a_package_swapped_and_removed_after_its_listing_is_read_again_whole_from_the_new_tree() {
+    for trust in POLICIES {
+        assert_eq!(
+            value_after_a_swap_during_the_load("py-swap-remove", true, trust),
+            110,
+            "{trust:?}: version 2, every file of it"
+        );
+    }
+}
+
+#[test]
+fn a_symlink_inside_a_package_is_refused_naming_it() {
+    let dir = TestDir::new("py-package-link");
+    let package = dir.sub("fusion");
+    write(&package, "__init__.py", "import dylease\nfrom . import shared\n");
+    let outside = write(dir.path(), "shared.py", "X = 1\n");
+    std::os::unix::fs::symlink(&outside, package.join("shared.py")).unwrap();
+    let error = host_of_file(&package).acquire().unwrap_err();
+    let mut chain = error.to_string();
+    let mut cause = std::error::Error::source(&error);
+    while let Some(next) = cause {
+        chain = format!("{chain}: {next}");
+        cause = next.source();
+    }
+    assert!(
+        chain.contains(&format!("`{}` is a symlink", package.join("shared.py").display())),
+        "{chain}"
+    );
+}
+
 #[test]
 fn python_env_lists_a_file_and_a_directory() {
     let dir = TestDir::new("py-env");
@@ -484,7 +655,7 @@ fn a_thread_holding_the_gil_waits_for_a_load_of_python_plugins_without_deadlock(
     let file = write(dir.path(), "counter.py", &counter("g", 1));
     let (started, loading) = std::sync::mpsc::channel();
     let started = std::sync::Mutex::new(started);
-    let host = PluginHost::builder().static_plugin("signal", move |_reg: &mut dylease::Registrar| {
+    let host = PluginHost::builder().static_plugin("signal", move |_reg| {
         let _ = started.lock().unwrap().send(());
         Ok(())
     });

@@ -13,7 +13,10 @@ fn double(x: i32) -> i32 {
 type Log = Arc<Mutex<Vec<String>>>;
 
 /// A static plugin that logs its registration and unload into `log`.
-fn logging_plugin(log: &Log, name: &'static str) -> impl Fn(&mut Registrar) -> Result<(), Error> + Send + Sync + use<> {
+fn logging_plugin(
+    log: &Log,
+    name: &'static str,
+) -> impl Fn(&mut dylease::StaticRegistrar) -> Result<(), dylease::RegisterError> + Send + Sync + use<> {
     let log = log.clone();
     move |reg| {
         log.lock().unwrap().push(format!("load {name}"));
@@ -78,7 +81,7 @@ fn a_failed_load_runs_the_unload_hooks_of_plugins_registered_before_it_and_retri
     let host = PluginHost::builder()
         .static_plugin("a", logging_plugin(&log, "a"))
         .static_plugin("b", move |_reg| match *fail_r.lock().unwrap() {
-            true => Err(Error::custom("b is not ready")),
+            true => Err(dylease::RegisterError::custom("b is not ready")),
             false => Ok(()),
         })
         .build()
@@ -214,7 +217,9 @@ fn nested_acquire_body() {
     // Another host may be acquired from inside a load: only the same host is refused.
     let other = PluginHost::builder().build().unwrap();
     let host2 = PluginHost::builder()
-        .static_plugin("uses_other", move |_reg| other.acquire().map(drop))
+        .static_plugin("uses_other", move |_reg| {
+            other.acquire().map(drop).map_err(dylease::RegisterError::custom)
+        })
         .build()
         .unwrap();
     assert!(host2.acquire().is_ok());
@@ -240,7 +245,7 @@ fn invalid_and_duplicate_pass_names_are_refused_even_if_the_plugin_ignores_it() 
         .static_plugin("twice", |reg| {
             reg.add_pass("double", double as fn(i32) -> i32, ptr::null_mut())?;
             let again = reg.add_pass("double", double as fn(i32) -> i32, ptr::null_mut());
-            assert!(matches!(again, Err(Error::DuplicatePass { .. })));
+            assert!(matches!(again, Err(dylease::RegisterError::Duplicate { .. })));
             Ok(())
         })
         .build()
@@ -320,10 +325,7 @@ fn the_set_unloads_even_when_the_host_value_is_dropped_first() {
 
 #[test]
 fn a_weak_lease_upgrades_only_to_its_own_generation() {
-    let host = PluginHost::builder()
-        .static_plugin("a", |_: &mut Registrar| Ok(()))
-        .build()
-        .unwrap();
+    let host = PluginHost::builder().static_plugin("a", |_| Ok(())).build().unwrap();
     assert!(dylease::WeakLease::default().upgrade().is_none());
     let first = host.acquire().unwrap();
     let weak = first.downgrade();

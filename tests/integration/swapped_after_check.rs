@@ -1,4 +1,4 @@
-//! The file that runs is the file that was checked (I8), against what another user could
+//! The file that runs is the file that was checked (I9), against what another user could
 //! swap in after the trust check: a symlink (to the very file checked), a FIFO (which would
 //! block an open that waits for a writer), and a file of another file system with the checked
 //! inode number.

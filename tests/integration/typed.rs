@@ -32,7 +32,7 @@ extern "C" fn static_untyped(x: i32) -> i32 {
     x + 100
 }
 
-fn static_plugin(reg: &mut Registrar) -> Result<(), Error> {
+fn static_plugin(reg: &mut dylease::StaticRegistrar) -> Result<(), dylease::RegisterError> {
     reg.add_typed_pass::<IntOp>("half", static_half, std::ptr::null_mut())?;
     reg.add_typed_pass::<IntOp>("aardvark", static_half, std::ptr::null_mut())?;
     reg.add_pass(

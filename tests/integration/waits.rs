@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
-use dylease::{Error, PluginHost, Registrar, Waited};
+use dylease::{Error, PluginHost, Waited};
 
 use crate::support::{TestDir, await_that, beside};
 
@@ -129,7 +129,7 @@ fn a_child_forked_while_another_thread_loads_fails_fast_instead_of_waiting_for_t
     static ENTERED: AtomicBool = AtomicBool::new(false);
     static RELEASE: AtomicBool = AtomicBool::new(false);
     let host = PluginHost::builder()
-        .static_plugin("slow_register", |_: &mut Registrar| {
+        .static_plugin("slow_register", |_| {
             ENTERED.store(true, SeqCst);
             let deadline = Instant::now() + Duration::from_secs(20);
             while !RELEASE.load(SeqCst) && Instant::now() < deadline {
@@ -162,7 +162,7 @@ fn an_inherited_lease_dropped_last_in_a_forked_child_runs_no_plugin_teardown() {
     let marker = dir.path().join("unloaded");
     let hook = marker.clone();
     let host = PluginHost::builder()
-        .static_plugin("marks_unload", move |reg: &mut Registrar| {
+        .static_plugin("marks_unload", move |reg| {
             let hook = hook.clone();
             reg.on_unload(move || {
                 let _ = fs::write(&hook, std::process::id().to_string());

@@ -77,12 +77,12 @@ fn standalone_manifest(root: &Path, target: &Path) -> Result<PathBuf, String> {
     let manifest = format!(
         "[package]\nname = \"{NAME}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
          [lib]\ncrate-type = [\"cdylib\"]\npath = {}\n\n\
-         [dependencies]\ndylease = {{ path = {}, default-features = false }}\n\n\
+         [dependencies]\ndylease-plugin = {{ path = {} }}\n\n\
          [[example]]\nname = \"no_device\"\ncrate-type = [\"cdylib\"]\npath = {}\n\n\
          [[example]]\nname = \"panicking\"\ncrate-type = [\"cdylib\"]\npath = {}\n\n\
          # Not a member of any workspace above it.\n[workspace]\n",
         toml_path(&root.join("examples/plugins/folding.rs")),
-        toml_path(root),
+        toml_path(&root.join("dylease-plugin")),
         toml_path(&root.join("examples/plugins/no_device.rs")),
         toml_path(&root.join("examples/plugins/panicking.rs")),
     );

@@ -55,6 +55,31 @@ fn dylease_check_lists_python_plugins_and_names_the_line_of_an_import_error() {
     );
 }
 
+#[test]
+fn dylease_check_advises_fixing_the_syntax_at_the_file_and_line_of_a_syntax_error() {
+    let dir = TestDir::new("py-check-syntax");
+    let file = write(dir.path(), "syntax.py", "x = 1\ndef broken(:\n");
+    let output = std::process::Command::new(crate::cli::binary())
+        .args(["check", "--python"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!output.status.success(), "{stdout}");
+    let fix = stdout
+        .lines()
+        .find_map(|line| line.trim_start().strip_prefix("fix: "))
+        .unwrap_or_else(|| panic!("no fix line: {stdout}"));
+    assert!(
+        fix.contains(&format!("fix the syntax at {}, line 2", file.display())),
+        "{stdout}"
+    );
+    assert!(
+        !fix.contains("register_passes") && !fix.contains("non-zero"),
+        "{stdout}"
+    );
+}
+
 /// `dylease check` of the directory `dir` with `args` before it.
 fn check(args: &[&str], dir: &Path) -> (Option<i32>, String) {
     let output = std::process::Command::new(crate::cli::binary())

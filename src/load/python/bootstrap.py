@@ -8,12 +8,26 @@ import traceback
 import types
 import weakref
 import importlib.util
+import re
 
 _real_import = builtins.__import__
 
 
 class Refused(Exception):
     """A plugin's `register_passes` returned False: the message is what it reported."""
+
+
+class _Described(Exception):
+    """An instance's execution failed: the message is the failure described (`describe`) while
+    its private names could still be told by their public ones."""
+
+
+# private module name of a live instance -> its public name (the file's stem, the package's
+# directory name), for the messages that name a module.
+_PUBLIC = {}
+
+# The file name of this module's code, whose frames a traceback's location skips.
+_HOST_FILE = (lambda: None).__code__.co_filename
 
 
 class _Sources:
@@ -99,6 +113,7 @@ def _forget(private):
             del _SOURCES.modules[name]
     for name in _private_names(private):
         sys.modules.pop(name, None)
+    _PUBLIC.pop(private, None)
     parent = sys.modules.get("_dylease")
     child = private.rpartition(".")[2]
     if parent is not None and child in vars(parent):
@@ -108,7 +123,9 @@ def _forget(private):
 def execute(private, default_name, files, is_package):
     """Executes one instance under the private module name `private`. `files` lists
     (module name suffix, path, source): "" is the plugin file itself (a package's
-    `__init__.py`). Returns (module, api). On an exception nothing of it stays."""
+    `__init__.py`). Returns (module, api). On an exception nothing of it stays, and what is
+    raised is `_Described`, its message the failure as `describe` tells it."""
+    _PUBLIC[private] = default_name
     api = _api(default_name)
     own = _builtins_for(api)
     for suffix, path, source in files:
@@ -122,9 +139,10 @@ def execute(private, default_name, files, is_package):
         module.__builtins__ = own
         sys.modules[private] = module
         exec(compile(main_source, main_path, "exec", dont_inherit=True), module.__dict__)
-    except BaseException:
+    except BaseException as error:
+        text = describe(error)
         _forget(private)
-        raise
+        raise _Described(text) from None
     return module, api
 
 
@@ -192,14 +210,46 @@ def settle(refs):
 
 
 def describe(exc, tb=None):
-    """`Type: message (raised at FILE, line N)`, from the exception and its traceback."""
-    if isinstance(exc, Refused):
+    """`Type: message (raised at FILE, line N)`, from the exception and its traceback: the
+    line is the plugin's own (the innermost frame that is not this module's, such as its
+    import shim), and a module is named by its public name, not its private one."""
+    if isinstance(exc, (Refused, _Described)):
         return str(exc)
     if isinstance(exc, SyntaxError) and exc.filename:
-        return f"{type(exc).__name__}: {exc.msg} (at {exc.filename}, line {exc.lineno})"
+        return _public(f"{type(exc).__name__}: {exc.msg} (at {exc.filename}, line {exc.lineno})")
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[-1]
-    frames = traceback.extract_tb(tb or exc.__traceback__)
+    text += _missing_name(exc)
+    frames = [
+        frame
+        for frame in traceback.extract_tb(tb or exc.__traceback__)
+        if frame.filename != _HOST_FILE and not frame.filename.startswith("<frozen importlib")
+    ]
     if frames:
         last = frames[-1]
-        return f"{text} (raised at {last.filename}, line {last.lineno})"
-    return text
+        text = f"{text} (raised at {last.filename}, line {last.lineno})"
+    return _public(text)
+
+
+def _public(text):
+    """`text` with each live instance's private module name replaced by its public name."""
+
+    def public(match):
+        return _PUBLIC.get(match.group(1), match.group(0))
+
+    return re.sub(r"\b(_dylease\.[0-9]+)(?![0-9])", public, text)
+
+
+def _missing_name(exc):
+    """For `from . import x` in a package that has neither a module nor a name `x`: which
+    module of the package it looked for (Python's message names only the package)."""
+    if not isinstance(exc, ImportError) or not isinstance(exc.name, str) or exc.name not in _modules():
+        return ""
+    found = re.match(r"cannot import name '([^']+)'", str(exc))
+    if found is None or f"{exc.name}.{found.group(1)}" in _SOURCES.modules:
+        return ""
+    return f": the package has no module {exc.name}.{found.group(1)}"
+
+
+def _modules():
+    """The private names of every live instance and of its submodules."""
+    return set(_PUBLIC) | set(_SOURCES.modules)

@@ -16,7 +16,11 @@
 //! another load would find: every file is executed afresh for a new instance. Its sources are
 //! read from the descriptors the trust check looked at (`source`) and compiled from memory
 //! (`compile(src, path, "exec")`), so no `__pycache__` is read or written. The host's side
-//! of this, run inside the interpreter, is `bootstrap.py`.
+//! of this, run inside the interpreter, is `bootstrap.py`. Its messages speak of the plugin,
+//! not of that machinery: an exception's location is the innermost frame of the plugin's own
+//! files (an `import` that fails is the plugin's `import` line, not the host's import shim),
+//! and a private module name is shown as the public one (`package.not_there`, not
+//! `_dylease.<n>.not_there`).
 //!
 //! A Python pass is an ordinary [`PassInfo`](crate::PassInfo) with its callable attached;
 //! its function pointer is a placeholder that does nothing, and the native lookups refuse it:

@@ -1,5 +1,20 @@
 //! Python plugin sources: discovery (files, directories, packages, a path variable), the trust
 //! check of every file, and reading the sources from the checked descriptors.
+//!
+//! A package is read through one descriptor of its directory (`sys::walk::Tree`: its
+//! resolved path opened once, `O_DIRECTORY | O_NOFOLLOW`), so that an install that swaps the
+//! package's directory for a new version (`renameat2(RENAME_EXCHANGE)`, then removing the old
+//! tree) during a load never gives the load files of two versions. Discovery lists it through
+//! that descriptor (on Linux `/proc/self/fd/N`, the directory it holds), recording each file's
+//! status, which the trust check judges; the sources are then opened relative to it
+//! (`openat`, each subdirectory opened from the one above, no symlink followed), and each
+//! must be the file listed and checked. A file gone or replaced since (the old tree removed,
+//! a file renamed over) makes the whole package listed, checked and read again from its path,
+//! at most [`REPLACEMENTS`] times. The import system needs no path: the sources are
+//! read here, whole, before any of them runs, and compiled from memory (`bootstrap.py`
+//! serves a package's submodules from them), so `openat` suffices and no
+//! `/proc/self/fd/N/...` path reaches Python. The trust check itself walks the paths, as for
+//! any plugin file: only this user or root can change what they name once they passed.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -20,8 +35,10 @@ use crate::load::python::instance::{self, Staged};
 use crate::load::python::interpreter::{attach, helpers, plugin_failed};
 use crate::load::registrar::{Collected, MAX_NAME_LEN, UserData};
 use crate::load::registry::FileRef;
+#[cfg(unix)]
+use crate::load::sys::walk::{Kind, Tree};
 use crate::load::teardown::Teardown;
-use crate::load::trust::{Checks, TrustPolicy, open_checked};
+use crate::load::trust::{Checks, REPLACEMENTS, TrustPolicy, open_checked};
 
 /// Where a host finds Python plugins, as given to the builder.
 #[derive(Debug)]
@@ -48,6 +65,10 @@ pub(crate) struct PyCandidate {
     identity: Identity,
     /// Every file of it, each checked for trust; only `.py` ones are read.
     files: Vec<PyFile>,
+    /// A package's directory, opened once: its files are listed and read through it (see
+    /// [`Tree`]).
+    #[cfg(unix)]
+    tree: Option<Tree>,
 }
 
 #[derive(Debug)]
@@ -55,6 +76,9 @@ struct PyFile {
     /// The module name below the plugin's (`""` for the plugin file itself, `sub.mod`); `None`
     /// for a file that is not Python source.
     module: Option<String>,
+    /// A package's file: its names below the package directory (`sub`, `mod.py`).
+    #[cfg(unix)]
+    at: Vec<OsString>,
     candidate: Candidate,
 }
 
@@ -150,30 +174,174 @@ fn in_dir(dir: &Path, plan: &mut Vec<Found>) {
 /// The plugin at `path`: a `.py` file, or a package directory (with `__init__.py`).
 fn plugin(path: &Path) -> Result<PyCandidate, (PathBuf, Error)> {
     let metadata = fs::metadata(path).map_err(io_error(path, "cannot read Python plugin"))?;
-    let mut files = Vec::new();
-    let package = metadata.is_dir();
-    if package {
-        if !path.join("__init__.py").is_file() {
-            let source = io::Error::new(io::ErrorKind::InvalidInput, "it is a directory without `__init__.py`");
-            return Err(io_error(path, "cannot load Python package")(source));
-        }
-        package_files(path, "", &mut files).map_err(io_error(path, "cannot read Python package"))?;
-    } else {
-        files.push(PyFile {
-            module: Some(String::new()),
-            candidate: candidate(path).map_err(io_error(path, "cannot read Python plugin"))?,
-        });
+    if metadata.is_dir() {
+        return package(path, &metadata);
     }
+    let files = vec![PyFile {
+        module: Some(String::new()),
+        #[cfg(unix)]
+        at: Vec::new(),
+        candidate: candidate(path).map_err(io_error(path, "cannot read Python plugin"))?,
+    }];
     Ok(PyCandidate {
         path: path.to_owned(),
-        package,
+        package: false,
         identity: file_identity(path, &metadata),
+        files,
+        #[cfg(unix)]
+        tree: None,
+    })
+}
+
+fn no_init(path: &Path) -> (PathBuf, Error) {
+    let source = io::Error::new(io::ErrorKind::InvalidInput, "it is a directory without `__init__.py`");
+    io_error(path, "cannot load Python package")(source)
+}
+
+/// The package at `path`, listed through one descriptor of its directory (its path resolved
+/// first, as a plugin file's is).
+#[cfg(unix)]
+fn package(path: &Path, _: &fs::Metadata) -> Result<PyCandidate, (PathBuf, Error)> {
+    let resolved = fs::canonicalize(path).map_err(io_error(path, "cannot read Python package"))?;
+    let (tree, stat) = Tree::open(&resolved).map_err(io_error(path, "cannot read Python package"))?;
+    match tree.stat(std::ffi::OsStr::new("__init__.py")) {
+        Ok(init) if init.kind() == Kind::File => {}
+        _ => return Err(no_init(path)),
+    }
+    let mut files = Vec::new();
+    let root = Listed {
+        tree: &tree,
+        shown: path,
+        resolved: &resolved,
+        at: &[],
+    };
+    package_files(&root, &mut files).map_err(io_error(path, "cannot read Python package"))?;
+    Ok(PyCandidate {
+        path: path.to_owned(),
+        package: true,
+        identity: stat.id(),
+        files,
+        tree: Some(tree),
+    })
+}
+
+/// A directory of a package being listed: its descriptor, its path as shown and as
+/// resolved, and its names below the package directory.
+#[cfg(unix)]
+struct Listed<'a> {
+    tree: &'a Tree,
+    shown: &'a Path,
+    resolved: &'a Path,
+    at: &'a [OsString],
+}
+
+/// Every file of the package directory `dir`, recursively, but not `__pycache__` nor names
+/// starting with `.`. A symlink in it is refused: the package is read through its
+/// directory's descriptor, which no link out of it is followed from.
+#[cfg(unix)]
+fn package_files(dir: &Listed<'_>, files: &mut Vec<PyFile>) -> io::Result<()> {
+    let mut names = dir.tree.names(dir.resolved)?;
+    names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
+    for name in names {
+        let text = name.to_string_lossy();
+        if text.starts_with('.') || text == "__pycache__" {
+            continue;
+        }
+        let mut at = dir.at.to_vec();
+        at.push(name.clone());
+        let shown = dir.shown.join(&name);
+        let resolved = dir.resolved.join(&name);
+        let stat = dir.tree.stat(&name)?;
+        match stat.kind() {
+            Kind::Directory => {
+                let (tree, opened) = dir.tree.dir(&name)?;
+                if opened.id() != stat.id() {
+                    return Err(changed(&shown));
+                }
+                let below = Listed {
+                    tree: &tree,
+                    shown: &shown,
+                    resolved: &resolved,
+                    at: &at,
+                };
+                package_files(&below, files)?;
+            }
+            Kind::File => files.push(PyFile {
+                module: module_name(&at),
+                candidate: Candidate {
+                    path: shown,
+                    resolved,
+                    identity: stat.id(),
+                    checked: None,
+                    discovered: Some(stat),
+                    opened: None,
+                    dependencies: None,
+                },
+                at,
+            }),
+            Kind::Symlink => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "`{}` is a symlink: a package is read through its own directory, so its files and \
+                         directories must be in it (copy the file in instead of linking it)",
+                        shown.display()
+                    ),
+                ));
+            }
+            Kind::Other => {}
+        }
+        if files.len() > MAX_PACKAGE_FILES {
+            return Err(io::Error::other(format!(
+                "it holds more than {MAX_PACKAGE_FILES} files"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A package's file or directory was replaced or removed after the package was listed.
+#[cfg(unix)]
+fn changed(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("`{}` changed while the package was read", path.display()),
+    )
+}
+
+/// The module a package's file at `at` (names below the package directory) is: `sub.mod`
+/// for `sub/mod.py`, `sub` for `sub/__init__.py`; `None` for a file that is not `.py`.
+#[cfg(unix)]
+fn module_name(at: &[OsString]) -> Option<String> {
+    let (file, dirs) = at.split_last()?;
+    let file = file.to_string_lossy();
+    let stem = file.strip_suffix(".py")?;
+    let mut parts: Vec<String> = dirs.iter().map(|dir| dir.to_string_lossy().into_owned()).collect();
+    if stem != "__init__" {
+        parts.push(stem.to_owned());
+    }
+    Some(parts.join("."))
+}
+
+/// The package at `path`, listed by path (no `openat` here).
+#[cfg(not(unix))]
+fn package(path: &Path, metadata: &fs::Metadata) -> Result<PyCandidate, (PathBuf, Error)> {
+    if !path.join("__init__.py").is_file() {
+        return Err(no_init(path));
+    }
+    let mut files = Vec::new();
+    package_files(path, "", &mut files).map_err(io_error(path, "cannot read Python package"))?;
+    Ok(PyCandidate {
+        path: path.to_owned(),
+        package: true,
+        identity: file_identity(path, metadata),
         files,
     })
 }
 
 /// Every file of the package at `dir` (module prefix `prefix`), recursively, but not
 /// `__pycache__` nor names starting with `.`.
+#[cfg(not(unix))]
 fn package_files(dir: &Path, prefix: &str, files: &mut Vec<PyFile>) -> io::Result<()> {
     let mut entries = fs::read_dir(dir)?.collect::<Result<Vec<_>, _>>()?;
     entries.sort_by_key(|entry| entry.file_name());
@@ -212,6 +380,35 @@ fn package_files(dir: &Path, prefix: &str, files: &mut Vec<PyFile>) -> io::Resul
     Ok(())
 }
 
+/// A package's file, opened through the package directory's descriptor (each directory on
+/// the way opened relative to the one before, no symlink followed): it must be the file
+/// listed, and checked (same device and inode), or it changed since.
+#[cfg(unix)]
+fn open_in(tree: &Tree, file: &PyFile) -> io::Result<fs::File> {
+    let Some((name, dirs)) = file.at.split_last() else {
+        return Err(changed(&file.candidate.path));
+    };
+    let mut below: Option<Tree> = None;
+    for dir in dirs {
+        let (next, _) = below.as_ref().unwrap_or(tree).dir(dir)?;
+        below = Some(next);
+    }
+    let (opened, stat) = below.as_ref().unwrap_or(tree).file(name)?;
+    let listed = file.candidate.checked.unwrap_or(file.candidate.identity);
+    if stat.kind() != Kind::File || stat.id() != listed {
+        return Err(changed(&file.candidate.path));
+    }
+    Ok(opened)
+}
+
+/// Whether an error opening a package's file means that the package changed since it was
+/// listed: the file or a directory on its way is gone, or is a symlink or no directory now.
+#[cfg(unix)]
+fn is_change(error: &io::Error) -> bool {
+    error.kind() == io::ErrorKind::NotFound
+        || matches!(error.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR | libc::ENOENT))
+}
+
 fn candidate(path: &Path) -> io::Result<Candidate> {
     let metadata = fs::metadata(path)?;
     Ok(Candidate {
@@ -229,7 +426,46 @@ fn file_identity(path: &Path, metadata: &fs::Metadata) -> Identity {
     crate::load::sys::identity(path, metadata)
 }
 
+/// `(module name suffix, path shown, source)` of every Python file of a plugin.
+type Sources = Vec<(String, String, String)>;
+
 impl PyCandidate {
+    /// Reads the sources of every `.py` file; `Ok(Err(_))` if a package's file was replaced
+    /// or removed since the package was listed (the package must then be read again, whole).
+    fn sources(&mut self, checks: &mut Checks, trust: TrustPolicy) -> Result<io::Result<Sources>, Error> {
+        let mut sources = Vec::new();
+        for file in &mut self.files {
+            let Some(module) = &file.module else { continue };
+            #[cfg(unix)]
+            let opened = match &self.tree {
+                Some(tree) => match open_in(tree, file) {
+                    Ok(opened) => opened,
+                    Err(error) if is_change(&error) => return Ok(Err(error)),
+                    Err(source) => {
+                        return Err(Error::Io {
+                            path: file.candidate.path.clone(),
+                            context: "cannot open Python source",
+                            source,
+                        });
+                    }
+                },
+                None => open_checked(&mut file.candidate, checks, trust)?.0.file,
+            };
+            // The descriptor the trust check's identity was compared with: the bytes compiled
+            // are the file checked, and no `__pycache__` is read or written.
+            #[cfg(not(unix))]
+            let opened = open_checked(&mut file.candidate, checks, trust)?.0.file;
+            let mut source = String::new();
+            (&opened).read_to_string(&mut source).map_err(|source| Error::Io {
+                path: file.candidate.path.clone(),
+                context: "cannot read Python source (it must be UTF-8)",
+                source,
+            })?;
+            sources.push((module.clone(), file.candidate.path.display().to_string(), source));
+        }
+        Ok(Ok(sources))
+    }
+
     /// The path as configured.
     pub(crate) fn path(&self) -> &Path {
         &self.path
@@ -252,20 +488,30 @@ impl PyCandidate {
         deadline: Option<Instant>,
     ) -> Result<Registered, Error> {
         let origin = Origin::File(self.path.clone());
-        let mut sources = Vec::new();
-        for file in &mut self.files {
-            let Some(module) = &file.module else { continue };
-            // The descriptor the trust check's identity was compared with: the bytes compiled
-            // are the file checked, and no `__pycache__` is read or written.
-            let (mut opened, len, _) = open_checked(&mut file.candidate, checks, trust)?;
-            let mut source = String::with_capacity(usize::try_from(len).unwrap_or(0));
-            opened.file.read_to_string(&mut source).map_err(|source| Error::Io {
-                path: file.candidate.path.clone(),
-                context: "cannot read Python source (it must be UTF-8)",
-                source,
-            })?;
-            sources.push((module.clone(), file.candidate.path.display().to_string(), source));
-        }
+        let mut replaced = 0;
+        let sources = loop {
+            match self.sources(checks, trust)? {
+                Ok(sources) => break sources,
+                // A package replaced after it was listed (an install that swaps its
+                // directory): listed, checked and read again, whole, never mixed.
+                Err(changed) if replaced < REPLACEMENTS => {
+                    replaced += 1;
+                    log::debug!("{origin}: {changed}; reading the package again");
+                    self = plugin(&self.path).map_err(|(_, error)| error)?;
+                    // Checked afresh: `checks` remembers the directories it passed by path,
+                    // and the package's path names another directory now.
+                    self.check(&mut Checks::default(), trust)?;
+                }
+                Err(changed) => {
+                    return Err(Error::Io {
+                        path: self.path.clone(),
+                        context: "the Python package kept changing while it was read; try again once its \
+                                  installation is done",
+                        source: changed,
+                    });
+                }
+            }
+        };
         let stem = self.path.file_stem().unwrap_or(self.path.as_os_str());
         let staged = Staged {
             default_name: stem.to_string_lossy().into_owned(),

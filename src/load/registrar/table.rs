@@ -1,5 +1,5 @@
 //! The state of one registration, which both registration routes fill: the safe
-//! [`Registrar`](crate::Registrar) of static plugins and the C host API (`c_api`) of library
+//! [`StaticRegistrar`](crate::StaticRegistrar) of static plugins and the C host API (`c_api`) of library
 //! plugins. Here are the passes collected so far, the checks every pass goes through (name,
 //! interface, duplicates) and the first refusal.
 
@@ -98,7 +98,7 @@ impl Table {
         (self.passes.len(), self.hooks.len())
     }
 
-    /// Adds an unload hook: see [`Registrar::on_unload`](crate::Registrar::on_unload).
+    /// Adds an unload hook: see [`StaticRegistrar::on_unload`](crate::StaticRegistrar::on_unload).
     pub(crate) fn add_hook(&mut self, hook: UnloadHook) {
         self.hooks.push(hook);
     }

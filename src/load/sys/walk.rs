@@ -1,6 +1,7 @@
 //! The system calls of the walk: `openat`, `fstat`, `fstatat` and `readlinkat` on
 //! descriptors, so that each step looks at exactly the inode the previous one led to.
-//! The trust check (`load::trust`) walks a path with them (Unix).
+//! The trust check (`load::trust`) walks a path with them (Unix), and a Python package is
+//! read through one descriptor of its directory ([`Tree`]).
 // `unsafe` here: the system calls of the walk.
 #![allow(unsafe_code)]
 
@@ -8,6 +9,8 @@ use std::ffi::{CString, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+#[cfg(feature = "python")]
+use std::path::Path;
 use std::path::PathBuf;
 
 use crate::load::sys::FileId;
@@ -46,6 +49,80 @@ impl Dir {
         )?;
         let stat = fstat(&fd)?;
         Ok(Dir { path, fd, stat })
+    }
+}
+
+/// A directory opened to be listed, whose entries are opened relative to it (`openat`, not
+/// following a symlink): what a Python package is read through, so that every file read is
+/// of the one directory tree this descriptor holds, whatever is renamed over its path since.
+#[cfg(feature = "python")]
+#[derive(Debug)]
+pub(crate) struct Tree {
+    fd: OwnedFd,
+}
+
+#[cfg(feature = "python")]
+impl Tree {
+    /// The directory at `path`, not following a symlink in its last component.
+    pub(crate) fn open(path: &Path) -> io::Result<(Tree, Stat)> {
+        Tree::at(libc::AT_FDCWD, path.as_os_str())
+    }
+
+    /// The directory `name` in this one, not following a symlink.
+    pub(crate) fn dir(&self, name: &OsStr) -> io::Result<(Tree, Stat)> {
+        Tree::at(self.fd.as_raw_fd(), name)
+    }
+
+    fn at(dir: libc::c_int, name: &OsStr) -> io::Result<(Tree, Stat)> {
+        let fd = open_at(dir, name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW)?;
+        let stat = fstat(&fd)?;
+        Ok((Tree { fd }, stat))
+    }
+
+    /// The file `name` in this directory, opened for reading, not following a symlink (nor
+    /// waiting on a FIFO), with its status read from the descriptor.
+    pub(crate) fn file(&self, name: &OsStr) -> io::Result<(std::fs::File, Stat)> {
+        let fd = open_at(
+            self.fd.as_raw_fd(),
+            name,
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
+        )?;
+        let stat = fstat(&fd)?;
+        Ok((std::fs::File::from(fd), stat))
+    }
+
+    /// The status of `name` in this directory, not following a symlink.
+    pub(crate) fn stat(&self, name: &OsStr) -> io::Result<Stat> {
+        stat_in(self.fd.as_raw_fd(), name)
+    }
+
+    /// The names in this directory (not `.` and `..`), in no particular order. On Linux they
+    /// are listed through the descriptor (`/proc/self/fd/N`, which names the directory it
+    /// holds, renamed or not); elsewhere by `path`, the path it was opened by, checked to
+    /// name this directory before and after the listing (`Err` otherwise).
+    pub(crate) fn names(&self, path: &Path) -> io::Result<Vec<OsString>> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let _ = path;
+            let listed = std::fs::read_dir(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))?;
+            listed.map(|entry| entry.map(|entry| entry.file_name())).collect()
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            let this = fstat(&self.fd)?.id();
+            let named = || std::fs::symlink_metadata(path).map(|metadata| Stat::of_metadata(&metadata).id());
+            let moved = || io::Error::new(io::ErrorKind::NotFound, "the directory was moved while it was listed");
+            if named()? != this {
+                return Err(moved());
+            }
+            let names = std::fs::read_dir(path)?
+                .map(|entry| entry.map(|entry| entry.file_name()))
+                .collect::<io::Result<Vec<_>>>()?;
+            if named()? != this {
+                return Err(moved());
+            }
+            Ok(names)
+        }
     }
 }
 
@@ -157,17 +234,14 @@ fn fstat(fd: &OwnedFd) -> io::Result<Stat> {
 
 /// The status of `name` in `dir`, not following a symlink.
 pub(crate) fn stat_at(dir: &Dir, name: &OsStr) -> io::Result<Stat> {
+    stat_in(dir.fd.as_raw_fd(), name)
+}
+
+fn stat_in(dir: libc::c_int, name: &OsStr) -> io::Result<Stat> {
     let name = c_name(name)?;
     let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `dir.fd` is open, `name` is NUL-terminated, `stat` is writable.
-    let done = unsafe {
-        libc::fstatat(
-            dir.fd.as_raw_fd(),
-            name.as_ptr(),
-            stat.as_mut_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
+    // SAFETY: `dir` is an open descriptor, `name` is NUL-terminated, `stat` is writable.
+    let done = unsafe { libc::fstatat(dir, name.as_ptr(), stat.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
     if done != 0 {
         return Err(io::Error::last_os_error());
     }

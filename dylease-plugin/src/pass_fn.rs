@@ -35,7 +35,7 @@ use crate::abi::dylease_fn;
 /// # Example
 ///
 /// ```
-/// use dylease::PassFn;
+/// use dylease_plugin::PassFn;
 ///
 /// extern "C" fn double(x: i32) -> i32 { x * 2 }
 ///
@@ -49,12 +49,13 @@ use crate::abi::dylease_fn;
 /// Signatures with references work for both typed and untyped passes:
 ///
 /// ```
+/// use dylease_plugin::Registrar;
 /// use std::ffi::c_void;
 ///
 /// pub struct Graph { nodes: u32 }
 /// pub struct GraphPass;
 /// // SAFETY: every pass registered under "demo.graph_pass/2" has this signature.
-/// unsafe impl dylease::Interface for GraphPass {
+/// unsafe impl dylease_plugin::Interface for GraphPass {
 ///     const ID: &'static str = "demo.graph_pass/2";
 ///     type Fn = unsafe extern "C" fn(&mut Graph, *mut c_void) -> i32;
 /// }
@@ -64,7 +65,7 @@ use crate::abi::dylease_fn;
 /// }
 ///
 /// let host = dylease::PluginHost::builder()
-///     .static_plugin("graph", |reg: &mut dylease::Registrar| {
+///     .static_plugin("graph", |reg| {
 ///         reg.add_typed_pass::<GraphPass>("halve", halve, std::ptr::null_mut())?;
 ///         reg.add_pass("untyped_halve", halve as unsafe extern "C" fn(&mut Graph, *mut c_void) -> i32, std::ptr::null_mut())
 ///     })
@@ -106,13 +107,13 @@ pub unsafe trait PassFn: Copy + Send + Sync + 'static {
 /// the last lease dropped would call into an unloaded library. With an `unsafe` pointer type
 /// that call needs an `unsafe` block, whose reason is that a lease of the set is alive; with a
 /// safe `fn` type, safe code could make it, which a safe lookup
-/// ([`Lease::get`](crate::Lease::get)) must not allow. Sealed: implemented for exactly the
+/// (the host's `Lease::get`) must not allow. Sealed: implemented for exactly the
 /// `unsafe` pointer types [`PassFn`] is.
 ///
 /// ```compile_fail,E0277
 /// pub struct IntOp;
 /// // A safe `fn` type is refused as an interface's signature:
-/// unsafe impl dylease::Interface for IntOp {
+/// unsafe impl dylease_plugin::Interface for IntOp {
 ///     const ID: &'static str = "math.int_op/1";
 ///     type Fn = extern "C" fn(i32) -> i32;
 /// }
@@ -122,7 +123,7 @@ pub unsafe trait PassFn: Copy + Send + Sync + 'static {
 ///
 /// ```
 /// pub struct IntOp;
-/// unsafe impl dylease::Interface for IntOp {
+/// unsafe impl dylease_plugin::Interface for IntOp {
 ///     const ID: &'static str = "math.int_op/1";
 ///     type Fn = unsafe extern "C" fn(i32) -> i32;
 /// }

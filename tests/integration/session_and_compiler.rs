@@ -12,7 +12,7 @@ type SetCounter = extern "C" fn(*mut i32);
 
 #[test]
 fn single_op_users_come_and_go_while_the_session_keeps_its_passes() {
-    let dir = TestDir::new("mission");
+    let dir = TestDir::new("session_and_compiler");
     let lib = dir.add("arith", "libarith.so");
     // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
     let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();

@@ -23,7 +23,7 @@ use core::mem::offset_of;
 
 /// The ABI version this crate speaks and builds plugins for. A host also accepts plugins of
 /// every version from [`DYLEASE_OLDEST_ABI_VERSION`] up to this one; any other value is
-/// refused with [`Error::AbiMismatch`](crate::Error::AbiMismatch).
+/// refused with the host's `Error::AbiMismatch`.
 pub const DYLEASE_ABI_VERSION: u32 = 2;
 
 /// The oldest ABI version a host still loads: plugins built against version 1 of the header
@@ -47,7 +47,7 @@ pub struct dylease_registrar {
 }
 
 /// Any function: the host stores it as this type and casts it back to the signature the
-/// caller names in [`Lease::pass`](crate::Lease::pass).
+/// caller names in the host's `Lease::pass`.
 pub type dylease_fn = unsafe extern "C" fn();
 
 /// `add_pass`: registers one pass. Returns 0 when added, a negative value when refused.

@@ -8,8 +8,8 @@ use crate::pass_fn::UnsafePassFn;
 /// pass registered under [`ID`](Interface::ID) has the signature [`Fn`](Interface::Fn).
 ///
 /// Implement it once per interface, on a marker type, and the lookup is safe:
-/// [`Lease::get`](crate::Lease::get) hands out a pass only if the plugin registered it under
-/// this interface's id, and fails with [`Error::PassLookup`](crate::Error::PassLookup)
+/// the host's `Lease::get` hands out a pass only if the plugin registered it under
+/// this interface's id, and fails with `Error::PassLookup`
 /// otherwise. The `unsafe` of a cast moves from every lookup to the one place where the
 /// interface is declared.
 ///
@@ -21,16 +21,16 @@ use crate::pass_fn::UnsafePassFn;
 /// a function of another signature under `ID`, is undefined behaviour at the call. Give a new
 /// signature a new id (by convention `domain.name/MAJOR`, with the major version bumped on
 /// every change of signature). Rust plugins registering through
-/// [`Registrar::add_typed_pass`](crate::Registrar::add_typed_pass) and
-/// [`PluginRegistrar::add_typed_pass`](crate::PluginRegistrar::add_typed_pass) are checked at
+/// [`Registrar::add_typed_pass`](crate::Registrar::add_typed_pass) are checked at
 /// compile time; C plugins (`DYLEASE_TYPED_PASS`) are not.
 ///
 /// # Example
 ///
 /// ```
+/// use dylease_plugin::Registrar;
 /// pub struct IntOp;
 /// // SAFETY: every pass registered under "math.int_op/1" is an `extern "C" fn(i32) -> i32`.
-/// unsafe impl dylease::Interface for IntOp {
+/// unsafe impl dylease_plugin::Interface for IntOp {
 ///     const ID: &'static str = "math.int_op/1";
 ///     type Fn = unsafe extern "C" fn(i32) -> i32;
 /// }
@@ -38,7 +38,7 @@ use crate::pass_fn::UnsafePassFn;
 /// extern "C" fn double(x: i32) -> i32 { x * 2 }
 ///
 /// let host = dylease::PluginHost::builder()
-///     .static_plugin("math", |reg: &mut dylease::Registrar| {
+///     .static_plugin("math", |reg| {
 ///         reg.add_typed_pass::<IntOp>("double", double, std::ptr::null_mut())
 ///     })
 ///     .build()?;
