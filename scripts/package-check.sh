@@ -5,32 +5,52 @@
 # its demo there. Every test must pass from the package; the Rust-plugin test builds the example
 # from its packaged source, saying so on stderr.
 #
-# The `dylease` command is the workspace member `dylease-cli`, a package of its own. It
-# depends on this crate by version, so it is packaged together with it (cargo then builds it
-# against the packaged dylease, not crates.io's): that build is all this script checks of it.
-# Its tests are not in its package (they use this repository's test plugins and support code)
-# and run from the workspace (`cargo test --workspace`).
+# The `dylease` command is the workspace member `dylease-cli`, a package of its own: it is
+# packaged too and built from its package against the packages of this workspace, which is all
+# this script checks of it. Its tests are not in its package (they use this repository's test
+# plugins and support code) and run from the workspace (`cargo test --workspace`).
 #
-# Dependencies come from cargo's cache, else crates.io. The package is unpacked and built in a
-# temporary directory outside the workspace (about 40 s on 2 cores), removed afterwards.
+# Dependencies come from cargo's cache, else crates.io, but for dylease-elf (the ELF checks, a
+# crate of this workspace), which is packaged too and used from its own .crate, as crates.io
+# would serve it after both are published. The packages are unpacked and built in a temporary
+# directory outside the workspace (about 40 s on 2 cores), removed afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "cargo package (dylease, and dylease-cli built against it)"
-cargo package -p dylease -p dylease-cli --allow-dirty --quiet
+step "cargo package"
+cargo package -p dylease -p dylease-elf -p dylease-plugin -p dylease-cli --allow-dirty --no-verify --quiet
 version=$(cargo metadata --format-version 1 --no-deps |
   grep -o '"name":"dylease","version":"[^"]*"' | sed 's/.*"version":"\([^"]*\)"/\1/')
+elf_version=$(cargo metadata --format-version 1 --no-deps |
+  grep -o '"name":"dylease-elf","version":"[^"]*"' | sed 's/.*"version":"\([^"]*\)"/\1/')
+plugin_version=$(cargo metadata --format-version 1 --no-deps |
+  grep -o '"name":"dylease-plugin","version":"[^"]*"' | sed 's/.*"version":"\([^"]*\)"/\1/')
 crate="$root/target/package/dylease-$version.crate"
-[ -f "$crate" ] || { echo "package-check: $crate was not built" >&2; exit 1; }
+elf_crate="$root/target/package/dylease-elf-$elf_version.crate"
+cli_version=$(cargo metadata --format-version 1 --no-deps |
+  grep -o '"name":"dylease-cli","version":"[^"]*"' | sed 's/.*"version":"\([^"]*\)"/\1/')
+plugin_crate="$root/target/package/dylease-plugin-$plugin_version.crate"
+cli_crate="$root/target/package/dylease-cli-$cli_version.crate"
+for built in "$crate" "$elf_crate" "$plugin_crate" "$cli_crate"; do
+  [ -f "$built" ] || { echo "package-check: $built was not built" >&2; exit 1; }
+done
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 tar -xzf "$crate" -C "$work"
+tar -xzf "$elf_crate" -C "$work"
+tar -xzf "$plugin_crate" -C "$work"
+tar -xzf "$cli_crate" -C "$work"
 cd "$work/dylease-$version"
 export CARGO_TARGET_DIR="$work/target"
+# dylease-elf and dylease-plugin from their packages, not from crates.io; the Rust-plugin
+# tests build plugins against the unpacked dylease-plugin too.
+printf '\n[patch.crates-io]\ndylease-elf = { path = "../dylease-elf-%s" }\ndylease-plugin = { path = "../dylease-plugin-%s" }\n' \
+  "$elf_version" "$plugin_version" >>Cargo.toml
+export DYLEASE_PLUGIN_CRATE="$work/dylease-plugin-$plugin_version"
 
 step "cargo test, in the unpacked package"
 log="$work/test.log"
@@ -43,3 +63,9 @@ grep -q "^test rust_plugin::a_rust_plugin_built_with_export_plugin_loads_and_its
 
 step "demo, in the unpacked package"
 cargo run --quiet --example demo
+
+step "dylease-cli, built from its package against the packages above"
+cd "$work/dylease-cli-$cli_version"
+printf '\n[patch.crates-io]\ndylease = { path = "../dylease-%s" }\ndylease-elf = { path = "../dylease-elf-%s" }\ndylease-plugin = { path = "../dylease-plugin-%s" }\n' \
+  "$version" "$elf_version" "$plugin_version" >>Cargo.toml
+cargo build --quiet

@@ -114,10 +114,6 @@ pub use host::{
     GLOBAL_PATH_VAR, HostBuilder, Lease, OwnedPass, Pass, PluginHost, PluginSet, Stats, UnloadPolicy, WeakLease,
     global, init_global,
 };
-/// The ELF check for `cargo fuzz` (`fuzz/`, built with `--cfg fuzzing`): not part of the API.
-#[cfg(fuzzing)]
-#[doc(hidden)]
-pub use load::fuzz_elf_check;
 pub use load::{
     LoadFailure, LoadPolicy, PassInfo, PinCause, Pinning, PluginInfo, StaticRegistrar, TrustPolicy, plugin_files_in,
 };

@@ -12,8 +12,8 @@
 //!
 //! - `sync`: the synchronisation shim (std's or loom's types), `Exclusive`.
 //! - `load`: one load attempt. `discover` (sources to candidate files), `trust` (the trust
-//!   check: `policy`, `walk`, `deps`), `elf` and `elf_layout` (the structural ELF check),
-//!   `pipeline` (one plugin from file to registered passes, as typestates), `static_plugin`
+//!   check: `policy`, `walk`, `deps`), `candidate` (a file found and, once opened, the
+//!   descriptor its checks read), `pipeline` (one plugin from file to registered passes, as typestates), `static_plugin`
 //!   (plugins compiled into the host), `library` (an open library), `registry` (the registry
 //!   protocol below), `opener` (the platform loader as the registry's opener: the descriptor
 //!   check, `on_load`, `on_unload`; the process-wide registry), `teardown` (unloading a set's
@@ -28,6 +28,11 @@
 //!   generation; its drop reaches the host only through the `Teardown` the generations hand
 //!   it), `lease`, `stats`, `reentry`, and `watch` (a watcher over sources that calls back
 //!   after a change; it names no host type, `plugin_host` holds the glue).
+//!
+//! Below all three, its own crate, `dylease-elf` (directory `dylease-elf/`): the ELF header
+//! and structural checks, the linkage the trust check resolves and the facts the pinning
+//! prediction reads, all through one reader that keeps what it read of the descriptor the
+//! loader maps. It cannot name the host: the compiler holds that layer.
 //!
 //! Beside the layers: `abi` (the plugin ABI, the C structs and constants plugins are built
 //! against), `export` (the Rust plugin side), `interface` and `pass_fn` (typed passes),

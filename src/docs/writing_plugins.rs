@@ -41,7 +41,8 @@
 //! threads that end (joined with `join`, which waits for their thread-local destructors) before
 //! the last lease drops.
 //!
-//! The host reads the library's `.dynamic` and `.dynsym` before loading it:
+//! The host reads the library's dynamic section and dynamic symbols before loading it, as
+//! the loader reads them (not its section headers, which the loader never reads):
 //! [`PluginInfo::pinning`](crate::PluginInfo::pinning) says whether it is expected to stay
 //! mapped and why ([`PinCause`](crate::PinCause), each with its
 //! [`fix`](crate::PinCause::fix)). After each unload the host compares: a library that stayed

@@ -1,9 +1,12 @@
 //! A plugin file found by discovery, and what identifies it: the value the trust check, the
 //! pipeline and the registry pass between them.
 
-use std::path::PathBuf;
+use std::fs::{File, Metadata};
+use std::path::{Path, PathBuf};
 
-use crate::load::elf::Opened;
+use dylease_elf::{Elf, Linkage};
+
+use crate::error::{Error, OpenCause};
 
 /// A library file found by discovery, not yet opened.
 #[derive(Debug)]
@@ -31,6 +34,58 @@ pub(crate) struct Candidate {
 }
 
 pub(crate) use crate::load::sys::{FileId, Identity};
+
+/// A library file opened for its checks: the descriptor they read (and the loader maps),
+/// wrapped in the ELF reader that keeps what they read of it (`dylease_elf::Elf`: the ELF
+/// check, the dependency walk and the pinning prediction read the same headers and tables,
+/// from the disk once), and its status as read from that descriptor.
+#[derive(Debug)]
+pub(crate) struct Opened {
+    pub(crate) elf: Elf<File>,
+    pub(crate) metadata: Metadata,
+}
+
+impl Opened {
+    pub(crate) fn new(file: File, metadata: Metadata) -> Opened {
+        Opened {
+            elf: Elf::new(file, metadata.len()),
+            metadata,
+        }
+    }
+
+    /// The descriptor.
+    pub(crate) fn file(&self) -> &File {
+        self.elf.source()
+    }
+
+    /// Checks that the file could be an ELF shared library for this process, and that the
+    /// loader can map and link it without crashing (`Elf::check`). A refusal is an error that
+    /// names the plugin file `path` (as discovered) and says what is wrong ("the file is
+    /// truncated: …"); otherwise it returns what the library makes the loader look up.
+    ///
+    /// Only on platforms whose libraries are ELF files; elsewhere it passes.
+    pub(crate) fn check(&self, path: &Path) -> Result<Linkage, Error> {
+        if !cfg!(all(unix, not(target_vendor = "apple"))) {
+            return Ok(Linkage::default());
+        }
+        self.elf.check().map_err(|refusal| Error::Open {
+            path: path.to_owned(),
+            reason: refusal.into_reason(),
+            cause: OpenCause::Headers,
+        })
+    }
+
+    /// What the library makes the loader look up (`Elf::linkage`: its DT_NEEDED and run
+    /// paths), after the header check and as much of the structural check as that takes;
+    /// `None` where libraries are not ELF files. (The trust check reads it on Unix.)
+    #[cfg_attr(not(unix), allow(dead_code))]
+    pub(crate) fn linkage(&self) -> Result<Option<Linkage>, String> {
+        if !cfg!(all(unix, not(target_vendor = "apple"))) {
+            return Ok(None);
+        }
+        self.elf.linkage().map(Some).map_err(dylease_elf::Refusal::into_reason)
+    }
+}
 
 /// A library a plugin needs, found in a run path, opened and checked by the trust check: the
 /// load maps it by this descriptor before the plugin (`load::opener`). Its name in `found` is

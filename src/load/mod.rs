@@ -7,8 +7,6 @@ use crate::error::{Error, Origin};
 
 pub(crate) mod candidate;
 pub(crate) mod discover;
-mod elf;
-mod elf_layout;
 mod library;
 pub(crate) mod log_scope;
 mod opener;
@@ -38,13 +36,6 @@ pub(crate) use registrar::MAX_NAME_LEN;
 pub use registrar::StaticRegistrar;
 pub(crate) use static_plugin::StaticPlugin;
 pub use trust::TrustPolicy;
-
-/// The ELF checks (headers, then structure) over a file's bytes in memory: `Err` with the
-/// cause. Only for the fuzz target (`--cfg fuzzing`).
-#[cfg(fuzzing)]
-pub fn fuzz_elf_check(bytes: &[u8]) -> Result<(), String> {
-    elf::check_bytes(bytes)
-}
 
 use candidate::Candidate;
 use discover::{Planned, plan};

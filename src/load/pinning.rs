@@ -9,7 +9,8 @@
 //! (`__cxa_thread_atexit_impl`: a C++ `thread_local` or a Rust `thread_local!` with `Drop`)
 //! stays mapped while a thread that used it lives. And a library whose other exported symbols
 //! another, never-unloaded object bound to stays for that object. The first two show in
-//! `.dynamic` and `.dynsym`, read here from the file the trust and ELF checks looked at; the
+//! the dynamic section and the symbols it points to, read (by `dylease_elf`) from the file the
+//! trust and ELF checks looked at, as the loader reads them; the
 //! fix for the g++ causes is the linker version script `include/dylease.map`, which keeps only
 //! `dylease_plugin_v1` global.
 //!
@@ -21,7 +22,7 @@ use std::fmt;
 
 use crate::abi::DYLEASE_ENTRY_SYMBOL;
 use crate::error::Origin;
-use crate::load::elf::{Opened, Reader, read_exactly};
+use crate::load::candidate::Opened;
 use crate::sync::Mutex;
 
 /// One reason the platform may keep a plugin's library mapped after its last lease; see
@@ -114,8 +115,8 @@ impl fmt::Display for PinCause {
 /// What dylease predicts, from a plugin library's file before loading it, about whether the
 /// platform will keep it mapped after its last lease: see [`PluginInfo::pinning`].
 ///
-/// Read from the file's `.dynamic` and `.dynsym` sections (ELF files only; elsewhere, and for
-/// static plugins, there are no causes). After each unload the host compares the prediction
+/// Read from the file's dynamic section and the dynamic symbols it points to, as the loader
+/// reads them (ELF files only; elsewhere, and for static plugins, there are no causes). After each unload the host compares the prediction
 /// with what the loader did, and a library that stayed mapped is logged once, with its causes
 /// and their fixes, and counted once in [`Stats::pinned_libraries`](crate::Stats::pinned_libraries).
 ///
@@ -148,187 +149,43 @@ impl Pinning {
         (!phrases.is_empty()).then(|| phrases.join("; and "))
     }
 
-    /// Reads the prediction from `file` (`len` bytes, a library that passed the ELF header
-    /// check). A file whose sections cannot be read (stripped of section headers, or
-    /// malformed) has no causes: the prediction is only advice, and the loader judges the
-    /// file.
-    pub(crate) fn predict(file: &Opened, len: u64) -> Pinning {
+    /// Reads the prediction from `file`, a library that passed the ELF check, as the loader
+    /// sees it: through its dynamic section (`dylease_elf::Elf::pins`), not its section
+    /// headers, which the loader never reads and a file may lack. A file whose facts cannot be
+    /// read has no causes: the prediction is only advice, and the loader judges the file.
+    pub(crate) fn predict(file: &Opened) -> Pinning {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
             return Pinning::default();
         }
-        predict_with(|buffer, offset| file.read_at(buffer, offset), len).unwrap_or_default()
+        file.elf
+            .pins(&[DYLEASE_ENTRY_SYMBOL])
+            .map(Pinning::from_facts)
+            .unwrap_or_default()
     }
-}
 
-/// Section types and symbol fields (the ELF gABI and the GNU extensions).
-const SHT_DYNAMIC: u32 = 6;
-const SHT_DYNSYM: u32 = 11;
-const STB_GLOBAL: u8 = 1;
-const STB_WEAK: u8 = 2;
-const STB_GNU_UNIQUE: u8 = 10;
-const STT_SECTION: u8 = 3;
-const STT_FILE: u8 = 4;
-const STV_DEFAULT: u8 = 0;
-const STV_PROTECTED: u8 = 3;
-const SHN_UNDEF: u16 = 0;
-const DT_NULL: u64 = 0;
-const DT_FLAGS_1: u64 = 0x6fff_fffb;
-const DF_1_NODELETE: u64 = 0x8;
-/// What the linker defines in every library, which no other object binds to.
-const LINKER_NAMES: [&str; 5] = ["_init", "_fini", "_edata", "_end", "__bss_start"];
-/// The imports that register a thread-local destructor (glibc's, and libstdc++'s wrapper).
-const THREAD_ATEXIT: [&str; 2] = ["__cxa_thread_atexit_impl", "__cxa_thread_atexit"];
-/// The most this reads of one section: bigger ones are not predicted.
-const MAX_SECTION: u64 = 256 << 20;
-
-/// A section: where it is in the file, its size, its linked section and its entry size.
-#[derive(Clone, Copy)]
-struct Section {
-    kind: u32,
-    offset: u64,
-    size: u64,
-    link: u32,
-    entsize: u64,
-}
-
-/// [`Pinning::predict`] over any positioned reader; `None` where the file cannot tell.
-fn predict_with(read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>, len: u64) -> Option<Pinning> {
-    let read = |offset: u64, size: u64| -> Option<Vec<u8>> {
-        if size > MAX_SECTION || offset.checked_add(size)? > len {
-            return None;
+    /// The causes the file's facts show, those that always pin first.
+    fn from_facts(pins: dylease_elf::Pins) -> Pinning {
+        let mut causes = Vec::new();
+        if pins.no_delete {
+            causes.push(PinCause::NoDelete);
         }
-        let mut bytes = vec![0; usize::try_from(size).ok()?];
-        (read_exactly(&read_at, &mut bytes, offset).ok()? == bytes.len()).then_some(bytes)
-    };
-    let head = read(0, 64.min(len))?;
-    let (wide, big_endian) = (head.get(4) == Some(&2), head.get(5) == Some(&2));
-    let header = Reader {
-        bytes: &head,
-        wide,
-        big_endian,
-    };
-    let (shoff, shentsize, shnum) = if wide {
-        (header.u64(40), header.u16(58), header.u16(60))
-    } else {
-        (header.u32(32).into(), header.u16(46), header.u16(48))
-    };
-    if shnum == 0 || usize::from(shentsize) < if wide { 64 } else { 40 } {
-        return None;
-    }
-    let table = read(shoff, u64::from(shentsize) * u64::from(shnum))?;
-    let table = Reader {
-        bytes: &table,
-        wide,
-        big_endian,
-    };
-    let sections: Vec<Section> = (0..usize::from(shnum))
-        .map(|i| {
-            let at = i * usize::from(shentsize);
-            if wide {
-                Section {
-                    kind: table.u32(at + 4),
-                    offset: table.u64(at + 24),
-                    size: table.u64(at + 32),
-                    link: table.u32(at + 40),
-                    entsize: table.u64(at + 56),
-                }
-            } else {
-                Section {
-                    kind: table.u32(at + 4),
-                    offset: table.u32(at + 16).into(),
-                    size: table.u32(at + 20).into(),
-                    link: table.u32(at + 24),
-                    entsize: table.u32(at + 36).into(),
-                }
-            }
-        })
-        .collect();
-
-    let mut pinning = Pinning::default();
-    if let Some(dynamic) = sections.iter().find(|s| s.kind == SHT_DYNAMIC) {
-        let bytes = read(dynamic.offset, dynamic.size)?;
-        let entries = Reader {
-            bytes: &bytes,
-            wide,
-            big_endian,
-        };
-        let step = if wide { 16 } else { 8 };
-        for at in (0..bytes.len() / step).map(|i| i * step) {
-            let (tag, value) = if wide {
-                (entries.u64(at), entries.u64(at + 8))
-            } else {
-                (entries.u32(at).into(), entries.u32(at + 4).into())
-            };
-            if tag == DT_NULL {
-                break;
-            }
-            if tag == DT_FLAGS_1 && value & DF_1_NODELETE != 0 {
-                pinning.causes.push(PinCause::NoDelete);
-            }
+        if let Some(unique) = pins.gnu_unique {
+            causes.push(PinCause::GnuUnique {
+                count: unique.count,
+                example: unique.example,
+            });
         }
-    }
-
-    let Some(symbols) = sections.iter().find(|s| s.kind == SHT_DYNSYM) else {
-        return Some(pinning);
-    };
-    let strings = sections.get(usize::try_from(symbols.link).ok()?)?;
-    let names = read(strings.offset, strings.size)?;
-    let bytes = read(symbols.offset, symbols.size)?;
-    let entry = usize::try_from(symbols.entsize).ok()?;
-    if entry < if wide { 24 } else { 16 } {
-        return None;
-    }
-    let table = Reader {
-        bytes: &bytes,
-        wide,
-        big_endian,
-    };
-    let name_at = |offset: u32| -> &str {
-        let tail = names.get(offset as usize..).unwrap_or_default();
-        let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
-        std::str::from_utf8(&tail[..end]).unwrap_or("")
-    };
-    let (mut unique, mut exports) = ((0, None), (0, None));
-    let mut thread_atexit = false;
-    // Entry 0 is the null symbol.
-    for at in (1..bytes.len() / entry).map(|i| i * entry) {
-        let (name, info, other, shndx) = if wide {
-            (table.u32(at), bytes[at + 4], bytes[at + 5], table.u16(at + 6))
-        } else {
-            (table.u32(at), bytes[at + 12], bytes[at + 13], table.u16(at + 14))
-        };
-        let (binding, kind, visibility) = (info >> 4, info & 0xf, other & 0x3);
-        let name = name_at(name);
-        if shndx == SHN_UNDEF {
-            thread_atexit |= THREAD_ATEXIT.contains(&name);
-            continue;
+        if pins.thread_local_destructors {
+            causes.push(PinCause::ThreadLocalDestructors);
         }
-        let tally = |(count, example): &mut (usize, Option<String>)| {
-            *count += 1;
-            example.get_or_insert_with(|| name.to_owned());
-        };
-        if binding == STB_GNU_UNIQUE {
-            tally(&mut unique);
-        } else if matches!(binding, STB_GLOBAL | STB_WEAK)
-            && matches!(visibility, STV_DEFAULT | STV_PROTECTED)
-            && !matches!(kind, STT_SECTION | STT_FILE)
-            && !name.is_empty()
-            && name != DYLEASE_ENTRY_SYMBOL
-            && !LINKER_NAMES.contains(&name)
-        {
-            tally(&mut exports);
+        if let Some(exports) = pins.exports {
+            causes.push(PinCause::Exports {
+                count: exports.count,
+                example: exports.example,
+            });
         }
+        Pinning { causes }
     }
-    if let (count, Some(example)) = unique {
-        pinning.causes.push(PinCause::GnuUnique { count, example });
-    }
-    if thread_atexit {
-        pinning.causes.push(PinCause::ThreadLocalDestructors);
-    }
-    if let (count, Some(example)) = exports {
-        pinning.causes.push(PinCause::Exports { count, example });
-    }
-    Some(pinning)
 }
 
 crate::sync::lazy_static! {
@@ -406,27 +263,6 @@ pub(crate) fn after_unload(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_file_without_sections_or_not_elf_predicts_nothing_and_never_panics() {
-        let read = |bytes: &'static [u8]| {
-            move |buffer: &mut [u8], offset: u64| -> std::io::Result<usize> {
-                let start = usize::try_from(offset).unwrap_or(usize::MAX).min(bytes.len());
-                let n = buffer.len().min(bytes.len() - start);
-                buffer[..n].copy_from_slice(&bytes[start..start + n]);
-                Ok(n)
-            }
-        };
-        assert_eq!(predict_with(read(b"hello"), 5), None);
-        let mut header = [0u8; 64];
-        header[..6].copy_from_slice(b"\x7fELF\x02\x01");
-        // A section table far past the end of the file.
-        header[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
-        header[58..60].copy_from_slice(&64u16.to_le_bytes());
-        header[60..62].copy_from_slice(&3u16.to_le_bytes());
-        let header: &'static [u8] = Box::leak(Box::new(header));
-        assert_eq!(predict_with(read(header), 64), None);
-    }
 
     #[test]
     fn causes_read_as_sentences_with_their_fix() {

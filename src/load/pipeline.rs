@@ -63,8 +63,8 @@ impl Candidate {
     ) -> Result<Verified, Error> {
         let mut replaced = 0;
         loop {
-            let (checked, len, identity) = open_checked(&mut self, checks, trust)?;
-            let linkage = crate::load::elf::check_file(&self.path, &checked, len)?;
+            let (checked, _, identity) = open_checked(&mut self, checks, trust)?;
+            let linkage = checked.check(&self.path)?;
             let strict = trust == TrustPolicy::Strict;
             let dependencies = match self.dependencies.take() {
                 Some(dependencies) => dependencies,
@@ -77,12 +77,12 @@ impl Candidate {
                     })?,
                 None => Vec::new(),
             };
-            let pinning = Pinning::predict(&checked, len);
+            let pinning = Pinning::predict(&checked);
             let file = FileRef {
                 shown: &self.path,
                 resolved: &self.resolved,
                 identity: &identity,
-                source: Some(&checked.file),
+                source: Some(checked.file()),
                 origin: linkage.names_origin(),
                 loads: &linkage.loads,
                 strict,

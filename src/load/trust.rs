@@ -15,8 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::error::Error;
 #[cfg(not(unix))]
 use crate::load::candidate::Dependency;
-use crate::load::candidate::{Candidate, FileId, Identity};
-use crate::load::elf::Opened;
+use crate::load::candidate::{Candidate, FileId, Identity, Opened};
 #[cfg(unix)]
 use crate::load::sys::walk as sys;
 use crate::load::sys::{file_id, is_replacement, no_follow};
@@ -108,7 +107,7 @@ impl Checks {
         let Some(file) = open_if_unchanged(candidate)? else {
             return Ok(());
         };
-        let Ok(Some(linkage)) = crate::load::elf::linkage(&file, file.metadata.len()) else {
+        let Ok(Some(linkage)) = file.linkage() else {
             return Ok(());
         };
         candidate.dependencies = Some(self.resolve(&candidate.resolved, &linkage)?);
@@ -124,11 +123,7 @@ impl Checks {
 
     /// No dependency is mapped by dylease where there is no trust check.
     #[cfg(not(unix))]
-    pub(crate) fn resolve(
-        &mut self,
-        _: &std::path::Path,
-        _: &crate::load::elf_layout::Linkage,
-    ) -> Result<Vec<Dependency>, String> {
+    pub(crate) fn resolve(&mut self, _: &std::path::Path, _: &dylease_elf::Linkage) -> Result<Vec<Dependency>, String> {
         Ok(Vec::new())
     }
 

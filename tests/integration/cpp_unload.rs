@@ -145,3 +145,41 @@ fn a_thread_local_destructor_keeps_the_library_mapped_while_its_thread_lives() {
         checked.send(()).unwrap();
     });
 }
+
+/// The prediction reads what the loader reads (the dynamic section and the symbols it
+/// reaches through DT_SYMTAB and the hash table), not the section headers, which the loader
+/// never reads and a file may lack: the plain C++ plugin with its section header table gone
+/// (`e_shoff`, `e_shnum` and `e_shstrndx` zeroed) loads as before and is still predicted
+/// pinned by its GNU unique symbols. (Whether this copy then stays mapped depends on the order
+/// of the tests: glibc pins only the first library of the process that defines a unique
+/// symbol, and the other tests load the same plugin.)
+#[test]
+fn a_cpp_plugin_without_section_headers_is_still_predicted_pinned() {
+    let dir = TestDir::new("cpp_no_sections");
+    let lib = dir.add("layout_plain", "liblayout_no_sections.so");
+    let mut bytes = std::fs::read(&lib).unwrap();
+    assert_eq!(&bytes[..6], b"\x7fELF\x02\x01", "a 64-bit little-endian library");
+    // e_shoff (8 bytes at 40), e_shnum (2 at 60), e_shstrndx (2 at 62).
+    bytes[40..48].fill(0);
+    bytes[60..64].fill(0);
+    std::fs::write(&lib, &bytes).unwrap();
+    let host = host(&lib);
+    let lease = host.acquire().unwrap();
+    let pinning = lease.plugins()[0].pinning();
+    assert!(pinning.expected(), "{pinning:?}");
+    assert_eq!(
+        pinning.causes()[0],
+        PinCause::GnuUnique {
+            count: 2,
+            example: "_ZZN6layout8Registry3getEvE8instance".into()
+        }
+    );
+    // The imports (which the hash table does not index) are read too.
+    assert_eq!(pinning.causes()[1], PinCause::ThreadLocalDestructors);
+    assert!(
+        matches!(&pinning.causes()[2], PinCause::Exports { count, .. } if *count > 0),
+        "{pinning:?}"
+    );
+    assert_eq!(pinning.causes().len(), 3, "{pinning:?}");
+    drop(lease);
+}

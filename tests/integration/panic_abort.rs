@@ -15,7 +15,8 @@ fn check_plugin(name: &str, panic: &str, features: &str) -> String {
          [lib]\ncrate-type = [\"cdylib\"]\n\n\
          [dependencies]\ndylease-plugin = {{ path = {:?}, features = [{features}] }}\n\n\
          [profile.dev]\npanic = \"{panic}\"\n\n[workspace]\n",
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("dylease-plugin"),
+        crate::rust_plugin::build::plugin_crate(Path::new(env!("CARGO_MANIFEST_DIR")))
+            .unwrap_or_else(|e| panic!("{e}")),
     );
     std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
     std::fs::write(

@@ -8,7 +8,7 @@ use dylease::PluginHost;
 use crate::support::{TestDir, assert_unloaded};
 
 #[path = "../support/rust_plugin.rs"]
-mod build;
+pub(crate) mod build;
 
 /// Builds the example Rust plugins (the library `examples/plugins/folding.rs` and its two
 /// failing example plugins, `no_device` and `panicking`) once per test process; returns the

@@ -26,6 +26,24 @@ pub(crate) fn library_name() -> String {
     )
 }
 
+/// The plugin-side crate `dylease-plugin` that plugin crates depend on: the workspace's member
+/// beside the crate's root, or, in a packaged crate tested alone (which holds no other crate),
+/// the unpacked package that `DYLEASE_PLUGIN_CRATE` names (scripts/package-check.sh sets it).
+pub(crate) fn plugin_crate(root: &Path) -> Result<PathBuf, String> {
+    let member = root.join("dylease-plugin");
+    if member.join("Cargo.toml").exists() {
+        return Ok(member);
+    }
+    std::env::var_os("DYLEASE_PLUGIN_CRATE")
+        .map(PathBuf::from)
+        .ok_or_else(|| {
+            format!(
+                "the crate dylease-plugin is not at {}: set DYLEASE_PLUGIN_CRATE to its directory",
+                member.display()
+            )
+        })
+}
+
 /// Builds the plugins (debug profile) into `target` and returns the directory they are in.
 /// `offline` passes `--offline` to cargo.
 pub(crate) fn build_rust_plugins(target: &Path, offline: bool) -> Result<PathBuf, String> {
@@ -82,7 +100,7 @@ fn standalone_manifest(root: &Path, target: &Path) -> Result<PathBuf, String> {
          [[example]]\nname = \"panicking\"\ncrate-type = [\"cdylib\"]\npath = {}\n\n\
          # Not a member of any workspace above it.\n[workspace]\n",
         toml_path(&root.join("examples/plugins/folding.rs")),
-        toml_path(&root.join("dylease-plugin")),
+        toml_path(&plugin_crate(root)?),
         toml_path(&root.join("examples/plugins/no_device.rs")),
         toml_path(&root.join("examples/plugins/panicking.rs")),
     );

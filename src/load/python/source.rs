@@ -449,7 +449,7 @@ impl PyCandidate {
                         });
                     }
                 },
-                None => open_checked(&mut file.candidate, checks, trust)?.0.file,
+                None => open_checked(&mut file.candidate, checks, trust)?.0.elf.into_source(),
             };
             // The descriptor the trust check's identity was compared with: the bytes compiled
             // are the file checked, and no `__pycache__` is read or written.

@@ -26,11 +26,11 @@ use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use dylease_elf::Linkage;
+
 use super::walk::{Issue, Problem, Subject, Walk};
 use super::{Checks, sys};
-use crate::load::candidate::{Dependency, FileId};
-use crate::load::elf::Opened;
-use crate::load::elf_layout::Linkage;
+use crate::load::candidate::{Dependency, FileId, Opened};
 
 /// How many libraries one plugin's closure may hold. More is refused (not cut short): a
 /// closure the check did not finish is one it cannot vouch for.
@@ -548,13 +548,12 @@ impl Resolver<'_> {
                 resolved.display()
             ));
         }
-        let len = metadata.len();
         let opened = Opened::new(file, metadata);
-        let linkage = crate::load::elf::check_file(found, &opened, len).map_err(|e| match e {
+        let linkage = opened.check(found).map_err(|e| match e {
             crate::error::Error::Open { reason, .. } => format!("`{}`: {reason}", found.display()),
             other => other.to_string(),
         })?;
-        Ok((opened.file, id, linkage))
+        Ok((opened.elf.into_source(), id, linkage))
     }
 }
 

@@ -65,113 +65,9 @@ mod unwind;
 
 use std::borrow::Cow;
 
-/// What the loader will look up for a library: the dynamic section's strings that make it
-/// open files (DT_NEEDED, DT_AUXILIARY, DT_FILTER, DT_AUDIT, DT_DEPAUDIT), where it searches
-/// (DT_RUNPATH, DT_RPATH) and the name other objects need it by (DT_SONAME), as bytes.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-#[cfg_attr(not(unix), allow(dead_code))]
-pub(crate) struct Linkage {
-    /// The libraries it needs, in order (names, or paths when they hold a `/`).
-    pub(crate) needed: Vec<Vec<u8>>,
-    /// DT_RUNPATH, if present (a `:`-separated list).
-    pub(crate) runpath: Option<Vec<u8>>,
-    /// DT_RPATH, if present (glibc ignores it when DT_RUNPATH is present).
-    pub(crate) rpath: Option<Vec<u8>>,
-    /// DT_SONAME, if present: the name glibc matches a needed name against before it
-    /// searches any directory.
-    pub(crate) soname: Option<Vec<u8>>,
-    /// The filtees it names (DT_AUXILIARY, then DT_FILTER, each in order), with the tag that
-    /// names each: glibc maps them, constructors included, as it maps needed libraries.
-    pub(crate) filtees: Vec<(&'static str, Vec<u8>)>,
-    /// Tags that make the loader open a file this crate does not map itself
-    /// (DT_AUDIT, DT_DEPAUDIT), with their strings.
-    pub(crate) audit: Vec<(&'static str, Vec<u8>)>,
-    /// Where its loadable segments (PT_LOAD) lie, relative to its load address: the only
-    /// addresses of the mapping that are its own (`library` asks whether a symbol is).
-    pub(crate) loads: Vec<std::ops::Range<u64>>,
-}
-
-impl Linkage {
-    /// Whether the run paths or needed names use `$ORIGIN` (the directory the loader opened
-    /// the library from): such a library is mapped through its directory's descriptor, so
-    /// that `$ORIGIN` is that directory (see `library`).
-    pub(crate) fn names_origin(&self) -> bool {
-        let origin = |string: &[u8]| {
-            [&b"$ORIGIN"[..], b"${ORIGIN}"]
-                .iter()
-                .any(|token| string.windows(token.len()).any(|w| w == *token))
-        };
-        self.needed
-            .iter()
-            .map(Vec::as_slice)
-            .chain(self.runpath.as_deref())
-            .chain(self.rpath.as_deref())
-            .any(origin)
-    }
-}
-
-const PT_LOAD: u32 = 1;
-const PT_DYNAMIC: u32 = 2;
-const PT_NOTE: u32 = 4;
-const PT_PHDR: u32 = 6;
-const PT_TLS: u32 = 7;
-const PT_GNU_EH_FRAME: u32 = 0x6474_e550;
-const PT_GNU_RELRO: u32 = 0x6474_e552;
-const PT_GNU_PROPERTY: u32 = 0x6474_e553;
-const PF_X: u32 = 1;
-const PF_W: u32 = 2;
-const PF_R: u32 = 4;
-
-const DT_NULL: u64 = 0;
-const DT_NEEDED: u64 = 1;
-const DT_PLTRELSZ: u64 = 2;
-const DT_HASH: u64 = 4;
-const DT_STRTAB: u64 = 5;
-const DT_SYMTAB: u64 = 6;
-const DT_RELA: u64 = 7;
-const DT_RELASZ: u64 = 8;
-const DT_RELAENT: u64 = 9;
-const DT_STRSZ: u64 = 10;
-const DT_SYMENT: u64 = 11;
-const DT_INIT: u64 = 12;
-const DT_FINI: u64 = 13;
-const DT_SONAME: u64 = 14;
-const DT_RPATH: u64 = 15;
-const DT_REL: u64 = 17;
-const DT_RELSZ: u64 = 18;
-const DT_RELENT: u64 = 19;
-const DT_PLTREL: u64 = 20;
-const DT_TEXTREL: u64 = 22;
-const DT_JMPREL: u64 = 23;
-const DT_INIT_ARRAY: u64 = 25;
-const DT_FINI_ARRAY: u64 = 26;
-const DT_INIT_ARRAYSZ: u64 = 27;
-const DT_FINI_ARRAYSZ: u64 = 28;
-const DT_RUNPATH: u64 = 29;
-const DT_FLAGS: u64 = 30;
-const DT_PREINIT_ARRAY: u64 = 32;
-const DT_PREINIT_ARRAYSZ: u64 = 33;
-const DT_RELRSZ: u64 = 35;
-const DT_RELR: u64 = 36;
-const DT_RELRENT: u64 = 37;
-const DT_GNU_HASH: u64 = 0x6fff_fef5;
-const DT_VERSYM: u64 = 0x6fff_fff0;
-const DT_VERDEF: u64 = 0x6fff_fffc;
-const DT_VERNEED: u64 = 0x6fff_fffe;
-const DT_VERDEFNUM: u64 = 0x6fff_fffd;
-const DT_VERNEEDNUM: u64 = 0x6fff_ffff;
-const DT_RELACOUNT: u64 = 0x6fff_fff9;
-const DT_DEPAUDIT: u64 = 0x6fff_fefb;
-const DT_AUDIT: u64 = 0x6fff_fefc;
-const DT_AUXILIARY: u64 = 0x7fff_fffd;
-const DT_FILTER: u64 = 0x7fff_ffff;
-const DT_RELCOUNT: u64 = 0x6fff_fffa;
-const DF_TEXTREL: u64 = 0x4;
-const SHN_UNDEF: u16 = 0;
-const SHN_LORESERVE: u16 = 0xff00;
-const STT_OBJECT: u8 = 1;
-const STT_FUNC: u8 = 2;
-const STT_TLS: u8 = 6;
+use crate::consts::*;
+use crate::source::{Bytes, Form};
+use crate::{Linkage, Pins, Symbols};
 
 /// This platform's relative relocation type (base + addend), where it is known here.
 const RELATIVE: Option<u32> = if cfg!(any(target_arch = "x86_64", target_arch = "x86")) {
@@ -209,123 +105,110 @@ const RELA_PLATFORM: bool = !cfg!(any(target_arch = "x86", target_arch = "arm"))
 /// library has, so that a corrupt count cannot make the check itself slow.
 const MAX_ENTRIES: u64 = 1 << 24;
 
+/// What the linker defines in every library, which no other object binds to.
+const LINKER_NAMES: [&str; 5] = ["_init", "_fini", "_edata", "_end", "__bss_start"];
+
+/// The imports that register a thread-local destructor (glibc's, and libstdc++'s wrapper).
+const THREAD_ATEXIT: [&str; 2] = ["__cxa_thread_atexit_impl", "__cxa_thread_atexit"];
+
 /// Most thread-local storage one library may ask for, per thread: the loader aborts the
 /// process when it cannot allocate a block.
 const MAX_THREAD_LOCAL: u64 = 1 << 30;
 
 /// Checks the program headers and the dynamic section of a file that passed the header check
-/// of [`super::elf`] (native class and byte order, program header table inside the file).
-/// `read_at(buffer, offset)` reads like `pread`; `len` is the file's length. Returns what
-/// the library will make the loader look up. `Err` says what is wrong, as a phrase. `whole`,
-/// the file's bytes when they are all in memory already, is read instead of `read_at`.
-pub(crate) fn check(
-    read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>,
-    len: u64,
-    whole: Option<&[u8]>,
-) -> Result<Linkage, String> {
-    read(File { read_at, len, whole }, true)
+/// ([`crate::header`]: a class and byte order this process has, the program header table
+/// inside the file). Returns what the library will make the loader look up. `Err` says what
+/// is wrong, as a phrase.
+pub(crate) fn check(file: &dyn Bytes) -> Result<Linkage, String> {
+    let headers = Headers::read(file)?;
+    headers.linker(file, true).check()
 }
 
 /// What the library will make the loader look up, checking only what that takes (the
 /// segments, the dynamic section and its strings): the trust check's reading of a plugin's
 /// dependencies, which [`check`] then checks in full before `dlopen`.
-#[cfg_attr(not(unix), allow(dead_code))]
-pub(crate) fn linkage(
-    read_at: impl Fn(&mut [u8], u64) -> std::io::Result<usize>,
-    len: u64,
-    whole: Option<&[u8]>,
-) -> Result<Linkage, String> {
-    read(File { read_at, len, whole }, false)
+pub(crate) fn linkage(file: &dyn Bytes) -> Result<Linkage, String> {
+    let headers = Headers::read(file)?;
+    headers.linker(file, false).check()
 }
 
-/// [`check`] (`whole`), or [`linkage`].
-fn read<R: Fn(&mut [u8], u64) -> std::io::Result<usize>>(file: File<'_, R>, whole: bool) -> Result<Linkage, String> {
-    let len = file.len;
-    let wide = cfg!(target_pointer_width = "64");
-    let head = file.bytes(0, if wide { 64 } else { 52 })?;
-    let (phoff, phentsize, phnum) = if wide {
-        (u64_at(&head, 32), u16_at(&head, 54), u16_at(&head, 56))
-    } else {
-        (u32_at(&head, 28).into(), u16_at(&head, 42), u16_at(&head, 44))
-    };
-    let expected = if wide { 56 } else { 32 };
-    if phentsize != expected {
-        return Err(format!(
-            "its program headers are {phentsize} bytes each, not {expected}: the headers are corrupt"
-        ));
-    }
-    let table = file.bytes(phoff, u64::from(phentsize) * u64::from(phnum))?;
-    let headers: Vec<Segment> = table
-        .chunks_exact(usize::from(phentsize))
-        .map(|entry| Segment::read(entry, wide))
-        .collect();
-    let image = Image::new(&headers, len)?;
-    for segment in &headers {
-        image.other_segment(segment)?;
-    }
-    let dynamic = headers
-        .iter()
-        .rfind(|s| s.kind == PT_DYNAMIC)
-        .ok_or("it has no dynamic section (PT_DYNAMIC): it is not a linked shared library")?;
-    let entries = image.dynamic(&file, dynamic)?;
-    let thread_local = headers.iter().any(|s| s.kind == PT_TLS);
-    let functions = headers
-        .iter()
-        .find(|s| s.kind == PT_GNU_EH_FRAME && whole)
-        .and_then(|header| unwind::function_ranges(&file, &image, header))
-        .unwrap_or_default();
-    Linker {
-        file: &file,
-        image: &image,
-        entries: &entries,
-        wide,
-        thread_local,
-        functions,
-        whole,
-    }
-    .check()
+/// The facts that make glibc keep the library mapped after its last `dlclose`, read as the
+/// loader reads them: DT_FLAGS_1 of the dynamic section, and the symbols DT_SYMTAB holds, as
+/// many as the hash table (DT_GNU_HASH, else DT_HASH) says there are (linkers place the
+/// undefined symbols, which the hash table does not index, before the hashed ones). The
+/// section headers, which the loader never reads and a file may lack, are not read. Defined
+/// symbols named in `exempt` are not counted as exports.
+pub(crate) fn pins(file: &dyn Bytes, exempt: &[&str]) -> Result<Pins, String> {
+    let headers = Headers::read(file)?;
+    headers.linker(file, false).pins(exempt)
 }
 
-/// A positioned reader and the file's length, and the file's bytes if they are in memory.
-struct File<'w, R> {
-    read_at: R,
-    len: u64,
-    whole: Option<&'w [u8]>,
+/// The program headers of a file, read and checked: its form, every header, the loadable
+/// segments (the image) and the dynamic section's entries.
+///
+/// Every reading of the file starts here. A further reading of a kind of segment (the notes
+/// of PT_NOTE, say) walks [`Headers::segments`] for its type and reads each one's bytes with
+/// [`Image::read`], where the loader maps them, as the dynamic section is read.
+struct Headers {
+    form: Form,
+    segments: Vec<Segment>,
+    image: Image,
+    entries: Vec<(u64, u64)>,
 }
 
-impl<R: Fn(&mut [u8], u64) -> std::io::Result<usize>> File<'_, R> {
-    /// Exactly `size` bytes from `offset`, or why not: borrowed from the bytes in memory,
-    /// else read.
-    fn bytes(&self, offset: u64, size: u64) -> Result<Cow<'_, [u8]>, String> {
-        let end = offset.checked_add(size).filter(|&end| end <= self.len).ok_or_else(|| {
-            format!(
-                "its headers describe bytes {offset}..+{size}, past the file's end ({} bytes)",
-                self.len
-            )
-        })?;
-        let size = usize::try_from(size).map_err(|_| format!("it describes a table of {size} bytes"))?;
-        if let Some(held) = self
-            .whole
-            .and_then(|whole| whole.get(usize::try_from(offset).ok()?..usize::try_from(end).ok()?))
-        {
-            return Ok(Cow::Borrowed(held));
+impl Headers {
+    fn read(file: &dyn Bytes) -> Result<Headers, String> {
+        let len = file.len();
+        let ident = file.bytes(0, EHDR_LEN_32 as u64)?;
+        let form = Form::of(&ident);
+        let head = file.bytes(0, if form.wide { EHDR_LEN_64 } else { EHDR_LEN_32 } as u64)?;
+        let (phoff, phentsize, phnum) = form.program_headers(&head);
+        let expected = if form.wide { 56 } else { 32 };
+        if phentsize != expected {
+            return Err(format!(
+                "its program headers are {phentsize} bytes each, not {expected}: the headers are corrupt"
+            ));
         }
-        let mut buffer = vec![0; size];
-        let mut done = 0;
-        while done < size {
-            match (self.read_at)(&mut buffer[done..], offset + done as u64) {
-                Ok(0) => {
-                    return Err(format!(
-                        "the file is truncated: it ended at byte {} while reading up to byte {end}",
-                        offset + done as u64
-                    ));
-                }
-                Ok(n) => done += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(format!("cannot read it: {e}")),
-            }
+        let table = file.bytes(phoff, u64::from(phentsize) * u64::from(phnum))?;
+        let segments: Vec<Segment> = table
+            .chunks_exact(usize::from(phentsize))
+            .map(|entry| Segment::read(entry, form))
+            .collect();
+        let image = Image::new(&segments, len)?;
+        for segment in &segments {
+            image.other_segment(segment)?;
         }
-        Ok(Cow::Owned(buffer))
+        let dynamic = segments
+            .iter()
+            .rfind(|s| s.kind == PT_DYNAMIC)
+            .ok_or("it has no dynamic section (PT_DYNAMIC): it is not a linked shared library")?;
+        let entries = image.dynamic(file, dynamic, form)?;
+        Ok(Headers {
+            form,
+            segments,
+            image,
+            entries,
+        })
+    }
+
+    /// The dynamic section's checks over these headers: everything (`whole`), or only what
+    /// the linkage and the pin facts take.
+    fn linker<'a>(&'a self, file: &'a dyn Bytes, whole: bool) -> Linker<'a> {
+        let functions = self
+            .segments
+            .iter()
+            .find(|s| s.kind == PT_GNU_EH_FRAME && whole)
+            .and_then(|header| unwind::function_ranges(file, &self.image, header, self.form))
+            .unwrap_or_default();
+        Linker {
+            file,
+            image: &self.image,
+            entries: &self.entries,
+            form: self.form,
+            thread_local: self.segments.iter().any(|s| s.kind == PT_TLS),
+            functions,
+            whole,
+        }
     }
 }
 
@@ -342,26 +225,26 @@ struct Segment {
 }
 
 impl Segment {
-    fn read(entry: &[u8], wide: bool) -> Segment {
-        if wide {
+    fn read(entry: &[u8], form: Form) -> Segment {
+        if form.wide {
             Segment {
-                kind: u32_at(entry, 0),
-                flags: u32_at(entry, 4),
-                offset: u64_at(entry, 8),
-                vaddr: u64_at(entry, 16),
-                filesz: u64_at(entry, 32),
-                memsz: u64_at(entry, 40),
-                align: u64_at(entry, 48),
+                kind: form.u32(entry, 0),
+                flags: form.u32(entry, 4),
+                offset: form.u64(entry, 8),
+                vaddr: form.u64(entry, 16),
+                filesz: form.u64(entry, 32),
+                memsz: form.u64(entry, 40),
+                align: form.u64(entry, 48),
             }
         } else {
             Segment {
-                kind: u32_at(entry, 0),
-                offset: u32_at(entry, 4).into(),
-                vaddr: u32_at(entry, 8).into(),
-                filesz: u32_at(entry, 16).into(),
-                memsz: u32_at(entry, 20).into(),
-                flags: u32_at(entry, 24),
-                align: u32_at(entry, 28).into(),
+                kind: form.u32(entry, 0),
+                offset: form.u32(entry, 4).into(),
+                vaddr: form.u32(entry, 8).into(),
+                filesz: form.u32(entry, 16).into(),
+                memsz: form.u32(entry, 20).into(),
+                flags: form.u32(entry, 24),
+                align: form.u32(entry, 28).into(),
             }
         }
     }
@@ -486,9 +369,9 @@ impl Image {
     }
 
     /// `[vaddr, vaddr + size)` from the file, where the loader maps it.
-    fn read<'f, R: Fn(&mut [u8], u64) -> std::io::Result<usize>>(
+    fn read<'f>(
         &self,
-        file: &'f File<'_, R>,
+        file: &'f dyn Bytes,
         vaddr: u64,
         size: u64,
         what: impl FnOnce() -> String,
@@ -595,13 +478,8 @@ impl Image {
     }
 
     /// The dynamic section's entries up to DT_NULL, which must be within it.
-    fn dynamic<R: Fn(&mut [u8], u64) -> std::io::Result<usize>>(
-        &self,
-        file: &File<R>,
-        dynamic: &Segment,
-    ) -> Result<Vec<(u64, u64)>, String> {
-        let wide = cfg!(target_pointer_width = "64");
-        let entry = if wide { 16 } else { 8 };
+    fn dynamic(&self, file: &dyn Bytes, dynamic: &Segment, form: Form) -> Result<Vec<(u64, u64)>, String> {
+        let entry = 2 * form.word_size();
         if !dynamic.vaddr.is_multiple_of(entry / 2) {
             return Err(format!(
                 "its dynamic section (PT_DYNAMIC) is at address {:#x}, which is not aligned",
@@ -613,11 +491,7 @@ impl Image {
         })?;
         let mut entries = Vec::with_capacity(bytes.len() / entry as usize);
         for raw in bytes.chunks_exact(entry as usize) {
-            let (tag, value) = if wide {
-                (u64_at(raw, 0), u64_at(raw, 8))
-            } else {
-                (u32_at(raw, 0).into(), u32_at(raw, 4).into())
-            };
+            let (tag, value) = (form.word(raw, 0), form.word(raw, entry as usize / 2));
             if tag == DT_NULL {
                 return Ok(entries);
             }
@@ -724,11 +598,11 @@ fn tag_name(tag: u64) -> &'static str {
 }
 
 /// The dynamic section's checks, over the image.
-struct Linker<'a, R> {
-    file: &'a File<'a, R>,
+struct Linker<'a> {
+    file: &'a dyn Bytes,
     image: &'a Image,
     entries: &'a [(u64, u64)],
-    wide: bool,
+    form: Form,
     /// Whether the library has a PT_TLS segment.
     thread_local: bool,
     /// The functions the unwind tables describe, `(start, end)`, sorted (none without them).
@@ -746,7 +620,7 @@ struct Relocation {
     addend: Option<u64>,
 }
 
-impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
+impl<'a> Linker<'a> {
     /// The value of the last entry with `tag` (glibc keeps the last).
     fn get(&self, tag: u64) -> Option<u64> {
         self.entries.iter().rev().find(|(t, _)| *t == tag).map(|&(_, v)| v)
@@ -795,7 +669,62 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
     }
 
     fn word(&self) -> u64 {
-        if self.wide { 8 } else { 4 }
+        self.form.word_size()
+    }
+
+    /// See [`pins`].
+    fn pins(&self, exempt: &[&str]) -> Result<Pins, String> {
+        let mut pins = Pins {
+            no_delete: self.get(DT_FLAGS_1).is_some_and(|flags| flags & DF_1_NODELETE != 0),
+            ..Pins::default()
+        };
+        let Some(symtab) = self.get(DT_SYMTAB) else {
+            return Ok(pins);
+        };
+        let strtab = self
+            .get(DT_STRTAB)
+            .ok_or("its dynamic section has no string table (DT_STRTAB)")?;
+        let strings = Strings(self.table(DT_STRTAB, strtab, self.require(DT_STRSZ, DT_STRTAB)?)?);
+        let size: usize = if self.form.wide { 24 } else { 16 };
+        let table = self.table(DT_SYMTAB, symtab, self.symbol_count()? * size as u64)?;
+        let tally = |symbols: &mut Option<Symbols>, name: &str| match symbols {
+            Some(symbols) => symbols.count += 1,
+            None => {
+                *symbols = Some(Symbols {
+                    count: 1,
+                    example: name.to_owned(),
+                })
+            }
+        };
+        // Symbol 0 is the null symbol.
+        for symbol in table.chunks_exact(size).skip(1) {
+            let (name, info, other, section) = if self.form.wide {
+                (self.form.u32(symbol, 0), symbol[4], symbol[5], self.form.u16(symbol, 6))
+            } else {
+                (
+                    self.form.u32(symbol, 0),
+                    symbol[12],
+                    symbol[13],
+                    self.form.u16(symbol, 14),
+                )
+            };
+            let (binding, kind, visibility) = (info >> 4, info & 0xf, other & 0x3);
+            let name = std::str::from_utf8(strings.get(name.into()).unwrap_or_default()).unwrap_or("");
+            if section == SHN_UNDEF {
+                pins.thread_local_destructors |= THREAD_ATEXIT.contains(&name);
+            } else if binding == STB_GNU_UNIQUE {
+                tally(&mut pins.gnu_unique, name);
+            } else if matches!(binding, STB_GLOBAL | STB_WEAK)
+                && matches!(visibility, STV_DEFAULT | STV_PROTECTED)
+                && !matches!(kind, STT_SECTION | STT_FILE)
+                && !name.is_empty()
+                && !exempt.contains(&name)
+                && !LINKER_NAMES.contains(&name)
+            {
+                tally(&mut pins.exports, name);
+            }
+        }
+        Ok(pins)
     }
 
     fn check(&self) -> Result<Linkage, String> {
@@ -836,7 +765,7 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
         if !self.whole {
             return Ok(linkage);
         }
-        let sym_size = if self.wide { 24 } else { 16 };
+        let sym_size = if self.form.wide { 24 } else { 16 };
         self.entry_size(DT_SYMENT, sym_size)?;
         // The loader reads the symbols the hash table reaches and those relocations name.
         let relocations = self.relocations()?;
@@ -864,7 +793,7 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
             let highest = self.versions(&strings, &linkage)?;
             if let Some(bad) = table
                 .chunks_exact(2)
-                .map(|v| u16_at(v, 0) & 0x7fff)
+                .map(|v| self.form.u16(v, 0) & 0x7fff)
                 .find(|&index| index > highest.max(1))
             {
                 return Err(format!(
@@ -925,10 +854,10 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
         if let Some(gnu) = self.get(DT_GNU_HASH) {
             let head = self.table(DT_GNU_HASH, gnu, 16)?;
             let (buckets, offset, bloom, _shift) = (
-                u64::from(u32_at(&head, 0)),
-                u64::from(u32_at(&head, 4)),
-                u64::from(u32_at(&head, 8)),
-                u32_at(&head, 12),
+                u64::from(self.form.u32(&head, 0)),
+                u64::from(self.form.u32(&head, 4)),
+                u64::from(self.form.u32(&head, 8)),
+                self.form.u32(&head, 12),
             );
             if !bloom.is_power_of_two() {
                 return Err(format!(
@@ -942,7 +871,7 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
             let table = self.table(DT_GNU_HASH, bucket_start, buckets * 4)?;
             let highest = table
                 .chunks_exact(4)
-                .map(|b| u64::from(u32_at(b, 0)))
+                .map(|b| u64::from(self.form.u32(b, 0)))
                 .max()
                 .unwrap_or(0);
             if highest < offset {
@@ -955,7 +884,7 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
             loop {
                 let at = chains + (index - offset) * 4;
                 let word = self.table(DT_GNU_HASH, at, 4)?;
-                if u32_at(&word, 0) & 1 != 0 {
+                if self.form.u32(&word, 0) & 1 != 0 {
                     return Ok(index + 1);
                 }
                 index += 1;
@@ -966,7 +895,7 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
         }
         if let Some(hash) = self.get(DT_HASH) {
             let head = self.table(DT_HASH, hash, 8)?;
-            let (buckets, chains) = (u64::from(u32_at(&head, 0)), u64::from(u32_at(&head, 4)));
+            let (buckets, chains) = (u64::from(self.form.u32(&head, 0)), u64::from(self.form.u32(&head, 4)));
             if buckets > MAX_ENTRIES || chains > MAX_ENTRIES {
                 return Err(format!(
                     "its hash table (DT_HASH) claims {buckets} buckets and {chains} symbols"
@@ -975,7 +904,7 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
             let table = self.table(DT_HASH, hash + 8, (buckets + chains) * 4)?;
             if let Some(bad) = table
                 .chunks_exact(4)
-                .map(|b| u64::from(u32_at(b, 0)))
+                .map(|b| u64::from(self.form.u32(b, 0)))
                 .find(|&i| i >= chains)
             {
                 return Err(format!(
@@ -991,16 +920,21 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
     /// function in an executable segment. Returns whether any defined symbol is thread-local.
     fn symbols(&self, table: &[u8], strings: &Strings) -> Result<bool, String> {
         let mut thread_local = false;
-        let size = if self.wide { 24 } else { 16 };
+        let size = if self.form.wide { 24 } else { 16 };
         for (n, symbol) in table.chunks_exact(size).enumerate() {
-            let (name, info, section, value) = if self.wide {
-                (u32_at(symbol, 0), symbol[4], u16_at(symbol, 6), u64_at(symbol, 8))
+            let (name, info, section, value) = if self.form.wide {
+                (
+                    self.form.u32(symbol, 0),
+                    symbol[4],
+                    self.form.u16(symbol, 6),
+                    self.form.u64(symbol, 8),
+                )
             } else {
                 (
-                    u32_at(symbol, 0),
+                    self.form.u32(symbol, 0),
                     symbol[12],
-                    u16_at(symbol, 14),
-                    u32_at(symbol, 4).into(),
+                    self.form.u16(symbol, 14),
+                    self.form.u32(symbol, 4).into(),
                 )
             };
             if strings.get(name.into()).is_none() {
@@ -1085,11 +1019,7 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
             if relocation.kind != relative {
                 continue;
             }
-            let target = relocation.addend.unwrap_or(if self.wide {
-                u64_at(slot, 0)
-            } else {
-                u32_at(slot, 0).into()
-            });
+            let target = relocation.addend.unwrap_or(self.form.word(slot, 0));
             if self.image.backing(target, 1).is_none_or(|load| load.flags & PF_X == 0) {
                 return Err(format!(
                     "its {} slot {n} points to {target:#x}, outside every executable loadable segment",
@@ -1124,16 +1054,22 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
         if let Some(start) = self.get(DT_VERDEF) {
             let records = self.chain(DT_VERDEF, start, 20, 16, |at, record, n| {
                 let which = || format!("its version definition {n} (DT_VERDEF, address {at:#x})");
-                record_version(which, u16_at(record, 0))?;
-                highest = highest.max(u16_at(record, 4) & 0x7fff);
-                let names = self.chain(DT_VERDEF, self.step(at, u32_at(record, 12))?, 8, 4, |_, name, _| {
-                    let offset = u64::from(u32_at(name, 0));
-                    strings
-                        .get(offset)
-                        .ok_or_else(|| strings.bad("a version definition's name", offset))?;
-                    Ok(())
-                })?;
-                agree(which, "vd_cnt", u16_at(record, 6).into(), "names", names)
+                record_version(which, self.form.u16(record, 0))?;
+                highest = highest.max(self.form.u16(record, 4) & 0x7fff);
+                let names = self.chain(
+                    DT_VERDEF,
+                    self.step(at, self.form.u32(record, 12))?,
+                    8,
+                    4,
+                    |_, name, _| {
+                        let offset = u64::from(self.form.u32(name, 0));
+                        strings
+                            .get(offset)
+                            .ok_or_else(|| strings.bad("a version definition's name", offset))?;
+                        Ok(())
+                    },
+                )?;
+                agree(which, "vd_cnt", self.form.u16(record, 6).into(), "names", names)
             })?;
             if let Some(count) = self.get(DT_VERDEFNUM) {
                 agree(
@@ -1160,8 +1096,8 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
                 .collect();
             let records = self.chain(DT_VERNEED, start, 16, 12, |at, record, n| {
                 let which = || format!("its needed version record {n} (DT_VERNEED, address {at:#x})");
-                record_version(which, u16_at(record, 0))?;
-                let file = u64::from(u32_at(record, 4));
+                record_version(which, self.form.u16(record, 0))?;
+                let file = u64::from(self.form.u32(record, 4));
                 let library = strings
                     .get(file)
                     .ok_or_else(|| strings.bad("a needed version's library", file))?;
@@ -1173,15 +1109,21 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
                         String::from_utf8_lossy(library).escape_debug()
                     ));
                 }
-                let names = self.chain(DT_VERNEED, self.step(at, u32_at(record, 8))?, 16, 12, |_, entry, _| {
-                    highest = highest.max(u16_at(entry, 6) & 0x7fff);
-                    let name = u64::from(u32_at(entry, 8));
-                    strings
-                        .get(name)
-                        .ok_or_else(|| strings.bad("a needed version's name", name))?;
-                    Ok(())
-                })?;
-                agree(which, "vn_cnt", u16_at(record, 2).into(), "versions", names)
+                let names = self.chain(
+                    DT_VERNEED,
+                    self.step(at, self.form.u32(record, 8))?,
+                    16,
+                    12,
+                    |_, entry, _| {
+                        highest = highest.max(self.form.u16(entry, 6) & 0x7fff);
+                        let name = u64::from(self.form.u32(entry, 8));
+                        strings
+                            .get(name)
+                            .ok_or_else(|| strings.bad("a needed version's name", name))?;
+                        Ok(())
+                    },
+                )?;
+                agree(which, "vn_cnt", self.form.u16(record, 2).into(), "versions", names)
             })?;
             if let Some(count) = self.get(DT_VERNEEDNUM) {
                 agree(
@@ -1211,7 +1153,7 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
         for n in 0..MAX_ENTRIES {
             let record = self.table(tag, at, size)?;
             each(at, &record, n)?;
-            match u32_at(&record, next) {
+            match self.form.u32(&record, next) {
                 0 => return Ok(n + 1),
                 step => at = self.step(at, step)?,
             }
@@ -1232,7 +1174,7 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
     /// leading relative relocations. Returns every relocation by target address.
     fn relocations(&self) -> Result<Relocations, String> {
         let mut all = Vec::new();
-        let (rela_size, rel_size) = if self.wide { (24, 16) } else { (12, 8) };
+        let (rela_size, rel_size) = if self.form.wide { (24, 16) } else { (12, 8) };
         let text_relocations =
             self.get(DT_TEXTREL).is_some() || self.get(DT_FLAGS).is_some_and(|flags| flags & DF_TEXTREL != 0);
         let mut tables = Vec::new();
@@ -1298,20 +1240,14 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
             }
             let with_addend = entry == rela_size;
             for (n, relocation) in table.chunks_exact(entry as usize).enumerate() {
-                let (target, symbol, kind) = if self.wide {
-                    let info = u64_at(relocation, 8);
-                    (u64_at(relocation, 0), info >> 32, info as u32)
+                let (target, symbol, kind) = if self.form.wide {
+                    let info = self.form.u64(relocation, 8);
+                    (self.form.u64(relocation, 0), info >> 32, info as u32)
                 } else {
-                    let info = u32_at(relocation, 4);
-                    (u32_at(relocation, 0).into(), u64::from(info >> 8), info & 0xff)
+                    let info = self.form.u32(relocation, 4);
+                    (self.form.u32(relocation, 0).into(), u64::from(info >> 8), info & 0xff)
                 };
-                let addend = with_addend.then(|| {
-                    if self.wide {
-                        u64_at(relocation, 16)
-                    } else {
-                        u32_at(relocation, 8).into()
-                    }
-                });
+                let addend = with_addend.then(|| self.form.word(relocation, 16));
                 if let (Some(count), Some(relative)) = (relative_count, RELATIVE)
                     && (n as u64) < count
                     && kind != relative
@@ -1347,11 +1283,7 @@ impl<'a, R: Fn(&mut [u8], u64) -> std::io::Result<usize>> Linker<'a, R> {
             let table = self.table(DT_RELR, relr, size)?;
             let mut base = 0u64;
             for word in table.chunks_exact(self.word() as usize) {
-                let word = if self.wide {
-                    u64_at(word, 0)
-                } else {
-                    u32_at(word, 0).into()
-                };
+                let word = self.form.word(word, 0);
                 let targets: Vec<u64> = if word & 1 == 0 {
                     base = word.wrapping_add(self.word());
                     vec![word]
@@ -1430,32 +1362,8 @@ impl Strings<'_> {
     }
 }
 
-// Fields in this platform's byte order (the header check refused every other); a field
-// the bytes are too short for reads as zero.
-fn field<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
-    let mut field = [0; N];
-    if let Some(bytes) = bytes.get(at..at.saturating_add(N)) {
-        field.copy_from_slice(bytes);
-    }
-    field
-}
-
-fn u16_at(bytes: &[u8], at: usize) -> u16 {
-    u16::from_ne_bytes(field(bytes, at))
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    u32::from_ne_bytes(field(bytes, at))
-}
-
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    u64::from_ne_bytes(field(bytes, at))
-}
-
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
-    use std::os::unix::fs::FileExt;
-
     /// A target relocated more than once keeps its last relocation (the one the loader
     /// writes last), wherever the others are in the tables.
     #[test]
@@ -1497,7 +1405,7 @@ mod tests {
         for path in libraries {
             let file = std::fs::File::open(path).unwrap();
             let len = file.metadata().unwrap().len();
-            let linkage = super::check(|buffer, offset| file.read_at(buffer, offset), len, None);
+            let linkage = crate::Elf::new(file, len).check();
             assert!(linkage.is_ok(), "{path}: {linkage:?}");
         }
     }

@@ -7,7 +7,8 @@
 
 use std::collections::HashMap;
 
-use super::{File, Image, Segment, u32_at};
+use super::{Image, Segment};
+use crate::source::{Bytes, Form};
 
 const DW_EH_PE_OMIT: u8 = 0xff;
 const DW_EH_PE_PCREL: u8 = 0x10;
@@ -20,10 +21,11 @@ const MAX_FUNCTIONS: u64 = 1 << 20;
 
 /// The functions the unwind tables describe, as `(start, end)` address ranges sorted by
 /// start; `None` when there are no tables or they are in a form not read here.
-pub(super) fn function_ranges<R: Fn(&mut [u8], u64) -> std::io::Result<usize>>(
-    file: &File<R>,
+pub(super) fn function_ranges(
+    file: &dyn Bytes,
     image: &Image,
     header: &Segment,
+    form: Form,
 ) -> Option<Vec<(u64, u64)>> {
     let hdr = image.read(file, header.vaddr, header.filesz, String::new).ok()?;
     if hdr.len() < 4 || hdr[0] != 1 || hdr[3] != TABLE_ENCODING {
@@ -31,29 +33,31 @@ pub(super) fn function_ranges<R: Fn(&mut [u8], u64) -> std::io::Result<usize>>(
     }
     let (pointer_encoding, count_encoding) = (hdr[1], hdr[2]);
     let mut at = 4;
-    let eh_frame = Reader::new(&hdr, header.vaddr).pointer(&mut at, pointer_encoding)?;
-    let count = Reader::new(&hdr, header.vaddr).pointer(&mut at, count_encoding)?;
+    let eh_frame = Reader::new(&hdr, header.vaddr, form).pointer(&mut at, pointer_encoding)?;
+    let count = Reader::new(&hdr, header.vaddr, form).pointer(&mut at, count_encoding)?;
     if count > MAX_FUNCTIONS || (hdr.len() - at) as u64 / 8 < count {
         return None;
     }
     let load = image.backing(eh_frame, 1)?;
     let size = (load.vaddr + load.filesz - eh_frame).min(64 << 20);
     let frames = image.read(file, eh_frame, size, String::new).ok()?;
-    let frames = Reader::new(&frames, eh_frame);
+    let frames = Reader::new(&frames, eh_frame, form);
     let mut cies: HashMap<usize, u8> = HashMap::new();
     let mut ranges = Vec::with_capacity(count as usize);
     for entry in 0..count as usize {
         let entry = at + entry * 8;
-        let start = header.vaddr.wrapping_add(i64::from(u32_at(&hdr, entry) as i32) as u64);
+        let start = header
+            .vaddr
+            .wrapping_add(i64::from(form.u32(&hdr, entry) as i32) as u64);
         let fde = header
             .vaddr
-            .wrapping_add(i64::from(u32_at(&hdr, entry + 4) as i32) as u64);
+            .wrapping_add(i64::from(form.u32(&hdr, entry + 4) as i32) as u64);
         let fde = usize::try_from(fde.checked_sub(eh_frame)?).ok()?;
-        let length = u32_at(frames.bytes, fde);
+        let length = form.u32(frames.bytes, fde);
         if length == 0 || length == u32::MAX || fde + 8 > frames.bytes.len() {
             return None;
         }
-        let cie = (fde + 4).checked_sub(u32_at(frames.bytes, fde + 4) as usize)?;
+        let cie = (fde + 4).checked_sub(form.u32(frames.bytes, fde + 4) as usize)?;
         let encoding = match cies.get(&cie) {
             Some(&encoding) => encoding,
             None => {
@@ -86,11 +90,12 @@ pub(super) fn inside(ranges: &[(u64, u64)], address: u64) -> Option<u64> {
 struct Reader<'a> {
     bytes: &'a [u8],
     base: u64,
+    form: Form,
 }
 
 impl<'a> Reader<'a> {
-    fn new(bytes: &'a [u8], base: u64) -> Reader<'a> {
-        Reader { bytes, base }
+    fn new(bytes: &'a [u8], base: u64, form: Form) -> Reader<'a> {
+        Reader { bytes, base, form }
     }
 
     fn byte(&self, at: &mut usize) -> Option<u8> {
@@ -119,8 +124,9 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn fixed<const N: usize>(&self, at: &mut usize) -> Option<[u8; N]> {
-        let bytes = self.bytes.get(*at..*at + N)?.try_into().ok()?;
+    /// The `N` bytes at `at` (moving past them), or `None` past the end.
+    fn fixed<const N: usize>(&self, at: &mut usize) -> Option<&'a [u8]> {
+        let bytes = self.bytes.get(*at..at.checked_add(N)?)?;
         *at += N;
         Some(bytes)
     }
@@ -133,16 +139,15 @@ impl<'a> Reader<'a> {
         }
         let field = self.base.wrapping_add(*at as u64);
         let value = match encoding & 0x0f {
-            0x00 if cfg!(target_pointer_width = "64") => u64::from_ne_bytes(self.fixed(at)?),
-            0x00 => u32::from_ne_bytes(self.fixed(at)?).into(),
+            0x00 if self.form.wide => self.form.u64(self.fixed::<8>(at)?, 0),
+            0x00 => self.form.u32(self.fixed::<4>(at)?, 0).into(),
             0x01 => self.leb128(at, false)?,
-            0x02 => u16::from_ne_bytes(self.fixed(at)?).into(),
-            0x03 => u32::from_ne_bytes(self.fixed(at)?).into(),
-            0x04 => u64::from_ne_bytes(self.fixed(at)?),
+            0x02 => self.form.u16(self.fixed::<2>(at)?, 0).into(),
+            0x03 => self.form.u32(self.fixed::<4>(at)?, 0).into(),
+            0x04 | 0x0c => self.form.u64(self.fixed::<8>(at)?, 0),
             0x09 => self.leb128(at, true)?,
-            0x0a => i64::from(i16::from_ne_bytes(self.fixed(at)?)) as u64,
-            0x0b => i64::from(i32::from_ne_bytes(self.fixed(at)?)) as u64,
-            0x0c => u64::from_ne_bytes(self.fixed(at)?),
+            0x0a => i64::from(self.form.u16(self.fixed::<2>(at)?, 0) as i16) as u64,
+            0x0b => i64::from(self.form.u32(self.fixed::<4>(at)?, 0) as i32) as u64,
             _ => return None,
         };
         match encoding & 0x70 {
@@ -156,8 +161,8 @@ impl<'a> Reader<'a> {
     /// The FDE pointer encoding a CIE at `at` gives (its augmentation's `R`; absolute
     /// without one).
     fn cie_encoding(&self, mut at: usize) -> Option<u8> {
-        let length = u32_at(self.bytes, at);
-        if length == 0 || length == u32::MAX || u32_at(self.bytes, at + 4) != 0 {
+        let length = self.form.u32(self.bytes, at);
+        if length == 0 || length == u32::MAX || self.form.u32(self.bytes, at + 4) != 0 {
             return None;
         }
         at += 8;

@@ -1,0 +1,15 @@
+//! The ELF checks on arbitrary bytes: they never panic, never read out of bounds and never
+//! loop for long, whatever the headers say. (Whether a file they pass loads without crashing
+//! is the property test's question, dylease-cli/tests/integration/corruption.rs: the
+//! loader cannot run inside a fuzzer.)
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|bytes: &[u8]| {
+    let elf = dylease_elf::Elf::new(bytes, bytes.len() as u64);
+    let _ = elf.linkage();
+    if elf.check().is_ok() {
+        let _ = elf.pins(&[]);
+    }
+});

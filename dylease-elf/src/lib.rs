@@ -1,0 +1,259 @@
+//! The ELF side of dylease: what a host learns from a shared library's file before the
+//! loader maps it, by reading bytes only (no code of the library runs; this crate has no
+//! `unsafe`).
+//!
+//! - [`Elf::check`]: the header check (magic bytes, class, byte order, type, machine, every
+//!   loadable segment inside the file) and the structural check of what the loader
+//!   dereferences while it maps and links the file (program headers, the dynamic section and
+//!   the tables it points to). A file glibc would crash on inside `dlopen` (a truncated
+//!   library, a corrupt table) is refused with a [`Refusal`] that says why.
+//! - [`Elf::linkage`]: what the library makes the loader look up ([`Linkage`]: DT_NEEDED,
+//!   the run paths, DT_SONAME, filtees and audit libraries), checking only what that takes.
+//! - [`Elf::pins`]: what makes glibc keep the library mapped after its last `dlclose`
+//!   ([`Pins`]: DF_1_NODELETE, GNU unique symbols), read as the loader reads them, through the
+//!   dynamic section.
+//!
+//! One [`Elf`] reads the file once for all of them: it keeps what it read. The file is read
+//! from a [`ReadAt`] source (a `std::fs::File`, or bytes in memory), by position, so that a
+//! host reads the very descriptor it then has the loader map.
+//!
+//! ```
+//! # fn main() -> std::io::Result<()> {
+//! # #[cfg(all(target_os = "linux", target_env = "gnu"))] {
+//! // The C library of this process, say.
+//! # let maps = std::fs::read_to_string("/proc/self/maps")?;
+//! # let path = maps.lines().filter_map(|l| l.split_whitespace().nth(5))
+//! #     .find(|p| p.contains("/libc.so")).unwrap().to_owned();
+//! let file = std::fs::File::open(&path)?;
+//! let len = file.metadata()?.len();
+//! let elf = dylease_elf::Elf::new(file, len);
+//! let linkage = elf.check().map_err(std::io::Error::other)?;
+//! assert!(linkage.soname.is_some());
+//! // What would keep it mapped after its last `dlclose`.
+//! let pins = elf.pins(&[]).map_err(std::io::Error::other)?;
+//! println!("{pins:?}");
+//! # }
+//! # Ok(())
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod consts;
+mod header;
+mod layout;
+mod source;
+#[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
+mod testing;
+
+use std::fmt;
+
+pub use source::{Elf, ReadAt};
+
+impl<S: ReadAt> Elf<S> {
+    /// Checks that the file could be an ELF shared library for this process and that the
+    /// loader can map and link it without crashing: the header check, then the structural
+    /// check of the program headers and the dynamic section. Returns what the library makes
+    /// the loader look up.
+    ///
+    /// A file that cannot be read is refused with the reason ("cannot read it: …") by the
+    /// structural check.
+    pub fn check(&self) -> Result<Linkage, Refusal> {
+        header::check(self).map_err(Refusal)?;
+        layout::check(self).map_err(Refusal)
+    }
+
+    /// What the library makes the loader look up, after the header check and as much of the
+    /// structural check as that takes (the segments, the dynamic section and its strings):
+    /// for a reader of dependencies, which [`Elf::check`] then checks in full.
+    pub fn linkage(&self) -> Result<Linkage, Refusal> {
+        header::check(self).map_err(Refusal)?;
+        layout::linkage(self).map_err(Refusal)
+    }
+
+    /// What makes glibc keep the library mapped after its last `dlclose`, read from a file
+    /// that passed [`Elf::check`]: DF_1_NODELETE in DT_FLAGS_1, and the symbols of DT_SYMTAB,
+    /// as many as its hash table (DT_GNU_HASH, else DT_HASH) indexes, the loader's view of
+    /// them. The section headers are not read: the loader never reads them, and a file may
+    /// lack them. Defined symbols named in `exempt` (a plugin's entry point, say) are not
+    /// counted in [`Pins::exports`].
+    pub fn pins(&self, exempt: &[&str]) -> Result<Pins, Refusal> {
+        layout::pins(self, exempt).map_err(Refusal)
+    }
+}
+
+/// Why a file was refused: a phrase about the file that completes "cannot load `…`: ", such
+/// as "the file is truncated: it has 4096 bytes, but its ELF headers describe at least
+/// 16384".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal(String);
+
+impl Refusal {
+    /// The reason, as a phrase.
+    pub fn reason(&self) -> &str {
+        &self.0
+    }
+
+    /// The reason, as an owned phrase.
+    pub fn into_reason(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// What the loader will look up for a library: the dynamic section's strings that make it
+/// open files (DT_NEEDED, DT_AUXILIARY, DT_FILTER, DT_AUDIT, DT_DEPAUDIT), where it searches
+/// (DT_RUNPATH, DT_RPATH) and the name other objects need it by (DT_SONAME), as bytes.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Linkage {
+    /// The libraries it needs, in order (names, or paths when they hold a `/`).
+    pub needed: Vec<Vec<u8>>,
+    /// DT_RUNPATH, if present (a `:`-separated list).
+    pub runpath: Option<Vec<u8>>,
+    /// DT_RPATH, if present (glibc ignores it when DT_RUNPATH is present).
+    pub rpath: Option<Vec<u8>>,
+    /// DT_SONAME, if present: the name glibc matches a needed name against before it
+    /// searches any directory.
+    pub soname: Option<Vec<u8>>,
+    /// The filtees it names (DT_AUXILIARY, then DT_FILTER, each in order), with the tag that
+    /// names each: glibc maps them, constructors included, as it maps needed libraries.
+    pub filtees: Vec<(&'static str, Vec<u8>)>,
+    /// Tags that make the loader open a file other than a dependency
+    /// (DT_AUDIT, DT_DEPAUDIT), with their strings.
+    pub audit: Vec<(&'static str, Vec<u8>)>,
+    /// Where its loadable segments (PT_LOAD) lie, relative to its load address: the only
+    /// addresses of the mapping that are its own.
+    pub loads: Vec<std::ops::Range<u64>>,
+}
+
+impl Linkage {
+    /// Whether the run paths or needed names use `$ORIGIN` (the directory the loader opened
+    /// the library from), which a host that maps the library from a descriptor must
+    /// keep meaning the library's directory.
+    pub fn names_origin(&self) -> bool {
+        let origin = |string: &[u8]| {
+            [&b"$ORIGIN"[..], b"${ORIGIN}"]
+                .iter()
+                .any(|token| string.windows(token.len()).any(|w| w == *token))
+        };
+        self.needed
+            .iter()
+            .map(Vec::as_slice)
+            .chain(self.runpath.as_deref())
+            .chain(self.rpath.as_deref())
+            .any(origin)
+    }
+}
+
+/// What makes glibc keep a library mapped after its last `dlclose`, as its file shows: see
+/// [`Elf::pins`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Pins {
+    /// DF_1_NODELETE is set in DT_FLAGS_1 (`-z nodelete`): the loader never unloads it.
+    pub no_delete: bool,
+    /// Its `STB_GNU_UNIQUE` symbols, which glibc never unloads (g++ makes one of every
+    /// function-local static of an inline function or template).
+    pub gnu_unique: Option<Symbols>,
+    /// It imports `__cxa_thread_atexit_impl` or `__cxa_thread_atexit`: it registers
+    /// thread-local destructors, and stays mapped while a thread that used them lives.
+    pub thread_local_destructors: bool,
+    /// Its other exported definitions (global or weak, default or protected visibility),
+    /// besides those the linker defines in every library and those exempted: another object
+    /// that is never unloaded may bind to them and keep it mapped.
+    pub exports: Option<Symbols>,
+}
+
+/// Some symbols of a library: how many, and the first one's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Symbols {
+    /// How many.
+    pub count: usize,
+    /// The first one, by its (mangled) name.
+    pub example: String,
+}
+
+#[cfg(test)]
+mod refusals {
+    use super::*;
+
+    /// Bytes that are no shared library give a refusal from every reading, never a panic
+    /// (the pin facts too, which a host reads only after the check passed).
+    #[test]
+    fn what_is_not_a_library_is_refused_by_every_reading() {
+        let mut bare = [0u8; 64];
+        bare[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        // A section header table far past the end of the file, which nothing reads.
+        bare[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
+        for bytes in [&b"hello"[..], &bare[..], &[]] {
+            let elf = Elf::new(bytes, bytes.len() as u64);
+            assert!(elf.check().is_err(), "{bytes:?}");
+            assert!(elf.linkage().is_err(), "{bytes:?}");
+            assert!(elf.pins(&[]).is_err(), "{bytes:?}");
+        }
+    }
+}
+
+#[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+    use crate::testing::{Scratch, compile};
+
+    fn pins(bytes: &[u8], exempt: &[&str]) -> Pins {
+        let elf = Elf::new(bytes, bytes.len() as u64);
+        elf.check().unwrap();
+        elf.pins(exempt).unwrap()
+    }
+
+    /// The C++ example plugin built plainly: two GNU unique symbols (its singleton and that
+    /// singleton's guard), a thread-local destructor and other exports; and the same facts
+    /// once its section header table is gone, which the loader never reads.
+    #[test]
+    fn pins_are_read_through_the_dynamic_section_not_the_section_headers() {
+        let scratch = Scratch::new("pins");
+        let plain = compile(
+            &scratch.0,
+            &["examples/plugins/layout.cpp", "examples/plugins/layout_transpose.cpp"],
+            &[],
+        );
+        let facts = pins(&plain, &["dylease_plugin_v1"]);
+        assert!(!facts.no_delete);
+        let unique = facts.gnu_unique.as_ref().expect("GNU unique symbols");
+        assert_eq!(
+            (unique.count, unique.example.as_str()),
+            (2, "_ZZN6layout8Registry3getEvE8instance")
+        );
+        assert!(facts.thread_local_destructors);
+        let exports = facts.exports.as_ref().expect("other exports");
+        assert_ne!(exports.example, "dylease_plugin_v1", "the exempt name is not counted");
+
+        let mut headless = plain.clone();
+        // e_shoff, e_shnum and e_shstrndx.
+        headless[40..48].fill(0);
+        headless[60..64].fill(0);
+        assert_eq!(pins(&headless, &["dylease_plugin_v1"]), facts);
+
+        // The entry point counts as an export unless exempted.
+        let counted = pins(&plain, &[]);
+        assert_eq!(counted.exports.unwrap().count, exports.count + 1);
+    }
+
+    #[test]
+    fn a_library_linked_with_nodelete_says_so() {
+        let scratch = Scratch::new("nodelete");
+        let nodelete = compile(&scratch.0, &["tests/plugins/ctor.c"], &["-Wl,-z,nodelete"]);
+        assert!(pins(&nodelete, &[]).no_delete);
+        let plain = compile(&scratch.0, &["tests/plugins/by_hand.c"], &[]);
+        let facts = pins(&plain, &[]);
+        assert!(!facts.no_delete && facts.gnu_unique.is_none(), "{facts:?}");
+    }
+}
