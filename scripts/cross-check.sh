@@ -41,18 +41,18 @@ failed=()
 checked=()
 unchecked=()
 check() {
-  local target=$1
-  shift
-  # The package alone (-p): the workspace's other members are Linux test and example crates.
+  local target=$1 package=$2
+  shift 2
+  # One package (-p): the workspace's other members are Linux test and example crates.
   if $build_std; then
-    step "cargo +nightly check -Zbuild-std --target $target $*"
+    step "cargo +nightly check -Zbuild-std --target $target -p $package $*"
     cargo +nightly check -Zbuild-std=std,core,alloc,panic_abort,panic_unwind \
-      --target "$target" --target-dir target/cross -p dylease "$@" || failed+=("$target $*")
+      --target "$target" --target-dir target/cross -p "$package" "$@" || failed+=("$target $package $*")
   else
-    step "cargo check --target $target $*"
-    cargo check --target "$target" --target-dir target/cross -p dylease "$@" || failed+=("$target $*")
+    step "cargo check --target $target -p $package $*"
+    cargo check --target "$target" --target-dir target/cross -p "$package" "$@" || failed+=("$target $package $*")
   fi
-  checked+=("$target $*")
+  checked+=("$target -p $package $*")
 }
 
 for target in "${targets[@]}"; do
@@ -60,10 +60,10 @@ for target in "${targets[@]}"; do
     unchecked+=("$target ($why_no_build_std, and its standard library is not installed)")
     continue
   fi
-  check "$target" --lib
-  check "$target" -p dylease-plugin --lib
+  check "$target" dylease --lib
+  check "$target" dylease-plugin --lib
   for cli in "${cli_targets[@]}"; do
-    [ "$cli" = "$target" ] && check "$target" --features cli --bin dylease
+    [ "$cli" = "$target" ] && check "$target" dylease-cli --bin dylease
   done
 done
 

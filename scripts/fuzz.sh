@@ -2,7 +2,7 @@
 # Fuzzes the ELF checks of dylease-elf (dylease-elf/fuzz/fuzz_targets/elf_check.rs) with
 # cargo-fuzz, seeded with the test plugins compiled here. Needs a nightly toolchain and
 # `cargo install cargo-fuzz`; skips with a message otherwise. Not run in CI (the seeded property
-# test in tests/integration/corruption.rs is the CI's check of the same code).
+# test in dylease-cli/tests/integration/corruption.rs is the CI's check of the same code).
 #
 #   scripts/fuzz.sh              fuzz for 60 seconds
 #   scripts/fuzz.sh -- ARGS...   pass ARGS to libFuzzer (e.g. -max_total_time=600)

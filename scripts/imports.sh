@@ -9,8 +9,7 @@
 #
 # A module is a file: inline modules count as their file's, and the crate root (`lib.rs`, which
 # only declares and re-exports) is left out; so is test code (from a file's first
-# `#[cfg(...test...)]` line on), the binary (`src/bin/`) and the documentation pages
-# (`src/docs/`).
+# `#[cfg(...test...)]` line on) and the documentation pages (`src/docs/`).
 #
 #   scripts/imports.sh        the listing and the verdict
 #   scripts/imports.sh -q     the verdict only
@@ -20,7 +19,7 @@ quiet=false
 [ "${1:-}" = "-q" ] && quiet=true
 
 # Every file module, as `path module`.
-modules=$(find src -name '*.rs' -not -path 'src/bin/*' -not -path 'src/docs/*' -not -path src/lib.rs | sort |
+modules=$(find src -name '*.rs' -not -path 'src/docs/*' -not -path src/lib.rs | sort |
   sed -E 's#^src/##; s#\.rs$##; s#/mod$##' | awk '{ m = $0; gsub("/", "::", m); print m }')
 
 edges=$(for module in $modules; do

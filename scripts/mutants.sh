@@ -52,7 +52,7 @@ set +e
 # shellcheck disable=SC2086 # MUTANTS_ARGS is a list of options
 nice -n 19 cargo mutants "${file_args[@]}" --jobs 1 --minimum-test-timeout "${MUTANTS_TIMEOUT:-90}" \
   --build-timeout 900 --output "$out" ${MUTANTS_ARGS:-} \
-  -- --lib --test integration --test keeper_thread -- "${modules[@]}" one_keeper_thread --skip cli::
+  -- --lib --test integration --test keeper_thread -- "${modules[@]}" one_keeper_thread
 status=$?
 set -e
 

@@ -77,7 +77,9 @@
 //!   `notify`).
 //! - `python`: Python passes (`HostBuilder::python_dir`, `Lease::get_py`), an embedded CPython
 //!   through pyo3 (re-exported as `dylease::pyo3`); the build needs Python's development files.
-//! - `cli`: the `dylease` command-line checker (adds `clap`). Library users never need it.
+//!
+//! The `dylease` command-line tool (`check`, `install`, `header`) is the crate `dylease-cli`
+//! of dylease's workspace.
 //!
 //! Plugin crates depend on [`dylease-plugin`](dylease_plugin) alone: the plugin ABI,
 //! [`export_plugin!`], [`Interface`], the pass function types and the registration trait
@@ -86,7 +88,7 @@
 //! # Minimum supported Rust version
 //!
 //! Rust 1.88 (edition 2024; `libloading` 0.9 needs 1.88), as declared in `Cargo.toml`'s
-//! `rust-version`. The `cli` feature's `clap` needs 1.85, so it adds no requirement.
+//! `rust-version`.
 #![deny(unsafe_code)]
 
 mod error;

@@ -18,7 +18,7 @@
 //! dylease_add_plugin(math SOURCES math.c more_passes.cpp)
 //! ```
 //!
-//! `dylease header --install <prefix>` (the `cli` feature's tool) writes the header, the
+//! `dylease header --install <prefix>` (the `dylease` command, the workspace's `dylease-cli` crate) writes the header, the
 //! version script, the CMake package and a `dylease.pc` under a prefix; without CMake:
 //!
 //! ```sh
@@ -228,18 +228,19 @@
 //!   safely be initialised again after `Py_Finalize`, and whoever embedded it owns its
 //!   shutdown. Passes take the GIL for their call; dylease gives the GIL up while it waits on
 //!   its own locks, so a pass may call `acquire()` while another thread loads a set.
-//! - Python sources are not watched by `HostBuilder::watch`. `dylease check` built with the
-//!   `python` feature checks `.py` files, packages and the Python plugins of a directory, and
-//!   names the file and line of an import error.
+//! - Python sources are not watched by `HostBuilder::watch`. `dylease check --python` (built
+//!   with the `python` feature) checks `.py` files, packages and the Python plugins of a
+//!   directory as `python_file` and `python_dir` load them, and names the file and line of an
+//!   import error.
 //!
 //! # Checking plugins
 //!
-//! With the `cli` feature, the `dylease` command loads plugin files and directories exactly
+//! The `dylease` command (the workspace's `dylease-cli` crate) loads plugin files and directories exactly
 //! as a host would and says, for each file, which plugin and passes it brings, or why it does
 //! not load and how to fix it — the answer to "why is my pass not running?":
 //!
 //! ```sh
-//! cargo run --features cli --bin dylease -- check path/to/plugins/
+//! cargo run -p dylease-cli -- check path/to/plugins/
 //! ```
 //!
 //! `--json` prints the same report for scripts; the exit status is 0 only when everything

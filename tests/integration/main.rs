@@ -1,6 +1,7 @@
 //! dylease's integration tests: real C plugins, real unload (on Linux glibc), and static
 //! plugins everywhere. One binary, one module per promise area; fixtures are built once per
-//! process and every test works on copies of its own.
+//! process and every test works on copies of its own. The `dylease` command's tests are the
+//! CLI crate's (`dylease-cli/tests/integration`).
 
 // A test vouches for its own fixtures once per host it builds (`builder().file(a).file(b)`) and
 // for the pass types it registered once per lookup group: one `// SAFETY:` reason covers the
@@ -16,12 +17,6 @@ mod bounded;
 mod abi_v2;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod attack;
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-mod build_recipe;
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-mod cli;
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-mod corruption;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod cpp_unload;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -40,8 +35,6 @@ mod generations;
 mod header;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod identity;
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-mod install;
 mod logger;
 mod observability;
 mod panic_abort;

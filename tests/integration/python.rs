@@ -676,54 +676,6 @@ fn a_thread_holding_the_gil_waits_for_a_load_of_python_plugins_without_deadlock(
 }
 
 #[test]
-fn dylease_check_lists_python_plugins_and_names_the_line_of_an_import_error() {
-    let dir = TestDir::new("py-check");
-    let plugins = dir.sub("plugins");
-    write(&plugins, "a.py", &counter("a", 1));
-    write(&plugins, "broken.py", "import dylease\n\nraise ValueError('bad')\n");
-    let output = std::process::Command::new(crate::cli::binary())
-        .arg("check")
-        .arg(&plugins)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(!output.status.success(), "{stdout}");
-    assert!(
-        stdout.contains("plugin `a` 1.0: 1 pass: add_a (test.int_op/1)"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("ValueError: bad") && stdout.contains("broken.py, line 3"),
-        "{stdout}"
-    );
-}
-
-#[test]
-fn dylease_check_advises_fixing_the_syntax_at_the_file_and_line_of_a_syntax_error() {
-    let dir = TestDir::new("py-check-syntax");
-    let file = write(dir.path(), "syntax.py", "x = 1\ndef broken(:\n");
-    let output = std::process::Command::new(crate::cli::binary())
-        .arg("check")
-        .arg(&file)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(!output.status.success(), "{stdout}");
-    let fix = stdout
-        .lines()
-        .find_map(|line| line.trim_start().strip_prefix("fix: "))
-        .unwrap_or_else(|| panic!("no fix line: {stdout}"));
-    assert!(
-        fix.contains(&format!("fix the syntax at {}, line 2", file.display())),
-        "{stdout}"
-    );
-    assert!(
-        !fix.contains("register_passes") && !fix.contains("non-zero"),
-        "{stdout}"
-    );
-}
-
-#[test]
 fn a_python_failure_unloads_the_native_libraries_of_the_set() {
     let dir = TestDir::new("py-native");
     let lib = dir.add("stateful", "libstateful.so");

@@ -1,5 +1,6 @@
 //! Fixtures: C plugins compiled once per test process, copied into a directory of each
-//! test's own, and the checks that prove a library really left the address space.
+//! test's own, and the checks that prove a library really left the address space. The CLI's
+//! tests (`dylease-cli/tests/integration`) use this file too, by path.
 
 use std::collections::HashMap;
 use std::fs::{self, Permissions};
@@ -13,7 +14,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 mod cc;
 #[path = "../support/loader.rs"]
 mod loader;
-pub(crate) use cc::compile_plugin;
+pub(crate) use cc::{compile_plugin, crate_root};
 pub(crate) use loader::loader_has;
 
 /// The C test plugins, by fixture name: sources and extra compiler arguments.
@@ -139,7 +140,7 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         // exception), built with the recipe (hidden visibility and the version script
         // include/dylease.map), and plainly.
         "layout_recipe" | "layout_plain" => {
-            let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+            let root = crate_root();
             let mut args = vec![format!("-I{}", root.join("examples/plugins").display())];
             if name == "layout_recipe" {
                 args.push("-fvisibility=hidden".into());
@@ -197,7 +198,7 @@ pub(crate) fn fixture(name: &str) -> PathBuf {
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
     fs::create_dir_all(&out_dir).unwrap();
     let (sources, args) = recipe(name);
-    let plugins = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins");
+    let plugins = crate_root().join("tests/plugins");
     let sources: Vec<PathBuf> = sources.iter().map(|s| plugins.join(s)).collect();
     let sources: Vec<&Path> = sources.iter().map(PathBuf::as_path).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -389,10 +390,11 @@ unsafe impl dylease::Interface for GraphPass {
 /// The test plugin built from `tests/plugins/<source>` with the compiler arguments `args`,
 /// as `lib<name>.so` among the fixtures: for sources that [`fixture`]'s recipes do not list.
 /// Built again on every call (the build renames its output into place, so concurrent calls
-/// never see half of one).
+/// never see half of one). Used by the CLI crate's tests (`install`).
+#[allow(dead_code)]
 pub(crate) fn built_from(source: &str, name: &str, args: &[&str]) -> PathBuf {
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures");
     fs::create_dir_all(&out_dir).unwrap();
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins").join(source);
+    let source = crate_root().join("tests/plugins").join(source);
     cc::compile_plugin(&[&source], &out_dir.join(format!("lib{name}.so")), args).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -511,20 +511,4 @@ fn a_bare_relative_name_is_checked_like_dot_slash() {
         "the child failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    // The checker, run the same way, agrees.
-    let checker = std::process::Command::new(crate::cli::binary())
-        .args(["check", "libmarker.so"])
-        .current_dir(&open)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&checker.stdout);
-    assert!(
-        !checker.status.success(),
-        "the checker passed a bare name in a writable directory:\n{report}"
-    );
-    assert!(report.contains("writable by others (mode 0757)"), "{report}");
-    assert!(
-        !open.join("libmarker.so.ran").exists(),
-        "the checker ran the plugin's code"
-    );
 }

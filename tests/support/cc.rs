@@ -4,15 +4,18 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The dylease crate's root: the manifest's directory, or two levels up from the demo's own
-/// workspace member (`examples/demo`), which builds this file too.
+/// The dylease crate's root: the manifest's directory, or the nearest directory above it that
+/// holds the header and the test plugins (for the workspace members that build this file
+/// too: the CLI's tests in `dylease-cli`, whose `include` links to the root's, and the demo
+/// in `examples/demo`).
 pub(crate) fn crate_root() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    if manifest.join("include/dylease.h").exists() {
-        manifest.to_owned()
-    } else {
-        manifest.join("../..")
-    }
+    manifest
+        .ancestors()
+        .take(3)
+        .find(|dir| dir.join("include/dylease.h").exists() && dir.join("tests/plugins").is_dir())
+        .unwrap_or(manifest)
+        .to_owned()
 }
 
 /// Compiles the C (or C++) `sources` into the shared library `out`, with `include/` on the include

@@ -48,12 +48,13 @@ pub(crate) fn plugin_crate(root: &Path) -> Result<PathBuf, String> {
 /// `offline` passes `--offline` to cargo.
 pub(crate) fn build_rust_plugins(target: &Path, offline: bool) -> Result<PathBuf, String> {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // The crate's root, also when the demo's workspace member (`examples/demo`) builds this.
-    let root = &if manifest_dir.join("include/dylease.h").exists() {
-        manifest_dir.to_owned()
-    } else {
-        manifest_dir.join("../..")
-    };
+    // The crate's root, also when a workspace member (the CLI's tests in `dylease-cli`, the
+    // demo in `examples/demo`) builds this.
+    let root = manifest_dir
+        .ancestors()
+        .take(3)
+        .find(|dir| dir.join("include/dylease.h").exists() && dir.join("tests/plugins").is_dir())
+        .unwrap_or(manifest_dir);
     let member = root.join("examples/rust-plugin/Cargo.toml");
     let manifest = if member.exists() {
         member

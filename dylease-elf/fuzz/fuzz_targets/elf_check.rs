@@ -1,6 +1,6 @@
 //! The ELF checks on arbitrary bytes: they never panic, never read out of bounds and never
 //! loop for long, whatever the headers say. (Whether a file they pass loads without crashing
-//! is the property test's question, tests/integration/corruption.rs of the host crate: the
+//! is the property test's question, dylease-cli/tests/integration/corruption.rs: the
 //! loader cannot run inside a fuzzer.)
 #![no_main]
 

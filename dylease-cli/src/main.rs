@@ -5,12 +5,14 @@
 //! its version and passes and each problem with the file and a fix, and exits with 0 only when
 //! everything would load. `dylease install <file>... <dir>` installs plugins atomically (a
 //! checked temporary file renamed into place). `dylease header` prints `include/dylease.h`
-//! for C builds (`--version-script`: `include/dylease.map`, the linker version script). Built
-//! only with the `cli` feature:
+//! for C builds (`--version-script`: `include/dylease.map`, the linker version script). The
+//! crate `dylease-cli` of dylease's workspace; its features forward to dylease's (`python`):
 //!
 //! ```sh
-//! cargo run --features cli --bin dylease -- check path/to/plugins/
+//! cargo run -p dylease-cli -- check path/to/plugins/
 //! ```
+
+#![deny(missing_docs)]
 
 use std::io::{self, Write as _};
 use std::ops::ControlFlow;
@@ -22,6 +24,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod advice;
 mod check;
 mod install;
+mod names;
 mod python;
 mod report;
 mod rewrite;
@@ -37,16 +40,17 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Loads plugin files and directories exactly as a host would, and reports what loads,
-    /// what does not, and why.
+    /// Loads plugin files and directories exactly as a host would, which runs their code, and
+    /// reports what loads, what does not, and why. Check only plugins you would load.
     #[command(after_long_help = CHECK_HELP)]
     Check(CheckArgs),
     /// Prints `dylease.h`, the C header plugins are built with (the copy of this dylease
     /// version): `dylease header > dylease.h`.
     Header(HeaderArgs),
-    /// Installs plugin files into a directory that running hosts read, atomically: each is
-    /// written under a temporary name in DIR, flushed, checked as `check` does, and renamed
-    /// into place only if it would load.
+    /// Installs plugin files (and, with the `python` feature, Python plugins) into a directory
+    /// that running hosts read, atomically: each is written under a temporary name in DIR,
+    /// flushed, checked as `check` does (which runs its code), and renamed into place only if it
+    /// would load.
     #[command(after_long_help = INSTALL_HELP)]
     Install(InstallArgs),
     /// What `install` runs in a child process to check its temporary copy: prints the verdict
@@ -64,6 +68,10 @@ struct CheckCopyArgs {
     /// As `install --trust`.
     #[arg(long, value_enum, default_value_t = Trust::Strict)]
     trust: Trust,
+
+    /// The copy is a Python plugin, checked as `python_file` loads it.
+    #[arg(long)]
+    python: bool,
 }
 
 #[derive(Debug, Args)]
@@ -84,7 +92,9 @@ struct HeaderArgs {
 
 #[derive(Debug, Args)]
 struct InstallArgs {
-    /// Plugin library files to install (named `*.so`: the name they get in DIR).
+    /// Plugin library files to install (named `*.so`: the name they get in DIR); with the
+    /// `python` feature also Python plugins, `.py` files and packages (directories with an
+    /// `__init__.py`), as `HostBuilder::python_dir` loads them.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
 
@@ -111,14 +121,22 @@ GNU `install` does not do this: it removes the old file and writes the new one u
 final name, so a host loading meanwhile finds no file, or half of one. By hand: `cp` to a
 temporary name in the same directory, then `mv`.
 
-The installed file gets mode 0755. Exit status: 0 when every file was installed, 1 when one
+Python plugins (a dylease built with the `python` feature): a `.py` file or a package is
+copied under its own name into a new directory `.NAME.dylease-install-RANDOM` inside DIR
+(a name no host loads), flushed, checked as `HostBuilder::python_file` loads it (which runs
+its code), and renamed into place. A package that replaces an installed one cannot be
+renamed over it (the old directory is not empty): the two trees are exchanged in one step
+(`renameat2` with RENAME_EXCHANGE, Linux), and the old tree is removed with the temporary
+directory. A host sees the old package or the new one, whole. `__pycache__` is not copied.
+
+The installed file gets mode 0755 (a Python file 0644, a package's directories 0755). Exit status: 0 when every file was installed, 1 when one
 was not (the others are), 2 on a usage error.";
 
 /// The normative C header, as packaged with this crate.
-const HEADER: &str = include_str!("../../../include/dylease.h");
+const HEADER: &str = include_str!("../include/dylease.h");
 
 /// The linker version script for plugins, as packaged with this crate.
-const VERSION_SCRIPT: &str = include_str!("../../../include/dylease.map");
+const VERSION_SCRIPT: &str = include_str!("../include/dylease.map");
 
 mod sdk;
 
@@ -127,6 +145,14 @@ struct CheckArgs {
     /// Plugin library files, and directories of them (as `HostBuilder::dir` reads them).
     #[arg(required = true, value_name = "FILE_OR_DIR")]
     paths: Vec<PathBuf>,
+
+    /// Also check Python plugins, as a host with the `python` feature loads them: a `.py` file
+    /// or package argument as `HostBuilder::python_file`, and each directory also as
+    /// `HostBuilder::python_dir` (its `.py` files and packages, after its libraries). Without
+    /// it a directory is judged as `HostBuilder::dir` loads it, libraries only. Needs a
+    /// `dylease` built with the `python` feature.
+    #[arg(long)]
+    python: bool,
 
     /// Print one JSON document on standard output instead of text (schema in --help).
     #[arg(long)]
@@ -181,6 +207,7 @@ impl CheckArgs {
                 Policy::Strict => dylease::LoadPolicy::Strict,
                 Policy::SkipFailed => dylease::LoadPolicy::SkipFailed,
             },
+            python: self.python,
         }
     }
 }
@@ -188,12 +215,14 @@ impl CheckArgs {
 const CHECK_HELP: &str = "\
 Each file is loaded by a host of its own. A directory is checked file by file (the files a
 host would load, in its order; other entries are listed as not loaded, with the reason),
-then as a whole: a host given the directory loads all of its plugins or none, and two
+then as a whole: a host given the directory (`HostBuilder::dir`; with --python also
+`HostBuilder::python_dir`) loads all of its plugins or none, and two
 plugins that register the same pass name fail it together. With more than one FILE_OR_DIR,
 all of them are also checked together, as one host configured with all of them in order.
 
-Checking a plugin runs its code (constructors, register and unload functions), as loading
-it in a host does: check only plugins you would load. The hosts use the default policies
+Checking a plugin runs its code (a library's constructors, register and unload functions;
+with --python, a Python plugin's module code and hooks), as loading it in a host does: check
+only plugins you would load. The hosts use the default policies
 unless --trust and --policy give the deployment's.
 
 Install plugins by rename (`dylease install`, or `cp` to a temporary name in the same
@@ -216,24 +245,44 @@ print goes to standard error meanwhile.
     \"checks\": [{                     in the order of the text output
       \"kind\": \"file\" | \"directory\" | \"together\",
       \"path\": string | null,         as given; null for \"together\"
+      \"path_bytes\": [int] | null,    see below
       \"ok\": bool,
       \"plugins\": [{\"name\": string, \"version\": string, \"path\": string,
+                   \"path_bytes\": [int] | null,
                    \"passes\": [{\"name\": string,
                                \"interface\": string | null}]}],   in load order; [] when not ok
       \"problem\": null | {\"cause\": string, \"file\": string | null,
+                          \"file_bytes\": [int] | null,
                           \"message\": string, \"fix\": string},
       \"warnings\": [string],            for a file: it is open for writing; it stays mapped
                                       after unload (and why); its second load differs;
                                       with --policy skip-failed: each plugin left out
-      \"skipped\": [{\"path\": string, \"reason\": string}]   directory entries a host does not load
+      \"skipped\": [{\"path\": string, \"path_bytes\": [int] | null,
+                    \"reason\": string}]   directory entries a host does not load
     }]
   }
+File names are bytes, not always UTF-8. A path that is UTF-8 is its string, and its
+\"path_bytes\" (\"file_bytes\") is null. One that is not is given escaped, as the text output
+gives every path: a byte that is not UTF-8, or a control character, as \\xNN (two hex
+digits), a backslash as \\\\; its \"path_bytes\" (\"file_bytes\") holds its exact bytes (numbers
+0-255). Messages name such files escaped too. No path is printed with replacement
+characters, so two different names never print alike.
 \"cause\" is one of: headers (dylease's ELF check refused the file), open (the platform
 loader refused it), missing-entry, abi-mismatch, invalid-plugin, invalid-pass,
 register-failed, duplicate-pass, io, reentrant, other.";
 
 fn main() -> ExitCode {
-    let ok = match Cli::parse().command {
+    let cli = Cli::parse();
+    if let Command::Check(CheckArgs { python: true, .. }) = cli.command
+        && !cfg!(feature = "python")
+    {
+        eprintln!(
+            "dylease: --python: this dylease was built without Python support (build dylease-cli with \
+             `--features python`)"
+        );
+        return ExitCode::from(USAGE);
+    }
+    let ok = match cli.command {
         Command::Check(args) if args.json => check_json(&args.paths, args.options()),
         Command::Check(args) => check_human(&args.paths, args.options()),
         Command::Header(HeaderArgs {
@@ -245,6 +294,7 @@ fn main() -> ExitCode {
             let options = check::Options {
                 trust: args.trust.policy(),
                 policy: dylease::LoadPolicy::Strict,
+                python: false,
             };
             install::run(&args.files, &args.dir, options, print)
         }
@@ -252,6 +302,7 @@ fn main() -> ExitCode {
             let options = check::Options {
                 trust: args.trust.policy(),
                 policy: dylease::LoadPolicy::Strict,
+                python: args.python,
             };
             install::check_copy(&args.file, options, print)
         }
@@ -269,6 +320,9 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// A usage error's status, as clap's.
+const USAGE: u8 = 2;
 
 /// 128 + SIGPIPE, as shells report a process that SIGPIPE killed.
 const BROKEN_PIPE: u8 = 141;

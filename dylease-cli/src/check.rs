@@ -98,6 +98,9 @@ impl Check {
 pub(crate) struct Options {
     pub(crate) trust: TrustPolicy,
     pub(crate) policy: LoadPolicy,
+    /// `--python`: Python plugins are loaded as `python_file` and `python_dir` load them (the
+    /// `python` feature); otherwise a directory is only what `HostBuilder::dir` loads.
+    pub(crate) python: bool,
 }
 
 impl Options {
@@ -109,6 +112,10 @@ impl Options {
     }
 }
 
+/// The warning of a Python plugin argument checked without `--python`.
+const NOT_PYTHON: &str = "a Python plugin, checked as `HostBuilder::file` loads a library: `--python` checks it as \
+                          `python_file` loads it";
+
 /// Checks every path, handing each finished check to `report` as soon as it is done; stops
 /// when `report` says so (nobody reads the report any more).
 pub(crate) fn run(
@@ -117,7 +124,7 @@ pub(crate) fn run(
     mut report: impl FnMut(Check) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     for path in paths {
-        if python::is_plugin(path) {
+        if options.python && python::is_plugin(path) {
             // SAFETY: as below.
             report(load(Kind::File, Some(path), unsafe {
                 python::file(options.builder(), path)
@@ -127,20 +134,28 @@ pub(crate) fn run(
         } else {
             // SAFETY: loading the plugins its user names, to check them, is what `dylease check`
             // is for; its help says that checking runs their code.
-            report(load(Kind::File, Some(path), unsafe { options.builder().file(path) }))?;
+            let mut check = load(Kind::File, Some(path), unsafe { options.builder().file(path) });
+            if python::is_plugin(path) {
+                check.warnings.push(NOT_PYTHON.to_owned());
+            }
+            report(check)?;
         }
     }
     if paths.len() > 1 {
         let mut builder = options.builder();
         for path in paths {
-            builder = if python::is_plugin(path) {
+            builder = if options.python && python::is_plugin(path) {
                 // SAFETY: as above, the user named this plugin to be loaded and checked.
                 unsafe { python::file(builder, path) }
             } else if path.is_dir() {
                 // SAFETY: as above, the user named these plugins to be loaded and checked.
                 let builder = unsafe { builder.dir(path) };
-                // SAFETY: as above, for the directory's Python plugins.
-                unsafe { python::dir(builder, path) }
+                if options.python {
+                    // SAFETY: as above, for the directory's Python plugins.
+                    unsafe { python::dir(builder, path) }
+                } else {
+                    builder
+                }
             } else {
                 // SAFETY: as above, the user named this plugin to be loaded and checked.
                 unsafe { builder.file(path) }
@@ -174,8 +189,12 @@ fn check_dir(dir: &Path, options: Options, report: &mut impl FnMut(Check) -> Con
         // SAFETY: the user named this directory's plugins to be loaded and checked.
         report(load(Kind::File, Some(file), unsafe { options.builder().file(file) }))?;
     }
-    // Python plugins (with the `python` feature) after the libraries, as a host loads them.
-    let python_plugins = python::plugins_in(dir);
+    // Python plugins (`--python`) after the libraries, as a host loads them.
+    let python_plugins = if options.python {
+        python::plugins_in(dir)
+    } else {
+        Vec::new()
+    };
     for plugin in &python_plugins {
         // SAFETY: as above.
         report(load(Kind::File, Some(plugin), unsafe {
@@ -184,8 +203,13 @@ fn check_dir(dir: &Path, options: Options, report: &mut impl FnMut(Check) -> Con
     }
     // SAFETY: as above.
     let builder = unsafe { options.builder().dir(dir) };
-    // SAFETY: as above, for the directory's Python plugins.
-    let mut whole = load(Kind::Directory, Some(dir), unsafe { python::dir(builder, dir) });
+    let builder = if options.python {
+        // SAFETY: as above, for the directory's Python plugins.
+        unsafe { python::dir(builder, dir) }
+    } else {
+        builder
+    };
+    let mut whole = load(Kind::Directory, Some(dir), builder);
     let files: Vec<PathBuf> = files.into_iter().chain(python_plugins).collect();
     whole.skipped = skipped(dir, &files);
     whole.files = Some(files.len());
@@ -325,12 +349,17 @@ fn skipped(dir: &Path, files: &[PathBuf]) -> Vec<Skipped> {
         .filter(|path| !loaded.contains(path.as_path()))
         .map(|path| {
             let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
-            let reason = if path.is_dir() {
+            let hidden = name.starts_with('_') || name.starts_with('.');
+            let reason = if python::is_plugin(&path) && !hidden {
+                "a Python plugin: `HostBuilder::dir` does not load it; `--python` checks it as `python_dir` \
+                 loads it"
+                    .to_owned()
+            } else if path.is_dir() {
                 "a directory: subdirectories are not searched".to_owned()
             } else if !name.ends_with(suffix) || name.len() == suffix.len() {
                 format!("the name does not end in `{suffix}`")
             } else if let Some(same) = identity(&path).and_then(|id| by_identity.get(&id).copied()) {
-                format!("the same file as `{}`, which loads once", same.display())
+                format!("the same file as `{}`, which loads once", crate::names::escape(same))
             } else {
                 "not a regular file".to_owned()
             };

@@ -263,7 +263,7 @@ fn tables_plugin() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let plugins = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins");
+            let plugins = crate::support::crate_root().join("tests/plugins");
             let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures/libcorruption_tables.so");
             fs::create_dir_all(out.parent().unwrap()).unwrap();
             let script = format!("-Wl,--version-script={}", plugins.join("tables.map").display());

@@ -2,62 +2,18 @@
 //! a time and as a directory, in text and in JSON, and its exit status.
 
 use std::fs;
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
 use crate::support::{TestDir, fixture};
 
-/// The `dylease` binary. A test build of this repository has it: the dev-dependency of the
-/// crate on itself with `cli` turns the feature on, so cargo builds the binary for the tests.
-/// A packaged crate has no such dev-dependency (cargo drops path dependencies when it packages)
-/// and cargo still sets `CARGO_BIN_EXE_dylease`, to a file it did not build (the binary
-/// requires `cli`); there the binary is built here, once, and the tests say so on stderr.
-/// Every test that runs the binary takes it from here (scripts/package-check.sh catches one
-/// that does not).
+/// The `dylease` binary, which cargo builds for this crate's tests.
 pub(crate) fn binary() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    if cfg!(feature = "cli") {
-        return Path::new(env!("CARGO_BIN_EXE_dylease"));
-    }
-    BUILT.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        // In the repository the fallback would hide a broken dev-dependency: refuse it there.
-        assert!(
-            !root.join("examples/rust-plugin/Cargo.toml").exists(),
-            "the repository's own test build has no `cli` feature: the dev-dependency \
-             `dylease = {{ path = \".\", features = [\"cli\"] }}` must turn it on"
-        );
-        // Straight to stderr, past the test harness's capture: shown even when the tests pass.
-        let _ = writeln!(
-            std::io::stderr(),
-            "note: this test build has no `cli` feature, so cargo did not build the `dylease` binary (a \
-             packaged crate has no dev-dependency on itself); building it with `cargo build --features cli`"
-        );
-        let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-binary");
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--quiet",
-                "--features",
-                "cli",
-                "--bin",
-                "dylease",
-                "--target-dir",
-            ])
-            .arg(&target)
-            .current_dir(root)
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the dylease binary failed");
-        target.join("debug/dylease")
-    })
+    Path::new(env!("CARGO_BIN_EXE_dylease"))
 }
 
 /// Sets the file's modification time a minute back, out of the checker's "may still be
@@ -256,7 +212,7 @@ fn json_reports_each_file_and_the_directory_with_causes_and_fixes() {
     assert_eq!(whole["problem"]["file"], "plugins/libnoentry.so");
     assert_eq!(
         whole["skipped"],
-        serde_json::json!([{"path": "plugins/README.txt", "reason": "the name does not end in `.so`"}])
+        serde_json::json!([{"path": "plugins/README.txt", "path_bytes": null, "reason": "the name does not end in `.so`"}])
     );
 }
 
@@ -352,6 +308,51 @@ fn a_good_directory_exits_0_and_what_plugins_print_stays_out_of_the_json() {
         run.stdout
             .ends_with("All 3 checks passed: a host would load these plugins.\n"),
         "{run:?}"
+    );
+}
+
+/// A build without the `python` feature cannot load what `--python` asks for: a usage error,
+/// not a check that quietly skips the Python plugins.
+#[cfg(not(feature = "python"))]
+#[test]
+fn python_without_the_python_feature_is_a_usage_error_with_status_2() {
+    let dir = TestDir::new("cli_python_flag");
+    let run = dylease(dir.path(), &["check", "--python", "."]);
+    assert_eq!(run.status, 2, "{run:?}");
+    assert!(run.stderr.contains("built without Python support"), "{run:?}");
+}
+
+/// Installing a Python plugin needs the `python` feature: without it the file is refused
+/// and DIR is left as it was.
+#[cfg(not(feature = "python"))]
+#[test]
+fn install_of_a_python_plugin_without_the_python_feature_is_refused_and_changes_nothing() {
+    let dir = TestDir::new("cli_install_py");
+    let plugins = dir.sub("plugins");
+    fs::write(dir.path().join("x.py"), "import dylease\n").unwrap();
+    let run = dylease(dir.path(), &["install", "x.py", "plugins"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    assert!(run.stdout.contains("built without Python support"), "{run:?}");
+    assert_eq!(fs::read_dir(&plugins).unwrap().count(), 0, "{run:?}");
+}
+
+/// The help says that checking runs the plugin's code, and it does: a constructor runs.
+#[test]
+fn check_says_it_runs_the_plugins_code_and_it_does() {
+    for help in ["-h", "--help"] {
+        let run = dylease(Path::new("."), &["check", help]);
+        assert_eq!(run.status, 0, "{run:?}");
+        assert!(run.stdout.contains("which runs their code"), "{run:?}");
+    }
+    let long = dylease(Path::new("."), &["check", "--help"]);
+    assert!(long.stdout.contains("Checking a plugin runs its code"), "{long:?}");
+    let dir = TestDir::new("cli_runs_code");
+    add(&dir, "by_hand_marker", "libmarker.so");
+    let run = dylease(dir.path(), &["check", "libmarker.so"]);
+    assert_eq!(run.status, 0, "{run:?}");
+    assert!(
+        dir.path().join("libmarker.so.ran").exists(),
+        "the constructor did not run: {run:?}"
     );
 }
 
@@ -572,7 +573,7 @@ fn header_prints_the_c_header_plugins_are_built_with() {
     let dir = TestDir::new("cli_header");
     let run = dylease(dir.path(), &["header"]);
     assert_eq!(run.status, 0, "{run:?}");
-    let header = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/dylease.h")).unwrap();
+    let header = fs::read_to_string(crate::support::crate_root().join("include/dylease.h")).unwrap();
     assert_eq!(run.stdout, header);
     assert!(run.stdout.contains("DYLEASE_ABI_VERSION"), "{run:?}");
 }
@@ -640,7 +641,7 @@ fn header_version_script_prints_the_linker_script_that_keeps_only_the_entry_poin
     let dir = TestDir::new("cli_version_script");
     let run = dylease(dir.path(), &["header", "--version-script"]);
     assert_eq!(run.status, 0, "{run:?}");
-    let script = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/dylease.map")).unwrap();
+    let script = fs::read_to_string(crate::support::crate_root().join("include/dylease.map")).unwrap();
     assert_eq!(run.stdout, script);
     assert!(run.stdout.contains("global: dylease_plugin_v1;") && run.stdout.contains("local: *;"));
 }
@@ -691,4 +692,112 @@ fn a_library_that_links_against_a_plugin_is_reported_as_missing_its_entry_point(
     );
     let core = checks.iter().find(|c| c["path"] == "plugins/libcore.so").unwrap();
     assert_eq!(core["ok"], true, "the real plugin checks ok: {report:#}");
+}
+
+/// The inverse of the reports' escaping of file names: `\\` is a backslash, `\xNN` a byte.
+fn unescape(text: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut bytes = text.bytes();
+    while let Some(b) = bytes.next() {
+        if b != b'\\' {
+            out.push(b);
+            continue;
+        }
+        match bytes.next() {
+            Some(b'\\') => out.push(b'\\'),
+            Some(b'x') => {
+                let hex: Vec<u8> = bytes.by_ref().take(2).collect();
+                out.push(u8::from_str_radix(std::str::from_utf8(&hex).unwrap(), 16).unwrap());
+            }
+            other => panic!("`{text}` has an escape that is not one: {other:?}"),
+        }
+    }
+    out
+}
+
+#[test]
+fn file_names_that_are_not_utf8_print_distinctly_and_reversibly_in_text_and_json() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt as _;
+    let dir = TestDir::new("cli_bytes");
+    let names: [&[u8]; 3] = [b"lib\xffx.so", b"lib\xfex.so", b"lib\\x.so"];
+    for (name, fixture) in names.iter().zip(["p1", "p2", "p3"]) {
+        add(
+            &dir,
+            fixture,
+            OsStr::from_bytes(name).to_str().unwrap_or("placeholder.so"),
+        );
+        if OsStr::from_bytes(name).to_str().is_none() {
+            fs::rename(
+                dir.path().join("placeholder.so"),
+                dir.path().join(OsStr::from_bytes(name)),
+            )
+            .unwrap();
+        }
+    }
+    let args: Vec<&OsStr> = names.iter().map(|n| OsStr::from_bytes(n)).collect();
+
+    let output = Command::new(binary())
+        .arg("check")
+        .args(&args)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(!text.contains('\u{FFFD}'), "a replacement character: {text}");
+    let subjects: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("ok    "))
+        .filter(|subject| subject.starts_with("lib"))
+        .collect();
+    assert_eq!(subjects, ["lib\\xffx.so", "lib\\xfex.so", "lib\\\\x.so"], "{text}");
+    for (subject, name) in subjects.iter().zip(names) {
+        assert_eq!(unescape(subject), name);
+    }
+
+    let output = Command::new(binary())
+        .args(["check", "--json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        !report.to_string().contains('\u{FFFD}'),
+        "a replacement character: {report}"
+    );
+    let files: Vec<&Value> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|check| check["kind"] == "file")
+        .collect();
+    assert_eq!(files.len(), 3, "{report}");
+    let mut seen = Vec::new();
+    for check in files {
+        let path = check["path"].as_str().unwrap();
+        let exact: Vec<u8> = match check["path_bytes"].as_array() {
+            Some(bytes) => bytes
+                .iter()
+                .map(|b| u8::try_from(b.as_u64().unwrap()).unwrap())
+                .collect(),
+            None => path.as_bytes().to_vec(),
+        };
+        let name = Path::new(OsStr::from_bytes(&exact))
+            .file_name()
+            .unwrap()
+            .as_bytes()
+            .to_vec();
+        if check["path_bytes"].is_array() {
+            assert_eq!(unescape(path), exact, "the display string reverses too: {check}");
+        }
+        let plugin = &check["plugins"][0];
+        assert_eq!(plugin["path"], check["path"], "{check}");
+        assert_eq!(plugin["path_bytes"], check["path_bytes"], "{check}");
+        seen.push(name);
+    }
+    seen.sort();
+    let mut expected: Vec<Vec<u8>> = names.iter().map(|n| n.to_vec()).collect();
+    expected.sort();
+    assert_eq!(seen, expected, "{report}");
 }

@@ -9,6 +9,15 @@
 //! makes the loader give up on the process, ends that child, not the installer, which still
 //! removes its temporary file and says why.
 //!
+//! Python plugins (with the `python` feature) are installed as `HostBuilder::python_dir`
+//! loads them: a `.py` file, or a package (a directory with an `__init__.py`). The copy is
+//! made under its own name inside a hidden temporary directory in DIR (`.NAME.dylease-install-
+//! RANDOM`, which no host loads), flushed and checked there (as `python_file` loads it), then
+//! renamed into place. A package that replaces an installed one cannot be renamed over it (a
+//! rename never replaces a directory that is not empty): the two trees are exchanged in one
+//! step (`renameat2` with `RENAME_EXCHANGE`, Linux), and the old tree, now in the temporary
+//! directory, is removed with it. A host sees the old package or the new one, whole.
+//!
 //! GNU `install` is not that: it removes the old file, creates the new one under the final
 //! name and then writes it, so a host loading meanwhile finds no file, or a truncated one.
 
@@ -21,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::check::{self, Check};
-use crate::{report, stdout};
+use crate::{names, python, report, stdout};
 
 /// The hidden command a child process checks the temporary copy with.
 pub(crate) const CHECK_COPY: &str = "check-copy";
@@ -54,14 +63,18 @@ fn run_with(
     for file in files {
         let text = match install(file, dir, options, seam) {
             Ok(Installed { to, what }) => {
-                format!("installed `{}` as `{}` ({what})\n", file.display(), to.display())
+                format!(
+                    "installed `{}` as `{}` ({what})\n",
+                    names::escape(file),
+                    names::escape(&to)
+                )
             }
             Err(Refused::Check(report)) => {
                 ok = false;
                 format!(
                     "not installed: `{}` would not load, so `{}` is unchanged:\n{report}",
-                    file.display(),
-                    dir.display(),
+                    names::escape(file),
+                    names::escape(dir),
                 )
             }
             Err(Refused::Crashed { how, to }) => {
@@ -72,9 +85,9 @@ fn run_with(
                      constructor, `on_load`, its registration or `on_unload`) or the platform loader ended \
                      that process: run `dylease check {}` to see what it printed, then fix the plugin and \
                      install it again\n",
-                    file.display(),
-                    to.display(),
-                    file.display(),
+                    names::escape(file),
+                    names::escape(&to),
+                    names::escape(file),
                 )
             }
             Err(Refused::Io(message)) => {
@@ -164,6 +177,9 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
     let Some(name) = file.file_name() else {
         return Err(Refused::Io(format!("`{}` names no file", file.display())));
     };
+    if python::is_plugin(file) {
+        return install_python(file, name, dir, options, seam);
+    }
     let suffix = std::env::consts::DLL_SUFFIX;
     if !name.to_string_lossy().ends_with(suffix) || name.len() == suffix.len() {
         return Err(Refused::Io(format!(
@@ -183,7 +199,7 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
         renamed: false,
     };
     let copying = format!("cannot copy `{}` to", file.display());
-    write_copy(&mut source, &mut copy).map_err(|e| io(&copying, &partial, e))?;
+    write_copy(&mut source, &mut copy, 0o755).map_err(|e| io(&copying, &partial, e))?;
     // The planted bug `dylease_broken_install_order` flushes the copy only after the rename
     // (the unit test `the_copy_is_flushed_before_it_is_checked_and_renamed` must fail).
     #[cfg(not(dylease_broken_install_order))]
@@ -209,6 +225,164 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
     seam.sync_dir(dir)
         .map_err(|e| io("cannot flush the directory", dir, e))?;
     Ok(Installed { to, what })
+}
+
+/// Installs the Python plugin `file` (a `.py` file or a package directory), named `name`,
+/// into `dir` through `seam`: copied under its own name into a new hidden directory in `dir`,
+/// flushed, checked as `python_file` loads it, and renamed into place (a package over an
+/// installed one: exchanged with it). The temporary directory, with the old package in it
+/// after an exchange, is removed on every way out.
+fn install_python(
+    file: &Path,
+    name: &OsStr,
+    dir: &Path,
+    options: check::Options,
+    seam: &mut impl Seam,
+) -> Result<Installed, Refused> {
+    let io = |what: &str, path: &Path, e: io::Error| Refused::Io(format!("{what} `{}`: {e}", path.display()));
+    if !cfg!(feature = "python") {
+        return Err(Refused::Io(format!(
+            "`{}` is a Python plugin, and this dylease was built without Python support (build              dylease-cli with `--features python`)",
+            file.display()
+        )));
+    }
+    if name.as_encoded_bytes().starts_with(b"_") || name.as_encoded_bytes().starts_with(b".") {
+        return Err(Refused::Io(format!(
+            "`{}` is named like no Python plugin (a name starting with `_` or `.`): a host reading              `{}` with `python_dir` would not load it",
+            file.display(),
+            dir.display()
+        )));
+    }
+    let to = dir.join(name);
+    let package = fs::metadata(file).map_err(|e| io("cannot read", file, e))?.is_dir();
+    let staging = create_staging(dir, name, seam).map_err(|e| io("cannot create a temporary directory in", dir, e))?;
+    // From here on the temporary directory is ours: removed, whatever it then holds.
+    let _staging = Staging(&staging);
+    let copy = staging.join(name);
+    let copying = format!("cannot copy `{}` to", file.display());
+    if package {
+        copy_tree(file, &copy, seam).map_err(|e| io(&copying, &copy, e))?;
+    } else {
+        let mut source = open_source(file).map_err(|e| io("cannot read", file, e))?;
+        let mut written = create_new(&copy).map_err(|e| io(&copying, &copy, e))?;
+        write_copy(&mut source, &mut written, 0o644).map_err(|e| io(&copying, &copy, e))?;
+        seam.sync(&written, &copy).map_err(|e| io(&copying, &copy, e))?;
+    }
+    seam.sync_dir(&staging)
+        .map_err(|e| io("cannot flush the directory", &staging, e))?;
+    let options = check::Options {
+        python: true,
+        ..options
+    };
+    let verdict = seam
+        .check(&copy, options)
+        .map_err(|e| io("cannot run the check of", &copy, e))?;
+    let what = match verdict {
+        Verdict::Loads(what) => what,
+        Verdict::Refused(report) => return Err(Refused::Check(report)),
+        Verdict::Crashed(how) => return Err(Refused::Crashed { how, to }),
+    };
+    let replaces_a_directory = fs::symlink_metadata(&to).is_ok_and(|m| m.is_dir());
+    if package && replaces_a_directory {
+        // The old tree ends up in the temporary directory, removed with it.
+        exchange(&copy, &to).map_err(|e| io(&format!("cannot exchange `{}` with", copy.display()), &to, e))?;
+    } else {
+        seam.rename(&copy, &to)
+            .map_err(|e| io(&format!("cannot rename `{}` to", copy.display()), &to, e))?;
+    }
+    seam.sync_dir(dir)
+        .map_err(|e| io("cannot flush the directory", dir, e))?;
+    Ok(Installed { to, what })
+}
+
+/// Creates a new hidden directory in `dir` for installing `name`, under a name from `seam`
+/// (mode 0755): an existing name is never used, another is drawn.
+fn create_staging(dir: &Path, name: &OsStr, seam: &mut impl Seam) -> io::Result<PathBuf> {
+    for attempt in 0..64 {
+        let staging = dir.join(seam.temporary_name(name, attempt));
+        match fs::create_dir(&staging) {
+            Ok(()) => {
+                fs::set_permissions(&staging, fs::Permissions::from_mode(0o755))?;
+                return Ok(staging);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::AlreadyExists, "no unused temporary name"))
+}
+
+/// Copies the package directory `from` to the new directory `to`: its regular files (mode
+/// 0644) and subdirectories (0755), each flushed, but not `__pycache__` (which a host never
+/// reads). Anything else (a symbolic link, a device) is refused.
+fn copy_tree(from: &Path, to: &Path, seam: &mut impl Seam) -> io::Result<()> {
+    fs::create_dir(to)?;
+    fs::set_permissions(to, fs::Permissions::from_mode(0o755))?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == "__pycache__" {
+            continue;
+        }
+        let (source, copy) = (entry.path(), to.join(&name));
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_tree(&source, &copy, seam)?;
+        } else if kind.is_file() {
+            let mut read = open_source(&source)?;
+            let mut written = create_new(&copy)?;
+            write_copy(&mut read, &mut written, 0o644)?;
+            seam.sync(&written, &copy)?;
+        } else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("`{}` is not a regular file or directory", source.display()),
+            ));
+        }
+    }
+    seam.sync_dir(to)
+}
+
+/// Exchanges the directory entries `a` and `b` in one step: `renameat2` with
+/// `RENAME_EXCHANGE`.
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let a = std::ffi::CString::new(a.as_os_str().as_bytes())?;
+    let b = std::ffi::CString::new(b.as_os_str().as_bytes())?;
+    // SAFETY: both are NUL-terminated strings that outlive the call, which only reads them.
+    let done = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// No atomic exchange of two directories here: an installed package is not replaced.
+#[cfg(not(target_os = "linux"))]
+fn exchange(_: &Path, _: &Path) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "replacing an installed package needs `renameat2(RENAME_EXCHANGE)` (Linux)",
+    ))
+}
+
+/// Removes the temporary directory of a Python install, with whatever it holds.
+struct Staging<'a>(&'a Path);
+
+impl Drop for Staging<'_> {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(self.0);
+    }
 }
 
 /// Opens the file to install: a regular file (never blocking on a FIFO, say).
@@ -266,9 +440,9 @@ fn create_new(path: &Path) -> io::Result<File> {
     options.open(path)
 }
 
-/// Writes what `source` reads into `copy` (mode 0755 whatever the umask).
-fn write_copy(source: &mut File, copy: &mut File) -> io::Result<()> {
-    copy.set_permissions(fs::Permissions::from_mode(0o755))?;
+/// Writes what `source` reads into `copy` (mode `mode` whatever the umask).
+fn write_copy(source: &mut File, copy: &mut File, mode: u32) -> io::Result<()> {
+    copy.set_permissions(fs::Permissions::from_mode(mode))?;
     io::copy(source, copy)?;
     Ok(())
 }
@@ -283,7 +457,9 @@ fn check_in_child(partial: &Path, options: check::Options) -> io::Result<Verdict
     };
     let output = Command::new(std::env::current_exe()?)
         .arg(CHECK_COPY)
-        .args(["--trust", trust, "--"])
+        .args(["--trust", trust])
+        .args(options.python.then_some("--python"))
+        .arg("--")
         .arg(partial)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -467,6 +643,7 @@ mod tests {
         check::Options {
             trust: dylease::TrustPolicy::Strict,
             policy: dylease::LoadPolicy::Strict,
+            python: false,
         }
     }
 

@@ -18,7 +18,7 @@ pub(crate) fn warning(path: &Path) -> Option<String> {
         "`{}` is open for writing by process {pid} ({command}): a library rewritten in place (`cp` over \
          it) while a host loads it kills that host with SIGBUS; install plugins by rename (`dylease \
          install`, or `cp` to a temporary name in the same directory, then `mv`)",
-        path.display(),
+        crate::names::escape(path),
     ))
 }
 

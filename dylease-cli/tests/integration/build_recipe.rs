@@ -87,7 +87,7 @@ fn the_cmake_recipe_builds_the_cpp_example_plugin_so_that_it_unmaps_after_its_la
     let prefix = dir.path().join("sdk");
     install_sdk(&prefix);
     let build = dir.path().join("build");
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/plugins");
+    let examples = crate::support::crate_root().join("examples/plugins");
     run(
         "cmake",
         &[
@@ -121,7 +121,7 @@ fn pkg_config_gives_the_recipes_flags_to_a_build_without_cmake() {
         flags.contains("-fvisibility=hidden") && flags.contains("-Wl,--version-script="),
         "{flags}"
     );
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/plugins");
+    let examples = crate::support::crate_root().join("examples/plugins");
     let built = dir.path().join("liblayout.so");
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
     let mut args: Vec<String> = vec!["-shared".into()];

@@ -1,22 +1,17 @@
-//! Python plugins in checks (the `python` feature): a `.py` file or a package argument is
-//! checked in a host of its own with `HostBuilder::python_file`, and a directory's Python
-//! plugins are checked one by one and with its libraries, as `HostBuilder::python_dir` loads
-//! them. Without the feature, nothing is a Python plugin.
+//! Python plugins in checks (the `python` feature, and `check --python`): a `.py` file or a
+//! package argument is checked in a host of its own with `HostBuilder::python_file`, and a
+//! directory's Python plugins are checked one by one and with its libraries, as
+//! `HostBuilder::python_dir` loads them. Without the feature, nothing is loaded as a Python
+//! plugin.
 
 use std::path::{Path, PathBuf};
 
 use dylease::HostBuilder;
 
 /// Whether `path` is a Python plugin: a `.py` file or a package (a directory with an
-/// `__init__.py`).
-#[cfg(feature = "python")]
+/// `__init__.py`). Also without the `python` feature, which this build cannot load.
 pub(crate) fn is_plugin(path: &Path) -> bool {
     (path.extension().is_some_and(|ext| ext == "py") && path.is_file()) || path.join("__init__.py").is_file()
-}
-
-#[cfg(not(feature = "python"))]
-pub(crate) fn is_plugin(_: &Path) -> bool {
-    false
 }
 
 /// The Python plugins `HostBuilder::python_dir(dir)` loads, in its order.

@@ -4,7 +4,8 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::check::{Check, Kind, Plugin};
+use crate::check::{Check, Kind, Plugin, Problem};
+use crate::names;
 
 /// Text output, one check at a time, so that it appears as the checks run.
 #[derive(Debug, Default)]
@@ -74,11 +75,11 @@ impl Human {
                         let _ = writeln!(
                             out,
                             "{DETAIL}problem: `{}` does not load (above); a load stops at the first plugin that fails",
-                            file.display()
+                            names::escape(file)
                         );
                     }
                     _ => {
-                        let _ = writeln!(out, "{DETAIL}problem: {}", problem.message);
+                        let _ = writeln!(out, "{DETAIL}problem: {}", message(check, problem));
                         let _ = writeln!(out, "{DETAIL}fix: {}", problem.advice.fix);
                     }
                 }
@@ -91,7 +92,7 @@ impl Human {
             let _ = writeln!(
                 out,
                 "{DETAIL}not loaded: `{}` ({})",
-                skipped.path.display(),
+                names::escape(&skipped.path),
                 skipped.reason
             );
         }
@@ -118,8 +119,14 @@ impl Human {
     }
 }
 
+/// The host's message about `problem`, with the file names it names lossily escaped.
+fn message(check: &Check, problem: &Problem) -> String {
+    let paths: Vec<&Path> = check.path.iter().chain(&problem.file).map(PathBuf::as_path).collect();
+    names::in_message(&problem.message, &paths)
+}
+
 fn subject(check: &Check) -> String {
-    let path = check.path.as_deref().map(Path::display);
+    let path = check.path.as_deref().map(names::escape);
     match (check.kind, path) {
         (Kind::File, Some(path)) => path.to_string(),
         (Kind::Directory, Some(path)) => match check.files {
@@ -192,7 +199,8 @@ fn check_json(check: &Check) -> Json {
             Json::Object(vec![
                 ("cause", Json::str(problem.advice.cause)),
                 ("file", path_json(problem.file.as_deref())),
-                ("message", Json::str(&problem.message)),
+                ("file_bytes", bytes_json(problem.file.as_deref())),
+                ("message", Json::str(&message(check, problem))),
                 ("fix", Json::str(&problem.advice.fix)),
             ]),
         ),
@@ -203,6 +211,7 @@ fn check_json(check: &Check) -> Json {
         .map(|s| {
             Json::Object(vec![
                 ("path", path_json(Some(&s.path))),
+                ("path_bytes", bytes_json(Some(&s.path))),
                 ("reason", Json::str(&s.reason)),
             ])
         })
@@ -210,6 +219,7 @@ fn check_json(check: &Check) -> Json {
     Json::Object(vec![
         ("kind", Json::str(check.kind.as_str())),
         ("path", path_json(check.path.as_deref())),
+        ("path_bytes", bytes_json(check.path.as_deref())),
         ("ok", Json::Bool(check.ok())),
         ("plugins", Json::Array(plugins)),
         ("problem", problem),
@@ -226,6 +236,7 @@ fn plugin_json(plugin: &Plugin) -> Json {
         ("name", Json::str(&plugin.name)),
         ("version", Json::str(&plugin.version)),
         ("path", path_json(plugin.path.as_deref())),
+        ("path_bytes", bytes_json(plugin.path.as_deref())),
         (
             "passes",
             Json::Array(
@@ -244,16 +255,32 @@ fn plugin_json(plugin: &Plugin) -> Json {
     ])
 }
 
+/// A path as a string: itself when it is UTF-8, else its escaped form (`crate::names`), which
+/// [`bytes_json`] then accompanies with the exact bytes.
 fn path_json(path: Option<&Path>) -> Json {
-    path.map_or(Json::Null, |path| Json::Str(path.to_string_lossy().into_owned()))
+    path.map_or(Json::Null, |path| match path.to_str() {
+        Some(text) => Json::str(text),
+        None => Json::Str(names::escape(path)),
+    })
 }
 
-/// Just enough JSON to write the report: no parsing, no numbers.
+/// The bytes of a path that is not UTF-8 (an array of numbers), `null` for one that is (its
+/// string is exact) and for none.
+fn bytes_json(path: Option<&Path>) -> Json {
+    match path {
+        Some(path) if !names::is_text(path) => Json::Bytes(names::bytes(path).to_vec()),
+        _ => Json::Null,
+    }
+}
+
+/// Just enough JSON to write the report: no parsing; numbers only as bytes.
 #[derive(Debug)]
 enum Json {
     Null,
     Bool(bool),
     Str(String),
+    /// An array of numbers 0 to 255, on one line.
+    Bytes(Vec<u8>),
     Array(Vec<Json>),
     Object(Vec<(&'static str, Json)>),
 }
@@ -271,6 +298,13 @@ impl Json {
             Json::Null => out.push_str("null"),
             Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             Json::Str(s) => write_string(out, s),
+            Json::Bytes(bytes) => {
+                out.push('[');
+                for (i, byte) in bytes.iter().enumerate() {
+                    let _ = write!(out, "{}{byte}", if i == 0 { "" } else { ", " });
+                }
+                out.push(']');
+            }
             Json::Array(items) if items.is_empty() => out.push_str("[]"),
             Json::Array(items) => {
                 out.push('[');

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use crate::{HEADER, VERSION_SCRIPT};
 
-const CMAKE_CONFIG: &str = include_str!("../../../cmake/dyleaseConfig.cmake");
-const CMAKE_VERSION: &str = include_str!("../../../cmake/dyleaseConfigVersion.cmake");
-const PKG_CONFIG: &str = include_str!("../../../cmake/dylease.pc.in");
+const CMAKE_CONFIG: &str = include_str!("../cmake/dyleaseConfig.cmake");
+const CMAKE_VERSION: &str = include_str!("../cmake/dyleaseConfigVersion.cmake");
+const PKG_CONFIG: &str = include_str!("../cmake/dylease.pc.in");
 
 /// Writes the files under `prefix` (created if missing) and lists them on standard output.
 /// `Ok(false)` (after a message on standard error naming the file) when one cannot be
