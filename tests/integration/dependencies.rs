@@ -858,3 +858,135 @@ fn running_out_of_descriptors_at_any_step_of_the_dependency_check_is_a_refusal_n
         "the planted library never ran"
     );
 }
+
+/// Loads `plugin` under `Strict` and asserts that every object its load added is one dylease
+/// mapped itself (none the loader searched for), returning what its pass returns.
+fn strict_value_mapped_by_dylease(plugin: &Path) -> i32 {
+    let host = strict(plugin);
+    let before = loader_objects();
+    let lease = host.acquire().unwrap_or_else(|e| panic!("{e}"));
+    let added: Vec<String> = loader_objects().into_iter().filter(|n| !before.contains(n)).collect();
+    assert!(
+        added.iter().all(|n| given_by_dylease(n)),
+        "the loader found objects by itself: {added:?}"
+    );
+    drop(lease);
+    dep_value(&host)
+}
+
+/// What `plugin`'s pass returns under glibc's own search (`Permissive`), or its error.
+fn permissive_value(plugin: &Path) -> Result<i32, Error> {
+    let host = permissive(plugin);
+    let lease = host.acquire()?;
+    drop(lease);
+    Ok(dep_value(&host))
+}
+
+#[test]
+fn a_braced_origin_in_a_run_path_resolves_as_the_bare_one() {
+    // `${ORIGIN}` is `$ORIGIN` to glibc. (Caught: a resolver that takes the braced form
+    // literally leaves the name to glibc, which maps a library dylease did not check.)
+    let dir = TestDir::new("deps_braced_origin");
+    let libs = dir.sub("plugins/lib");
+    let dep = dependency(&libs, 7, false);
+    let plugin = plugin(&dir.sub("plugins"), &libs, "${ORIGIN}/lib");
+    assert_eq!(permissive_value(&plugin).unwrap(), 7, "glibc's own search");
+    assert_eq!(strict_value_mapped_by_dylease(&plugin), 7);
+    assert_unloaded(&dep);
+}
+
+#[test]
+fn a_plugins_rpath_is_searched_for_the_libraries_its_dependencies_need() {
+    // The plugin has a DT_RPATH (no DT_RUNPATH) naming `lib/` and `lib2/`; it needs
+    // `libmid.so` (in `lib/`, no run path of its own), which needs `libdep.so`, found only in
+    // `lib2/`: glibc searches the DT_RPATH of every loader up the chain. (Caught: a resolver
+    // that searches only the needing library's own run path leaves `libdep.so` to glibc.)
+    let dir = TestDir::new("deps_inherited_rpath");
+    let lib2 = dir.sub("plugins/lib2");
+    let dep = dependency(&lib2, 9, false);
+    let lib = dir.sub("plugins/lib");
+    let lib2_path = lib2.display().to_string();
+    let mid = dependency_as(
+        &lib,
+        "libmid.so",
+        Some("libmid.so"),
+        9,
+        false,
+        &["-L", &lib2_path, "-ldep"],
+    );
+    let plugin = compile(
+        "uses_dep.c",
+        &dir.sub("plugins").join("libuses_dep.so"),
+        &[
+            "-Wl,--no-as-needed",
+            "-L",
+            &lib.display().to_string(),
+            "-lmid",
+            "-Wl,-rpath,$ORIGIN/lib:$ORIGIN/lib2",
+            "-Wl,--disable-new-dtags",
+        ],
+    );
+    assert_eq!(permissive_value(&plugin).unwrap(), 9, "glibc's own search");
+    assert_eq!(strict_value_mapped_by_dylease(&plugin), 9);
+    assert_unloaded(&dep);
+    assert_unloaded(&mid);
+}
+
+#[test]
+fn a_library_in_a_subdirectory_glibc_searches_below_a_run_path_is_found_where_glibc_finds_it() {
+    // glibc also looks for a name in `glibc-hwcaps/<level>/` below each run-path directory and,
+    // up to glibc 2.36, in the legacy `tls/` and platform subdirectories, where this CPU and
+    // this glibc support them. Whatever this machine's glibc does, a library glibc finds there
+    // is mapped by dylease from there. (Caught: a resolver that never looks in the
+    // subdirectories leaves the name to glibc.)
+    let mut found_by_glibc = 0;
+    for (n, sub) in [
+        "glibc-hwcaps/x86-64-v2",
+        "glibc-hwcaps/x86-64-v3",
+        "tls",
+        "x86_64",
+        "haswell",
+    ]
+    .iter()
+    .enumerate()
+    {
+        // A run path of its own per case: glibc remembers, per run-path string for the life of
+        // the process, which subdirectories it found missing (and the plugin's `$ORIGIN` is a
+        // `/proc/self/fd/N` name, whose N a later case may reuse).
+        let dir = TestDir::new(&format!("deps_subdirectory_{n}"));
+        let libs = dir.sub(&format!("plugins/subdirectory_case_{n}"));
+        let link = dir.sub("link");
+        dependency(&link, 1, false);
+        let below = libs.join(sub);
+        fs::create_dir_all(&below).unwrap();
+        dependency(&below, 10 + n as i32, false);
+        let plugin = plugin(&dir.sub("plugins"), &link, &format!("$ORIGIN/subdirectory_case_{n}"));
+        fs::remove_dir_all(&link).unwrap();
+        match permissive_value(&plugin) {
+            Ok(value) => {
+                found_by_glibc += 1;
+                assert_eq!(value, 10 + n as i32, "{sub}");
+                assert_eq!(strict_value_mapped_by_dylease(&plugin), value, "{sub}");
+            }
+            // Not found by this glibc (a level or platform name this CPU or glibc does not
+            // use): dylease may still consider the subdirectory (it takes every value
+            // `$PLATFORM` and the hwcaps levels may have), and then maps the file it checked
+            // there, never one the loader searched for.
+            Err(_) => match strict(&plugin).acquire() {
+                Err(error) => assert!(error.to_string().contains("libdep.so"), "{sub}: {error}"),
+                Ok(lease) => {
+                    drop(lease);
+                    assert_eq!(strict_value_mapped_by_dylease(&plugin), 10 + n as i32, "{sub}");
+                }
+            },
+        }
+        assert_unloaded(&below.join("libdep.so"));
+        drop(libs);
+    }
+    // On x86-64 glibc searches at least the baseline-above hwcaps level of any CPU of the last
+    // decade: a machine where it searched none would test nothing here.
+    assert!(
+        found_by_glibc > 0,
+        "glibc found the library in none of the subdirectories"
+    );
+}
