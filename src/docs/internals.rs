@@ -231,7 +231,14 @@
 //!    does), then DT_RUNPATH. `$ORIGIN` is the directory the library's name was found in
 //!    (a symlink there is not followed for it: glibc's own rule), which is also the directory
 //!    dylease gives the loader its name in; `$LIB` and `$PLATFORM` take every value they may
-//!    take, searched in a fixed order (`deps::lib_names`, `deps::PLATFORMS`).
+//!    take, searched in a fixed order (`deps::lib_names`, `deps::PLATFORMS`). Below each
+//!    run-path directory the hwcaps, `tls` and platform subdirectories are searched too, every
+//!    level and platform name glibc may use (which depend on its version and the CPU), so the
+//!    search is a superset of glibc's: a library glibc finds there is found there (the
+//!    `dependencies::` fidelity tests, with glibc's own search as the oracle), and one in a
+//!    subdirectory this glibc would not try (`haswell/` on a glibc that names the platform
+//!    `x86_64`) is still found, checked and mapped by dylease, where glibc would fail the load.
+//!    A name found in two places below one run-path directory is refused rather than guessed.
 //! 2. **Check each library found in a run path** on one descriptor: the walk of the trust
 //!    check (owner, mode, every directory and symlink on the way), its ELF structure, and its
 //!    soname, which must be the name it is needed by. Every run-path directory, and every
