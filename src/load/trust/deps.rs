@@ -226,24 +226,12 @@ impl Checks {
         if depth == MAX_DEPTH {
             return Ok(());
         }
-        let below_hwcaps = found.path.file_name() == Some(OsStr::new("glibc-hwcaps"));
-        let entries =
-            std::fs::read_dir(&found.path).map_err(|e| Problem::io(&found.path, &format!("cannot list it: {e}")))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| Problem::io(&found.path, &format!("cannot list it: {e}")))?;
-            let name = entry.file_name();
-            let tried = below_hwcaps || SUBDIRECTORIES.iter().any(|s| OsStr::new(s) == name);
-            let kind = entry
-                .file_type()
-                .map_err(|e| Problem::io(&found.path.join(&name), &e.to_string()))?;
-            if tried && (kind.is_dir() || kind.is_symlink()) {
-                let sub = found.path.join(&name);
-                match self.walk().dir(&sub) {
-                    // A symlink to something other than a directory: glibc finds nothing there.
-                    Err(_) if kind.is_symlink() && !sub.is_dir() => continue,
-                    Err(problem) => return Err(problem),
-                    Ok(_) => self.searched_below(&sub, depth + 1)?,
-                }
+        for (sub, kind) in tried_below(&found.path)? {
+            match self.walk().dir(&sub) {
+                // A symlink to something other than a directory: glibc finds nothing there.
+                Err(_) if kind.is_symlink() && !sub.is_dir() => continue,
+                Err(problem) => return Err(problem),
+                Ok(_) => self.searched_below(&sub, depth + 1)?,
             }
         }
         Ok(())
@@ -266,19 +254,36 @@ impl Checks {
         if depth == MAX_DEPTH {
             return Ok(());
         }
-        let below_hwcaps = found.path.file_name() == Some(OsStr::new("glibc-hwcaps"));
-        let entries =
-            std::fs::read_dir(&found.path).map_err(|e| Problem::io(&found.path, &format!("cannot list it: {e}")))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| Problem::io(&found.path, &format!("cannot list it: {e}")))?;
-            let sub = entry.file_name();
-            let tried = below_hwcaps || SUBDIRECTORIES.iter().any(|s| OsStr::new(s) == sub);
-            if tried && found.path.join(&sub).is_dir() {
-                self.files_named(&found.path.join(&sub), name, depth + 1, files)?;
+        for (sub, _) in tried_below(&found.path)? {
+            if sub.is_dir() {
+                self.files_named(&sub, name, depth + 1, files)?;
             }
         }
         Ok(())
     }
+}
+
+/// The subdirectories of the searched directory `dir` that glibc tries for a name (the hwcaps
+/// levels below `glibc-hwcaps`, and [`SUBDIRECTORIES`] elsewhere), as directories or symlinks
+/// with their type.
+fn tried_below(dir: &Path) -> Result<Vec<(PathBuf, std::fs::FileType)>, Problem> {
+    let below_hwcaps = dir.file_name() == Some(OsStr::new("glibc-hwcaps"));
+    let listing_failed = |e: std::io::Error| Problem::io(dir, &format!("cannot list it: {e}"));
+    let mut tried = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(listing_failed)? {
+        let entry = entry.map_err(listing_failed)?;
+        let name = entry.file_name();
+        if !(below_hwcaps || SUBDIRECTORIES.iter().any(|s| OsStr::new(s) == name)) {
+            continue;
+        }
+        let kind = entry
+            .file_type()
+            .map_err(|e| Problem::io(&dir.join(&name), &e.to_string()))?;
+        if kind.is_dir() || kind.is_symlink() {
+            tried.push((dir.join(&name), kind));
+        }
+    }
+    Ok(tried)
 }
 
 /// Why others can create names in a directory of mode `mode` at `path`, if they can: group
