@@ -13,7 +13,7 @@ use crate::abi::{
     dylease_add_pass_fn, dylease_add_typed_pass_fn, dylease_host_api, dylease_host_api_abi1, dylease_registrar,
     dylease_report_fn,
 };
-use crate::{Interface, PassFn, RegisterError, Registrar};
+use crate::{PassFn, RegisterError, Registrar};
 
 /// The [`Registrar`] a Rust library plugin's register function receives from
 /// [`export_plugin!`](crate::export_plugin).
@@ -94,19 +94,6 @@ impl Registrar for LibraryRegistrar<'_> {
         clippy::not_unsafe_ptr_arg_deref,
         reason = "`user_data` is only stored by the host, never dereferenced"
     )]
-    fn add_typed_pass<I: Interface>(
-        &mut self,
-        name: &str,
-        func: I::Fn,
-        user_data: *mut c_void,
-    ) -> Result<(), RegisterError> {
-        self.add_pass_with_interface(name, I::ID, func, user_data)
-    }
-
-    #[allow(
-        clippy::not_unsafe_ptr_arg_deref,
-        reason = "`user_data` is only stored by the host, never dereferenced"
-    )]
     fn add_pass_with_interface<F: PassFn>(
         &mut self,
         name: &str,
@@ -141,6 +128,15 @@ impl Registrar for LibraryRegistrar<'_> {
 #[doc(hidden)]
 pub mod __private {
     use super::*;
+
+    /// `register`, as the register function of `export_plugin!`: the bound gives a closure its
+    /// argument type where it is written, outside the `unsafe` block that runs it.
+    pub fn register_fn<F>(register: F) -> F
+    where
+        F: FnOnce(&mut LibraryRegistrar<'_>) -> Result<(), RegisterError>,
+    {
+        register
+    }
 
     /// Runs a plugin's Rust `register` function on behalf of `export_plugin!`.
     ///
@@ -316,6 +312,55 @@ pub mod __private {
 /// }
 /// # fn main() {}
 /// ```
+///
+/// The plugin's functions are its own code, compiled as safe code: an unsafe operation in
+/// them needs an `unsafe` block of the author's, as anywhere else.
+///
+/// ```compile_fail,E0133
+/// dylease_plugin::export_plugin! {
+///     name: "raw",
+///     version: "1.0.0",
+///     register: |_reg| {
+///         let x = 5;
+///         let p = &x as *const i32;
+///         let _copy = *p; // error: dereference of raw pointer is unsafe
+///         Ok(())
+///     },
+/// }
+/// # fn main() {}
+/// ```
+///
+/// ```compile_fail,E0133
+/// dylease_plugin::export_plugin! {
+///     name: "raw",
+///     version: "1.0.0",
+///     register: |_reg| Ok(()),
+///     on_load: || {
+///         let x = 5;
+///         let p = &x as *const i32;
+///         let _copy = *p; // error: dereference of raw pointer is unsafe
+///         Ok(())
+///     },
+/// }
+/// # fn main() {}
+/// ```
+///
+/// With the author's `unsafe` and its reason, it compiles:
+///
+/// ```
+/// dylease_plugin::export_plugin! {
+///     name: "raw",
+///     version: "1.0.0",
+///     register: |_reg| {
+///         let x = 5;
+///         let p = &x as *const i32;
+///         // SAFETY: `p` points to `x`, alive here.
+///         let _copy = unsafe { *p };
+///         Ok(())
+///     },
+/// }
+/// # fn main() {}
+/// ```
 #[macro_export]
 macro_rules! export_plugin {
     (
@@ -334,18 +379,21 @@ macro_rules! export_plugin {
         /// The dylease plugin entry point.
         #[unsafe(no_mangle)]
         pub extern "C" fn dylease_plugin_v1() -> *const $crate::abi::dylease_plugin {
+            // The plugin's own code (`$register`, `$on_load`, `$on_unload`) is expanded outside
+            // any `unsafe` block, in functions whose bodies are not unsafe contexts: an unsafe
+            // operation in it needs the plugin author's own `unsafe`.
+            #[deny(unsafe_op_in_unsafe_fn)]
             unsafe extern "C" fn __dylease_register(
                 api: *const $crate::abi::dylease_host_api,
                 reg: *mut $crate::abi::dylease_registrar,
             ) -> i32 {
+                // The registrar's methods are the trait's: in scope for `$register`.
+                #[allow(unused_imports)]
+                use $crate::Registrar as _;
+                let register = $crate::__private::register_fn($register);
                 // SAFETY: the host calls `register_passes` with its own API table and
                 // registrar, exactly what `run_register` requires.
-                {
-                    // The registrar's methods are the trait's: in scope for `$register`.
-                    #[allow(unused_imports)]
-                    use $crate::Registrar as _;
-                    unsafe { $crate::__private::run_register(api, reg, $register) }
-                }
+                unsafe { $crate::__private::run_register(api, reg, register) }
             }
             static __DYLEASE_DESCRIPTOR: $crate::abi::dylease_plugin = $crate::abi::dylease_plugin {
                 abi_version: $crate::abi::DYLEASE_ABI_VERSION,
@@ -360,6 +408,7 @@ macro_rules! export_plugin {
     };
     (@load) => { None };
     (@load $on_load:expr) => {{
+        #[deny(unsafe_op_in_unsafe_fn)]
         unsafe extern "C" fn __dylease_on_load() -> i32 {
             $crate::__private::run_load($on_load)
         }
@@ -367,6 +416,7 @@ macro_rules! export_plugin {
     }};
     (@unload) => { None };
     (@unload $on_unload:expr) => {{
+        #[deny(unsafe_op_in_unsafe_fn)]
         unsafe extern "C" fn __dylease_on_unload() {
             $crate::__private::run_unload($on_unload);
         }
