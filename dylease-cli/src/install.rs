@@ -173,9 +173,9 @@ enum Refused {
 /// checked, renamed over its final name, and the directory flushed; the temporary copy is
 /// removed on every other way out.
 fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Seam) -> Result<Installed, Refused> {
-    let io = |what: &str, path: &Path, e: io::Error| Refused::Io(format!("{what} `{}`: {e}", path.display()));
+    let io = |what: &str, path: &Path, e: io::Error| Refused::Io(format!("{what} `{}`: {e}", names::escape(path)));
     let Some(name) = file.file_name() else {
-        return Err(Refused::Io(format!("`{}` names no file", file.display())));
+        return Err(Refused::Io(format!("`{}` names no file", names::escape(file))));
     };
     if python::is_plugin(file) {
         return install_python(file, name, dir, options, seam);
@@ -184,9 +184,9 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
     if !name.to_string_lossy().ends_with(suffix) || name.len() == suffix.len() {
         return Err(Refused::Io(format!(
             "`{}` is not named like a plugin library (`*{}`): a host reading `{}` would not load it",
-            file.display(),
+            names::escape(file),
             suffix,
-            dir.display()
+            names::escape(dir)
         )));
     }
     let to = dir.join(name);
@@ -198,7 +198,7 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
         path: &partial,
         renamed: false,
     };
-    let copying = format!("cannot copy `{}` to", file.display());
+    let copying = format!("cannot copy `{}` to", names::escape(file));
     write_copy(&mut source, &mut copy, 0o755).map_err(|e| io(&copying, &partial, e))?;
     // The planted bug `dylease_broken_install_order` flushes the copy only after the rename
     // (the unit test `the_copy_is_flushed_before_it_is_checked_and_renamed` must fail).
@@ -217,7 +217,7 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
         Verdict::Crashed(how) => return Err(Refused::Crashed { how, to }),
     };
     seam.rename(&partial, &to)
-        .map_err(|e| io(&format!("cannot rename `{}` to", partial.display()), &to, e))?;
+        .map_err(|e| io(&format!("cannot rename `{}` to", names::escape(&partial)), &to, e))?;
     temporary.renamed = true;
     #[cfg(dylease_broken_install_order)]
     seam.sync(&copy, &partial).map_err(|e| io(&copying, &partial, e))?;
@@ -239,18 +239,20 @@ fn install_python(
     options: check::Options,
     seam: &mut impl Seam,
 ) -> Result<Installed, Refused> {
-    let io = |what: &str, path: &Path, e: io::Error| Refused::Io(format!("{what} `{}`: {e}", path.display()));
+    let io = |what: &str, path: &Path, e: io::Error| Refused::Io(format!("{what} `{}`: {e}", names::escape(path)));
     if !cfg!(feature = "python") {
         return Err(Refused::Io(format!(
-            "`{}` is a Python plugin, and this dylease was built without Python support (build              dylease-cli with `--features python`)",
-            file.display()
+            "`{}` is a Python plugin, and this dylease was built without Python support (build \
+             dylease-cli with `--features python`)",
+            names::escape(file)
         )));
     }
     if name.as_encoded_bytes().starts_with(b"_") || name.as_encoded_bytes().starts_with(b".") {
         return Err(Refused::Io(format!(
-            "`{}` is named like no Python plugin (a name starting with `_` or `.`): a host reading              `{}` with `python_dir` would not load it",
-            file.display(),
-            dir.display()
+            "`{}` is named like no Python plugin (a name starting with `_` or `.`): a host reading \
+             `{}` with `python_dir` would not load it",
+            names::escape(file),
+            names::escape(dir)
         )));
     }
     let to = dir.join(name);
@@ -259,7 +261,7 @@ fn install_python(
     // From here on the temporary directory is ours: removed, whatever it then holds.
     let _staging = Staging(&staging);
     let copy = staging.join(name);
-    let copying = format!("cannot copy `{}` to", file.display());
+    let copying = format!("cannot copy `{}` to", names::escape(file));
     if package {
         copy_tree(file, &copy, seam).map_err(|e| io(&copying, &copy, e))?;
     } else {
@@ -285,10 +287,10 @@ fn install_python(
     let replaces_a_directory = fs::symlink_metadata(&to).is_ok_and(|m| m.is_dir());
     if package && replaces_a_directory {
         // The old tree ends up in the temporary directory, removed with it.
-        exchange(&copy, &to).map_err(|e| io(&format!("cannot exchange `{}` with", copy.display()), &to, e))?;
+        exchange(&copy, &to).map_err(|e| io(&format!("cannot exchange `{}` with", names::escape(&copy)), &to, e))?;
     } else {
         seam.rename(&copy, &to)
-            .map_err(|e| io(&format!("cannot rename `{}` to", copy.display()), &to, e))?;
+            .map_err(|e| io(&format!("cannot rename `{}` to", names::escape(&copy)), &to, e))?;
     }
     seam.sync_dir(dir)
         .map_err(|e| io("cannot flush the directory", dir, e))?;
@@ -336,7 +338,7 @@ fn copy_tree(from: &Path, to: &Path, seam: &mut impl Seam) -> io::Result<()> {
         } else {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("`{}` is not a regular file or directory", source.display()),
+                format!("`{}` is not a regular file or directory", names::escape(&source)),
             ));
         }
     }
