@@ -76,7 +76,9 @@ fn a_load_waiting_for_an_unload_maps_the_file_it_checked_not_the_one_renamed_in_
         });
         // B holds the checked descriptor once it opened the file (A's instance holds one),
         // and waits for A's unload in the registry (a futex wait) once it checked it: only
-        // then is the rename "meanwhile", not during B's checks (which may refuse it).
+        // then is the rename "meanwhile", not during B's checks (which may refuse it). A futex
+        // wait is any blocked lock or condition variable; after the open, the only one B can
+        // block in for long is the registry's wait for A's unload, which lasts until `.go`.
         await_that("B checked the file and waits for A's unload", || {
             descriptors_on(&lib) >= 2 && in_futex_wait(waiter.load(Ordering::Acquire))
         });
