@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Type-checks dylease for platforms this machine cannot run: the library (default features,
-# and none: the plugin-only build) on Windows, macOS and musl Linux, and the `dylease check`
+# Type-checks dylease for platforms this machine cannot run: the host library and the
+# plugin-side crate dylease-plugin on Windows, macOS and musl Linux, and the `dylease check`
 # tool on macOS. Nothing is run or linked: this proves the code compiles there, not that it
 # works (README, "Platforms").
 #

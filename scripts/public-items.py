@@ -5,7 +5,7 @@ type aliases, in every public module) and their methods (inherent methods, and a
 required and provided methods). Variants and fields are not counted. Items a crate re-exports
 from a crate listed before it are counted in both and named as re-exported.
 
-    cargo doc --no-deps -p dylease-plugin -p dylease && scripts/public-items.py
+    cargo doc --no-deps -p dylease-plugin -p dylease-elf -p dylease && scripts/public-items.py
 """
 import os
 import re
@@ -38,7 +38,7 @@ def count(doc_dir):
 def main():
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(os.path.dirname(__file__), "..", "target"))
     seen = {}
-    for crate in sys.argv[1:] or ["dylease_plugin", "dylease"]:
+    for crate in sys.argv[1:] or ["dylease_plugin", "dylease_elf", "dylease"]:
         doc_dir = os.path.join(target, "doc", crate)
         if not os.path.isdir(doc_dir):
             sys.exit(f"public-items: no documentation in {doc_dir}: run `cargo doc --no-deps` first")

@@ -460,8 +460,17 @@ impl From<crate::RegisterError> for Error {
     }
 }
 
-/// The text of a panic payload: its message, or a phrase saying it has none.
-pub(crate) use dylease_plugin::__private::panic_text;
+/// The text of a panic payload: its message, or a phrase saying it has none. (The plugin
+/// side has its own, in `export_plugin!`'s support code, which is not part of its API.)
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "a panic without a message"
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,9 @@ use crate::{Interface, PassFn};
 /// Two types implement it, one per role: `dylease::StaticRegistrar`, which a host hands a
 /// plugin compiled into it (`HostBuilder::static_plugin`), and [`LibraryRegistrar`], which
 /// [`export_plugin!`](crate::export_plugin) hands a Rust library plugin. A register function
-/// generic over the trait is written once and serves both.
+/// generic over the trait is written once and serves both. A type of your own may implement
+/// it too (a registrar that records what a register function registers, in a unit test of
+/// that function); a method added to the trait later comes with a default.
 ///
 /// # Example
 ///
@@ -47,9 +49,10 @@ pub trait Registrar {
     ///
     /// # Errors
     ///
-    /// [`RegisterError::Refused`] for a name the host refuses (empty, longer than 256 bytes,
-    /// with a NUL byte), and [`RegisterError::Duplicate`] for a name this plugin already
-    /// registered (a library plugin's host may report that as `Refused`). A refusal fails the
+    /// [`RegisterError::Refused`] for a name the host refuses (empty, or longer than 256
+    /// bytes; a library plugin's name also must not hold a NUL byte, which the C ABI cannot
+    /// carry), and [`RegisterError::Duplicate`] for a name this plugin already registered (a
+    /// library plugin's host may report that as `Refused`). A refusal fails the
     /// plugin's load even if the register function ignores it.
     fn add_pass<F: PassFn>(&mut self, name: &str, func: F, user_data: *mut c_void) -> Result<(), RegisterError>;
 

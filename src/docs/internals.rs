@@ -17,7 +17,7 @@
 //!   (plugins compiled into the host), `library` (an open library), `registry` (the registry
 //!   protocol below), `opener` (the platform loader as the registry's opener: the descriptor
 //!   check, `on_load`, `on_unload`; the process-wide registry), `teardown` (unloading a set's
-//!   plugins), `registrar` (registration: the safe `Registrar`; the state both routes fill in
+//!   plugins), `registrar` (registration: the `StaticRegistrar` of static plugins; the state both routes fill in
 //!   `registrar::table`, the C host API in `registrar::c_api`), `plugins` (a loaded set's
 //!   contents), `pinning`, `python` (with the `python` feature: Python sources, module
 //!   instances, the interpreter, the callable a pass table holds), and `sys`, the platform
@@ -34,13 +34,12 @@
 //! prediction reads, all through one reader that keeps what it read of the descriptor the
 //! loader maps. It cannot name the host: the compiler holds that layer.
 //!
-//! Beside the layers: `abi` (the plugin ABI, the C structs and constants plugins are built
-//! against), `export` (the Rust plugin side), `interface` and `pass_fn` (typed passes),
-//! `error`, and `python` at the top (the user API of Python passes: the builder's methods,
-//! `PyInterface`, `PyPass`).
-//!
-//! Beside the layers: the plugin ABI (`abi`, the C header's declarations), the plugin side of
-//! it (`export`, `pass_registrar`, `interface`, `pass_fn`), and `error`.
+//! Beside the layers: `error`, and `python` at the top (the user API of Python passes: the
+//! builder's methods, `PyInterface`, `PyPass`). The plugin side of the ABI is its own crate,
+//! `dylease-plugin` (directory `dylease-plugin/`), which this crate re-exports: `abi` (the C
+//! header's declarations), `export_plugin!` and its `LibraryRegistrar`, `Interface`, the pass
+//! function types, and the one registration trait `Registrar` with `RegisterError`. It names
+//! no host type; the host's `StaticRegistrar` implements its trait.
 //!
 //! # The invariants I1–I9
 //!
