@@ -19,6 +19,9 @@ pub(crate) mod python;
 mod registrar;
 mod registry;
 pub(crate) mod static_plugin;
+// The platform layer: every call into the platform loader and the C library, behind small
+// wrappers with `# Safety` contracts (see its module documentation).
+#[allow(unsafe_code)]
 pub(crate) mod sys;
 pub(crate) mod teardown;
 mod trust;

@@ -11,8 +11,12 @@
 //! the two adapters that make std's and loom's APIs agree (locks without poisoning, and the
 //! slot), and [`Exclusive`], a value made `Sync` by never being shared.
 
+// The shim's `unsafe`, fenced here: `Exclusive` is `Sync` by an `unsafe impl`, and the
+// loom-checked `Arc` manages its allocation through raw pointers.
+#[allow(unsafe_code)]
 mod exclusive;
 #[cfg(loom)]
+#[allow(unsafe_code)]
 mod loom_arc;
 #[cfg(loom)]
 mod loom_slot;

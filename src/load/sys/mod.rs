@@ -1,7 +1,8 @@
 //! The platform layer: every call into the platform loader and the C library that the
 //! loading side makes, one module per platform behind one alias, `imp` (as libloading's
 //! `os::unix` and `os::windows`). The rest of the crate calls these functions and keeps no
-//! `cfg` of its own for them; the `unsafe` of the FFI sits here, in small files that allow it.
+//! `cfg` of its own for them; the `unsafe` of the FFI sits here (the module allows it on its
+//! declaration, in `load`).
 //!
 //! - `linux`: the loader is given the checked descriptor (`/proc/self/fd/N`: I9 and "The
 //!   identity guarantee" in `docs::internals`), asked where it mapped a library (its
