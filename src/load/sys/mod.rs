@@ -11,6 +11,8 @@
 //! - `other`: every other platform: the loader is given the resolved path, and what the
 //!   platform cannot tell is `None`.
 //! - `walk`: the `openat` walk of the trust check, on Unix.
+//! - `python` (the `python` feature): detaching a thread from CPython's interpreter while
+//!   dylease waits.
 
 #[cfg(target_os = "linux")]
 pub(crate) mod linux;
@@ -21,6 +23,8 @@ pub(crate) mod other;
 #[cfg(not(target_os = "linux"))]
 pub(crate) use other as imp;
 
+#[cfg(feature = "python")]
+pub(crate) mod python;
 #[cfg(unix)]
 pub(crate) mod walk;
 
