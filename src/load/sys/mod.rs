@@ -4,6 +4,8 @@
 //! `cfg` of its own for them; the `unsafe` of the FFI sits here (the module allows it on its
 //! declaration, in `load`).
 //!
+//! - `library`: an open plugin library over `imp`: `Library::open` (`dlopen`), its entry
+//!   point (`dlsym`) and `close` (`dlclose`).
 //! - `linux`: the loader is given the checked descriptor (`/proc/self/fd/N`: I9 and "The
 //!   identity guarantee" in `docs::internals`), asked where it mapped a library (its
 //!   `link_map`), which object a refused symbol lies in (`dladdr1`) and whether a closed
@@ -14,6 +16,7 @@
 //! - `python` (the `python` feature): detaching a thread from CPython's interpreter while
 //!   dylease waits.
 
+pub(crate) mod library;
 #[cfg(target_os = "linux")]
 pub(crate) mod linux;
 #[cfg(target_os = "linux")]
