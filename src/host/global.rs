@@ -26,9 +26,9 @@ pub(super) fn install(builder: HostBuilder) -> Result<(), Error> {
     })
 }
 
-/// The process-wide host: the one [`init_global`](crate::init_global) configured, or by default one named
-/// `global` over the plugin directories listed in `DYLEASE_PLUGIN_PATH` (read at each load;
-/// unset means no plugins), with default policies.
+/// The process-wide host: the one [`init_global`](crate::init_global) configured, or by
+/// default one named `global` over the plugin directories listed in `DYLEASE_PLUGIN_PATH`
+/// (read at each load; unset means no plugins), with default policies.
 ///
 /// The default is safe to use because the environment of a process already chooses its code
 /// (`LD_PRELOAD`, `LD_LIBRARY_PATH`): whoever can set `DYLEASE_PLUGIN_PATH` can set those. Like

@@ -1,8 +1,8 @@
 //! The platform loader as the [registry](super::registry)'s [`Opener`]: [`Dlopen`] opens a
 //! checked plugin file, resolves its entry point and checks the [`Descriptor`] it returns,
 //! runs the instance's `on_load` and `on_unload`, and calls its `register_passes` for a set
-//! ([`Descriptor::register`]). [`library_instance`] finds or opens an
-//! instance in the process-wide registry of the library instances it opens.
+//! ([`Descriptor::register`]). [`library_instance`] finds or opens an instance in the
+//! process-wide registry of the library instances it opens.
 
 use core::ffi::c_char;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! An open plugin library, over the platform loader of `load::sys`. Everything here is
+//! An open plugin library, over the platform loader of this layer (`imp`). Everything here is
 //! `unsafe` by nature: opening a library runs its initialisation routines, closing it runs its
 //! termination routines, and a symbol is only as well-typed as the plugin ABI says it is.
 
