@@ -66,7 +66,7 @@
 //! `unsafe` code sits in a few fenced modules, each block with a `// SAFETY:` reason, and the
 //! compiler keeps the list: the crate denies `unsafe_code`, and only the fenced modules allow
 //! it, each on its declaration or at its top with the reason: the platform layer
-//! (`load::sys`: the loader and C library calls), the calls into a plugin's own functions
+//! (`load::sys`: the loader, C library and CPython calls), the calls into a plugin's functions
 //! (`load::opener`), the registration side of the plugin ABI (`load::registrar`), the
 //! synchronisation shim (`sync`), the typed access to a pass (`host::lease`) and the public
 //! `unsafe fn`s that name native code (`host::sources`).
