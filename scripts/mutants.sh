@@ -24,7 +24,7 @@ fi
 files=("$@")
 if [ "${#files[@]}" -eq 0 ]; then
   files=(src/host/generations.rs src/host/keeper.rs src/host/thread_cache.rs src/load/registry.rs
-    src/load/trust.rs src/load/library.rs src/host/lease.rs src/host/set.rs)
+    src/load/trust.rs src/load/sys/library.rs src/host/lease.rs src/host/set.rs)
 fi
 file_args=()
 for file in "${files[@]}"; do
@@ -36,11 +36,11 @@ done
 # doctests, the CLI tests (they build the tool), the threads churn, benches or loom models
 # (loom-tests/run.sh plants its own bugs).
 # The names are test-name filters for every binary run, the library's unit tests included:
-# those of the mutated files (host::, load::registry::, load::trust::, load::library::) must be
-# listed too, or a filter leaves them out and their mutants show as missed.
+# those of the mutated files (host::, load::registry::, load::trust::, load::sys::library::)
+# must be listed too, or a filter leaves them out and their mutants show as missed.
 # MUTANTS_TESTS replaces the list (say, "generation_protocol:: host::keeper::").
 # shellcheck disable=SC2206 # a list of names
-modules=(${MUTANTS_TESTS:-host:: load::registry:: load::trust:: load::library::
+modules=(${MUTANTS_TESTS:-host:: load::registry:: load::trust:: load::sys::library::
   generation_protocol:: plugin_reentry:: swapped_after_check:: static_plugins:: policy::
   sharing:: reload:: reload_trust:: trust:: failure:: generations:: observability::
   discovery:: elf_headers:: typed:: waits::})

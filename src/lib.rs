@@ -63,13 +63,18 @@
 //!
 //! This crate uses `unsafe`: loading a plugin runs its initialisation code in your process,
 //! calling a pass calls foreign code through a function pointer, and the plugin ABI is C. The
-//! `unsafe` code sits in small modules, each block with a `// SAFETY:` reason, and the
-//! compiler keeps the list: the crate denies `unsafe_code`, and each module that needs it
-//! allows it at its top with the reason (`grep -rn 'allow(unsafe_code)' src` lists them).
+//! `unsafe` code sits in a few fenced modules, each block with a `// SAFETY:` reason, and the
+//! compiler keeps the list: the crate denies `unsafe_code`, and only the fenced modules allow
+//! it, each on its declaration or at its top with the reason: the platform layer
+//! (`load::sys`: the loader, C library and CPython calls), the calls into a plugin's functions
+//! (`load::opener`), the registration side of the plugin ABI (`load::registrar`), the
+//! synchronisation shim (`sync`), the typed access to a pass (`host::lease`) and the public
+//! `unsafe fn`s that name native code (`host::sources`).
 //! dylease cannot sandbox a plugin: naming a directory or file as a plugin source (an `unsafe`
-//! builder method) vouches for its code, as running a program vouches for the program. What it checks before running any of a file's code is that the file is
-//! an ELF library for this machine and, under the default [`TrustPolicy::Strict`], that no
-//! other user could have chosen it.
+//! builder method) vouches for its code, as running a program vouches for the program. What
+//! it checks before running any of a file's code is that the file is an ELF library for this
+//! machine and, under the default [`TrustPolicy::Strict`], that no other user could have
+//! chosen it.
 //!
 //! # Features
 //!

@@ -46,13 +46,11 @@
 
 pub mod abi;
 mod export;
-mod interface;
 mod pass_fn;
 mod registrar;
 
 #[doc(hidden)]
 pub use export::__private;
 pub use export::LibraryRegistrar;
-pub use interface::Interface;
-pub use pass_fn::{PassFn, UnsafePassFn};
+pub use pass_fn::{Interface, PassFn, UnsafePassFn};
 pub use registrar::{RegisterError, Registrar};

@@ -10,19 +10,22 @@
 //! Three layers, each naming only the ones below it (`scripts/imports.sh` checks that no
 //! import points up and none closes a circle):
 //!
-//! - `sync`: the synchronisation shim (std's or loom's types), `Exclusive`.
+//! - `sync`: the synchronisation shim (std's or loom's types), `Exclusive`, and `marks` (a
+//!   thread's re-entrancy marks, a list through its stack frames).
 //! - `load`: one load attempt. `discover` (sources to candidate files), `trust` (the trust
 //!   check: `policy`, `walk`, `deps`), `candidate` (a file found and, once opened, the
 //!   descriptor its checks read), `pipeline` (one plugin from file to registered passes, as typestates), `static_plugin`
-//!   (plugins compiled into the host), `library` (an open library), `registry` (the registry
-//!   protocol below), `opener` (the platform loader as the registry's opener: the descriptor
-//!   check, `on_load`, `on_unload`; the process-wide registry), `teardown` (unloading a set's
+//!   (plugins compiled into the host), `registry` (the registry protocol below), `opener`
+//!   (the platform loader as the registry's opener: the descriptor check, `on_load`,
+//!   `register_passes`, `on_unload`; the process-wide registry), `teardown` (unloading a set's
 //!   plugins), `registrar` (registration: the `StaticRegistrar` of static plugins; the state both routes fill in
 //!   `registrar::table`, the C host API in `registrar::c_api`), `plugins` (a loaded set's
 //!   contents), `pinning`, `python` (with the `python` feature: Python sources, module
 //!   instances, the interpreter, the callable a pass table holds), and `sys`, the platform
-//!   layer: every call into the platform loader and the C library, one module per platform.
-//! - `host`: `plugin_host`, `builder`, `policy` (`UnloadPolicy`), `global`, `generations`
+//!   layer: every call into the platform loader and the C library, one module per platform,
+//!   `library` (an open library over them) and, with `python`, CPython's detach calls.
+//! - `host`: `plugin_host`, `builder`, `sources` (the public `unsafe fn`s: the builder
+//!   methods that name native or Python code, and `init_global`), `policy` (`UnloadPolicy`), `global`, `generations`
 //!   (the slot protocol below), `thread_cache` (its first path), `keeper` (the host's own
 //!   lease under `UnloadPolicy::After` and `WithHost`, and the keeper thread), `set` (one
 //!   generation; its drop reaches the host only through the `Teardown` the generations hand
@@ -34,12 +37,20 @@
 //! prediction reads, all through one reader that keeps what it read of the descriptor the
 //! loader maps. It cannot name the host: the compiler holds that layer.
 //!
-//! Beside the layers: `error`, and `python` at the top (the user API of Python passes: the
-//! builder's methods, `PyInterface`, `PyPass`). The plugin side of the ABI is its own crate,
-//! `dylease-plugin` (directory `dylease-plugin/`), which this crate re-exports: `abi` (the C
-//! header's declarations), `export_plugin!` and its `LibraryRegistrar`, `Interface`, the pass
-//! function types, and the one registration trait `Registrar` with `RegisterError`. It names
-//! no host type; the host's `StaticRegistrar` implements its trait.
+//! Beside the layers: `error`, and `python` at the top (the user API of Python passes:
+//! `PyInterface`, `PyPass`). The plugin side of the ABI is its own crate, `dylease-plugin`
+//! (directory `dylease-plugin/`), which this crate re-exports: `abi` (the C header's
+//! declarations), `export` (`export_plugin!` and its `LibraryRegistrar`), `pass_fn` (typed
+//! passes: `Interface`, `PassFn`, `UnsafePassFn`) and `registrar` (the one registration trait
+//! `Registrar`, with `RegisterError`). It names no host type; the host's `StaticRegistrar`
+//! implements its trait.
+//!
+//! `unsafe` is fenced: the crates deny `unsafe_code`, and only these modules allow it, each
+//! with its reason: `load::sys` and `load::opener` (allowed on their declarations, in
+//! `load`), `load::registrar`'s `c_api` and `table`, `sync`'s `exclusive`, `loom_arc` and
+//! `marks`, `host::lease` and `host::sources`; in `dylease-plugin`, `abi`, `export` and
+//! `pass_fn`. Everything else reaches the platform, a plugin's functions and raw pointers
+//! through their safe functions or their `unsafe fn`s' `# Safety` contracts.
 //!
 //! # The invariants I1–I9
 //!

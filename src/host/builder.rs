@@ -1,9 +1,6 @@
-//! [`HostBuilder`]: a host's sources and policies.
-// `unsafe` here: the builder methods that name native code are `unsafe fn`s (the caller vouches for it).
-#![allow(unsafe_code)]
+//! [`HostBuilder`]: a host's sources and policies. (The methods that add sources naming
+//! native or Python code are `unsafe fn`s, in `host::sources`.)
 
-use std::ffi::OsString;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::RegisterError;
@@ -34,63 +31,9 @@ pub struct HostBuilder {
 }
 
 impl HostBuilder {
-    /// Every plugin library directly in `dir` (not in subdirectories): regular files with the
-    /// platform's library suffix (`.so` on Linux), in byte order of file name. Symlinks are
-    /// followed; a file reached twice loads once.
-    ///
-    /// The directory is read at each load. A missing directory, or a path that is not a
-    /// directory, makes the load fail with an error naming it.
-    ///
-    /// # Safety
-    ///
-    /// Loading a library runs its initialisation routines (constructors), and the host then
-    /// calls its entry point, `on_load`, `register_passes` and later `on_unload` and its
-    /// termination routines, from whichever thread acquires or drops the last lease. The
-    /// caller vouches that running that code is sound, as for calling any unknown foreign
-    /// function (the same contract as `libloading::Library::new`): the libraries this source
-    /// names are plugins built for this host's ABI, whose code upholds Rust's rules for
-    /// whatever they touch, and whose passes have the signatures the host later asks for.
-    /// [`TrustPolicy::Strict`] (the default) checks who could have *changed* the files; it
-    /// cannot check what the code does.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// // SAFETY: /opt/app/plugins holds this application's own plugins.
-    /// let host = unsafe { dylease::PluginHost::builder().dir("/opt/app/plugins") }.build()?;
-    /// # Ok::<(), dylease::Error>(())
-    /// ```
-    pub unsafe fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.sources.push(Source::Dir(dir.into()));
-        self
-    }
-
-    /// One plugin library.
-    ///
-    /// # Safety
-    ///
-    /// As for [`dir`](HostBuilder::dir): the caller vouches for the code of the library
-    /// `file` names.
-    pub unsafe fn file(mut self, file: impl Into<PathBuf>) -> Self {
-        self.sources.push(Source::File(file.into()));
-        self
-    }
-
-    /// The directories listed in the environment variable `var`, separated by the
-    /// platform's path-list separator (`:` on Unix), read at each load. An unset variable
-    /// lists none; a relative directory is refused.
-    ///
-    /// # Safety
-    ///
-    /// As for [`dir`](HostBuilder::dir): the caller vouches for the code of the libraries in
-    /// every directory whoever sets the variable lists.
-    pub unsafe fn env(mut self, var: impl Into<OsString>) -> Self {
-        self.sources.push(Source::Env(var.into()));
-        self
-    }
-
-    /// Adds a source (the Python sources of `crate::python`).
-    #[cfg(feature = "python")]
+    /// Adds a source: the work of the `unsafe` methods that name native or Python code
+    /// (`host::sources`), whose callers vouched for it, and of the default global host's
+    /// (`host::global`).
     pub(crate) fn source(mut self, source: Source) -> Self {
         self.sources.push(source);
         self

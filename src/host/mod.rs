@@ -1,8 +1,9 @@
-//! The host: its configuration (`builder`), the host itself (`plugin_host`), its generations
-//! and the slot protocol (`generations`, with `thread_cache`), the host's own lease and its
-//! keeper thread (`keeper`), one generation's set (`set`) and its leases (`lease`), and the
-//! process-wide host of [`global()`] (`global`). `watch` (feature `watch`) is a watcher over
-//! sources that the host starts; it names no host type.
+//! The host: its configuration (`builder`; and `sources`, the public `unsafe fn`s: the
+//! builder methods that name code, and `init_global`), the host itself (`plugin_host`), its
+//! generations and the slot protocol (`generations`, with `thread_cache`), the host's own
+//! lease and its keeper thread (`keeper`), one generation's set (`set`) and its leases
+//! (`lease`), and the process-wide host of [`global()`] (`global`). `watch` (feature `watch`)
+//! is a watcher over sources that the host starts; it names no host type.
 
 mod builder;
 mod generations;
@@ -13,6 +14,8 @@ mod plugin_host;
 mod policy;
 mod reentry;
 mod set;
+// The public `unsafe fn`s: the builder methods that name native code, and `init_global`.
+mod sources;
 mod stats;
 mod thread_cache;
 #[cfg(feature = "watch")]
@@ -42,9 +45,10 @@ mod watch {
 }
 
 pub use builder::HostBuilder;
-pub use global::{GLOBAL_PATH_VAR, global, init_global};
+pub use global::{GLOBAL_PATH_VAR, global};
 pub use lease::{Lease, OwnedPass, Pass, WeakLease};
 pub use plugin_host::PluginHost;
 pub use policy::UnloadPolicy;
 pub use set::PluginSet;
+pub use sources::init_global;
 pub use stats::Stats;

@@ -7,8 +7,11 @@ use crate::error::{Error, Origin};
 
 pub(crate) mod candidate;
 pub(crate) mod discover;
-mod library;
 pub(crate) mod log_scope;
+// The calls into a plugin, fenced here: opens its library (`sys::library`, on the word of
+// whoever named it through an `unsafe` builder method), calls its entry point,
+// `register_passes`, `on_load` and `on_unload`, and reads its descriptor.
+#[allow(unsafe_code)]
 mod opener;
 mod pinning;
 pub(crate) mod pipeline;
@@ -19,6 +22,9 @@ pub(crate) mod python;
 mod registrar;
 mod registry;
 pub(crate) mod static_plugin;
+// The platform layer: every call into the platform loader and the C library, behind small
+// wrappers with `# Safety` contracts (see its module documentation).
+#[allow(unsafe_code)]
 pub(crate) mod sys;
 pub(crate) mod teardown;
 mod trust;

@@ -1,10 +1,8 @@
 //! The platform loader as the [registry](super::registry)'s [`Opener`]: [`Dlopen`] opens a
 //! checked plugin file, resolves its entry point and checks the [`Descriptor`] it returns,
-//! and runs the instance's `on_load` and `on_unload`. [`library_instance`] finds or opens an
-//! instance in the process-wide registry of the library instances it opens.
-// `unsafe` here: calls a plugin's entry point, `on_load` and `on_unload`, and reads its
-// descriptor.
-#![allow(unsafe_code)]
+//! runs the instance's `on_load` and `on_unload`, and calls its `register_passes` for a set
+//! ([`Descriptor::register`]). [`library_instance`] finds or opens an instance in the
+//! process-wide registry of the library instances it opens.
 
 use core::ffi::c_char;
 use std::path::Path;
@@ -15,9 +13,9 @@ use crate::abi::{
     dylease_plugin_abi1, dylease_register_fn,
 };
 use crate::error::{Error, OpenCause, Origin};
-use crate::load::library::{Checked, Closed, Library, OpenFailure, Unmapped};
-use crate::load::registrar::{MAX_NAME_LEN, TOO_LONG, bounded_c_str};
+use crate::load::registrar::{MAX_NAME_LEN, StaticRegistrar, TOO_LONG, bounded_c_str};
 use crate::load::registry::{FileRef, LibraryInstance, Opener, Registry};
+use crate::load::sys::library::{Checked, Closed, Library, OpenFailure, Unmapped};
 use crate::sync::Arc;
 
 crate::sync::lazy_static! {
@@ -45,13 +43,28 @@ pub(crate) fn library_instance(
 #[derive(Debug)]
 pub(crate) struct Descriptor {
     /// The descriptor's functions: code of the instance's library, which stays open as long
-    /// as the instance exists.
-    pub(crate) register_passes: dylease_register_fn,
+    /// as the instance exists. Private: only [`verify`] sets it, from the descriptor of the
+    /// open library, and only [`Descriptor::register`] calls it.
+    register_passes: dylease_register_fn,
     hooks: InstanceHooks,
     /// The descriptor's ABI version: which host API table `register_passes` gets.
     pub(crate) abi_version: u32,
     pub(crate) name: String,
     pub(crate) version: String,
+}
+
+impl Descriptor {
+    /// Calls the plugin's `register_passes` with `registrar` as its registration, returning
+    /// the plugin's code (0: success).
+    pub(crate) fn register(&self, registrar: &mut StaticRegistrar) -> i32 {
+        let register = self.register_passes;
+        let api = StaticRegistrar::host_api(self.abi_version);
+        // SAFETY: `register` comes from the verified descriptor of the instance's library (set
+        // only by `verify`), which stays open while its instance, holding `self`, exists; the
+        // API table is static and of the plugin's own version, and the registrar outlives the
+        // call, on this thread.
+        registrar.with_raw(|raw| unsafe { register(api, raw) })
+    }
 }
 
 /// A library instance's own lifecycle code, from its descriptor: `on_load` (ABI version 2)

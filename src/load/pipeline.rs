@@ -7,9 +7,8 @@
 //! opener's `start`, which is where the descriptor is checked: `load::opener`). Every failure
 //! drops what the step held: an instance whose last holder goes out of scope unloads
 //! (`load::teardown`). Plugins compiled into the host skip the first two states
-//! (`load::static_plugin`).
-// `unsafe` here: calls a plugin's `register_passes`.
-#![allow(unsafe_code)]
+//! (`load::static_plugin`). The call of the plugin's `register_passes` is the descriptor's
+//! (`load::opener`), whose functions only it can reach.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -114,13 +113,8 @@ impl Verified {
     pub(crate) fn register(self) -> Result<Registered, Error> {
         let origin = Origin::File(self.path);
         let descriptor = self.instance.plugin();
-        let register = descriptor.register_passes;
         let mut registrar = StaticRegistrar::new(origin.clone());
-        let api = StaticRegistrar::host_api(descriptor.abi_version);
-        // SAFETY: `register` comes from the verified descriptor of the instance, still open;
-        // the API table is static and of the plugin's own version, and the registrar
-        // outlives the call, on this thread.
-        let code = registrar.with_raw(|raw| unsafe { register(api, raw) });
+        let code = descriptor.register(&mut registrar);
         let Finished { passes, report, .. } = registrar.finish();
         let (name, version) = (descriptor.name.clone(), descriptor.version.clone());
         if code != 0 {

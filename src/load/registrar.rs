@@ -10,7 +10,12 @@ use crate::abi::{dylease_host_api, dylease_registrar};
 use crate::error::{Error, Origin};
 use crate::{PassFn, RegisterError, Registrar};
 
+// The registration side of the plugin ABI, fenced here: the C callbacks and the C strings
+// they read (`c_api`), and the pass's opaque `user_data`, `Send` and `Sync` by the ABI's
+// contract (`table`).
+#[allow(unsafe_code)]
 mod c_api;
+#[allow(unsafe_code)]
 mod table;
 
 pub(crate) use c_api::bounded_c_str;

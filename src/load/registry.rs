@@ -39,9 +39,9 @@ pub(crate) struct FileRef<'a> {
     pub(crate) identity: &'a Identity,
     /// The open file the trust and ELF checks looked at: what the loader maps.
     pub(crate) source: Option<&'a std::fs::File>,
-    /// Whether the library's run paths use `$ORIGIN` (see `library::Checked`).
+    /// Whether the library's run paths use `$ORIGIN` (see `sys::library::Checked`).
     pub(crate) origin: bool,
-    /// Its loadable segments as the ELF check read them (see `library::Checked`).
+    /// Its loadable segments as the ELF check read them (see `sys::library::Checked`).
     pub(crate) loads: &'a [std::ops::Range<u64>],
     /// Whether the host's trust check is on.
     pub(crate) strict: bool,

@@ -5,11 +5,11 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::{Origin, panic_text};
-use crate::load::library::Unmapped;
 use crate::load::opener::Dlopen;
 use crate::load::pinning::Pinning;
 use crate::load::registrar::UnloadHook;
 use crate::load::registry::LibraryInstance;
+use crate::load::sys::library::Unmapped;
 use crate::sync::Arc;
 
 /// What unloading one plugin takes: its unload code, then closing its library.

@@ -182,7 +182,7 @@ pub(crate) fn open_checked(
                 return Err(refused(format!(
                     "cannot open `{}`: {e}{}",
                     candidate.resolved.display(),
-                    crate::load::library::descriptor_hint(&e)
+                    crate::load::sys::library::descriptor_hint(&e)
                 )));
             }
         };
@@ -248,7 +248,7 @@ fn open_if_unchanged(candidate: &Candidate) -> Result<Option<Opened>, String> {
     let file = match open_once(candidate) {
         Ok(file) => file,
         Err(e) => {
-            let hint = crate::load::library::descriptor_hint(&e);
+            let hint = crate::load::sys::library::descriptor_hint(&e);
             if hint.is_empty() {
                 return Ok(None);
             }

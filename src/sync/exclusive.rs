@@ -1,6 +1,4 @@
 //! `Exclusive`: a value made `Sync` by never being shared.
-// `unsafe` here: `Exclusive` is `Sync` by an `unsafe impl`.
-#![allow(unsafe_code)]
 
 /// A value reachable only through `&mut` (or by value), which makes it `Sync` even when the
 /// value is only `Send`: no `&T` is ever handed out, so no two threads can touch it at once.

@@ -18,7 +18,6 @@
 //!
 //! Under `--cfg dylease_broken_upgrade` (only with loom), `upgrade` checks for zero and then
 //! increments in two steps: the race the loom models must catch.
-#![allow(unsafe_code)]
 
 use std::mem::ManuallyDrop;
 use std::ops::Deref;

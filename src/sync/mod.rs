@@ -9,13 +9,21 @@
 //!
 //! Nothing here knows about plugins: it only re-exports, as tokio's `loom` module does, plus
 //! the two adapters that make std's and loom's APIs agree (locks without poisoning, and the
-//! slot), and [`Exclusive`], a value made `Sync` by never being shared.
+//! slot), [`Exclusive`], a value made `Sync` by never being shared, and [`marks`], marks of
+//! the ids a thread is inside.
 
+// The shim's `unsafe`, fenced here: `Exclusive` is `Sync` by an `unsafe impl`, the
+// loom-checked `Arc` manages its allocation through raw pointers, and this thread's marks are
+// a list through stack frames.
+#[allow(unsafe_code)]
 mod exclusive;
 #[cfg(loom)]
+#[allow(unsafe_code)]
 mod loom_arc;
 #[cfg(loom)]
 mod loom_slot;
+#[allow(unsafe_code)]
+pub(crate) mod marks;
 
 pub(crate) use exclusive::Exclusive;
 

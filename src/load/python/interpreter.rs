@@ -1,7 +1,5 @@
 //! The interpreter: the process's CPython, initialised once if nobody did, never finalised;
 //! the host's Python helpers (`bootstrap.py`); and giving the GIL up while dylease waits.
-// `unsafe` here: the CPython calls that detach this thread from the interpreter and back.
-#![allow(unsafe_code)]
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -66,24 +64,7 @@ pub(crate) fn plugin_failed(origin: &Origin, what: &str, py: Python<'_>, error: 
 /// Runs `f` (a wait on one of dylease's own locks) with this thread detached from the
 /// interpreter if it is attached, so that the thread dylease waits for may take the GIL (a
 /// pass that calls `acquire()` while another thread loads Python plugins of the same host).
-/// `f` must not touch Python.
+/// `f` must not touch Python. (The CPython calls are the platform layer's, `load::sys`.)
 pub(crate) fn detached<R>(f: impl FnOnce() -> R) -> R {
-    // SAFETY: both functions may be called at any time, from any thread, without the GIL.
-    let attached = unsafe { pyo3::ffi::Py_IsInitialized() } != 0 && unsafe { pyo3::ffi::PyGILState_Check() } == 1;
-    if !attached {
-        return f();
-    }
-    /// Re-attaches the thread however `f` ends.
-    struct Reattach(*mut pyo3::ffi::PyThreadState);
-    impl Drop for Reattach {
-        fn drop(&mut self) {
-            // SAFETY: `self.0` is the state `PyEval_SaveThread` returned on this thread, which
-            // has not re-attached since.
-            unsafe { pyo3::ffi::PyEval_RestoreThread(self.0) };
-        }
-    }
-    // SAFETY: this thread is attached (checked above); it is re-attached by `Reattach` before
-    // anything else on it touches Python, and `f` does not touch Python.
-    let _reattach = Reattach(unsafe { pyo3::ffi::PyEval_SaveThread() });
-    f()
+    crate::load::sys::python::detached(f)
 }

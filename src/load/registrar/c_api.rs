@@ -1,8 +1,6 @@
 //! The C host API of registration: the callbacks `add_pass`, `add_typed_pass` and `report`
 //! a library plugin's `register_passes` calls, the table that hands them over, and reading
 //! the C strings they are given.
-// `unsafe` here: the C callbacks and reading C strings.
-#![allow(unsafe_code)]
 
 use core::ffi::{c_char, c_void};
 use std::cell::Cell;

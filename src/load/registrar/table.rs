@@ -19,10 +19,8 @@ pub(crate) struct UserData(pub(crate) *mut c_void);
 
 // SAFETY: dylease only stores and returns the pointer; whoever dereferences it does so in
 // `unsafe` code under the plugin ABI's contract that it is usable from any thread.
-#[allow(unsafe_code)]
 unsafe impl Send for UserData {}
 // SAFETY: as above: shared access only copies the pointer value.
-#[allow(unsafe_code)]
 unsafe impl Sync for UserData {}
 
 /// One pass collected during registration.

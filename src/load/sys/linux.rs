@@ -4,8 +4,6 @@
 //! The loader is told which file to map by a name under `/proc/self/fd` of the checked
 //! descriptor; why, and the three traps that shape [`Names`], are in `docs::internals` ("The
 //! identity guarantee").
-// `unsafe` here: the calls into the platform loader and libc.
-#![allow(unsafe_code)]
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char, c_int, c_void};

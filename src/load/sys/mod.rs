@@ -1,8 +1,11 @@
 //! The platform layer: every call into the platform loader and the C library that the
 //! loading side makes, one module per platform behind one alias, `imp` (as libloading's
 //! `os::unix` and `os::windows`). The rest of the crate calls these functions and keeps no
-//! `cfg` of its own for them; the `unsafe` of the FFI sits here, in small files that allow it.
+//! `cfg` of its own for them; the `unsafe` of the FFI sits here (the module allows it on its
+//! declaration, in `load`).
 //!
+//! - `library`: an open plugin library over `imp`: `Library::open` (`dlopen`), its entry
+//!   point (`dlsym`) and `close` (`dlclose`).
 //! - `linux`: the loader is given the checked descriptor (`/proc/self/fd/N`: I9 and "The
 //!   identity guarantee" in `docs::internals`), asked where it mapped a library (its
 //!   `link_map`), which object a refused symbol lies in (`dladdr1`) and whether a closed
@@ -10,7 +13,10 @@
 //! - `other`: every other platform: the loader is given the resolved path, and what the
 //!   platform cannot tell is `None`.
 //! - `walk`: the `openat` walk of the trust check, on Unix.
+//! - `python` (the `python` feature): detaching a thread from CPython's interpreter while
+//!   dylease waits.
 
+pub(crate) mod library;
 #[cfg(target_os = "linux")]
 pub(crate) mod linux;
 #[cfg(target_os = "linux")]
@@ -20,6 +26,8 @@ pub(crate) mod other;
 #[cfg(not(target_os = "linux"))]
 pub(crate) use other as imp;
 
+#[cfg(feature = "python")]
+pub(crate) mod python;
 #[cfg(unix)]
 pub(crate) mod walk;
 

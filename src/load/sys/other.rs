@@ -1,8 +1,6 @@
 //! Every platform but Linux: the loader is given the resolved path, and a mapping cannot be
 //! looked for. dylease is built and type-checked there, not tested: a library loads through
 //! the platform loader, without the identity guarantee of Linux's `/proc/self/fd`.
-// `unsafe` here: the calls into the platform loader and libc.
-#![allow(unsafe_code)]
 
 use std::io;
 use std::path::PathBuf;

@@ -2,8 +2,6 @@
 //! descriptors, so that each step looks at exactly the inode the previous one led to.
 //! The trust check (`load::trust`) walks a path with them (Unix), and a Python package is
 //! read through one descriptor of its directory ([`Tree`]).
-// `unsafe` here: the system calls of the walk.
-#![allow(unsafe_code)]
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;

@@ -541,7 +541,7 @@ impl Resolver<'_> {
             format!(
                 "cannot open `{}`: {e}{}",
                 resolved.display(),
-                crate::load::library::descriptor_hint(&e)
+                crate::load::sys::library::descriptor_hint(&e)
             )
         })?;
         let metadata = file

@@ -1,16 +1,13 @@
-//! An open plugin library, over the platform loader of `load::sys`. Everything here is
+//! An open plugin library, over the platform loader of this layer (`imp`). Everything here is
 //! `unsafe` by nature: opening a library runs its initialisation routines, closing it runs its
 //! termination routines, and a symbol is only as well-typed as the plugin ABI says it is.
-// `unsafe` here: `Library::open` and the entry point's `dlsym` (libloading's `get`).
-#![allow(unsafe_code)]
 
 use std::fs::File;
 use std::ops::Range;
 use std::path::Path;
 
+use super::{Identity, imp};
 use crate::abi::{DYLEASE_ENTRY_SYMBOL, dylease_plugin_v1_fn};
-use crate::load::candidate::Identity;
-use crate::load::sys::imp;
 
 /// The checked file a library is opened from: the descriptor the trust and ELF checks read,
 /// and where it was found.
