@@ -155,6 +155,30 @@ fn a_thread_local_destructor_keeps_the_library_mapped_while_its_thread_lives() {
 /// symbol, and the other tests load the same plugin.)
 #[test]
 fn a_cpp_plugin_without_section_headers_is_still_predicted_pinned() {
+    // In a child process: glibc pins only the first library of a process that defines a
+    // given GNU unique symbol (later ones bind to it and unload), so loading this copy here
+    // would decide whether the test above sees its own copy pinned.
+    const CHILD: &str = "DYLEASE_TEST_NO_SECTION_HEADERS";
+    if std::env::var_os(CHILD).is_none() {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        child
+            .args([
+                "--exact",
+                "cpp_unload::a_cpp_plugin_without_section_headers_is_still_predicted_pinned",
+            ])
+            .args(["--test-threads", "1"])
+            .env(CHILD, "1");
+        let output = crate::bounded::bounded("the child process", std::time::Duration::from_secs(120), move || {
+            child.output().unwrap()
+        });
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "the child failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        return;
+    }
     let dir = TestDir::new("cpp_no_sections");
     let lib = dir.add("layout_plain", "liblayout_no_sections.so");
     let mut bytes = std::fs::read(&lib).unwrap();

@@ -378,8 +378,9 @@ fn the_plugins_of_the_suite_add_no_object_the_loader_searched_for_itself() {
         "macros_cpp_plain",
         "macros_cpp_unload",
         "cpp_multi",
+        // Not `layout_plain`: glibc pins the first library of the process that defines its GNU
+        // unique symbols, which `cpp_unload::` tests expect to be their own copy.
         "layout_recipe",
-        "layout_plain",
         "stateful",
         "on_load_state_nodelete",
         "noisy",
