@@ -24,12 +24,12 @@ const P_VADDR: usize = 16;
 const P_FILESZ: usize = 32;
 const P_MEMSZ: usize = 40;
 
-fn u16_at(bytes: &[u8], at: usize) -> usize {
-    u16::from_le_bytes(bytes[at..at + 2].try_into().unwrap()).into()
-}
-
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
+/// The little-endian field of `width` bytes at `at` (the fixtures are x86-64 libraries): the
+/// test's own reading of the layout it edits, independent of the crate's reader.
+fn get(bytes: &[u8], at: usize, width: usize) -> u64 {
+    let mut value = [0; 8];
+    value[..width].copy_from_slice(&bytes[at..at + width]);
+    u64::from_le_bytes(value)
 }
 
 fn put_u64(bytes: &mut [u8], at: usize, value: u64) {
@@ -43,8 +43,8 @@ fn put_u64(bytes: &mut [u8], at: usize, value: u64) {
 fn crafted(library: &[u8], table_at: Option<usize>, truncate: bool) -> Vec<u8> {
     assert_eq!(&library[..6], b"\x7fELF\x02\x01", "a 64-bit little-endian ELF file");
     let (phoff, size) = (
-        u64_at(library, E_PHOFF) as usize,
-        u16_at(library, E_PHENTSIZE) * u16_at(library, E_PHNUM),
+        get(library, E_PHOFF, 8) as usize,
+        (get(library, E_PHENTSIZE, 2) as usize) * (get(library, E_PHNUM, 2) as usize),
     );
     let mut bytes = library.to_vec();
     let phoff = match table_at {
@@ -59,14 +59,14 @@ fn crafted(library: &[u8], table_at: Option<usize>, truncate: bool) -> Vec<u8> {
         }
     };
     if truncate {
-        let entry_size = u16_at(library, E_PHENTSIZE);
-        let last_load = (0..u16_at(library, E_PHNUM))
+        let entry_size = get(library, E_PHENTSIZE, 2) as usize;
+        let last_load = (0..(get(library, E_PHNUM, 2) as usize))
             .map(|i| phoff + i * entry_size)
             .rfind(|&entry| u32::from_le_bytes(bytes[entry..entry + 4].try_into().unwrap()) == PT_LOAD)
             .expect("a loadable segment");
-        let offset = u64_at(&bytes, last_load + P_OFFSET);
+        let offset = get(&bytes, last_load + P_OFFSET, 8);
         let claimed = bytes.len() as u64 + 65536 - offset;
-        let memsz = u64_at(&bytes, last_load + P_MEMSZ).max(claimed);
+        let memsz = get(&bytes, last_load + P_MEMSZ, 8).max(claimed);
         put_u64(&mut bytes, last_load + P_FILESZ, claimed);
         put_u64(&mut bytes, last_load + P_MEMSZ, memsz);
     }
@@ -142,8 +142,8 @@ const PAGE: u64 = 4096;
 
 /// The file offsets of a 64-bit library's program headers of type `kind`.
 fn program_headers(bytes: &[u8], kind: u32) -> Vec<usize> {
-    let (phoff, size) = (u64_at(bytes, E_PHOFF) as usize, u16_at(bytes, E_PHENTSIZE));
-    (0..u16_at(bytes, E_PHNUM))
+    let (phoff, size) = (get(bytes, E_PHOFF, 8) as usize, (get(bytes, E_PHENTSIZE, 2) as usize));
+    (0..(get(bytes, E_PHNUM, 2) as usize))
         .map(|i| phoff + i * size)
         .filter(|&entry| u32::from_le_bytes(bytes[entry..entry + 4].try_into().unwrap()) == kind)
         .collect()
@@ -155,16 +155,16 @@ fn flags(bytes: &[u8], header: usize) -> u32 {
 
 /// Where a program header's memory starts and ends.
 fn memory(bytes: &[u8], header: usize) -> (u64, u64) {
-    let start = u64_at(bytes, header + P_VADDR);
-    (start, start + u64_at(bytes, header + P_MEMSZ))
+    let start = get(bytes, header + P_VADDR, 8);
+    (start, start + get(bytes, header + P_MEMSZ, 8))
 }
 
 /// `library` with its PT_GNU_RELRO made to cover `start..end`.
 fn with_relro(library: &[u8], start: u64, end: u64) -> Vec<u8> {
     let mut bytes = library.to_vec();
     let relro = program_headers(&bytes, PT_GNU_RELRO)[0];
-    let offset_delta = u64_at(&bytes, relro + P_VADDR).wrapping_sub(start);
-    let offset = u64_at(&bytes, relro + P_OFFSET).wrapping_sub(offset_delta);
+    let offset_delta = get(&bytes, relro + P_VADDR, 8).wrapping_sub(start);
+    let offset = get(&bytes, relro + P_OFFSET, 8).wrapping_sub(offset_delta);
     put_u64(&mut bytes, relro + P_OFFSET, offset);
     put_u64(&mut bytes, relro + P_VADDR, start);
     put_u64(&mut bytes, relro + 24, start);

@@ -39,16 +39,12 @@ const DT_FINI_ARRAYSZ: u64 = 28;
 /// beyond what loading one small library takes.
 const CHILD_LIMIT: Duration = Duration::from_secs(30);
 
-fn u16_at(bytes: &[u8], at: usize) -> u64 {
-    u16::from_le_bytes(bytes[at..at + 2].try_into().unwrap()).into()
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> u64 {
-    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()).into()
-}
-
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
+/// The little-endian field of `width` bytes at `at` (the fixtures are x86-64 libraries): the
+/// test's own reading of the layout it mutates, independent of the crate's reader.
+fn get(bytes: &[u8], at: usize, width: usize) -> u64 {
+    let mut value = [0; 8];
+    value[..width].copy_from_slice(&bytes[at..at + width]);
+    u64::from_le_bytes(value)
 }
 
 /// Writes the low `width` bytes of `value` at `at`.
@@ -67,20 +63,20 @@ struct Layout {
 impl Layout {
     fn of(bytes: &[u8]) -> Layout {
         assert_eq!(&bytes[..6], b"\x7fELF\x02\x01", "a 64-bit little-endian ELF file");
-        let (phoff, phentsize, phnum) = (u64_at(bytes, 32), u16_at(bytes, 54), u16_at(bytes, 56));
+        let (phoff, phentsize, phnum) = (get(bytes, 32, 8), get(bytes, 54, 2), get(bytes, 56, 2));
         let programs: Vec<usize> = (0..phnum).map(|i| (phoff + i * phentsize) as usize).collect();
         let dynamic_header = *programs
             .iter()
-            .find(|&&p| u32_at(bytes, p) == u64::from(PT_DYNAMIC))
+            .find(|&&p| get(bytes, p, 4) == u64::from(PT_DYNAMIC))
             .expect("a dynamic section");
         let (offset, size) = (
-            u64_at(bytes, dynamic_header + 8) as usize,
-            u64_at(bytes, dynamic_header + 32),
+            get(bytes, dynamic_header + 8, 8) as usize,
+            get(bytes, dynamic_header + 32, 8),
         );
         let mut dynamic = Vec::new();
         for entry in (offset..offset + size as usize).step_by(16) {
             dynamic.push(entry);
-            if u64_at(bytes, entry) == 0 {
+            if get(bytes, entry, 8) == 0 {
                 break;
             }
         }
@@ -92,7 +88,7 @@ impl Layout {
             .programs
             .iter()
             .find(|&&p| {
-                u32_at(bytes, p) == u64::from(kind) && flags.is_none_or(|f| u32_at(bytes, p + 4) & u64::from(f) != 0)
+                get(bytes, p, 4) == u64::from(kind) && flags.is_none_or(|f| get(bytes, p + 4, 4) & u64::from(f) != 0)
             })
             .expect("the program header")
     }
@@ -101,8 +97,8 @@ impl Layout {
     fn image_end(&self, bytes: &[u8]) -> u64 {
         self.programs
             .iter()
-            .filter(|&&p| u32_at(bytes, p) == u64::from(PT_LOAD))
-            .map(|&p| u64_at(bytes, p + 16) + u64_at(bytes, p + 40))
+            .filter(|&&p| get(bytes, p, 4) == u64::from(PT_LOAD))
+            .map(|&p| get(bytes, p + 16, 8) + get(bytes, p + 40, 8))
             .max()
             .unwrap()
     }
@@ -244,7 +240,7 @@ fn a_string_table_outside_the_image_is_refused_naming_the_file() {
     let strtab = *layout
         .dynamic
         .iter()
-        .find(|&&entry| u64_at(&bytes, entry) == DT_STRTAB)
+        .find(|&&entry| get(&bytes, entry, 8) == DT_STRTAB)
         .unwrap();
     let outside = layout.image_end(&bytes) + 0x10_0000;
     put(&mut bytes, strtab + 8, 8, outside);
@@ -278,9 +274,9 @@ fn file_offset(bytes: &[u8], layout: &Layout, vaddr: u64) -> usize {
     layout
         .programs
         .iter()
-        .filter(|&&p| u32_at(bytes, p) == u64::from(PT_LOAD))
-        .find(|&&p| u64_at(bytes, p + 16) <= vaddr && vaddr < u64_at(bytes, p + 16) + u64_at(bytes, p + 32))
-        .map(|&p| (u64_at(bytes, p + 8) + vaddr - u64_at(bytes, p + 16)) as usize)
+        .filter(|&&p| get(bytes, p, 4) == u64::from(PT_LOAD))
+        .find(|&&p| get(bytes, p + 16, 8) <= vaddr && vaddr < get(bytes, p + 16, 8) + get(bytes, p + 32, 8))
+        .map(|&p| (get(bytes, p + 8, 8) + vaddr - get(bytes, p + 16, 8)) as usize)
         .expect("an address the file backs")
 }
 
@@ -289,8 +285,8 @@ fn dynamic_value(bytes: &[u8], layout: &Layout, tag: u64) -> Option<u64> {
     layout
         .dynamic
         .iter()
-        .find(|&&entry| u64_at(bytes, entry) == tag)
-        .map(|&entry| u64_at(bytes, entry + 8))
+        .find(|&&entry| get(bytes, entry, 8) == tag)
+        .map(|&entry| get(bytes, entry + 8, 8))
 }
 
 /// A DT_VERNEED record whose library name (`vn_file`) is changed, by one byte, from
@@ -310,7 +306,7 @@ fn a_needed_version_naming_a_library_it_does_not_need_is_refused_naming_the_file
     let strsz = dynamic_value(&bytes, &layout, DT_STRSZ).unwrap() as usize;
     let strings = &original[strtab..strtab + strsz];
     let verneed = file_offset(&bytes, &layout, dynamic_value(&bytes, &layout, DT_VERNEED).unwrap());
-    let vn_file = u32_at(&bytes, verneed + 4) as usize;
+    let vn_file = get(&bytes, verneed + 4, 4) as usize;
     assert!(
         strings[vn_file..].starts_with(b"libc.so.6\0"),
         "the first needed version is the C library's"
@@ -566,17 +562,17 @@ const CLASSES: [Class; 6] = [
 /// A section of the file, by name: file offset and size (`None` without it).
 fn section(bytes: &[u8], name: &str) -> Option<(usize, usize)> {
     let (shoff, shentsize, shnum, shstrndx) = (
-        u64_at(bytes, 40) as usize,
-        u16_at(bytes, 58) as usize,
-        u16_at(bytes, 60) as usize,
-        u16_at(bytes, 62) as usize,
+        get(bytes, 40, 8) as usize,
+        get(bytes, 58, 2) as usize,
+        get(bytes, 60, 2) as usize,
+        get(bytes, 62, 2) as usize,
     );
     let header = |i: usize| shoff + i * shentsize;
-    let names = u64_at(bytes, header(shstrndx) + 24) as usize;
+    let names = get(bytes, header(shstrndx) + 24, 8) as usize;
     (0..shnum).map(header).find_map(|h| {
-        let at = names + u32_at(bytes, h) as usize;
+        let at = names + get(bytes, h, 4) as usize;
         let end = at + bytes[at..].iter().position(|&b| b == 0)?;
-        (&bytes[at..end] == name.as_bytes()).then(|| (u64_at(bytes, h + 24) as usize, u64_at(bytes, h + 32) as usize))
+        (&bytes[at..end] == name.as_bytes()).then(|| (get(bytes, h + 24, 8) as usize, get(bytes, h + 32, 8) as usize))
     })
 }
 
@@ -625,19 +621,19 @@ fn version_chain(
             width,
             what,
         }));
-        let mut name_at = at + u32_at(bytes, at + aux) as usize;
+        let mut name_at = at + get(bytes, at + aux, 4) as usize;
         while name_at < offset + len {
             fields.extend(name.iter().map(|&(o, width, what)| Field {
                 at: name_at + o,
                 width,
                 what,
             }));
-            match u32_at(bytes, name_at + name_next) {
+            match get(bytes, name_at + name_next, 4) {
                 0 => break,
                 step => name_at += step as usize,
             }
         }
-        match u32_at(bytes, at + next) {
+        match get(bytes, at + next, 4) {
             0 => break,
             step => at += step as usize,
         }
@@ -652,7 +648,7 @@ fn table_fields(bytes: &[u8], class: Class) -> Vec<Field> {
         layout
             .dynamic
             .iter()
-            .filter(|&&d| tags.contains(&u64_at(bytes, d)))
+            .filter(|&&d| tags.contains(&get(bytes, d, 8)))
             .map(|&d| Field {
                 at: d + 8,
                 width: 8,
@@ -748,7 +744,7 @@ fn table_fields(bytes: &[u8], class: Class) -> Vec<Field> {
                     .into_iter()
                     .filter(|f| f.what == "r_offset" || f.what == "r_addend")
                     .filter(|f| {
-                        let target = u64_at(bytes, if f.what == "r_offset" { f.at } else { f.at - 16 });
+                        let target = get(bytes, if f.what == "r_offset" { f.at } else { f.at - 16 }, 8);
                         arrays.iter().any(|&(at, size)| at <= target && target < at + size)
                     }),
             );
