@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use dylease::PluginHost;
 
-use crate::support::{TestDir, await_that, beside, compile_plugin, fixture};
+use crate::support::{TestDir, await_that, beside, compile_plugin, copy_in, fixture};
 
 /// A fixture of this module's own: `sources` (under tests/plugins, or absolute) compiled with
 /// `args` into `lib<name>.so`, once per process.
@@ -34,13 +34,6 @@ fn slow_unload_origin() -> PathBuf {
         &["slow_unload.c"],
         &["-Wl,--no-as-needed", "-ldl", "-Wl,-rpath,$ORIGIN"],
     )
-}
-
-fn copy_in(dir: &Path, from: &Path, file: &str, mode: u32) -> PathBuf {
-    let to = dir.join(file);
-    fs::copy(from, &to).unwrap();
-    fs::set_permissions(&to, Permissions::from_mode(mode)).unwrap();
-    to
 }
 
 fn host(dir: &Path) -> PluginHost {

@@ -6,22 +6,11 @@
 use std::fs::{self, Permissions};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use dylease::{Error, PluginHost, TrustPolicy};
 
-use crate::support::{TestDir, assert_unloaded, compile_plugin, mapped};
-
-/// Compiles `tests/plugins/<source>` into `out` with `args`.
-fn compile(source: &str, out: &Path, args: &[&str]) -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins").join(source);
-    let path = compile_plugin(&[&source], out, args).unwrap_or_else(|e| panic!("{e}"));
-    fs::set_permissions(&path, Permissions::from_mode(0o755)).unwrap();
-    // Out of the checker's "may still be being written" window.
-    let file = fs::File::options().write(true).open(&path).unwrap();
-    file.set_modified(SystemTime::now() - Duration::from_secs(60)).unwrap();
-    path
-}
+use crate::support::{TestDir, assert_unloaded, compile_plugin, compile_settled as compile, mapped};
 
 /// `libdep.so` in `dir`, returning `value` from `dep_value()`; with `marker`, its constructor
 /// leaves `libdep.so.ran` next to it.

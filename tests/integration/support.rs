@@ -398,3 +398,25 @@ pub(crate) fn built_from(source: &str, name: &str, args: &[&str]) -> PathBuf {
     let source = crate_root().join("tests/plugins").join(source);
     cc::compile_plugin(&[&source], &out_dir.join(format!("lib{name}.so")), args).unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// Compiles `tests/plugins/<source>` into `out` with `args`, mode 0755, its modification time
+/// a minute back (out of the checker's "may still be being written" window).
+#[allow(dead_code)]
+pub(crate) fn compile_settled(source: &str, out: &Path, args: &[&str]) -> PathBuf {
+    let source = crate_root().join("tests/plugins").join(source);
+    let path = compile_plugin(&[&source], out, args).unwrap_or_else(|e| panic!("{e}"));
+    fs::set_permissions(&path, Permissions::from_mode(0o755)).unwrap();
+    let file = fs::File::options().write(true).open(&path).unwrap();
+    file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(60))
+        .unwrap();
+    path
+}
+
+/// A copy of `from` as `dir/file`, with mode `mode`.
+#[allow(dead_code)]
+pub(crate) fn copy_in(dir: &Path, from: &Path, file: &str, mode: u32) -> PathBuf {
+    let to = dir.join(file);
+    fs::copy(from, &to).unwrap();
+    fs::set_permissions(&to, Permissions::from_mode(mode)).unwrap();
+    to
+}

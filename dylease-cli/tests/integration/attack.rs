@@ -3,18 +3,9 @@
 
 use std::fs::{self, Permissions};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::support::{TestDir, fixture};
-
-/// Copies `from` into `dir` as `file` with `mode`.
-fn copy_in(dir: &Path, from: &Path, file: &str, mode: u32) -> PathBuf {
-    let to = dir.join(file);
-    fs::copy(from, &to).unwrap();
-    fs::set_permissions(&to, Permissions::from_mode(mode)).unwrap();
-    to
-}
+use crate::support::{TestDir, copy_in, fixture};
 
 /// Runs `dylease` with `args`, killing it after `secs`: `None` if it had to be killed.
 fn dylease_bounded(args: &[&std::ffi::OsStr], secs: u64) -> Option<std::process::Output> {

@@ -3,21 +3,9 @@
 
 use std::fs::{self, Permissions};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::path::PathBuf;
 
-use crate::support::{TestDir, compile_plugin};
-
-/// Compiles `tests/plugins/<source>` into `out` with `args`, settled out of the checker's
-/// "may still be being written" window.
-fn compile(source: &str, out: &Path, args: &[&str]) -> PathBuf {
-    let source = crate::support::crate_root().join("tests/plugins").join(source);
-    let path = compile_plugin(&[&source], out, args).unwrap_or_else(|e| panic!("{e}"));
-    fs::set_permissions(&path, Permissions::from_mode(0o755)).unwrap();
-    let file = fs::File::options().write(true).open(&path).unwrap();
-    file.set_modified(SystemTime::now() - Duration::from_secs(60)).unwrap();
-    path
-}
+use crate::support::{TestDir, compile_settled as compile};
 
 /// A test layout: `open/` (mode 1777, like `/tmp`), `trusted/libdep.so` (the genuine
 /// dependency), and `plugin/libuses_dep.so` whose run path lists the missing
