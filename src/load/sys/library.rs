@@ -110,6 +110,8 @@ impl Library {
             checked.strict,
         )
         .map_err(failed)?;
+        #[cfg(all(test, target_os = "linux", target_env = "gnu", not(loom)))]
+        tests::BETWEEN_NAME_AND_LOADER.with(|hook| hook.take().map(|hook| hook()));
         // SAFETY: the caller vouches for the library's initialisation routines.
         let opened = unsafe { imp::open(&name) };
         let shown = Shown {
@@ -385,6 +387,60 @@ mod tests {
         let (closed, names) = library.close();
         closed.unwrap();
         assert_eq!(names.settle().kept, Some(false), "the checked library stayed mapped");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    thread_local! {
+        /// Run by `Library::open` on this thread between the comparison of the name it gives
+        /// the loader with the checked file and the loader's open: the instant in which only
+        /// the directory's owner can rename another file in.
+        pub(super) static BETWEEN_NAME_AND_LOADER: std::cell::Cell<Option<Box<dyn FnOnce()>>> =
+            const { std::cell::Cell::new(None) };
+    }
+
+    #[test]
+    fn a_file_renamed_in_after_the_name_was_compared_is_refused_once_the_mapping_is_compared() {
+        // The `$ORIGIN` mode's last guard: the name is compared with the checked file, then
+        // the loader opens it by name. A file renamed in between is what the loader maps
+        // (its constructors run: that window belongs to the directory's owner), and the
+        // mapping's comparison with the checked file refuses it and closes it. (Caught: the
+        // comparison after the mapping skipped.)
+        let dir = std::env::temp_dir().join(format!("dylease-library-window-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (checked_path, other) = (dir.join("libx.so"), dir.join("other.so"));
+        compile("arith.c", &checked_path, &[]);
+        compile("ctor.c", &other, &[]);
+        let other_inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&other).unwrap());
+        let checked = File::open(&checked_path).unwrap();
+        let identity = crate::load::sys::file_id(&checked.metadata().unwrap()).unwrap();
+        let (from, to) = (other.clone(), checked_path.clone());
+        BETWEEN_NAME_AND_LOADER.with(|hook| hook.set(Some(Box::new(move || std::fs::rename(&from, &to).unwrap()))));
+        let origin = Checked {
+            file: &checked,
+            identity: &identity,
+            resolved: &checked_path,
+            origin: true,
+            loads: &[],
+            strict: true,
+            follow: false,
+        };
+        // SAFETY: both libraries are this crate's own test plugins, whose initialisation
+        // routines are sound.
+        let result = unsafe { Library::open(origin) };
+        assert!(
+            BETWEEN_NAME_AND_LOADER.with(|hook| hook.take()).is_none(),
+            "the hook did not run"
+        );
+        match result {
+            Err(OpenFailure::Other(why)) => assert!(why.contains("was replaced while the loader mapped it"), "{why}"),
+            other => panic!("expected the mapping to be refused, got {other:?}"),
+        }
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        assert!(
+            !maps.lines().any(|l| l.contains(&format!(" {other_inode} "))),
+            "the renamed-in file stayed mapped"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
