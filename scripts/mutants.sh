@@ -2,7 +2,7 @@
 # Mutation testing of the protocol and trust files with cargo-mutants: every mutant (a small
 # plausible bug the tool plants: an operator swapped, a condition forced, a body replaced) must
 # make the fast test subset below fail. Not run by CI: hours on two cores. The latest numbers,
-# and an argument for every mutant still missed, are in the README's "Testing" section.
+# and an argument for every mutant still missed, are in TESTING.md.
 #
 #   scripts/mutants.sh                            # every file below
 #   scripts/mutants.sh src/host/generations.rs    # some of them
