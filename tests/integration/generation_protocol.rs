@@ -2,8 +2,8 @@
 //! threads at once: a draining generation's unload is not the current one's; a thread's cache
 //! never hands out an older generation or another host's set; and the host's own lease under
 //! `UnloadPolicy::After` is dropped by the host, after the idle time, and reported right.
-//! Each test here was seen failing with a planted bug of `src/host/generations.rs` (the
-//! README's "Testing" section lists which).
+//! Each test here was seen failing with a planted bug of `src/host/generations.rs`
+//! (TESTING.md lists which).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
