@@ -853,9 +853,39 @@ fn running_out_of_descriptors_at_any_step_of_the_dependency_check_is_a_refusal_n
     );
 }
 
+/// `lib<name>.so` (soname the same) in `dir`, returning `value` from `dep_value()`. Tests that
+/// run beside others give their dependency a name of its own: glibc shares a library loaded
+/// already under the same soname, whoever loaded it.
+fn named_dependency(dir: &Path, name: &str, value: i32, extra: &[&str]) -> PathBuf {
+    let file = format!("lib{name}.so");
+    dependency_as(dir, &file, Some(&file), value, false, extra)
+}
+
+/// The `uses_dep` plugin in `dir`, needing `lib<name>.so` from `link_dir`, with `run_path` as
+/// its DT_RUNPATH (or DT_RPATH if `rpath`).
+fn plugin_needing(dir: &Path, link_dir: &Path, name: &str, run_path: &str, rpath: bool) -> PathBuf {
+    compile(
+        "uses_dep.c",
+        &dir.join("libuses_dep.so"),
+        &[
+            "-Wl,--no-as-needed",
+            "-L",
+            &link_dir.display().to_string(),
+            &format!("-l{name}"),
+            &format!("-Wl,-rpath,{run_path}"),
+            if rpath {
+                "-Wl,--disable-new-dtags"
+            } else {
+                "-Wl,--enable-new-dtags"
+            },
+        ],
+    )
+}
+
 /// Loads `plugin` under `Strict` and asserts that every object its load added is one dylease
-/// mapped itself (none the loader searched for), returning what its pass returns.
-fn strict_value_mapped_by_dylease(plugin: &Path) -> i32 {
+/// mapped itself (none the loader searched for), `lib<dep>.so` among them, returning what its
+/// pass returns.
+fn strict_value_mapped_by_dylease(plugin: &Path, dep: &str) -> i32 {
     let host = strict(plugin);
     let before = loader_objects();
     let lease = host.acquire().unwrap_or_else(|e| panic!("{e}"));
@@ -865,8 +895,8 @@ fn strict_value_mapped_by_dylease(plugin: &Path) -> i32 {
         "the loader found objects by itself: {added:?}"
     );
     assert!(
-        added.iter().any(|n| n.ends_with("/libdep.so")),
-        "libdep.so was not mapped by this load: {added:?}"
+        added.iter().any(|n| n.ends_with(&format!("/lib{dep}.so"))),
+        "lib{dep}.so was not mapped by this load: {added:?}"
     );
     drop(lease);
     dep_value(&host)
@@ -890,46 +920,29 @@ fn a_braced_origin_in_a_run_path_resolves_as_the_bare_one() {
     // literally leaves the name to glibc, which maps a library dylease did not check.)
     let dir = TestDir::new("deps_braced_origin");
     let libs = dir.sub("plugins/lib");
-    let dep = dependency(&libs, 7, false);
-    let plugin = plugin(&dir.sub("plugins"), &libs, "${ORIGIN}/lib");
+    let dep = named_dependency(&libs, "dep_braced", 7, &[]);
+    let plugin = plugin_needing(&dir.sub("plugins"), &libs, "dep_braced", "${ORIGIN}/lib", false);
     assert_eq!(permissive_value(&plugin).unwrap(), 7, "glibc's own search");
-    assert_eq!(strict_value_mapped_by_dylease(&plugin), 7);
+    assert_eq!(strict_value_mapped_by_dylease(&plugin, "dep_braced"), 7);
     assert_unloaded(&dep);
 }
 
 #[test]
 fn a_plugins_rpath_is_searched_for_the_libraries_its_dependencies_need() {
     // The plugin has a DT_RPATH (no DT_RUNPATH) naming `lib/` and `lib2/`; it needs
-    // `libmid.so` (in `lib/`, no run path of its own), which needs `libdep.so`, found only in
-    // `lib2/`: glibc searches the DT_RPATH of every loader up the chain. (Caught: a resolver
-    // that searches only the needing library's own run path leaves `libdep.so` to glibc.)
+    // `libmid_rpath.so` (in `lib/`, no run path of its own), which needs `libdep_rpath.so`,
+    // found only in `lib2/`: glibc searches the DT_RPATH of every loader up the chain.
+    // (Caught: a resolver that searches only the needing library's own run path leaves
+    // `libdep_rpath.so` to glibc.)
     let dir = TestDir::new("deps_inherited_rpath");
     let lib2 = dir.sub("plugins/lib2");
-    let dep = dependency(&lib2, 9, false);
+    let dep = named_dependency(&lib2, "dep_rpath", 9, &[]);
     let lib = dir.sub("plugins/lib");
     let lib2_path = lib2.display().to_string();
-    let mid = dependency_as(
-        &lib,
-        "libmid.so",
-        Some("libmid.so"),
-        9,
-        false,
-        &["-L", &lib2_path, "-ldep"],
-    );
-    let plugin = compile(
-        "uses_dep.c",
-        &dir.sub("plugins").join("libuses_dep.so"),
-        &[
-            "-Wl,--no-as-needed",
-            "-L",
-            &lib.display().to_string(),
-            "-lmid",
-            "-Wl,-rpath,$ORIGIN/lib:$ORIGIN/lib2",
-            "-Wl,--disable-new-dtags",
-        ],
-    );
+    let mid = named_dependency(&lib, "mid_rpath", 9, &["-L", &lib2_path, "-ldep_rpath"]);
+    let plugin = plugin_needing(&dir.sub("plugins"), &lib, "mid_rpath", "$ORIGIN/lib:$ORIGIN/lib2", true);
     assert_eq!(permissive_value(&plugin).unwrap(), 9, "glibc's own search");
-    assert_eq!(strict_value_mapped_by_dylease(&plugin), 9);
+    assert_eq!(strict_value_mapped_by_dylease(&plugin, "dep_rpath"), 9);
     assert_unloaded(&dep);
     assert_unloaded(&mid);
 }
@@ -958,32 +971,39 @@ fn a_library_in_a_subdirectory_glibc_searches_below_a_run_path_is_found_where_gl
         // `/proc/self/fd/N` name, whose N a later case may reuse).
         let dir = TestDir::new(&format!("deps_subdirectory_{n}"));
         let libs = dir.sub(&format!("plugins/subdirectory_case_{n}"));
+        let name = format!("dep_subdirectory_{n}");
         let link = dir.sub("link");
-        dependency(&link, 1, false);
+        named_dependency(&link, &name, 1, &[]);
         let below = libs.join(sub);
         fs::create_dir_all(&below).unwrap();
-        dependency(&below, 10 + n as i32, false);
-        let plugin = plugin(&dir.sub("plugins"), &link, &format!("$ORIGIN/subdirectory_case_{n}"));
+        named_dependency(&below, &name, 10 + n as i32, &[]);
+        let plugin = plugin_needing(
+            &dir.sub("plugins"),
+            &link,
+            &name,
+            &format!("$ORIGIN/subdirectory_case_{n}"),
+            false,
+        );
         fs::remove_dir_all(&link).unwrap();
         match permissive_value(&plugin) {
             Ok(value) => {
                 found_by_glibc += 1;
                 assert_eq!(value, 10 + n as i32, "{sub}");
-                assert_eq!(strict_value_mapped_by_dylease(&plugin), value, "{sub}");
+                assert_eq!(strict_value_mapped_by_dylease(&plugin, &name), value, "{sub}");
             }
             // Not found by this glibc (a level or platform name this CPU or glibc does not
             // use): dylease may still consider the subdirectory (it takes every value
             // `$PLATFORM` and the hwcaps levels may have), and then maps the file it checked
             // there, never one the loader searched for.
             Err(_) => match strict(&plugin).acquire() {
-                Err(error) => assert!(error.to_string().contains("libdep.so"), "{sub}: {error}"),
+                Err(error) => assert!(error.to_string().contains(&format!("lib{name}.so")), "{sub}: {error}"),
                 Ok(lease) => {
                     drop(lease);
-                    assert_eq!(strict_value_mapped_by_dylease(&plugin), 10 + n as i32, "{sub}");
+                    assert_eq!(strict_value_mapped_by_dylease(&plugin, &name), 10 + n as i32, "{sub}");
                 }
             },
         }
-        assert_unloaded(&below.join("libdep.so"));
+        assert_unloaded(&below.join(format!("lib{name}.so")));
     }
     // On x86-64 glibc searches at least the baseline-above hwcaps level of any CPU of the last
     // decade: a machine where it searched none would test nothing here.
