@@ -226,7 +226,8 @@ extern DYLEASE_HIDDEN dylease_check_node **dylease_check_list_tail;
         sizeof(pass_name), pass_name, sizeof(pass_interface), pass_interface};
 #define DYLEASE_PASS_NOTE(pass_name, pass_interface, id) DYLEASE_PASS_NOTE_(pass_name, pass_interface, id)
 
-/* `id` is a number from __COUNTER__, unique in the translation unit. */
+/* `id` is a number from __COUNTER__, unique in the translation unit. DYLEASE_PASS_AT writes no
+ * pass record: the pass macros below add it, so that the manifest lists every pass. */
 #define DYLEASE_PASS_AT_(pass_name, pass_interface, pass_fn, pass_data, id)                   \
     static dylease_pass_node DYLEASE_CAT(dylease_pass_node_, id) = {                          \
         pass_name, pass_interface, DYLEASE_FN_CAST_(pass_fn), DYLEASE_DATA_CAST_(pass_data),  \
