@@ -107,6 +107,14 @@ pub(crate) fn read(file: &dyn Bytes) -> Result<Option<Manifest>, String> {
             let place = || format!("the dylease note at byte {}", offset + at as u64);
             match kind {
                 NT_PLUGIN => {
+                    // An unknown format is not corruption: say which version it is.
+                    let format = form.u32(desc, 0);
+                    if desc.len() >= 4 && format != FORMAT_VERSION {
+                        return Err(format!(
+                            "its dylease manifest ({}) has format version {format}, but this reader knows only version {FORMAT_VERSION}",
+                            place()
+                        ));
+                    }
                     let record = Plugin::parse(form, desc).map_err(|e| corrupt(&place(), &e))?;
                     match &plugin {
                         None => plugin = Some(record),
@@ -339,14 +347,8 @@ impl Plugin {
             bytes: desc,
             at: 0,
         };
-        let format = fields.u32("format version")?;
-        if format != FORMAT_VERSION {
-            return Err(format!(
-                "has format version {format}, but this reader knows only version {FORMAT_VERSION}"
-            ));
-        }
         Ok(Plugin {
-            format,
+            format: fields.u32("format version")?,
             abi_version: fields.u32("ABI version")?,
             flags: fields.u32("flags")?,
             name: fields.string("plugin name")?,
@@ -596,7 +598,8 @@ mod tests {
         // An unknown format version, named.
         let reason = refusal(&file(&[(4, dylease(NT_PLUGIN, &plugin(7, 0, "m", "1"), 4))]));
         assert!(
-            reason.contains("format version 7, but this reader knows only version 1"),
+            reason.starts_with("its dylease manifest (the dylease note at byte ")
+                && reason.ends_with("has format version 7, but this reader knows only version 1"),
             "{reason}"
         );
         // Pass records without a plugin record.
