@@ -31,7 +31,21 @@
  *     Link it with the version script dylease.map (next to this header), which keeps only
  *     dylease_plugin_v1 global: a C++ plugin without it is usually never unloaded by glibc.
  *
- *  2. By hand: define dylease_plugin_v1 and fill a dylease_plugin yourself.
+ *  2. By hand: define dylease_plugin_v1 and fill a dylease_plugin yourself. Add
+ *     DYLEASE_MANIFEST(name, version) to give it a manifest (see below).
+ *
+ * Manifest: the macros also write what the plugin is into its file, as ELF notes of owner
+ * "dylease" in a section .note.dylease, which linkers put into a PT_NOTE segment: a plugin
+ * record (DYLEASE_PLUGIN*, DYLEASE_MANIFEST: the manifest format version 1, the ABI version,
+ * the name and version) and one pass record per DYLEASE_PASS or DYLEASE_TYPED_PASS (name and
+ * interface, empty when untyped). A reader of the file (dylease_elf::Elf::manifest in Rust;
+ * `readelf -n` shows the notes) learns the plugin's passes without running any of its code.
+ * The plugin record of DYLEASE_PLUGIN* says the pass list is complete: its register_passes
+ * registers exactly the passes of those macros. DYLEASE_MANIFEST writes a record that says
+ * it is not (a plugin registering by hand may add any pass). Every string is a literal; its
+ * stored length counts the terminating NUL. `strip --strip-all` keeps the notes; a link step
+ * that drops .note* sections (a linker script, `objcopy --remove-section`) leaves no
+ * manifest. The host does not read the manifest yet.
  *
  * Contract with the host:
  *  - name: NUL-terminated UTF-8, non-empty. version: NUL-terminated UTF-8, may be empty.
@@ -177,7 +191,43 @@ extern DYLEASE_HIDDEN dylease_check_node **dylease_check_list_tail;
 #define DYLEASE_CAT_(a, b) a##b
 #define DYLEASE_CAT(a, b) DYLEASE_CAT_(a, b)
 
-/* `id` is a number from __COUNTER__, unique in the translation unit. */
+/* ---- The manifest notes (format version 1) ---- */
+/* The bytes a string literal `s` takes in a note: sizeof(s) (with its NUL), padded to 4. */
+#define DYLEASE_NOTE_PAD_(s) ((sizeof(s) + 3u) / 4u * 4u)
+/* The attributes of every manifest note: kept, in the note section, 4-aligned. */
+#define DYLEASE_NOTE_ATTRS_ __attribute__((used, section(".note.dylease"), aligned(4)))
+/* The note header (n_namesz, n_descsz, n_type) and the owner "dylease" of a note. */
+#define DYLEASE_NOTE_HEADER_ uint32_t namesz, descsz, type; char owner[8];
+/* A length-prefixed string field named `field`, sized for the literal `s`. */
+#define DYLEASE_NOTE_STRING_(field, s) uint32_t field##_len; char field[DYLEASE_NOTE_PAD_(s)];
+
+/* The plugin record (n_type 1): format 1, the ABI version, flags, name, version. */
+#define DYLEASE_PLUGIN_NOTE_(plugin_name, plugin_version, flags)                            \
+    static const struct {                                                                     \
+        DYLEASE_NOTE_HEADER_                                                                  \
+        uint32_t format, abi_version, flag_bits;                                              \
+        DYLEASE_NOTE_STRING_(name, plugin_name)                                               \
+        DYLEASE_NOTE_STRING_(version, plugin_version)                                         \
+    } dylease_manifest_plugin_ DYLEASE_NOTE_ATTRS_ = {                                        \
+        8u, 12u + 4u + DYLEASE_NOTE_PAD_(plugin_name) + 4u + DYLEASE_NOTE_PAD_(plugin_version), \
+        1u, "dylease", 1u, DYLEASE_ABI_VERSION, flags,                                        \
+        sizeof(plugin_name), plugin_name, sizeof(plugin_version), plugin_version};
+
+/* A pass record (n_type 2): flags (0), name, interface ("" when untyped). */
+#define DYLEASE_PASS_NOTE_(pass_name, pass_interface, id)                                     \
+    static const struct {                                                                     \
+        DYLEASE_NOTE_HEADER_                                                                  \
+        uint32_t flag_bits;                                                                   \
+        DYLEASE_NOTE_STRING_(name, pass_name)                                                 \
+        DYLEASE_NOTE_STRING_(interface, pass_interface)                                       \
+    } DYLEASE_CAT(dylease_manifest_pass_, id) DYLEASE_NOTE_ATTRS_ = {                         \
+        8u, 4u + 4u + DYLEASE_NOTE_PAD_(pass_name) + 4u + DYLEASE_NOTE_PAD_(pass_interface),   \
+        2u, "dylease", 0u,                                                                    \
+        sizeof(pass_name), pass_name, sizeof(pass_interface), pass_interface};
+#define DYLEASE_PASS_NOTE(pass_name, pass_interface, id) DYLEASE_PASS_NOTE_(pass_name, pass_interface, id)
+
+/* `id` is a number from __COUNTER__, unique in the translation unit. DYLEASE_PASS_AT writes no
+ * pass record: the pass macros below add it, so that the manifest lists every pass. */
 #define DYLEASE_PASS_AT_(pass_name, pass_interface, pass_fn, pass_data, id)                   \
     static dylease_pass_node DYLEASE_CAT(dylease_pass_node_, id) = {                          \
         pass_name, pass_interface, DYLEASE_FN_CAST_(pass_fn), DYLEASE_DATA_CAST_(pass_data),  \
@@ -189,14 +239,18 @@ extern DYLEASE_HIDDEN dylease_check_node **dylease_check_list_tail;
 #define DYLEASE_PASS_AT(pass_name, pass_interface, pass_fn, pass_data, id) \
     DYLEASE_PASS_AT_(pass_name, pass_interface, pass_fn, pass_data, id)
 
-/* Registers `pass_fn` (any function) under `pass_name` (a string literal) with `pass_data`. */
-#define DYLEASE_PASS_WITH_DATA(pass_name, pass_fn, pass_data) \
-    DYLEASE_PASS_AT(pass_name, DYLEASE_NULL_, pass_fn, pass_data, __COUNTER__)
+/* Registers `pass_fn` (any function) under `pass_name` (a string literal) with `pass_data`,
+ * and writes its pass record (untyped) into the manifest. */
+#define DYLEASE_PASS_WITH_DATA(pass_name, pass_fn, pass_data)                     \
+    DYLEASE_PASS_AT(pass_name, DYLEASE_NULL_, pass_fn, pass_data, __COUNTER__)    \
+    DYLEASE_PASS_NOTE(pass_name, "", __COUNTER__)
 
 /* Registers `pass_fn` under `pass_name` as an implementation of `pass_interface` (a string
- * literal such as "ge.fusion_pass/1"), with `pass_data`. */
+ * literal such as "ge.fusion_pass/1"), with `pass_data`, and writes its pass record into the
+ * manifest. */
 #define DYLEASE_TYPED_PASS_WITH_DATA(pass_name, pass_interface, pass_fn, pass_data) \
-    DYLEASE_PASS_AT(pass_name, pass_interface, pass_fn, pass_data, __COUNTER__)
+    DYLEASE_PASS_AT(pass_name, pass_interface, pass_fn, pass_data, __COUNTER__)     \
+    DYLEASE_PASS_NOTE(pass_name, pass_interface, __COUNTER__)
 
 /* Registers `pass_fn` under `pass_name` as an implementation of `pass_interface`. */
 #define DYLEASE_TYPED_PASS(pass_name, pass_interface, pass_fn) \
@@ -220,13 +274,15 @@ extern DYLEASE_HIDDEN dylease_check_node **dylease_check_list_tail;
  * the order their constructors linked them (within a translation unit, source order). */
 #define DYLEASE_REGISTER_CHECK(check_fn) DYLEASE_CHECK_AT(check_fn, __COUNTER__)
 
-/* Defines the plugin: its descriptor (ABI version 2), entry point and register_passes. Once
- * per plugin, at global scope. `load_fn` is an `int32_t (*)(void)` and `unload_fn` a
+/* Defines the plugin: its descriptor (ABI version 2), entry point and register_passes, and
+ * its manifest's plugin record, which says the pass list is complete. Once per plugin, at
+ * global scope. `load_fn` is an `int32_t (*)(void)` and `unload_fn` a
  * `void (*)(void)`; either may be NULL (nullptr in C++). register_passes registers every
  * pass of the list; on a host table of version 1 (another host than dylease's) a typed pass is
  * registered without its interface, which such a host has no notion of. */
 #define DYLEASE_PLUGIN_WITH_HOOKS(plugin_name, plugin_version, load_fn, unload_fn)             \
     DYLEASE_AT_GLOBAL_SCOPE_                                                                  \
+    DYLEASE_PLUGIN_NOTE_(plugin_name, plugin_version, 1u)                                     \
     DYLEASE_HIDDEN dylease_pass_node *dylease_pass_list_head = DYLEASE_NULL_;                 \
     DYLEASE_HIDDEN dylease_pass_node **dylease_pass_list_tail = &dylease_pass_list_head;      \
     DYLEASE_HIDDEN dylease_check_node *dylease_check_list_head = DYLEASE_NULL_;               \
@@ -266,6 +322,13 @@ extern DYLEASE_HIDDEN dylease_check_node **dylease_check_list_tail;
 /* DYLEASE_PLUGIN_WITH_HOOKS without on_load or on_unload. */
 #define DYLEASE_PLUGIN(plugin_name, plugin_version) \
     DYLEASE_PLUGIN_WITH_HOOKS(plugin_name, plugin_version, DYLEASE_NULL_, DYLEASE_NULL_)
+
+/* The manifest's plugin record alone, for a plugin that defines dylease_plugin_v1 by hand:
+ * `plugin_name` and `plugin_version` are the string literals of its descriptor. Its pass list
+ * is not complete: the passes such a plugin registers are its own business. Once per plugin,
+ * at file scope, and not together with DYLEASE_PLUGIN*. */
+#define DYLEASE_MANIFEST(plugin_name, plugin_version) \
+    DYLEASE_PLUGIN_NOTE_(plugin_name, plugin_version, 0u)
 
 #ifdef __cplusplus
 } /* extern "C" */

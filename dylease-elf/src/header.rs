@@ -437,6 +437,73 @@ mod mutations {
         (bytes, what.join(", "))
     }
 
+    /// Random mutations of files with manifest notes, mostly inside the notes: reading the
+    /// manifest gives a manifest, none, or a refusal that is a phrase, never a panic.
+    #[test]
+    fn mutated_manifests_never_panic_and_each_refusal_is_a_phrase() {
+        use crate::manifest::{FLAG_COMPLETE, NT_PASS, NT_PLUGIN, build};
+        let mut several = build::dylease(NT_PASS, &build::pass("first", "iface.v1"), 4);
+        several.extend(build::note(b"GNU\0", 3, &[7; 20], 4));
+        several.extend(build::dylease(
+            NT_PLUGIN,
+            &build::plugin(1, FLAG_COMPLETE, "p", "0.1"),
+            4,
+        ));
+        let eight = build::dylease(NT_PASS, &build::pass("second", ""), 8);
+        let originals = [build::sound(), build::file(&[(4, several), (8, eight)])];
+        let mut rng = Rng(0x5eed_d11e_a5e0_0002);
+        let (mut refused, mut read) = (0, 0);
+        for case in 0..2048 {
+            let original = &originals[case % originals.len()];
+            let mut bytes = original.clone();
+            let mut what = Vec::new();
+            for _ in 0..1 + rng.below(3) {
+                // Past the ELF header: the program headers and the notes.
+                let at = EHDR_LEN_64 + rng.below(bytes.len().saturating_sub(EHDR_LEN_64));
+                match rng.below(4) {
+                    0 if at < bytes.len() => {
+                        bytes[at] ^= 1 << rng.below(8);
+                        what.push(format!("flip a bit at {at}"));
+                    }
+                    1 => {
+                        let at = at & !3;
+                        let field = (value(&mut rng, bytes.len()) as u32).to_le_bytes();
+                        if let Some(target) = bytes.get_mut(at..at + 4) {
+                            target.copy_from_slice(&field);
+                            what.push(format!("write 4 bytes at {at}"));
+                        }
+                    }
+                    2 => {
+                        let at = at & !7;
+                        let field = value(&mut rng, bytes.len()).to_le_bytes();
+                        if let Some(target) = bytes.get_mut(at..at + 8) {
+                            target.copy_from_slice(&field);
+                            what.push(format!("write 8 bytes at {at}"));
+                        }
+                    }
+                    _ => {
+                        bytes.truncate(at);
+                        what.push(format!("truncate to {at}"));
+                    }
+                }
+            }
+            let file = Elf::new(&bytes[..], bytes.len() as u64);
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| file.manifest()));
+            match outcome.unwrap_or_else(|_| panic!("case {case} ({what:?}) panicked")) {
+                Ok(_) => read += 1,
+                Err(refusal) => {
+                    refused += 1;
+                    let reason = refusal.reason();
+                    assert!(
+                        reason.starts_with(|c: char| c.is_ascii_lowercase()) && !reason.ends_with(['.', '\n']),
+                        "case {case} ({what:?}): {reason:?}"
+                    );
+                }
+            }
+        }
+        assert!(refused > 200 && read > 200, "{refused} refused, {read} read");
+    }
+
     #[test]
     fn mutated_and_truncated_libraries_never_panic_and_each_refusal_is_a_phrase() {
         let scratch = Scratch::new("mutations");
@@ -456,6 +523,11 @@ mod mutations {
             let check = std::panic::AssertUnwindSafe(|| file.check());
             let outcome = std::panic::catch_unwind(check);
             let outcome = outcome.unwrap_or_else(|_| panic!("case {case} ({what}) panicked"));
+            let manifest = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| file.manifest()));
+            let manifest = manifest.unwrap_or_else(|_| panic!("case {case} ({what}): reading the manifest panicked"));
+            if let Err(refusal) = manifest {
+                assert!(!refusal.reason().is_empty(), "case {case} ({what})");
+            }
             match outcome {
                 Ok(_) => passed += 1,
                 Err(refusal) => {

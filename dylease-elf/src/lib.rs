@@ -12,6 +12,9 @@
 //! - [`Elf::pins`]: what makes glibc keep the library mapped after its last `dlclose`
 //!   ([`Pins`]: DF_1_NODELETE, GNU unique symbols), read as the loader reads them, through the
 //!   dynamic section.
+//! - [`Elf::manifest`]: what a plugin declares about itself (its [`Manifest`]: plugin ABI
+//!   version, name, version, passes), from its `dylease` ELF notes; the [`manifest`] module
+//!   defines their format.
 //!
 //! One [`Elf`] reads the file once for all of them: it keeps what it read. The file is read
 //! from a [`ReadAt`] source (a `std::fs::File`, or bytes in memory), by position, so that a
@@ -42,12 +45,14 @@
 mod consts;
 mod header;
 mod layout;
+pub mod manifest;
 mod source;
 #[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
 mod testing;
 
 use std::fmt;
 
+pub use manifest::{DeclaredPass, Manifest};
 pub use source::{Elf, ReadAt};
 
 impl<S: ReadAt> Elf<S> {
@@ -79,6 +84,20 @@ impl<S: ReadAt> Elf<S> {
     /// counted in [`Pins::exports`].
     pub fn pins(&self, exempt: &[&str]) -> Result<Pins, Refusal> {
         layout::pins(self, exempt).map_err(Refusal)
+    }
+
+    /// The plugin's manifest, read from its `dylease` notes in the `PT_NOTE` segments that
+    /// lie inside the file (see [`manifest`] for the format), after the header check:
+    /// `Ok(None)` when it has no dylease note. The section headers are not read, and no
+    /// byte outside the note segments (and the headers that locate them) is.
+    ///
+    /// Refused with the cause: a note truncated by its segment's end, a string length past
+    /// its record, a name that is not UTF-8, two plugin records that disagree, a pass
+    /// declared twice, a plugin record of a format version other than
+    /// [`manifest::FORMAT_VERSION`], pass records without a plugin record.
+    pub fn manifest(&self) -> Result<Option<Manifest>, Refusal> {
+        header::check(self).map_err(Refusal)?;
+        manifest::read(self).map_err(Refusal)
     }
 }
 

@@ -96,6 +96,20 @@
 //! DYLEASE_REGISTER_CHECK(npu_present)
 //! ```
 //!
+//! ## Manifests
+//!
+//! The macros also write what the plugin is into its file, as ELF notes of owner `dylease`
+//! in a section `.note.dylease`, which the linker puts into a `PT_NOTE` segment:
+//! `DYLEASE_PLUGIN*` a plugin record (the ABI version, name and version; its pass list is
+//! complete), each `DYLEASE_PASS` and `DYLEASE_TYPED_PASS` a pass record (name, interface).
+//! A plugin that fills its descriptor by hand may write its plugin record with
+//! `DYLEASE_MANIFEST(name, version)`, whose pass list is not complete. Reading the file,
+//! [`dylease_elf::Elf::manifest`] returns the merged [`dylease_elf::Manifest`] without running
+//! any of the plugin's code; `readelf -n` shows the notes. The format is defined in
+//! [`dylease_elf::manifest`]. `strip --strip-all` keeps the notes; a link step that drops
+//! `.note*` sections (a linker script, `objcopy --remove-section`) leaves no manifest. Hosts
+//! do not read the manifest yet.
+//!
 //! # In Rust
 //!
 //! A `cdylib` that depends on the plugin-side crate `dylease-plugin` alone (no host code):

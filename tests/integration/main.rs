@@ -36,6 +36,8 @@ mod header;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod identity;
 mod logger;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod manifest;
 mod observability;
 mod panic_abort;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

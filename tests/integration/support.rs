@@ -37,6 +37,7 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         "ctor_nodelete" => (vec!["ctor.c"], vec!["-Wl,-z,nodelete".into()]),
         "noentry" => (vec!["noentry.c"], vec![]),
         "by_hand" => (vec!["by_hand.c"], vec![]),
+        "by_hand_manifest" => (vec!["by_hand.c"], vec!["-DMANIFEST".into()]),
         "by_hand_abi0" => (vec!["by_hand.c"], vec!["-DABI=0".into()]),
         "by_hand_abi1" => (vec!["by_hand.c"], vec!["-DABI=1".into()]),
         "by_hand_abi3" => (vec!["by_hand.c"], vec!["-DABI=3".into()]),

@@ -12,7 +12,8 @@
  *   -DEXTRA_PASS_NAME=e  also adds a pass named e (may be 0), ignoring a refusal
  *   -DHUGE               defines huge_name, a 1 MiB name (for -DNAME or -DEXTRA_PASS_NAME)
  *   -DMARK_CONSTRUCTOR   a constructor creates the file "<this library's path>.ran": proof that
- *                        the library's code ran */
+ *                        the library's code ran
+ *   -DMANIFEST           writes the manifest's plugin record, DYLEASE_MANIFEST(NAME, "1") */
 #ifdef MARK_CONSTRUCTOR
 #include "events.h"
 #endif
@@ -92,6 +93,10 @@ __attribute__((unused)) static int32_t register_passes(const dylease_host_api *a
 __attribute__((unused)) static const dylease_plugin descriptor = {ABI, NAME, "1", 0, 0};
 #else
 __attribute__((unused)) static const dylease_plugin descriptor = {ABI, NAME, "1", register_passes, 0};
+#endif
+
+#ifdef MANIFEST
+DYLEASE_MANIFEST(NAME, "1")
 #endif
 
 const dylease_plugin *dylease_plugin_v1(void) {

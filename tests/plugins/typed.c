@@ -3,7 +3,7 @@
  * read, on_unload frees it. Flags:
  *   -DON_LOAD_RESULT=n   what on_load returns (default 0)
  *   -DBAD_INTERFACE=e    also a typed pass "bad" with interface e
- *   -DLONG_INTERFACE     defines long_interface, 257 bytes (for -DBAD_INTERFACE) */
+ *   -DLONG_INTERFACE     defines long_interface, a 257-byte literal (for -DBAD_INTERFACE) */
 #include "events.h"
 #include <stdlib.h>
 #include "dylease.h"
@@ -42,7 +42,7 @@ DYLEASE_PASS("plain", plain)
 #ifdef LONG_INTERFACE
 #define A16_ "aaaaaaaaaaaaaaaa"
 #define A64_ A16_ A16_ A16_ A16_
-static const char long_interface[] = A64_ A64_ A64_ A64_ "a";
+#define long_interface A64_ A64_ A64_ A64_ "a"
 #endif
 #ifdef BAD_INTERFACE
 DYLEASE_TYPED_PASS("bad", BAD_INTERFACE, plain)

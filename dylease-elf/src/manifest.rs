@@ -1,0 +1,618 @@
+//! A plugin's manifest: what a plugin is (its plugin ABI version, name, version and passes),
+//! written into its file as ELF notes, so that a host learns it without running any of the
+//! plugin's code. [`crate::Elf::manifest`] reads it.
+//!
+//! # The format, version 1
+//!
+//! The manifest is made of ELF notes of owner `"dylease"` (note name `"dylease\0"`,
+//! `n_namesz` 8) in `PT_NOTE` segments. They are read through the program headers, as the
+//! loader reads the file: `strip --strip-all` keeps them, and a file without section
+//! headers still has them. Linkers put every `SHT_NOTE` section into a `PT_NOTE` segment
+//! (the GNU toolchain makes a section named `.note.*` of type `SHT_NOTE`); a link step that
+//! drops `.note*` sections leaves no manifest.
+//!
+//! Each note is the usual note header (`n_namesz`, `n_descsz`, `n_type`, each a `u32`),
+//! the name, then the descriptor, the name and the descriptor each padded to the segment's
+//! alignment (`p_align`: 8 when it is 8, else 4; a linker puts notes of different alignment
+//! into different segments). Every field is in the file's byte order. Two note types:
+//!
+//! | `n_type` | record | descriptor, in order |
+//! |---|---|---|
+//! | [`NT_PLUGIN`] (1) | plugin record | `u32` format version ([`FORMAT_VERSION`]), `u32` plugin ABI version, `u32` flags, name string, version string |
+//! | [`NT_PASS`] (2) | pass record | `u32` flags, name string, interface string |
+//!
+//! A *string* is a `u32` length followed by that many bytes, padded with zeros to a
+//! multiple of 4. The length counts the terminating NUL: a C compiler writes a string
+//! literal `s` as `uint32_t len = sizeof(s); char bytes[(sizeof(s) + 3) & ~3]`. The bytes
+//! before that NUL are the UTF-8 text, without a NUL of their own. A length of 0 is the empty
+//! string too. An empty interface means an untyped pass. Bytes past the last field of a
+//! descriptor are ignored (a C struct may pad them).
+//!
+//! Plugin record flags: bit 0 ([`FLAG_COMPLETE`]): the pass records list every pass the
+//! plugin registers. Without it, the plugin may register other passes too (by hand, say).
+//! Pass record flags: none are defined yet (0). Other bits are reserved, written as 0 and
+//! ignored by this reader.
+//!
+//! Several notes may appear, from several translation units; the reader merges them, in the
+//! order of the file: plugin records must all agree (a header included twice writes the same
+//! record twice), pass names must be unique, and pass records need a plugin record. Notes of
+//! other owners, and dylease notes of other types, are skipped. A file whose plugin record
+//! has a format version other than 1 is refused: its layout is unknown.
+
+use std::borrow::Cow;
+
+use crate::consts::PT_NOTE;
+use crate::source::{Bytes, Form};
+
+/// The note name (owner) of every manifest note, with its terminating NUL.
+pub const NOTE_NAME: &[u8; 8] = b"dylease\0";
+/// `n_type` of a plugin record.
+pub const NT_PLUGIN: u32 = 1;
+/// `n_type` of a pass record.
+pub const NT_PASS: u32 = 2;
+/// The format version this reader reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Plugin record flag: the pass records list every pass the plugin registers.
+pub const FLAG_COMPLETE: u32 = 1;
+
+/// A plugin's manifest, merged from its manifest notes: see the [module](self) for the
+/// format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Manifest {
+    /// The format version of its plugin records ([`FORMAT_VERSION`]).
+    pub format: u32,
+    /// The plugin ABI version it was built for.
+    pub abi_version: u32,
+    /// The plugin's name.
+    pub name: String,
+    /// The plugin's version.
+    pub version: String,
+    /// Whether [`Manifest::passes`] lists every pass the plugin registers ([`FLAG_COMPLETE`]);
+    /// if not, it may register others.
+    pub complete: bool,
+    /// The passes its pass records declare, in the order of the file.
+    pub passes: Vec<DeclaredPass>,
+}
+
+/// A pass a manifest declares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeclaredPass {
+    /// The pass's name.
+    pub name: String,
+    /// The interface it is typed with, or `None` for an untyped pass.
+    pub interface: Option<String>,
+}
+
+impl DeclaredPass {
+    /// A declared pass of this name and interface.
+    pub fn new(name: impl Into<String>, interface: Option<String>) -> DeclaredPass {
+        DeclaredPass {
+            name: name.into(),
+            interface,
+        }
+    }
+}
+
+/// Reads the manifest from the `PT_NOTE` segments of a file that passed the header check.
+/// `Err` says what is wrong, as a phrase.
+pub(crate) fn read(file: &dyn Bytes) -> Result<Option<Manifest>, String> {
+    let (form, segments) = note_segments(file)?;
+    let mut plugin: Option<Plugin> = None;
+    let mut passes: Vec<DeclaredPass> = Vec::new();
+    for (offset, align, bytes) in &segments {
+        for note in Notes::new(form, bytes, *align) {
+            let (kind, at, desc) = note.map_err(|e| format!("its PT_NOTE segment at byte {offset}: {e}"))?;
+            let place = || format!("the dylease note at byte {}", offset + at as u64);
+            match kind {
+                NT_PLUGIN => {
+                    // An unknown format is not corruption: say which version it is.
+                    let format = form.u32(desc, 0);
+                    if desc.len() >= 4 && format != FORMAT_VERSION {
+                        return Err(format!(
+                            "its dylease manifest ({}) has format version {format}, but this reader knows only version {FORMAT_VERSION}",
+                            place()
+                        ));
+                    }
+                    let record = Plugin::parse(form, desc).map_err(|e| corrupt(&place(), &e))?;
+                    match &plugin {
+                        None => plugin = Some(record),
+                        Some(first) if *first == record => {}
+                        Some(first) => {
+                            return Err(format!(
+                                "its dylease manifest has two plugin records that disagree: {} and, at {}, {}",
+                                first.describe(),
+                                place(),
+                                record.describe()
+                            ));
+                        }
+                    }
+                }
+                NT_PASS => {
+                    let pass = parse_pass(form, desc).map_err(|e| corrupt(&place(), &e))?;
+                    if passes.iter().any(|p| p.name == pass.name) {
+                        return Err(format!("its dylease manifest declares the pass `{}` twice", pass.name));
+                    }
+                    passes.push(pass);
+                }
+                _ => {}
+            }
+        }
+    }
+    match plugin {
+        Some(plugin) => Ok(Some(Manifest {
+            format: plugin.format,
+            abi_version: plugin.abi_version,
+            name: plugin.name,
+            version: plugin.version,
+            complete: plugin.flags & FLAG_COMPLETE != 0,
+            passes,
+        })),
+        None if passes.is_empty() => Ok(None),
+        None => Err(format!(
+            "its dylease manifest declares {} pass(es) (the first `{}`) but has no plugin record",
+            passes.len(),
+            passes[0].name
+        )),
+    }
+}
+
+fn corrupt(place: &str, what: &str) -> String {
+    format!("its dylease manifest is corrupt: {place} {what}")
+}
+
+/// The `PT_NOTE` segments that lie inside the file: each one's offset, alignment (8 or 4)
+/// and bytes, in the order of the program headers.
+type NoteSegments<'f> = Vec<(u64, usize, Cow<'f, [u8]>)>;
+
+fn note_segments(file: &dyn Bytes) -> Result<(Form, NoteSegments<'_>), String> {
+    let len = file.len();
+    let ident = file.bytes(0, crate::consts::EHDR_LEN_32 as u64)?;
+    let form = Form::of(&ident);
+    let head_len = if form.wide {
+        crate::consts::EHDR_LEN_64
+    } else {
+        crate::consts::EHDR_LEN_32
+    };
+    let head = file.bytes(0, head_len as u64)?;
+    let (phoff, phentsize, phnum) = form.program_headers(&head);
+    let expected = if form.wide { 56 } else { 32 };
+    if phentsize != expected {
+        return Err(format!(
+            "its program headers are {phentsize} bytes each, not {expected}: the headers are corrupt"
+        ));
+    }
+    let table = file.bytes(phoff, u64::from(phentsize) * u64::from(phnum))?;
+    let mut segments = Vec::new();
+    for entry in table.chunks_exact(usize::from(phentsize)) {
+        if form.u32(entry, 0) != PT_NOTE {
+            continue;
+        }
+        let (offset, filesz, align) = if form.wide {
+            (form.u64(entry, 8), form.u64(entry, 32), form.u64(entry, 48))
+        } else {
+            (
+                u64::from(form.u32(entry, 4)),
+                u64::from(form.u32(entry, 16)),
+                u64::from(form.u32(entry, 28)),
+            )
+        };
+        // Only the segments inside the file: the loader maps no others.
+        if offset.checked_add(filesz).is_none_or(|end| end > len) {
+            continue;
+        }
+        let align = if align == 8 { 8 } else { 4 };
+        segments.push((offset, align, file.bytes(offset, filesz)?));
+    }
+    Ok((form, segments))
+}
+
+/// A dylease note: its type, its offset in its segment and its descriptor.
+type Note<'b> = (u32, usize, &'b [u8]);
+
+/// The notes of one segment: each one's type, offset in the segment and descriptor, if the
+/// owner is dylease; `Err` ends the walk.
+struct Notes<'b> {
+    form: Form,
+    bytes: &'b [u8],
+    align: usize,
+    at: usize,
+    failed: bool,
+}
+
+impl<'b> Notes<'b> {
+    fn new(form: Form, bytes: &'b [u8], align: usize) -> Notes<'b> {
+        Notes {
+            form,
+            bytes,
+            align,
+            at: 0,
+            failed: false,
+        }
+    }
+
+    fn next_note(&mut self) -> Result<Option<Note<'b>>, String> {
+        let at = self.at;
+        let header = self
+            .bytes
+            .get(at..)
+            .filter(|rest| rest.len() >= 12)
+            .ok_or_else(|| format!("the note at byte {at} is truncated: its header runs past the segment's end"))?;
+        let (namesz, descsz, kind) = (
+            self.form.u32(header, 0) as usize,
+            self.form.u32(header, 4) as usize,
+            self.form.u32(header, 8),
+        );
+        let name_at = at + 12;
+        let desc_at = name_at.checked_add(namesz).map(|end| round_up(end, self.align));
+        let end = desc_at
+            .and_then(|desc| desc.checked_add(descsz))
+            .filter(|&end| end <= self.bytes.len())
+            .ok_or_else(|| {
+                format!(
+                    "the note at byte {at} is truncated: its name ({namesz} bytes) and descriptor ({descsz} bytes) run past the segment's end ({} bytes)",
+                    self.bytes.len()
+                )
+            })?;
+        let desc_at = end - descsz;
+        self.at = round_up(end, self.align).min(self.bytes.len());
+        if self.bytes[name_at..name_at + namesz] != NOTE_NAME[..] {
+            return Ok(None);
+        }
+        Ok(Some((kind, at, &self.bytes[desc_at..end])))
+    }
+}
+
+impl<'b> Iterator for Notes<'b> {
+    type Item = Result<Note<'b>, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.failed && self.at < self.bytes.len() {
+            match self.next_note() {
+                Ok(Some(note)) => return Some(Ok(note)),
+                Ok(None) => {}
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+        None
+    }
+}
+
+fn round_up(value: usize, align: usize) -> usize {
+    value.div_ceil(align).saturating_mul(align)
+}
+
+/// A descriptor, read field by field.
+struct Fields<'b> {
+    form: Form,
+    bytes: &'b [u8],
+    at: usize,
+}
+
+impl Fields<'_> {
+    fn u32(&mut self, what: &str) -> Result<u32, String> {
+        if self.bytes.len().saturating_sub(self.at) < 4 {
+            return Err(format!(
+                "is truncated: its {what} would be at byte {} of a {}-byte descriptor",
+                self.at,
+                self.bytes.len()
+            ));
+        }
+        let value = self.form.u32(self.bytes, self.at);
+        self.at += 4;
+        Ok(value)
+    }
+
+    fn string(&mut self, what: &str) -> Result<String, String> {
+        let len = self.u32(&format!("{what}'s length"))? as usize;
+        let padded = round_up(len, 4);
+        if padded > self.bytes.len() - self.at {
+            return Err(format!(
+                "has a {what} of {len} bytes, more than the {} left in its descriptor",
+                self.bytes.len() - self.at
+            ));
+        }
+        let raw = &self.bytes[self.at..self.at + len];
+        self.at += padded;
+        let text = match raw.split_last() {
+            None => &[][..],
+            Some((0, text)) => text,
+            Some(_) => return Err(format!("has a {what} that does not end with a NUL within its length")),
+        };
+        if text.contains(&0) {
+            return Err(format!("has a {what} with a NUL inside it"));
+        }
+        String::from_utf8(text.to_vec()).map_err(|_| format!("has a {what} that is not UTF-8"))
+    }
+}
+
+/// A plugin record.
+#[derive(Debug, PartialEq, Eq)]
+struct Plugin {
+    format: u32,
+    abi_version: u32,
+    flags: u32,
+    name: String,
+    version: String,
+}
+
+impl Plugin {
+    fn parse(form: Form, desc: &[u8]) -> Result<Plugin, String> {
+        let mut fields = Fields {
+            form,
+            bytes: desc,
+            at: 0,
+        };
+        Ok(Plugin {
+            format: fields.u32("format version")?,
+            abi_version: fields.u32("ABI version")?,
+            flags: fields.u32("flags")?,
+            name: fields.string("plugin name")?,
+            version: fields.string("plugin version")?,
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "`{}` {} (ABI version {}, flags {:#x})",
+            self.name, self.version, self.abi_version, self.flags
+        )
+    }
+}
+
+fn parse_pass(form: Form, desc: &[u8]) -> Result<DeclaredPass, String> {
+    let mut fields = Fields {
+        form,
+        bytes: desc,
+        at: 0,
+    };
+    let _flags = fields.u32("flags")?;
+    let name = fields.string("pass name")?;
+    let interface = fields.string("interface")?;
+    Ok(DeclaredPass {
+        name,
+        interface: (!interface.is_empty()).then_some(interface),
+    })
+}
+
+/// Files with manifest notes, built byte by byte (64-bit, little-endian, x86_64), for the
+/// tests.
+#[cfg(test)]
+pub(crate) mod build {
+    use super::*;
+
+    /// A string field: its length (with the NUL) and its bytes, padded to 4.
+    pub(crate) fn string(text: &str) -> Vec<u8> {
+        let mut bytes = ((text.len() + 1) as u32).to_le_bytes().to_vec();
+        bytes.extend_from_slice(text.as_bytes());
+        bytes.push(0);
+        bytes.resize(4 + round_up(text.len() + 1, 4), 0);
+        bytes
+    }
+
+    pub(crate) fn plugin(format: u32, flags: u32, name: &str, version: &str) -> Vec<u8> {
+        let mut desc = [format, 2, flags]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>();
+        desc.extend(string(name));
+        desc.extend(string(version));
+        desc
+    }
+
+    pub(crate) fn pass(name: &str, interface: &str) -> Vec<u8> {
+        let mut desc = 0u32.to_le_bytes().to_vec();
+        desc.extend(string(name));
+        desc.extend(string(interface));
+        desc
+    }
+
+    /// One note of `owner`, padded to `align`.
+    pub(crate) fn note(owner: &[u8], kind: u32, desc: &[u8], align: usize) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for field in [owner.len() as u32, desc.len() as u32, kind] {
+            bytes.extend_from_slice(&field.to_le_bytes());
+        }
+        bytes.extend_from_slice(owner);
+        bytes.resize(round_up(bytes.len(), align), 0);
+        bytes.extend_from_slice(desc);
+        bytes.resize(round_up(bytes.len(), align), 0);
+        bytes
+    }
+
+    pub(crate) fn dylease(kind: u32, desc: &[u8], align: usize) -> Vec<u8> {
+        note(NOTE_NAME, kind, desc, align)
+    }
+
+    /// A shared-object header and one PT_NOTE program header per segment (its alignment, its
+    /// bytes), the segments following the table.
+    pub(crate) fn file(segments: &[(u64, Vec<u8>)]) -> Vec<u8> {
+        let mut bytes = vec![0u8; 64];
+        bytes[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        bytes[6] = 1;
+        bytes[16..18].copy_from_slice(&3u16.to_le_bytes());
+        bytes[18..20].copy_from_slice(&62u16.to_le_bytes());
+        bytes[32..40].copy_from_slice(&64u64.to_le_bytes());
+        bytes[52..54].copy_from_slice(&64u16.to_le_bytes());
+        bytes[54..56].copy_from_slice(&56u16.to_le_bytes());
+        bytes[56..58].copy_from_slice(&(segments.len() as u16).to_le_bytes());
+        let mut offset = round_up(64 + 56 * segments.len(), 8) as u64;
+        for (align, data) in segments {
+            let mut entry = [0u8; 56];
+            entry[..4].copy_from_slice(&PT_NOTE.to_le_bytes());
+            entry[4..8].copy_from_slice(&4u32.to_le_bytes());
+            entry[8..16].copy_from_slice(&offset.to_le_bytes());
+            entry[16..24].copy_from_slice(&offset.to_le_bytes());
+            entry[24..32].copy_from_slice(&offset.to_le_bytes());
+            entry[32..40].copy_from_slice(&(data.len() as u64).to_le_bytes());
+            entry[40..48].copy_from_slice(&(data.len() as u64).to_le_bytes());
+            entry[48..56].copy_from_slice(&align.to_le_bytes());
+            bytes.extend_from_slice(&entry);
+            offset += round_up(data.len(), 8) as u64;
+        }
+        for (_, data) in segments {
+            bytes.resize(round_up(bytes.len(), 8), 0);
+            bytes.extend_from_slice(data);
+        }
+        bytes
+    }
+
+    /// A file with one plugin record (complete) and passes `a` (untyped) and `b` (typed
+    /// `num.v1`), in one 4-aligned segment.
+    pub(crate) fn sound() -> Vec<u8> {
+        let mut notes = dylease(NT_PLUGIN, &plugin(1, FLAG_COMPLETE, "math", "1.0.0"), 4);
+        notes.extend(dylease(NT_PASS, &pass("a", ""), 4));
+        notes.extend(dylease(NT_PASS, &pass("b", "num.v1"), 4));
+        file(&[(4, notes)])
+    }
+}
+
+#[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
+mod tests {
+    use super::build::*;
+    use super::*;
+    use crate::Elf;
+
+    fn manifest(bytes: &[u8]) -> Result<Option<Manifest>, String> {
+        Elf::new(bytes, bytes.len() as u64)
+            .manifest()
+            .map_err(|r| r.into_reason())
+    }
+
+    fn refusal(bytes: &[u8]) -> String {
+        manifest(bytes).unwrap_err()
+    }
+
+    fn math(complete: bool, passes: Vec<DeclaredPass>) -> Manifest {
+        Manifest {
+            format: 1,
+            abi_version: 2,
+            name: "math".into(),
+            version: "1.0.0".into(),
+            complete,
+            passes,
+        }
+    }
+
+    #[test]
+    fn one_note_segment_gives_the_merged_manifest() {
+        assert_eq!(
+            manifest(&sound()).unwrap(),
+            Some(math(
+                true,
+                vec![
+                    DeclaredPass::new("a", None),
+                    DeclaredPass::new("b", Some("num.v1".into()))
+                ]
+            ))
+        );
+    }
+
+    #[test]
+    fn records_from_several_segments_and_alignments_merge_and_other_owners_are_skipped() {
+        // Translation units each with their own notes; the plugin record twice, agreeing;
+        // a GNU note between them; an 8-aligned segment.
+        let mut first = note(b"GNU\0", 3, &[1, 2, 3, 4, 5, 6, 7, 8], 4);
+        first.extend(dylease(NT_PASS, &pass("late", "x"), 4));
+        first.extend(dylease(NT_PLUGIN, &plugin(1, 0, "math", "1.0.0"), 4));
+        let mut second = dylease(NT_PLUGIN, &plugin(1, 0, "math", "1.0.0"), 8);
+        second.extend(note(b"odd\0\0", 7, &[9; 5], 8));
+        second.extend(dylease(NT_PASS, &pass("eight", ""), 8));
+        second.extend(dylease(99, &[1, 2, 3], 8));
+        let bytes = file(&[(4, first), (8, second)]);
+        assert_eq!(
+            manifest(&bytes).unwrap(),
+            Some(math(
+                false,
+                vec![
+                    DeclaredPass::new("late", Some("x".into())),
+                    DeclaredPass::new("eight", None)
+                ]
+            ))
+        );
+    }
+
+    #[test]
+    fn a_file_without_dylease_notes_has_no_manifest() {
+        assert_eq!(manifest(&file(&[(4, note(b"GNU\0", 1, &[0; 16], 4))])).unwrap(), None);
+        // A note segment past the file's end is not read.
+        let mut bytes = sound();
+        bytes[64 + 8..64 + 16].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(manifest(&bytes).unwrap(), None);
+    }
+
+    #[test]
+    fn each_corruption_is_refused_with_its_cause() {
+        let plugin_note = dylease(NT_PLUGIN, &plugin(1, 0, "math", "1.0.0"), 4);
+        let one = |extra: Vec<u8>| {
+            let mut notes = plugin_note.clone();
+            notes.extend(extra);
+            file(&[(4, notes)])
+        };
+        // Truncated: the segment ends inside a note.
+        let whole = one(dylease(NT_PASS, &pass("a", ""), 4));
+        let mut cut = whole.clone();
+        let size = (plugin_note.len() + 10) as u64;
+        cut[64 + 32..64 + 40].copy_from_slice(&size.to_le_bytes());
+        assert!(refusal(&cut).contains("truncated"), "{}", refusal(&cut));
+        let mut cut = whole.clone();
+        cut[64 + 32..64 + 40].copy_from_slice(&(plugin_note.len() as u64 + 20).to_le_bytes());
+        assert!(
+            refusal(&cut).contains("run past the segment's end"),
+            "{}",
+            refusal(&cut)
+        );
+        // A string length past its descriptor.
+        let mut long = pass("a", "");
+        long[4..8].copy_from_slice(&1000u32.to_le_bytes());
+        let reason = refusal(&one(dylease(NT_PASS, &long, 4)));
+        assert!(reason.contains("pass name of 1000 bytes, more than"), "{reason}");
+        // A descriptor too short for its fields.
+        let reason = refusal(&file(&[(4, dylease(NT_PLUGIN, &[1, 0, 0, 0, 2, 0], 4))]));
+        assert!(reason.contains("is truncated: its ABI version"), "{reason}");
+        // Not UTF-8, and no NUL at the end.
+        let mut bad = pass("ab", "");
+        bad[4 + 4] = 0xff;
+        let reason = refusal(&one(dylease(NT_PASS, &bad, 4)));
+        assert!(reason.contains("pass name that is not UTF-8"), "{reason}");
+        let mut unterminated = pass("abc", "");
+        unterminated[4 + 4 + 3] = b'd';
+        let reason = refusal(&one(dylease(NT_PASS, &unterminated, 4)));
+        assert!(reason.contains("does not end with a NUL"), "{reason}");
+        // Two plugin records that disagree.
+        let reason = refusal(&one(dylease(NT_PLUGIN, &plugin(1, 0, "math", "1.0.1"), 4)));
+        assert!(
+            reason.contains("two plugin records that disagree: `math` 1.0.0"),
+            "{reason}"
+        );
+        let reason = refusal(&one(dylease(NT_PLUGIN, &plugin(1, FLAG_COMPLETE, "math", "1.0.0"), 4)));
+        assert!(reason.contains("disagree"), "{reason}");
+        // A pass declared twice.
+        let mut twice = dylease(NT_PASS, &pass("a", ""), 4);
+        twice.extend(dylease(NT_PASS, &pass("a", "t"), 4));
+        assert_eq!(refusal(&one(twice)), "its dylease manifest declares the pass `a` twice");
+        // An unknown format version, named.
+        let reason = refusal(&file(&[(4, dylease(NT_PLUGIN, &plugin(7, 0, "m", "1"), 4))]));
+        assert!(
+            reason.starts_with("its dylease manifest (the dylease note at byte ")
+                && reason.ends_with("has format version 7, but this reader knows only version 1"),
+            "{reason}"
+        );
+        // Pass records without a plugin record.
+        let reason = refusal(&file(&[(4, dylease(NT_PASS, &pass("a", ""), 4))]));
+        assert!(
+            reason.contains("declares 1 pass(es) (the first `a`) but has no plugin record"),
+            "{reason}"
+        );
+        // 8-aligned notes read with 4-byte padding go wrong: the alignment is the segment's.
+        let eight = file(&[(8, dylease(NT_PLUGIN, &plugin(1, 0, "ab", "1"), 8))]);
+        assert!(manifest(&eight).unwrap().is_some());
+        let mut as_four = eight.clone();
+        as_four[64 + 48..64 + 56].copy_from_slice(&4u64.to_le_bytes());
+        assert_ne!(manifest(&as_four), manifest(&eight));
+    }
+}
