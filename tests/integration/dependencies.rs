@@ -12,6 +12,15 @@ use dylease::{Error, PluginHost, TrustPolicy};
 
 use crate::support::{TestDir, assert_unloaded, compile_plugin, compile_settled as compile, mapped};
 
+/// Serializes this module's tests. Their libraries share sonames (`libdep.so`), and glibc
+/// answers a needed name with any library loaded under it, whoever loaded it: two of these
+/// tests loading at once would see each other's copy (a wrong value under `Permissive`, a
+/// refusal under `Strict`).
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SONAMES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SONAMES.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// `libdep.so` in `dir`, returning `value` from `dep_value()`; with `marker`, its constructor
 /// leaves `libdep.so.ran` next to it.
 fn dependency(dir: &Path, value: i32, marker: bool) -> PathBuf {
@@ -115,6 +124,7 @@ fn assert_refused_for(error: &Error, plugin: &Path, dir: &Path, cause: &str) {
 
 #[test]
 fn a_run_path_naming_a_missing_directory_others_can_create_is_refused_and_permissive_loads_the_trusted_one() {
+    let _serial = one_at_a_time();
     let layout = stale_run_path("deps_stale_missing");
     let missing = layout.open.join("build/lib");
     let error = strict(&layout.plugin).acquire().unwrap_err();
@@ -140,6 +150,7 @@ fn a_run_path_naming_a_missing_directory_others_can_create_is_refused_and_permis
 #[test]
 #[ignore = "needs root"]
 fn a_dependency_planted_by_another_user_in_a_stale_run_path_never_runs_under_strict() {
+    let _serial = one_at_a_time();
     let layout = stale_run_path("deps_stale_planted");
     let error = strict(&layout.plugin).acquire().unwrap_err();
     assert!(matches!(error, Error::Untrusted { .. }), "{error:?}");
@@ -175,6 +186,7 @@ fn a_dependency_planted_by_another_user_in_a_stale_run_path_never_runs_under_str
 
 #[test]
 fn an_origin_relative_run_path_inside_a_trusted_directory_loads() {
+    let _serial = one_at_a_time();
     let dir = TestDir::new("deps_origin");
     let plugins = dir.sub("plugins");
     let libs = dir.sub("plugins/lib");
@@ -188,6 +200,7 @@ fn an_origin_relative_run_path_inside_a_trusted_directory_loads() {
 
 #[test]
 fn a_needed_library_named_by_path_is_refused_with_the_soname_fix() {
+    let _serial = one_at_a_time();
     let dir = TestDir::new("deps_needed_path");
     let writable = dir.sub("writable");
     // Without a soname, the linker records the path it was given as DT_NEEDED.
@@ -317,6 +330,7 @@ fn beside(dir: &TestDir, value: i32) -> (PathBuf, PathBuf) {
 
 #[test]
 fn a_dependency_beside_the_plugin_is_mapped_by_dylease_from_its_checked_descriptor_and_unmapped_with_it() {
+    let _serial = one_at_a_time();
     let dir = TestDir::new("deps_mapped_by_descriptor");
     let (plugin, dep) = beside(&dir, 7);
     let host = strict(&plugin);
@@ -346,6 +360,7 @@ fn a_dependency_beside_the_plugin_is_mapped_by_dylease_from_its_checked_descript
 
 #[test]
 fn the_plugins_of_the_suite_add_no_object_the_loader_searched_for_itself() {
+    let _serial = one_at_a_time();
     let dir = TestDir::new("deps_none_searched");
     let (plugin, dep) = beside(&dir, 5);
     // Every fixture of the suite that loads (C, C++ with and without the recipe, ABI 1 and 2,
@@ -388,6 +403,7 @@ fn the_plugins_of_the_suite_add_no_object_the_loader_searched_for_itself() {
 
 #[test]
 fn two_plugins_needing_one_library_share_one_mapping_of_it_gone_after_the_last() {
+    let _serial = one_at_a_time();
     let dir = TestDir::new("deps_shared");
     let (plugin, dep) = beside(&dir, 9);
     let second = plugin.with_file_name("libuses_dep_too.so");
@@ -425,6 +441,7 @@ fn assert_refused(error: &Error, plugin: &Path, words: &[&str]) {
 
 #[test]
 fn a_dependency_without_a_soname_is_refused_with_the_soname_fix_and_permissive_loads_it() {
+    let _serial = one_at_a_time();
     let dir = TestDir::new("deps_no_soname");
     let libs = dir.sub("plugins/lib");
     let dep = dependency_as(&libs, "libdep.so", None, 4, false, &[]);
@@ -442,6 +459,7 @@ fn a_dependency_without_a_soname_is_refused_with_the_soname_fix_and_permissive_l
 
 #[test]
 fn a_cycle_of_dependencies_is_refused() {
+    let _serial = one_at_a_time();
     let dir = TestDir::new("deps_cycle");
     let libs = dir.sub("plugins/lib");
     // libdep.so needs libloop.so, which needs libdep.so.
@@ -471,6 +489,7 @@ fn a_cycle_of_dependencies_is_refused() {
 
 #[test]
 fn an_under_linked_dependency_is_refused_with_the_link_fix() {
+    let _serial = one_at_a_time();
     let dir = TestDir::new("deps_under_linked");
     let libs = dir.sub("plugins/lib");
     // Its `dep_value` calls `plugin_side`, which only the plugin defines.
@@ -503,6 +522,7 @@ fn an_under_linked_dependency_is_refused_with_the_link_fix() {
 
 #[test]
 fn an_audit_library_entry_is_refused_before_any_code_runs() {
+    let _serial = one_at_a_time();
     let dir = TestDir::new("deps_audit");
     let libs = dir.sub("plugins/lib");
     dependency(&libs, 1, false);
@@ -524,6 +544,7 @@ fn an_audit_library_entry_is_refused_before_any_code_runs() {
 
 #[test]
 fn a_relative_run_path_entry_is_refused() {
+    let _serial = one_at_a_time();
     let dir = TestDir::new("deps_relative");
     let libs = dir.sub("plugins/lib");
     dependency(&libs, 1, false);
@@ -539,6 +560,7 @@ fn a_relative_run_path_entry_is_refused() {
 
 #[test]
 fn a_run_path_directory_others_or_the_group_can_create_names_in_is_refused_sticky_or_not() {
+    let _serial = one_at_a_time();
     for (mode, writers) in [
         (0o1777, "group and others (mode 1777, sticky)"),
         (0o1770, "group (mode 1770, sticky)"),
@@ -557,6 +579,7 @@ fn a_run_path_directory_others_or_the_group_can_create_names_in_is_refused_stick
 
 #[test]
 fn a_name_another_plugins_bundled_copy_answers_is_refused_until_that_copy_is_gone() {
+    let _serial = one_at_a_time();
     let dir = TestDir::new("deps_answered");
     let (first, _) = beside(&dir, 1);
     let other = TestDir::new("deps_answered_other");
@@ -579,6 +602,7 @@ fn a_name_another_plugins_bundled_copy_answers_is_refused_until_that_copy_is_gon
 
 #[test]
 fn more_libraries_than_the_check_covers_is_an_error_naming_the_limit_not_a_silent_pass() {
+    let _serial = one_at_a_time();
     let dir = TestDir::new("deps_limit");
     let libs = dir.sub("plugins/lib");
     // One library, copied under 513 sonames of one length (libd000.so …), the name patched.
@@ -623,6 +647,7 @@ fn load_permissive(plugin: &Path) {
 #[test]
 #[ignore = "needs root"]
 fn a_filtee_planted_by_another_user_never_runs_under_strict_and_runs_under_permissive() {
+    let _serial = one_at_a_time();
     let dir = TestDir::new("deps_attack_filtee");
     let theirs = dir.sub("theirs");
     let evil = dependency_as(&theirs, "libevil.so", Some("libevil.so"), 666, true, &[]);
@@ -662,6 +687,7 @@ fn a_filtee_planted_by_another_user_never_runs_under_strict_and_runs_under_permi
 #[test]
 #[ignore = "needs root"]
 fn the_origin_of_a_dependency_reached_through_a_symlink_is_the_directory_it_was_found_in() {
+    let _serial = one_at_a_time();
     // plugins/lib/libdep.so is a link to real/libdep.so, whose run path is `$ORIGIN/../evil`:
     // glibc expands it from the directory it found the name in (plugins/lib), so it searches
     // plugins/evil, which belongs to the other user; real/../evil holds a genuine copy.
@@ -708,6 +734,7 @@ fn the_origin_of_a_dependency_reached_through_a_symlink_is_the_directory_it_was_
 #[test]
 #[ignore = "needs root"]
 fn a_library_planted_in_a_hwcaps_subdirectory_of_a_sticky_run_path_never_runs() {
+    let _serial = one_at_a_time();
     let dir = TestDir::new("deps_attack_hwcaps");
     let open = dir.sub("open");
     dependency(&open, 1, false);
@@ -764,6 +791,7 @@ fn failing_open_left() -> i32 {
 
 #[test]
 fn running_out_of_descriptors_at_any_step_of_the_dependency_check_is_a_refusal_never_a_pass() {
+    let _serial = one_at_a_time();
     // `plugin/libuses_dep.so` needs `libdep.so` beside it, which needs `libevil.so` through a
     // run path into a directory anyone can write, where `libevil.so`'s constructor marks.
     // Under `Strict` that run path is refused; a step of the check that, out of descriptors,
@@ -916,6 +944,7 @@ fn permissive_value(plugin: &Path) -> Result<i32, Error> {
 
 #[test]
 fn a_braced_origin_in_a_run_path_resolves_as_the_bare_one() {
+    let _serial = one_at_a_time();
     // `${ORIGIN}` is `$ORIGIN` to glibc. (Caught: a resolver that takes the braced form
     // literally leaves the name to glibc, which maps a library dylease did not check.)
     let dir = TestDir::new("deps_braced_origin");
@@ -929,6 +958,7 @@ fn a_braced_origin_in_a_run_path_resolves_as_the_bare_one() {
 
 #[test]
 fn a_plugins_rpath_is_searched_for_the_libraries_its_dependencies_need() {
+    let _serial = one_at_a_time();
     // The plugin has a DT_RPATH (no DT_RUNPATH) naming `lib/` and `lib2/`; it needs
     // `libmid_rpath.so` (in `lib/`, no run path of its own), which needs `libdep_rpath.so`,
     // found only in `lib2/`: glibc searches the DT_RPATH of every loader up the chain.
@@ -950,6 +980,7 @@ fn a_plugins_rpath_is_searched_for_the_libraries_its_dependencies_need() {
 #[test]
 #[cfg(target_arch = "x86_64")]
 fn a_library_in_a_subdirectory_glibc_searches_below_a_run_path_is_found_where_glibc_finds_it() {
+    let _serial = one_at_a_time();
     // glibc also looks for a name in `glibc-hwcaps/<level>/` below each run-path directory and,
     // up to glibc 2.36, in the legacy `tls/` and platform subdirectories, where this CPU and
     // this glibc support them. Whatever this machine's glibc does, a library glibc finds there
