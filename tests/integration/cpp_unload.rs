@@ -65,6 +65,26 @@ fn a_cpp_plugin_built_with_the_version_script_unmaps_after_each_last_lease() {
     assert_eq!(host.stats().pinned_libraries, 0);
 }
 
+/// The prediction for the plain C++ example (no version script): pinned by its two GNU unique
+/// symbols, then the causes that may pin: the thread-local, and what else it exports.
+#[track_caller]
+fn assert_predicted_pinned_as_the_plain_example(pinning: &dylease::Pinning, round: usize) {
+    assert!(pinning.expected(), "round {round}: {pinning:?}");
+    assert_eq!(
+        pinning.causes()[0],
+        PinCause::GnuUnique {
+            count: 2,
+            example: "_ZZN6layout8Registry3getEvE8instance".into()
+        }
+    );
+    assert_eq!(pinning.causes()[1], PinCause::ThreadLocalDestructors);
+    assert!(
+        matches!(&pinning.causes()[2], PinCause::Exports { count, .. } if *count > 0),
+        "{pinning:?}"
+    );
+    assert_eq!(pinning.causes().len(), 3, "{pinning:?}");
+}
+
 #[test]
 fn a_cpp_plugin_built_without_it_is_reported_pinned_by_its_gnu_unique_symbols_once() {
     logger::install();
@@ -73,22 +93,7 @@ fn a_cpp_plugin_built_without_it_is_reported_pinned_by_its_gnu_unique_symbols_on
     let host = host(&lib);
     for round in 1..=5 {
         let lease = host.acquire().unwrap();
-        let pinning = lease.plugins()[0].pinning();
-        assert!(pinning.expected(), "round {round}: {pinning:?}");
-        assert_eq!(
-            pinning.causes()[0],
-            PinCause::GnuUnique {
-                count: 2,
-                example: "_ZZN6layout8Registry3getEvE8instance".into()
-            }
-        );
-        // Then the causes that may pin: the thread-local, and what else it exports.
-        assert_eq!(pinning.causes()[1], PinCause::ThreadLocalDestructors);
-        assert!(
-            matches!(&pinning.causes()[2], PinCause::Exports { count, .. } if *count > 0),
-            "{pinning:?}"
-        );
-        assert_eq!(pinning.causes().len(), 3, "{pinning:?}");
+        assert_predicted_pinned_as_the_plain_example(lease.plugins()[0].pinning(), round);
         convert_on_a_worker(&lease);
         drop(lease);
         assert_loaded(&lib);
@@ -189,21 +194,7 @@ fn a_cpp_plugin_without_section_headers_is_still_predicted_pinned() {
     std::fs::write(&lib, &bytes).unwrap();
     let host = host(&lib);
     let lease = host.acquire().unwrap();
-    let pinning = lease.plugins()[0].pinning();
-    assert!(pinning.expected(), "{pinning:?}");
-    assert_eq!(
-        pinning.causes()[0],
-        PinCause::GnuUnique {
-            count: 2,
-            example: "_ZZN6layout8Registry3getEvE8instance".into()
-        }
-    );
     // The imports (which the hash table does not index) are read too.
-    assert_eq!(pinning.causes()[1], PinCause::ThreadLocalDestructors);
-    assert!(
-        matches!(&pinning.causes()[2], PinCause::Exports { count, .. } if *count > 0),
-        "{pinning:?}"
-    );
-    assert_eq!(pinning.causes().len(), 3, "{pinning:?}");
+    assert_predicted_pinned_as_the_plain_example(lease.plugins()[0].pinning(), 1);
     drop(lease);
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use dylease::{Error, PluginHost, TrustPolicy};
 
-use crate::support::{TestDir, assert_unloaded, compile_plugin, compile_settled as compile, mapped};
+use crate::support::{TestDir, assert_unloaded, compile_plugin, compile_settled as compile, mapped, stale_run_path};
 
 /// Serializes this module's tests. Their libraries share sonames (`libdep.so`), and glibc
 /// answers a needed name with any library loaded under it, whoever loaded it: two of these
@@ -83,26 +83,6 @@ fn dep_value(host: &PluginHost) -> i32 {
     let pass = unsafe { lease.pass::<unsafe extern "C" fn() -> i32>("dep_value") }.unwrap();
     // SAFETY: the pass takes no arguments and only calls `dep_value()` of its dependency.
     unsafe { pass() }
-}
-
-/// A test layout: `open/` (mode 1777, like `/tmp`), `trusted/libdep.so` (the genuine
-/// dependency, returning 1), and `plugin/libuses_dep.so` whose run path lists the
-/// missing `open/build/lib` first, then `trusted/`.
-struct StaleRunPath {
-    dir: TestDir,
-    open: PathBuf,
-    plugin: PathBuf,
-}
-
-fn stale_run_path(test: &str) -> StaleRunPath {
-    let dir = TestDir::new(test);
-    let open = dir.sub("open");
-    fs::set_permissions(&open, Permissions::from_mode(0o1777)).unwrap();
-    let trusted = dir.sub("trusted");
-    dependency(&trusted, 1, false);
-    let run_path = format!("{}:{}", open.join("build/lib").display(), trusted.display());
-    let plugin = plugin(&dir.sub("plugin"), &trusted, &run_path);
-    StaleRunPath { dir, open, plugin }
 }
 
 /// Asserts `error` refuses `plugin` for its run path entry naming `dir`.

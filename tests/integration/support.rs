@@ -421,3 +421,40 @@ pub(crate) fn copy_in(dir: &Path, from: &Path, file: &str, mode: u32) -> PathBuf
     fs::set_permissions(&to, Permissions::from_mode(mode)).unwrap();
     to
 }
+
+/// A test layout: `open/` (mode 1777, like `/tmp`), `trusted/libdep.so` (the genuine
+/// dependency, returning 1), and `plugin/libuses_dep.so` whose run path lists the missing
+/// `open/build/lib` first, then `trusted/`.
+#[allow(dead_code)]
+pub(crate) struct StaleRunPath {
+    pub(crate) dir: TestDir,
+    pub(crate) open: PathBuf,
+    pub(crate) plugin: PathBuf,
+}
+
+#[allow(dead_code)]
+pub(crate) fn stale_run_path(test: &str) -> StaleRunPath {
+    let dir = TestDir::new(test);
+    let open = dir.sub("open");
+    fs::set_permissions(&open, Permissions::from_mode(0o1777)).unwrap();
+    let trusted = dir.sub("trusted");
+    compile_settled(
+        "dep.c",
+        &trusted.join("libdep.so"),
+        &["-DDEP_VALUE=1", "-Wl,-soname,libdep.so", "-Wl,--no-as-needed", "-ldl"],
+    );
+    let run_path = format!("{}:{}", open.join("build/lib").display(), trusted.display());
+    let plugin = compile_settled(
+        "uses_dep.c",
+        &dir.sub("plugin").join("libuses_dep.so"),
+        &[
+            "-Wl,--no-as-needed",
+            "-L",
+            &trusted.display().to_string(),
+            "-ldep",
+            &format!("-Wl,-rpath,{run_path}"),
+            "-Wl,--enable-new-dtags",
+        ],
+    );
+    StaleRunPath { dir, open, plugin }
+}
