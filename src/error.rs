@@ -51,6 +51,10 @@ pub enum OpenCause {
     /// directory): a host checks a replaced file and tries again, so this is seen only while
     /// installs keep replacing it.
     Replaced,
+    /// dylease's own reading of the plugin's manifest, before any loader saw the file: the
+    /// manifest is corrupt, or written in a format version this host does not read (see
+    /// [`Manifest`](crate::Manifest)). None of the plugin's code ran.
+    Manifest,
 }
 
 /// Everything that can go wrong while configuring a host or loading its plugins.
@@ -101,10 +105,24 @@ pub enum Error {
     AbiMismatch {
         /// The library file.
         path: PathBuf,
-        /// The version in the plugin's descriptor.
+        /// The version in the plugin's descriptor, or in its manifest.
         found: u32,
         /// The newest version this host speaks ([`DYLEASE_ABI_VERSION`](crate::abi::DYLEASE_ABI_VERSION)).
         expected: u32,
+        /// Whether `found` was read from the plugin's manifest, before the library was
+        /// mapped: then none of its code ran. A plugin without a manifest is refused after
+        /// its descriptor was read, once the loader ran its constructors.
+        declared: bool,
+    },
+    /// What the plugin registered differs from what its manifest declares (see
+    /// [`Manifest`](crate::Manifest)): its descriptor's name or version, or, for a complete
+    /// manifest, the set of its passes. The plugin was unloaded (if no other set uses it).
+    #[non_exhaustive]
+    ManifestMismatch {
+        /// The plugin.
+        plugin: Origin,
+        /// Each difference, naming the pass.
+        reason: String,
     },
     /// The plugin's `on_load` (ABI version 2) returned non-zero. Its `register_passes` and
     /// `on_unload` were not called, and the library was closed.
@@ -233,6 +251,7 @@ impl Error {
             Error::InvalidPlugin { plugin, .. }
             | Error::InvalidPass { plugin, .. }
             | Error::RegisterFailed { plugin, .. }
+            | Error::ManifestMismatch { plugin, .. }
             | Error::Panicked { plugin, .. } => Some(plugin.clone()),
             Error::DuplicatePass { second, .. } => Some(second.clone()),
             Error::PassLookup { cause, .. } => match &**cause {
@@ -284,7 +303,12 @@ impl fmt::Display for Error {
                 "plugin file `{}` does not export `dylease_plugin_v1`; is it a dylease plugin? ({reason})",
                 path.display()
             ),
-            Error::AbiMismatch { path, found, expected } => {
+            Error::AbiMismatch {
+                path,
+                found,
+                expected,
+                declared,
+            } => {
                 let oldest = crate::abi::DYLEASE_OLDEST_ABI_VERSION;
                 let spoken = match expected.saturating_sub(oldest) {
                     0 => format!("version {expected}"),
@@ -293,9 +317,17 @@ impl fmt::Display for Error {
                 };
                 write!(
                     f,
-                    "plugin file `{}` was built for dylease ABI version {found}, but this host speaks {spoken}; rebuild the plugin against this host's dylease.h",
-                    path.display()
+                    "plugin file `{}` was built for dylease ABI version {found}{}, but this host speaks {spoken}; rebuild the plugin against this host's dylease.h (or dylease-plugin crate)",
+                    path.display(),
+                    if *declared {
+                        " (its manifest says so; none of its code ran)"
+                    } else {
+                        ""
+                    }
                 )
+            }
+            Error::ManifestMismatch { plugin, reason } => {
+                write!(f, "{plugin} does not match its manifest: {reason}")
             }
             Error::OnLoadFailed { path, code } => write!(
                 f,

@@ -120,7 +120,8 @@ pub use host::{
     global, init_global,
 };
 pub use load::{
-    LoadFailure, LoadPolicy, PassInfo, PinCause, Pinning, PluginInfo, StaticRegistrar, TrustPolicy, plugin_files_in,
+    DeclaredPass, LoadFailure, LoadPolicy, Manifest, PassInfo, PinCause, Pinning, PluginInfo, StaticRegistrar,
+    TrustPolicy, plugin_files_in,
 };
 
 // The guarantees the handle types make, checked at compile time.

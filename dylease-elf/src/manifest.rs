@@ -111,7 +111,7 @@ pub(crate) fn read(file: &dyn Bytes) -> Result<Option<Manifest>, String> {
                     let format = form.u32(desc, 0);
                     if desc.len() >= 4 && format != FORMAT_VERSION {
                         return Err(format!(
-                            "its dylease manifest ({}) has format version {format}, but this reader knows only version {FORMAT_VERSION}",
+                            "its dylease manifest ({}) has format version {format}, but this reader knows only version {FORMAT_VERSION}: read it with a newer dylease, or build the plugin with this one's headers",
                             place()
                         ));
                     }
@@ -309,10 +309,15 @@ impl Fields<'_> {
 
     fn string(&mut self, what: &str) -> Result<String, String> {
         let len = self.u32(&format!("{what}'s length"))? as usize;
+        let a = if what.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
         let padded = round_up(len, 4);
         if padded > self.bytes.len() - self.at {
             return Err(format!(
-                "has a {what} of {len} bytes, more than the {} left in its descriptor",
+                "has {a} {what} of {len} bytes, more than the {} left in its descriptor",
                 self.bytes.len() - self.at
             ));
         }
@@ -321,12 +326,12 @@ impl Fields<'_> {
         let text = match raw.split_last() {
             None => &[][..],
             Some((0, text)) => text,
-            Some(_) => return Err(format!("has a {what} that does not end with a NUL within its length")),
+            Some(_) => return Err(format!("has {a} {what} that does not end with a NUL within its length")),
         };
         if text.contains(&0) {
-            return Err(format!("has a {what} with a NUL inside it"));
+            return Err(format!("has {a} {what} with a NUL inside it"));
         }
-        String::from_utf8(text.to_vec()).map_err(|_| format!("has a {what} that is not UTF-8"))
+        String::from_utf8(text.to_vec()).map_err(|_| format!("has {a} {what} that is not UTF-8"))
     }
 }
 
@@ -599,7 +604,7 @@ mod tests {
         let reason = refusal(&file(&[(4, dylease(NT_PLUGIN, &plugin(7, 0, "m", "1"), 4))]));
         assert!(
             reason.starts_with("its dylease manifest (the dylease note at byte ")
-                && reason.ends_with("has format version 7, but this reader knows only version 1"),
+                && reason.contains("has format version 7, but this reader knows only version 1: "),
             "{reason}"
         );
         // Pass records without a plugin record.

@@ -8,6 +8,7 @@ use crate::error::{Error, Origin};
 pub(crate) mod candidate;
 pub(crate) mod discover;
 pub(crate) mod log_scope;
+mod manifest;
 // The calls into a plugin, fenced here: opens its library (`sys::library`, on the word of
 // whoever named it through an `unsafe` builder method), calls its entry point,
 // `register_passes`, `on_load` and `on_unload`, and reads its descriptor.
@@ -34,6 +35,7 @@ pub use discover::plugin_files_in;
 #[cfg(feature = "watch")]
 pub(crate) use discover::{env_dirs, is_library_name};
 pub(crate) use log_scope::count;
+pub use manifest::{DeclaredPass, Manifest};
 pub use pinning::{PinCause, Pinning};
 pub(crate) use plugins::LoadedPlugins;
 pub use plugins::{PassInfo, PluginInfo};

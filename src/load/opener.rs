@@ -383,6 +383,7 @@ fn verify(library: &Library, path: &Path) -> Result<Descriptor, Error> {
                 path: path.to_owned(),
                 found: abi_version,
                 expected: DYLEASE_ABI_VERSION,
+                declared: false,
             });
         }
         // SAFETY: every accepted version's descriptor begins with version 1's fields.

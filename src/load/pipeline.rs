@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use crate::error::{Error, OpenCause, Origin};
 use crate::load::candidate::Candidate;
+use crate::load::manifest::Manifest;
 use crate::load::opener::{Dlopen, library_instance};
 use crate::load::pinning::Pinning;
 use crate::load::registrar::{Collected, Finished, StaticRegistrar};
@@ -30,6 +31,8 @@ pub(crate) struct Verified {
     instance: Arc<LibraryInstance<Dlopen>>,
     /// Whether its file predicts that the platform keeps it mapped.
     pinning: Pinning,
+    /// What its file declares, read before it was mapped.
+    manifest: Option<Manifest>,
 }
 
 /// A plugin whose passes are collected: the only state a set is built from.
@@ -64,6 +67,8 @@ impl Candidate {
         loop {
             let (checked, _, identity) = open_checked(&mut self, checks, trust)?;
             let linkage = checked.check(&self.path)?;
+            // The ABI gate of a plugin with a manifest: before the file is mapped.
+            let manifest = checked.manifest(&self.path)?;
             let strict = trust == TrustPolicy::Strict;
             let dependencies = match self.dependencies.take() {
                 Some(dependencies) => dependencies,
@@ -101,6 +106,7 @@ impl Candidate {
                         path: self.path,
                         instance: instance?,
                         pinning,
+                        manifest,
                     });
                 }
             }
@@ -144,7 +150,14 @@ impl Verified {
         // host refuses a pass below.
         self.instance.registered();
         let teardown = Teardown::of_instance(origin.clone(), self.instance, self.pinning.clone());
-        let passes = match passes {
+        let checked = passes.and_then(|passes| match &self.manifest {
+            Some(manifest) => {
+                let registered = passes.iter().map(|p| (&*p.name, p.interface.as_deref()));
+                manifest.compare(&origin, &name, &version, registered).map(|()| passes)
+            }
+            None => Ok(passes),
+        });
+        let passes = match checked {
             Ok(passes) => passes,
             Err(refused) => {
                 teardown_all(vec![teardown]);

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use dylease::{Error, Origin, PluginHost, Registrar};
+use dylease::{Error, OpenCause, Origin, PluginHost, Registrar};
 
 use crate::rust_plugin::built_rust_plugins;
 use crate::support::{TestDir, assert_unloaded};
@@ -78,7 +78,31 @@ fn an_invalid_interface_is_refused_naming_the_pass_and_the_reason() {
         ("typed_long_interface", "the interface is longer than 256 bytes"),
         ("hooks_null_interface", "the interface is NULL"),
     ] {
-        let (_dir, lib, error) = load_error(fixture);
+        let (_dir, lib, error) = if fixture == "typed_bad_utf8_interface" {
+            // Its manifest declares the pass with that interface too: the host refuses the
+            // manifest before the file is mapped (no code of it ran) ...
+            let (dir, lib, error) = load_error(fixture);
+            assert!(
+                matches!(&error, Error::Open { cause: OpenCause::Manifest, reason, .. }
+                    if reason.contains("an interface that is not UTF-8")),
+                "{error:?}"
+            );
+            assert_eq!(events(&lib), Vec::<String>::new(), "no code of it ran");
+            // ... and without the manifest, the registration refuses the pass.
+            let status = std::process::Command::new("objcopy")
+                .args(["--remove-section", ".note.dylease"])
+                .arg(&lib)
+                .status()
+                .expect("cannot run objcopy");
+            assert!(status.success());
+            // SAFETY: the suite's own fixture, whose initialisation code is sound.
+            let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
+            let error = host.acquire().unwrap_err();
+            assert_unloaded(&lib);
+            (dir, lib, error)
+        } else {
+            load_error(fixture)
+        };
         match &error {
             Error::InvalidPass {
                 plugin,

@@ -1,0 +1,196 @@
+//! What a plugin declares about itself in its file — its name and version, its passes and,
+//! for a library, the plugin ABI version it was built for — read without running any of its
+//! code: a library's manifest notes (`dylease_elf::manifest`), a Python plugin's syntax tree.
+//! The host gates the ABI on it before the library is mapped, and compares it with what the
+//! plugin registers (`load::pipeline`).
+
+use std::fmt;
+
+pub use dylease_elf::DeclaredPass;
+
+use crate::error::{Error, Origin};
+
+/// A plugin's manifest: what its file declares, read without running any of its code.
+///
+/// A library's manifest is written at compile time by the C/C++ header's macros and by
+/// [`export_plugin!`](crate::export_plugin) (see [`docs::writing_plugins`]); a Python
+/// plugin's is read from its syntax tree (its module-level `dylease.plugin(...)` and
+/// `@dylease.typed_pass(...)` decorators). See [`PluginHost::catalog`](crate::PluginHost::catalog).
+///
+/// [`docs::writing_plugins`]: crate::docs::writing_plugins
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    pub(crate) abi_version: Option<u32>,
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) complete: bool,
+    pub(crate) passes: Vec<DeclaredPass>,
+}
+
+impl Manifest {
+    /// The plugin ABI version a library plugin was built for; `None` for a Python plugin.
+    pub fn abi_version(&self) -> Option<u32> {
+        self.abi_version
+    }
+
+    /// The plugin's name, as its descriptor (or `dylease.plugin(...)`) gives it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The plugin's version; empty if it gives none.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Whether [`passes`](Manifest::passes) lists every pass the plugin registers. A host
+    /// that loads the plugin checks it: a difference fails the load.
+    pub fn is_complete(&self) -> bool {
+        self.complete
+    }
+
+    /// The passes it declares, in the order of the file.
+    pub fn passes(&self) -> &[DeclaredPass] {
+        &self.passes
+    }
+
+    /// Compares the plugin's `name`, `version` and `registered` passes (name, interface) with
+    /// this manifest: the name and version must be the declared ones and, if the manifest is
+    /// complete, the passes exactly the declared ones. The error names each difference.
+    pub(crate) fn compare<'a>(
+        &self,
+        plugin: &Origin,
+        name: &str,
+        version: &str,
+        registered: impl Iterator<Item = (&'a str, Option<&'a str>)> + Clone,
+    ) -> Result<(), Error> {
+        let mut differences = Vec::new();
+        if name != self.name {
+            differences.push(format!(
+                "its descriptor names it `{name}`, its manifest `{}`",
+                self.name
+            ));
+        }
+        if version != self.version {
+            differences.push(format!(
+                "its descriptor gives version `{version}`, its manifest `{}`",
+                self.version
+            ));
+        }
+        if self.complete {
+            for declared in &self.passes {
+                match registered.clone().find(|(name, _)| *name == declared.name) {
+                    None => differences.push(format!("it did not register the declared pass {}", Shown(declared))),
+                    Some((_, interface)) if interface != declared.interface.as_deref() => differences.push(format!(
+                        "it registered pass `{}` {}, but its manifest declares it {}",
+                        declared.name,
+                        typed(interface),
+                        typed(declared.interface.as_deref())
+                    )),
+                    Some(_) => {}
+                }
+            }
+            for (name, interface) in registered {
+                if !self.passes.iter().any(|declared| declared.name == name) {
+                    differences.push(format!(
+                        "it registered pass `{name}` {}, which its complete manifest does not declare",
+                        typed(interface)
+                    ));
+                }
+            }
+        }
+        if differences.is_empty() {
+            return Ok(());
+        }
+        Err(Error::ManifestMismatch {
+            plugin: plugin.clone(),
+            reason: differences.join("; "),
+        })
+    }
+}
+
+impl From<dylease_elf::Manifest> for Manifest {
+    fn from(manifest: dylease_elf::Manifest) -> Manifest {
+        Manifest {
+            abi_version: Some(manifest.abi_version),
+            name: manifest.name,
+            version: manifest.version,
+            complete: manifest.complete,
+            passes: manifest.passes,
+        }
+    }
+}
+
+/// A declared pass as a message shows it: "`name` (interface `i`)" or "`name` (untyped)".
+struct Shown<'a>(&'a DeclaredPass);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` {}", self.0.name, typed(self.0.interface.as_deref()))
+    }
+}
+
+/// "(interface `i`)" or "(untyped)".
+fn typed(interface: Option<&str>) -> String {
+    match interface {
+        Some(interface) => format!("(interface `{interface}`)"),
+        None => "(untyped)".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(complete: bool) -> Manifest {
+        Manifest {
+            abi_version: Some(2),
+            name: "p".into(),
+            version: "1".into(),
+            complete,
+            passes: vec![
+                DeclaredPass::new("a", None),
+                DeclaredPass::new("b", Some("i/1".to_owned())),
+            ],
+        }
+    }
+
+    fn compare(manifest: &Manifest, name: &str, registered: &[(&str, Option<&str>)]) -> Result<(), String> {
+        let origin = Origin::Named("p".into());
+        manifest
+            .compare(&origin, name, "1", registered.iter().copied())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_complete_manifest_must_list_exactly_the_registered_passes() {
+        let complete = manifest(true);
+        assert_eq!(compare(&complete, "p", &[("b", Some("i/1")), ("a", None)]), Ok(()));
+        let missing = compare(&complete, "p", &[("a", None)]).unwrap_err();
+        assert!(
+            missing.contains("did not register the declared pass `b` (interface `i/1`)"),
+            "{missing}"
+        );
+        let extra = compare(&complete, "p", &[("a", None), ("b", Some("i/1")), ("c", None)]).unwrap_err();
+        assert!(
+            extra.contains("registered pass `c` (untyped), which its complete"),
+            "{extra}"
+        );
+        let retyped = compare(&complete, "p", &[("a", Some("j/1")), ("b", Some("i/1"))]).unwrap_err();
+        assert!(
+            retyped.contains("registered pass `a` (interface `j/1`), but its manifest declares it (untyped)"),
+            "{retyped}"
+        );
+    }
+
+    #[test]
+    fn an_incomplete_manifest_allows_other_passes_but_not_another_name() {
+        let incomplete = manifest(false);
+        assert_eq!(compare(&incomplete, "p", &[("z", None)]), Ok(()));
+        let renamed = compare(&incomplete, "q", &[]).unwrap_err();
+        assert!(
+            renamed.contains("its descriptor names it `q`, its manifest `p`"),
+            "{renamed}"
+        );
+    }
+}
