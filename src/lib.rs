@@ -120,8 +120,8 @@ pub use host::{
     global, init_global,
 };
 pub use load::{
-    DeclaredPass, LoadFailure, LoadPolicy, Manifest, PassInfo, PinCause, Pinning, PluginInfo, StaticRegistrar,
-    TrustPolicy, plugin_files_in,
+    CatalogEntry, DeclaredPass, LoadFailure, LoadPolicy, Manifest, PassInfo, PinCause, Pinning, PluginInfo,
+    StaticRegistrar, TrustPolicy, plugin_files_in,
 };
 
 // The guarantees the handle types make, checked at compile time.

@@ -11,7 +11,7 @@ use crate::host::lease::Lease;
 use crate::host::policy::UnloadPolicy;
 use crate::host::stats::Stats;
 use crate::host::watch::{self, Watch};
-use crate::load::{LoadPolicy, LoadedPlugins, Source, TrustPolicy, count};
+use crate::load::{CatalogEntry, LoadPolicy, LoadedPlugins, Source, TrustPolicy, count};
 use crate::sync::{Arc, Weak};
 
 /// A set of plugin sources and the slot through which their loaded set is shared.
@@ -201,6 +201,46 @@ impl PluginHost {
     /// Loads the sources under the host's policies ([`LoadConfig::load`]).
     pub(super) fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
         crate::load::log_scope::with_host(self.generations.stats.name(), || self.config.load(deadline))
+    }
+
+    /// Every plugin this host would load, with what its file declares (its [`Manifest`]),
+    /// why a load would refuse it before running its code (the trust check, the ELF check,
+    /// a declared ABI version the host does not speak) and its pin prediction — judged from
+    /// the files alone: **no plugin code runs** (no library is mapped, no Python module
+    /// executed) and no lease is taken. Plugins come in load order; a static plugin appears
+    /// with its name and no manifest.
+    ///
+    /// Use it to list, select or describe plugins, or to vet files before a load. A plugin
+    /// without a manifest can be described only by loading it. What a load would do after
+    /// its checks (the constructors, `on_load`, `register_passes`) is not judged.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] if a source directory cannot be read (as a load would fail); every
+    /// refusal of one plugin is in its entry's [`refusal`](CatalogEntry::refusal) instead.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// // SAFETY: the directory holds the compiler's own passes, whose initialisation code is
+    /// // sound (`catalog` runs none of it; a later `acquire` would).
+    /// let host = unsafe { dylease::PluginHost::builder().dir("/opt/compiler/passes") }.build()?;
+    /// for plugin in host.catalog()? {
+    ///     match (plugin.refusal(), plugin.manifest()) {
+    ///         (Some(refusal), _) => println!("{}: {refusal}", plugin.origin()),
+    ///         (None, Some(manifest)) => {
+    ///             let passes: Vec<_> = manifest.passes().iter().map(|p| p.name.as_str()).collect();
+    ///             println!("{} {}: {}", manifest.name(), manifest.version(), passes.join(", "));
+    ///         }
+    ///         (None, None) => println!("{}: no manifest (load it to know more)", plugin.origin()),
+    ///     }
+    /// }
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    ///
+    /// [`Manifest`]: crate::Manifest
+    pub fn catalog(&self) -> Result<Vec<CatalogEntry>, Error> {
+        crate::load::catalog(&self.config.sources, self.config.trust)
     }
 
     /// Whether a set of this host is loaded (or still unloading). Observes, decides nothing.

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use dylease_elf::{Elf, Linkage};
 
-use crate::abi::{DYLEASE_ABI_VERSION, DYLEASE_OLDEST_ABI_VERSION};
 use crate::error::{Error, OpenCause};
 use crate::load::manifest::Manifest;
 
@@ -80,8 +79,8 @@ impl Opened {
     /// The library's manifest (`Elf::manifest`, read from its note segments: the headers
     /// the ELF check read and one more read), `None` if it has none. A corrupt manifest, or one
     /// of a format this host does not read, is refused with an error naming the plugin file
-    /// `path`; so is one declaring a plugin ABI version this host does not speak. Either way
-    /// before the file is mapped: none of the plugin's code ran.
+    /// `path`, before the file is mapped: none of the plugin's code ran. (The ABI version it
+    /// declares is checked by [`Manifest::gate`].)
     ///
     /// Only on platforms whose libraries are ELF files; elsewhere there is none.
     pub(crate) fn manifest(&self, path: &Path) -> Result<Option<Manifest>, Error> {
@@ -93,16 +92,7 @@ impl Opened {
             reason: refusal.into_reason(),
             cause: OpenCause::Manifest,
         })?;
-        let Some(manifest) = manifest else { return Ok(None) };
-        if !(DYLEASE_OLDEST_ABI_VERSION..=DYLEASE_ABI_VERSION).contains(&manifest.abi_version) {
-            return Err(Error::AbiMismatch {
-                path: path.to_owned(),
-                found: manifest.abi_version,
-                expected: DYLEASE_ABI_VERSION,
-                declared: true,
-            });
-        }
-        Ok(Some(manifest.into()))
+        Ok(manifest.map(Manifest::from))
     }
 
     /// What the library makes the loader look up (`Elf::linkage`: its DT_NEEDED and run

@@ -5,9 +5,11 @@
 //! plugin registers (`load::pipeline`).
 
 use std::fmt;
+use std::path::Path;
 
 pub use dylease_elf::DeclaredPass;
 
+use crate::abi::{DYLEASE_ABI_VERSION, DYLEASE_OLDEST_ABI_VERSION};
 use crate::error::{Error, Origin};
 
 /// A plugin's manifest: what its file declares, read without running any of its code.
@@ -52,6 +54,22 @@ impl Manifest {
     /// The passes it declares, in the order of the file.
     pub fn passes(&self) -> &[DeclaredPass] {
         &self.passes
+    }
+
+    /// Refuses a library plugin whose manifest declares a plugin ABI version this host does
+    /// not speak, naming the file `path` and both versions: before the file is mapped.
+    pub(crate) fn gate(&self, path: &Path) -> Result<(), Error> {
+        match self.abi_version {
+            Some(found) if !(DYLEASE_OLDEST_ABI_VERSION..=DYLEASE_ABI_VERSION).contains(&found) => {
+                Err(Error::AbiMismatch {
+                    path: path.to_owned(),
+                    found,
+                    expected: DYLEASE_ABI_VERSION,
+                    declared: true,
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Compares the plugin's `name`, `version` and `registered` passes (name, interface) with

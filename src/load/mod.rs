@@ -6,6 +6,7 @@ use std::time::Instant;
 use crate::error::{Error, Origin};
 
 pub(crate) mod candidate;
+mod catalog;
 pub(crate) mod discover;
 pub(crate) mod log_scope;
 mod manifest;
@@ -30,6 +31,8 @@ pub(crate) mod sys;
 pub(crate) mod teardown;
 mod trust;
 
+pub use catalog::CatalogEntry;
+pub(crate) use catalog::catalog;
 pub(crate) use discover::Source;
 pub use discover::plugin_files_in;
 #[cfg(feature = "watch")]

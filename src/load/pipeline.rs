@@ -69,6 +69,9 @@ impl Candidate {
             let linkage = checked.check(&self.path)?;
             // The ABI gate of a plugin with a manifest: before the file is mapped.
             let manifest = checked.manifest(&self.path)?;
+            if let Some(manifest) = &manifest {
+                manifest.gate(&self.path)?;
+            }
             let strict = trust == TrustPolicy::Strict;
             let dependencies = match self.dependencies.take() {
                 Some(dependencies) => dependencies,

@@ -4,10 +4,10 @@
 
 use std::process::Command;
 
-use dylease::PluginHost;
+use dylease::{Error, LoadPolicy, OpenCause, PluginHost};
 use dylease_elf::{Elf, Manifest};
 
-use crate::support::{TestDir, fixture};
+use crate::support::{TestDir, assert_unloaded, beside, fixture, mapped};
 
 /// The manifest of the library at `path`, which must have one.
 fn manifest_of(path: &std::path::Path) -> Manifest {
@@ -113,4 +113,191 @@ fn a_plugin_registering_by_hand_has_an_incomplete_manifest() {
     // Without the macro: no manifest at all.
     let bytes = std::fs::read(fixture("by_hand")).unwrap();
     assert_eq!(Elf::new(&bytes[..], bytes.len() as u64).manifest(), Ok(None));
+}
+
+/// Whether the constructor of a `by_hand_marker*` copy at `lib` ran (it creates
+/// `<lib>.ran`).
+fn ran(lib: &std::path::Path) -> bool {
+    beside(lib, ".ran").exists()
+}
+
+/// A plugin whose manifest declares an ABI version the host does not speak is refused before
+/// the file is mapped: its constructor never ran. Without a manifest, the same refusal comes
+/// from the descriptor, after the loader ran the constructor (the documented difference).
+#[test]
+fn a_plugin_declaring_an_abi_the_host_does_not_speak_is_refused_before_any_of_its_code_runs() {
+    let dir = TestDir::new("manifest-future-abi");
+    let lib = dir.add("by_hand_marker_future_abi", "libfuture.so");
+    // SAFETY: the suite's own fixture, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
+    let error = host.acquire().unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::AbiMismatch {
+                found: 3,
+                expected: 2,
+                declared: true,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains(&lib.display().to_string())
+            && message.contains("ABI version 3 (its manifest says so; none of its code ran)")
+            && message.contains("versions 1 and 2"),
+        "{message}"
+    );
+    assert!(!ran(&lib), "the plugin's constructor ran");
+    assert_unloaded(&lib);
+
+    // Without its manifest: refused by its descriptor, once its constructor ran.
+    strip_manifest(&lib);
+    let error = host.acquire().unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::AbiMismatch {
+                found: 3,
+                declared: false,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(
+        ran(&lib),
+        "without a manifest the descriptor is read from the mapped file"
+    );
+}
+
+/// A manifest of a format version the host does not read is refused, naming the file and
+/// both versions, before any of the plugin's code runs.
+#[test]
+fn a_manifest_of_an_unknown_format_is_refused_before_any_of_its_code_runs() {
+    let dir = TestDir::new("manifest-format");
+    let lib = dir.add("by_hand_marker_manifest", "libformat.so");
+    let mut bytes = std::fs::read(&lib).unwrap();
+    // The plugin record: the owner "dylease\0", then its descriptor's first field, the
+    // format version (1, little-endian on the platforms the suite runs on).
+    let record: Vec<u8> = [&b"dylease\0"[..], &1u32.to_ne_bytes()].concat();
+    let at = bytes
+        .windows(record.len())
+        .position(|w| w == record)
+        .expect("a plugin record");
+    bytes[at + 8..at + 12].copy_from_slice(&7u32.to_ne_bytes());
+    std::fs::write(&lib, &bytes).unwrap();
+    // SAFETY: the suite's own fixture, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
+    let error = host.acquire().unwrap_err();
+    let message = error.to_string();
+    assert!(
+        matches!(
+            error,
+            Error::Open {
+                cause: OpenCause::Manifest,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(
+        message.contains(&lib.display().to_string())
+            && message.contains("has format version 7, but this reader knows only version 1"),
+        "{message}"
+    );
+    assert!(!ran(&lib), "the plugin's constructor ran");
+}
+
+/// A complete manifest declaring a pass the plugin never registers fails the load, naming
+/// the pass; the plugin is unloaded.
+#[test]
+fn a_manifest_declaring_a_pass_the_plugin_does_not_register_fails_the_load_naming_it() {
+    let dir = TestDir::new("manifest-ghost");
+    let lib = dir.add("by_hand_ghost_manifest", "libghost.so");
+    // SAFETY: the suite's own fixture, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
+    let error = host.acquire().unwrap_err();
+    assert!(matches!(error, Error::ManifestMismatch { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(
+        message.contains(&lib.display().to_string())
+            && message.contains("it did not register the declared pass `ghost` (untyped)"),
+        "{message}"
+    );
+    assert_unloaded(&lib);
+}
+
+/// `catalog()` describes every plugin of a directory from its file alone: the manifest of
+/// one that has one, the trust refusal of a file others can write, the ABI refusal of a
+/// later plugin, the pin prediction of a `-z nodelete` library. No constructor ran; loading
+/// the same directory then runs them (the markers work).
+#[test]
+fn the_catalog_describes_every_plugin_without_running_any_of_their_code() {
+    let dir = TestDir::new("manifest-catalog");
+    let with = dir.add("by_hand_marker_manifest", "liba_with.so");
+    let without = dir.add("by_hand_marker", "libb_without.so");
+    let future = dir.add("by_hand_marker_future_abi", "libc_future.so");
+    let pinned = dir.add("ctor_nodelete", "libd_pinned.so");
+    let open = dir.add("by_hand_marker", "libe_open.so");
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o757)).unwrap();
+    // SAFETY: the suite's own fixtures, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()) }
+        .policy(LoadPolicy::SkipFailed)
+        .build()
+        .unwrap();
+    let catalog = host.catalog().unwrap();
+    let files: Vec<_> = catalog.iter().map(|e| e.origin().path().unwrap().to_owned()).collect();
+    assert_eq!(
+        files,
+        [&with, &without, &future, &pinned, &open].map(std::path::PathBuf::clone)
+    );
+
+    let manifest = catalog[0].manifest().expect("a manifest");
+    assert_eq!((manifest.name(), manifest.version()), ("by-hand", "1"));
+    assert_eq!((manifest.abi_version(), manifest.is_complete()), (Some(2), false));
+    assert!(catalog[0].refusal().is_none() && catalog[1].refusal().is_none());
+    assert!(catalog[1].manifest().is_none());
+    assert!(
+        matches!(
+            catalog[2].refusal(),
+            Some(Error::AbiMismatch {
+                found: 3,
+                declared: true,
+                ..
+            })
+        ),
+        "{:?}",
+        catalog[2].refusal()
+    );
+    assert_eq!(catalog[2].manifest().and_then(|m| m.abi_version()), Some(3));
+    assert!(catalog[3].pinning().expected() && !catalog[0].pinning().expected());
+    assert!(
+        matches!(catalog[4].refusal(), Some(Error::Untrusted { .. })),
+        "{:?}",
+        catalog[4].refusal()
+    );
+    for lib in [&with, &without, &future, &open] {
+        assert!(!ran(lib), "{}: its constructor ran", lib.display());
+    }
+    assert!(!mapped(&pinned), "the catalog mapped a library");
+    assert!(!host.is_loaded());
+
+    // Loading runs what the catalog did not (the markers work): the trusted ones ran.
+    let lease = host.acquire().unwrap();
+    assert!(ran(&with) && ran(&without));
+    assert!(!ran(&future) && !ran(&open), "refused before any of their code ran");
+    drop(lease);
+}
+
+/// `lib` without its manifest notes (`objcopy --remove-section .note.dylease`).
+fn strip_manifest(lib: &std::path::Path) {
+    let status = Command::new("objcopy")
+        .args(["--remove-section", ".note.dylease"])
+        .arg(lib)
+        .status()
+        .expect("cannot run objcopy");
+    assert!(status.success());
 }

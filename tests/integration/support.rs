@@ -56,6 +56,25 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
             vec!["by_hand.c"],
             vec!["-DMARK_CONSTRUCTOR".into(), "-Wl,--no-as-needed".into(), "-ldl".into()],
         ),
+        "by_hand_marker_manifest" => (
+            vec!["by_hand.c"],
+            ["-DMARK_CONSTRUCTOR", "-DMANIFEST", "-Wl,--no-as-needed", "-ldl"]
+                .map(String::from)
+                .into(),
+        ),
+        "by_hand_marker_future_abi" => (
+            vec!["by_hand.c"],
+            [
+                "-DMARK_CONSTRUCTOR",
+                "-DMANIFEST",
+                "-DFUTURE_ABI=3u",
+                "-Wl,--no-as-needed",
+                "-ldl",
+            ]
+            .map(String::from)
+            .into(),
+        ),
+        "by_hand_ghost_manifest" => (vec!["by_hand.c"], vec!["-DGHOST_MANIFEST".into()]),
         // dladdr, as for by_hand_marker.
         "swap_on_load" => (vec!["swap_on_load.c"], vec!["-Wl,--no-as-needed".into(), "-ldl".into()]),
         "truncate_on_load" => (

@@ -13,7 +13,11 @@
  *   -DHUGE               defines huge_name, a 1 MiB name (for -DNAME or -DEXTRA_PASS_NAME)
  *   -DMARK_CONSTRUCTOR   a constructor creates the file "<this library's path>.ran": proof that
  *                        the library's code ran
- *   -DMANIFEST           writes the manifest's plugin record, DYLEASE_MANIFEST(NAME, "1") */
+ *   -DMANIFEST           writes the manifest's plugin record, DYLEASE_MANIFEST(NAME, "1")
+ *   -DFUTURE_ABI=n       the descriptor and the manifest's plugin record (with -DMANIFEST) say
+ *                        ABI version n, as the header of a later dylease would write them
+ *   -DGHOST_MANIFEST     writes a complete manifest declaring the passes it registers and one
+ *                        more, "ghost", that it never registers */
 #ifdef MARK_CONSTRUCTOR
 #include "events.h"
 #endif
@@ -22,6 +26,10 @@
 #endif
 #include "dylease.h"
 
+#ifdef FUTURE_ABI
+#undef DYLEASE_ABI_VERSION
+#define DYLEASE_ABI_VERSION FUTURE_ABI
+#endif
 #ifndef ABI
 #define ABI DYLEASE_ABI_VERSION
 #endif
@@ -97,6 +105,12 @@ __attribute__((unused)) static const dylease_plugin descriptor = {ABI, NAME, "1"
 
 #ifdef MANIFEST
 DYLEASE_MANIFEST(NAME, "1")
+#endif
+#ifdef GHOST_MANIFEST
+DYLEASE_PLUGIN_NOTE_(NAME, "1", 1u)
+DYLEASE_PASS_NOTE("seven", "", 0)
+DYLEASE_PASS_NOTE("registrations", "", 1)
+DYLEASE_PASS_NOTE("ghost", "", 2)
 #endif
 
 const dylease_plugin *dylease_plugin_v1(void) {

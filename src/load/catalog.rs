@@ -1,0 +1,108 @@
+//! What a host would load, judged without loading it: discovery, the trust check, the ELF
+//! check, the manifest and the pin prediction of every plugin of the sources, from the files
+//! alone. No plugin code runs (a library is never mapped, a Python module never executed),
+//! and no lease is taken.
+
+use crate::error::{Error, Origin};
+use crate::load::discover::{Planned, Source, plan};
+use crate::load::manifest::Manifest;
+use crate::load::pinning::Pinning;
+use crate::load::trust::{Checks, TrustPolicy, open_checked};
+
+/// One plugin a host would load, as [`PluginHost::catalog`](crate::PluginHost::catalog)
+/// describes it without running any of its code.
+#[derive(Debug)]
+pub struct CatalogEntry {
+    origin: Origin,
+    manifest: Option<Manifest>,
+    refusal: Option<Error>,
+    pinning: Pinning,
+}
+
+impl CatalogEntry {
+    /// Where the plugin comes from: its file as discovered, or the static plugin's name.
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    /// What the plugin's file declares about it, if it carries a manifest (see [`Manifest`]).
+    /// `None` for a library built without one, a Python plugin whose name is not a literal,
+    /// a static plugin, and a file refused before its manifest could be read.
+    pub fn manifest(&self) -> Option<&Manifest> {
+        self.manifest.as_ref()
+    }
+
+    /// Why a load would refuse the plugin before running any of its code: the trust check
+    /// ([`Error::Untrusted`]), the ELF check or the manifest ([`Error::Open`]), an ABI
+    /// version its manifest declares that the host does not speak ([`Error::AbiMismatch`]),
+    /// discovery ([`Error::Io`]). `None` if every check made without running its code passed
+    /// (its constructors, `on_load` and `register_passes` may still fail a load).
+    pub fn refusal(&self) -> Option<&Error> {
+        self.refusal.as_ref()
+    }
+
+    /// Whether the platform is expected to keep the library mapped after its last lease,
+    /// and why, as predicted from its file ([`PluginInfo::pinning`](crate::PluginInfo::pinning)).
+    /// Empty for a Python or static plugin, and for a file refused before it was read.
+    pub fn pinning(&self) -> &Pinning {
+        &self.pinning
+    }
+
+    fn new(origin: Origin) -> CatalogEntry {
+        CatalogEntry {
+            origin,
+            manifest: None,
+            refusal: None,
+            pinning: Pinning::default(),
+        }
+    }
+
+    fn refused(origin: Origin, error: Error) -> CatalogEntry {
+        CatalogEntry {
+            refusal: Some(error),
+            ..CatalogEntry::new(origin)
+        }
+    }
+}
+
+/// Every plugin of `sources`, in load order, judged as a load under `trust` would judge it
+/// before running any of its code. `Err` only where a load would fail before any plugin is
+/// judged (a source directory that cannot be read).
+pub(crate) fn catalog(sources: &[Source], trust: TrustPolicy) -> Result<Vec<CatalogEntry>, Error> {
+    let mut checks = Checks::default();
+    let entries = plan(sources)?.into_iter().map(|planned| match planned {
+        Planned::Unusable { path, error } => CatalogEntry::refused(Origin::File(path), error),
+        Planned::Static(plugin) => CatalogEntry::new(Origin::Static(plugin.name.clone())),
+        Planned::File(mut candidate) => {
+            let origin = Origin::File(candidate.path.clone());
+            let judged = checks.check(trust, &mut candidate).and_then(|()| {
+                let (opened, _, _) = open_checked(&mut candidate, &mut checks, trust)?;
+                let pinning = Pinning::predict(&opened);
+                opened.check(&candidate.path)?;
+                Ok((opened.manifest(&candidate.path), pinning))
+            });
+            match judged {
+                Ok((Ok(manifest), pinning)) => CatalogEntry {
+                    refusal: manifest.as_ref().and_then(|m| m.gate(&candidate.path).err()),
+                    manifest,
+                    pinning,
+                    origin,
+                },
+                Ok((Err(refusal), pinning)) => CatalogEntry {
+                    pinning,
+                    ..CatalogEntry::refused(origin, refusal)
+                },
+                Err(refusal) => CatalogEntry::refused(origin, refusal),
+            }
+        }
+        #[cfg(feature = "python")]
+        Planned::Python(mut plugin) => {
+            let origin = Origin::File(plugin.path().to_owned());
+            match plugin.check(&mut checks, trust) {
+                Ok(()) => CatalogEntry::new(origin),
+                Err(refusal) => CatalogEntry::refused(origin, refusal),
+            }
+        }
+    });
+    Ok(entries.collect())
+}
