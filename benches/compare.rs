@@ -20,6 +20,10 @@
 //!   the checks' file work done by hand.
 //! - `load_scaling`: the same cycle over 16, 64 and 256 plugins; dylease's extra µs per plugin
 //!   over raw loading, per size and per round, and its ratio between sizes.
+//! - `manifest`: the cold cycle of 16 plugins whose manifests the host reads (and gates and
+//!   compares) against the same 16 with their manifest notes removed (`objcopy`); and
+//!   `PluginHost::catalog` of 256 plugins (trust, ELF check, manifest and pin prediction, no
+//!   plugin code run) against loading and unloading the same 256 eagerly.
 //! - `reload`: a changed reload of 16 plugins (every file replaced by rename, not timed; then
 //!   `reload()` and the drop of the old generation's last lease, its drain) against a cold
 //!   load and unload of 16, on a tmpfs (`$DYLEASE_BENCH_DIR`, else `/dev/shm`) and on the
@@ -71,13 +75,14 @@ use plugins::{PluginDirs, ReloadDir, check_by_hand, check_full_close, discover_b
 #[global_allocator]
 static ALLOC: common::CountingAlloc = common::CountingAlloc;
 
-const GROUPS: [&str; 7] = [
+const GROUPS: [&str; 8] = [
     "acquire_hot",
     "acquire_hot_2_threads",
     "acquire_hosts",
     "cold_cycle",
     "cold_dependencies",
     "load_scaling",
+    "manifest",
     "reload",
 ];
 
@@ -453,6 +458,58 @@ fn cold_dependencies(options: &Options) {
     let _ = std::fs::remove_dir_all(&base);
 }
 
+/// The cost of manifests: the cold cycle of `COLD_PLUGINS` plugins with and without manifest
+/// notes (the host reads one more block of each file, and compares what it registered), and
+/// the catalog of the largest directory against its eager load.
+fn manifest(options: &Options, dirs: &PluginDirs) {
+    let files = dirs.files(COLD_PLUGINS);
+    let bare = dirs.root().join("bare");
+    std::fs::create_dir_all(&bare).unwrap();
+    std::fs::set_permissions(&bare, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    for file in &files {
+        let to = bare.join(file.file_name().unwrap());
+        let status = std::process::Command::new("objcopy")
+            .args(["--remove-section", ".note.dylease"])
+            .arg(file)
+            .arg(&to)
+            .status()
+            .expect("cannot run objcopy");
+        assert!(status.success(), "objcopy {}", file.display());
+    }
+    let with = dirs.host(COLD_PLUGINS);
+    // SAFETY: the bench's own plugins (built from `numbered.c`) without their notes.
+    let without = unsafe { PluginHost::builder().dir(&bare).build() }.unwrap();
+    check_full_close(&with, &files);
+    let bare_files: Vec<_> = files.iter().map(|f| bare.join(f.file_name().unwrap())).collect();
+    check_full_close(&without, &bare_files);
+    let catalog_of = |host: &PluginHost| {
+        let catalog = host.catalog().expect("a catalog");
+        assert!(catalog.iter().all(|e| e.refusal().is_none() && e.manifest().is_some()));
+        catalog.len()
+    };
+    assert_eq!(catalog_of(&with), COLD_PLUGINS);
+    assert!(without.catalog().unwrap().iter().all(|e| e.manifest().is_none()));
+
+    let n = dirs.largest();
+    let large = dirs.host(n);
+    assert_eq!(catalog_of(&large), n);
+    check_full_close(&large, &dirs.files(n));
+    let mut arms = vec![
+        Arm::looped("with_manifest", options.iters(16), || host_cycle(&with)),
+        Arm::looped("without_manifest", options.iters(16), || host_cycle(&without)),
+        Arm::looped(format!("catalog_{n}"), options.iters(1), || {
+            black_box(large.catalog().unwrap());
+        }),
+        Arm::looped(format!("eager_{n}"), options.iters(1), || host_cycle(&large)),
+    ];
+    let rounds = interleave::run(options.rounds, &mut arms);
+    drop(arms);
+    assert!(!with.is_loaded() && !without.is_loaded() && !large.is_loaded());
+    emit_ratio("manifest", 1, &rounds, "with_manifest", "without_manifest");
+    emit_ratio("manifest", 1, &rounds, &format!("catalog_{n}"), &format!("eager_{n}"));
+    let _ = std::fs::remove_dir_all(&bare);
+}
+
 fn load_scaling(options: &Options, dirs: &PluginDirs, sizes: &[usize]) {
     let hosts: Vec<PluginHost> = sizes.iter().map(|&n| dirs.host(n)).collect();
     let files: Vec<_> = sizes.iter().map(|&n| dirs.files(n)).collect();
@@ -579,7 +636,7 @@ fn main() {
     if options.runs("cold_dependencies") {
         cold_dependencies(&options);
     }
-    if ["cold_cycle", "load_scaling", "reload"].iter().any(|g| options.runs(g)) {
+    if ["cold_cycle", "load_scaling", "manifest", "reload"].iter().any(|g| options.runs(g)) {
         let sizes: Vec<usize> = [16, 64, options.max_plugins]
             .into_iter()
             .filter(|&n| n <= options.max_plugins)
@@ -598,6 +655,9 @@ fn main() {
         }
         if options.runs("load_scaling") {
             load_scaling(&options, &dirs, &sizes);
+        }
+        if options.runs("manifest") {
+            manifest(&options, &dirs);
         }
         if options.runs("reload") {
             reload(&options, &dirs);

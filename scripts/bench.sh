@@ -71,6 +71,10 @@ def target(group, threads, quantity):
         return (None, 1.5, "≤ 1.5× (overlapping rounds)")
     if (group, quantity) == ("cold_cycle", "dylease ÷ libloading"):
         return (None, 1.3, "≤ 1.30×")
+    if group == "manifest" and quantity.startswith("catalog_"):
+        return (None, 0.2, "≤ 1/5")
+    if group == "manifest":
+        return (None, None, "reported")
     if group == "load_scaling" and quantity.startswith("extra per plugin,"):
         return (0.9, 1.1, "1.0× ± 10% (flat)")
     if (group, quantity) == ("reload/tmpfs", "changed_reload ÷ cold"):

@@ -124,6 +124,16 @@ impl PluginDirs {
         format!("libbench{i:03}.so")
     }
 
+    /// The directory all the others are in.
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The size of the largest directory.
+    pub(crate) fn largest(&self) -> usize {
+        self.largest
+    }
+
     /// The directory holding the first `n` plugins.
     pub(crate) fn dir(&self, n: usize) -> PathBuf {
         self.root.join(format!("n{n}"))

@@ -266,6 +266,47 @@ mod tests {
         assert_eq!(counted.exports.unwrap().count, exports.count + 1);
     }
 
+    /// A file counting the reads made of it.
+    struct Counted {
+        bytes: Vec<u8>,
+        reads: std::cell::Cell<usize>,
+    }
+
+    impl ReadAt for Counted {
+        fn read_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
+            self.reads.set(self.reads.get() + 1);
+            self.bytes.as_slice().read_at(buffer, offset)
+        }
+    }
+
+    /// The host reads a manifest after the checks, which read the file whole if it is small
+    /// and its header blocks otherwise: the notes lie in those blocks (linkers put them after
+    /// the program headers), so reading the manifest takes no read of its own, even of a
+    /// library too large to be read whole (its segments 64 KiB apart).
+    #[test]
+    fn the_manifest_costs_no_read_of_its_own_after_the_checks() {
+        let scratch = Scratch::new("manifest-reads");
+        let spread = ["-std=c99", "-DPLAIN", "-Wl,-z,separate-code", "-Wl,-z,max-page-size=65536"];
+        for (args, small) in [(&spread[..2], true), (&spread[..], false)] {
+            let bytes = compile(&scratch.0, &["tests/plugins/macros.c"], args);
+            assert_eq!(bytes.len() <= 64 << 10, small, "{} bytes", bytes.len());
+            let len = bytes.len() as u64;
+            let file = Counted {
+                bytes,
+                reads: Default::default(),
+            };
+            let elf = Elf::new(&file, len);
+            elf.check().unwrap();
+            elf.linkage().unwrap();
+            elf.pins(&[]).unwrap();
+            let before = file.reads.get();
+            let manifest = elf.manifest().unwrap().expect("the macros write a manifest");
+            assert!(!manifest.passes.is_empty());
+            let extra = file.reads.get() - before;
+            assert_eq!(extra, 0, "more reads of a file of {len} bytes");
+        }
+    }
+
     #[test]
     fn a_library_linked_with_nodelete_says_so() {
         let scratch = Scratch::new("nodelete");
