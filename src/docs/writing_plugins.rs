@@ -107,8 +107,28 @@
 //! [`dylease_elf::Elf::manifest`] returns the merged [`dylease_elf::Manifest`] without running
 //! any of the plugin's code; `readelf -n` shows the notes. The format is defined in
 //! [`dylease_elf::manifest`]. `strip --strip-all` keeps the notes; a link step that drops
-//! `.note*` sections (a linker script, `objcopy --remove-section`) leaves no manifest. Hosts
-//! do not read the manifest yet.
+//! `.note*` sections (a linker script, `objcopy --remove-section`) leaves no manifest.
+//!
+//! What a host does with it (the contract of the header's manifest):
+//! - **Before the file is mapped**, it reads the manifest from the descriptor its checks
+//!   read (no open and no read of its own). A plugin ABI version the host does not speak is
+//!   refused there ([`Error::AbiMismatch`](crate::Error::AbiMismatch) with `declared: true`),
+//!   as is a corrupt manifest or one of a format version it does not read
+//!   ([`Error::Open`](crate::Error::Open) with [`OpenCause::Manifest`](crate::OpenCause::Manifest)):
+//!   none of the plugin's code ran, not even its constructors. A plugin *without* a manifest is
+//!   judged by its descriptor, which the loader maps first: its constructors (and its
+//!   dependencies') have run by the time an ABI version is refused.
+//! - **After `register_passes`**, the descriptor's name and version must be the manifest's,
+//!   and, if the manifest is complete, the passes registered exactly the ones declared (name
+//!   and interface); a difference fails the load
+//!   ([`Error::ManifestMismatch`](crate::Error::ManifestMismatch), naming each pass).
+//! - [`PluginHost::catalog`](crate::PluginHost::catalog) and `dylease inspect` list the
+//!   manifest with the trust, ELF and ABI verdicts and the pin prediction, without running any
+//!   code of the plugin.
+//!
+//! The plugin ABI version changes only when the descriptor does; the manifest's format has a
+//! version of its own. A host that speaks ABI 2 loads a plugin of ABI 2 whatever manifest it
+//! carries, as long as it reads the manifest's format.
 //!
 //! # In Rust
 //!
