@@ -54,6 +54,7 @@ if [ "$(id -u)" = 0 ]; then
   ignored=(--include-ignored)
 fi
 out=target/mutants
+mkdir -p "$(dirname "$out")"
 echo "== cargo mutants on ${files[*]}"
 set +e
 # The unmutated run (which also compiles the C fixtures) sets each mutant's test timeout:
