@@ -279,7 +279,10 @@ def manifest(default_name, files, is_package):
     packages = _package_suffixes(files) | ({""} if is_package else set())
     known = {suffix for suffix, _ in trees}
     try:
-        readers = [_FileReader(suffix, tree, suffix in packages, known) for suffix, tree in trees]
+        aliases = _all_aliases(trees, packages, known)
+        readers = [
+            _FileReader(suffix, tree, suffix in packages, known, aliases) for suffix, tree in trees
+        ]
     except _Unnamed:
         return None
     main = next(reader for reader in readers if reader.suffix == "")
@@ -337,13 +340,92 @@ def _arguments(call, names):
     return values
 
 
+def _base(suffix, is_package):
+    """The package a module's relative imports start from."""
+    return suffix if is_package else suffix.rpartition(".")[0]
+
+
+def _relative(base, node):
+    """The package module `from ... import` names (its suffix, as a list of names), or None
+    for an absolute import or one that leaves the package."""
+    if node.level == 0:
+        return None
+    parts = base.split(".") if base else []
+    if node.level - 1 > len(parts):
+        return None
+    parts = parts[: len(parts) - (node.level - 1)]
+    return parts, parts + (node.module.split(".") if node.module else [])
+
+
+def _own_aliases(tree):
+    """alias -> "module" | "plugin" | "typed_pass": each name the file imports the API
+    under, wherever in the file it does."""
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "dylease" or alias.name.startswith("dylease."):
+                    _bind(aliases, alias.asname or "dylease", "module")
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "dylease":
+            for alias in node.names:
+                if alias.name == "*":
+                    _bind(aliases, "plugin", "plugin")
+                    _bind(aliases, "typed_pass", "typed_pass")
+                elif alias.name in ("plugin", "typed_pass"):
+                    _bind(aliases, alias.asname or alias.name, alias.name)
+                else:
+                    raise _Unnamed()
+    return aliases
+
+
+def _bind(aliases, name, kind):
+    """Records `name` as the API object `kind`; a name bound to two of them is ambiguous."""
+    if aliases.setdefault(name, kind) != kind:
+        raise _Unnamed()
+
+
+def _all_aliases(trees, packages, known):
+    """Every file's aliases, with those it imports from the package's modules: the API names
+    another module holds (`from .api import tp`, `from . import dylease`), a star import's
+    public ones (`from .passes import *`)."""
+    aliases = {suffix: _own_aliases(tree) for suffix, tree in trees}
+    # (importer, module imported from, name there or "*", name bound)
+    links = []
+    for suffix, tree in trees:
+        base = _base(suffix, suffix in packages)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            resolved = _relative(base, node)
+            if resolved is None:
+                continue
+            source = ".".join(resolved[1])
+            if source not in known:
+                continue
+            for alias in node.names:
+                links.append((suffix, source, alias.name, alias.asname or alias.name))
+    grew = True
+    while grew:
+        grew = False
+        for importer, source, name, bound in links:
+            if name == "*":
+                found = [(n, kind) for n, kind in aliases[source].items() if not n.startswith("_")]
+            else:
+                found = [(bound, aliases[source][name])] if name in aliases[source] else []
+            for n, kind in found:
+                if n not in aliases[importer]:
+                    grew = True
+                _bind(aliases[importer], n, kind)
+    return aliases
+
+
 class _FileReader:
     """One file's declarations: its `dylease.plugin(...)` call (the plugin file's), its
     decorated passes, its imports of the package's modules, and whether the reader saw all
     that could register a pass (`complete`). Raises `_Unnamed` if what it sees could name the
     plugin in a way it cannot read."""
 
-    def __init__(self, suffix, tree, is_package, known):
+    def __init__(self, suffix, tree, is_package, known, aliases):
         self.suffix = suffix
         self.name = None
         self.version = None
@@ -352,26 +434,11 @@ class _FileReader:
         self.register_passes = False
         self.sure_imports = set()
         self.other_imports = set()
-        # alias -> "module" | "plugin" | "typed_pass": what each name the file imports the
-        # API under is, wherever in the file it is imported.
-        self.aliases = {}
+        self.aliases = aliases[suffix]
         self.recognised = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.name == "dylease" or alias.name.startswith("dylease."):
-                        self.aliases[alias.asname or "dylease"] = "module"
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "dylease":
-                for alias in node.names:
-                    if alias.name == "*":
-                        self.aliases.update(plugin="plugin", typed_pass="typed_pass")
-                    elif alias.name in ("plugin", "typed_pass"):
-                        self.aliases[alias.asname or alias.name] = alias.name
-                    else:
-                        raise _Unnamed()
         for statement in tree.body:
             self._top_level(statement)
-        base = suffix if is_package else suffix.rpartition(".")[0]
+        base = _base(suffix, is_package)
         for node in ast.walk(tree):
             self._check(node, tree, base, known)
 
@@ -476,24 +543,16 @@ class _FileReader:
             self.complete = False
         for alias in node.names:
             bound = alias.asname or alias.name
-            if alias.name == "*":
-                if self.suffix == "":
-                    self.complete = False  # it could bring a `register_passes`
-                if node.level > 0:
-                    raise _Unnamed()  # it could bring the API under any name
+            if alias.name == "*" and self.suffix == "":
+                self.complete = False  # it could bring a `register_passes`
             elif self.suffix == "" and bound == "register_passes":
                 self.register_passes = True
-            if alias.name in ("dylease", "plugin", "typed_pass") and node.level > 0:
-                raise _Unnamed()  # the API as another module of the package holds it
-        if node.level == 0:
+        resolved = _relative(base, node)
+        if resolved is None:
             return
         # The package's modules it imports: the one named and every one above it, and each
         # imported name that is a module.
-        parts = base.split(".") if base else []
-        if node.level - 1 > len(parts):
-            return
-        parts = parts[: len(parts) - (node.level - 1)]
-        target = parts + (node.module.split(".") if node.module else [])
+        parts, target = resolved
         imported = {".".join(target[:n]) for n in range(len(parts) + 1, len(target) + 1)}
         for alias in node.names:
             below = ".".join(target + [alias.name])

@@ -796,6 +796,16 @@ mod tests {
             (from_import.name(), from_import.passes()),
             ("from_import", &[pass("two", "i/1")][..])
         );
+        // The API as another module of the package holds it.
+        fs::create_dir(dir.join("relayed")).unwrap();
+        fs::write(dir.join("relayed/api.py"), "from dylease import typed_pass as tp\n").unwrap();
+        fs::write(
+            dir.join("relayed/__init__.py"),
+            "from .api import tp\n\n@tp('relayed', 'i/3')\ndef relayed(x):\n    return x\n",
+        )
+        .unwrap();
+        let relayed = assert_matches(&dir.join("relayed"));
+        assert_eq!(relayed.passes(), &[pass("relayed", "i/3")]);
         let package = assert_matches(&dir.join("pkg"));
         assert_eq!(
             (package.name(), package.passes()),
