@@ -233,16 +233,16 @@
 //!   version it cannot read (computed, `plugin` called elsewhere, the `dylease` module passed
 //!   on or renamed, `exec`, `eval`, `globals()`, …) leaves the plugin without a manifest. Its
 //!   pass list is **incomplete** if the plugin defines, assigns or imports `register_passes`
-//!   (or has a `*` import) in its plugin file, has a `typed_pass` decorator inside an `if`,
-//!   `try`, function or class, with a computed argument, or uses `typed_pass` any other way
-//!   (called, not as a decorator), uses `importlib`, or if a submodule with decorators is
-//!   imported other than by plain module-level imports from the plugin file on (a conditional
-//!   `try: from . import cuda` counts). A submodule that no file imports keeps its passes
-//!   declared. When the plugin is loaded, its name, version and, for a complete manifest, its
-//!   passes must be what it registered: otherwise the load fails with
-//!   [`Error::ManifestMismatch`](crate::Error::ManifestMismatch) naming the pass (such as the
-//!   pass of a submodule nothing imports). A file that does not parse leaves no manifest, and
-//!   loading reports the syntax error.
+//!   (or a module `__getattr__`, or has a `*` import) in its plugin file, has a `typed_pass`
+//!   decorator inside an `if`, `try`, function or class, with a computed argument, or uses
+//!   `typed_pass` any other way (called, not as a decorator), uses `importlib`, or if a
+//!   submodule with decorators is imported other than by plain module-level imports from the
+//!   plugin file on (a conditional `try: from . import cuda` counts). A submodule that no
+//!   file imports keeps its passes declared. When the plugin is loaded, its name, version
+//!   and, for a complete manifest, its passes must be what it registered: otherwise the load
+//!   fails with [`Error::ManifestMismatch`](crate::Error::ManifestMismatch) naming the pass
+//!   (such as the pass of a submodule nothing imports). A file that does not parse leaves no
+//!   manifest, and loading reports the syntax error.
 //! - **Unload**: `on_unload`, then the set's callables and the module objects go, the private
 //!   names leave `sys.modules`, `gc.collect()` runs, and weak references check that the
 //!   modules are gone; one that survives (held by a global elsewhere) is logged as a warning,

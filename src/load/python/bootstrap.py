@@ -262,6 +262,9 @@ def _modules():
 _DYNAMIC = {"exec", "eval", "compile", "__import__", "__builtins__", "globals", "locals", "vars"}
 # String constants that name what could register a pass the reader cannot see.
 _HIDDEN_STRINGS = {"typed_pass", "register_passes"}
+# Names whose binding in the plugin file could give it a `register_passes` (a module's
+# `__getattr__` answers `getattr(module, "register_passes")` too).
+_REGISTERING = {"register_passes", "__getattr__"}
 
 
 class _Unnamed(Exception):
@@ -496,7 +499,7 @@ class _FileReader:
                 raise _Unnamed()
             elif node.id == "importlib":
                 self.complete = False
-            elif node.id == "register_passes" and self.suffix == "" and not isinstance(node.ctx, ast.Load):
+            elif node.id in _REGISTERING and self.suffix == "" and not isinstance(node.ctx, ast.Load):
                 self.register_passes = True
         elif isinstance(node, ast.Attribute):
             kind = self._kind(node)
@@ -513,15 +516,15 @@ class _FileReader:
             if node.value in _HIDDEN_STRINGS:
                 self.complete = False
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if node.name == "register_passes" and self.suffix == "":
+            if node.name in _REGISTERING and self.suffix == "":
                 self.register_passes = True
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            if "register_passes" in node.names and self.suffix == "":
+            if _REGISTERING & set(node.names) and self.suffix == "":
                 self.register_passes = True
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 bound = alias.asname or alias.name.partition(".")[0]
-                if self.suffix == "" and bound == "register_passes":
+                if self.suffix == "" and bound in _REGISTERING:
                     self.register_passes = True
                 if alias.name.partition(".")[0] == "importlib":
                     self.complete = False
@@ -545,7 +548,7 @@ class _FileReader:
             bound = alias.asname or alias.name
             if alias.name == "*" and self.suffix == "":
                 self.complete = False  # it could bring a `register_passes`
-            elif self.suffix == "" and bound == "register_passes":
+            elif self.suffix == "" and bound in _REGISTERING:
                 self.register_passes = True
         resolved = _relative(base, node)
         if resolved is None:

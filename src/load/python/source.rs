@@ -839,6 +839,10 @@ mod tests {
                     &format!("{decorated}\ndef plain(x):\n    return x\n\ndylease.typed_pass('plain', 'i/1')(plain)\n"),
                 ),
                 (
+                    "module_getattr.py",
+                    &format!("{decorated}\ndef __getattr__(name):\n    raise AttributeError(name)\n"),
+                ),
+                (
                     "conditional_import/__init__.py",
                     "try:\n    from . import sub\nexcept ImportError:\n    pass\n",
                 ),
@@ -850,6 +854,7 @@ mod tests {
             "conditional.py",
             "computed.py",
             "called.py",
+            "module_getattr.py",
             "conditional_import",
         ] {
             let path = dir.join(plugin);
