@@ -663,7 +663,7 @@ impl Staged {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use crate::load::teardown::teardown_all;
