@@ -243,6 +243,26 @@
 //!   package's directory for a new one during a load gives the load the old tree or, if that
 //!   is removed first, the new one read again whole; never files of both. A symlink inside a
 //!   package is refused (copy the file in).
+//! - **The manifest** is read from the plugin's syntax tree (Python's `ast`, from the same
+//!   checked sources the load runs), none of its code run: its name and version from a
+//!   module-level `dylease.plugin(...)` call in the plugin file (a package's `__init__.py`),
+//!   its passes from `@dylease.typed_pass(...)` decorators on module-level functions and
+//!   classes of any of its files, under whatever names the file imports them as (`import
+//!   dylease as d`, `from dylease import plugin, typed_pass as tp`, or from another module of
+//!   the package: `from .api import tp`). Arguments must be string literals. A name or
+//!   version it cannot read (computed, `plugin` called elsewhere, the `dylease` module passed
+//!   on or renamed, `exec`, `eval`, `globals()`, …) leaves the plugin without a manifest. Its
+//!   pass list is **incomplete** if the plugin defines, assigns or imports `register_passes`
+//!   (or a module `__getattr__`, or has a `*` import) in its plugin file, has a `typed_pass`
+//!   decorator inside an `if`, `try`, function or class, with a computed argument, or uses
+//!   `typed_pass` any other way (called, not as a decorator), uses `importlib`, or if a
+//!   submodule with decorators is imported other than by plain module-level imports from the
+//!   plugin file on (a conditional `try: from . import cuda` counts). A submodule that no
+//!   file imports keeps its passes declared. When the plugin is loaded, its name, version
+//!   and, for a complete manifest, its passes must be what it registered: otherwise the load
+//!   fails with [`Error::ManifestMismatch`](crate::Error::ManifestMismatch) naming the pass
+//!   (such as the pass of a submodule nothing imports). A file that does not parse leaves no
+//!   manifest, and loading reports the syntax error.
 //! - **Unload**: `on_unload`, then the set's callables and the module objects go, the private
 //!   names leave `sys.modules`, `gc.collect()` runs, and weak references check that the
 //!   modules are gone; one that survives (held by a global elsewhere) is logged as a warning,

@@ -864,3 +864,121 @@ fn py_join(thread: std::thread::JoinHandle<Result<(), Error>>) {
         panic!("the loading thread's acquire failed: {error}");
     }
 }
+
+#[test]
+fn plugins_whose_manifests_are_complete_load_as_their_manifests_declare() {
+    // Each manifest is complete (see the reader's unit tests in `load::python::source`): a
+    // pass registered that it does not declare, or declared and not registered, fails the load.
+    let dir = TestDir::new("py-manifest");
+    let plugins = dir.sub("plugins");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/plugins/simplify.py");
+    write(&plugins, "simplify.py", &fs::read_to_string(example).unwrap());
+    write(
+        &plugins,
+        "aliased.py",
+        "import dylease as d\nd.plugin('aliased', version='2')\n\n\
+         @d.typed_pass('twice', interface='test.int_op/1')\ndef twice(x):\n    return 2 * x\n",
+    );
+    write(
+        &plugins,
+        "from_import.py",
+        "from dylease import plugin, typed_pass as tp\nplugin('from_import')\n\n\
+         @tp('thrice', 'test.int_op/1')\ndef thrice(x):\n    return 3 * x\n",
+    );
+    write(
+        &plugins,
+        "pkg/__init__.py",
+        "import dylease\nfrom . import sub\ndylease.plugin('pkg', '3')\n",
+    );
+    write(
+        &plugins,
+        "pkg/sub.py",
+        "import dylease\n\n@dylease.typed_pass('below', 'test.int_op/1')\ndef below(x):\n    return x - 1\n",
+    );
+    // SAFETY: the test's own plugins.
+    let host = unsafe { PluginHost::builder().python_dir(&plugins) }.build().unwrap();
+    let lease = host.acquire().unwrap();
+    let names: Vec<&str> = lease.plugins().iter().map(|plugin| plugin.name()).collect();
+    assert_eq!(names, ["aliased", "from_import", "pkg", "simplify"]);
+    assert_eq!(lease.get_py::<IntOp>("twice").unwrap().call((4,)).unwrap(), 8);
+    assert_eq!(lease.get_py::<IntOp>("thrice").unwrap().call((4,)).unwrap(), 12);
+    assert_eq!(lease.get_py::<IntOp>("below").unwrap().call((4,)).unwrap(), 3);
+    assert_eq!(lease.passes().len(), 4);
+}
+
+#[test]
+fn plugins_whose_manifests_are_incomplete_load_with_passes_they_do_not_declare() {
+    let dir = TestDir::new("py-manifest-incomplete");
+    let plugins = dir.sub("plugins");
+    write(
+        &plugins,
+        "explicit.py",
+        "import dylease\n\n@dylease.typed_pass('declared', 'test.int_op/1')\ndef declared(x):\n    return x\n\n\
+         def register_passes(reg):\n    reg.add_typed_pass('undeclared', 'test.int_op/1', declared)\n",
+    );
+    write(
+        &plugins,
+        "conditional.py",
+        "import dylease\nif True:\n    @dylease.typed_pass('conditional', 'test.int_op/1')\n    \
+         def conditional(x):\n        return x\n",
+    );
+    write(
+        &plugins,
+        "computed.py",
+        "import dylease\n\n@dylease.typed_pass('comp' + 'uted', 'test.int_op/1')\ndef computed(x):\n    return x\n",
+    );
+    // SAFETY: the test's own plugins.
+    let host = unsafe { PluginHost::builder().python_dir(&plugins) }.build().unwrap();
+    let lease = host.acquire().unwrap();
+    let mut passes: Vec<&str> = lease.passes().iter().map(|pass| pass.name()).collect();
+    passes.sort_unstable();
+    assert_eq!(passes, ["computed", "conditional", "undeclared"]);
+}
+
+#[test]
+fn a_declared_pass_its_plugin_does_not_register_fails_the_load_naming_it() {
+    let dir = TestDir::new("py-manifest-mismatch");
+    let package = dir.sub("dead");
+    write(
+        &package,
+        "__init__.py",
+        "import dylease\n\n@dylease.typed_pass('alive', 'test.int_op/1')\ndef alive(x):\n    return x\n",
+    );
+    // A decorated pass in a module nothing imports: declared, never registered.
+    write(
+        &package,
+        "forgotten.py",
+        "import dylease\n\n@dylease.typed_pass('ghost', 'test.int_op/1')\ndef ghost(x):\n    return x\n",
+    );
+    let host = host_of_file(&package);
+    let error = host.acquire().unwrap_err();
+    assert!(matches!(error, Error::ManifestMismatch { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(
+        message.contains("did not register the declared pass `ghost` (interface `test.int_op/1`)"),
+        "{message}"
+    );
+    assert!(message.contains(&package.display().to_string()), "{message}");
+    assert!(!host.is_loaded());
+    assert!(modules_from(dir.path()).is_empty(), "its modules are removed");
+}
+
+#[test]
+fn loading_a_plugin_runs_its_top_level_which_reading_its_manifest_does_not() {
+    // The other half, reading the manifest alone, is `load::python::source`'s unit test
+    // `reading_the_manifest_runs_none_of_the_plugins_code`: this is its positive control.
+    let dir = TestDir::new("py-manifest-marker");
+    let marker = dir.path().join("marker");
+    let file = write(
+        dir.path(),
+        "marker.py",
+        &format!(
+            "import dylease\nopen({:?}, 'w').close()\n\n@dylease.typed_pass('p', 'test.int_op/1')\ndef p(x):\n    return x\n",
+            marker.display().to_string()
+        ),
+    );
+    assert!(!marker.exists());
+    let lease = host_of_file(&file).acquire().unwrap();
+    assert!(marker.exists());
+    assert_eq!(lease.get_py::<IntOp>("p").unwrap().call((7,)).unwrap(), 7);
+}

@@ -1,6 +1,7 @@
 # The host side of dylease's Python plugins, compiled once per process from the Rust crate
 # (src/python/interpreter.rs). Rust calls the functions below with the GIL held; see the module
 # documentation of `dylease::python` (src/python/mod.rs) for the design.
+import ast
 import builtins
 import gc
 import sys
@@ -253,3 +254,315 @@ def _missing_name(exc):
 def _modules():
     """The private names of every live instance and of its submodules."""
     return set(_PUBLIC) | set(_SOURCES.modules)
+
+
+# The manifest: what a plugin declares, read from its syntax tree without running any of it.
+
+# Names whose use means code the reader cannot read: it could do anything, name the plugin too.
+_DYNAMIC = {"exec", "eval", "compile", "__import__", "__builtins__", "globals", "locals", "vars"}
+# String constants that name what could register a pass the reader cannot see.
+_HIDDEN_STRINGS = {"typed_pass", "register_passes"}
+# Names whose binding in the plugin file could give it a `register_passes` (a module's
+# `__getattr__` answers `getattr(module, "register_passes")` too).
+_REGISTERING = {"register_passes", "__getattr__"}
+
+
+class _Unnamed(Exception):
+    """The plugin's name or version cannot be read statically: it has no manifest."""
+
+
+def manifest(default_name, files, is_package):
+    """The manifest of a plugin whose sources are `files` (as for `execute`), read with `ast`
+    alone, never executing any of it: None if its name or version cannot be read, otherwise
+    (name, version, complete, [(pass, interface)]). A file that does not parse raises its
+    SyntaxError (naming the file and line)."""
+    trees = []
+    for suffix, path, source in files:
+        trees.append((suffix, ast.parse(source, filename=path)))
+    packages = _package_suffixes(files) | ({""} if is_package else set())
+    known = {suffix for suffix, _ in trees}
+    try:
+        aliases = _all_aliases(trees, packages, known)
+        readers = [
+            _FileReader(suffix, tree, suffix in packages, known, aliases) for suffix, tree in trees
+        ]
+    except _Unnamed:
+        return None
+    main = next(reader for reader in readers if reader.suffix == "")
+    name = default_name if main.name is None else main.name
+    version = "" if main.version is None else main.version
+    complete = all(reader.complete for reader in readers)
+    if main.register_passes:
+        complete = False
+    # A submodule's decorators run when it is imported: surely if a chain of plain module-level
+    # imports leads to it from the plugin file, perhaps if any other import names it (then
+    # the manifest is incomplete). The passes of a file that no file imports stay declared:
+    # the load then fails on them (`Manifest::compare`), naming a file that is dead code.
+    sure = {""}
+    grew = True
+    while grew:
+        grew = False
+        for reader in readers:
+            if reader.suffix in sure:
+                for target in reader.sure_imports:
+                    if target not in sure:
+                        sure.add(target)
+                        grew = True
+    mentioned = set()
+    for reader in readers:
+        mentioned |= reader.sure_imports | reader.other_imports
+    passes = []
+    for reader in readers:
+        if reader.passes and reader.suffix not in sure and reader.suffix in mentioned:
+            complete = False
+        passes.extend(reader.passes)
+    return name, version, complete, passes
+
+
+def _literal(node):
+    """The string a node is, if it is a string literal; otherwise None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def _arguments(call, names):
+    """The string literals of `call`'s arguments by parameter name (`names` in order), or None
+    if any argument is not one or not a parameter of that name."""
+    values = {}
+    if len(call.args) > len(names):
+        return None
+    for name, arg in zip(names, call.args):
+        values[name] = _literal(arg)
+    for keyword in call.keywords:
+        if keyword.arg is None or keyword.arg not in names or keyword.arg in values:
+            return None
+        values[keyword.arg] = _literal(keyword.value)
+    if any(value is None for value in values.values()):
+        return None
+    return values
+
+
+def _base(suffix, is_package):
+    """The package a module's relative imports start from."""
+    return suffix if is_package else suffix.rpartition(".")[0]
+
+
+def _relative(base, node):
+    """The package module `from ... import` names (its suffix, as a list of names), or None
+    for an absolute import or one that leaves the package."""
+    if node.level == 0:
+        return None
+    parts = base.split(".") if base else []
+    if node.level - 1 > len(parts):
+        return None
+    parts = parts[: len(parts) - (node.level - 1)]
+    return parts, parts + (node.module.split(".") if node.module else [])
+
+
+def _own_aliases(tree):
+    """alias -> "module" | "plugin" | "typed_pass": each name the file imports the API
+    under, wherever in the file it does."""
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "dylease" or alias.name.startswith("dylease."):
+                    _bind(aliases, alias.asname or "dylease", "module")
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "dylease":
+            for alias in node.names:
+                if alias.name == "*":
+                    _bind(aliases, "plugin", "plugin")
+                    _bind(aliases, "typed_pass", "typed_pass")
+                elif alias.name in ("plugin", "typed_pass"):
+                    _bind(aliases, alias.asname or alias.name, alias.name)
+                else:
+                    raise _Unnamed()
+    return aliases
+
+
+def _bind(aliases, name, kind):
+    """Records `name` as the API object `kind`; a name bound to two of them is ambiguous."""
+    if aliases.setdefault(name, kind) != kind:
+        raise _Unnamed()
+
+
+def _all_aliases(trees, packages, known):
+    """Every file's aliases, with those it imports from the package's modules: the API names
+    another module holds (`from .api import tp`, `from . import dylease`), a star import's
+    public ones (`from .passes import *`)."""
+    aliases = {suffix: _own_aliases(tree) for suffix, tree in trees}
+    # (importer, module imported from, name there or "*", name bound)
+    links = []
+    for suffix, tree in trees:
+        base = _base(suffix, suffix in packages)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            resolved = _relative(base, node)
+            if resolved is None:
+                continue
+            source = ".".join(resolved[1])
+            if source not in known:
+                continue
+            for alias in node.names:
+                links.append((suffix, source, alias.name, alias.asname or alias.name))
+    grew = True
+    while grew:
+        grew = False
+        for importer, source, name, bound in links:
+            if name == "*":
+                found = [(n, kind) for n, kind in aliases[source].items() if not n.startswith("_")]
+            else:
+                found = [(bound, aliases[source][name])] if name in aliases[source] else []
+            for n, kind in found:
+                if n not in aliases[importer]:
+                    grew = True
+                _bind(aliases[importer], n, kind)
+    return aliases
+
+
+class _FileReader:
+    """One file's declarations: its `dylease.plugin(...)` call (the plugin file's), its
+    decorated passes, its imports of the package's modules, and whether the reader saw all
+    that could register a pass (`complete`). Raises `_Unnamed` if what it sees could name the
+    plugin in a way it cannot read."""
+
+    def __init__(self, suffix, tree, is_package, known, aliases):
+        self.suffix = suffix
+        self.name = None
+        self.version = None
+        self.passes = []
+        self.complete = True
+        self.register_passes = False
+        self.sure_imports = set()
+        self.other_imports = set()
+        self.aliases = aliases[suffix]
+        self.recognised = set()
+        for statement in tree.body:
+            self._top_level(statement)
+        base = _base(suffix, is_package)
+        for node in ast.walk(tree):
+            self._check(node, tree, base, known)
+
+    def _kind(self, node):
+        """What API object `node` refers to, or None."""
+        if isinstance(node, ast.Name):
+            return self.aliases.get(node.id)
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and self.aliases.get(node.value.id) == "module"
+            and node.attr in ("plugin", "typed_pass")
+        ):
+            return node.attr
+        return None
+
+    def _recognise(self, call):
+        self.recognised.add(id(call.func))
+        if isinstance(call.func, ast.Attribute):
+            self.recognised.add(id(call.func.value))
+        for arg in call.args + [keyword.value for keyword in call.keywords]:
+            self.recognised.add(id(arg))
+
+    def _top_level(self, statement):
+        if (
+            self.suffix == ""
+            and isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Call)
+            and self._kind(statement.value.func) == "plugin"
+        ):
+            values = _arguments(statement.value, ["name", "version"])
+            if values is None or "name" not in values:
+                raise _Unnamed()
+            self.name, self.version = values["name"], values.get("version", "")
+            self._recognise(statement.value)
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for decorator in statement.decorator_list:
+                if isinstance(decorator, ast.Call) and self._kind(decorator.func) == "typed_pass":
+                    values = _arguments(decorator, ["name", "interface"])
+                    if values is None or len(values) != 2:
+                        # Computed: a pass the reader cannot name.
+                        self.complete = False
+                    else:
+                        self.passes.append((values["name"], values["interface"]))
+                    self._recognise(decorator)
+
+    def _check(self, node, tree, base, known):
+        """What the node means for the manifest, unless it is one the reader recognised."""
+        if id(node) in self.recognised:
+            return
+        if isinstance(node, ast.Name):
+            if node.id in self.aliases:
+                self._escaped(self.aliases[node.id])
+            elif node.id in _DYNAMIC:
+                raise _Unnamed()
+            elif node.id == "importlib":
+                self.complete = False
+            elif node.id in _REGISTERING and self.suffix == "" and not isinstance(node.ctx, ast.Load):
+                self.register_passes = True
+        elif isinstance(node, ast.Attribute):
+            kind = self._kind(node)
+            if kind is not None:
+                self._escaped(kind)
+                self.recognised.add(id(node.value))
+            elif node.attr == "dylease":
+                raise _Unnamed()
+            elif node.attr in _HIDDEN_STRINGS:
+                self.complete = False
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if node.value == "dylease":
+                raise _Unnamed()
+            if node.value in _HIDDEN_STRINGS:
+                self.complete = False
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name in _REGISTERING and self.suffix == "":
+                self.register_passes = True
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            if _REGISTERING & set(node.names) and self.suffix == "":
+                self.register_passes = True
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.partition(".")[0]
+                if self.suffix == "" and bound in _REGISTERING:
+                    self.register_passes = True
+                if alias.name.partition(".")[0] == "importlib":
+                    self.complete = False
+        elif isinstance(node, ast.ImportFrom):
+            self._import_from(node, tree, base, known)
+
+    def _escaped(self, kind):
+        """An API object used other than as the reader reads it: passed on, renamed, called
+        not at module level or not as a decorator."""
+        if kind == "typed_pass":
+            self.complete = False
+        else:
+            raise _Unnamed()
+
+    def _import_from(self, node, tree, base, known):
+        if node.level == 0 and node.module == "dylease":
+            return
+        if node.module is not None and node.module.partition(".")[0] == "importlib":
+            self.complete = False
+        for alias in node.names:
+            bound = alias.asname or alias.name
+            if alias.name == "*" and self.suffix == "":
+                self.complete = False  # it could bring a `register_passes`
+            elif self.suffix == "" and bound in _REGISTERING:
+                self.register_passes = True
+        resolved = _relative(base, node)
+        if resolved is None:
+            return
+        # The package's modules it imports: the one named and every one above it, and each
+        # imported name that is a module.
+        parts, target = resolved
+        imported = {".".join(target[:n]) for n in range(len(parts) + 1, len(target) + 1)}
+        for alias in node.names:
+            below = ".".join(target + [alias.name])
+            if below in known:
+                imported.add(below)
+        imported &= known
+        if node in tree.body:
+            self.sure_imports |= imported
+        else:
+            self.other_imports |= imported
