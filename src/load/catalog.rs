@@ -98,8 +98,14 @@ pub(crate) fn catalog(sources: &[Source], trust: TrustPolicy) -> Result<Vec<Cata
         #[cfg(feature = "python")]
         Planned::Python(mut plugin) => {
             let origin = Origin::File(plugin.path().to_owned());
-            match plugin.check(&mut checks, trust) {
-                Ok(()) => CatalogEntry::new(origin),
+            let manifest = plugin
+                .check(&mut checks, trust)
+                .and_then(|()| plugin.manifest(&mut checks, trust));
+            match manifest {
+                Ok(manifest) => CatalogEntry {
+                    manifest,
+                    ..CatalogEntry::new(origin)
+                },
                 Err(refusal) => CatalogEntry::refused(origin, refusal),
             }
         }

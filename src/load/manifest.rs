@@ -84,16 +84,10 @@ impl Manifest {
     ) -> Result<(), Error> {
         let mut differences = Vec::new();
         if name != self.name {
-            differences.push(format!(
-                "its descriptor names it `{name}`, its manifest `{}`",
-                self.name
-            ));
+            differences.push(format!("it names itself `{name}`, its manifest `{}`", self.name));
         }
         if version != self.version {
-            differences.push(format!(
-                "its descriptor gives version `{version}`, its manifest `{}`",
-                self.version
-            ));
+            differences.push(format!("it gives version `{version}`, its manifest `{}`", self.version));
         }
         if self.complete {
             for declared in &self.passes {
@@ -206,9 +200,6 @@ mod tests {
         let incomplete = manifest(false);
         assert_eq!(compare(&incomplete, "p", &[("z", None)]), Ok(()));
         let renamed = compare(&incomplete, "q", &[]).unwrap_err();
-        assert!(
-            renamed.contains("its descriptor names it `q`, its manifest `p`"),
-            "{renamed}"
-        );
+        assert!(renamed.contains("it names itself `q`, its manifest `p`"), "{renamed}");
     }
 }

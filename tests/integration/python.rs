@@ -964,7 +964,7 @@ fn a_declared_pass_its_plugin_does_not_register_fails_the_load_naming_it() {
 }
 
 #[test]
-fn loading_a_plugin_runs_its_top_level_which_reading_its_manifest_does_not() {
+fn loading_a_plugin_runs_its_top_level_which_reading_its_manifest_and_the_catalog_do_not() {
     // The other half, reading the manifest alone, is `load::python::source`'s unit test
     // `reading_the_manifest_runs_none_of_the_plugins_code`: this is its positive control.
     let dir = TestDir::new("py-manifest-marker");
@@ -978,7 +978,20 @@ fn loading_a_plugin_runs_its_top_level_which_reading_its_manifest_does_not() {
         ),
     );
     assert!(!marker.exists());
-    let lease = host_of_file(&file).acquire().unwrap();
+    let host = host_of_file(&file);
+    // The catalog reads its manifest without running it.
+    let catalog = host.catalog().unwrap();
+    let manifest = catalog[0].manifest().expect("a manifest");
+    assert_eq!((manifest.name(), manifest.abi_version()), ("marker", None));
+    let declared: Vec<_> = manifest
+        .passes()
+        .iter()
+        .map(|p| (p.name.as_str(), p.interface.as_deref()))
+        .collect();
+    assert_eq!(declared, [("p", Some("test.int_op/1"))]);
+    assert!(manifest.is_complete());
+    assert!(!marker.exists(), "the catalog ran the plugin's top level");
+    let lease = host.acquire().unwrap();
     assert!(marker.exists());
     assert_eq!(lease.get_py::<IntOp>("p").unwrap().call((7,)).unwrap(), 7);
 }

@@ -520,7 +520,6 @@ impl PyCandidate {
     /// sources are read from the checked files as [`register`](PyCandidate::register) reads
     /// them: call [`check`](PyCandidate::check) first. A file that does not parse is an
     /// [`Error::InvalidPlugin`] naming the file and line.
-    #[allow(dead_code)] // for `PluginHost::catalog`
     pub(crate) fn manifest(&mut self, checks: &mut Checks, trust: TrustPolicy) -> Result<Option<Manifest>, Error> {
         let origin = Origin::File(self.path.clone());
         self.read(checks, trust)?.manifest(&origin)
