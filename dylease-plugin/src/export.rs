@@ -228,6 +228,150 @@ pub mod __private {
         with_nul.as_ptr().cast()
     }
 
+    /// The bytes a manifest string takes in a note (see `dylease_elf::manifest`): its `u32`
+    /// length, then the text and its NUL, padded with zeros to a multiple of 4.
+    pub const fn string_len(text: &str) -> usize {
+        4 + (text.len() + 1).div_ceil(4) * 4
+    }
+
+    /// The length of a plugin record note: header (12), owner (8), three `u32`s, two strings.
+    pub const fn plugin_note_len(name: &str, version: &str) -> usize {
+        12 + 8 + 12 + string_len(name) + string_len(version)
+    }
+
+    /// The length of a pass record note: header (12), owner (8), flags, two strings.
+    pub const fn pass_note_len(name: &str, interface: &str) -> usize {
+        12 + 8 + 4 + string_len(name) + string_len(interface)
+    }
+
+    /// One manifest note (`dylease_elf::manifest`, format version 1), `LEN` bytes in the
+    /// target's byte order, built at compile time by [`plugin_note`] or [`pass_note`].
+    /// `export_plugin!` places each in the section `.note.dylease`, which the linker puts into
+    /// a `PT_NOTE` segment: 4-aligned, like the notes of the C header, and `LEN` a multiple of
+    /// 4, so that notes placed one after the other need no padding between them.
+    #[derive(Debug)]
+    #[repr(C, align(4))]
+    pub struct Note<const LEN: usize>([u8; LEN]);
+
+    impl<const LEN: usize> Note<LEN> {
+        /// The note's bytes, as they appear in the file.
+        pub const fn bytes(&self) -> &[u8; LEN] {
+            &self.0
+        }
+    }
+
+    /// Writes the `u32` `value` at `at`; returns the next offset.
+    const fn put_u32<const LEN: usize>(bytes: &mut [u8; LEN], at: usize, value: u32) -> usize {
+        let value = value.to_ne_bytes();
+        let mut i = 0;
+        while i < 4 {
+            bytes[at + i] = value[i];
+            i += 1;
+        }
+        at + 4
+    }
+
+    /// Writes `text` as a manifest string at `at` (length with the NUL, the text; the zeros of
+    /// the NUL and the padding are already there); returns the next offset. A NUL inside the
+    /// text, which a manifest string cannot carry, fails the build.
+    const fn put_string<const LEN: usize>(bytes: &mut [u8; LEN], at: usize, text: &str) -> usize {
+        let text = text.as_bytes();
+        assert!(text.len() < u32::MAX as usize, "a manifest string is too long");
+        let mut at = put_u32(bytes, at, text.len() as u32 + 1);
+        let mut i = 0;
+        while i < text.len() {
+            assert!(
+                text[i] != 0,
+                "a plugin's or pass's name, version or interface holds a NUL byte, which the manifest cannot carry"
+            );
+            bytes[at + i] = text[i];
+            i += 1;
+        }
+        at += (text.len() + 1).div_ceil(4) * 4;
+        at
+    }
+
+    /// The note header (`n_namesz` 8, `n_descsz`, `n_type`) and the owner `dylease\0`; returns
+    /// the offset of the descriptor.
+    const fn put_header<const LEN: usize>(bytes: &mut [u8; LEN], kind: u32) -> usize {
+        let mut at = put_u32(bytes, 0, 8);
+        at = put_u32(bytes, at, (LEN - 20) as u32);
+        at = put_u32(bytes, at, kind);
+        let owner = b"dylease\0";
+        let mut i = 0;
+        while i < owner.len() {
+            bytes[at + i] = owner[i];
+            i += 1;
+        }
+        at + owner.len()
+    }
+
+    /// The manifest's plugin record (`n_type` 1): format version 1, `abi_version`, `flags`
+    /// (bit 0: the pass records are complete), `name`, `version`. `LEN` must be
+    /// [`plugin_note_len`]`(name, version)`; anything else fails the build.
+    pub const fn plugin_note<const LEN: usize>(abi_version: u32, flags: u32, name: &str, version: &str) -> Note<LEN> {
+        assert!(
+            LEN == plugin_note_len(name, version),
+            "the note's length is not its fields'"
+        );
+        let mut bytes = [0u8; LEN];
+        let mut at = put_header(&mut bytes, 1);
+        at = put_u32(&mut bytes, at, 1);
+        at = put_u32(&mut bytes, at, abi_version);
+        at = put_u32(&mut bytes, at, flags);
+        at = put_string(&mut bytes, at, name);
+        at = put_string(&mut bytes, at, version);
+        assert!(at == LEN);
+        Note(bytes)
+    }
+
+    /// A pass record (`n_type` 2): flags 0, `name`, `interface` (empty for an untyped pass).
+    /// `LEN` must be [`pass_note_len`]`(name, interface)`; anything else fails the build.
+    pub const fn pass_note<const LEN: usize>(name: &str, interface: &str) -> Note<LEN> {
+        assert!(
+            LEN == pass_note_len(name, interface),
+            "the note's length is not its fields'"
+        );
+        let mut bytes = [0u8; LEN];
+        let mut at = put_header(&mut bytes, 2);
+        at = put_u32(&mut bytes, at, 0);
+        at = put_string(&mut bytes, at, name);
+        at = put_string(&mut bytes, at, interface);
+        assert!(at == LEN);
+        Note(bytes)
+    }
+
+    /// Whether `names` holds no name twice (a manifest declaring a pass twice is refused, and so
+    /// is the second registration).
+    pub const fn distinct(names: &[&str]) -> bool {
+        let mut i = 0;
+        while i < names.len() {
+            let mut j = i + 1;
+            while j < names.len() {
+                if same(names[i].as_bytes(), names[j].as_bytes()) {
+                    return false;
+                }
+                j += 1;
+            }
+            i += 1;
+        }
+        true
+    }
+
+    const fn same(a: &[u8], b: &[u8]) -> bool {
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+
     /// The message of a caught panic's payload.
     pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
         if let Some(s) = payload.downcast_ref::<&str>() {
@@ -242,15 +386,34 @@ pub mod __private {
 
 /// Exports the enclosing `cdylib` crate as a dylease plugin.
 ///
-/// Expands to the entry point `dylease_plugin_v1` and a static descriptor of ABI version 2.
-/// `register` is a function or closure `FnOnce(&mut LibraryRegistrar<'_>) -> Result<(),
-/// RegisterError>`, in which the [`Registrar`] trait's methods are in scope; it is called
-/// once per load. The optional `on_load` is a `fn() -> Result<(), RegisterError>` (a closure that captures nothing will do) run once
-/// per loaded instance of the library, before its first `register`; the optional `on_unload`
-/// is a `fn()` run once per instance, before the library is closed. Once `on_load`
-/// succeeded, `on_unload` runs even if `register` then fails; without an `on_load`, it runs
-/// only after a successful `register`. Register `extern "C" fn` passes: only the C calling
-/// convention is stable between a plugin and a host built by different compiler versions.
+/// Expands to the entry point `dylease_plugin_v1`, a static descriptor of ABI version 2 and
+/// the plugin's [manifest](#manifest). Its two forms differ in who registers the passes:
+///
+/// - **Declared passes**, `passes: [...]`: the macro writes the register function, which
+///   registers exactly the passes listed, in their order, and the manifest lists them as the
+///   complete set. Each entry is one of
+///   - `typed I: "name" => func`: [`add_typed_pass::<I>`](Registrar::add_typed_pass), `func`
+///     an `I::Fn` (a function item coerces to it);
+///   - `untyped: "name" => func as extern "C" fn(i32) -> i32`:
+///     [`add_pass`](Registrar::add_pass), `func` a [`PassFn`](crate::PassFn), that is a
+///     function pointer (cast a function item to its pointer type);
+///
+///   and `=> (func, user_data)` gives the pass a `user_data` (a `*mut c_void`, see
+///   [`add_pass`](Registrar::add_pass)) other than the default null pointer. A name is any
+///   constant `&str` expression (a literal, `env!`, a `const`): a name declared twice fails
+///   the build.
+/// - **A register closure**, `register: ...`: a function or closure `FnOnce(&mut
+///   LibraryRegistrar<'_>) -> Result<(), RegisterError>`, in which the [`Registrar`] trait's
+///   methods are in scope. It is called once per load, and may register anything: the
+///   manifest lists no pass and says so.
+///
+/// The optional `on_load` is a `fn() -> Result<(), RegisterError>` (a closure that captures
+/// nothing will do) run once per loaded instance of the library, before its first
+/// registration; the optional `on_unload` is a `fn()` run once per instance, before the
+/// library is closed. Once `on_load` succeeded, `on_unload` runs even if the registration
+/// then fails; without an `on_load`, it runs only after a successful registration. Register
+/// `extern "C" fn` passes: only the C calling convention is stable between a plugin and a
+/// host built by different compiler versions.
 ///
 /// The error `register` returns reaches the host's load error through the ABI's `report`:
 /// `Err(RegisterError::custom("no NPU device found"))` fails the load with "plugin file `…` failed
@@ -285,7 +448,67 @@ pub mod __private {
 /// dylease-plugin = "0.1"
 /// ```
 ///
+/// # Manifest
+///
+/// Both forms write the plugin's manifest into the library as constant data, built at compile
+/// time: ELF notes of owner `dylease` in a section `.note.dylease`, which the linker puts into
+/// a `PT_NOTE` segment (the format is dylease-elf's, `dylease_elf::manifest`; the C header's
+/// macros write the same notes). A host reads the plugin's name, version, ABI version and
+/// passes from the file without running any of its code, and refuses an ABI it does not
+/// speak before the library is mapped.
+///
+/// - The declared form writes a **complete** manifest: a pass record per declared pass, with
+///   the interface's [`ID`](crate::Interface::ID) for a typed pass and none for an untyped
+///   one. A host that loads the plugin checks that it registered exactly these passes.
+/// - The closure form writes an **incomplete** manifest, naming no pass: what its `register`
+///   registers is known only once it ran.
+///
+/// `strip --strip-all` keeps the notes, and so does the linkers' garbage collection of
+/// unused sections (`--gc-sections`, which rustc passes for a `cdylib`): lld (rustc's default
+/// linker on x86_64 Linux), GNU ld and gold keep note sections. A link step that drops
+/// `.note*` sections (a linker script, `objcopy --remove-section`) leaves no manifest. On a
+/// target whose libraries are not ELF files the macro writes none.
+///
 /// # Example
+///
+/// Declared passes, with a complete manifest:
+///
+/// ```
+/// use std::ffi::c_void;
+///
+/// pub struct IntOp;
+/// // SAFETY: every pass registered under "math.int_op/1" is an `extern "C" fn(i32) -> i32`.
+/// unsafe impl dylease_plugin::Interface for IntOp {
+///     const ID: &'static str = "math.int_op/1";
+///     type Fn = unsafe extern "C" fn(i32) -> i32;
+/// }
+///
+/// extern "C" fn triple(x: i32) -> i32 {
+///     x * 3
+/// }
+///
+/// extern "C" fn negate(x: i32) -> i32 {
+///     -x
+/// }
+///
+/// static FACTOR: i32 = 7;
+///
+/// dylease_plugin::export_plugin! {
+///     name: "rust-math",
+///     version: "1.0.0",
+///     passes: [
+///         typed IntOp: "triple" => triple,
+///         // With a user data pointer, which the host hands back untouched.
+///         typed IntOp: "triple_again" => (triple, (&raw const FACTOR).cast_mut().cast::<c_void>()),
+///         untyped: "negate" => negate as extern "C" fn(i32) -> i32,
+///     ],
+///     on_load: || Ok(()),
+///     on_unload: || {},
+/// }
+/// # fn main() {}
+/// ```
+///
+/// A register closure, with an incomplete manifest:
 ///
 /// ```
 /// use std::ptr;
@@ -309,6 +532,24 @@ pub mod __private {
 ///     },
 ///     on_load: || Ok(()),
 ///     on_unload: || {},
+/// }
+/// # fn main() {}
+/// ```
+///
+/// A pass declared twice fails the build (its second registration would fail the load):
+///
+/// ```compile_fail,E0080
+/// extern "C" fn negate(x: i32) -> i32 {
+///     -x
+/// }
+///
+/// dylease_plugin::export_plugin! {
+///     name: "twice",
+///     version: "1.0.0",
+///     passes: [
+///         untyped: "negate" => negate as extern "C" fn(i32) -> i32,
+///         untyped: "negate" => negate as extern "C" fn(i32) -> i32,
+///     ],
 /// }
 /// # fn main() {}
 /// ```
@@ -345,6 +586,26 @@ pub mod __private {
 /// # fn main() {}
 /// ```
 ///
+/// ```compile_fail,E0133
+/// extern "C" fn negate(x: i32) -> i32 {
+///     -x
+/// }
+///
+/// dylease_plugin::export_plugin! {
+///     name: "raw",
+///     version: "1.0.0",
+///     passes: [
+///         untyped: "negate" => (negate as extern "C" fn(i32) -> i32, {
+///             let x = 5;
+///             let p = &x as *const i32;
+///             let _copy = *p; // error: dereference of raw pointer is unsafe
+///             std::ptr::null_mut()
+///         }),
+///     ],
+/// }
+/// # fn main() {}
+/// ```
+///
 /// With the author's `unsafe` and its reason, it compiles:
 ///
 /// ```
@@ -363,6 +624,8 @@ pub mod __private {
 /// ```
 #[macro_export]
 macro_rules! export_plugin {
+    // The closure form: `register` may register anything, so the manifest lists no pass and
+    // is not complete.
     (
         name: $name:expr,
         version: $version:expr,
@@ -371,10 +634,131 @@ macro_rules! export_plugin {
         $(, on_unload: $on_unload:expr)?
         $(,)?
     ) => {
+        $crate::export_plugin!(@plugin $name, $version, 0, $register, [$($on_load)?], [$($on_unload)?]);
+    };
+    // The declared form: the passes, read one by one into `[name, interface, how, func, data]`
+    // entries, then registered by a register function of the macro's and declared in a
+    // complete manifest.
+    (
+        name: $name:expr,
+        version: $version:expr,
+        passes: [$($passes:tt)*]
+        $(, on_load: $on_load:expr)?
+        $(, on_unload: $on_unload:expr)?
+        $(,)?
+    ) => {
+        $crate::export_plugin!(
+            @passes [$name, $version, [$($on_load)?], [$($on_unload)?]] [] $($passes)*
+        );
+    };
+    (@passes $plugin:tt [$($done:tt)*] typed $interface:ty : $pass:expr => ($func:expr, $data:expr) $(, $($rest:tt)*)?) => {
+        $crate::export_plugin!(
+            @passes $plugin [$($done)* [$pass, <$interface as $crate::Interface>::ID, [typed $interface], $func, $data]] $($($rest)*)?
+        );
+    };
+    (@passes $plugin:tt [$($done:tt)*] typed $interface:ty : $pass:expr => $func:expr $(, $($rest:tt)*)?) => {
+        $crate::export_plugin!(
+            @passes $plugin [$($done)* [$pass, <$interface as $crate::Interface>::ID, [typed $interface], $func, ::core::ptr::null_mut()]] $($($rest)*)?
+        );
+    };
+    (@passes $plugin:tt [$($done:tt)*] untyped : $pass:expr => ($func:expr, $data:expr) $(, $($rest:tt)*)?) => {
+        $crate::export_plugin!(
+            @passes $plugin [$($done)* [$pass, "", [untyped], $func, $data]] $($($rest)*)?
+        );
+    };
+    (@passes $plugin:tt [$($done:tt)*] untyped : $pass:expr => $func:expr $(, $($rest:tt)*)?) => {
+        $crate::export_plugin!(
+            @passes $plugin [$($done)* [$pass, "", [untyped], $func, ::core::ptr::null_mut()]] $($($rest)*)?
+        );
+    };
+    (
+        @passes [$name:expr, $version:expr, [$($on_load:expr)?], [$($on_unload:expr)?]]
+        [$([$pass:expr, $interface:expr, [$($how:tt)*], $func:expr, $data:expr])*]
+    ) => {
+        const _: () = ::core::assert!(
+            $crate::__private::distinct(&[$($pass),*]),
+            "export_plugin! declares a pass name twice"
+        );
+        $(
+            $crate::export_plugin!(@pass_note $pass, $interface);
+        )*
+        $crate::export_plugin!(
+            @plugin $name, $version, 1,
+            |reg| {
+                $(
+                    $crate::export_plugin!(@add reg, [$($how)*], $pass, $func, $data)?;
+                )*
+                ::core::result::Result::Ok(())
+            },
+            [$($on_load)?], [$($on_unload)?]
+        );
+    };
+    (@passes $plugin:tt [$($done:tt)*] $($rest:tt)+) => {
+        ::core::compile_error!(
+            "export_plugin!: each pass is `typed Interface: \"name\" => function` or `untyped: \"name\" => function as fn type`, optionally with user data: `=> (function, user_data)`"
+        );
+    };
+    (@add $reg:ident, [typed $interface:ty], $pass:expr, $func:expr, $data:expr) => {
+        $reg.add_typed_pass::<$interface>($pass, $func, $data)
+    };
+    (@add $reg:ident, [untyped], $pass:expr, $func:expr, $data:expr) => {
+        $reg.add_pass($pass, $func, $data)
+    };
+    // The manifest's plugin record and a pass record: const data, each in the section
+    // `.note.dylease`, on the targets whose libraries are ELF files.
+    (@plugin_note $name:expr, $version:expr, $flags:expr) => {
+        $crate::export_plugin!(@elf const _: () = {
+            const NAME: &str = $name;
+            const VERSION: &str = $version;
+            const LEN: usize = $crate::__private::plugin_note_len(NAME, VERSION);
+            $crate::export_plugin!(@note LEN, $crate::__private::plugin_note::<LEN>(
+                $crate::abi::DYLEASE_ABI_VERSION, $flags, NAME, VERSION
+            ));
+        };);
+    };
+    (@pass_note $pass:expr, $interface:expr) => {
+        $crate::export_plugin!(@elf const _: () = {
+            const NAME: &str = $pass;
+            const INTERFACE: &str = $interface;
+            const LEN: usize = $crate::__private::pass_note_len(NAME, INTERFACE);
+            $crate::export_plugin!(@note LEN, $crate::__private::pass_note::<LEN>(NAME, INTERFACE));
+        };);
+    };
+    (@note $len:ident, $note:expr) => {
+        // `used`: emitted although nothing refers to it, and marked `SHF_GNU_RETAIN`, which
+        // `--gc-sections` keeps; a section named `.note.*` is an `SHT_NOTE` section, which
+        // linkers keep too and put into a `PT_NOTE` segment (lld, GNU ld and gold do).
+        #[used]
+        // SAFETY: the section holds notes only, and this is one: 4-aligned, its length a
+        // multiple of 4, so that the next note follows it without padding. Nothing reads it as
+        // anything else.
+        #[unsafe(link_section = ".note.dylease")]
+        static NOTE: $crate::__private::Note<$len> = $note;
+    };
+    (@elf $($item:item)*) => {
+        $(
+            #[cfg(any(
+                target_os = "linux",
+                target_os = "android",
+                target_os = "freebsd",
+                target_os = "netbsd",
+                target_os = "openbsd",
+                target_os = "dragonfly",
+                target_os = "illumos",
+                target_os = "solaris",
+                target_os = "fuchsia",
+                target_os = "hurd"
+            ))]
+            $item
+        )*
+    };
+    (@plugin $name:expr, $version:expr, $flags:expr, $register:expr, [$($on_load:expr)?], [$($on_unload:expr)?]) => {
         // A plugin crate built with `panic = "abort"` cannot catch the panics the ABI says are
         // caught: warn (see "`panic = \"abort\"`" in the macro's documentation).
         #[cfg(panic = "abort")]
         const _: () = $crate::__private::PANIC_ABORT;
+
+        $crate::export_plugin!(@plugin_note $name, $version, $flags);
 
         /// The dylease plugin entry point.
         #[unsafe(no_mangle)]
@@ -422,4 +806,58 @@ macro_rules! export_plugin {
         }
         Some(__dylease_on_unload as $crate::abi::dylease_on_unload_fn)
     }};
+}
+
+#[cfg(all(test, target_endian = "little"))]
+mod tests {
+    use super::__private::*;
+
+    /// A note as the format (`dylease_elf::manifest`) and the C header's
+    /// `DYLEASE_PLUGIN_NOTE_` / `DYLEASE_PASS_NOTE_` write it, by hand: little-endian `u32`s,
+    /// each string's length counting its NUL, the bytes padded with zeros to 4.
+    #[rustfmt::skip]
+    const MATH: [u8; 56] = [
+        8, 0, 0, 0,   36, 0, 0, 0,   1, 0, 0, 0,   b'd', b'y', b'l', b'e', b'a', b's', b'e', 0,
+        1, 0, 0, 0,   2, 0, 0, 0,   1, 0, 0, 0,
+        5, 0, 0, 0,   b'm', b'a', b't', b'h', 0, 0, 0, 0,
+        6, 0, 0, 0,   b'1', b'.', b'0', b'.', b'0', 0, 0, 0,
+    ];
+
+    #[rustfmt::skip]
+    const TRIPLE: [u8; 48] = [
+        8, 0, 0, 0,   28, 0, 0, 0,   2, 0, 0, 0,   b'd', b'y', b'l', b'e', b'a', b's', b'e', 0,
+        0, 0, 0, 0,
+        7, 0, 0, 0,   b't', b'r', b'i', b'p', b'l', b'e', 0, 0,
+        8, 0, 0, 0,   b'm', b'a', b't', b'h', b'/', b'1', b'2', 0,
+    ];
+
+    #[rustfmt::skip]
+    const PLAIN: [u8; 40] = [
+        8, 0, 0, 0,   20, 0, 0, 0,   2, 0, 0, 0,   b'd', b'y', b'l', b'e', b'a', b's', b'e', 0,
+        0, 0, 0, 0,
+        2, 0, 0, 0,   b'p', 0, 0, 0,
+        1, 0, 0, 0,   0, 0, 0, 0,
+    ];
+
+    #[test]
+    fn the_notes_are_the_bytes_the_format_and_the_c_header_give() {
+        const LEN: usize = plugin_note_len("math", "1.0.0");
+        static NOTE: Note<LEN> = plugin_note::<LEN>(2, 1, "math", "1.0.0");
+        assert_eq!(NOTE.bytes(), &MATH);
+        const TRIPLE_LEN: usize = pass_note_len("triple", "math/12");
+        assert_eq!(pass_note::<TRIPLE_LEN>("triple", "math/12").bytes(), &TRIPLE);
+        const PLAIN_LEN: usize = pass_note_len("p", "");
+        assert_eq!(pass_note::<PLAIN_LEN>("p", "").bytes(), &PLAIN);
+        // 4-aligned, as the note segment's `p_align` of 4 needs.
+        assert_eq!(core::mem::align_of::<Note<LEN>>(), 4);
+        assert_eq!((&raw const NOTE).addr() % 4, 0);
+    }
+
+    #[test]
+    fn pass_names_must_be_distinct() {
+        assert!(distinct(&[]));
+        assert!(distinct(&["a", "b", "ab"]));
+        assert!(!distinct(&["a", "b", "a"]));
+        assert!(!distinct(&["ab", "ab"]));
+    }
 }

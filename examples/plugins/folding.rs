@@ -1,11 +1,11 @@
 //! An example dylease plugin written in Rust: a typed constant-folding pass over the demo's
-//! graph, a load hook and an unload hook.
+//! graph, a load hook and an unload hook. It declares its pass in `export_plugin!`, which
+//! writes a complete manifest into the library (`readelf -n` shows its `dylease` notes).
 //!
 //! Build it with `cargo build -p dylease-example-rust-plugin`; the library lands in
 //! `target/debug/` (`libdylease_example_rust_plugin.so` on Linux). `cargo run --example demo`
 //! builds and loads it next to the C and C++ example plugins.
 
-use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Set by `on_load`, cleared by `on_unload`: state that belongs to one loaded instance of the
@@ -52,7 +52,11 @@ unsafe extern "C" fn fold_constants(graph: *mut Graph) {
 dylease_plugin::export_plugin! {
     name: "folding",
     version: env!("CARGO_PKG_VERSION"),
-    register: |reg| reg.add_typed_pass::<GraphPass>("fold_constants", fold_constants, ptr::null_mut()),
+    // The passes, declared: the macro registers them, and writes them into the library's
+    // manifest, which says this is the complete list.
+    passes: [
+        typed GraphPass: "fold_constants" => fold_constants,
+    ],
     on_load: || {
         println!("             [folding plugin, Rust] on_load");
         READY.store(true, Ordering::Release);

@@ -1,7 +1,7 @@
 //! A Rust plugin whose device is missing: its `register` fails with an error of its own, which
 //! reaches the host's load error. Built as a library
 //! (`cargo build -p dylease-example-rust-plugin --example no_device`); the integration tests
-//! load it.
+//! load it. Its `register` is a closure, so its manifest lists no pass and is not complete.
 
 dylease_plugin::export_plugin! {
     name: "npu",

@@ -157,6 +157,37 @@
 //! any of the three aborts the host process, and `export_plugin!` warns at compile time (see
 //! its documentation; dylease-plugin's `allow-panic-abort` feature turns the warning off).
 //!
+//! `export_plugin!` writes the plugin's [manifest](#manifests) too: the same notes as the C
+//! macros, as constant data in `.note.dylease`, read by a host before any of the plugin's
+//! code runs. With a `register` closure, as above, it is the plugin record alone, whose pass
+//! list is not complete: the closure may register anything. Declaring the passes in the macro
+//! instead makes it write the register function, which registers exactly those, and a
+//! complete manifest with a pass record each, which a host checks against what the plugin
+//! registered:
+//!
+//! ```no_run
+//! pub struct Fusion;
+//! // SAFETY: every pass registered under "ge.fusion_pass/1" is an `extern "C" fn(i32) -> i32`.
+//! unsafe impl dylease_plugin::Interface for Fusion {
+//!     const ID: &'static str = "ge.fusion_pass/1";
+//!     type Fn = unsafe extern "C" fn(i32) -> i32;
+//! }
+//!
+//! extern "C" fn fuse(x: i32) -> i32 { x / 2 }
+//! extern "C" fn split(x: i32) -> i32 { x * 2 }
+//!
+//! dylease_plugin::export_plugin! {
+//!     name: "npu",
+//!     version: "1.0.0",
+//!     passes: [
+//!         typed Fusion: "fuse" => fuse,                              // add_typed_pass::<Fusion>
+//!         untyped: "split" => split as extern "C" fn(i32) -> i32,    // add_pass
+//!     ],
+//!     on_load: || Ok(()),
+//! }
+//! # fn main() {}
+//! ```
+//!
 //! A plugin that needs other libraries finds them through a run path relative to its own
 //! directory (`-Wl,-rpath,'$ORIGIN'`, or `$ORIGIN/lib`): a host under
 //! [`TrustPolicy::Strict`](crate::TrustPolicy::Strict) refuses a plugin whose run path names

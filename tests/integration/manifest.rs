@@ -2,15 +2,17 @@
 //! `dylease_elf::Elf::manifest`, it names the passes the plugin then registers when a host
 //! loads it, and stays readable once the file is stripped or has lost its section headers.
 
+use std::path::Path;
 use std::process::Command;
 
 use dylease::{Error, LoadPolicy, OpenCause, PluginHost};
 use dylease_elf::{Elf, Manifest};
 
+use crate::rust_plugin::{build, built_rust_plugins};
 use crate::support::{TestDir, assert_unloaded, beside, fixture, mapped};
 
 /// The manifest of the library at `path`, which must have one.
-fn manifest_of(path: &std::path::Path) -> Manifest {
+fn manifest_of(path: &Path) -> Manifest {
     let bytes = std::fs::read(path).unwrap();
     Elf::new(&bytes[..], bytes.len() as u64)
         .manifest()
@@ -32,8 +34,15 @@ fn declared(manifest: &Manifest) -> Vec<(String, Option<String>)> {
 /// Loads the fixture `name` (a copy of it) and returns its name, version and registered
 /// passes, as (name, interface), sorted by name.
 fn registered(name: &str) -> (String, String, Vec<(String, Option<String>)>) {
+    registered_from(&fixture(name), name)
+}
+
+/// Loads a copy of the library at `path` (in a directory named after `name`) and returns its
+/// name, version and registered passes, as (name, interface), sorted by name.
+fn registered_from(path: &Path, name: &str) -> (String, String, Vec<(String, Option<String>)>) {
     let dir = TestDir::new(&format!("manifest-{name}"));
-    let lib = dir.add(name, &format!("lib{name}.so"));
+    let lib = dir.path().join(format!("lib{name}.so"));
+    std::fs::copy(path, &lib).unwrap();
     // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
     let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
     let lease = host.acquire().unwrap();
@@ -49,7 +58,7 @@ fn registered(name: &str) -> (String, String, Vec<(String, Option<String>)>) {
 
 /// The manifest of `path` once stripped with `strip --strip-all`, and once its section
 /// header table is gone (e_shoff, e_shnum and e_shstrndx zeroed).
-fn stripped_and_headless(dir: &TestDir, path: &std::path::Path) -> [Manifest; 2] {
+fn stripped_and_headless(dir: &TestDir, path: &Path) -> [Manifest; 2] {
     let stripped = dir.path().join("stripped.so");
     let status = Command::new("strip")
         .arg("--strip-all")
@@ -300,4 +309,51 @@ fn strip_manifest(lib: &std::path::Path) {
         .status()
         .expect("cannot run objcopy");
     assert!(status.success());
+}
+
+/// The Rust plugin that declares its passes in `export_plugin!` (`examples/plugins/folding.rs`)
+/// carries a complete manifest naming the passes it registers, with their interfaces, its
+/// name, version and ABI version; stripping the file or dropping its section headers leaves
+/// the manifest as it was.
+#[test]
+fn a_rust_plugin_declaring_its_passes_has_a_complete_manifest() {
+    let path = built_rust_plugins().join(build::library_name());
+    let manifest = manifest_of(&path);
+    let (plugin, version, passes) = registered_from(&path, "folding");
+    assert_eq!((manifest.format, manifest.abi_version), (1, 2));
+    assert_eq!(
+        (manifest.name.as_str(), manifest.version.as_str()),
+        ("folding", "0.1.0")
+    );
+    assert_eq!((&manifest.name, &manifest.version), (&plugin, &version));
+    assert!(manifest.complete, "the declared form lists every pass");
+    assert_eq!(
+        passes,
+        [("fold_constants".to_owned(), Some("demo.graph_pass/1".to_owned()))]
+    );
+    assert_eq!(declared(&manifest), passes);
+
+    let dir = TestDir::new("manifest-strip-folding");
+    for (how, other) in ["stripped", "headless"].iter().zip(stripped_and_headless(&dir, &path)) {
+        assert_eq!(other, manifest, "{how}");
+    }
+}
+
+/// The Rust plugins written in `export_plugin!`'s closure form (`no_device.rs`,
+/// `panicking.rs`) carry a manifest that names them but lists no pass and is not complete:
+/// their `register` may register anything.
+#[test]
+fn a_rust_plugin_registering_in_a_closure_has_an_incomplete_manifest() {
+    for (file, name) in [("no_device", "npu"), ("panicking", "fragile")] {
+        let path = built_rust_plugins().join(format!("examples/lib{file}.so"));
+        let manifest = manifest_of(&path);
+        assert_eq!((manifest.format, manifest.abi_version), (1, 2), "{file}");
+        assert_eq!(
+            (manifest.name.as_str(), manifest.version.as_str()),
+            (name, "0.1.0"),
+            "{file}"
+        );
+        assert!(!manifest.complete, "{file}");
+        assert!(manifest.passes.is_empty(), "{file}");
+    }
 }
