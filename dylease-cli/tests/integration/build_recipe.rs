@@ -43,11 +43,30 @@ fn install_sdk(prefix: &Path) {
 }
 
 /// Loads every pass of `lib` on a worker thread (the layout plugin's thread-local then ends
-/// with it), drops the last lease, and checks that the library left the process.
+/// with it), drops the last lease, and checks that the library left the process. Before
+/// that, its manifest (read without running it) must be complete and declare exactly the
+/// passes it then registers.
 fn load_run_and_unload(lib: &Path) {
     // SAFETY: the library is the example plugin this test just built, whose code is sound.
     let host = unsafe { PluginHost::builder().file(lib) }.build().unwrap();
+    let catalog = host.catalog().unwrap();
+    let manifest = catalog[0].manifest().expect("the recipe's plugin carries a manifest");
+    assert!(manifest.is_complete());
+    let mut declared: Vec<_> = manifest
+        .passes()
+        .iter()
+        .map(|p| (p.name.clone(), p.interface.clone()))
+        .collect();
+    declared.sort();
     let lease = host.acquire().unwrap();
+    let mut registered: Vec<_> = lease
+        .passes()
+        .iter()
+        .map(|p| (p.name().to_owned(), p.interface().map(str::to_owned)))
+        .collect();
+    registered.sort();
+    assert_eq!(declared, registered, "{}", lib.display());
+    assert_eq!(manifest.name(), lease.plugins()[0].name());
     assert!(
         !lease.plugins()[0].pinning().expected(),
         "{:?}",
@@ -82,7 +101,7 @@ fn placed(dir: &TestDir, built: &Path, name: &str) -> PathBuf {
 }
 
 #[test]
-fn the_cmake_recipe_builds_the_cpp_example_plugin_so_that_it_unmaps_after_its_last_lease() {
+fn the_cmake_recipe_builds_the_cpp_example_plugin_with_its_manifest_so_that_it_unmaps_after_its_last_lease() {
     let dir = TestDir::new("cmake_recipe");
     let prefix = dir.path().join("sdk");
     install_sdk(&prefix);
