@@ -45,7 +45,13 @@
  * it is not (a plugin registering by hand may add any pass). Every string is a literal; its
  * stored length counts the terminating NUL. `strip --strip-all` keeps the notes; a link step
  * that drops .note* sections (a linker script, `objcopy --remove-section`) leaves no
- * manifest. The host does not read the manifest yet.
+ * manifest. A host reads the manifest before it maps the file: it refuses an ABI version it
+ * does not speak, or a corrupt manifest, before any code of the plugin runs (constructors
+ * included); after register_passes, the descriptor's name and version must be the manifest's,
+ * and with a complete list the passes registered exactly the ones declared (name and
+ * interface), or the load fails naming each difference. Without a manifest, the descriptor
+ * is read after the loader ran the plugin's constructors. Passes registered by hand from a
+ * plugin that uses DYLEASE_PLUGIN* break that contract: use DYLEASE_MANIFEST instead.
  *
  * Contract with the host:
  *  - name: NUL-terminated UTF-8, non-empty. version: NUL-terminated UTF-8, may be empty.
