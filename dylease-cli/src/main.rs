@@ -63,7 +63,8 @@ enum Command {
     /// Installs plugin files (and, with the `python` feature, Python plugins) into a directory
     /// that running hosts read, atomically: each is written under a temporary name in DIR,
     /// flushed, checked as `check` does (which runs its code), and renamed into place only if it
-    /// would load.
+    /// would load and declares no pass another plugin of DIR declares. Prints the manifest and
+    /// the pin prediction of what it installs.
     #[command(after_long_help = INSTALL_HELP)]
     Install(InstallArgs),
     /// What `install` runs in a child process to check its temporary copy: prints the verdict
@@ -229,6 +230,24 @@ its code), and renamed into place. A package that replaces an installed one cann
 renamed over it (the old directory is not empty): the two trees are exchanged in one step
 (`renameat2` with RENAME_EXCHANGE, Linux), and the old tree is removed with the temporary
 directory. A host sees the old package or the new one, whole. `__pycache__` is not copied.
+
+What it installs is described as `dylease inspect` describes it, from the checked copy:
+its manifest (or \"no manifest\", with the passes its check saw it register) and the
+prediction of whether it will stay mapped after its unload (for a C++ plugin linked without
+the version script: a warning, with the fix).
+
+All the plugins of a host share one namespace of pass names, so a host given DIR would load
+none of them if two registered the same pass. A plugin that declares in its manifest, or
+registered in its check, a pass that another plugin of DIR declares in its manifest is not
+installed: the installer names both plugins and the passes, removes its temporary copy
+and leaves DIR as it was. The file it replaces (DIR/NAME, the same file name) is not
+compared: installing a new version over itself is no collision. The other plugins of DIR
+are judged from their files alone (`PluginHost::catalog`; with the `python` feature also
+DIR's Python plugins), with none of their code run. One without a manifest cannot be
+compared without running its code, which the installer does not do for plugins it is not
+installing: it gets a warning instead (`dylease check DIR` loads them all, and fails on a
+pass registered twice). Plugins a host would refuse before running their code (trust,
+ELF, ABI) register nothing, and are not compared.
 
 The installed file gets mode 0755 (a Python file 0644, a package's directories 0755). Exit status: 0 when every file was installed, 1 when one
 was not (the others are), 2 on a usage error.";
