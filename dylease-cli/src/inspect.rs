@@ -24,6 +24,8 @@ pub(crate) struct Source {
     /// Its plugins in load order, or why a host given it would fail before judging any (a
     /// directory that cannot be read).
     pub(crate) outcome: Result<Vec<Entry>, Problem>,
+    /// Passes that two of its plugins declare: a host given it would load neither.
+    pub(crate) warnings: Vec<String>,
 }
 
 impl Source {
@@ -60,10 +62,58 @@ impl Entry {
 pub(crate) fn run(paths: &[PathBuf], options: check::Options) -> Vec<Source> {
     paths
         .iter()
-        .map(|path| Source {
-            path: path.clone(),
-            outcome: catalog(sources(options, path), options)
-                .map(|entries| entries.into_iter().map(Entry::new).collect()),
+        .map(|path| {
+            let outcome: Result<Vec<Entry>, Problem> =
+                catalog(sources(options, path), options).map(|entries| entries.into_iter().map(Entry::new).collect());
+            let warnings = outcome
+                .as_deref()
+                .map_or_else(|_| Vec::new(), |entries| clashes(path, entries));
+            Source {
+                path: path.clone(),
+                outcome,
+                warnings,
+            }
+        })
+        .collect()
+}
+
+/// Each pair of plugins of `entries` (those a host would not refuse) that declare the same
+/// passes, as a warning: all the plugins of a host share one namespace of pass names, so a
+/// host given `path` would load none of them.
+fn clashes(path: &Path, entries: &[Entry]) -> Vec<String> {
+    let mut first: Vec<(&str, &Path)> = Vec::new();
+    // Each pair of plugins with the passes they both declare, in the order found.
+    let mut pairs: Vec<((&Path, &Path), Vec<&str>)> = Vec::new();
+    for entry in entries.iter().filter(|entry| entry.refusal.is_none()) {
+        let (Some(manifest), Some(file)) = (entry.catalog.manifest(), entry.path()) else {
+            continue;
+        };
+        for pass in manifest.passes() {
+            match first.iter().find(|(name, _)| *name == pass.name) {
+                Some(&(_, other)) => match pairs.iter_mut().find(|(pair, _)| *pair == (other, file)) {
+                    Some((_, passes)) => passes.push(&pass.name),
+                    None => pairs.push(((other, file), vec![&pass.name])),
+                },
+                None => first.push((&pass.name, file)),
+            }
+        }
+    }
+    pairs
+        .into_iter()
+        .map(|((other, file), passes)| {
+            format!(
+                "`{}` and `{}` both declare {} {}: a host given `{}` would load neither (all the plugins of a \
+                 host share one namespace of pass names); rename the pass in one of them",
+                names::escape(other),
+                names::escape(file),
+                if passes.len() == 1 { "pass" } else { "passes" },
+                passes
+                    .iter()
+                    .map(|pass| format!("`{pass}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                names::escape(path)
+            )
         })
         .collect()
 }
@@ -140,6 +190,9 @@ pub(crate) fn human(sources: &[Source]) -> String {
                 }
             }
         }
+        for warning in &source.warnings {
+            let _ = writeln!(out, "warning: {warning}");
+        }
     }
     let plugins = match plugins {
         1 => "1 plugin".to_owned(),
@@ -170,7 +223,8 @@ pub(crate) fn details(entry: &Entry) -> Vec<String> {
         None if entry.refusal.is_none() => lines.push(match entry.path() {
             Some(path) => format!(
                 "no manifest: which passes it registers is known only by loading it, which runs its code \
-                 (`dylease check {}`)",
+                 (`dylease check {}{}`)",
+                if python::is_plugin(path) { "--python " } else { "" },
                 names::escape(path)
             ),
             None => "no manifest".to_owned(),
@@ -288,6 +342,10 @@ fn source_json(source: &Source) -> Json {
         ("ok", Json::Bool(source.ok())),
         ("problem", problem),
         ("plugins", Json::Array(plugins)),
+        (
+            "warnings",
+            Json::Array(source.warnings.iter().map(|w| Json::str(w)).collect()),
+        ),
     ])
 }
 

@@ -333,8 +333,9 @@ fn compare(
         let Some(declared) = other.manifest() else {
             details.push(format!(
                 "warning: cannot tell whether `{}` declares the same passes: it has no manifest; `dylease check \
-                 {}` loads it (and runs its code)",
+                 {}{}` loads it (and runs its code)",
                 names::escape(path),
+                if python::is_plugin(path) { "--python " } else { "" },
                 names::escape(dir)
             ));
             continue;

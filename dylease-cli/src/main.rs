@@ -131,6 +131,10 @@ For each plugin:
                 thread-local destructors, other exported symbols: note), each cause with its
                 fix (for C++, the version script `dylease header --version-script` prints).
 
+Two plugins of one FILE_OR_DIR that both declare a pass (and are not refused) get a
+warning after its plugins: a host given it would load neither, as all the plugins of a host
+share one namespace of pass names. A plugin without a manifest cannot be compared so.
+
 Exit status: 0 when no plugin is refused (warnings do not count), 1 when one is or an
 argument cannot be read, 2 on a usage error.
 
@@ -154,7 +158,8 @@ JSON output (--json): one document on standard output, in the style of `check --
                     \"causes\": [{\"cause\": \"nodelete\" | \"gnu-unique\" |
                                          \"thread-local-destructors\" | \"exports\" | \"other\",
                                 \"always\": bool, \"message\": string, \"fix\": string}]}
-      }]
+      }],
+      \"warnings\": [string]           passes two of its plugins declare
     }]
   }
 Paths and \"cause\" of a problem are as in `check --help` (non-UTF-8 names escaped, with

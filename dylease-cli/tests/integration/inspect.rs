@@ -186,3 +186,27 @@ fn the_helps_say_that_check_runs_the_plugins_code_and_inspect_does_not() {
         "{inspect:?}"
     );
 }
+
+/// Two plugins of a directory that declare the same passes get a warning naming both and
+/// the passes (a host given the directory would load neither); it refuses nothing.
+#[test]
+fn inspect_warns_about_passes_two_plugins_of_a_directory_declare() {
+    let dir = TestDir::new("cli_inspect_clash");
+    let plugins = dir.sub("plugins");
+    add_in(&plugins, "macros_c_plain", "liba.so");
+    add_in(&plugins, "macros_c_plain", "libb.so");
+    add_in(&plugins, "by_hand_marker", "libc.so");
+    let run = dylease(dir.path(), &["inspect", "plugins"]);
+    assert_eq!(run.status, 0, "a warning refuses nothing: {run:?}");
+    assert!(
+        run.stdout
+            .contains("warning: `plugins/liba.so` and `plugins/libb.so` both declare passes `")
+            && run.stdout.contains("`typed_pass_with_data`")
+            && run.stdout.contains(": a host given `plugins` would load neither"),
+        "{run:?}"
+    );
+    let document = json(&dylease(dir.path(), &["inspect", "--json", "plugins"]));
+    let warnings = document["sources"][0]["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{document}");
+    assert_eq!(document["ok"], true, "{document}");
+}
