@@ -852,6 +852,16 @@ mod tests {
         (ok, said)
     }
 
+    /// The pass names the child reports survive the trip, whatever characters they hold.
+    #[test]
+    fn pass_names_survive_the_childs_report() {
+        for name in ["plain", "back\\slash", "line\nfeed", "\\n", "trailing\\", "é"] {
+            let line = escape_line(name);
+            assert!(!line.contains('\n'), "{line:?}");
+            assert_eq!(unescape_line(&line), name);
+        }
+    }
+
     /// The copy must be on disk before it is renamed over the installed file: renamed first,
     /// a crash of the machine could leave the final name on a file whose data never reached
     /// the disk (an empty or partial library). Caught: the planted bug

@@ -365,3 +365,28 @@ fn dylease_install_prints_the_manifest_and_the_pin_warning_of_a_cpp_plugin_witho
     );
     assert_eq!(entries(plugins.path()), ["liblayout.so"], "{said}");
 }
+
+/// A new plugin without a manifest is compared by the passes its check saw it register: one
+/// that registers passes another plugin of the directory declares is not installed.
+#[test]
+fn dylease_install_refuses_a_plugin_without_a_manifest_registering_a_pass_another_declares() {
+    let plugins = TestDir::new("install_cli_collision_registered");
+    let staging = TestDir::new("install_cli_collision_registered_staging");
+    // Declares `seven`, `registrations` (and `ghost`) in a complete manifest.
+    plugins.add("by_hand_ghost_manifest", "liba.so");
+    let new = staging.add("by_hand", "libb.so");
+    let (status, said) = install(&new, plugins.path());
+    assert_eq!(status, Some(1), "{said}");
+    assert!(
+        said.contains(&format!("not installed: `{}` registers passes `", new.display()))
+            && said.contains("`seven`")
+            && said.contains("`registrations`")
+            && said.contains(&format!(
+                "which `{}` (plugin `by-hand`), already in `{}`, declares too",
+                plugins.path().join("liba.so").display(),
+                plugins.path().display()
+            )),
+        "{said}"
+    );
+    assert_eq!(entries(plugins.path()), ["liba.so"], "the directory changed: {said}");
+}
