@@ -301,7 +301,8 @@ fn describe(lease: &Lease) -> Vec<Plugin> {
         .collect()
 }
 
-fn problem(error: &Error) -> Problem {
+/// A failure as the reports give it: the file it is about, its message, the advice.
+pub(crate) fn problem(error: &Error) -> Problem {
     let file = match error {
         Error::Io { path, .. } => Some(path.clone()),
         other => other.origin().and_then(|origin| origin.path().map(Path::to_owned)),

@@ -18,6 +18,15 @@
 //! step (`renameat2` with `RENAME_EXCHANGE`, Linux), and the old tree, now in the temporary
 //! directory, is removed with it. A host sees the old package or the new one, whole.
 //!
+//! Before the rename, what is installed is compared with the other plugins of DIR (`compare`),
+//! from their files alone (`PluginHost::catalog`, which runs no plugin code): a pass the new
+//! plugin declares in its manifest, or registered in its check, that another plugin declares
+//! in its manifest makes a host given DIR load none of them, so the file is not installed.
+//! The file it replaces (the same name in DIR) is not compared. Another plugin without a
+//! manifest gets a warning: only loading it (running its code) would tell its passes, and
+//! the installer runs the code of the file it installs only. The manifest and pin
+//! prediction of the installed file are printed under it.
+//!
 //! GNU `install` is not that: it removes the old file, creates the new one under the final
 //! name and then writes it, so a host loading meanwhile finds no file, or a truncated one.
 
@@ -29,8 +38,10 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use dylease::{CatalogEntry, PluginHost};
+
 use crate::check::{self, Check};
-use crate::{names, python, report, stdout};
+use crate::{inspect, names, python, report, stdout};
 
 /// The hidden command a child process checks the temporary copy with.
 pub(crate) const CHECK_COPY: &str = "check-copy";
@@ -62,12 +73,18 @@ fn run_with(
     let mut ok = true;
     for file in files {
         let text = match install(file, dir, options, seam) {
-            Ok(Installed { to, what }) => {
-                format!(
+            Ok(Installed { to, what, details }) => {
+                let mut text = format!(
                     "installed `{}` as `{}` ({what})\n",
                     names::escape(file),
                     names::escape(&to)
-                )
+                );
+                for line in details {
+                    text.push_str(DETAIL);
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+                text
             }
             Err(Refused::Check(report)) => {
                 ok = false;
@@ -90,7 +107,7 @@ fn run_with(
                     names::escape(file),
                 )
             }
-            Err(Refused::Io(message)) => {
+            Err(Refused::Io(message) | Refused::Collision(message)) => {
                 ok = false;
                 format!("not installed: {message}\n")
             }
@@ -103,8 +120,9 @@ fn run_with(
 /// What the check of a temporary copy found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Verdict {
-    /// It would load: what loaded, as a phrase (`plugin `x` 1.2, 3 passes`).
-    Loads(String),
+    /// It would load: what loaded, as a phrase (`plugin `x` 1.2, 3 passes`), and the names of
+    /// the passes it registered.
+    Loads(String, Vec<String>),
     /// It would not load: the check's report.
     Refused(String),
     /// The checking process ended without a verdict: how, as a phrase ("was killed by signal 6
@@ -156,7 +174,13 @@ struct Installed {
     to: PathBuf,
     /// What loaded, as a phrase.
     what: String,
+    /// Lines about it: its manifest, its pin prediction, the plugins of the directory whose
+    /// passes could not be compared with its own.
+    details: Vec<String>,
 }
+
+/// The indentation of the lines under an installed file.
+const DETAIL: &str = "        ";
 
 /// Why a file was not installed (the directory is as it was).
 enum Refused {
@@ -167,6 +191,9 @@ enum Refused {
     Crashed { how: String, to: PathBuf },
     /// The file could not be copied, or renamed into place: why, naming the path.
     Io(String),
+    /// It would load, but declares or registers a pass that another plugin of the directory
+    /// declares: a host given the directory would load neither. Both plugins and the pass.
+    Collision(String),
 }
 
 /// Installs `file` into `dir` through `seam`: copied under a temporary name, flushed,
@@ -211,11 +238,15 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
     let verdict = seam
         .check(&partial, options)
         .map_err(|e| io("cannot run the check of", &partial, e))?;
-    let what = match verdict {
-        Verdict::Loads(what) => what,
+    let (what, registered) = match verdict {
+        Verdict::Loads(what, registered) => (what, registered),
         Verdict::Refused(report) => return Err(Refused::Check(report)),
         Verdict::Crashed(how) => return Err(Refused::Crashed { how, to }),
     };
+    // SAFETY: the host is only asked for its catalog, which maps nothing and runs none of the
+    // copy's code (the check above ran it, in a process of its own).
+    let copy = inspect::catalog(unsafe { PluginHost::builder().file(&partial) }, options);
+    let details = compare(file, name, dir, copy, &registered, options).map_err(Refused::Collision)?;
     seam.rename(&partial, &to)
         .map_err(|e| io(&format!("cannot rename `{}` to", names::escape(&partial)), &to, e))?;
     temporary.renamed = true;
@@ -224,7 +255,120 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
     // The rename itself is durable once the directory is.
     seam.sync_dir(dir)
         .map_err(|e| io("cannot flush the directory", dir, e))?;
-    Ok(Installed { to, what })
+    Ok(Installed { to, what, details })
+}
+
+/// What the plugins already in `dir` (as a host reads it: `HostBuilder::dir` and, with the
+/// `python` feature, `python_dir`) declare, compared with the new plugin `file`, installed as
+/// `name`: `copy` is the catalog of its checked copy, `registered` the passes its check saw it
+/// register. A plugin of the directory named `name` is the one it replaces, and not compared.
+///
+/// `Ok` with the lines to print under the install (the new plugin's manifest and pin
+/// prediction; each plugin of the directory without a manifest, whose passes only loading it
+/// would tell); `Err` naming both plugins and each pass when the new plugin declares or
+/// registers a pass that one of the directory declares. Runs none of the plugins' code.
+fn compare(
+    file: &Path,
+    name: &OsStr,
+    dir: &Path,
+    copy: Result<Vec<CatalogEntry>, check::Problem>,
+    registered: &[String],
+    options: check::Options,
+) -> Result<Vec<String>, String> {
+    let mut details = Vec::new();
+    let copy = copy.ok().and_then(|entries| entries.into_iter().next());
+    let manifest = copy.as_ref().and_then(CatalogEntry::manifest);
+    match manifest {
+        Some(manifest) => details.push(format!("manifest: {}", inspect::describe(manifest))),
+        None => details.push(format!(
+            "no manifest: what it registers is known only by loading it; its check (in a process of its own) \
+             saw {}",
+            match registered {
+                [] => "no passes".to_owned(),
+                passes => passes
+                    .iter()
+                    .map(|pass| format!("`{pass}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }
+        )),
+    }
+    if let Some(copy) = &copy {
+        details.extend(inspect::pin_lines(copy.pinning()));
+    }
+    // Its passes: those it declares, and those its check saw it register.
+    let mut passes: Vec<&str> = manifest
+        .into_iter()
+        .flat_map(|m| m.passes().iter().map(|pass| pass.name.as_str()))
+        .collect();
+    for pass in registered {
+        if !passes.contains(&pass.as_str()) {
+            passes.push(pass);
+        }
+    }
+    // SAFETY: as for the copy: a catalog runs none of the directory's plugins' code.
+    let builder = unsafe { PluginHost::builder().dir(dir) };
+    let builder = if cfg!(feature = "python") {
+        // SAFETY: as above.
+        unsafe { python::dir(builder, dir) }
+    } else {
+        builder
+    };
+    let Ok(others) = inspect::catalog(builder, options) else {
+        // A directory that cannot be read: the install cannot go on either, and says why.
+        return Ok(details);
+    };
+    let new = match manifest {
+        Some(manifest) => format!("`{}` (plugin `{}`)", names::escape(file), manifest.name()),
+        None => format!("`{}`", names::escape(file)),
+    };
+    let mut collisions = Vec::new();
+    for other in &others {
+        let Some(path) = other.origin().path() else { continue };
+        // The file it replaces, and plugins a host refuses before running their code (they
+        // register nothing).
+        if path.file_name() == Some(name) || other.refusal().is_some() {
+            continue;
+        }
+        let Some(declared) = other.manifest() else {
+            details.push(format!(
+                "warning: cannot tell whether `{}` declares the same passes: it has no manifest; `dylease check \
+                 {}{}` loads it (and runs its code)",
+                names::escape(path),
+                if python::is_plugin(path) { "--python " } else { "" },
+                names::escape(dir)
+            ));
+            continue;
+        };
+        let shared: Vec<String> = declared
+            .passes()
+            .iter()
+            .filter(|pass| passes.contains(&pass.name.as_str()))
+            .map(|pass| format!("`{}`", pass.name))
+            .collect();
+        if !shared.is_empty() {
+            collisions.push(format!(
+                "{new} {} {} {}, which `{}` (plugin `{}`), already in `{}`, declares too",
+                if manifest.is_some() { "declares" } else { "registers" },
+                if shared.len() == 1 { "pass" } else { "passes" },
+                shared.join(", "),
+                names::escape(path),
+                declared.name(),
+                names::escape(dir)
+            ));
+        }
+    }
+    if collisions.is_empty() {
+        return Ok(details);
+    }
+    Err(format!(
+        "{}: a host given `{}` would load neither (all the plugins of a host share one namespace of pass \
+         names), so `{}` is unchanged and the temporary copy was removed. Rename the pass in one of the \
+         plugins, or take the other plugin out of the directory first",
+        collisions.join("; "),
+        names::escape(dir),
+        names::escape(dir)
+    ))
 }
 
 /// Installs the Python plugin `file` (a `.py` file or a package directory), named `name`,
@@ -279,11 +423,14 @@ fn install_python(
     let verdict = seam
         .check(&copy, options)
         .map_err(|e| io("cannot run the check of", &copy, e))?;
-    let what = match verdict {
-        Verdict::Loads(what) => what,
+    let (what, registered) = match verdict {
+        Verdict::Loads(what, registered) => (what, registered),
         Verdict::Refused(report) => return Err(Refused::Check(report)),
         Verdict::Crashed(how) => return Err(Refused::Crashed { how, to }),
     };
+    // SAFETY: the host is only asked for its catalog, which executes none of the copy's code.
+    let catalog = inspect::catalog(unsafe { python::file(PluginHost::builder(), &copy) }, options);
+    let details = compare(file, name, dir, catalog, &registered, options).map_err(Refused::Collision)?;
     let replaces_a_directory = fs::symlink_metadata(&to).is_ok_and(|m| m.is_dir());
     if package && replaces_a_directory {
         // The old tree ends up in the temporary directory, removed with it.
@@ -294,7 +441,7 @@ fn install_python(
     }
     seam.sync_dir(dir)
         .map_err(|e| io("cannot flush the directory", dir, e))?;
-    Ok(Installed { to, what })
+    Ok(Installed { to, what, details })
 }
 
 /// Creates a new hidden directory in `dir` for installing `name`, under a name from `seam`
@@ -474,7 +621,17 @@ fn check_in_child(partial: &Path, options: check::Options) -> io::Result<Verdict
             said.strip_prefix(LOADS),
             said.strip_prefix(REFUSED),
         ) {
-            (Some(0), Some(what), _) => Verdict::Loads(what.trim_end().to_owned()),
+            (Some(0), Some(loaded), _) => {
+                // `pass NAME` lines, then what loaded as a phrase.
+                let mut passes = Vec::new();
+                let mut rest = loaded;
+                while let Some(line) = rest.strip_prefix(PASS) {
+                    let (pass, after) = line.split_once('\n').unwrap_or((line, ""));
+                    passes.push(unescape_line(pass));
+                    rest = after;
+                }
+                Verdict::Loads(rest.trim_end().to_owned(), passes)
+            }
             (Some(1), _, Some(report)) => Verdict::Refused(report.to_owned()),
             (Some(code), ..) => Verdict::Crashed(format!("exited with status {code}")),
             (None, ..) => Verdict::Crashed(match output.status.signal() {
@@ -522,11 +679,45 @@ pub(crate) fn check_copy(
     }
     let check = checked.expect("checking one file reports one check");
     if check.ok() {
-        say(&format!("{LOADS}{}\n", describe(&check)))?;
+        let passes: String = check
+            .outcome
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|plugin| &plugin.passes)
+            .map(|pass| format!("{PASS}{}\n", escape_line(&pass.name)))
+            .collect();
+        say(&format!("{LOADS}{passes}{}\n", describe(&check)))?;
     } else {
         say(&format!("{REFUSED}{}", report::Human::default().check(&check)))?;
     }
     Ok(check.ok())
+}
+
+/// What the child prints, after [`LOADS`], before each pass the copy registered.
+const PASS: &str = "pass ";
+
+/// A pass name on one line: backslashes and line feeds escaped.
+fn escape_line(name: &str) -> String {
+    name.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+/// The inverse of [`escape_line`].
+fn unescape_line(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
 }
 
 /// What loaded, as a phrase: "plugin `x` 1.2, 3 passes".
@@ -627,7 +818,7 @@ mod tests {
 
         fn check(&mut self, partial: &Path, _options: check::Options) -> io::Result<Verdict> {
             self.steps.push(Step::Checked(partial.to_owned()));
-            Ok(Verdict::Loads("plugin `stand_in`, 0 passes".to_owned()))
+            Ok(Verdict::Loads("plugin `stand_in`, 0 passes".to_owned(), Vec::new()))
         }
 
         fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
@@ -659,6 +850,16 @@ mod tests {
         })
         .unwrap();
         (ok, said)
+    }
+
+    /// The pass names the child reports survive the trip, whatever characters they hold.
+    #[test]
+    fn pass_names_survive_the_childs_report() {
+        for name in ["plain", "back\\slash", "line\nfeed", "\\n", "trailing\\", "é"] {
+            let line = escape_line(name);
+            assert!(!line.contains('\n'), "{line:?}");
+            assert_eq!(unescape_line(&line), name);
+        }
     }
 
     /// The copy must be on disk before it is renamed over the installed file: renamed first,

@@ -3,8 +3,13 @@
 //! `dylease check <file-or-dir>...` loads plugins exactly as a `PluginHost` would (the same
 //! discovery, pipeline and checks, through the crate's public API), reports each plugin with
 //! its version and passes and each problem with the file and a fix, and exits with 0 only when
-//! everything would load. `dylease install <file>... <dir>` installs plugins atomically (a
-//! checked temporary file renamed into place). `dylease header` prints `include/dylease.h`
+//! everything would load; it runs the plugins' code, as loading them does. `dylease inspect
+//! <file-or-dir>...` runs none of it: it prints what a host's catalog says of each plugin
+//! (`PluginHost::catalog`: its manifest, a refusal made before any of its code runs, with
+//! the fix, and its pin prediction). `dylease install <file>... <dir>` installs plugins
+//! atomically (a checked temporary file renamed into place), prints the manifest and pin
+//! prediction of what it installs, and refuses a plugin that declares a pass another plugin
+//! of the directory declares. `dylease header` prints `include/dylease.h`
 //! for C builds (`--version-script`: `include/dylease.map`, the linker version script). The
 //! crate `dylease-cli` of dylease's workspace; its features forward to dylease's (`python`):
 //!
@@ -23,6 +28,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod advice;
 mod check;
+mod inspect;
 mod install;
 mod names;
 mod python;
@@ -41,16 +47,24 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Loads plugin files and directories exactly as a host would, which runs their code, and
-    /// reports what loads, what does not, and why. Check only plugins you would load.
+    /// reports what loads, what does not, and why. Check only plugins you would load; `inspect`
+    /// reads what the files declare without running any of their code.
     #[command(after_long_help = CHECK_HELP)]
     Check(CheckArgs),
+    /// Describes the plugins that files and directories hold without running any of their
+    /// code: each one's manifest (name, version, ABI version, declared passes), why a host
+    /// would refuse it before running it (trust, ELF, manifest, ABI), with the fix, and whether
+    /// it will stay mapped after its unload.
+    #[command(after_long_help = INSPECT_HELP)]
+    Inspect(InspectArgs),
     /// Prints `dylease.h`, the C header plugins are built with (the copy of this dylease
     /// version): `dylease header > dylease.h`.
     Header(HeaderArgs),
     /// Installs plugin files (and, with the `python` feature, Python plugins) into a directory
     /// that running hosts read, atomically: each is written under a temporary name in DIR,
     /// flushed, checked as `check` does (which runs its code), and renamed into place only if it
-    /// would load.
+    /// would load and declares no pass another plugin of DIR declares. Prints the manifest and
+    /// the pin prediction of what it installs.
     #[command(after_long_help = INSTALL_HELP)]
     Install(InstallArgs),
     /// What `install` runs in a child process to check its temporary copy: prints the verdict
@@ -58,6 +72,99 @@ enum Command {
     #[command(name = install::CHECK_COPY, hide = true)]
     CheckCopy(CheckCopyArgs),
 }
+
+#[derive(Debug, Args)]
+struct InspectArgs {
+    /// Plugin library files, and directories of them (as `HostBuilder::dir` reads them).
+    #[arg(required = true, value_name = "FILE_OR_DIR")]
+    paths: Vec<PathBuf>,
+
+    /// Also inspect Python plugins, found as `check --python` finds them: a `.py` file or
+    /// package argument as `HostBuilder::python_file`, and each directory also as
+    /// `HostBuilder::python_dir`. Needs a `dylease` built with the `python` feature.
+    #[arg(long)]
+    python: bool,
+
+    /// Print one JSON document on standard output instead of text (schema in --help).
+    #[arg(long)]
+    json: bool,
+
+    /// Which files the host would agree to open, as the deployment's host does
+    /// (`TrustPolicy`), as for `check`.
+    #[arg(long, value_enum, default_value_t = Trust::Strict)]
+    trust: Trust,
+}
+
+impl InspectArgs {
+    fn options(&self) -> check::Options {
+        check::Options {
+            trust: self.trust.policy(),
+            policy: dylease::LoadPolicy::Strict,
+            python: self.python,
+        }
+    }
+}
+
+const INSPECT_HELP: &str = "\
+Each FILE_OR_DIR is given to a host of its own, as `check` gives it (a directory as
+`HostBuilder::dir`, with --python also `HostBuilder::python_dir`; a file as
+`HostBuilder::file`), and the host's catalog (`PluginHost::catalog`) is printed: every
+plugin it would load, in its order, judged from its file alone. No plugin code runs: no
+library is mapped (its constructors do not run), no Python module is executed. That is the
+difference from `check`, which loads the plugins and so runs their code, and which alone can
+tell what a plugin without a manifest registers, or whether its constructors, `on_load` and
+`register_passes` succeed.
+
+For each plugin:
+  manifest      what its file declares (written by the header's DYLEASE_PLUGIN and
+                DYLEASE_PASS macros, DYLEASE_MANIFEST, or `export_plugin!`): its name,
+                version, plugin ABI version, and its passes, each with its interface or
+                \"untyped\"; \"all it registers\" when the list is complete (a host checks it
+                against what the plugin registers), else \"incomplete\". A plugin built
+                without one prints \"no manifest\": only `dylease check` (which runs its code)
+                can say which passes it registers.
+  problem, fix  why a host would refuse it before running any of its code: the trust check,
+                dylease's ELF check, a corrupt manifest, an ABI version the host does not
+                speak; with the fix `check` gives.
+  warning, note the prediction, from its file, of whether the platform will keep it mapped
+                after its unload (`-z nodelete`, GNU unique symbols of a C++ build: warning;
+                thread-local destructors, other exported symbols: note), each cause with its
+                fix (for C++, the version script `dylease header --version-script` prints).
+
+Two plugins of one FILE_OR_DIR that both declare a pass (and are not refused) get a
+warning after its plugins: a host given it would load neither, as all the plugins of a host
+share one namespace of pass names. A plugin without a manifest cannot be compared so.
+
+Exit status: 0 when no plugin is refused (warnings do not count), 1 when one is or an
+argument cannot be read, 2 on a usage error.
+
+JSON output (--json): one document on standard output, in the style of `check --json`.
+  {
+    \"ok\": bool,                      nothing refused
+    \"sources\": [{                    one per FILE_OR_DIR, in order
+      \"path\": string,                as given
+      \"path_bytes\": [int] | null,
+      \"ok\": bool,
+      \"problem\": null | {...},        the argument itself could not be read (as in check)
+      \"plugins\": [{                  in load order
+        \"path\": string, \"path_bytes\": [int] | null,
+        \"ok\": bool,                    not refused
+        \"manifest\": null | {\"name\": string, \"version\": string,
+                      \"abi_version\": int | null, \"complete\": bool,
+                      \"passes\": [{\"name\": string, \"interface\": string | null}]},
+        \"problem\": null | {\"cause\": string, \"file\": string | null,
+                     \"file_bytes\": [int] | null, \"message\": string, \"fix\": string},
+        \"pinning\": {\"expected\": bool,     it will stay mapped after its unload
+                    \"causes\": [{\"cause\": \"nodelete\" | \"gnu-unique\" |
+                                         \"thread-local-destructors\" | \"exports\" | \"other\",
+                                \"always\": bool, \"message\": string, \"fix\": string}]}
+      }],
+      \"warnings\": [string]           passes two of its plugins declare
+    }]
+  }
+Paths and \"cause\" of a problem are as in `check --help` (non-UTF-8 names escaped, with
+their exact bytes in \"path_bytes\" / \"file_bytes\"); a refusal's \"cause\" is one of headers,
+open, abi-mismatch, untrusted, io, other.";
 
 #[derive(Debug, Args)]
 struct CheckCopyArgs {
@@ -128,6 +235,24 @@ its code), and renamed into place. A package that replaces an installed one cann
 renamed over it (the old directory is not empty): the two trees are exchanged in one step
 (`renameat2` with RENAME_EXCHANGE, Linux), and the old tree is removed with the temporary
 directory. A host sees the old package or the new one, whole. `__pycache__` is not copied.
+
+What it installs is described as `dylease inspect` describes it, from the checked copy:
+its manifest (or \"no manifest\", with the passes its check saw it register) and the
+prediction of whether it will stay mapped after its unload (for a C++ plugin linked without
+the version script: a warning, with the fix).
+
+All the plugins of a host share one namespace of pass names, so a host given DIR would load
+none of them if two registered the same pass. A plugin that declares in its manifest, or
+registered in its check, a pass that another plugin of DIR declares in its manifest is not
+installed: the installer names both plugins and the passes, removes its temporary copy
+and leaves DIR as it was. The file it replaces (DIR/NAME, the same file name) is not
+compared: installing a new version over itself is no collision. The other plugins of DIR
+are judged from their files alone (`PluginHost::catalog`; with the `python` feature also
+DIR's Python plugins), with none of their code run. One without a manifest cannot be
+compared without running its code, which the installer does not do for plugins it is not
+installing: it gets a warning instead (`dylease check DIR` loads them all, and fails on a
+pass registered twice). Plugins a host would refuse before running their code (trust,
+ELF, ABI) register nothing, and are not compared.
 
 The installed file gets mode 0755 (a Python file 0644, a package's directories 0755). Exit status: 0 when every file was installed, 1 when one
 was not (the others are), 2 on a usage error.";
@@ -222,7 +347,9 @@ all of them are also checked together, as one host configured with all of them i
 
 Checking a plugin runs its code (a library's constructors, register and unload functions;
 with --python, a Python plugin's module code and hooks), as loading it in a host does: check
-only plugins you would load. The hosts use the default policies
+only plugins you would load. `dylease inspect` runs none of it: it prints what the files
+declare (their manifests), the refusals a host makes before running a plugin's code, and the
+pin prediction. The hosts use the default policies
 unless --trust and --policy give the deployment's.
 
 Install plugins by rename (`dylease install`, or `cp` to a temporary name in the same
@@ -273,7 +400,8 @@ register-failed, duplicate-pass, io, reentrant, other.";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Check(CheckArgs { python: true, .. }) = cli.command
+    if let Command::Check(CheckArgs { python: true, .. }) | Command::Inspect(InspectArgs { python: true, .. }) =
+        cli.command
         && !cfg!(feature = "python")
     {
         eprintln!(
@@ -285,6 +413,16 @@ fn main() -> ExitCode {
     let ok = match cli.command {
         Command::Check(args) if args.json => check_json(&args.paths, args.options()),
         Command::Check(args) => check_human(&args.paths, args.options()),
+        Command::Inspect(args) => {
+            let sources = inspect::run(&args.paths, args.options());
+            let ok = sources.iter().all(inspect::Source::ok);
+            let text = if args.json {
+                inspect::json(&sources)
+            } else {
+                inspect::human(&sources)
+            };
+            print(&text).map(|()| ok)
+        }
         Command::Header(HeaderArgs {
             install: Some(prefix), ..
         }) => sdk::install(&prefix),

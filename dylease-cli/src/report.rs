@@ -194,16 +194,7 @@ pub(crate) fn json(checks: &[Check]) -> String {
 fn check_json(check: &Check) -> Json {
     let (plugins, problem) = match &check.outcome {
         Ok(plugins) => (plugins.iter().map(plugin_json).collect(), Json::Null),
-        Err(problem) => (
-            Vec::new(),
-            Json::Object(vec![
-                ("cause", Json::str(problem.advice.cause)),
-                ("file", path_json(problem.file.as_deref())),
-                ("file_bytes", bytes_json(problem.file.as_deref())),
-                ("message", Json::str(&message(check, problem))),
-                ("fix", Json::str(&problem.advice.fix)),
-            ]),
-        ),
+        Err(problem) => (Vec::new(), problem_json(problem, &message(check, problem))),
     };
     let skipped = check
         .skipped
@@ -255,9 +246,20 @@ fn plugin_json(plugin: &Plugin) -> Json {
     ])
 }
 
+/// A problem as the reports give it, with its `message` (file names escaped).
+pub(crate) fn problem_json(problem: &Problem, message: &str) -> Json {
+    Json::Object(vec![
+        ("cause", Json::str(problem.advice.cause)),
+        ("file", path_json(problem.file.as_deref())),
+        ("file_bytes", bytes_json(problem.file.as_deref())),
+        ("message", Json::str(message)),
+        ("fix", Json::str(&problem.advice.fix)),
+    ])
+}
+
 /// A path as a string: itself when it is UTF-8, else its escaped form (`crate::names`), which
 /// [`bytes_json`] then accompanies with the exact bytes.
-fn path_json(path: Option<&Path>) -> Json {
+pub(crate) fn path_json(path: Option<&Path>) -> Json {
     path.map_or(Json::Null, |path| match path.to_str() {
         Some(text) => Json::str(text),
         None => Json::Str(names::escape(path)),
@@ -266,18 +268,20 @@ fn path_json(path: Option<&Path>) -> Json {
 
 /// The bytes of a path that is not UTF-8 (an array of numbers), `null` for one that is (its
 /// string is exact) and for none.
-fn bytes_json(path: Option<&Path>) -> Json {
+pub(crate) fn bytes_json(path: Option<&Path>) -> Json {
     match path {
         Some(path) if !names::is_text(path) => Json::Bytes(names::bytes(path).to_vec()),
         _ => Json::Null,
     }
 }
 
-/// Just enough JSON to write the report: no parsing; numbers only as bytes.
+/// Just enough JSON to write the reports: no parsing; numbers only whole.
 #[derive(Debug)]
-enum Json {
+pub(crate) enum Json {
     Null,
     Bool(bool),
+    /// A whole number.
+    Int(u64),
     Str(String),
     /// An array of numbers 0 to 255, on one line.
     Bytes(Vec<u8>),
@@ -286,17 +290,20 @@ enum Json {
 }
 
 impl Json {
-    fn str(s: &str) -> Json {
+    pub(crate) fn str(s: &str) -> Json {
         Json::Str(s.to_owned())
     }
 
     /// Writes the value indented by `depth` levels of two spaces; empty arrays stay on one
     /// line.
-    fn write(&self, out: &mut String, depth: usize) {
+    pub(crate) fn write(&self, out: &mut String, depth: usize) {
         let indent = |out: &mut String, depth: usize| out.extend(std::iter::repeat_n("  ", depth));
         match self {
             Json::Null => out.push_str("null"),
             Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Json::Int(n) => {
+                let _ = write!(out, "{n}");
+            }
             Json::Str(s) => write_string(out, s),
             Json::Bytes(bytes) => {
                 out.push('[');

@@ -24,7 +24,7 @@ fn settle(path: &Path) {
 }
 
 /// A copy of a fixture in `dir`, settled (see [`settle`]).
-fn add(dir: &TestDir, name: &str, file: &str) -> PathBuf {
+pub(crate) fn add(dir: &TestDir, name: &str, file: &str) -> PathBuf {
     let path = dir.add(name, file);
     settle(&path);
     path
@@ -32,14 +32,14 @@ fn add(dir: &TestDir, name: &str, file: &str) -> PathBuf {
 
 /// One run of the binary.
 #[derive(Debug)]
-struct Run {
-    status: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) status: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 /// Runs `dylease` in `dir`, so that the paths it prints are the relative ones given.
-fn dylease(dir: &Path, args: &[&str]) -> Run {
+pub(crate) fn dylease(dir: &Path, args: &[&str]) -> Run {
     let output = Command::new(binary())
         .args(args)
         .current_dir(dir)
@@ -61,7 +61,7 @@ fn plugins(dir: &TestDir, files: &[(&str, &str)]) {
     }
 }
 
-fn json(run: &Run) -> Value {
+pub(crate) fn json(run: &Run) -> Value {
     serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {run:?}"))
 }
 

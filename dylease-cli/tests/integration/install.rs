@@ -264,3 +264,129 @@ fn dylease_install_survives_a_plugin_that_ends_the_checking_process_and_changes_
         assert_eq!(entries, ["libx.so"], "{variant}: the temporary file was left behind");
     }
 }
+
+/// The entries of `dir`, sorted.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Runs `dylease install FILE DIR`.
+fn install(file: &Path, dir: &Path) -> (Option<i32>, String) {
+    let out = Command::new(binary())
+        .arg("install")
+        .arg(file)
+        .arg(dir)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), said)
+}
+
+/// Two copies of one plugin under different file names declare the same passes: the second
+/// is not installed (a host given the directory would load neither), the error names both
+/// files and the passes, and the directory is left as it was (no temporary copy). Installing
+/// the first's file name again replaces it: an upgrade is no collision. A plugin of the
+/// directory without a manifest is warned about.
+#[test]
+fn dylease_install_refuses_a_plugin_whose_declared_pass_another_plugin_of_the_directory_declares() {
+    let plugins = TestDir::new("install_cli_collision");
+    let staging = TestDir::new("install_cli_collision_staging");
+    let a = staging.add("macros_c_plain", "liba.so");
+    let b = staging.add("macros_c_plain", "libb.so");
+    plugins.add("by_hand", "libz_unknown.so");
+
+    let (status, said) = install(&a, plugins.path());
+    assert_eq!(status, Some(0), "{said}");
+    assert!(
+        said.contains("manifest: plugin `macros` 1.2.3 (ABI version 2); declares 4 passes (all it registers)")
+            && said.contains(&format!(
+                "warning: cannot tell whether `{}` declares the same passes: it has no manifest",
+                plugins.path().join("libz_unknown.so").display()
+            )),
+        "{said}"
+    );
+    let installed = plugins.path().join("liba.so");
+    let inode = fs::metadata(&installed).unwrap().ino();
+
+    let (status, said) = install(&b, plugins.path());
+    assert_eq!(status, Some(1), "{said}");
+    // The passes in the order of the file's notes, which the compiler chooses.
+    assert!(
+        said.contains(&format!(
+            "not installed: `{}` (plugin `macros`) declares passes `",
+            b.display()
+        )) && said.contains(&format!(
+            "`, which `{}` (plugin `macros`), already in `{}`, declares too",
+            installed.display(),
+            plugins.path().display()
+        )) && ["`pass`", "`pass_with_data`", "`typed_pass`", "`typed_pass_with_data`"]
+            .iter()
+            .all(|pass| said.contains(pass)),
+        "{said}"
+    );
+    assert_eq!(
+        entries(plugins.path()),
+        ["liba.so", "libz_unknown.so"],
+        "the directory changed: {said}"
+    );
+    assert_eq!(fs::metadata(&installed).unwrap().ino(), inode, "{said}");
+
+    // The same file name again: it replaces itself.
+    let (status, said) = install(&a, plugins.path());
+    assert_eq!(status, Some(0), "an upgrade collided with the file it replaces: {said}");
+    assert_ne!(fs::metadata(&installed).unwrap().ino(), inode, "{said}");
+    assert_eq!(entries(plugins.path()), ["liba.so", "libz_unknown.so"], "{said}");
+}
+
+/// Installing the plain build of the C++ example plugin (no version script) prints its
+/// manifest and the warning that it will stay mapped after its unload, with the fix.
+#[test]
+fn dylease_install_prints_the_manifest_and_the_pin_warning_of_a_cpp_plugin_without_the_version_script() {
+    let plugins = TestDir::new("install_cli_cpp");
+    let staging = TestDir::new("install_cli_cpp_staging");
+    let plain = staging.add("layout_plain", "liblayout.so");
+    let (status, said) = install(&plain, plugins.path());
+    assert_eq!(status, Some(0), "a warning does not refuse: {said}");
+    assert!(
+        said.contains("manifest: plugin `layout` 0.4.0 (ABI version 2); declares 3 passes (all it registers)")
+            && said.contains("warning: it will stay mapped after its unload")
+            && said.contains("it exports 2 GNU unique symbols")
+            && said.contains("fix: link the plugin with dylease's version script"),
+        "{said}"
+    );
+    assert_eq!(entries(plugins.path()), ["liblayout.so"], "{said}");
+}
+
+/// A new plugin without a manifest is compared by the passes its check saw it register: one
+/// that registers passes another plugin of the directory declares is not installed.
+#[test]
+fn dylease_install_refuses_a_plugin_without_a_manifest_registering_a_pass_another_declares() {
+    let plugins = TestDir::new("install_cli_collision_registered");
+    let staging = TestDir::new("install_cli_collision_registered_staging");
+    // Declares `seven`, `registrations` (and `ghost`) in a complete manifest.
+    plugins.add("by_hand_ghost_manifest", "liba.so");
+    let new = staging.add("by_hand", "libb.so");
+    let (status, said) = install(&new, plugins.path());
+    assert_eq!(status, Some(1), "{said}");
+    assert!(
+        said.contains(&format!("not installed: `{}` registers passes `", new.display()))
+            && said.contains("`seven`")
+            && said.contains("`registrations`")
+            && said.contains(&format!(
+                "which `{}` (plugin `by-hand`), already in `{}`, declares too",
+                plugins.path().join("liba.so").display(),
+                plugins.path().display()
+            )),
+        "{said}"
+    );
+    assert_eq!(entries(plugins.path()), ["liba.so"], "the directory changed: {said}");
+}

@@ -24,6 +24,8 @@ mod dependencies;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod identity;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod inspect;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod install;
 #[cfg(all(target_os = "linux", target_env = "gnu", feature = "python"))]
 mod python;

@@ -1,0 +1,414 @@
+//! `dylease inspect FILE_OR_DIR...`: what a host given these files and directories would load,
+//! judged from the files alone (`PluginHost::catalog`): each plugin's manifest, the refusal a
+//! load would make before running any of its code (trust, ELF, manifest, ABI), and the
+//! prediction of whether it stays mapped after its unload. No plugin code runs: no library is
+//! mapped, no Python module executed, no lease taken. What only running the plugin can tell
+//! (the passes of a plugin without a manifest, its constructors, `on_load`, `register_passes`)
+//! is `dylease check`'s.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use dylease::{CatalogEntry, HostBuilder, Manifest, PinCause, Pinning, PluginHost};
+
+use crate::check::{self, Problem};
+use crate::names;
+use crate::python;
+use crate::report::{Json, bytes_json, path_json, problem_json};
+
+/// One argument, inspected.
+#[derive(Debug)]
+pub(crate) struct Source {
+    /// The argument, as given.
+    pub(crate) path: PathBuf,
+    /// Its plugins in load order, or why a host given it would fail before judging any (a
+    /// directory that cannot be read).
+    pub(crate) outcome: Result<Vec<Entry>, Problem>,
+    /// Passes that two of its plugins declare: a host given it would load neither.
+    pub(crate) warnings: Vec<String>,
+}
+
+impl Source {
+    /// Nothing refused.
+    pub(crate) fn ok(&self) -> bool {
+        self.outcome
+            .as_ref()
+            .is_ok_and(|entries| entries.iter().all(|entry| entry.refusal.is_none()))
+    }
+}
+
+/// One plugin, as the catalog describes it.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub(crate) catalog: CatalogEntry,
+    /// The catalog's refusal, with the advice `check` gives for it.
+    pub(crate) refusal: Option<Problem>,
+}
+
+impl Entry {
+    fn new(catalog: CatalogEntry) -> Entry {
+        let refusal = catalog.refusal().map(check::problem);
+        Entry { catalog, refusal }
+    }
+
+    fn path(&self) -> Option<&Path> {
+        self.catalog.origin().path()
+    }
+}
+
+/// The catalog of each argument, with the discovery of `check` (a `.py` file or package with
+/// `--python` as `python_file`, a directory as `dir` and, with `--python`, `python_dir`, any
+/// other path as `file`) and its trust policy. Runs none of the plugins' code.
+pub(crate) fn run(paths: &[PathBuf], options: check::Options) -> Vec<Source> {
+    paths
+        .iter()
+        .map(|path| {
+            let outcome: Result<Vec<Entry>, Problem> =
+                catalog(sources(options, path), options).map(|entries| entries.into_iter().map(Entry::new).collect());
+            let warnings = outcome
+                .as_deref()
+                .map_or_else(|_| Vec::new(), |entries| clashes(path, entries));
+            Source {
+                path: path.clone(),
+                outcome,
+                warnings,
+            }
+        })
+        .collect()
+}
+
+/// Each pair of plugins of `entries` (those a host would not refuse) that declare the same
+/// passes, as a warning: all the plugins of a host share one namespace of pass names, so a
+/// host given `path` would load none of them.
+fn clashes(path: &Path, entries: &[Entry]) -> Vec<String> {
+    let mut first: Vec<(&str, &Path)> = Vec::new();
+    // Each pair of plugins with the passes they both declare, in the order found.
+    let mut pairs: Vec<((&Path, &Path), Vec<&str>)> = Vec::new();
+    for entry in entries.iter().filter(|entry| entry.refusal.is_none()) {
+        let (Some(manifest), Some(file)) = (entry.catalog.manifest(), entry.path()) else {
+            continue;
+        };
+        for pass in manifest.passes() {
+            match first.iter().find(|(name, _)| *name == pass.name) {
+                Some(&(_, other)) => match pairs.iter_mut().find(|(pair, _)| *pair == (other, file)) {
+                    Some((_, passes)) => passes.push(&pass.name),
+                    None => pairs.push(((other, file), vec![&pass.name])),
+                },
+                None => first.push((&pass.name, file)),
+            }
+        }
+    }
+    pairs
+        .into_iter()
+        .map(|((other, file), passes)| {
+            format!(
+                "`{}` and `{}` both declare {} {}: a host given `{}` would load neither (all the plugins of a \
+                 host share one namespace of pass names); rename the pass in one of them",
+                names::escape(other),
+                names::escape(file),
+                if passes.len() == 1 { "pass" } else { "passes" },
+                passes
+                    .iter()
+                    .map(|pass| format!("`{pass}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                names::escape(path)
+            )
+        })
+        .collect()
+}
+
+/// A builder given `path` as `check` gives it to its hosts.
+fn sources(options: check::Options, path: &Path) -> HostBuilder {
+    let builder = PluginHost::builder().name("dylease-inspect");
+    // SAFETY (all three): the host is only asked for its catalog, which maps no library and
+    // executes no Python module; it never acquires a lease, so none of the plugins' code runs.
+    if options.python && python::is_plugin(path) {
+        // SAFETY: as above.
+        unsafe { python::file(builder, path) }
+    } else if path.is_dir() {
+        // SAFETY: as above.
+        let builder = unsafe { builder.dir(path) };
+        if options.python {
+            // SAFETY: as above.
+            unsafe { python::dir(builder, path) }
+        } else {
+            builder
+        }
+    } else {
+        // SAFETY: as above.
+        unsafe { builder.file(path) }
+    }
+}
+
+/// The catalog of the host `builder` configures, under `options.trust`.
+pub(crate) fn catalog(builder: HostBuilder, options: check::Options) -> Result<Vec<CatalogEntry>, Problem> {
+    builder
+        .trust(options.trust)
+        .build()
+        .and_then(|host| host.catalog())
+        .map_err(|error| check::problem(&error))
+}
+
+const DETAIL: &str = "        ";
+
+/// The text report: a line per plugin, then its details, then a closing line.
+pub(crate) fn human(sources: &[Source]) -> String {
+    let mut out = String::new();
+    let (mut plugins, mut refused) = (0, 0);
+    for source in sources {
+        let shown = names::escape(&source.path);
+        match &source.outcome {
+            Err(problem) => {
+                refused += 1;
+                let _ = writeln!(out, "FAIL  {shown}");
+                let _ = writeln!(out, "{DETAIL}problem: {}", message(&source.path, problem));
+                let _ = writeln!(out, "{DETAIL}fix: {}", problem.advice.fix);
+            }
+            Ok(entries) if entries.is_empty() => {
+                let _ = writeln!(
+                    out,
+                    "ok    {shown}\n{DETAIL}note: no plugin here: a host given it loads nothing (only regular \
+                     files named `*{}` directly in a directory are loaded)",
+                    std::env::consts::DLL_SUFFIX
+                );
+            }
+            Ok(entries) => {
+                for entry in entries {
+                    plugins += 1;
+                    let status = if entry.refusal.is_some() { "FAIL" } else { "ok  " };
+                    let path = entry
+                        .path()
+                        .map_or_else(|| entry.catalog.origin().to_string(), names::escape);
+                    let _ = writeln!(out, "{status}  {path}");
+                    for line in details(entry) {
+                        let _ = writeln!(out, "{DETAIL}{line}");
+                    }
+                    if entry.refusal.is_some() {
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        for warning in &source.warnings {
+            let _ = writeln!(out, "warning: {warning}");
+        }
+    }
+    let plugins = match plugins {
+        1 => "1 plugin".to_owned(),
+        n => format!("{n} plugins"),
+    };
+    if refused == 0 {
+        let _ = writeln!(
+            out,
+            "\n{plugins}, none refused. No plugin code was run: what the plugins do when they load is `dylease check`'s \
+             to find out."
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "\n{plugins}; {refused} refused (FAIL above): a host would not load {}. No plugin code was run.",
+            if refused == 1 { "it" } else { "them" }
+        );
+    }
+    out
+}
+
+/// The lines under a plugin: its manifest (or that it has none), its refusal and fix, its
+/// pin prediction.
+pub(crate) fn details(entry: &Entry) -> Vec<String> {
+    let mut lines = Vec::new();
+    match entry.catalog.manifest() {
+        Some(manifest) => lines.push(format!("manifest: {}", describe(manifest))),
+        None if entry.refusal.is_none() => lines.push(match entry.path() {
+            Some(path) => format!(
+                "no manifest: which passes it registers is known only by loading it, which runs its code \
+                 (`dylease check {}{}`)",
+                if python::is_plugin(path) { "--python " } else { "" },
+                names::escape(path)
+            ),
+            None => "no manifest".to_owned(),
+        }),
+        None => {}
+    }
+    if let Some(problem) = &entry.refusal {
+        let paths: Vec<&Path> = entry.path().into_iter().chain(problem.file.as_deref()).collect();
+        lines.push(format!("problem: {}", names::in_message(&problem.message, &paths)));
+        lines.push(format!("fix: {}", problem.advice.fix));
+    }
+    lines.extend(pin_lines(entry.catalog.pinning()));
+    lines
+}
+
+/// A manifest as a phrase: "plugin `x` 1.2 (ABI version 2); declares 2 passes (all it
+/// registers): a (untyped), b (interface `i/1`)".
+pub(crate) fn describe(manifest: &Manifest) -> String {
+    let version = match manifest.version() {
+        "" => "(no version)",
+        version => version,
+    };
+    let abi = manifest
+        .abi_version()
+        .map_or_else(String::new, |abi| format!(" (ABI version {abi})"));
+    let completeness = if manifest.is_complete() {
+        "all it registers"
+    } else {
+        "incomplete: it may register others"
+    };
+    let passes = manifest.passes();
+    let list = if passes.is_empty() {
+        format!("declares no passes ({completeness})")
+    } else {
+        format!(
+            "declares {} ({completeness}): {}",
+            match passes.len() {
+                1 => "1 pass".to_owned(),
+                n => format!("{n} passes"),
+            },
+            passes
+                .iter()
+                .map(|pass| match &pass.interface {
+                    Some(interface) => format!("{} (interface `{interface}`)", pass.name),
+                    None => format!("{} (untyped)", pass.name),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    format!("plugin `{}` {version}{abi}; {list}", manifest.name())
+}
+
+/// The pin prediction as report lines: a warning per cause that always pins, a note per cause
+/// that may, each with its fix.
+pub(crate) fn pin_lines(pinning: &Pinning) -> Vec<String> {
+    pinning
+        .causes()
+        .iter()
+        .map(|cause| {
+            if cause.always_pins() {
+                format!(
+                    "warning: it will stay mapped after its unload, so its constructors run once per process, not \
+                     once per load (state they set up and `on_unload` frees is gone after a reload): {cause}; \
+                     fix: {}",
+                    cause.fix()
+                )
+            } else {
+                format!(
+                    "note: it may stay mapped after its unload: {cause}; fix: {}",
+                    cause.fix()
+                )
+            }
+        })
+        .collect()
+}
+
+/// The message of `problem` about the argument `path`, file names escaped.
+fn message(path: &Path, problem: &Problem) -> String {
+    let paths: Vec<&Path> = std::iter::once(path).chain(problem.file.as_deref()).collect();
+    names::in_message(&problem.message, &paths)
+}
+
+/// A stable word for a pin cause.
+fn cause_word(cause: &PinCause) -> &'static str {
+    match cause {
+        PinCause::NoDelete => "nodelete",
+        PinCause::GnuUnique { .. } => "gnu-unique",
+        PinCause::ThreadLocalDestructors => "thread-local-destructors",
+        PinCause::Exports { .. } => "exports",
+        _ => "other",
+    }
+}
+
+/// The JSON document (schema in `dylease inspect --help`).
+pub(crate) fn json(sources: &[Source]) -> String {
+    let document = Json::Object(vec![
+        ("ok", Json::Bool(sources.iter().all(Source::ok))),
+        ("sources", Json::Array(sources.iter().map(source_json).collect())),
+    ]);
+    let mut out = String::new();
+    document.write(&mut out, 0);
+    out.push('\n');
+    out
+}
+
+fn source_json(source: &Source) -> Json {
+    let (plugins, problem) = match &source.outcome {
+        Ok(entries) => (entries.iter().map(entry_json).collect(), Json::Null),
+        Err(problem) => (Vec::new(), problem_json(problem, &message(&source.path, problem))),
+    };
+    Json::Object(vec![
+        ("path", path_json(Some(&source.path))),
+        ("path_bytes", bytes_json(Some(&source.path))),
+        ("ok", Json::Bool(source.ok())),
+        ("problem", problem),
+        ("plugins", Json::Array(plugins)),
+        (
+            "warnings",
+            Json::Array(source.warnings.iter().map(|w| Json::str(w)).collect()),
+        ),
+    ])
+}
+
+fn entry_json(entry: &Entry) -> Json {
+    let manifest = entry.catalog.manifest().map_or(Json::Null, |manifest| {
+        Json::Object(vec![
+            ("name", Json::str(manifest.name())),
+            ("version", Json::str(manifest.version())),
+            (
+                "abi_version",
+                manifest.abi_version().map_or(Json::Null, |abi| Json::Int(abi.into())),
+            ),
+            ("complete", Json::Bool(manifest.is_complete())),
+            (
+                "passes",
+                Json::Array(
+                    manifest
+                        .passes()
+                        .iter()
+                        .map(|pass| {
+                            Json::Object(vec![
+                                ("name", Json::str(&pass.name)),
+                                ("interface", pass.interface.as_deref().map_or(Json::Null, Json::str)),
+                            ])
+                        })
+                        .collect(),
+                ),
+            ),
+        ])
+    });
+    let problem = entry.refusal.as_ref().map_or(Json::Null, |problem| {
+        let paths: Vec<&Path> = entry.path().into_iter().chain(problem.file.as_deref()).collect();
+        problem_json(problem, &names::in_message(&problem.message, &paths))
+    });
+    let pinning = entry.catalog.pinning();
+    Json::Object(vec![
+        ("path", path_json(entry.path())),
+        ("path_bytes", bytes_json(entry.path())),
+        ("ok", Json::Bool(entry.refusal.is_none())),
+        ("manifest", manifest),
+        ("problem", problem),
+        (
+            "pinning",
+            Json::Object(vec![
+                ("expected", Json::Bool(pinning.expected())),
+                (
+                    "causes",
+                    Json::Array(
+                        pinning
+                            .causes()
+                            .iter()
+                            .map(|cause| {
+                                Json::Object(vec![
+                                    ("cause", Json::str(cause_word(cause))),
+                                    ("always", Json::Bool(cause.always_pins())),
+                                    ("message", Json::Str(cause.to_string())),
+                                    ("fix", Json::str(cause.fix())),
+                                ])
+                            })
+                            .collect(),
+                    ),
+                ),
+            ]),
+        ),
+    ])
+}

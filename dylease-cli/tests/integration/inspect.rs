@@ -1,0 +1,212 @@
+//! `dylease inspect`, the real binary: what a host's catalog says of each plugin (its
+//! manifest, its refusal, its pin prediction), with none of the plugins' code run.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::cli::{add, dylease, json};
+use crate::support::TestDir;
+
+/// A directory of a plugin with a manifest and one without, both with a constructor that
+/// writes `<lib>.ran`: the manifest and "no manifest" are printed, in text and JSON, and no
+/// constructor runs. `check` of the same directory then writes the markers (they work).
+#[test]
+fn inspect_prints_manifests_and_runs_none_of_the_plugins_code() {
+    let dir = TestDir::new("cli_inspect");
+    let plugins = dir.sub("plugins");
+    let with = add_in(&plugins, "by_hand_marker_manifest", "liba_with.so");
+    let without = add_in(&plugins, "by_hand_marker", "libb_without.so");
+    add_in(&plugins, "macros_c_plain", "libc_macros.so");
+    let ran = |lib: &Path| lib.with_file_name(format!("{}.ran", lib.file_name().unwrap().to_str().unwrap()));
+
+    let text = dylease(dir.path(), &["inspect", "plugins"]);
+    assert_eq!(text.status, 0, "{text:?}");
+    assert!(
+        text.stdout.contains(
+            "ok    plugins/liba_with.so\n        manifest: plugin `by-hand` 1 (ABI version 2); declares no passes \
+             (incomplete: it may register others)\n"
+        ),
+        "{text:?}"
+    );
+    assert!(
+        text.stdout.contains(
+            "ok    plugins/libb_without.so\n        no manifest: which passes it registers is known only by loading \
+             it, which runs its code (`dylease check plugins/libb_without.so`)\n"
+        ),
+        "{text:?}"
+    );
+    // The passes in the order of the file's notes, which the compiler chooses.
+    assert!(
+        text.stdout
+            .contains("manifest: plugin `macros` 1.2.3 (ABI version 2); declares 4 passes (all it registers): ")
+            && [
+                " pass (untyped)",
+                " pass_with_data (untyped)",
+                " typed_pass (interface `test.int_op/1`)",
+                " typed_pass_with_data (interface `test.int_op/1`)"
+            ]
+            .iter()
+            .all(|pass| text.stdout.contains(pass)),
+        "{text:?}"
+    );
+
+    let run = dylease(dir.path(), &["inspect", "--json", "plugins"]);
+    assert_eq!(run.status, 0, "{run:?}");
+    let document = json(&run);
+    assert_eq!(document["ok"], true, "{document}");
+    let entries = document["sources"][0]["plugins"].as_array().unwrap();
+    let paths: Vec<&str> = entries.iter().map(|e| e["path"].as_str().unwrap()).collect();
+    assert_eq!(
+        paths,
+        [
+            "plugins/liba_with.so",
+            "plugins/libb_without.so",
+            "plugins/libc_macros.so"
+        ]
+    );
+    assert_eq!(entries[0]["manifest"]["name"], "by-hand");
+    assert_eq!(entries[0]["manifest"]["abi_version"], 2);
+    assert_eq!(entries[0]["manifest"]["complete"], false);
+    assert_eq!(entries[1]["manifest"], Value::Null);
+    assert_eq!(entries[2]["manifest"]["complete"], true);
+    let mut passes: Vec<(&str, &Value)> = entries[2]["manifest"]["passes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), &p["interface"]))
+        .collect();
+    passes.sort_by_key(|(name, _)| *name);
+    assert_eq!(
+        passes,
+        [
+            ("pass", &Value::Null),
+            ("pass_with_data", &Value::Null),
+            ("typed_pass", &Value::from("test.int_op/1")),
+            ("typed_pass_with_data", &Value::from("test.int_op/1")),
+        ]
+    );
+    for entry in entries {
+        assert_eq!(
+            (&entry["ok"], &entry["problem"], &entry["pinning"]["expected"]),
+            (&Value::Bool(true), &Value::Null, &Value::Bool(false)),
+            "{entry}"
+        );
+    }
+
+    for lib in [&with, &without] {
+        assert!(!ran(lib).exists(), "inspect ran the constructor of {}", lib.display());
+    }
+    // The markers work: loading the plugins runs both constructors (the directory as a whole
+    // fails: both by-hand plugins register `seven`).
+    let check = dylease(dir.path(), &["check", "plugins"]);
+    assert!(ran(&with).exists() && ran(&without).exists(), "{check:?}");
+}
+
+/// The plain build of the C++ example plugin (no version script) is predicted to stay mapped,
+/// with the cause and the fix; built with the recipe it is not.
+#[test]
+fn inspect_warns_that_a_cpp_plugin_built_without_the_version_script_stays_mapped() {
+    let dir = TestDir::new("cli_inspect_cpp");
+    add(&dir, "layout_plain", "liblayout_plain.so");
+    add(&dir, "layout_recipe", "liblayout_recipe.so");
+    let run = dylease(dir.path(), &["inspect", "liblayout_plain.so"]);
+    assert_eq!(run.status, 0, "a warning refuses nothing: {run:?}");
+    assert!(
+        run.stdout.contains("manifest: plugin `layout` 0.4.0 (ABI version 2)")
+            && run
+                .stdout
+                .contains("warning: it will stay mapped after its unload, so its constructors run once per process")
+            && run
+                .stdout
+                .contains("it exports 2 GNU unique symbols, e.g. `_ZZN6layout8Registry3getEvE8instance`")
+            && run
+                .stdout
+                .contains("fix: link the plugin with dylease's version script")
+            && run.stdout.contains("dylease header --version-script"),
+        "{run:?}"
+    );
+    let json_run = dylease(dir.path(), &["inspect", "--json", "liblayout_plain.so"]);
+    let pinning = &json(&json_run)["sources"][0]["plugins"][0]["pinning"];
+    assert_eq!(pinning["expected"], true, "{pinning}");
+    assert_eq!(pinning["causes"][0]["cause"], "gnu-unique", "{pinning}");
+
+    let recipe = dylease(dir.path(), &["inspect", "liblayout_recipe.so"]);
+    assert_eq!(recipe.status, 0, "{recipe:?}");
+    assert!(
+        recipe.stdout.contains("manifest: plugin `layout`") && !recipe.stdout.contains("warning:"),
+        "built with the recipe: no warning: {recipe:?}"
+    );
+}
+
+/// A refusal made before any code runs (a file others can write) fails the inspection, with
+/// check's fix, and exit status 1.
+#[test]
+fn inspect_reports_a_refusal_with_its_fix_and_exits_1() {
+    let dir = TestDir::new("cli_inspect_refused");
+    let open = add(&dir, "by_hand_marker_manifest", "libopen.so");
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o757)).unwrap();
+    let run = dylease(dir.path(), &["inspect", "libopen.so"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    assert!(
+        run.stdout.starts_with("FAIL  libopen.so\n")
+            && run.stdout.contains("problem: ")
+            && run.stdout.contains("fix: hosts refuse, before running any of its code"),
+        "{run:?}"
+    );
+    let document = json(&dylease(dir.path(), &["inspect", "--json", "libopen.so"]));
+    assert_eq!(document["ok"], false, "{document}");
+    assert_eq!(
+        document["sources"][0]["plugins"][0]["problem"]["cause"], "untrusted",
+        "{document}"
+    );
+    assert!(!dir.path().join("libopen.so.ran").exists());
+}
+
+/// `plugins/NAME`: a settled copy of fixture `name` in `plugins` (mode 0755).
+fn add_in(plugins: &Path, name: &str, file: &str) -> std::path::PathBuf {
+    let to = plugins.join(file);
+    std::fs::copy(crate::support::fixture(name), &to).unwrap();
+    std::fs::set_permissions(&to, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    to
+}
+
+/// The helps say which command runs the plugins' code: `check` does, `inspect` does not.
+#[test]
+fn the_helps_say_that_check_runs_the_plugins_code_and_inspect_does_not() {
+    let check = dylease(Path::new("."), &["check", "--help"]);
+    assert!(
+        check.stdout.contains("which runs their code") && check.stdout.contains("`dylease inspect` runs none of it"),
+        "{check:?}"
+    );
+    let inspect = dylease(Path::new("."), &["inspect", "--help"]);
+    assert_eq!(inspect.status, 0, "{inspect:?}");
+    assert!(
+        inspect.stdout.contains("without running any of their") && inspect.stdout.contains("No plugin code runs"),
+        "{inspect:?}"
+    );
+}
+
+/// Two plugins of a directory that declare the same passes get a warning naming both and
+/// the passes (a host given the directory would load neither); it refuses nothing.
+#[test]
+fn inspect_warns_about_passes_two_plugins_of_a_directory_declare() {
+    let dir = TestDir::new("cli_inspect_clash");
+    let plugins = dir.sub("plugins");
+    add_in(&plugins, "macros_c_plain", "liba.so");
+    add_in(&plugins, "macros_c_plain", "libb.so");
+    add_in(&plugins, "by_hand_marker", "libc.so");
+    let run = dylease(dir.path(), &["inspect", "plugins"]);
+    assert_eq!(run.status, 0, "a warning refuses nothing: {run:?}");
+    assert!(
+        run.stdout
+            .contains("warning: `plugins/liba.so` and `plugins/libb.so` both declare passes `")
+            && run.stdout.contains("`typed_pass_with_data`")
+            && run.stdout.contains(": a host given `plugins` would load neither"),
+        "{run:?}"
+    );
+    let document = json(&dylease(dir.path(), &["inspect", "--json", "plugins"]));
+    let warnings = document["sources"][0]["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{document}");
+    assert_eq!(document["ok"], true, "{document}");
+}
