@@ -242,3 +242,28 @@ fn install_of_a_package_copies_checks_and_swaps_whole_trees_and_leaves_nothing_e
     assert_eq!(entries(&plugins.join("pkg")), ["__init__.py", "only_2.py"], "{said}");
     assert_eq!(loaded(&plugins), [("pkg".to_owned(), "2.0".to_owned())]);
 }
+
+/// A Python plugin declaring (in its syntax tree) a pass another Python plugin of the
+/// directory declares is not installed: both manifests are read without running either.
+#[test]
+fn install_refuses_a_python_plugin_whose_declared_pass_another_python_plugin_declares() {
+    let dir = TestDir::new("py-install-collision");
+    let (staging, plugins) = (dir.sub("staging"), dir.sub("plugins"));
+    let first = write(&staging, "first.py", &counter("c", 1));
+    let (status, said) = install(&first, &plugins);
+    assert_eq!(status, Some(0), "{said}");
+    assert!(said.contains("declares 1 pass (all it registers)"), "{said}");
+    // Another file, another plugin name, the same pass `add_c`.
+    let second = write(
+        &staging,
+        "second.py",
+        &counter("c", 2).replace("\"c\", \"1.0\"", "\"d\", \"1.0\""),
+    );
+    let (status, said) = install(&second, &plugins);
+    assert_eq!(status, Some(1), "{said}");
+    assert!(
+        said.contains("declares pass `add_c`") && said.contains(&plugins.join("first.py").display().to_string()),
+        "{said}"
+    );
+    assert_eq!(entries(&plugins), ["first.py"], "leftovers: {said}");
+}
