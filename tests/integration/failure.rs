@@ -349,9 +349,25 @@ fn a_pass_with_a_null_function_fails_the_load_even_if_the_plugin_ignores_the_ref
 
 #[test]
 fn a_pass_name_registered_twice_by_the_header_macros_names_the_pass() {
-    // The header's `register_passes` stops at the first refusal and returns -1; the host
-    // reports the refusal, not the bare code.
+    // Its manifest declares the pass twice: refused before the file is mapped.
     let error = refused("duplicate");
+    assert!(
+        matches!(&error, Error::Open { cause: OpenCause::Manifest, reason, .. }
+            if reason == "its dylease manifest declares the pass `same` twice"),
+        "{error:?}"
+    );
+    // Without the manifest, the header's `register_passes` stops at the first refusal and
+    // returns -1; the host reports the refusal, not the bare code.
+    let error = refused_file("duplicate_bare", |dir| {
+        let lib = dir.add("duplicate", "libduplicate.so");
+        let status = std::process::Command::new("objcopy")
+            .args(["--remove-section", ".note.dylease"])
+            .arg(&lib)
+            .status()
+            .expect("cannot run objcopy");
+        assert!(status.success());
+        lib
+    });
     assert!(
         matches!(&error, Error::DuplicatePass { pass, .. } if pass == "same"),
         "{error:?}"
