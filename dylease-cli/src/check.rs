@@ -112,6 +112,32 @@ impl Options {
     }
 }
 
+/// `builder` with `path` added as the commands take their arguments: a Python plugin (with
+/// `python`), a directory (with `python`, its Python plugins too), else a library file.
+///
+/// # Safety
+///
+/// As [`HostBuilder::dir`] and [`HostBuilder::file`]: loading what `path` names must be
+/// sound, unless the host is never asked to load it (only for its catalog).
+pub(crate) unsafe fn add_path(builder: HostBuilder, python: bool, path: &Path) -> HostBuilder {
+    if python && python::is_plugin(path) {
+        // SAFETY: the caller's contract.
+        unsafe { python::file(builder, path) }
+    } else if path.is_dir() {
+        // SAFETY: the caller's contract.
+        let builder = unsafe { builder.dir(path) };
+        if python {
+            // SAFETY: the caller's contract, for the directory's Python plugins.
+            unsafe { python::dir(builder, path) }
+        } else {
+            builder
+        }
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { builder.file(path) }
+    }
+}
+
 /// The warning of a Python plugin argument checked without `--python`.
 const NOT_PYTHON: &str = "a Python plugin, checked as `HostBuilder::file` loads a library: `--python` checks it as \
                           `python_file` loads it";
@@ -144,22 +170,8 @@ pub(crate) fn run(
     if paths.len() > 1 {
         let mut builder = options.builder();
         for path in paths {
-            builder = if options.python && python::is_plugin(path) {
-                // SAFETY: as above, the user named this plugin to be loaded and checked.
-                unsafe { python::file(builder, path) }
-            } else if path.is_dir() {
-                // SAFETY: as above, the user named these plugins to be loaded and checked.
-                let builder = unsafe { builder.dir(path) };
-                if options.python {
-                    // SAFETY: as above, for the directory's Python plugins.
-                    unsafe { python::dir(builder, path) }
-                } else {
-                    builder
-                }
-            } else {
-                // SAFETY: as above, the user named this plugin to be loaded and checked.
-                unsafe { builder.file(path) }
-            };
+            // SAFETY: as above, the user named these plugins to be loaded and checked.
+            builder = unsafe { add_path(builder, options.python, path) };
         }
         let mut together = load(Kind::Together, None, builder);
         together.arguments = paths.len();

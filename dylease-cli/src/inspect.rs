@@ -14,7 +14,7 @@ use dylease::{CatalogEntry, HostBuilder, Manifest, PinCause, Pinning, PluginHost
 use crate::check::{self, Problem};
 use crate::names;
 use crate::python;
-use crate::report::{Json, bytes_json, path_json, problem_json};
+use crate::report::{self, Json, bytes_json, path_json, problem_json};
 
 /// One argument, inspected.
 #[derive(Debug)]
@@ -121,24 +121,9 @@ fn clashes(path: &Path, entries: &[Entry]) -> Vec<String> {
 /// A builder given `path` as `check` gives it to its hosts.
 fn sources(options: check::Options, path: &Path) -> HostBuilder {
     let builder = PluginHost::builder().name("dylease-inspect");
-    // SAFETY (all three): the host is only asked for its catalog, which maps no library and
-    // executes no Python module; it never acquires a lease, so none of the plugins' code runs.
-    if options.python && python::is_plugin(path) {
-        // SAFETY: as above.
-        unsafe { python::file(builder, path) }
-    } else if path.is_dir() {
-        // SAFETY: as above.
-        let builder = unsafe { builder.dir(path) };
-        if options.python {
-            // SAFETY: as above.
-            unsafe { python::dir(builder, path) }
-        } else {
-            builder
-        }
-    } else {
-        // SAFETY: as above.
-        unsafe { builder.file(path) }
-    }
+    // SAFETY: the host is only asked for its catalog, which maps no library and executes no
+    // Python module; it never acquires a lease, so none of the plugins' code runs.
+    unsafe { check::add_path(builder, options.python, path) }
 }
 
 /// The catalog of the host `builder` configures, under `options.trust`.
@@ -321,14 +306,11 @@ fn cause_word(cause: &PinCause) -> &'static str {
 
 /// The JSON document (schema in `dylease inspect --help`).
 pub(crate) fn json(sources: &[Source]) -> String {
-    let document = Json::Object(vec![
-        ("ok", Json::Bool(sources.iter().all(Source::ok))),
-        ("sources", Json::Array(sources.iter().map(source_json).collect())),
-    ]);
-    let mut out = String::new();
-    document.write(&mut out, 0);
-    out.push('\n');
-    out
+    report::document(
+        sources.iter().all(Source::ok),
+        "sources",
+        sources.iter().map(source_json).collect(),
+    )
 }
 
 fn source_json(source: &Source) -> Json {

@@ -181,10 +181,16 @@ fn count(n: usize, what: &str) -> String {
 
 /// The JSON document (schema in `dylease check --help`).
 pub(crate) fn json(checks: &[Check]) -> String {
-    let document = Json::Object(vec![
-        ("ok", Json::Bool(checks.iter().all(Check::ok))),
-        ("checks", Json::Array(checks.iter().map(check_json).collect())),
-    ]);
+    document(
+        checks.iter().all(Check::ok),
+        "checks",
+        checks.iter().map(check_json).collect(),
+    )
+}
+
+/// A command's JSON document: `{"ok": ok, "<key>": [items]}` and a newline.
+pub(crate) fn document(ok: bool, key: &'static str, items: Vec<Json>) -> String {
+    let document = Json::Object(vec![("ok", Json::Bool(ok)), (key, Json::Array(items))]);
     let mut out = String::new();
     document.write(&mut out, 0);
     out.push('\n');

@@ -8,7 +8,7 @@ use std::path::Path;
 use dylease::{Error, OpenCause, Origin, PluginHost, Registrar};
 
 use crate::rust_plugin::built_rust_plugins;
-use crate::support::{TestDir, assert_unloaded};
+use crate::support::{TestDir, assert_unloaded, strip_manifest};
 
 type IntPass = extern "C" fn(i32) -> i32;
 type IntSource = extern "C" fn() -> i32;
@@ -89,12 +89,7 @@ fn an_invalid_interface_is_refused_naming_the_pass_and_the_reason() {
             );
             assert_eq!(events(&lib), Vec::<String>::new(), "no code of it ran");
             // ... and without the manifest, the registration refuses the pass.
-            let status = std::process::Command::new("objcopy")
-                .args(["--remove-section", ".note.dylease"])
-                .arg(&lib)
-                .status()
-                .expect("cannot run objcopy");
-            assert!(status.success());
+            strip_manifest(&lib);
             // SAFETY: the suite's own fixture, whose initialisation code is sound.
             let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
             let error = host.acquire().unwrap_err();

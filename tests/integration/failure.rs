@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use dylease::{Error, OpenCause, PluginHost};
 
-use crate::support::{TestDir, assert_unloaded, fixture, loader_has, mapped};
+use crate::support::{TestDir, assert_unloaded, fixture, loader_has, mapped, strip_manifest};
 
 #[test]
 fn a_load_failing_at_the_third_of_five_plugins_leaves_none_mapped_and_succeeds_once_fixed() {
@@ -360,12 +360,7 @@ fn a_pass_name_registered_twice_by_the_header_macros_names_the_pass() {
     // returns -1; the host reports the refusal, not the bare code.
     let error = refused_file("duplicate_bare", |dir| {
         let lib = dir.add("duplicate", "libduplicate.so");
-        let status = std::process::Command::new("objcopy")
-            .args(["--remove-section", ".note.dylease"])
-            .arg(&lib)
-            .status()
-            .expect("cannot run objcopy");
-        assert!(status.success());
+        strip_manifest(&lib);
         lib
     });
     assert!(

@@ -9,7 +9,7 @@ use dylease::{Error, LoadPolicy, OpenCause, PluginHost};
 use dylease_elf::{Elf, Manifest};
 
 use crate::rust_plugin::{build, built_rust_plugins};
-use crate::support::{TestDir, assert_unloaded, beside, fixture, mapped};
+use crate::support::{TestDir, assert_unloaded, beside, fixture, mapped, strip_manifest};
 
 /// The manifest of the library at `path`, which must have one.
 fn manifest_of(path: &Path) -> Manifest {
@@ -299,16 +299,6 @@ fn the_catalog_describes_every_plugin_without_running_any_of_their_code() {
     assert!(ran(&with) && ran(&without));
     assert!(!ran(&future) && !ran(&open), "refused before any of their code ran");
     drop(lease);
-}
-
-/// `lib` without its manifest notes (`objcopy --remove-section .note.dylease`).
-fn strip_manifest(lib: &std::path::Path) {
-    let status = Command::new("objcopy")
-        .args(["--remove-section", ".note.dylease"])
-        .arg(lib)
-        .status()
-        .expect("cannot run objcopy");
-    assert!(status.success());
 }
 
 /// The Rust plugin that declares its passes in `export_plugin!` (`examples/plugins/folding.rs`)

@@ -477,3 +477,14 @@ pub(crate) fn stale_run_path(test: &str) -> StaleRunPath {
     );
     StaleRunPath { dir, open, plugin }
 }
+
+/// `lib` without its manifest notes (`objcopy --remove-section .note.dylease`): a plugin as
+/// a link step that drops `.note*` sections leaves it.
+pub(crate) fn strip_manifest(lib: &Path) {
+    let status = std::process::Command::new("objcopy")
+        .args(["--remove-section", ".note.dylease"])
+        .arg(lib)
+        .status()
+        .expect("cannot run objcopy");
+    assert!(status.success(), "objcopy {}", lib.display());
+}
