@@ -365,3 +365,20 @@ fn stats_describe_the_current_generation_after_an_older_one_drains() {
     let stats = host.stats();
     assert_eq!((stats.plugins, stats.passes), (0, 0), "nothing is loaded");
 }
+
+/// A set's `Debug` shows its generation, its plugins and its passes by name, and how many
+/// failures were skipped: what a log line of it needs.
+#[test]
+fn a_sets_debug_output_names_its_generation_plugins_and_passes() {
+    let host = two_plugin_host("debug");
+    let lease = host.acquire().unwrap();
+    let shown = format!("{:?}", *lease);
+    assert!(shown.starts_with("PluginSet { generation: 1, plugins: ["), "{shown}");
+    for plugin in lease.plugins() {
+        assert!(shown.contains(&format!("{:?}", plugin.name())), "{shown}");
+    }
+    for pass in lease.passes() {
+        assert!(shown.contains(&format!("{:?}", pass.name())), "{shown}");
+    }
+    assert!(shown.ends_with("failures: 0 }"), "{shown}");
+}
