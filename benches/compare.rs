@@ -636,7 +636,10 @@ fn main() {
     if options.runs("cold_dependencies") {
         cold_dependencies(&options);
     }
-    if ["cold_cycle", "load_scaling", "manifest", "reload"].iter().any(|g| options.runs(g)) {
+    if ["cold_cycle", "load_scaling", "manifest", "reload"]
+        .iter()
+        .any(|g| options.runs(g))
+    {
         let sizes: Vec<usize> = [16, 64, options.max_plugins]
             .into_iter()
             .filter(|&n| n <= options.max_plugins)

@@ -286,7 +286,12 @@ mod tests {
     #[test]
     fn the_manifest_costs_no_read_of_its_own_after_the_checks() {
         let scratch = Scratch::new("manifest-reads");
-        let spread = ["-std=c99", "-DPLAIN", "-Wl,-z,separate-code", "-Wl,-z,max-page-size=65536"];
+        let spread = [
+            "-std=c99",
+            "-DPLAIN",
+            "-Wl,-z,separate-code",
+            "-Wl,-z,max-page-size=65536",
+        ];
         for (args, small) in [(&spread[..2], true), (&spread[..], false)] {
             let bytes = compile(&scratch.0, &["tests/plugins/macros.c"], args);
             assert_eq!(bytes.len() <= 64 << 10, small, "{} bytes", bytes.len());

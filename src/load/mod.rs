@@ -15,6 +15,7 @@ mod manifest;
 // `register_passes`, `on_load` and `on_unload`, and reads its descriptor.
 #[allow(unsafe_code)]
 mod opener;
+pub(crate) mod parse_cache;
 mod pinning;
 pub(crate) mod pipeline;
 mod plugins;
