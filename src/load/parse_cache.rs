@@ -160,14 +160,12 @@ pub(crate) fn settled(changed: Option<SystemTime>, made: SystemTime, window: Dur
 static ENABLED: AtomicBool = AtomicBool::new(true);
 
 /// Turns the process's parse cache on (the default) or off: off, every load parses every file
-/// again, and the entries stored so far are dropped. For benchmarks (the first-ever load's
-/// cost) and for a host that distrusts its file system's timestamps; not part of the stable
-/// API.
+/// again, and neither reads nor adds entries (those stored stay, for when it is turned on
+/// again: they still describe the files by their status). For benchmarks (a load that parses
+/// everything, beside one that parses nothing) and for a host that distrusts its file
+/// system's timestamps; not part of the stable API.
 pub fn set_enabled(enabled: bool) {
     ENABLED.store(enabled, Ordering::Relaxed);
-    if !enabled {
-        CACHE.lock().entries.clear();
-    }
 }
 
 crate::sync::lazy_static! {
