@@ -156,8 +156,10 @@ pub(crate) fn settled(changed: Option<SystemTime>, made: SystemTime, window: Dur
         .is_some_and(|age| age >= window)
 }
 
-/// Whether the cache is used (`set_enabled`).
-static ENABLED: AtomicBool = AtomicBool::new(true);
+crate::sync::lazy_static! {
+    /// Whether the cache is used (`set_enabled`).
+    static ENABLED: AtomicBool = AtomicBool::new(true);
+}
 
 /// Turns the process's parse cache on (the default) or off: off, every load parses every file
 /// again, and neither reads nor adds entries (those stored stay, for when it is turned on
