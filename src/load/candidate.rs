@@ -73,6 +73,8 @@ impl Opened {
     /// loader can map and link it without crashing (`Elf::check`). A refusal is an error that
     /// names the plugin file `path` (as discovered) and says what is wrong ("the file is
     /// truncated: …"); otherwise it returns what the library makes the loader look up.
+    /// Decided once per file status: a file opened again unchanged gets the verdict from the
+    /// parse cache (`load::parse_cache`), without a read.
     ///
     /// Only on platforms whose libraries are ELF files; elsewhere it passes.
     pub(crate) fn check(&self, path: &Path) -> Result<Linkage, Error> {
