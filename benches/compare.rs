@@ -14,10 +14,13 @@
 //!   time at least 90% of the round's wall time); rounds that did not are dropped and counted.
 //! - `acquire_hosts`: 1 to 64 hosts, each with a lease held elsewhere, acquired in turn,
 //!   against one host and against as many `Arc`s cloned in turn.
-//! - `cold_cycle`: load and unload of 16 C plugins, every check on, against raw `libloading`
-//!   `dlopen` (`RTLD_NOW | RTLD_LOCAL`) + `dlsym` of the entry point + `dlclose` of the same
-//!   files; beside them a permissive host (no trust check) and raw loading with discovery and
-//!   the checks' file work done by hand.
+//! - `cold_cycle`: load and unload of 16 unchanged C plugins, every check on (their parses
+//!   from the parse cache after the first cycle), against raw `libloading` `dlopen`
+//!   (`RTLD_NOW | RTLD_LOCAL`) + `dlsym` of the entry point + `dlclose` of the same files;
+//!   beside them a permissive host (no trust check), the strict host with the parse cache off
+//!   (every file parsed at every load), the first-ever load (a new file over every plugin
+//!   before each cycle, not timed, so that the cache has none of them) and raw loading with
+//!   discovery and the checks' file work done by hand.
 //! - `load_scaling`: the same cycle over 16, 64 and 256 plugins; dylease's extra µs per plugin
 //!   over raw loading, per size and per round, and its ratio between sizes.
 //! - `manifest`: the cold cycle of 16 plugins whose manifests the host reads (and gates and
@@ -359,13 +362,42 @@ fn cold_cycle(options: &Options, dirs: &PluginDirs) {
     let dir = dirs.dir(COLD_PLUGINS);
     let strict = dirs.host(COLD_PLUGINS);
     let permissive = dirs.permissive_host(COLD_PLUGINS);
+    // The first-ever load: a new file (a new inode, the same code) over every plugin before
+    // each cycle, not timed, so that nothing of them is in the parse cache.
+    let fresh = ReloadDir::new(&plugins::default_base(), "compare-first-load", &files);
+    let first_load = fresh.host(dylease::UnloadPolicy::Immediately);
+    // The parse cache keeps a file's parse only once its last change is older than its racy
+    // window (2.1 s): let the copies settle, so that the repeated cycles find them.
+    std::thread::sleep(Duration::from_millis(2300));
     check_full_close(&strict, &files);
     check_full_close(&permissive, &files);
+    check_full_close(&first_load, &fresh.files());
     assert_eq!(discover_by_hand(&dir).len(), files.len());
     let iters = options.iters(16);
     let mut arms = vec![
         Arm::looped("dylease", iters, || host_cycle(&strict)),
         Arm::looped("dylease_permissive", iters, || host_cycle(&permissive)),
+        // Every file parsed at every load, as before the parse cache (which is bypassed).
+        Arm::new("dylease_uncached", iters, |iters| {
+            dylease::set_parse_cache(false);
+            let start = Instant::now();
+            for _ in 0..iters {
+                host_cycle(&strict);
+            }
+            let took = start.elapsed();
+            dylease::set_parse_cache(true);
+            Some(took)
+        }),
+        Arm::new("dylease_first_load", iters, |iters| {
+            let mut took = Duration::ZERO;
+            for _ in 0..iters {
+                fresh.install_all();
+                let start = Instant::now();
+                host_cycle(&first_load);
+                took += start.elapsed();
+            }
+            Some(took)
+        }),
         Arm::looped("libloading", iters, || raw_cycle(&files)),
         Arm::looped("libloading_discover_check", iters, || {
             let found = discover_by_hand(&dir);
@@ -375,9 +407,12 @@ fn cold_cycle(options: &Options, dirs: &PluginDirs) {
     ];
     let rounds = interleave::run(options.rounds, &mut arms);
     drop(arms);
-    assert!(!strict.is_loaded() && !permissive.is_loaded());
+    assert!(!strict.is_loaded() && !permissive.is_loaded() && !first_load.is_loaded());
     emit_ratio("cold_cycle", 1, &rounds, "dylease", "libloading");
     emit_ratio("cold_cycle", 1, &rounds, "dylease_permissive", "libloading");
+    emit_ratio("cold_cycle", 1, &rounds, "dylease_uncached", "libloading");
+    emit_ratio("cold_cycle", 1, &rounds, "dylease_first_load", "libloading");
+    emit_ratio("cold_cycle", 1, &rounds, "dylease_uncached", "dylease");
     emit_ratio("cold_cycle", 1, &rounds, "libloading_discover_check", "libloading");
     emit_ratio("cold_cycle", 1, &rounds, "dylease", "libloading_discover_check");
 }

@@ -26,7 +26,7 @@ if [ "${#files[@]}" -eq 0 ]; then
   files=(src/host/generations.rs src/host/keeper.rs src/host/thread_cache.rs src/load/registry.rs
     src/load/trust.rs src/load/trust/walk.rs src/load/trust/deps.rs src/load/trust/policy.rs
     src/load/sys/library.rs src/load/sys/linux.rs src/load/sys/walk.rs src/host/lease.rs
-    src/host/set.rs)
+    src/host/set.rs src/load/parse_cache.rs)
 fi
 file_args=()
 for file in "${files[@]}"; do
@@ -38,7 +38,8 @@ done
 # doctests, the CLI tests (they build the tool), the threads churn, benches or loom models
 # (loom-tests/run.sh plants its own bugs).
 # The names are test-name filters for every binary run, the library's unit tests included:
-# those of the mutated files (host::, load::registry::, load::trust::, load::sys::library::)
+# those of the mutated files (host::, load::registry::, load::trust::, load::sys::library::,
+# parse_cache::, which also names the library's `load::parse_cache::tests`)
 # must be listed too, or a filter leaves them out and their mutants show as missed.
 # MUTANTS_TESTS replaces the list (say, "generation_protocol:: host::keeper::").
 # shellcheck disable=SC2206 # a list of names
@@ -46,7 +47,7 @@ modules=(${MUTANTS_TESTS:-host:: load::registry:: load::trust:: load::sys::
   generation_protocol:: plugin_reentry:: swapped_after_check:: static_plugins:: policy::
   sharing:: reload:: reload_trust:: trust:: failure:: generations:: observability::
   discovery:: elf_headers:: typed:: waits:: dependencies:: identity:: attack:: manifest::
-  abi_v2:: cpp_unload::})
+  abi_v2:: cpp_unload:: parse_cache::})
 # As root, the tests that need root too (`#[ignore = "needs root"]`: other users' files,
 # mounts), as CI's root step runs them.
 ignored=()

@@ -119,6 +119,10 @@ pub use host::{
     GLOBAL_PATH_VAR, HostBuilder, Lease, OwnedPass, Pass, PluginHost, PluginSet, Stats, UnloadPolicy, WeakLease,
     global, init_global,
 };
+/// Turns the process's parse cache off or on (`load::parse_cache`): for benchmarks, not part
+/// of the stable API.
+#[doc(hidden)]
+pub use load::parse_cache::set_enabled as set_parse_cache;
 pub use load::{
     CatalogEntry, DeclaredPass, LoadFailure, LoadPolicy, Manifest, PassInfo, PinCause, Pinning, PluginInfo,
     StaticRegistrar, TrustPolicy, plugin_files_in,

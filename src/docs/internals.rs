@@ -290,6 +290,34 @@
 //! process maps, plus what it uses otherwise.
 //!
 //!
+//! # The parse cache: parsing not repeated for unchanged files (`load::parse_cache`)
+//!
+//! What parsing a library file decided — the ELF structural check's verdict and the
+//! `Linkage` it returns (a dependency's too: the resolver checks each one it opens), the
+//! linkage the trust check's dependency walk reads, the manifest or its refusal, and the pin
+//! prediction — is kept for the process, keyed by the status of the descriptor that will be
+//! mapped (`Opened::metadata`, read by `fstat`/`statx` of that descriptor): device, inode,
+//! size, modification and status-change times in nanoseconds, and the birth time where the
+//! file system has one. `Opened::new` looks the key up before any byte of the file is read;
+//! every `Opened` of the file at that status shares one entry (`Arc`), whose parts are
+//! filled when first asked for. A file replaced by rename is a new inode; one rewritten in
+//! place has a new ctime, which no system call sets back.
+//!
+//! - **Racy rule.** An entry is stored only if the wall clock, read before the file is parsed,
+//!   is at least `RACY_WINDOW` (2.1 s) past the file's ctime: a same-size rewrite within one
+//!   timestamp tick of the last change (a kernel tick, or the 1–2 s of ext3, HFS+ and FAT)
+//!   could otherwise keep the whole key. Younger files are parsed at each load.
+//! - **Bound.** At most 4096 files, one entry per (device, inode): a changed file's entry is
+//!   replaced, and the least recently used entry goes when the cache is full.
+//! - **Not covered** (a cached verdict may then describe older bytes): a file system that
+//!   does not update the ctime on writes, NFS attribute caching, writes through a shared
+//!   mapping whose times the kernel updates late, a file system more than 2.1 s coarse, and
+//!   a wall clock stepped back. `dylease::set_parse_cache(false)` (hidden, for benchmarks)
+//!   parses at every load.
+//! - **Never cached: trust.** The walk of the file, its directories, its run paths and every
+//!   dependency's runs at every load (`load::trust`); the cache answers what an exact file
+//!   contains, never whether another user may have chosen it.
+//!
 //! # Platform facts
 //!
 //! What the design rests on, measured on glibc (2.36) on Linux; the platform calls live in

@@ -8,6 +8,9 @@ use dylease_elf::{Elf, Linkage};
 
 use crate::error::{Error, OpenCause};
 use crate::load::manifest::Manifest;
+use crate::load::parse_cache::{self, Parsed};
+use crate::load::pinning::Pinning;
+use crate::sync::Arc;
 
 /// A library file found by discovery, not yet opened.
 #[derive(Debug)]
@@ -39,18 +42,25 @@ pub(crate) use crate::load::sys::{FileId, Identity};
 /// A library file opened for its checks: the descriptor they read (and the loader maps),
 /// wrapped in the ELF reader that keeps what they read of it (`dylease_elf::Elf`: the ELF
 /// check, the dependency walk and the pinning prediction read the same headers and tables,
-/// from the disk once), and its status as read from that descriptor.
+/// from the disk once), its status as read from that descriptor, and what parsing the file
+/// at that status decided (`load::parse_cache`: shared with earlier loads of the unchanged
+/// file, which then read none of it).
 #[derive(Debug)]
 pub(crate) struct Opened {
     pub(crate) elf: Elf<File>,
     pub(crate) metadata: Metadata,
+    parsed: Arc<Parsed>,
 }
 
 impl Opened {
+    /// The file `file`, whose status `metadata` was just read from it (before any of its
+    /// bytes: the parse cache's racy rule needs it so).
     pub(crate) fn new(file: File, metadata: Metadata) -> Opened {
+        let (parsed, _) = parse_cache::lookup(&metadata);
         Opened {
             elf: Elf::new(file, metadata.len()),
             metadata,
+            parsed,
         }
     }
 
@@ -63,15 +73,22 @@ impl Opened {
     /// loader can map and link it without crashing (`Elf::check`). A refusal is an error that
     /// names the plugin file `path` (as discovered) and says what is wrong ("the file is
     /// truncated: …"); otherwise it returns what the library makes the loader look up.
+    /// Decided once per file status: a file opened again unchanged gets the verdict from the
+    /// parse cache (`load::parse_cache`), without a read.
     ///
     /// Only on platforms whose libraries are ELF files; elsewhere it passes.
     pub(crate) fn check(&self, path: &Path) -> Result<Linkage, Error> {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
             return Ok(Linkage::default());
         }
-        self.elf.check().map_err(|refusal| Error::Open {
+        let (verdict, parsed) = self
+            .parsed
+            .check
+            .get_or(|| self.elf.check().map_err(dylease_elf::Refusal::into_reason));
+        traced(path, "the ELF check", parsed);
+        verdict.map_err(|reason| Error::Open {
             path: path.to_owned(),
-            reason: refusal.into_reason(),
+            reason,
             cause: OpenCause::Headers,
         })
     }
@@ -87,12 +104,22 @@ impl Opened {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
             return Ok(None);
         }
-        let manifest = self.elf.manifest().map_err(|refusal| Error::Open {
+        let (manifest, parsed) = self.parsed.manifest.get_or(|| {
+            let manifest = self.elf.manifest().map_err(dylease_elf::Refusal::into_reason)?;
+            Ok(manifest.map(Manifest::from))
+        });
+        traced(path, "the manifest", parsed);
+        manifest.map_err(|reason| Error::Open {
             path: path.to_owned(),
-            reason: refusal.into_reason(),
+            reason,
             cause: OpenCause::Manifest,
-        })?;
-        Ok(manifest.map(Manifest::from))
+        })
+    }
+
+    /// Whether the platform is predicted to keep the library mapped (`Pinning::predict`, which
+    /// reads it through `read`), decided once per file status.
+    pub(crate) fn pinning(&self, read: impl FnOnce(&Elf<File>) -> Pinning) -> Pinning {
+        self.parsed.pinning.get_or(|| read(&self.elf)).0
     }
 
     /// What the library makes the loader look up (`Elf::linkage`: its DT_NEEDED and run
@@ -103,7 +130,33 @@ impl Opened {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
             return Ok(None);
         }
-        self.elf.linkage().map(Some).map_err(dylease_elf::Refusal::into_reason)
+        // The full check's linkage is the same, where it passed already.
+        if let Some(Ok(linkage)) = self.parsed.check.get() {
+            return Ok(Some(linkage));
+        }
+        let (linkage, _) = self
+            .parsed
+            .linkage
+            .get_or(|| self.elf.linkage().map_err(dylease_elf::Refusal::into_reason));
+        linkage.map(Some)
+    }
+}
+
+/// Logs (at `trace`) whether `what` of the file at `path` was decided by parsing it now, or
+/// taken from the parse cache: what the tests count.
+fn traced(path: &Path, what: &str, parsed: bool) {
+    if parsed {
+        log::trace!(
+            "{}parsed `{}`: {what}",
+            crate::load::log_scope::prefix(),
+            path.display()
+        );
+    } else {
+        log::trace!(
+            "{}{what} of `{}` taken from the parse cache (the file's status is unchanged)",
+            crate::load::log_scope::prefix(),
+            path.display()
+        );
     }
 }
 

@@ -15,6 +15,9 @@ mod manifest;
 // `register_passes`, `on_load` and `on_unload`, and reads its descriptor.
 #[allow(unsafe_code)]
 mod opener;
+// Stores nothing where there are no ELF checks (only `set_enabled` is reached there).
+#[cfg_attr(not(all(unix, not(target_vendor = "apple"))), allow(dead_code))]
+pub(crate) mod parse_cache;
 mod pinning;
 pub(crate) mod pipeline;
 mod plugins;

@@ -149,18 +149,19 @@ impl Pinning {
         (!phrases.is_empty()).then(|| phrases.join("; and "))
     }
 
-    /// Reads the prediction from `file`, a library that passed the ELF check, as the loader
-    /// sees it: through its dynamic section (`dylease_elf::Elf::pins`), not its section
+    /// Reads the prediction from `file`, a library that passed the ELF check (once per file
+    /// status: `load::parse_cache`), as the loader sees it: through its dynamic section (`dylease_elf::Elf::pins`), not its section
     /// headers, which the loader never reads and a file may lack. A file whose facts cannot be
     /// read has no causes: the prediction is only advice, and the loader judges the file.
     pub(crate) fn predict(file: &Opened) -> Pinning {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
             return Pinning::default();
         }
-        file.elf
-            .pins(&[DYLEASE_ENTRY_SYMBOL])
-            .map(Pinning::from_facts)
-            .unwrap_or_default()
+        file.pinning(|elf| {
+            elf.pins(&[DYLEASE_ENTRY_SYMBOL])
+                .map(Pinning::from_facts)
+                .unwrap_or_default()
+        })
     }
 
     /// The causes the file's facts show, those that always pin first.

@@ -1023,3 +1023,28 @@ fn a_library_in_a_subdirectory_glibc_searches_below_a_run_path_is_found_where_gl
         "glibc found the library in none of the subdirectories"
     );
 }
+
+/// A dependency loaded again unchanged is not parsed again either (the trust check's ELF
+/// check of it comes from the parse cache), while the walk of its run path and directories
+/// runs at every load. Caught: the dependency resolver checking its descriptor with an
+/// `Opened` that bypasses the cache (a fresh `Parsed` each time).
+#[test]
+fn an_unchanged_dependency_is_parsed_once_over_two_cold_cycles() {
+    let _serial = one_at_a_time();
+    crate::logger::install();
+    let dir = TestDir::new("deps_parse_cache");
+    let (plugin, dep) = beside(&dir, 5);
+    std::thread::sleep(Duration::from_millis(2300));
+    let host = strict(&plugin);
+    assert_eq!(dep_value(&host), 5);
+    assert_eq!(dep_value(&host), 5);
+    let count = |what: &str| crate::logger::records(log::Level::Trace, &format!("{what}`{}`", dep.display())).len();
+    assert_eq!(count("parsed "), 1, "the dependency was parsed again");
+    assert_eq!(
+        count("the ELF check of "),
+        1,
+        "the dependency's check was not taken from the cache"
+    );
+    drop(host);
+    assert_unloaded(&dep);
+}

@@ -41,6 +41,8 @@ mod manifest;
 mod observability;
 mod panic_abort;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod parse_cache;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod plugin_reentry;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod policy;

@@ -1,0 +1,318 @@
+//! What parsing a library file decided, kept for the process and keyed by the file's status,
+//! so that a file loaded again unchanged is not parsed again: the ELF structural check's
+//! verdict (and the [`Linkage`] it returns), the linkage the trust check's dependency walk
+//! reads, the manifest (or its refusal) and the pin prediction.
+//!
+//! # The key
+//!
+//! An entry is found by the status of the descriptor that will be mapped (the `fstat`/`statx`
+//! of that descriptor, `Opened::metadata`): device and inode, size, modification and
+//! status-change times in nanoseconds, and the birth time where the file system has one. A
+//! file replaced by rename is another inode; a file rewritten in place changes its ctime
+//! (which no system call sets back: restoring the mtime with `utimensat` changes the ctime
+//! too); a deleted file whose inode is reused has another birth time, or ctime.
+//!
+//! **The racy rule.** Timestamps come from a coarse clock (a kernel tick, or a whole second
+//! or two on ext3, HFS+, FAT and some network servers), so a same-size rewrite within one
+//! tick of the last change can leave every field of the key as it was. As git's index does
+//! ("racy clean"), an entry is stored only if the wall clock, read before any byte of the file
+//! is parsed, is at least [`RACY_WINDOW`] past the file's ctime: any later write then falls in
+//! a later tick and changes the ctime. A file changed less than that before it is opened is
+//! parsed at each load until it is old enough (only a cost, never a wrong answer).
+//!
+//! Where the key does not see a change, a cached verdict may describe older bytes: a file
+//! system that does not update the ctime on writes (some FUSE and network file systems), NFS
+//! with attribute caching (the client may serve an older status for `actimeo` seconds while
+//! another client rewrites the file), writes through a shared mapping (`MAP_SHARED`), whose
+//! times the kernel may update only at writeback, a file system whose clock is more than
+//! [`RACY_WINDOW`] coarse, and a wall clock stepped backwards. The loader then maps what the
+//! file holds now: the structural check exists to stop a corrupt file from crashing the
+//! process inside the loader, and it can be made to run at every load again by
+//! [`set_enabled`]`(false)`.
+//!
+//! # What it does not answer
+//!
+//! Trust. The owner and mode of the file, of every directory on the way to it, of the run-path
+//! directories and of every dependency are judged at every load (`load::trust`), whatever is
+//! cached: the cache answers "what does this exact file (by identity and status) contain",
+//! never "may another user have chosen this code".
+//!
+//! # The bound
+//!
+//! At most [`MAX_ENTRIES`] files, one entry per (device, inode): an entry of a file whose
+//! status changed is replaced by the new one, and when the cache is full the entry used
+//! least recently (a file no longer loaded) is dropped. Only on ELF platforms, where the
+//! checks run at all; elsewhere nothing is stored.
+
+use std::collections::HashMap;
+use std::fs::Metadata;
+use std::time::{Duration, SystemTime};
+
+use dylease_elf::Linkage;
+
+use crate::load::manifest::Manifest;
+use crate::load::pinning::Pinning;
+use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
+
+/// How many files the cache holds at most.
+pub(crate) const MAX_ENTRIES: usize = 4096;
+
+/// How long after a file's last status change its parse may be stored: longer than the
+/// coarsest timestamp granularity of the file systems libraries live on (a kernel tick of 1
+/// to 10 ms on Linux's native file systems with nanosecond timestamps; 1 s on ext3 and HFS+,
+/// 2 s on FAT).
+pub(crate) const RACY_WINDOW: Duration = Duration::from_millis(2100);
+
+/// What parsing one file decided, shared by every `Opened` of that file (by its status). Each
+/// part is filled when first asked for; the values are cloned out (a few short vectors).
+#[derive(Debug, Default)]
+pub(crate) struct Parsed {
+    /// `Elf::check`: the linkage, or the refusal's reason.
+    pub(crate) check: Slot<Result<Linkage, String>>,
+    /// `Elf::linkage`, where the full check was not asked for first.
+    pub(crate) linkage: Slot<Result<Linkage, String>>,
+    /// `Elf::manifest`, converted.
+    pub(crate) manifest: Slot<Result<Option<Manifest>, String>>,
+    /// `Pinning::predict`.
+    pub(crate) pinning: Slot<Pinning>,
+}
+
+/// One decision, made once.
+#[derive(Debug)]
+pub(crate) struct Slot<T>(Mutex<Option<T>>);
+
+impl<T> Default for Slot<T> {
+    fn default() -> Self {
+        Slot(Mutex::new(None))
+    }
+}
+
+impl<T: Clone> Slot<T> {
+    /// The decision, made by `decide` if it was not made yet; and whether it was made now.
+    /// (Two threads asking at once may both decide; the first answer stored stays.)
+    pub(crate) fn get_or(&self, decide: impl FnOnce() -> T) -> (T, bool) {
+        if let Some(value) = &*self.0.lock() {
+            return (value.clone(), false);
+        }
+        let value = decide();
+        let mut slot = self.0.lock();
+        (slot.get_or_insert(value).clone(), true)
+    }
+
+    /// The decision, if it was made.
+    pub(crate) fn get(&self) -> Option<T> {
+        self.0.lock().clone()
+    }
+}
+
+/// What identifies a file's content to the cache: see the module documentation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Key {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    birth: Option<SystemTime>,
+}
+
+impl Key {
+    /// The key of the file `metadata` describes (read from the descriptor to be mapped).
+    #[cfg(unix)]
+    pub(crate) fn of(metadata: &Metadata) -> Key {
+        use std::os::unix::fs::MetadataExt;
+        Key {
+            dev: metadata.dev(),
+            ino: metadata.ino(),
+            size: metadata.size(),
+            mtime: (metadata.mtime(), metadata.mtime_nsec()),
+            ctime: (metadata.ctime(), metadata.ctime_nsec()),
+            birth: metadata.created().ok(),
+        }
+    }
+
+    /// The file's last status change, as a time.
+    fn changed(&self) -> Option<SystemTime> {
+        let (secs, nanos) = self.ctime;
+        let nanos = u32::try_from(nanos).ok()?;
+        let since_epoch = Duration::new(secs.unsigned_abs(), nanos);
+        if secs >= 0 {
+            SystemTime::UNIX_EPOCH.checked_add(since_epoch)
+        } else {
+            SystemTime::UNIX_EPOCH
+                .checked_sub(Duration::from_secs(secs.unsigned_abs()))?
+                .checked_add(Duration::new(0, nanos))
+        }
+    }
+}
+
+/// Whether an entry for a file last changed at `changed` (its ctime), made at `made` (the
+/// wall clock before the file is parsed), can be trusted later: `made` is at least `window`
+/// past `changed`, so that a later write could not keep the ctime. A ctime in the future, or
+/// one that cannot be read, is never trusted.
+pub(crate) fn settled(changed: Option<SystemTime>, made: SystemTime, window: Duration) -> bool {
+    changed
+        .and_then(|changed| made.duration_since(changed).ok())
+        .is_some_and(|age| age >= window)
+}
+
+crate::sync::lazy_static! {
+    /// Whether the cache is used (`set_enabled`).
+    static ENABLED: AtomicBool = AtomicBool::new(true);
+}
+
+/// Turns the process's parse cache on (the default) or off: off, every load parses every file
+/// again, and neither reads nor adds entries (those stored stay, for when it is turned on
+/// again: they still describe the files by their status). For benchmarks (a load that parses
+/// everything, beside one that parses nothing) and for a host that distrusts its file
+/// system's timestamps; not part of the stable API.
+pub fn set_enabled(enabled: bool) {
+    ENABLED.store(enabled, Ordering::Relaxed);
+}
+
+crate::sync::lazy_static! {
+    /// The process's entries.
+    static CACHE: Mutex<Cache> = Mutex::new(Cache::default());
+}
+
+#[derive(Debug, Default)]
+struct Cache {
+    /// By (device, inode): the status the entry was made for, the entry, and when it was
+    /// last used (a count of lookups).
+    entries: HashMap<(u64, u64), (Key, Arc<Parsed>, u64)>,
+    /// Lookups so far.
+    clock: u64,
+}
+
+impl Cache {
+    /// The entry for `key`, a new one if there is none it can trust; stored if `settled`.
+    fn entry(&mut self, key: Key, settled: bool) -> (Arc<Parsed>, bool) {
+        self.clock += 1;
+        let id = (key.dev, key.ino);
+        if let Some((stored, parsed, used)) = self.entries.get_mut(&id) {
+            if *stored == key {
+                *used = self.clock;
+                return (parsed.clone(), true);
+            }
+            // The file changed since: its entry can never be found again.
+            self.entries.remove(&id);
+        }
+        let parsed = Arc::new(Parsed::default());
+        if settled {
+            if self.entries.len() >= MAX_ENTRIES {
+                let oldest = self
+                    .entries
+                    .iter()
+                    .min_by_key(|(_, (_, _, used))| *used)
+                    .map(|(id, _)| *id);
+                if let Some(oldest) = oldest {
+                    self.entries.remove(&oldest);
+                }
+            }
+            self.entries.insert(id, (key, parsed.clone(), self.clock));
+        }
+        (parsed, false)
+    }
+}
+
+/// What parsing the file `metadata` describes decided so far, shared with every other
+/// descriptor of it opened at the same status; and whether it came from the cache. Call it
+/// right after reading `metadata` from the descriptor, before reading any of the file.
+pub(crate) fn lookup(metadata: &Metadata) -> (Arc<Parsed>, bool) {
+    #[cfg(all(unix, not(target_vendor = "apple")))]
+    if ENABLED.load(Ordering::Relaxed) {
+        let key = Key::of(metadata);
+        let settled = settled(key.changed(), SystemTime::now(), RACY_WINDOW);
+        return CACHE.lock().entry(key, settled);
+    }
+    let _ = metadata;
+    (Arc::new(Parsed::default()), false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(ino: u64, ctime: i64) -> Key {
+        Key {
+            dev: 1,
+            ino,
+            size: 100,
+            mtime: (ctime, 0),
+            ctime: (ctime, 0),
+            birth: None,
+        }
+    }
+
+    /// The racy rule, on an injected clock: an entry made within one window of the file's
+    /// last change (or before it, by a clock behind the file system's) is not trusted; one
+    /// made a window or more after is. Caught: `settled` always true (a same-tick rewrite
+    /// would keep a stale entry), or comparing against the mtime's window the wrong way round.
+    #[test]
+    fn an_entry_made_within_one_window_of_the_change_is_not_trusted() {
+        let changed = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let window = Duration::from_millis(10);
+        assert!(!settled(Some(changed), changed, window), "made in the same tick");
+        assert!(!settled(Some(changed), changed + Duration::from_millis(9), window));
+        assert!(
+            !settled(Some(changed), changed - Duration::from_secs(1), window),
+            "a ctime in the future"
+        );
+        assert!(!settled(None, changed, window), "an unreadable ctime");
+        assert!(settled(Some(changed), changed + window, window));
+        assert!(settled(Some(changed), changed + Duration::from_secs(60), window));
+        assert_eq!(key(1, 1_000_000).changed(), Some(changed));
+    }
+
+    /// An unsettled entry is not stored (the next lookup parses again); a settled one is
+    /// found again for the same status, and not for another ctime or inode; a changed file's
+    /// old entry is dropped. Caught: storing unsettled entries, or a key compared on its
+    /// (dev, ino) alone.
+    #[test]
+    fn only_settled_entries_are_found_again_and_only_for_the_same_status() {
+        let mut cache = Cache::default();
+        let (first, hit) = cache.entry(key(7, 10), false);
+        assert!(!hit);
+        let (again, hit) = cache.entry(key(7, 10), true);
+        assert!(!hit, "an unsettled entry was stored");
+        assert!(!Arc::ptr_eq(&first, &again));
+        let (found, hit) = cache.entry(key(7, 10), true);
+        assert!(hit && Arc::ptr_eq(&found, &again));
+        let (changed, hit) = cache.entry(key(7, 11), true);
+        assert!(
+            !hit && !Arc::ptr_eq(&changed, &again),
+            "a rewritten file (new ctime) was found"
+        );
+        assert_eq!(cache.entries.len(), 1, "the changed file's old entry stayed");
+        let (other, hit) = cache.entry(key(8, 11), true);
+        assert!(!hit && !Arc::ptr_eq(&other, &changed), "another inode was found");
+    }
+
+    /// The cache holds at most `MAX_ENTRIES` files and drops the one used least recently.
+    /// Caught: no bound, or dropping the most recently used entry.
+    #[test]
+    fn the_least_recently_used_entry_goes_when_the_cache_is_full() {
+        let mut cache = Cache::default();
+        for ino in 0..MAX_ENTRIES as u64 {
+            cache.entry(key(ino, 10), true);
+        }
+        // Inode 0 is used again: inode 1 is now the least recently used.
+        assert!(cache.entry(key(0, 10), true).1);
+        cache.entry(key(u64::MAX, 10), true);
+        assert_eq!(cache.entries.len(), MAX_ENTRIES);
+        assert!(cache.entry(key(0, 10), true).1, "the entry just used was dropped");
+        assert!(
+            !cache.entries.contains_key(&(1, 1)),
+            "the least recently used entry stayed"
+        );
+    }
+
+    /// A slot decides once and then answers with the stored decision.
+    #[test]
+    fn a_slot_decides_once() {
+        let slot = Slot::default();
+        assert_eq!(slot.get_or(|| 1), (1, true));
+        assert_eq!(slot.get_or(|| 2), (1, false));
+        assert_eq!(slot.get(), Some(1));
+    }
+}
