@@ -265,6 +265,16 @@ impl Closed {
     }
 }
 
+#[cfg(all(test, target_os = "linux"))]
+impl Closed {
+    /// The name the loader was given, while the names are held.
+    fn given(&self) -> Option<std::path::PathBuf> {
+        use std::os::unix::ffi::OsStrExt;
+        let given = self.names.as_ref()?.given();
+        Some(std::ffi::OsStr::from_bytes(given.to_bytes()).into())
+    }
+}
+
 impl Drop for Closed {
     fn drop(&mut self) {
         self.settle_now();
@@ -388,6 +398,73 @@ mod tests {
         closed.unwrap();
         assert_eq!(names.settle().kept, Some(false), "the checked library stayed mapped");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A library dropped without `close` (a failed start, an extra handle) is closed and
+    /// unmapped by its drop, and names dropped without `settle` release their descriptors.
+    /// (Caught: either `Drop` made a no-op.)
+    #[test]
+    fn a_library_or_its_names_dropped_unsettled_are_closed_and_released() {
+        let dir = std::env::temp_dir().join(format!("dylease-library-drop-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("libdropped.so");
+        compile("arith.c", &path, &[]);
+        let shown = path.display().to_string();
+        let checked = File::open(&path).unwrap();
+        let identity = crate::load::sys::file_id(&checked.metadata().unwrap()).unwrap();
+        let exact = Checked {
+            file: &checked,
+            identity: &identity,
+            resolved: &path,
+            origin: false,
+            loads: &[],
+            strict: true,
+            follow: false,
+        };
+        // SAFETY: this crate's own test plugin, whose initialisation routines are sound.
+        let library = unsafe { Library::open(exact) }.unwrap();
+        assert!(mapped(&shown));
+        drop(library);
+        assert!(!mapped(&shown), "a library dropped without close stayed mapped");
+
+        // SAFETY: as above.
+        let (closed, names) = unsafe { Library::open(exact) }.unwrap().close();
+        closed.unwrap();
+        let given = names.given().expect("the names of a closed library");
+        assert_eq!(
+            std::fs::canonicalize(&given).ok(),
+            Some(path.clone()),
+            "{}",
+            given.display()
+        );
+        drop(names);
+        assert_ne!(
+            std::fs::canonicalize(&given).ok(),
+            Some(path.clone()),
+            "names dropped unsettled kept their descriptor"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A failure to hand a checked file to the loader names the file, the cause and, when
+    /// the process is out of descriptors, why dylease needs one per library.
+    #[test]
+    fn a_file_that_cannot_be_handed_to_the_loader_is_named_with_the_cause_and_the_limit() {
+        let message = io_message(
+            Path::new("/plugins/libx.so"),
+            &std::io::Error::from_raw_os_error(libc::EMFILE),
+        );
+        assert!(
+            message.starts_with("cannot hand `/plugins/libx.so` to the loader: "),
+            "{message}"
+        );
+        assert!(
+            message.ends_with("dylease keeps one descriptor open per loaded library, so raise the limit)"),
+            "{message}"
+        );
+        let other = io_message(Path::new("/p"), &std::io::Error::from_raw_os_error(libc::EACCES));
+        assert!(!other.contains("ulimit"), "{other}");
     }
 
     thread_local! {

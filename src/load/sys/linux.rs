@@ -40,6 +40,14 @@ pub(crate) struct Names {
     shared: bool,
 }
 
+#[cfg(test)]
+impl Names {
+    /// The name given to the loader.
+    pub(crate) fn given(&self) -> &std::ffi::CStr {
+        &self.given
+    }
+}
+
 /// The name to give the loader for the checked `file`, found at `resolved` (symlinks
 /// resolved, unless `follow`); `origin`: whether its run paths or needed names use `$ORIGIN`;
 /// `strict`: whether the trust check is on. A file whose mapping the platform kept is given
