@@ -292,9 +292,8 @@
 //!
 //! # The parse cache: parsing not repeated for unchanged files (`load::parse_cache`)
 //!
-//! What parsing a library file decided — the ELF structural check's verdict and the
-//! `Linkage` it returns (a dependency's too: the resolver checks each one it opens), the
-//! linkage the trust check's dependency walk reads, the manifest or its refusal, and the pin
+//! What parsing a library file decided — the ELF structural check's verdict (a dependency's
+//! too: the resolver checks each one it opens), the manifest or its refusal, and the pin
 //! prediction — is kept for the process, keyed by the status of the descriptor that will be
 //! mapped (`Opened::metadata`, read by `fstat`/`statx` of that descriptor): device, inode,
 //! size, modification and status-change times in nanoseconds, and the birth time where the
@@ -312,11 +311,14 @@
 //! - **Not covered** (a cached verdict may then describe older bytes): a file system that
 //!   does not update the ctime on writes, NFS attribute caching, writes through a shared
 //!   mapping whose times the kernel updates late, a file system more than 2.1 s coarse, and
-//!   a wall clock stepped back. `dylease::set_parse_cache(false)` (hidden, for benchmarks)
-//!   parses at every load.
-//! - **Never cached: trust.** The walk of the file, its directories, its run paths and every
-//!   dependency's runs at every load (`load::trust`); the cache answers what an exact file
-//!   contains, never whether another user may have chosen it.
+//!   a wall clock stepped back. There a corrupt rewrite the key cannot see may reach the
+//!   loader unchecked (what the structural check guards against is a crash in the loader).
+//! - **Never cached: trust, and what it reads.** The walk of the file, its directories, its
+//!   run paths and every dependency's runs at every load (`load::trust`), and the linkage it
+//!   resolves (`DT_NEEDED`, run paths) is read from the descriptor at every load, so that
+//!   even where the key misses a rewrite, the dependencies the loader will look for are the
+//!   ones judged. A failure to read the file (an I/O error) is not stored either. The cache
+//!   answers what an exact file contains, never whether another user may have chosen it.
 //!
 //! # Platform facts
 //!

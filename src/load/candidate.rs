@@ -81,20 +81,31 @@ impl Opened {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
             return Ok(Linkage::default());
         }
-        let (verdict, parsed) = self
-            .parsed
-            .check
-            .get_or(|| self.elf.check().map_err(dylease_elf::Refusal::into_reason));
-        traced(path, "the ELF check", parsed);
-        verdict.map_err(|reason| Error::Open {
+        let refused = |reason| Error::Open {
             path: path.to_owned(),
             reason,
             cause: OpenCause::Headers,
-        })
+        };
+        let mut linkage = None;
+        let (verdict, parsed) = self.parsed.check.get_or_keep(
+            || {
+                let checked = self.elf.check().map_err(dylease_elf::Refusal::into_reason);
+                checked.map(|checked| linkage = Some(checked))
+            },
+            parse_cache::about_the_bytes,
+        );
+        traced(path, "the ELF check", parsed);
+        verdict.map_err(refused)?;
+        match linkage {
+            Some(linkage) => Ok(linkage),
+            // The structural verdict came from the cache; what the library names is read
+            // from this descriptor again (the trust check resolves it).
+            None => self.elf.linkage().map_err(|refusal| refused(refusal.into_reason())),
+        }
     }
 
-    /// The library's manifest (`Elf::manifest`, read from its note segments: the headers
-    /// the ELF check read and one more read), `None` if it has none. A corrupt manifest, or one
+    /// The library's manifest (`Elf::manifest`, read from its note segments, which lie in
+    /// the blocks the ELF check read), `None` if it has none. A corrupt manifest, or one
     /// of a format this host does not read, is refused with an error naming the plugin file
     /// `path`, before the file is mapped: none of the plugin's code ran. (The ABI version it
     /// declares is checked by [`Manifest::gate`].)
@@ -104,10 +115,13 @@ impl Opened {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
             return Ok(None);
         }
-        let (manifest, parsed) = self.parsed.manifest.get_or(|| {
-            let manifest = self.elf.manifest().map_err(dylease_elf::Refusal::into_reason)?;
-            Ok(manifest.map(Manifest::from))
-        });
+        let (manifest, parsed) = self.parsed.manifest.get_or_keep(
+            || {
+                let manifest = self.elf.manifest().map_err(dylease_elf::Refusal::into_reason)?;
+                Ok(manifest.map(Manifest::from))
+            },
+            parse_cache::about_the_bytes,
+        );
         traced(path, "the manifest", parsed);
         manifest.map_err(|reason| Error::Open {
             path: path.to_owned(),
@@ -130,15 +144,8 @@ impl Opened {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
             return Ok(None);
         }
-        // The full check's linkage is the same, where it passed already.
-        if let Some(Ok(linkage)) = self.parsed.check.get() {
-            return Ok(Some(linkage));
-        }
-        let (linkage, _) = self
-            .parsed
-            .linkage
-            .get_or(|| self.elf.linkage().map_err(dylease_elf::Refusal::into_reason));
-        linkage.map(Some)
+        // Never from the parse cache: it decides whose code the loader may map.
+        self.elf.linkage().map(Some).map_err(dylease_elf::Refusal::into_reason)
     }
 }
 

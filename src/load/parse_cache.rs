@@ -1,7 +1,9 @@
 //! What parsing a library file decided, kept for the process and keyed by the file's status,
 //! so that a file loaded again unchanged is not parsed again: the ELF structural check's
-//! verdict (and the [`Linkage`] it returns), the linkage the trust check's dependency walk
-//! reads, the manifest (or its refusal) and the pin prediction.
+//! verdict, the manifest (or its refusal) and the pin prediction. Not the linkage (the
+//! `DT_NEEDED` names and run paths the trust check's dependency walk resolves): that is read
+//! from the descriptor at every load, since what it names decides whose code the loader may
+//! map. Not a failure to read the file either (an I/O error is no verdict on its bytes).
 //!
 //! # The key
 //!
@@ -27,8 +29,9 @@
 //! times the kernel may update only at writeback, a file system whose clock is more than
 //! [`RACY_WINDOW`] coarse, and a wall clock stepped backwards. The loader then maps what the
 //! file holds now: the structural check exists to stop a corrupt file from crashing the
-//! process inside the loader, and it can be made to run at every load again by
-//! [`set_enabled`]`(false)`.
+//! process inside the loader, so on such file systems a corrupt rewrite the key cannot see
+//! may reach the loader; the trust check is not weakened (the linkage it resolves is read at
+//! every load).
 //!
 //! # What it does not answer
 //!
@@ -48,7 +51,12 @@ use std::collections::HashMap;
 use std::fs::Metadata;
 use std::time::{Duration, SystemTime};
 
-use dylease_elf::Linkage;
+/// Whether a verdict is about the file's bytes, not a failure to read them: a refusal whose
+/// reason holds `dylease_elf`'s "cannot read it: " (its documented wording of an I/O error)
+/// is not stored.
+pub(crate) fn about_the_bytes<T>(verdict: &Result<T, String>) -> bool {
+    !matches!(verdict, Err(reason) if reason.contains("cannot read it: "))
+}
 
 use crate::load::manifest::Manifest;
 use crate::load::pinning::Pinning;
@@ -67,10 +75,8 @@ pub(crate) const RACY_WINDOW: Duration = Duration::from_millis(2100);
 /// part is filled when first asked for; the values are cloned out (a few short vectors).
 #[derive(Debug, Default)]
 pub(crate) struct Parsed {
-    /// `Elf::check`: the linkage, or the refusal's reason.
-    pub(crate) check: Slot<Result<Linkage, String>>,
-    /// `Elf::linkage`, where the full check was not asked for first.
-    pub(crate) linkage: Slot<Result<Linkage, String>>,
+    /// `Elf::check`: passed, or the refusal's reason.
+    pub(crate) check: Slot<Result<(), String>>,
     /// `Elf::manifest`, converted.
     pub(crate) manifest: Slot<Result<Option<Manifest>, String>>,
     /// `Pinning::predict`.
@@ -91,17 +97,21 @@ impl<T: Clone> Slot<T> {
     /// The decision, made by `decide` if it was not made yet; and whether it was made now.
     /// (Two threads asking at once may both decide; the first answer stored stays.)
     pub(crate) fn get_or(&self, decide: impl FnOnce() -> T) -> (T, bool) {
+        self.get_or_keep(decide, |_| true)
+    }
+
+    /// As [`get_or`](Slot::get_or), but a decision for which `keep` is false is returned
+    /// without being stored (the next call decides again).
+    pub(crate) fn get_or_keep(&self, decide: impl FnOnce() -> T, keep: impl FnOnce(&T) -> bool) -> (T, bool) {
         if let Some(value) = &*self.0.lock() {
             return (value.clone(), false);
         }
         let value = decide();
+        if !keep(&value) {
+            return (value, true);
+        }
         let mut slot = self.0.lock();
         (slot.get_or_insert(value).clone(), true)
-    }
-
-    /// The decision, if it was made.
-    pub(crate) fn get(&self) -> Option<T> {
-        self.0.lock().clone()
     }
 }
 
@@ -307,12 +317,18 @@ mod tests {
         );
     }
 
-    /// A slot decides once and then answers with the stored decision.
+    /// A slot decides once and then answers with the stored decision; a failure to read the
+    /// file is no decision.
     #[test]
     fn a_slot_decides_once() {
         let slot = Slot::default();
         assert_eq!(slot.get_or(|| 1), (1, true));
         assert_eq!(slot.get_or(|| 2), (1, false));
-        assert_eq!(slot.get(), Some(1));
+        // A decision that is not kept (a failure to read) is decided again.
+        let unread = Slot::default();
+        let failed = || Err::<(), _>("its headers: cannot read it: EIO".to_owned());
+        assert_eq!(unread.get_or_keep(failed, about_the_bytes).1, true);
+        assert_eq!(unread.get_or_keep(|| Ok(()), about_the_bytes), (Ok(()), true));
+        assert_eq!(unread.get_or(|| Err("x".to_owned())), (Ok(()), false));
     }
 }
