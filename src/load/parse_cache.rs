@@ -327,7 +327,7 @@ mod tests {
         // A decision that is not kept (a failure to read) is decided again.
         let unread = Slot::default();
         let failed = || Err::<(), _>("its headers: cannot read it: EIO".to_owned());
-        assert_eq!(unread.get_or_keep(failed, about_the_bytes).1, true);
+        assert!(unread.get_or_keep(failed, about_the_bytes).1);
         assert_eq!(unread.get_or_keep(|| Ok(()), about_the_bytes), (Ok(()), true));
         assert_eq!(unread.get_or(|| Err("x".to_owned())), (Ok(()), false));
     }
