@@ -50,7 +50,7 @@ fn run_all_passes(lease: &Lease, graph: &mut Graph) -> usize {
         scope
             .spawn(|| {
                 let mut ran = 0;
-                for pass in lease.passes_of::<GraphPass>() {
+                for pass in lease.passes_of::<GraphPass>().expect("mapped") {
                     // SAFETY: `graph` is a valid, exclusive `demo_graph`, and the pass is
                     // called while `lease` is alive.
                     unsafe { pass(graph) };

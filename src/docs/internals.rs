@@ -10,7 +10,7 @@
 //! Three layers, each naming only the ones below it (`scripts/imports.sh` checks that no
 //! import points up and none closes a circle):
 //!
-//! - `sync`: the synchronisation shim (std's or loom's types), `Exclusive`, and `marks` (a
+//! - `sync`: the synchronisation shim (std's or loom's types), `OnceSlot`, and `marks` (a
 //!   thread's re-entrancy marks, a list through its stack frames).
 //! - `load`: one load attempt. `discover` (sources to candidate files), `trust` (the trust
 //!   check: `policy`, `walk`, `deps`), `candidate` (a file found and, once opened, the
@@ -47,7 +47,7 @@
 //!
 //! `unsafe` is fenced: the crates deny `unsafe_code`, and only these modules allow it, each
 //! with its reason: `load::sys` and `load::opener` (allowed on their declarations, in
-//! `load`), `load::registrar`'s `c_api` and `table`, `sync`'s `exclusive`, `loom_arc` and
+//! `load`), `load::registrar`'s `c_api` and `table`, `sync`'s `once`, `loom_arc` and
 //! `marks`, `host::lease` and `host::sources`; in `dylease-plugin`, `abi`, `export` and
 //! `pass_fn`. Everything else reaches the platform, a plugin's functions and raw pointers
 //! through their safe functions or their `unsafe fn`s' `# Safety` contracts.

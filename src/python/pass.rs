@@ -81,7 +81,10 @@ impl<I: PyInterface> PyPass<'_, I> {
         let info = self.info();
         let plugin = self.lease.plugins()[info.plugin_index()].origin();
         let failed = |what: String| Error::Custom(format!("Python pass `{}` of {plugin} {what}", info.name()).into());
-        let callable = info.python.as_ref().expect("a PyPass is made only for a Python pass");
+        let callable = info
+            .callable()
+            .and_then(|callable| callable.python.as_ref())
+            .expect("a PyPass is made only for a Python pass, whose plugin is loaded with its set");
         attach(|py| {
             let func = callable
                 .get(py)
@@ -145,7 +148,7 @@ impl Lease {
             .ok_or_else(|| failure(LookupFailure::Missing))?;
         let info = &self.passes()[index];
         let plugin = self.plugins()[info.plugin_index()].origin().clone();
-        match (info.interface(), info.python.is_some()) {
+        match (info.interface(), info.is_python()) {
             (Some(registered), true) if registered == I::ID => Ok(PyPass {
                 index,
                 lease: self,
