@@ -138,3 +138,83 @@ impl MapOnce {
         }
     }
 }
+
+/// The loom model of the map-once state, on the crate's real set (`LoadedPlugins`: its
+/// `ensure_mapped`, this state machine, the passes' once-set callables and the teardown
+/// list): two threads' first uses of one on-demand plugin map it once, run its `on_load`
+/// once, both call the one callable, and the set's drop unloads it once. The mapping step is
+/// the model's (a static plugin's registration behind a counted `on_load`): files and the
+/// platform loader are the registry's models' (`load::registry`). With
+/// `--cfg dylease_broken_on_demand` (the guard skipped) it must fail (`loom-tests/run.sh`).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc as StdArc;
+
+    use crate::Registrar;
+    use crate::load::pipeline::Deferred;
+    use crate::load::plugins::LoadedPlugins;
+    use crate::load::static_plugin::StaticPlugin;
+    use crate::sync::Arc;
+
+    fn seven() -> i32 {
+        7
+    }
+
+    #[test]
+    fn on_demand_first_uses_race_and_map_once() {
+        let mut builder = loom::model::Builder::new();
+        if builder.preemption_bound.is_none() {
+            builder.preemption_bound = Some(3);
+        }
+        let runs = StdArc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = runs.clone();
+        builder.check(move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let on_loads = StdArc::new(AtomicUsize::new(0));
+            let on_unloads = StdArc::new(AtomicUsize::new(0));
+            let unloads = on_unloads.clone();
+            let plugin = StdArc::new(StaticPlugin {
+                name: "p".into(),
+                register: Box::new(move |reg| {
+                    let unloads = unloads.clone();
+                    reg.on_unload(move || {
+                        unloads.fetch_add(1, SeqCst);
+                    });
+                    reg.add_pass("pass", seven as fn() -> i32, std::ptr::null_mut())
+                }),
+            });
+            let mut set = LoadedPlugins::new();
+            assert!(set.add_deferred(Deferred::for_model("p", &["pass"])).is_empty());
+            let set = Arc::new(set.finished());
+            let first_use = {
+                let (set, plugin, on_loads) = (set.clone(), plugin.clone(), on_loads.clone());
+                move || {
+                    set.ensure_mapped(0, None, |_| {
+                        on_loads.fetch_add(1, SeqCst);
+                        plugin.register()
+                    })
+                    .expect("the mapping succeeds");
+                    let callable = set.passes()[0].callable().expect("mapped: its callable is set");
+                    assert!(set.plugins()[0].is_mapped());
+                    assert!(callable.user_data.0.is_null());
+                }
+            };
+            let other = loom::thread::spawn(first_use.clone());
+            first_use();
+            drop(first_use);
+            other.join().unwrap();
+            let mapped = on_loads.load(SeqCst);
+            assert_eq!(mapped, 1, "on-demand: one plugin of one set was mapped {mapped} times");
+            let set = Arc::try_unwrap(set).expect("the model's threads are done");
+            assert_eq!(on_unloads.load(SeqCst), 0, "on-demand: unloaded before its set");
+            drop(set);
+            let unloaded = on_unloads.load(SeqCst);
+            assert_eq!(unloaded, 1, "on-demand: unloaded {unloaded} times with its set");
+        });
+        println!(
+            "loom model on_demand_first_uses_race_and_map_once: {} interleavings",
+            runs.load(std::sync::atomic::Ordering::Relaxed)
+        );
+    }
+}

@@ -181,6 +181,30 @@ impl Candidate {
 }
 
 impl Deferred {
+    /// An on-demand plugin named `name` declaring the untyped passes `passes`, for the loom
+    /// model of the map-once state (`load::demand`), which maps it with a model's own step.
+    #[cfg(all(test, loom))]
+    pub(crate) fn for_model(name: &str, passes: &[&str]) -> Deferred {
+        let path = PathBuf::from(format!("/model/lib{name}.so"));
+        Deferred {
+            resolved: path.clone(),
+            path,
+            identity: crate::load::sys::FileId { dev: 1, ino: 1 },
+            checked: None,
+            manifest: Manifest {
+                abi_version: Some(crate::abi::DYLEASE_ABI_VERSION),
+                name: name.to_owned(),
+                version: String::new(),
+                complete: true,
+                passes: passes
+                    .iter()
+                    .map(|pass| crate::load::DeclaredPass::new(*pass, None))
+                    .collect(),
+            },
+            pinning: Pinning::default(),
+        }
+    }
+
     /// Maps the plugin by the usual path (`Candidate::open`, `Verified::register`), from the
     /// file judged at acquire: a file replaced since is refused
     /// ([`OpenCause::ReplacedSinceAcquire`]), not checked again.
