@@ -169,6 +169,9 @@ impl Lease {
 
     /// Every Python pass registered under interface `I`, in the order of
     /// [`Lease::passes_of`]: plugins in load order, then pass names in byte order.
+    /// Python plugins load at `acquire()` in every host, on-demand ones
+    /// ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand)) included, so unlike
+    /// `passes_of` this maps nothing and cannot fail.
     pub fn py_passes_of<I: PyInterface>(&self) -> impl ExactSizeIterator<Item = PyPass<'_, I>> + '_ {
         self.passes_of_interface(&crate::load::python::callable::index_key(I::ID, true))
             .iter()
