@@ -309,3 +309,30 @@ fn a_first_use_or_a_reload_from_the_plugins_own_on_load_is_reentrant_not_a_deadl
     assert_eq!(outcome, "Reentrant, Reentrant");
     assert_eq!(count(&libs[0], "on_load"), 1);
 }
+
+#[test]
+fn a_wait_for_another_threads_mapping_is_bounded_by_map_timeout_and_not_kept() {
+    let (dir, libs) = plugins("demand_timeout", &["w_slow"]);
+    // SAFETY: the directory holds this suite's own fixtures.
+    let host = unsafe { PluginHost::builder().dir(dir.path()) }
+        .on_demand()
+        .map_timeout(std::time::Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap();
+    std::thread::scope(|scope| {
+        let mapping = scope.spawn(|| lease.get::<IntOp>("w_pass_a").map(|pass| pass.name().to_owned()));
+        // The other thread is inside the plugin's `on_load`, which sleeps 200 ms.
+        crate::support::await_that("the mapping thread's on_load", || count(&libs[0], "on_load") == 1);
+        let waited = lease.get::<IntOp>("w_pass_z").unwrap_err();
+        assert!(
+            matches!(&waited, Error::TimedOut { waited: dylease::Waited::Mapping(plugin), .. } if plugin.path() == Some(libs[0].as_path())),
+            "{waited:?}"
+        );
+        assert!(waited.to_string().contains("map_timeout"), "{waited}");
+        assert_eq!(mapping.join().unwrap().unwrap(), "w_pass_a");
+    });
+    // SAFETY: the lease is alive; the pass takes any `i32`.
+    assert_eq!(unsafe { lease.get::<IntOp>("w_pass_z").unwrap()(1) }, 2);
+    assert_eq!(count(&libs[0], "register"), 1);
+}
