@@ -132,7 +132,7 @@ impl PluginSet {
 
     /// Makes plugin `plugin` (an index into [`PluginSet::plugins`]) mapped, mapping an
     /// on-demand plugin on its first use (`load::demand`): inside this host's re-entrancy mark
-    /// (an `acquire()` of this host from its `on_load` fails fast), under the host's log
+    /// (a `reload()` of this host from its `on_load` fails with `Reentrant`), under the host's log
     /// scope, bounded by the host's `map_timeout`.
     pub(crate) fn ensure_mapped(&self, plugin: usize) -> Result<(), Error> {
         let deadline = Instant::now().checked_add(self.contents.map_timeout);
