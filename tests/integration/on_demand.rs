@@ -336,3 +336,25 @@ fn a_wait_for_another_threads_mapping_is_bounded_by_map_timeout_and_not_kept() {
     assert_eq!(unsafe { lease.get::<IntOp>("w_pass_z").unwrap()(1) }, 2);
     assert_eq!(count(&libs[0], "register"), 1);
 }
+
+#[test]
+fn a_plugin_mapped_on_demand_shares_the_instance_another_host_loaded() {
+    let (dir, libs) = plugins("demand_shared", &["h", "i"]);
+    // SAFETY: the directory holds this suite's own fixtures.
+    let eager = unsafe { PluginHost::builder().dir(dir.path()) }.build().unwrap();
+    let session = eager.acquire().unwrap();
+    let host = on_demand(dir.path());
+    let lease = host.acquire().unwrap();
+    // SAFETY: the lease is alive; the pass takes any `i32`.
+    assert_eq!(unsafe { lease.get::<IntOp>("h_pass_a").unwrap()(1) }, 2);
+    assert!(lease.plugins()[0].is_mapped() && !lease.plugins()[1].is_mapped());
+    // One instance: its on_load ran once; this set registered into its own table.
+    assert_eq!(count(&libs[0], "on_load"), 1);
+    assert_eq!(count(&libs[0], "register"), 2);
+    drop(lease);
+    assert!(mapped(&libs[0]), "the session's set still uses it");
+    assert_eq!(count(&libs[0], "on_unload"), 0);
+    drop(session);
+    assert_unloaded(&libs[0]);
+    assert_eq!(count(&libs[0], "on_unload"), 1);
+}
