@@ -27,6 +27,11 @@
 //!   compares) against the same 16 with their manifest notes removed (`objcopy`); and
 //!   `PluginHost::catalog` of 256 plugins (trust, ELF check, manifest and pin prediction, no
 //!   plugin code run) against loading and unloading the same 256 eagerly.
+//! - `on_demand`: a single-operator compile in a process whose directory holds 256 plugins:
+//!   `acquire()` + the lookup and call of one pass + the drop of the lease, on an on-demand
+//!   host (`HostBuilder::on_demand`: the 256 files judged, one mapped) against an eager host
+//!   (all 256 mapped) and raw `dlopen` + `dlsym` + `dlclose` of the one library; beside them
+//!   the on-demand host without the trust check.
 //! - `reload`: a changed reload of 16 plugins (every file replaced by rename, not timed; then
 //!   `reload()` and the drop of the old generation's last lease, its drain) against a cold
 //!   load and unload of 16, on a tmpfs (`$DYLEASE_BENCH_DIR`, else `/dev/shm`) and on the
@@ -78,7 +83,7 @@ use plugins::{PluginDirs, ReloadDir, check_by_hand, check_full_close, discover_b
 #[global_allocator]
 static ALLOC: common::CountingAlloc = common::CountingAlloc;
 
-const GROUPS: [&str; 8] = [
+const GROUPS: [&str; 9] = [
     "acquire_hot",
     "acquire_hot_2_threads",
     "acquire_hosts",
@@ -86,6 +91,7 @@ const GROUPS: [&str; 8] = [
     "cold_dependencies",
     "load_scaling",
     "manifest",
+    "on_demand",
     "reload",
 ];
 
@@ -652,6 +658,70 @@ fn reload(options: &Options, dirs: &PluginDirs) {
     }
 }
 
+/// A single-operator compile over the largest directory: one pass of one plugin used. The
+/// on-demand host judges every file and maps that one; the eager host maps them all; the raw
+/// arm opens, looks up and closes that one library.
+fn on_demand(options: &Options, dirs: &PluginDirs) {
+    type IntPass = extern "C" fn(i32) -> i32;
+    let n = dirs.largest();
+    let used = n / 2;
+    let pass_name = format!("bench{used:03}_pass");
+    let files = dirs.files(n);
+    let one = [files[used].clone()];
+    let eager = dirs.host(n);
+    // SAFETY: the bench's own plugins, as for `PluginDirs::host`.
+    let lazy = unsafe { PluginHost::builder().dir(dirs.dir(n)) }
+        .on_demand()
+        .build()
+        .expect("a host over a directory builds");
+    // For diagnosis: the same without the trust check.
+    // SAFETY: as above.
+    let lazy_permissive = unsafe { PluginHost::builder().dir(dirs.dir(n)) }
+        .on_demand()
+        .trust(dylease::TrustPolicy::Permissive)
+        .build()
+        .expect("a host over a directory builds");
+    let compile = |host: &PluginHost| {
+        let lease = host.acquire().expect("the plugins load");
+        // SAFETY: numbered.c's pass is an `int (*)(int)`, called while the lease lives.
+        let pass = unsafe { lease.pass::<IntPass>(&pass_name) }.expect("the pass maps");
+        assert_eq!(black_box(*pass)(black_box(3)), 3);
+    };
+    // What each arm does: the on-demand host maps exactly the one plugin, and every cycle of
+    // either host leaves every file out of the process.
+    {
+        let lease = lazy.acquire().unwrap();
+        assert_eq!(lease.plugins().len(), n);
+        assert!(lease.plugins().iter().all(|p| !p.is_mapped()));
+        // SAFETY: as above.
+        let _pass = unsafe { lease.pass::<IntPass>(&pass_name) }.unwrap();
+        let mapped: Vec<usize> = (0..n).filter(|&i| lease.plugins()[i].is_mapped()).collect();
+        assert_eq!(mapped, [used]);
+    }
+    assert!(!lazy.is_loaded());
+    check_full_close(&eager, &files);
+    compile(&lazy);
+    if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        assert!(
+            files.iter().all(|file| !loader::loader_has(file)),
+            "a file stayed loaded"
+        );
+    }
+    let mut arms = vec![
+        Arm::looped("on_demand", options.iters(16), || compile(&lazy)),
+        Arm::looped("on_demand_permissive", options.iters(16), || compile(&lazy_permissive)),
+        Arm::looped(format!("eager_{n}"), options.iters(1), || compile(&eager)),
+        Arm::looped("dlopen_one", options.iters(64), || raw_cycle(&one)),
+    ];
+    let rounds = interleave::run(options.rounds, &mut arms);
+    drop(arms);
+    assert!(!lazy.is_loaded() && !eager.is_loaded());
+    emit_ratio("on_demand", 1, &rounds, "on_demand", &format!("eager_{n}"));
+    emit_ratio("on_demand", 1, &rounds, "on_demand", "dlopen_one");
+    emit_ratio("on_demand", 1, &rounds, "on_demand_permissive", &format!("eager_{n}"));
+    emit_ratio("on_demand", 1, &rounds, &format!("eager_{n}"), "dlopen_one");
+}
+
 fn main() {
     let options = Options::parse().unwrap_or_else(|message| {
         eprintln!("compare: {message}");
@@ -671,10 +741,8 @@ fn main() {
     if options.runs("cold_dependencies") {
         cold_dependencies(&options);
     }
-    if ["cold_cycle", "load_scaling", "manifest", "reload"]
-        .iter()
-        .any(|g| options.runs(g))
-    {
+    let file_groups = ["cold_cycle", "load_scaling", "manifest", "on_demand", "reload"];
+    if file_groups.iter().any(|g| options.runs(g)) {
         let sizes: Vec<usize> = [16, 64, options.max_plugins]
             .into_iter()
             .filter(|&n| n <= options.max_plugins)
@@ -696,6 +764,9 @@ fn main() {
         }
         if options.runs("manifest") {
             manifest(&options, &dirs);
+        }
+        if options.runs("on_demand") {
+            on_demand(&options, &dirs);
         }
         if options.runs("reload") {
             reload(&options, &dirs);

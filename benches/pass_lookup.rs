@@ -87,12 +87,12 @@ fn pass_lookup(c: &mut Criterion) {
         common::assert_no_allocation(&format!("pass_lookup: Lease::pass with {n} passes"), 100_000, || {
             let name = black_box(&wanted);
             // SAFETY: as above.
-            black_box(unsafe { lease.pass::<PassFn>(name) });
+            let _ = black_box(unsafe { lease.pass::<PassFn>(name) });
         });
 
         group.bench_with_input(BenchmarkId::new("dylease", n), &wanted, |b, wanted| {
             // SAFETY: as above.
-            b.iter(|| black_box(unsafe { lease.pass::<PassFn>(black_box(wanted.as_str())) }).is_some())
+            b.iter(|| black_box(unsafe { lease.pass::<PassFn>(black_box(wanted.as_str())) }).is_ok())
         });
         let typed = typed_host(names.clone());
         let typed_lease = typed.acquire().expect("the static plugin loads");
@@ -100,11 +100,12 @@ fn pass_lookup(c: &mut Criterion) {
         common::assert_no_allocation(&format!("pass_lookup: Lease::get with {n} passes"), 100_000, || {
             black_box(typed_lease.get::<IntOp>(black_box(&wanted)).is_ok());
         });
-        assert_eq!(typed_lease.passes_of::<IntOp>().count(), n);
+        assert_eq!(typed_lease.passes_of::<IntOp>().unwrap().count(), n);
         common::assert_no_allocation(&format!("pass_lookup: Lease::passes_of with {n} passes"), 100, || {
             black_box(
                 typed_lease
                     .passes_of::<IntOp>()
+                    .unwrap()
                     .map(|p| black_box(p.name()).len())
                     .sum::<usize>(),
             );

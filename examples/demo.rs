@@ -2,7 +2,9 @@
 //! session and a short-lived single-operator compiler, each build their own `PluginHost` over
 //! the same plugin directory. The compiler's hosts come and go; the plugins' libraries load
 //! once (one `on_load` each), are shared by every host, and unload once, when the session's
-//! last lease is dropped at the end.
+//! last lease is dropped at the end. The compiler uses one pass per operator, so its hosts are
+//! on-demand (`HostBuilder::on_demand`): each of its sets maps only the plugin whose pass it
+//! uses, and says which.
 //!
 //! Run with `cargo run -p dylease-demo` (the workspace member `examples/demo`, which builds
 //! only what the demo needs; `cargo run --example demo` runs the same file). It first builds
@@ -50,7 +52,7 @@ fn run_all_passes(lease: &Lease, graph: &mut Graph) -> usize {
         scope
             .spawn(|| {
                 let mut ran = 0;
-                for pass in lease.passes_of::<GraphPass>() {
+                for pass in lease.passes_of::<GraphPass>().expect("mapped") {
                     // SAFETY: `graph` is a valid, exclusive `demo_graph`, and the pass is
                     // called while `lease` is alive.
                     unsafe { pass(graph) };
@@ -240,25 +242,46 @@ fn session_host(dir: &Path) -> Result<PluginHost, dylease::Error> {
     python::with_python(builder, dir).build()
 }
 
-/// One single-op compile: another component, which builds its own host over the same
-/// directory, compiles one operator and drops everything. Returns what it did.
-fn single_op_compile(dir: &Path, op: i32) -> Result<String, dylease::Error> {
+/// One single-op compile: another component, which builds its own on-demand host over the
+/// same directory, compiles one operator with the one pass it needs (`pass`) and drops
+/// everything. Returns what it did.
+fn single_op_compile(dir: &Path, op: i32, pass: &str) -> Result<String, dylease::Error> {
     // SAFETY: as for the session.
-    let builder = unsafe { PluginHost::builder().name(format!("single-op-{op}")).dir(dir) };
+    let builder = unsafe { PluginHost::builder().name(format!("single-op-{op}")).dir(dir) }.on_demand();
     let host = python::with_python(builder, dir).build()?;
     let lease = host.acquire()?;
+    let mapped = |lease: &Lease| -> Vec<String> {
+        let plugins = lease.plugins().iter().filter(|plugin| plugin.is_mapped());
+        plugins.map(|plugin| plugin.name().to_owned()).collect()
+    };
+    // Plugins without a complete manifest (the Rust example's lists no passes) load at
+    // acquire(), as in any host.
+    let at_acquire = mapped(&lease);
     let before = Graph {
         nodes: 8 * op,
         rewrites: 0,
     };
     let mut graph = before;
-    let ran = run_all_passes(&lease, &mut graph);
+    let run = lease.get::<GraphPass>(pass)?; // maps the plugin of `pass`, and only it
+    // SAFETY: `graph` is a valid, exclusive `demo_graph`, and the lease is alive.
+    unsafe { run(&mut graph) };
+    let on_use: Vec<String> = mapped(&lease)
+        .into_iter()
+        .filter(|name| !at_acquire.contains(name))
+        .collect();
+    let total = lease.plugins().len();
     drop(lease);
     let stats = host.stats();
     Ok(format!(
-        "{} (its own host): loaded its generation 1 on the shared libraries, ran {ran} passes \
-         {before:?} -> {graph:?}, dropped its lease and its host ({} load, {} unload)",
-        stats.name, stats.loads, stats.unloads
+        "{} (its own on-demand host): acquire() mapped {} of {total} plugins ({}: loaded as usual, \
+         without a complete library manifest); `{pass}` {before:?} -> {graph:?} mapped {} on first use, the others stayed \
+         unmapped; dropped its lease and its host ({} load, {} unload)",
+        stats.name,
+        at_acquire.len(),
+        at_acquire.join(", "),
+        on_use.join(", "),
+        stats.loads,
+        stats.unloads
     ))
 }
 
@@ -292,8 +315,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
     );
 
-    for op in 1..=3 {
-        let done = single_op_compile(&dir, op)?;
+    for (op, pass) in (1..=3).zip(["fuse_conv_relu", "drop_identity", "fuse_conv_relu"]) {
+        let done = single_op_compile(&dir, op, pass)?;
         say("single-op", &done);
         say(
             "single-op",

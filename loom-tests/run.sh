@@ -2,7 +2,8 @@
 # Runs dylease's loom models: the crate's real code, built with `--cfg loom`, through every
 # interleaving up to a preemption bound. Then checks that the models can fail: with each
 # deliberately planted bug compiled in (a broken upgrade, a registry that reopens a busy file,
-# a loader given the path, a generation published Relaxed), a model must catch it.
+# a loader given the path, a generation published Relaxed, an on-demand first use without the
+# set's guard), a model must catch it.
 #
 #   loom-tests/run.sh                          # the CI bound (4)
 #   LOOM_MAX_PREEMPTIONS=5 loom-tests/run.sh   # a deeper run before a release
@@ -87,6 +88,10 @@ planted dylease_broken_registry "I1: |I7: " "a registry that reopens a busy file
 # I9: a loader given the path (not the checked descriptor) maps a file renamed in between.
 planted dylease_broken_identity "I9: " "a loader that maps the path, not the checked file; the rename model must fail" \
   "${registry[@]}" loom_models::registry_a_file
+# On-demand sets: a first use that maps without the set's guard (the Mapping state) maps the
+# plugin twice when two first uses race.
+planted dylease_broken_on_demand "on-demand: " "a first use that maps without the set's guard; the on-demand model must fail" \
+  "${registry[@]}" demand::loom_models
 # The slot protocol's publication order: a generation number stored Relaxed (and read Relaxed
 # by the thread cache) lets a thread that sees the new number get the older set from the slot.
 planted dylease_broken_publication "I1: generation" "a generation published without Release; model 10b must fail" \

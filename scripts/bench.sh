@@ -80,6 +80,10 @@ def target(group, threads, quantity):
         return (None, None, "reported")
     if group == "load_scaling" and quantity.startswith("extra per plugin,"):
         return (0.9, 1.1, "1.0× ± 10% (flat)")
+    if group == "on_demand" and quantity.startswith("on_demand ÷ eager_"):
+        return (None, 0.05, "≤ 1/20")
+    if group == "on_demand":
+        return (None, None, "reported")
     if (group, quantity) == ("reload/tmpfs", "changed_reload ÷ cold"):
         return (None, 2.5, "≤ 2.5×")
     if group.startswith("reload/"):

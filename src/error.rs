@@ -55,6 +55,12 @@ pub enum OpenCause {
     /// manifest is corrupt, or written in a format version this host does not read (see
     /// [`Manifest`](crate::Manifest)). None of the plugin's code ran.
     Manifest,
+    /// The plugin of an on-demand set ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand))
+    /// was judged when the set was acquired, and its file was replaced (or removed) before
+    /// its first use mapped it: the set maps only the file it judged, so it refuses the new
+    /// one without opening it further. [`reload`](crate::PluginHost::reload) loads the new
+    /// file. None of the new file's code ran.
+    ReplacedSinceAcquire,
 }
 
 /// Everything that can go wrong while configuring a host or loading its plugins.
@@ -177,19 +183,36 @@ pub enum Error {
     },
     /// [`Lease::get`](crate::Lease::get) found no
     /// pass of the asked interface under that name: see `cause` for which of the three ways.
+    /// Also [`Lease::pass`](crate::Lease::pass)'s error when no plugin registered the name.
     #[non_exhaustive]
     PassLookup {
         /// The pass name asked for.
         pass: String,
-        /// The interface asked for ([`Interface::ID`](crate::Interface::ID)).
+        /// The interface asked for ([`Interface::ID`](crate::Interface::ID)); empty for the
+        /// untyped lookup of [`Lease::pass`](crate::Lease::pass), which asks for none.
         expected: &'static str,
         /// Why the lookup failed (boxed to keep `Error` small).
         cause: Box<LookupFailure>,
     },
     /// [`acquire`](crate::PluginHost::acquire) was called on a host from inside that host's own
     /// load or unload on the same thread (a plugin constructor, register function or unload
-    /// hook). Waiting would deadlock, so it fails at once.
+    /// hook), or a lease's call asked for a pass of an on-demand plugin that must be mapped
+    /// ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand)) from inside such code, for
+    /// example from the `on_load` of the plugin being mapped. Waiting would deadlock, so it
+    /// fails at once.
     Reentrant,
+    /// A plugin of an on-demand set ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand))
+    /// failed to map on the first use of one of its passes. The set remembers it: every later
+    /// call that needs the plugin gets this error again (with the same `cause`), while the
+    /// set's other plugins and passes work; [`reload`](crate::PluginHost::reload) makes a new
+    /// set, which tries again. The cause is the [`source`](std::error::Error::source).
+    #[non_exhaustive]
+    MapFailed {
+        /// The plugin.
+        plugin: Origin,
+        /// Why its mapping failed: the error its eager load would have given.
+        cause: std::sync::Arc<Error>,
+    },
     /// [`acquire_timeout`](crate::PluginHost::acquire_timeout) gave up waiting for another
     /// thread.
     #[non_exhaustive]
@@ -252,6 +275,7 @@ impl Error {
             | Error::InvalidPass { plugin, .. }
             | Error::RegisterFailed { plugin, .. }
             | Error::ManifestMismatch { plugin, .. }
+            | Error::MapFailed { plugin, .. }
             | Error::Panicked { plugin, .. } => Some(plugin.clone()),
             Error::DuplicatePass { second, .. } => Some(second.clone()),
             Error::PassLookup { cause, .. } => match &**cause {
@@ -263,6 +287,9 @@ impl Error {
             Error::TimedOut {
                 waited: Waited::File(path),
             } => Some(Origin::File(path.clone())),
+            Error::TimedOut {
+                waited: Waited::Mapping(plugin),
+            } => Some(plugin.clone()),
             Error::Io { .. }
             | Error::Reentrant
             | Error::TimedOut { .. }
@@ -351,6 +378,7 @@ impl fmt::Display for Error {
                 )
             }
             Error::PassLookup { pass, expected, cause } => match &**cause {
+                LookupFailure::Missing if expected.is_empty() => write!(f, "no plugin registered a pass `{pass}`"),
                 LookupFailure::Missing => {
                     write!(
                         f,
@@ -384,7 +412,20 @@ impl fmt::Display for Error {
             },
             Error::Reentrant => f.write_str(
                 "acquire() was called from inside this host's own load or unload on the same thread \
-                 (a plugin constructor, register function or unload hook); it would deadlock",
+                 (a plugin constructor, register function or unload hook), or a pass of an on-demand \
+                 plugin not yet mapped was asked for there; it would deadlock",
+            ),
+            Error::MapFailed { plugin, .. } => write!(
+                f,
+                "on-demand {plugin} failed to map on its first use; this set keeps the failure, reload() \
+                 tries again"
+            ),
+            Error::TimedOut {
+                waited: waited @ Waited::Mapping(_),
+            } => write!(
+                f,
+                "gave up waiting for {waited} (HostBuilder::map_timeout); if plugin code hands the lease \
+                 to another thread and waits for it, that is a deadlock"
             ),
             Error::TimedOut { waited } => write!(
                 f,
@@ -449,6 +490,9 @@ pub enum Waited {
     Unload,
     /// Another thread's open, or unload, of this library file (in any host of the process).
     File(PathBuf),
+    /// Another thread's mapping of this on-demand plugin, in the same set
+    /// ([`HostBuilder::map_timeout`](crate::HostBuilder::map_timeout)).
+    Mapping(Origin),
 }
 
 impl fmt::Display for Waited {
@@ -461,6 +505,7 @@ impl fmt::Display for Waited {
                 "another thread to finish loading or unloading plugin file `{}`",
                 path.display()
             ),
+            Waited::Mapping(plugin) => write!(f, "another thread's mapping of on-demand {plugin}"),
         }
     }
 }
@@ -475,6 +520,7 @@ impl std::error::Error for Error {
                 source: Some(source), ..
             } => source.source(),
             Error::Custom(error) => error.source(),
+            Error::MapFailed { cause, .. } => Some(&**cause),
             _ => None,
         }
     }

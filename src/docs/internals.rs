@@ -10,7 +10,7 @@
 //! Three layers, each naming only the ones below it (`scripts/imports.sh` checks that no
 //! import points up and none closes a circle):
 //!
-//! - `sync`: the synchronisation shim (std's or loom's types), `Exclusive`, and `marks` (a
+//! - `sync`: the synchronisation shim (std's or loom's types), `OnceSlot`, and `marks` (a
 //!   thread's re-entrancy marks, a list through its stack frames).
 //! - `load`: one load attempt. `discover` (sources to candidate files), `trust` (the trust
 //!   check: `policy`, `walk`, `deps`), `candidate` (a file found and, once opened, the
@@ -47,7 +47,7 @@
 //!
 //! `unsafe` is fenced: the crates deny `unsafe_code`, and only these modules allow it, each
 //! with its reason: `load::sys` and `load::opener` (allowed on their declarations, in
-//! `load`), `load::registrar`'s `c_api` and `table`, `sync`'s `exclusive`, `loom_arc` and
+//! `load`), `load::registrar`'s `c_api` and `table`, `sync`'s `once`, `loom_arc` and
 //! `marks`, `host::lease` and `host::sources`; in `dylease-plugin`, `abi`, `export` and
 //! `pass_fn`. Everything else reaches the platform, a plugin's functions and raw pointers
 //! through their safe functions or their `unsafe fn`s' `# Safety` contracts.
@@ -91,6 +91,47 @@
 //!   registry knows the instance by its (dev, ino), and the loader maps that descriptor. An
 //!   instance never maps another file than its identity names, and no identity names two
 //!   files while its instance lives.
+//!
+//! # On-demand sets: the map-once state (`load::demand`)
+//!
+//! In a set of an on-demand host, a library plugin with a complete manifest joins unmapped:
+//! its entry in the set (`PluginInfo`, and a `PassInfo` per declared pass) comes from its
+//! manifest, and a `Deferred` keeps its path, the (dev, ino) of the file judged and the
+//! manifest, but no descriptor. The set's lists never change after the load; what changes is
+//! set once each: the passes' callables (`sync::OnceSlot`), the plugin's teardown entry (the
+//! set's teardown list is a lock, pushed to by a mapping, taken by the set's drop) and its
+//! `mapped` flag, published in that order. A use reads the callable without a lock (one
+//! `Acquire` load); only a use that finds none goes to the state machine, one state per
+//! on-demand plugin under one lock per set:
+//!
+//! ```text
+//!   Unmapped ──first use──▶ Mapping(thread) ──ok──▶ Mapped
+//!      ▲                        │  │
+//!      └── Reentrant, TimedOut ─┘  └──other error──▶ Failed(cause)
+//! ```
+//!
+//! 1. `Mapped`: return. `Failed(cause)`: return `Error::MapFailed` with that cause (the set
+//!    keeps it; `reload()` makes a new set).
+//! 2. `Mapping` by this thread: `Error::Reentrant` (a use from the plugin's own `on_load` or
+//!    `register_passes`). By another: wait on the set's condition variable, until the host's
+//!    `map_timeout` (`Error::TimedOut`, `Waited::Mapping`).
+//! 3. `Unmapped`: mark `Mapping(this thread)`, release the lock, and map by the load's own
+//!    path (`Deferred::map`: `open_checked` refusing a file whose identity changed since the
+//!    acquire, the ELF check, dependencies, the registry, `on_load`, `register_passes`, the
+//!    manifest comparison), inside the host's re-entrancy mark; then publish and set the final
+//!    state, waking the waiters (by a drop guard, also when a panic unwinds: it leaves
+//!    `Unmapped`).
+//!
+//! What it keeps: I1 and I7 (the mapping goes through the registry: one instance per file,
+//! shared with other sets and hosts, one `on_load`), I2 and I3 (a mapping happens only
+//! through a lease, so never in an unloading set; the set's drop tears down every mapped
+//! plugin, in reverse mapping order), I4 (no lock held while plugin code runs; the
+//! `Mapping(thread)` check and the re-entrancy mark turn a wait for itself into `Reentrant`),
+//! I5 (a failed mapping releases what it started; the set's other plugins are untouched),
+//! I6 (the mapping registers into this set's table only), I8 and I9 (judged under the trust
+//! policy at acquire, and the file mapped must be the file judged). The loom model
+//! `load::demand::loom_models` checks that two first uses map once, run `on_load` once and
+//! unload once with the set (planted bug: `dylease_broken_on_demand`, the guard skipped).
 //!
 //! # The registry protocol: one instance per file (`load::registry`)
 //!

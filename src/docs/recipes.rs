@@ -103,7 +103,7 @@
 //!             .map(|&name| {
 //!                 // SAFETY: every pass of this program is registered as `Rewrite`.
 //!                 let pass = unsafe { lease.pass::<Rewrite>(name) };
-//!                 pass.map(|pass| pass.to_owned_pass()).ok_or(format!("no pass `{name}`"))
+//!                 pass.map(|pass| pass.to_owned_pass()).map_err(|e| e.to_string())
 //!             })
 //!             .collect::<Result<_, _>>()?;
 //!         Ok(Pipeline { passes })
@@ -322,8 +322,9 @@
 //!     let lease = host.acquire()?;
 //!     // SAFETY: this program's plugins register "normalize" as `fn(i32) -> i32`.
 //!     Ok(match unsafe { lease.pass::<fn(i32) -> i32>("normalize") } {
-//!         Some(pass) => pass(x),
-//!         None => x,
+//!         Ok(pass) => pass(x),
+//!         Err(dylease::Error::PassLookup { .. }) => x,
+//!         Err(other) => return Err(other),
 //!     })
 //! }
 //!

@@ -28,6 +28,10 @@ pub struct HostBuilder {
     pub(super) name: Option<String>,
     /// The debounce of [`HostBuilder::watch`] (crate feature `watch`; `None` without it).
     pub(super) watch: Option<Duration>,
+    /// [`HostBuilder::on_demand`].
+    pub(super) on_demand: bool,
+    /// [`HostBuilder::map_timeout`]; `None` for the default.
+    pub(super) map_timeout: Option<Duration>,
 }
 
 impl HostBuilder {
@@ -76,6 +80,74 @@ impl HostBuilder {
     /// default.
     pub fn unload(mut self, unload: UnloadPolicy) -> Self {
         self.unload = unload;
+        self
+    }
+
+    /// Makes the host's sets on-demand: a library plugin whose manifest is complete (every
+    /// plugin built with the C/C++ header's `DYLEASE_PLUGIN` and `DYLEASE_PASS` macros, or
+    /// [`export_plugin!`](crate::export_plugin) with its passes listed) joins a set *unmapped*,
+    /// and is mapped the first time a lease of the set asks for a callable of one of its
+    /// passes ([`Lease::get`](crate::Lease::get), [`Lease::pass`](crate::Lease::pass),
+    /// [`Lease::passes_of`](crate::Lease::passes_of)). For a process that uses a few passes of
+    /// a directory of many plugins.
+    ///
+    /// At [`acquire`](PluginHost::acquire), such a plugin is judged as an eager load judges
+    /// it before mapping: the trust check, the open, the ELF check, the manifest read and its
+    /// ABI gate; then its descriptor is closed (an unmapped plugin holds none: only its
+    /// file's identity and its manifest). Pass names that collide between manifests, or with
+    /// a mapped plugin's passes, fail the acquire as they fail an eager load (or are skipped
+    /// under [`LoadPolicy::SkipFailed`]). Plugins without a complete manifest, static plugins
+    /// and Python plugins are loaded at `acquire()` as usual.
+    ///
+    /// What changes for the caller:
+    ///
+    /// - [`PluginSet::plugins`](crate::PluginSet::plugins), [`passes`](crate::PluginSet::passes)
+    ///   and [`pass_info`](crate::PluginSet::pass_info) answer from the manifests, mapping
+    ///   nothing; [`PluginInfo::is_mapped`](crate::PluginInfo::is_mapped) tells which plugins
+    ///   are mapped.
+    /// - The first call that needs a plugin's pass maps the library and runs its `on_load`
+    ///   and `register_passes` on the calling thread: that call takes the time of a load of
+    ///   one plugin. The plugin then stays mapped until the set's last lease is dropped, and
+    ///   unloads with the set, mapped plugins in the reverse of the order they were mapped.
+    /// - A failure to map (its `on_load` failed, a missing dependency, a registration that
+    ///   differs from the manifest, a file replaced since the acquire) is the error of that
+    ///   call ([`Error::MapFailed`], naming the plugin, with the cause as its source), and of
+    ///   every later call that needs that plugin; the set's other plugins work.
+    ///   [`reload`](PluginHost::reload) makes a new set that tries again.
+    /// - Calls that race for one plugin's first use map it once; the others wait at most
+    ///   [`map_timeout`](HostBuilder::map_timeout).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// pub struct IntOp;
+    /// // SAFETY: every pass registered under "math.int_op/1" is an `extern "C" fn(i32) -> i32`.
+    /// unsafe impl dylease::Interface for IntOp {
+    ///     const ID: &'static str = "math.int_op/1";
+    ///     type Fn = unsafe extern "C" fn(i32) -> i32;
+    /// }
+    ///
+    /// // SAFETY: /opt/app/plugins holds this application's own plugins.
+    /// let host = unsafe { dylease::PluginHost::builder().dir("/opt/app/plugins") }
+    ///     .on_demand()
+    ///     .build()?;
+    /// let lease = host.acquire()?; // maps no plugin that has a complete manifest
+    /// let double = lease.get::<IntOp>("double")?; // maps the plugin of `double`, only it
+    /// // SAFETY: the lease is alive; `double` takes any `i32`.
+    /// assert_eq!(unsafe { double(21) }, 42);
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    pub fn on_demand(mut self) -> Self {
+        self.on_demand = true;
+        self
+    }
+
+    /// How long a lease's call waits for another thread's mapping of the same on-demand
+    /// plugin ([`on_demand`](HostBuilder::on_demand)) before it fails with
+    /// [`Error::TimedOut`] ([`Waited::Mapping`](crate::Waited::Mapping)); also the bound of the
+    /// mapping's own waits for another set's open or unload of the same file. 60 s by default.
+    pub fn map_timeout(mut self, timeout: Duration) -> Self {
+        self.map_timeout = Some(timeout);
         self
     }
 
@@ -189,6 +261,8 @@ impl HostBuilder {
                 sources: self.sources.into(),
                 policy: self.policy,
                 trust: self.trust,
+                on_demand: self.on_demand,
+                map_timeout: self.map_timeout.unwrap_or(crate::load::demand::DEFAULT_MAP_TIMEOUT),
             }),
             generations: Arc::new(Generations::new(self.unload, self.name)),
             watch: None,

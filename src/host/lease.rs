@@ -11,7 +11,7 @@ use crate::Interface;
 use crate::PassFn;
 use crate::error::{Error, LookupFailure};
 use crate::host::set::PluginSet;
-use crate::load::PassInfo;
+use crate::load::{Callable, PassInfo};
 use crate::sync::{Arc, Weak};
 
 /// A share in a loaded [`PluginSet`]: while any lease of a set exists, its plugins stay
@@ -49,8 +49,10 @@ impl Deref for Lease {
 }
 
 // A panic cannot leave a lease (or the set it shares) half-updated where the code that
-// catches it could see it: the set is immutable after load and the lease count is changed only
-// by single atomic operations. So leases may cross `catch_unwind`, as `Arc`s of plain data do.
+// catches it could see it: the set's lists are fixed at load, an on-demand plugin's mapping
+// publishes its passes' callables once each and then its state (a panic in between leaves the
+// state `Unmapped` and the callables it set valid), and the lease count is changed only by
+// single atomic operations. So leases may cross `catch_unwind`, as `Arc`s of plain data do.
 impl std::panic::UnwindSafe for Lease {}
 impl std::panic::RefUnwindSafe for Lease {}
 impl std::panic::UnwindSafe for WeakLease {}
@@ -93,7 +95,15 @@ impl Lease {
     /// [`LookupFailure::Missing`] if no plugin registered `name`, [`LookupFailure::Untyped`] if
     /// it was registered without an interface, [`LookupFailure::OtherInterface`] (naming both
     /// interfaces) if it was registered under another one, and [`LookupFailure::OtherKind`] if
-    /// it is a Python pass (the `python` feature).
+    /// it is a Python pass (the `python` feature). In an on-demand set these are decided from
+    /// the manifest, without mapping the plugin.
+    ///
+    /// In an on-demand set ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand)), the
+    /// first call for a pass of a plugin not mapped yet maps it (and runs its `on_load`):
+    /// [`Error::MapFailed`] if that fails (now and on every later call),
+    /// [`Error::TimedOut`] if another thread's mapping of it outlasts the host's
+    /// [`map_timeout`](crate::HostBuilder::map_timeout), [`Error::Reentrant`] if called from
+    /// that plugin's own `on_load` or `register_passes`.
     ///
     /// # Example
     ///
@@ -171,7 +181,7 @@ impl Lease {
             }));
         }
         match info.interface() {
-            Some(registered) if registered == I::ID => Ok(self.typed_pass::<I>(index)),
+            Some(registered) if registered == I::ID => self.typed_pass::<I>(index),
             Some(registered) => Err(failure(LookupFailure::OtherInterface {
                 registered: registered.to_owned(),
                 plugin: self.plugins()[info.plugin_index()].origin().clone(),
@@ -187,6 +197,13 @@ impl Lease {
     /// [`PluginSet::plugins`](crate::PluginSet::plugins) lists them), then, within a plugin,
     /// pass names in byte order (`str`'s `Ord`). The order is computed once at load;
     /// iterating allocates nothing.
+    ///
+    /// # Errors
+    ///
+    /// In an on-demand set ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand)), every
+    /// plugin providing `I` that is not mapped yet is mapped first, in load order; the first
+    /// failure is returned, as [`Lease::get`] returns it (the plugins mapped before it stay
+    /// mapped). Otherwise it does not fail.
     ///
     /// # Example
     ///
@@ -209,34 +226,74 @@ impl Lease {
     /// let lease = host.acquire()?;
     /// // SAFETY: `lease` is alive while the passes run; they take any `i32`.
     /// let results: Vec<(&str, i32)> =
-    ///     lease.passes_of::<IntOp>().map(|p| (p.name(), unsafe { p(7) })).collect();
+    ///     lease.passes_of::<IntOp>()?.map(|p| (p.name(), unsafe { p(7) })).collect();
     /// assert_eq!(results, [("double", 14), ("triple", 21)]);
     /// # Ok::<(), dylease::Error>(())
     /// ```
-    pub fn passes_of<I: Interface>(&self) -> impl ExactSizeIterator<Item = Pass<'_, I::Fn>> + '_ {
-        self.passes_of_interface(I::ID)
-            .iter()
-            .map(move |&index| self.typed_pass::<I>(index))
+    pub fn passes_of<I: Interface>(&self) -> Result<impl ExactSizeIterator<Item = Pass<'_, I::Fn>> + '_, Error> {
+        let positions = self.passes_of_interface(I::ID);
+        // Plugins in load order: the positions are sorted by plugin.
+        for &index in positions {
+            self.callable(index)?;
+        }
+        Ok(positions.iter().map(move |&index| {
+            let callable = self.passes()[index]
+                .callable()
+                .expect("every provider was mapped above, and a mapping is never undone while a lease lives");
+            debug_assert_eq!(self.passes()[index].interface(), Some(I::ID));
+            // SAFETY: as in `typed_pass`.
+            let func = unsafe { I::Fn::from_raw(callable.func) };
+            Pass {
+                func,
+                index,
+                lease: self,
+            }
+        }))
     }
 
-    /// The pass at `index`, which was registered under `I::ID`.
-    fn typed_pass<I: Interface>(&self, index: usize) -> Pass<'_, I::Fn> {
+    /// The pass at `index`, which was registered (or declared) under `I::ID`, its plugin
+    /// mapped if it was not.
+    fn typed_pass<I: Interface>(&self, index: usize) -> Result<Pass<'_, I::Fn>, Error> {
         debug_assert_eq!(self.passes()[index].interface(), Some(I::ID));
+        let callable = self.callable(index)?;
         // SAFETY: the pass was registered under `I::ID`, and `I`'s implementer guarantees
         // that every pass registered under that id has the signature `I::Fn`.
-        let func = unsafe { I::Fn::from_raw(self.passes()[index].func) };
-        Pass {
+        let func = unsafe { I::Fn::from_raw(callable.func) };
+        Ok(Pass {
             func,
             index,
             lease: self,
+        })
+    }
+
+    /// What calls the pass at `index`, its plugin mapped first if it is an on-demand plugin
+    /// not mapped yet (one atomic load if it is mapped).
+    fn callable(&self, index: usize) -> Result<&Callable, Error> {
+        let info = &self.passes()[index];
+        if let Some(callable) = info.callable() {
+            return Ok(callable);
         }
+        self.ensure_mapped(info.plugin_index())?;
+        // Its registration was compared with its complete manifest, whose passes the set
+        // lists: a declared pass it did not register failed the mapping.
+        info.callable().ok_or_else(|| Error::ManifestMismatch {
+            plugin: self.plugins()[info.plugin_index()].origin().clone(),
+            reason: format!("it did not register the declared pass `{}`", info.name()),
+        })
     }
 
     /// The pass registered under `name`, typed as `F`, borrowing this lease: it cannot
     /// outlive the lease, so its library stays loaded while it is in use.
     ///
-    /// Returns `None` if no plugin of this set registered `name`. The lookup is one hash
-    /// lookup and allocates nothing.
+    /// The lookup is one hash lookup and allocates nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PassLookup`] with [`LookupFailure::Missing`] if no plugin of this set
+    /// registered `name` (its `expected` interface is empty: this lookup asks for none). In an
+    /// on-demand set ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand)), the first
+    /// call for a pass of a plugin not mapped yet maps it, and fails as [`Lease::get`] does
+    /// if that fails.
     ///
     /// This is the lookup for untyped passes (`DYLEASE_PASS`, every pass of an ABI version 1
     /// plugin). For a pass registered under an interface, the safe [`Lease::get`] checks the
@@ -268,7 +325,7 @@ impl Lease {
     /// let lease = host.acquire()?;
     /// // SAFETY: "double" was registered as `extern "C" fn(i32) -> i32`, and the pointer is
     /// // used only while `lease` lives.
-    /// let pass = unsafe { lease.pass::<extern "C" fn(i32) -> i32>("double") }.unwrap();
+    /// let pass = unsafe { lease.pass::<extern "C" fn(i32) -> i32>("double") }?;
     /// assert_eq!(pass(21), 42);
     /// # Ok::<(), dylease::Error>(())
     /// ```
@@ -296,11 +353,16 @@ impl Lease {
     /// drop(lease);
     /// # Ok::<(), dylease::Error>(())
     /// ```
-    pub unsafe fn pass<F: PassFn>(&self, name: &str) -> Option<Pass<'_, F>> {
-        let index = self.pass_position(name)?;
+    pub unsafe fn pass<F: PassFn>(&self, name: &str) -> Result<Pass<'_, F>, Error> {
+        let index = self.pass_position(name).ok_or_else(|| Error::PassLookup {
+            pass: name.to_owned(),
+            expected: "",
+            cause: Box::new(LookupFailure::Missing),
+        })?;
+        let callable = self.callable(index)?;
         // SAFETY: the caller guarantees `F` is the signature the pass was registered with.
-        let func = unsafe { F::from_raw(self.passes()[index].func) };
-        Some(Pass {
+        let func = unsafe { F::from_raw(callable.func) };
+        Ok(Pass {
             func,
             index,
             lease: self,
@@ -368,8 +430,14 @@ impl<'lease, F> Pass<'lease, F> {
 
     /// The pointer the plugin attached to the pass (NULL if none).
     pub fn user_data(&self) -> *mut c_void {
-        self.info().user_data.0
+        user_data(self.info())
     }
+}
+
+/// The `user_data` of a pass handed out (so mapped).
+fn user_data(info: &PassInfo) -> *mut c_void {
+    info.callable()
+        .map_or(std::ptr::null_mut(), |callable| callable.user_data.0)
 }
 
 /// The table entry a pass of either kind (borrowed or owned) stands for: the one place both
@@ -429,7 +497,7 @@ impl<F> OwnedPass<F> {
 
     /// The pointer the plugin attached to the pass, NULL if none ([`Pass::user_data`]).
     pub fn user_data(&self) -> *mut c_void {
-        self.info().user_data.0
+        user_data(self.info())
     }
 
     /// The lease this pass holds.
@@ -473,13 +541,6 @@ impl<F: Copy> OwnedPass<F> {
 }
 
 /// Whether `info` is a Python pass (`load::python`), which has no native signature.
-#[cfg(feature = "python")]
 fn is_python(info: &PassInfo) -> bool {
-    info.python.is_some()
-}
-
-/// Without the `python` feature no pass is a Python pass.
-#[cfg(not(feature = "python"))]
-fn is_python(_: &PassInfo) -> bool {
-    false
+    info.is_python()
 }

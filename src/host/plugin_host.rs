@@ -57,13 +57,19 @@ pub(super) struct LoadConfig {
     pub(super) sources: Box<[Source]>,
     pub(super) policy: LoadPolicy,
     pub(super) trust: TrustPolicy,
+    /// [`HostBuilder::on_demand`](crate::HostBuilder::on_demand).
+    pub(super) on_demand: bool,
+    /// [`HostBuilder::map_timeout`](crate::HostBuilder::map_timeout).
+    pub(crate) map_timeout: Duration,
 }
 
 impl LoadConfig {
     /// Runs the load pipeline over every source, under the host's policies. On failure
     /// everything registered so far is unloaded before the error is returned.
     pub(super) fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
-        crate::load::load(&self.sources, self.policy, self.trust, deadline)
+        let mut set = crate::load::load(&self.sources, self.policy, self.trust, self.on_demand, deadline)?;
+        set.map_timeout = self.map_timeout;
+        Ok(set)
     }
 }
 

@@ -3,14 +3,20 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use crate::error::Error;
 use crate::host::reentry::inside_host;
 use crate::load::{LoadFailure, LoadedPlugins, PassInfo, PluginInfo};
 
 /// One generation of loaded plugins: what every [`Lease`](crate::Lease) of it derefs to.
 ///
-/// A set is immutable after load. It unloads when the last lease of it is dropped: each
-/// plugin's unload code runs in reverse load order, then each library is closed in reverse
-/// load order, then the generation is marked unloaded, all before that last drop returns.
+/// What a set offers is fixed at load: its plugin and pass lists, their names, interfaces
+/// and order never change. What may change, in an on-demand set
+/// ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand)), is only whether a declared
+/// plugin is mapped: the first use of one of its passes maps it, once, and it stays mapped
+/// until the set unloads. A set unloads when the last lease of it is dropped: each mapped
+/// plugin's unload code runs in reverse load order (for on-demand plugins, the order they
+/// were mapped in), then each library is closed in reverse load order, then the generation is
+/// marked unloaded, all before that last drop returns.
 pub struct PluginSet {
     generation: u64,
     contents: LoadedPlugins,
@@ -51,19 +57,23 @@ impl PluginSet {
         self.generation
     }
 
-    /// The loaded plugins, in load order.
+    /// The set's plugins, in load order: in an on-demand set, also those not mapped yet
+    /// (from their manifests; see [`PluginInfo::is_mapped`]).
     #[inline]
     pub fn plugins(&self) -> &[PluginInfo] {
         self.contents.plugins()
     }
 
-    /// Every registered pass, in registration order.
+    /// Every pass, in registration order (plugins in load order; a plugin not mapped yet in
+    /// an on-demand set lists the passes its manifest declares, in its manifest's order).
+    /// Listing them maps nothing.
     #[inline]
     pub fn passes(&self) -> &[PassInfo] {
         self.contents.passes()
     }
 
-    /// The pass registered under `name`, if any. One hash lookup, no allocation.
+    /// The pass registered (or, by a plugin not mapped yet, declared) under `name`, if any.
+    /// One hash lookup, no allocation; maps nothing.
     pub fn pass_info(&self, name: &str) -> Option<&PassInfo> {
         self.contents.pass_position(name).map(|i| &self.passes()[i])
     }
@@ -118,6 +128,32 @@ impl PluginSet {
             contents,
             host,
         }
+    }
+
+    /// Makes plugin `plugin` (an index into [`PluginSet::plugins`]) mapped, mapping an
+    /// on-demand plugin on its first use (`load::demand`): inside this host's re-entrancy mark
+    /// (a `reload()` of this host from its `on_load` fails with `Reentrant`), under the host's log
+    /// scope, bounded by the host's `map_timeout`.
+    pub(crate) fn ensure_mapped(&self, plugin: usize) -> Result<(), Error> {
+        let deadline = Instant::now().checked_add(self.contents.map_timeout);
+        let (host, trust) = (&*self.host, self.contents.trust);
+        self.contents.ensure_mapped(plugin, deadline, |deferred| {
+            inside_host(host.host_id(), |already| {
+                if already {
+                    return Err(Error::Reentrant);
+                }
+                crate::load::log_scope::with_host(host.host_name(), || {
+                    let registered = deferred.map(trust, deadline)?;
+                    log::debug!(
+                        "{}mapped {} on first use as `{}`",
+                        crate::load::log_scope::prefix(),
+                        registered.origin,
+                        registered.name
+                    );
+                    Ok(registered)
+                })
+            })
+        })
     }
 
     /// How long the load of this set took.

@@ -35,6 +35,11 @@ pub(crate) struct Candidate {
     /// before it, dependencies first; `None` where none was resolved for the descriptor the
     /// load uses (the load resolves them then, under `Strict`).
     pub(crate) dependencies: Option<Vec<Dependency>>,
+    /// Whether this is the file of an on-demand plugin judged when its set was acquired
+    /// (`load::pipeline::Deferred`), opened now for its first use: a file replaced since
+    /// (another identity than `checked`, or gone) is refused
+    /// ([`OpenCause::ReplacedSinceAcquire`]), not checked again.
+    pub(crate) since_acquire: bool,
 }
 
 pub(crate) use crate::load::sys::{FileId, Identity};
@@ -50,6 +55,21 @@ pub(crate) struct Opened {
     pub(crate) elf: Elf<File>,
     pub(crate) metadata: Metadata,
     parsed: Arc<Parsed>,
+}
+
+impl Candidate {
+    /// The refusal of a file replaced since its on-demand set was acquired (`since_acquire`).
+    pub(crate) fn replaced_since_acquire(&self) -> Error {
+        Error::Open {
+            path: self.path.clone(),
+            reason: format!(
+                "the file `{}` was replaced (or removed) since the set was acquired; the set maps only the \
+                 file it judged then: reload() to load the new file",
+                self.resolved.display()
+            ),
+            cause: OpenCause::ReplacedSinceAcquire,
+        }
+    }
 }
 
 impl Opened {

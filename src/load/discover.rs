@@ -136,6 +136,7 @@ fn library_file(path: &Path) -> Found {
         discovered: None,
         opened: None,
         dependencies: None,
+        since_acquire: false,
     };
     Ok((candidate, identity))
 }
@@ -241,6 +242,7 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
                         discovered: (!is_link).then(|| crate::load::candidate::status(&metadata)).flatten(),
                         opened: None,
                         dependencies: None,
+                        since_acquire: false,
                     },
                     identity,
                 )

@@ -7,6 +7,7 @@ use crate::error::{Error, Origin};
 
 pub(crate) mod candidate;
 mod catalog;
+pub(crate) mod demand;
 pub(crate) mod discover;
 pub(crate) mod log_scope;
 mod manifest;
@@ -43,6 +44,7 @@ pub(crate) use discover::{env_dirs, is_library_name};
 pub(crate) use log_scope::count;
 pub use manifest::{DeclaredPass, Manifest};
 pub use pinning::{PinCause, Pinning};
+pub(crate) use plugins::Callable;
 pub(crate) use plugins::LoadedPlugins;
 pub use plugins::{PassInfo, PluginInfo};
 pub use policy::{LoadFailure, LoadPolicy};
@@ -53,7 +55,7 @@ pub use trust::TrustPolicy;
 
 use candidate::Candidate;
 use discover::{Planned, plan};
-use pipeline::{Registered, Verified};
+use pipeline::{Judged, Registered, Verified};
 
 /// Loads every plugin of `sources`. Under [`LoadPolicy::Strict`] the first failure closes
 /// everything opened so far and is returned; under [`LoadPolicy::SkipFailed`] a failed plugin
@@ -61,13 +63,21 @@ use pipeline::{Registered, Verified};
 ///
 /// Every file is found and checked for trust before any is opened, so under `Strict` no
 /// plugin code runs at all when one file is missing or untrusted.
+///
+/// With `on_demand` (`HostBuilder::on_demand`), a library plugin whose manifest is complete
+/// is judged (opened, its ELF headers and manifest read, its ABI gated) and joins the set
+/// unmapped, with the passes it declares; its descriptor is closed. A failure of its
+/// judgement, or a name its manifest declares that another plugin has, is handled by the
+/// policy as a failure of its load would be.
 pub(crate) fn load(
     sources: &[Source],
     policy: LoadPolicy,
     trust: TrustPolicy,
+    on_demand: bool,
     deadline: Option<Instant>,
 ) -> Result<LoadedPlugins, Error> {
     let mut set = LoadedPlugins::new();
+    set.trust = trust;
     let mut steps = Vec::new();
     let mut checks = trust::Checks::default();
     for planned in plan(sources)? {
@@ -91,6 +101,31 @@ pub(crate) fn load(
     }
 
     for step in steps {
+        let step = match step {
+            Ok(Step::File(candidate)) if on_demand => {
+                let origin = Origin::File(candidate.path.clone());
+                match candidate.judge(&mut checks, trust) {
+                    Ok(Judged::Deferred(plugin)) => {
+                        let (name, passes) = (plugin.manifest.name.clone(), plugin.manifest.passes.len());
+                        let duplicates = set.add_deferred(plugin);
+                        let passes = count(passes - duplicates.len(), "pass", "passes");
+                        log::debug!(
+                            "{}judged {origin} as `{name}`, not mapped: {passes}",
+                            log_scope::prefix()
+                        );
+                        let failures = duplicates.into_iter().map(|error| (origin.clone(), error));
+                        if let Err(error) = set.policy_handles(policy, failures) {
+                            drop(set);
+                            return Err(error);
+                        }
+                        continue;
+                    }
+                    Ok(Judged::Eager(candidate)) => Ok(Step::File(candidate)),
+                    Err(error) => Err((origin, error)),
+                }
+            }
+            step => step,
+        };
         let failures = match step.and_then(|step| step.register(&mut checks, trust, deadline)) {
             Ok(plugin) => {
                 let (origin, name, passes) = (plugin.origin.clone(), plugin.name.clone(), plugin.passes.len());
@@ -101,9 +136,25 @@ pub(crate) fn load(
             }
             Err(failure) => vec![failure],
         };
+        if let Err(error) = set.policy_handles(policy, failures) {
+            drop(set);
+            return Err(error);
+        }
+    }
+    Ok(set.finished())
+}
+
+impl LoadedPlugins {
+    /// Applies `policy` to `failures` of one plugin: under `Strict` the first is returned
+    /// (the caller drops the set, unloading what it holds); under `SkipFailed` each is logged
+    /// and recorded.
+    fn policy_handles(
+        &mut self,
+        policy: LoadPolicy,
+        failures: impl IntoIterator<Item = (Origin, Error)>,
+    ) -> Result<(), Error> {
         for (origin, error) in failures {
             if policy == LoadPolicy::Strict {
-                drop(set);
                 return Err(error);
             }
             // Once per host and cause: every later load meets the same failure again.
@@ -112,10 +163,10 @@ pub(crate) fn load(
                 log_scope::prefix(),
                 crate::error::WithSources(&error)
             ));
-            set.skipped(LoadFailure::new(origin, error));
+            self.skipped(LoadFailure::new(origin, error));
         }
+        Ok(())
     }
-    Ok(set.finished())
 }
 
 /// A plugin that discovery found and the trust check let through.

@@ -14,12 +14,13 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::error::{Error, OpenCause, Origin};
-use crate::load::candidate::Candidate;
+use crate::load::candidate::{Candidate, FileId, Identity};
 use crate::load::manifest::Manifest;
 use crate::load::opener::{Dlopen, library_instance};
 use crate::load::pinning::Pinning;
 use crate::load::registrar::{Collected, Finished, StaticRegistrar};
 use crate::load::registry::{FileRef, LibraryInstance};
+use crate::load::sys::file_id;
 use crate::load::teardown::{Teardown, teardown_all};
 use crate::load::trust::{Checks, REPLACEMENTS, TrustPolicy, open_checked};
 use crate::sync::Arc;
@@ -100,6 +101,10 @@ impl Candidate {
                 Err(Error::Open {
                     cause: OpenCause::Replaced,
                     ..
+                }) if self.since_acquire => return Err(self.replaced_since_acquire()),
+                Err(Error::Open {
+                    cause: OpenCause::Replaced,
+                    ..
                 }) if replaced < REPLACEMENTS => {
                     replaced += 1;
                     checks.check(trust, &mut self)?;
@@ -114,6 +119,110 @@ impl Candidate {
                 }
             }
         }
+    }
+}
+
+/// An on-demand plugin judged at its set's acquire and not mapped
+/// ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand)): what its file is (its path,
+/// and the identity of the file judged) and what it declares. It holds no descriptor: the
+/// file is opened again, and must be the same file, when a lease first asks for one of its
+/// passes ([`Deferred::map`]).
+#[derive(Debug)]
+pub(crate) struct Deferred {
+    pub(crate) path: PathBuf,
+    resolved: PathBuf,
+    identity: Identity,
+    /// The identity of the file judged, read from its descriptor.
+    checked: Option<FileId>,
+    /// Its complete manifest.
+    pub(crate) manifest: Manifest,
+    /// Its file's prediction.
+    pub(crate) pinning: Pinning,
+}
+
+/// What judging a plugin file for an on-demand set decided.
+pub(crate) enum Judged {
+    /// A complete manifest: it joins the set unmapped.
+    Deferred(Deferred),
+    /// No manifest, or an incomplete one: it is loaded now, from the descriptor already open.
+    Eager(Candidate),
+}
+
+impl Candidate {
+    /// Judges the file as a load would before mapping it, without mapping it: the trust
+    /// check (done by the caller), the open ([`open_checked`]), the ELF check, the manifest
+    /// read and its ABI gate. A plugin with a complete manifest comes back [`Judged::Deferred`]
+    /// with its descriptor closed; any other comes back to be loaded as usual, its descriptor
+    /// kept for that load.
+    pub(crate) fn judge(mut self, checks: &mut Checks, trust: TrustPolicy) -> Result<Judged, Error> {
+        let (checked, _, identity) = open_checked(&mut self, checks, trust)?;
+        checked.check(&self.path)?;
+        match checked.manifest(&self.path)? {
+            Some(manifest) if manifest.complete => {
+                manifest.gate(&self.path)?;
+                Ok(Judged::Deferred(Deferred {
+                    checked: file_id(&checked.metadata),
+                    pinning: Pinning::predict(&checked),
+                    path: self.path,
+                    resolved: self.resolved,
+                    identity,
+                    manifest,
+                }))
+            }
+            manifest => {
+                if let Some(manifest) = &manifest {
+                    manifest.gate(&self.path)?;
+                }
+                self.opened = Some(Box::new(checked));
+                Ok(Judged::Eager(self))
+            }
+        }
+    }
+}
+
+impl Deferred {
+    /// An on-demand plugin named `name` declaring the untyped passes `passes`, for the loom
+    /// model of the map-once state (`load::demand`), which maps it with a model's own step.
+    #[cfg(all(test, loom))]
+    pub(crate) fn for_model(name: &str, passes: &[&str]) -> Deferred {
+        let path = PathBuf::from(format!("/model/lib{name}.so"));
+        Deferred {
+            resolved: path.clone(),
+            path,
+            identity: crate::load::sys::FileId { dev: 1, ino: 1 },
+            checked: None,
+            manifest: Manifest {
+                abi_version: Some(crate::abi::DYLEASE_ABI_VERSION),
+                name: name.to_owned(),
+                version: String::new(),
+                complete: true,
+                passes: passes
+                    .iter()
+                    .map(|pass| crate::load::DeclaredPass::new(*pass, None))
+                    .collect(),
+            },
+            pinning: Pinning::default(),
+        }
+    }
+
+    /// Maps the plugin by the usual path (`Candidate::open`, `Verified::register`), from the
+    /// file judged at acquire: a file replaced since is refused
+    /// ([`OpenCause::ReplacedSinceAcquire`]), not checked again.
+    pub(crate) fn map(&self, trust: TrustPolicy, deadline: Option<Instant>) -> Result<Registered, Error> {
+        let candidate = Candidate {
+            path: self.path.clone(),
+            resolved: self.resolved.clone(),
+            #[allow(clippy::clone_on_copy, reason = "`Identity` is a path on platforms other than Unix")]
+            identity: self.identity.clone(),
+            checked: self.checked,
+            discovered: None,
+            opened: None,
+            dependencies: None,
+            since_acquire: true,
+        };
+        candidate
+            .open(&mut Checks::default(), trust, deadline)
+            .and_then(Verified::register)
     }
 }
 

@@ -7,20 +7,42 @@ use std::time::{Duration, Instant};
 
 use crate::abi::dylease_fn;
 use crate::error::{Error, Origin};
+use crate::load::demand::MapOnce;
 use crate::load::pinning::Pinning;
-use crate::load::pipeline::Registered;
+use crate::load::pipeline::{Deferred, Registered};
 use crate::load::policy::LoadFailure;
 use crate::load::registrar::UserData;
 use crate::load::teardown::{Teardown, teardown_all};
-use crate::sync::Exclusive;
+use crate::load::trust::TrustPolicy;
+use crate::sync::{AtomicBool, Mutex, OnceSlot, Ordering};
 
-/// One loaded plugin, as seen through a lease.
-#[derive(Debug, Clone)]
+/// One plugin of a set, as seen through a lease: loaded, or (in an on-demand set) declared by
+/// its manifest and mapped on first use ([`PluginInfo::is_mapped`]).
+#[derive(Debug)]
 pub struct PluginInfo {
     name: String,
     version: String,
     origin: Origin,
     pinning: Pinning,
+    /// Whether its library is mapped (always, outside on-demand sets). Set once, after its
+    /// passes' callables.
+    mapped: AtomicBool,
+    /// Its position among the set's on-demand plugins, if it is one.
+    pub(crate) deferred: Option<usize>,
+}
+
+/// A snapshot: the clone's [`is_mapped`](PluginInfo::is_mapped) is this one's now.
+impl Clone for PluginInfo {
+    fn clone(&self) -> Self {
+        PluginInfo {
+            name: self.name.clone(),
+            version: self.version.clone(),
+            origin: self.origin.clone(),
+            pinning: self.pinning.clone(),
+            mapped: AtomicBool::new(self.is_mapped()),
+            deferred: self.deferred,
+        }
+    }
 }
 
 impl PluginInfo {
@@ -46,24 +68,66 @@ impl PluginInfo {
     /// destructors, other exported symbols). Empty for a static plugin. A library that does
     /// stay mapped is also logged, with these causes and their fixes; see
     /// [`Pinning`].
+    ///
+    /// For a plugin of an on-demand set not mapped yet, this is its file's prediction (read
+    /// when the set was acquired), as for any other.
     pub fn pinning(&self) -> &Pinning {
         &self.pinning
     }
+
+    /// Whether the plugin's library is mapped in this set. Always `true` except in an
+    /// on-demand set ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand)), where a
+    /// library plugin with a complete manifest is mapped on the first use of one of its
+    /// passes and stays mapped until the set unloads. Its name, version and passes are
+    /// its manifest's until then (its mapping checks that they are the registered ones).
+    pub fn is_mapped(&self) -> bool {
+        self.mapped.load(Ordering::Acquire)
+    }
 }
 
-/// One registered pass, as seen through a lease. To call it, see
+/// One pass of a set, as seen through a lease: registered, or declared by the manifest of an
+/// on-demand plugin not mapped yet. To call it, see [`Lease::get`](crate::Lease::get) and
 /// [`Lease::pass`](crate::Lease::pass).
+///
+/// Its name, interface and plugin are known without mapping its plugin; what calls it (its
+/// function, `user_data`, a Python pass's callable) is set once, when its plugin is mapped:
+/// at the set's load, or on first use in an on-demand set.
 #[derive(Debug)]
 pub struct PassInfo {
     name: Box<str>,
     interface: Option<Box<str>>,
     plugin: usize,
     plugin_name: Box<str>,
+    /// Whether it is a Python pass (`load::python`), which has no native signature.
+    #[cfg(feature = "python")]
+    pub(crate) python: bool,
+    /// What calls it, once its plugin is mapped.
+    callable: OnceSlot<Callable>,
+}
+
+/// What calls a pass: set when its plugin is mapped.
+#[derive(Debug)]
+pub(crate) struct Callable {
     pub(crate) func: dylease_fn,
     pub(crate) user_data: UserData,
     /// A Python pass's callable (`load::python`); then `func` is a placeholder.
     #[cfg(feature = "python")]
     pub(crate) python: Option<crate::load::python::callable::PyCallable>,
+}
+
+impl Callable {
+    fn of(pass: crate::load::registrar::Collected) -> (Box<str>, Option<Box<str>>, Callable) {
+        (
+            pass.name,
+            pass.interface,
+            Callable {
+                func: pass.func,
+                user_data: pass.user_data,
+                #[cfg(feature = "python")]
+                python: pass.python,
+            },
+        )
+    }
 }
 
 impl PassInfo {
@@ -90,9 +154,28 @@ impl PassInfo {
     pub fn plugin_index(&self) -> usize {
         self.plugin
     }
+
+    /// What calls it, if its plugin is mapped.
+    #[inline]
+    pub(crate) fn callable(&self) -> Option<&Callable> {
+        self.callable.get()
+    }
+
+    /// Whether it is a Python pass.
+    #[cfg(feature = "python")]
+    pub(crate) fn is_python(&self) -> bool {
+        self.python
+    }
+
+    #[cfg(not(feature = "python"))]
+    pub(crate) fn is_python(&self) -> bool {
+        false
+    }
 }
 
-/// The plugins of one load, built one plugin at a time, immutable once the load finished.
+/// The plugins of one load, built one plugin at a time. Once the load finished, its plugin
+/// and pass lists never change; what changes is only whether an on-demand plugin is mapped
+/// (its `mapped` flag, its passes' callables and a teardown entry, each set once).
 pub(crate) struct LoadedPlugins {
     plugins: Vec<PluginInfo>,
     passes: Vec<PassInfo>,
@@ -102,8 +185,19 @@ pub(crate) struct LoadedPlugins {
     /// [`LoadedPlugins::finished`].
     by_interface: HashMap<Box<str>, Box<[usize]>>,
     failures: Vec<LoadFailure>,
-    /// Only touched through `&mut` (by [`LoadedPlugins::unload`] and `Drop`).
-    teardown: Exclusive<Vec<Teardown>>,
+    /// The on-demand plugins not mapped at load, in load order (`PluginInfo::deferred`
+    /// indexes it).
+    deferred: Vec<Deferred>,
+    /// Their map-once states (`load::demand`), made by [`LoadedPlugins::finished`].
+    demand: MapOnce,
+    /// The trust policy their mapping opens their files under (they were judged under it).
+    pub(crate) trust: TrustPolicy,
+    /// How long a use waits for another's mapping of the same plugin.
+    pub(crate) map_timeout: Duration,
+    /// The teardown of each mapped plugin, in the order they were mapped: at load, then on
+    /// demand. Pushed to under its lock by a mapping (which a lease makes); taken by
+    /// [`LoadedPlugins::unload`] once no lease is left.
+    teardown: Mutex<Vec<Teardown>>,
     started: Instant,
     /// How long the load took, set when it finished.
     load_time: Duration,
@@ -128,7 +222,11 @@ impl LoadedPlugins {
             index: HashMap::new(),
             by_interface: HashMap::new(),
             failures: Vec::new(),
-            teardown: Exclusive::new(Vec::new()),
+            deferred: Vec::new(),
+            demand: MapOnce::new(0),
+            trust: TrustPolicy::default(),
+            map_timeout: crate::load::demand::DEFAULT_MAP_TIMEOUT,
+            teardown: Mutex::new(Vec::new()),
             started: Instant::now(),
             load_time: Duration::ZERO,
         }
@@ -138,15 +236,72 @@ impl LoadedPlugins {
     /// out, and returned as a [`DuplicatePass`](crate::Error::DuplicatePass) error; the plugin
     /// is taken in all the same (its registration ran, so its unload code must run).
     pub(crate) fn add(&mut self, plugin: Registered) -> Vec<Error> {
+        let passes = plugin.passes.into_iter().map(|pass| {
+            #[cfg(feature = "python")]
+            let python = pass.python.is_some();
+            let (name, interface, callable) = Callable::of(pass);
+            PassEntry {
+                name,
+                interface,
+                #[cfg(feature = "python")]
+                python,
+                callable: OnceSlot::with(callable),
+            }
+        });
+        let duplicates = self.add_passes(&plugin.name, &plugin.origin, passes);
+        self.plugins.push(PluginInfo {
+            name: plugin.name,
+            version: plugin.version,
+            origin: plugin.origin,
+            pinning: plugin.pinning,
+            mapped: AtomicBool::new(true),
+            deferred: None,
+        });
+        self.teardown.lock().push(plugin.teardown);
+        duplicates
+    }
+
+    /// Adds an on-demand plugin, unmapped, with the passes its complete manifest declares: a
+    /// declared name an earlier plugin has (by registration or declaration) is left out and
+    /// returned as a [`DuplicatePass`](crate::Error::DuplicatePass) error, as [`add`](Self::add)
+    /// does for registered ones.
+    pub(crate) fn add_deferred(&mut self, plugin: Deferred) -> Vec<Error> {
+        let origin = Origin::File(plugin.path.clone());
+        let passes = plugin.manifest.passes.iter().map(|pass| PassEntry {
+            name: pass.name.as_str().into(),
+            interface: pass.interface.as_deref().map(Into::into),
+            #[cfg(feature = "python")]
+            python: false,
+            callable: OnceSlot::new(),
+        });
+        let duplicates = self.add_passes(&plugin.manifest.name, &origin, passes);
+        self.plugins.push(PluginInfo {
+            name: plugin.manifest.name.clone(),
+            version: plugin.manifest.version.clone(),
+            origin,
+            pinning: plugin.pinning.clone(),
+            mapped: AtomicBool::new(false),
+            deferred: Some(self.deferred.len()),
+        });
+        self.deferred.push(plugin);
+        duplicates
+    }
+
+    /// Adds the passes of the plugin about to be pushed (`name`, from `origin`), leaving out
+    /// each whose name is taken.
+    fn add_passes(&mut self, name: &str, origin: &Origin, passes: impl Iterator<Item = PassEntry>) -> Vec<Error> {
         let at = self.plugins.len();
         let mut duplicates = Vec::new();
-        for pass in plugin.passes {
+        for pass in passes {
             if let Some(&first) = self.index.get(&pass.name) {
-                let first = self.plugins[self.passes[first].plugin].origin.clone();
+                let first = self
+                    .plugins
+                    .get(self.passes[first].plugin)
+                    .map_or(origin, |p| &p.origin);
                 duplicates.push(Error::DuplicatePass {
                     pass: pass.name.into(),
-                    first,
-                    second: plugin.origin.clone(),
+                    first: first.clone(),
+                    second: origin.clone(),
                 });
                 continue;
             }
@@ -155,21 +310,55 @@ impl LoadedPlugins {
                 name: pass.name,
                 interface: pass.interface,
                 plugin: at,
-                plugin_name: plugin.name.as_str().into(),
-                func: pass.func,
-                user_data: pass.user_data,
+                plugin_name: name.into(),
                 #[cfg(feature = "python")]
                 python: pass.python,
+                callable: pass.callable,
             });
         }
-        self.plugins.push(PluginInfo {
-            name: plugin.name,
-            version: plugin.version,
-            origin: plugin.origin,
-            pinning: plugin.pinning,
-        });
-        self.teardown.get_mut().push(plugin.teardown);
         duplicates
+    }
+
+    /// Makes plugin `plugin` (an index into [`plugins`](Self::plugins)) mapped: nothing to do
+    /// for a plugin mapped at load; for an on-demand plugin, its first use runs `map` on its
+    /// [`Deferred`] and takes in what it registered ([`mapped`](Self::mapped)), once for the
+    /// set (`load::demand`, which says how racing uses wait, until `deadline`, and which
+    /// failures the set keeps).
+    pub(crate) fn ensure_mapped(
+        &self,
+        plugin: usize,
+        deadline: Option<Instant>,
+        map: impl FnOnce(&Deferred) -> Result<Registered, Error>,
+    ) -> Result<(), Error> {
+        let info = &self.plugins[plugin];
+        let Some(deferred) = info.deferred else {
+            return Ok(());
+        };
+        self.demand.ensure(deferred, &info.origin, deadline, || {
+            let registered = map(&self.deferred[deferred])?;
+            self.mapped(plugin, registered);
+            Ok(())
+        })
+    }
+
+    /// Takes in what the mapping of on-demand plugin `plugin` (an index into
+    /// [`plugins`](Self::plugins)) registered: its passes' callables, its teardown (last,
+    /// so it unloads first), and then its `mapped` flag. The registration was compared with
+    /// the complete manifest the set was built from, so every pass of the set that is the
+    /// plugin's gets its callable; a registered pass the set left out (a duplicate name under
+    /// `SkipFailed`) is left out here too.
+    fn mapped(&self, plugin: usize, registered: Registered) {
+        for pass in registered.passes {
+            let (name, _, callable) = Callable::of(pass);
+            if let Some(&at) = self.index.get(&name)
+                && self.passes[at].plugin == plugin
+            {
+                // Set once: the set's map-once state lets one mapping of the plugin through.
+                let _ = self.passes[at].callable.set(callable);
+            }
+        }
+        self.teardown.lock().push(registered.teardown);
+        self.plugins[plugin].mapped.store(true, Ordering::Release);
     }
 
     /// Records a failure that the load policy skipped.
@@ -186,7 +375,7 @@ impl LoadedPlugins {
             if let Some(interface) = &pass.interface {
                 // Python passes are listed apart (`Lease::py_passes_of`).
                 #[cfg(feature = "python")]
-                let interface = &crate::load::python::callable::index_key(interface, pass.python.is_some());
+                let interface = &crate::load::python::callable::index_key(interface, pass.is_python());
                 by_interface.entry(interface.clone()).or_default().push(at);
             }
         }
@@ -200,6 +389,7 @@ impl LoadedPlugins {
                 (interface, positions.into_boxed_slice())
             })
             .collect();
+        self.demand = MapOnce::new(self.deferred.len());
         self.load_time = self.started.elapsed();
         self
     }
@@ -213,13 +403,13 @@ impl LoadedPlugins {
     /// reverse load order). Returns how many libraries the platform kept loaded. Called once;
     /// a second call, and the `Drop` after it, find nothing left to do.
     pub(crate) fn unload(&mut self) -> usize {
-        teardown_all(std::mem::take(self.teardown.get_mut()))
+        teardown_all(std::mem::take(&mut *self.teardown.lock()))
     }
 
     /// Forgets every plugin without unloading it: for a `fork()`ed child, whose copies of
     /// the libraries and of the registry's lock belong to the parent's threads.
     pub(crate) fn abandon(&mut self) {
-        std::mem::forget(std::mem::take(self.teardown.get_mut()));
+        std::mem::forget(std::mem::take(&mut *self.teardown.lock()));
     }
 
     /// The loaded plugins, in load order.
@@ -259,4 +449,13 @@ impl Drop for LoadedPlugins {
     fn drop(&mut self) {
         self.unload();
     }
+}
+
+/// A pass about to enter a set: registered, or declared (its callable unset).
+struct PassEntry {
+    name: Box<str>,
+    interface: Option<Box<str>>,
+    #[cfg(feature = "python")]
+    python: bool,
+    callable: OnceSlot<Callable>,
 }

@@ -173,6 +173,7 @@ pub(crate) fn open_checked(
         let file = match held.map_or_else(|| open_once(candidate), |held| Ok(*held)) {
             Ok(opened) => opened,
             // Gone, or a symlink now: replaced after the check, if it was checked.
+            Err(e) if candidate.since_acquire && is_replacement(&e) => return Err(candidate.replaced_since_acquire()),
             Err(e) if candidate.checked.is_some() && replaced < REPLACEMENTS && is_replacement(&e) => {
                 replaced += 1;
                 checks.check(policy, candidate)?;
@@ -189,6 +190,9 @@ pub(crate) fn open_checked(
         let (id, len) = (file_id(&file.metadata), file.metadata.len());
         match candidate.checked {
             Some(checked) if id != Some(checked) => {
+                if candidate.since_acquire {
+                    return Err(candidate.replaced_since_acquire());
+                }
                 if replaced == REPLACEMENTS {
                     return Err(Error::Untrusted {
                         path: candidate.path.clone(),

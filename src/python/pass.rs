@@ -81,7 +81,10 @@ impl<I: PyInterface> PyPass<'_, I> {
         let info = self.info();
         let plugin = self.lease.plugins()[info.plugin_index()].origin();
         let failed = |what: String| Error::Custom(format!("Python pass `{}` of {plugin} {what}", info.name()).into());
-        let callable = info.python.as_ref().expect("a PyPass is made only for a Python pass");
+        let callable = info
+            .callable()
+            .and_then(|callable| callable.python.as_ref())
+            .expect("a PyPass is made only for a Python pass, whose plugin is loaded with its set");
         attach(|py| {
             let func = callable
                 .get(py)
@@ -145,7 +148,7 @@ impl Lease {
             .ok_or_else(|| failure(LookupFailure::Missing))?;
         let info = &self.passes()[index];
         let plugin = self.plugins()[info.plugin_index()].origin().clone();
-        match (info.interface(), info.python.is_some()) {
+        match (info.interface(), info.is_python()) {
             (Some(registered), true) if registered == I::ID => Ok(PyPass {
                 index,
                 lease: self,
@@ -166,6 +169,9 @@ impl Lease {
 
     /// Every Python pass registered under interface `I`, in the order of
     /// [`Lease::passes_of`]: plugins in load order, then pass names in byte order.
+    /// Python plugins load at `acquire()` in every host, on-demand ones
+    /// ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand)) included, so unlike
+    /// `passes_of` this maps nothing and cannot fail.
     pub fn py_passes_of<I: PyInterface>(&self) -> impl ExactSizeIterator<Item = PyPass<'_, I>> + '_ {
         self.passes_of_interface(&crate::load::python::callable::index_key(I::ID, true))
             .iter()

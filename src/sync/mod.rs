@@ -9,14 +9,12 @@
 //!
 //! Nothing here knows about plugins: it only re-exports, as tokio's `loom` module does, plus
 //! the two adapters that make std's and loom's APIs agree (locks without poisoning, and the
-//! slot), [`Exclusive`], a value made `Sync` by never being shared, and [`marks`], marks of
-//! the ids a thread is inside.
+//! slot), [`OnceSlot`], a value set once and read without a lock (loom-tracked under `--cfg
+//! loom`), and [`marks`], marks of the ids a thread is inside.
 
-// The shim's `unsafe`, fenced here: `Exclusive` is `Sync` by an `unsafe impl`, the
-// loom-checked `Arc` manages its allocation through raw pointers, and this thread's marks are
-// a list through stack frames.
-#[allow(unsafe_code)]
-mod exclusive;
+// The shim's `unsafe`, fenced here: the loom-checked `Arc` manages its allocation through
+// raw pointers, the loom stand-in of `OnceSlot` hands out references into a loom cell, and
+// this thread's marks are a list through stack frames.
 #[cfg(loom)]
 #[allow(unsafe_code)]
 mod loom_arc;
@@ -24,8 +22,10 @@ mod loom_arc;
 mod loom_slot;
 #[allow(unsafe_code)]
 pub(crate) mod marks;
+#[allow(unsafe_code)]
+mod once;
 
-pub(crate) use exclusive::Exclusive;
+pub(crate) use once::OnceSlot;
 
 /// The backing types of the default build.
 #[cfg(not(loom))]
@@ -83,6 +83,24 @@ mod imp {
 }
 
 pub(crate) use imp::{Arc, AtomicBool, AtomicU64, Ordering, Weak};
+
+/// A thread's id (loom's under `--cfg loom`, where every model thread runs on one OS thread).
+#[cfg(not(loom))]
+pub(crate) type ThreadId = std::thread::ThreadId;
+#[cfg(loom)]
+pub(crate) type ThreadId = loom::thread::ThreadId;
+
+/// The calling thread's id.
+pub(crate) fn current_thread() -> ThreadId {
+    #[cfg(not(loom))]
+    {
+        std::thread::current().id()
+    }
+    #[cfg(loom)]
+    {
+        loom::thread::current().id()
+    }
+}
 
 /// Starts a named background thread (loom's threads under `--cfg loom`), detached.
 pub(crate) fn spawn(name: &str, body: impl FnOnce() + Send + 'static) -> std::io::Result<()> {

@@ -39,6 +39,8 @@ mod logger;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod manifest;
 mod observability;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod on_demand;
 mod panic_abort;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod parse_cache;

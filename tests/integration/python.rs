@@ -358,7 +358,7 @@ fn an_interface_mismatch_names_both_ids() {
             file.display()
         )
     );
-    assert_eq!(lease.passes_of::<NativeIntOp>().len(), 0);
+    assert_eq!(lease.passes_of::<NativeIntOp>().unwrap().len(), 0);
     assert_eq!(lease.py_passes_of::<IntOp>().len(), 1);
     let native = lease.get_py::<IntOp>("native_typed").unwrap_err();
     assert_eq!(

@@ -70,7 +70,7 @@ fn static_passes_are_callable_and_unknown_names_are_none() {
     assert_eq!(pass(4), 8);
     assert!(pass.user_data().is_null());
     // SAFETY: not called.
-    assert!(unsafe { lease.pass::<fn(i32) -> i32>("triple") }.is_none());
+    assert!(unsafe { lease.pass::<fn(i32) -> i32>("triple") }.is_err());
 }
 
 #[test]

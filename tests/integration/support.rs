@@ -195,6 +195,27 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
                 "-Wl,-rpath,$ORIGIN".into(),
             ],
         ),
+        // On-demand sets (on_demand.rs): `demand_<name>[_<variant>]`, plugin `<name>` with
+        // pass `<name>_pass` (and typed `<name>_pass_z`, `<name>_pass_a`).
+        n if n.starts_with("demand_") => {
+            let rest = &n["demand_".len()..];
+            let (plugin, variant) = rest.split_once('_').unwrap_or((rest, ""));
+            let mut args = vec![
+                format!("-DPLUGIN_NAME=\"{plugin}\""),
+                format!("-DPASS_NAME=\"{plugin}_pass\""),
+            ];
+            match variant {
+                "" => {}
+                "fails" => args.push("-DON_LOAD_RESULT=-3".into()),
+                "slow" => args.push("-DSLOW_ON_LOAD".into()),
+                "reenter" => args.push("-DREENTER".into()),
+                "two" => args.push("-DOFFSET=2".into()),
+                other => panic!("no demand variant {other}"),
+            }
+            let (sources, mut all) = events(&["demand.c"], &[]);
+            all.extend(args);
+            (sources, all)
+        }
         n if n.starts_with("versioned_") => (vec!["versioned.c"], vec![format!("-DVERSION={}", &n[10..])]),
         n if n.starts_with('p') => numbered(n),
         other => panic!("no test plugin called {other}"),

@@ -180,6 +180,7 @@ fn int_ops(fixture: &str) -> (Vec<(String, String, i32)>, Vec<String>) {
     let lease = host.acquire().unwrap();
     let ordered = lease
         .passes_of::<IntOp>()
+        .unwrap()
         .map(|pass| {
             // SAFETY: as above: the lease is alive, and the passes take any `i32`.
             let value = unsafe { pass(2) };
@@ -219,9 +220,13 @@ fn passes_of_is_load_order_then_byte_order_whatever_the_link_order() {
     };
     assert_eq!(ab, expected);
     assert_eq!(ba, expected);
-    assert_eq!(lease.passes_of::<IntOp>().len(), 6);
+    assert_eq!(lease.passes_of::<IntOp>().unwrap().len(), 6);
     assert_eq!(
-        lease.passes_of::<OtherOp>().map(|p| p.name()).collect::<Vec<_>>(),
+        lease
+            .passes_of::<OtherOp>()
+            .unwrap()
+            .map(|p| p.name())
+            .collect::<Vec<_>>(),
         ["negate"]
     );
 
@@ -231,5 +236,5 @@ fn passes_of_is_load_order_then_byte_order_whatever_the_link_order() {
         const ID: &'static str = "test.unused/1";
         type Fn = unsafe fn();
     }
-    assert_eq!(lease.passes_of::<Unused>().count(), 0);
+    assert_eq!(lease.passes_of::<Unused>().unwrap().count(), 0);
 }

@@ -76,7 +76,7 @@ fn load_run_and_unload(lib: &Path) {
         scope
             .spawn(|| {
                 let mut graph = Graph { nodes: 8, rewrites: 0 };
-                for pass in lease.passes_of::<GraphPass>() {
+                for pass in lease.passes_of::<GraphPass>().expect("mapped") {
                     // SAFETY: `graph` is a valid `demo_graph`, and `lease` is alive.
                     unsafe { pass(&mut graph) };
                 }

@@ -277,6 +277,7 @@ fn package_files(dir: &Listed<'_>, files: &mut Vec<PyFile>) -> io::Result<()> {
                     discovered: Some(stat),
                     opened: None,
                     dependencies: None,
+                    since_acquire: false,
                 },
                 at,
             }),
@@ -420,6 +421,7 @@ fn candidate(path: &Path) -> io::Result<Candidate> {
         discovered: None,
         opened: None,
         dependencies: None,
+        since_acquire: false,
     })
 }
 
