@@ -75,16 +75,17 @@ pub enum OpenCause {
 #[non_exhaustive]
 pub enum Error {
     /// The file cannot be loaded as a library: its headers show it is not a shared library
-    /// for this process (not ELF, truncated, another architecture), or the platform loader
-    /// refused it (`dlopen` failed: a missing dependency or symbol, …).
+    /// for this process (not ELF, truncated, another architecture), its manifest is corrupt
+    /// or of an unknown format, the platform loader refused it (`dlopen` failed: a missing
+    /// dependency or symbol, …), or it kept being replaced: `cause` says which.
     #[non_exhaustive]
     Open {
         /// The library file.
         path: PathBuf,
-        /// What is wrong: the host's reading of the file's headers, or the loader's own
-        /// explanation (`dlerror`).
+        /// What is wrong: the host's reading of the file's headers or manifest, or the
+        /// loader's own explanation (`dlerror`).
         reason: String,
-        /// Which of the two refused the file.
+        /// Which check refused the file.
         cause: OpenCause,
     },
     /// The trust check refused the file before opening it: another user could have changed

@@ -127,8 +127,11 @@
 //!   code of the plugin.
 //!
 //! The plugin ABI version changes only when the descriptor does; the manifest's format has a
-//! version of its own. A host that speaks ABI 2 loads a plugin of ABI 2 whatever manifest it
-//! carries, as long as it reads the manifest's format.
+//! version of its own, which changes only for a layout an older reader would misread (the
+//! reader ignores unknown flag bits, bytes past a record's last field and notes of other
+//! types, so fields are added without a new version). A host that speaks ABI 2 loads a plugin
+//! of ABI 2 whose manifest is of a format it reads, and refuses one of a later format, naming
+//! both versions.
 //!
 //! # In Rust
 //!

@@ -222,8 +222,9 @@ impl PluginHost {
     ///
     /// # Errors
     ///
-    /// [`Error::Io`] if a source directory cannot be read (as a load would fail); every
-    /// refusal of one plugin is in its entry's [`refusal`](CatalogEntry::refusal) instead.
+    /// [`Error::Config`] if an environment variable source names something unusable (as a
+    /// load would fail). A directory or file that cannot be read is an entry whose
+    /// [`refusal`](CatalogEntry::refusal) says why, as is every refusal of one plugin.
     ///
     /// # Example
     ///

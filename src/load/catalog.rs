@@ -35,7 +35,7 @@ impl CatalogEntry {
     /// Why a load would refuse the plugin before running any of its code: the trust check
     /// ([`Error::Untrusted`]), the ELF check or the manifest ([`Error::Open`]), an ABI
     /// version its manifest declares that the host does not speak ([`Error::AbiMismatch`]),
-    /// discovery ([`Error::Io`]). `None` if every check made without running its code passed
+    /// discovery (a file or directory that cannot be read: [`Error::Io`]). `None` if every check made without running its code passed
     /// (its constructors, `on_load` and `register_passes` may still fail a load).
     pub fn refusal(&self) -> Option<&Error> {
         self.refusal.as_ref()
@@ -67,7 +67,8 @@ impl CatalogEntry {
 
 /// Every plugin of `sources`, in load order, judged as a load under `trust` would judge it
 /// before running any of its code. `Err` only where a load would fail before any plugin is
-/// judged (a source directory that cannot be read).
+/// judged (an unusable environment variable source); a directory that cannot be read is an
+/// entry with its refusal.
 pub(crate) fn catalog(sources: &[Source], trust: TrustPolicy) -> Result<Vec<CatalogEntry>, Error> {
     let mut checks = Checks::default();
     let entries = plan(sources)?.into_iter().map(|planned| match planned {
@@ -77,8 +78,8 @@ pub(crate) fn catalog(sources: &[Source], trust: TrustPolicy) -> Result<Vec<Cata
             let origin = Origin::File(candidate.path.clone());
             let judged = checks.check(trust, &mut candidate).and_then(|()| {
                 let (opened, _, _) = open_checked(&mut candidate, &mut checks, trust)?;
-                let pinning = Pinning::predict(&opened);
                 opened.check(&candidate.path)?;
+                let pinning = Pinning::predict(&opened);
                 Ok((opened.manifest(&candidate.path), pinning))
             });
             match judged {

@@ -4,6 +4,7 @@
 //! The host gates the ABI on it before the library is mapped, and compares it with what the
 //! plugin registers (`load::pipeline`).
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::Path;
 
@@ -72,38 +73,52 @@ impl Manifest {
         }
     }
 
-    /// Compares the plugin's `name`, `version` and `registered` passes (name, interface) with
-    /// this manifest: the name and version must be the declared ones and, if the manifest is
-    /// complete, the passes exactly the declared ones. The error names each difference.
+    /// Compares what the plugin says of itself once loaded — its descriptor's ABI version
+    /// (`None` for a Python plugin), `name` and `version`, and the `registered` passes (name,
+    /// interface) — with this manifest: the ABI version, name and version must be the
+    /// declared ones, and a pass the manifest declares must be registered under the declared
+    /// interface if it is registered at all; if the manifest is complete, the passes must be
+    /// exactly the declared ones. The error names each difference.
     pub(crate) fn compare<'a>(
         &self,
         plugin: &Origin,
-        name: &str,
-        version: &str,
-        registered: impl Iterator<Item = (&'a str, Option<&'a str>)> + Clone,
+        (abi_version, name, version): (Option<u32>, &str, &str),
+        registered: impl Iterator<Item = (&'a str, Option<&'a str>)>,
     ) -> Result<(), Error> {
         let mut differences = Vec::new();
+        if let (Some(found), Some(declared)) = (abi_version, self.abi_version)
+            && found != declared
+        {
+            differences.push(format!(
+                "its descriptor says ABI version {found}, its manifest {declared}"
+            ));
+        }
         if name != self.name {
             differences.push(format!("it names itself `{name}`, its manifest `{}`", self.name));
         }
         if version != self.version {
             differences.push(format!("it gives version `{version}`, its manifest `{}`", self.version));
         }
-        if self.complete {
-            for declared in &self.passes {
-                match registered.clone().find(|(name, _)| *name == declared.name) {
-                    None => differences.push(format!("it did not register the declared pass {}", Shown(declared))),
-                    Some((_, interface)) if interface != declared.interface.as_deref() => differences.push(format!(
-                        "it registered pass `{}` {}, but its manifest declares it {}",
-                        declared.name,
-                        typed(interface),
-                        typed(declared.interface.as_deref())
-                    )),
-                    Some(_) => {}
+        let registered: Vec<(&str, Option<&str>)> = registered.collect();
+        let by_name: HashMap<&str, Option<&str>> = registered.iter().copied().collect();
+        for declared in &self.passes {
+            match by_name.get(declared.name.as_str()) {
+                None if self.complete => {
+                    differences.push(format!("it did not register the declared pass {}", Shown(declared)));
                 }
+                Some(&interface) if interface != declared.interface.as_deref() => differences.push(format!(
+                    "it registered pass `{}` {}, but its manifest declares it {}",
+                    declared.name,
+                    typed(interface),
+                    typed(declared.interface.as_deref())
+                )),
+                _ => {}
             }
+        }
+        if self.complete {
+            let declared: HashSet<&str> = self.passes.iter().map(|p| p.name.as_str()).collect();
             for (name, interface) in registered {
-                if !self.passes.iter().any(|declared| declared.name == name) {
+                if !declared.contains(name) {
                     differences.push(format!(
                         "it registered pass `{name}` {}, which its complete manifest does not declare",
                         typed(interface)
@@ -170,7 +185,7 @@ mod tests {
     fn compare(manifest: &Manifest, name: &str, registered: &[(&str, Option<&str>)]) -> Result<(), String> {
         let origin = Origin::Named("p".into());
         manifest
-            .compare(&origin, name, "1", registered.iter().copied())
+            .compare(&origin, (Some(2), name, "1"), registered.iter().copied())
             .map_err(|e| e.to_string())
     }
 
@@ -196,10 +211,23 @@ mod tests {
     }
 
     #[test]
-    fn an_incomplete_manifest_allows_other_passes_but_not_another_name() {
+    fn an_incomplete_manifest_allows_other_passes_but_not_another_name_abi_or_interface() {
         let incomplete = manifest(false);
         assert_eq!(compare(&incomplete, "p", &[("z", None)]), Ok(()));
         let renamed = compare(&incomplete, "q", &[]).unwrap_err();
         assert!(renamed.contains("it names itself `q`, its manifest `p`"), "{renamed}");
+        // A declared pass it does register must have the declared interface.
+        let retyped = compare(&incomplete, "p", &[("b", Some("j/1"))]).unwrap_err();
+        assert!(retyped.contains("registered pass `b` (interface `j/1`)"), "{retyped}");
+        // The descriptor's ABI version must be the manifest's.
+        let origin = Origin::Named("p".into());
+        let abi = incomplete
+            .compare(&origin, (Some(1), "p", "1"), std::iter::empty())
+            .unwrap_err();
+        assert!(
+            abi.to_string()
+                .contains("its descriptor says ABI version 1, its manifest 2"),
+            "{abi}"
+        );
     }
 }

@@ -235,6 +235,7 @@ impl Verified {
         let code = descriptor.register(&mut registrar);
         let Finished { passes, report, .. } = registrar.finish();
         let (name, version) = (descriptor.name.clone(), descriptor.version.clone());
+        let abi_version = descriptor.abi_version;
         if code != 0 {
             // The plugin's registration failed: it undoes its own work, so this registration
             // does not make its `on_unload` due (its `on_load` may have: see
@@ -265,7 +266,8 @@ impl Verified {
         let checked = passes.and_then(|passes| match &self.manifest {
             Some(manifest) => {
                 let registered = passes.iter().map(|p| (&*p.name, p.interface.as_deref()));
-                manifest.compare(&origin, &name, &version, registered).map(|()| passes)
+                let descriptor = (Some(abi_version), name.as_str(), version.as_str());
+                manifest.compare(&origin, descriptor, registered).map(|()| passes)
             }
             None => Ok(passes),
         });

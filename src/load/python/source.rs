@@ -608,7 +608,7 @@ impl PyCandidate {
         }
         if let Some(manifest) = &manifest {
             let registered = collected.iter().map(|pass| (&*pass.name, pass.interface.as_deref()));
-            manifest.compare(&origin, &name, &version, registered)?;
+            manifest.compare(&origin, (None, &name, &version), registered)?;
         }
         instance.registered();
         let callables: Vec<PyCallable> = collected.iter().filter_map(|pass| pass.python.clone()).collect();
