@@ -13,6 +13,13 @@ import re
 
 _real_import = builtins.__import__
 
+# The manifest reader's own references, taken before any plugin runs: a plugin may patch the
+# shared `ast` module, and its patch must not run while another plugin's manifest is read.
+_parse = ast.parse
+_walk = ast.walk
+_AST_BOUND = 2000  # the recursion limit while a manifest is read (see `manifest`)
+_SOURCE_BOUND = 8 << 20  # bytes of source a manifest is read from, at most
+
 
 class Refused(Exception):
     """A plugin's `register_passes` returned False: the message is what it reported."""
@@ -276,9 +283,23 @@ def manifest(default_name, files, is_package):
     alone, never executing any of it: None if its name or version cannot be read, otherwise
     (name, version, complete, [(pass, interface)]). A file that does not parse raises its
     SyntaxError (naming the file and line)."""
+    # A source larger than any plugin's has no manifest (it loads as a plugin without one).
+    if sum(len(source) for _, _, source in files) > _SOURCE_BOUND:
+        return None
+    # Deeply nested source makes the parser recurse: with a recursion limit an application or
+    # a plugin raised, that could overflow the C stack; under a bound it raises instead.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(min(limit, _AST_BOUND))
+    try:
+        return _manifest(default_name, files, is_package)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _manifest(default_name, files, is_package):
     trees = []
     for suffix, path, source in files:
-        trees.append((suffix, ast.parse(source, filename=path)))
+        trees.append((suffix, _parse(source, filename=path)))
     packages = _package_suffixes(files) | ({""} if is_package else set())
     known = {suffix for suffix, _ in trees}
     try:
@@ -364,7 +385,7 @@ def _own_aliases(tree):
     """alias -> "module" | "plugin" | "typed_pass": each name the file imports the API
     under, wherever in the file it does."""
     aliases = {}
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == "dylease" or alias.name.startswith("dylease."):
@@ -396,7 +417,7 @@ def _all_aliases(trees, packages, known):
     links = []
     for suffix, tree in trees:
         base = _base(suffix, suffix in packages)
-        for node in ast.walk(tree):
+        for node in _walk(tree):
             if not isinstance(node, ast.ImportFrom):
                 continue
             resolved = _relative(base, node)
@@ -442,7 +463,7 @@ class _FileReader:
         for statement in tree.body:
             self._top_level(statement)
         base = _base(suffix, is_package)
-        for node in ast.walk(tree):
+        for node in _walk(tree):
             self._check(node, tree, base, known)
 
     def _kind(self, node):

@@ -909,6 +909,36 @@ mod tests {
         fs::remove_dir_all(dir).unwrap();
     }
 
+    /// Deeply nested source under a recursion limit an application raised is an error (or
+    /// no manifest), never a crash of the process: the reader bounds the limit while it
+    /// parses, and restores it. (Caught: the bound left out, which overflows the C stack.)
+    #[test]
+    fn deeply_nested_source_under_a_raised_recursion_limit_is_no_crash() {
+        let source = format!("x = a{}\n", ".b".repeat(1_000_000));
+        let dir = plugin_dir("nested", &[("nested.py", &source)]);
+        let path = dir.join("nested.py");
+        let limit = |set: Option<u32>| {
+            attach(|py| {
+                let sys = py.import("sys").unwrap();
+                if let Some(n) = set {
+                    sys.call_method1("setrecursionlimit", (n,)).unwrap();
+                }
+                sys.call_method0("getrecursionlimit").unwrap().extract::<u32>().unwrap()
+            })
+        };
+        let old = limit(None);
+        limit(Some(10_000_000));
+        let result = manifest_of(&path);
+        let after = limit(None);
+        limit(Some(old));
+        assert_eq!(after, 10_000_000, "the reader did not restore the recursion limit");
+        match result {
+            Ok(None) | Err(_) => {}
+            Ok(Some(manifest)) => assert!(manifest.passes().is_empty()),
+        }
+        fs::remove_dir_all(dir).unwrap();
+    }
+
     #[test]
     fn a_syntax_error_is_an_error_naming_file_and_line() {
         let dir = plugin_dir("syntax", &[("syntax.py", "x = 1\ndef broken(:\n")]);
