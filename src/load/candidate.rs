@@ -124,6 +124,24 @@ impl Opened {
         }
     }
 
+    /// As [`check`](Opened::check), for a caller that does not need the linkage: a verdict
+    /// from the parse cache reads nothing.
+    pub(crate) fn verify(&self, path: &Path) -> Result<(), Error> {
+        if !cfg!(all(unix, not(target_vendor = "apple"))) {
+            return Ok(());
+        }
+        let (verdict, parsed) = self.parsed.check.get_or_keep(
+            || self.elf.check().map(drop).map_err(dylease_elf::Refusal::into_reason),
+            parse_cache::about_the_bytes,
+        );
+        traced(path, "the ELF check", parsed);
+        verdict.map_err(|reason| Error::Open {
+            path: path.to_owned(),
+            reason,
+            cause: OpenCause::Headers,
+        })
+    }
+
     /// The library's manifest (`Elf::manifest`, read from its note segments, which lie in
     /// the blocks the ELF check read), `None` if it has none. A corrupt manifest, or one
     /// of a format this host does not read, is refused with an error naming the plugin file

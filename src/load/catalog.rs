@@ -78,7 +78,7 @@ pub(crate) fn catalog(sources: &[Source], trust: TrustPolicy) -> Result<Vec<Cata
             let origin = Origin::File(candidate.path.clone());
             let judged = checks.check(trust, &mut candidate).and_then(|()| {
                 let (opened, _, _) = open_checked(&mut candidate, &mut checks, trust)?;
-                opened.check(&candidate.path)?;
+                opened.verify(&candidate.path)?;
                 let pinning = Pinning::predict(&opened);
                 Ok((opened.manifest(&candidate.path), pinning))
             });

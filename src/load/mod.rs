@@ -68,7 +68,8 @@ use pipeline::{Judged, Registered, Verified};
 /// is judged (opened, its ELF headers and manifest read, its ABI gated) and joins the set
 /// unmapped, with the passes it declares; its descriptor is closed. A failure of its
 /// judgement, or a name its manifest declares that another plugin has, is handled by the
-/// policy as a failure of its load would be.
+/// policy as a failure of its load would be. Its dependencies, and those of every plugin
+/// of the load, are judged when it is opened to be mapped (not before any plugin is opened).
 pub(crate) fn load(
     sources: &[Source],
     policy: LoadPolicy,
@@ -79,7 +80,9 @@ pub(crate) fn load(
     let mut set = LoadedPlugins::new();
     set.trust = trust;
     let mut steps = Vec::new();
+    // On demand, a plugin's dependencies are resolved when it is mapped, if ever.
     let mut checks = trust::Checks::default();
+    checks.defer_dependencies = on_demand;
     for planned in plan(sources)? {
         let step = match planned {
             Planned::Unusable { path, error } => Err((Origin::File(path), error)),

@@ -156,7 +156,7 @@ impl Candidate {
     /// kept for that load.
     pub(crate) fn judge(mut self, checks: &mut Checks, trust: TrustPolicy) -> Result<Judged, Error> {
         let (checked, _, identity) = open_checked(&mut self, checks, trust)?;
-        checked.check(&self.path)?;
+        checked.verify(&self.path)?;
         match checked.manifest(&self.path)? {
             Some(manifest) if manifest.complete => {
                 manifest.gate(&self.path)?;

@@ -35,6 +35,10 @@ use walk::Walk;
 /// however many plugin files it holds.
 #[derive(Debug, Default)]
 pub(crate) struct Checks {
+    /// Whether a passed file's dependencies are left to be resolved when it is opened to be
+    /// mapped (`Candidate::open`, which resolves them from the descriptor it maps), instead
+    /// of at its check: for an on-demand load, most of whose plugins are never mapped.
+    pub(crate) defer_dependencies: bool,
     /// This process's effective user, asked once.
     #[cfg(unix)]
     euid: Option<u32>,
@@ -59,6 +63,9 @@ impl Checks {
                 Ok(Some((resolved, id))) => {
                     candidate.resolved = resolved;
                     candidate.checked = Some(id);
+                    if self.defer_dependencies {
+                        return Ok(());
+                    }
                     self.dependencies(candidate).map_err(|reason| Error::Untrusted {
                         path: candidate.path.clone(),
                         reason,
