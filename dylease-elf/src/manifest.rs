@@ -274,7 +274,7 @@ type Note<'b> = (u32, usize, &'b [u8]);
 
 /// The dylease notes of one segment: each one's type, offset in the segment and descriptor.
 /// A note that runs past the segment's end ends the walk: with `Err` (its offset, and what
-/// runs past: completes "… run past the end of its segment") if it is or could be a dylease
+/// runs past: completes "… run past the end of its PT_NOTE segment") if it is or could be a dylease
 /// note, else quietly, as the loader ignores notes.
 struct Notes<'b> {
     form: Form,
