@@ -450,7 +450,30 @@ mod mutations {
             4,
         ));
         let eight = build::dylease(NT_PASS, &build::pass("second", ""), 8);
-        let originals = [build::sound(), build::file(&[(4, several), (8, eight)])];
+        // Many program headers for one run of notes: repeated, overlapping (starting at each
+        // note, or between notes), empty, of either alignment; the pass record in a segment
+        // of its own (in two, it would be declared twice).
+        let mut notes = build::dylease(NT_PLUGIN, &build::plugin(1, 0, "p", "0.1"), 4);
+        let second = notes.len() as u64;
+        notes.extend(build::note(b"GNU\0", 3, &[7; 20], 4));
+        let (shared, pass) = (notes.len() as u64, build::dylease(NT_PASS, &build::pass("x", ""), 4));
+        notes.extend(&pass);
+        let mut entries = vec![(0, shared, 4); 24];
+        entries.extend((0..shared / 4).map(|i| (4 * i, shared - 4 * i, 4)));
+        entries.extend([(0, shared, 8), (second, shared - second, 8)]);
+        entries.extend([(0, 0, 4), (shared, 0, 4), (shared, pass.len() as u64, 4)]);
+        entries.extend(vec![(shared, pass.len() as u64, 4); 8]);
+        let many = build::raw(&entries, &notes);
+        // A truncated foreign note ending a segment of dylease notes, and alone.
+        let gnu = build::note(b"GNU\0", 3, &[7; 20], 4);
+        let mut cut = build::dylease(NT_PLUGIN, &build::plugin(1, 0, "p", "0.1"), 4);
+        cut.extend_from_slice(&gnu[..15]);
+        let cut = build::file(&[(4, cut), (4, gnu[..7].to_vec())]);
+        let originals = [build::sound(), build::file(&[(4, several), (8, eight)]), many, cut];
+        for (n, original) in originals.iter().enumerate() {
+            let file = Elf::new(&original[..], original.len() as u64);
+            assert!(file.manifest().unwrap().is_some(), "original {n}");
+        }
         let mut rng = Rng(0x5eed_d11e_a5e0_0002);
         let (mut refused, mut read) = (0, 0);
         for case in 0..2048 {

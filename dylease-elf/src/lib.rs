@@ -91,10 +91,13 @@ impl<S: ReadAt> Elf<S> {
     /// `Ok(None)` when it has no dylease note. The section headers are not read, and no
     /// byte outside the note segments (and the headers that locate them) is.
     ///
-    /// Refused with the cause: a note truncated by its segment's end, a string length past
-    /// its record, a name that is not UTF-8, two plugin records that disagree, a pass
-    /// declared twice, a plugin record of a format version other than
-    /// [`manifest::FORMAT_VERSION`], pass records without a plugin record.
+    /// Refused with the cause: a dylease note truncated by its segment's end, a string
+    /// length past its record, a name that is not UTF-8, two plugin records that disagree, a
+    /// pass declared twice, a plugin record of a format version other than
+    /// [`manifest::FORMAT_VERSION`], pass records without a plugin record; more `PT_NOTE`
+    /// segments, or note bytes, than the caps ([`manifest::MAX_NOTE_SEGMENTS`],
+    /// [`manifest::MAX_NOTE_BYTES`]). A damaged note of another owner is not refused. Each
+    /// segment is read once, however many program headers list it.
     pub fn manifest(&self) -> Result<Option<Manifest>, Refusal> {
         header::check(self).map_err(Refusal)?;
         manifest::read(self).map_err(Refusal)

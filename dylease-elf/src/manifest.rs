@@ -38,8 +38,25 @@
 //! record twice), pass names must be unique, and pass records need a plugin record. Notes of
 //! other owners, and dylease notes of other types, are skipped. A file whose plugin record
 //! has a format version other than 1 is refused: its layout is unknown.
+//!
+//! # What is refused, and the caps
+//!
+//! The reader refuses a file whose dylease notes are corrupt: a dylease note that runs past
+//! its segment's end (or a note that could be one: its `n_namesz` is 8 and the bytes of its
+//! name that the segment holds begin as `"dylease\0"` does), a string length past its
+//! descriptor, a string that is not UTF-8 or lacks its NUL, two plugin records that disagree,
+//! a pass declared twice, pass records without a plugin record. A damaged note of another
+//! owner is no reason to refuse a file (the loader ignores notes): it ends the walk of its
+//! segment, and a dylease note after it in that segment is not seen.
+//!
+//! Each segment is read, walked and dropped before the next; a segment that several program
+//! headers list (the same offset and size) is walked once, and empty ones not at all. So
+//! that a crafted file costs bounded time and memory, a file is refused whose distinct
+//! `PT_NOTE` segments number more than [`MAX_NOTE_SEGMENTS`] (1024) or hold more than
+//! [`MAX_NOTE_BYTES`] (1 MiB) together, before reading the segment past the cap. That also
+//! bounds the pass records: at most 32,768 (each pass note takes at least 32 bytes).
 
-use std::borrow::Cow;
+use std::collections::HashSet;
 
 use crate::consts::PT_NOTE;
 use crate::source::{Bytes, Form};
@@ -54,6 +71,12 @@ pub const NT_PASS: u32 = 2;
 pub const FORMAT_VERSION: u32 = 1;
 /// Plugin record flag: the pass records list every pass the plugin registers.
 pub const FLAG_COMPLETE: u32 = 1;
+/// The most bytes of `PT_NOTE` segments the reader walks (each segment counted once, however
+/// many program headers list it): a file whose segments hold more is refused.
+pub const MAX_NOTE_BYTES: u64 = 1 << 20;
+/// The most `PT_NOTE` segments (distinct, not empty) the reader walks: a file whose program
+/// headers list more is refused.
+pub const MAX_NOTE_SEGMENTS: usize = 1024;
 
 /// A plugin's manifest, merged from its manifest notes: see the [module](self) for the
 /// format.
@@ -95,78 +118,9 @@ impl DeclaredPass {
     }
 }
 
-/// Reads the manifest from the `PT_NOTE` segments of a file that passed the header check.
-/// `Err` says what is wrong, as a phrase.
+/// Reads the manifest from the `PT_NOTE` segments of a file that passed the header check,
+/// one segment at a time. `Err` says what is wrong, as a phrase.
 pub(crate) fn read(file: &dyn Bytes) -> Result<Option<Manifest>, String> {
-    let (form, segments) = note_segments(file)?;
-    let mut plugin: Option<Plugin> = None;
-    let mut passes: Vec<DeclaredPass> = Vec::new();
-    for (offset, align, bytes) in &segments {
-        for note in Notes::new(form, bytes, *align) {
-            let (kind, at, desc) = note.map_err(|e| format!("its PT_NOTE segment at byte {offset}: {e}"))?;
-            let place = || format!("the dylease note at byte {}", offset + at as u64);
-            match kind {
-                NT_PLUGIN => {
-                    // An unknown format is not corruption: say which version it is.
-                    let format = form.u32(desc, 0);
-                    if desc.len() >= 4 && format != FORMAT_VERSION {
-                        return Err(format!(
-                            "its dylease manifest ({}) has format version {format}, but this reader knows only version {FORMAT_VERSION}: read it with a newer dylease, or build the plugin with this one's headers",
-                            place()
-                        ));
-                    }
-                    let record = Plugin::parse(form, desc).map_err(|e| corrupt(&place(), &e))?;
-                    match &plugin {
-                        None => plugin = Some(record),
-                        Some(first) if *first == record => {}
-                        Some(first) => {
-                            return Err(format!(
-                                "its dylease manifest has two plugin records that disagree: {} and, at {}, {}",
-                                first.describe(),
-                                place(),
-                                record.describe()
-                            ));
-                        }
-                    }
-                }
-                NT_PASS => {
-                    let pass = parse_pass(form, desc).map_err(|e| corrupt(&place(), &e))?;
-                    if passes.iter().any(|p| p.name == pass.name) {
-                        return Err(format!("its dylease manifest declares the pass `{}` twice", pass.name));
-                    }
-                    passes.push(pass);
-                }
-                _ => {}
-            }
-        }
-    }
-    match plugin {
-        Some(plugin) => Ok(Some(Manifest {
-            format: plugin.format,
-            abi_version: plugin.abi_version,
-            name: plugin.name,
-            version: plugin.version,
-            complete: plugin.flags & FLAG_COMPLETE != 0,
-            passes,
-        })),
-        None if passes.is_empty() => Ok(None),
-        None => Err(format!(
-            "its dylease manifest declares {} pass(es) (the first `{}`) but has no plugin record",
-            passes.len(),
-            passes[0].name
-        )),
-    }
-}
-
-fn corrupt(place: &str, what: &str) -> String {
-    format!("its dylease manifest is corrupt: {place} {what}")
-}
-
-/// The `PT_NOTE` segments that lie inside the file: each one's offset, alignment (8 or 4)
-/// and bytes, in the order of the program headers.
-type NoteSegments<'f> = Vec<(u64, usize, Cow<'f, [u8]>)>;
-
-fn note_segments(file: &dyn Bytes) -> Result<(Form, NoteSegments<'_>), String> {
     let len = file.len();
     let ident = file.bytes(0, crate::consts::EHDR_LEN_32 as u64)?;
     let form = Form::of(&ident);
@@ -184,12 +138,20 @@ fn note_segments(file: &dyn Bytes) -> Result<(Form, NoteSegments<'_>), String> {
         ));
     }
     let table = file.bytes(phoff, u64::from(phentsize) * u64::from(phnum))?;
-    let mut segments = Vec::new();
+    let mut merged = Merged {
+        form,
+        plugin: None,
+        passes: Vec::new(),
+        names: HashSet::new(),
+    };
+    // The segments walked, by offset and size, and the bytes they hold.
+    let mut walked = HashSet::new();
+    let mut total = 0u64;
     for entry in table.chunks_exact(usize::from(phentsize)) {
         if form.u32(entry, 0) != PT_NOTE {
             continue;
         }
-        let (offset, filesz, align) = if form.wide {
+        let (offset, size, align) = if form.wide {
             (form.u64(entry, 8), form.u64(entry, 32), form.u64(entry, 48))
         } else {
             (
@@ -198,27 +160,128 @@ fn note_segments(file: &dyn Bytes) -> Result<(Form, NoteSegments<'_>), String> {
                 u64::from(form.u32(entry, 28)),
             )
         };
-        // Only the segments inside the file: the loader maps no others.
-        if offset.checked_add(filesz).is_none_or(|end| end > len) {
+        // Only the segments inside the file: the loader maps no others. An empty one holds
+        // no note, and one walked already holds none it has not given.
+        if offset.checked_add(size).is_none_or(|end| end > len) || size == 0 || !walked.insert((offset, size)) {
             continue;
         }
+        let search = "more than this reader reads in search of a dylease manifest";
+        if walked.len() > MAX_NOTE_SEGMENTS {
+            return Err(format!(
+                "its program headers list more than {MAX_NOTE_SEGMENTS} PT_NOTE segments, {search}"
+            ));
+        }
+        total += size;
+        if total > MAX_NOTE_BYTES {
+            return Err(format!(
+                "its PT_NOTE segments hold more than {MAX_NOTE_BYTES} bytes, {search}"
+            ));
+        }
         let align = if align == 8 { 8 } else { 4 };
-        segments.push((offset, align, file.bytes(offset, filesz)?));
+        merged.segment(offset, align, &file.bytes(offset, size)?)?;
     }
-    Ok((form, segments))
+    merged.finish()
+}
+
+/// The manifest records read so far.
+struct Merged {
+    form: Form,
+    plugin: Option<Plugin>,
+    passes: Vec<DeclaredPass>,
+    /// The names of [`Merged::passes`].
+    names: HashSet<String>,
+}
+
+impl Merged {
+    /// Merges the dylease notes of the segment at `offset`.
+    fn segment(&mut self, offset: u64, align: usize, bytes: &[u8]) -> Result<(), String> {
+        let form = self.form;
+        let place = |at: usize| format!("the dylease note at byte {}", offset + at as u64);
+        for note in Notes::new(form, bytes, align) {
+            let (kind, at, desc) = note.map_err(|(at, what)| {
+                corrupt(
+                    &place(at),
+                    &format!(
+                        "{what} run past the end of its PT_NOTE segment (at byte {offset}, {} bytes)",
+                        bytes.len()
+                    ),
+                )
+            })?;
+            match kind {
+                NT_PLUGIN => {
+                    // An unknown format is not corruption: say which version it is.
+                    let format = form.u32(desc, 0);
+                    if desc.len() >= 4 && format != FORMAT_VERSION {
+                        return Err(format!(
+                            "its dylease manifest ({}) has format version {format}, but this reader knows only version {FORMAT_VERSION}: read it with a newer dylease, or build the plugin with this one's headers",
+                            place(at)
+                        ));
+                    }
+                    let record = Plugin::parse(form, desc).map_err(|e| corrupt(&place(at), &e))?;
+                    match &self.plugin {
+                        None => self.plugin = Some(record),
+                        Some(first) if *first == record => {}
+                        Some(first) => {
+                            return Err(format!(
+                                "its dylease manifest has two plugin records that disagree: {} and, at {}, {}",
+                                first.describe(),
+                                place(at),
+                                record.describe()
+                            ));
+                        }
+                    }
+                }
+                NT_PASS => {
+                    let pass = parse_pass(form, desc).map_err(|e| corrupt(&place(at), &e))?;
+                    if !self.names.insert(pass.name.clone()) {
+                        return Err(format!("its dylease manifest declares the pass `{}` twice", pass.name));
+                    }
+                    self.passes.push(pass);
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Option<Manifest>, String> {
+        let passes = self.passes;
+        match self.plugin {
+            Some(plugin) => Ok(Some(Manifest {
+                format: plugin.format,
+                abi_version: plugin.abi_version,
+                name: plugin.name,
+                version: plugin.version,
+                complete: plugin.flags & FLAG_COMPLETE != 0,
+                passes,
+            })),
+            None if passes.is_empty() => Ok(None),
+            None => Err(format!(
+                "its dylease manifest declares {} pass(es) (the first `{}`) but has no plugin record",
+                passes.len(),
+                passes[0].name
+            )),
+        }
+    }
+}
+
+fn corrupt(place: &str, what: &str) -> String {
+    format!("its dylease manifest is corrupt: {place} {what}")
 }
 
 /// A dylease note: its type, its offset in its segment and its descriptor.
 type Note<'b> = (u32, usize, &'b [u8]);
 
-/// The notes of one segment: each one's type, offset in the segment and descriptor, if the
-/// owner is dylease; `Err` ends the walk.
+/// The dylease notes of one segment: each one's type, offset in the segment and descriptor.
+/// A note that runs past the segment's end ends the walk: with `Err` (its offset, and what
+/// runs past: completes "… run past the end of its PT_NOTE segment") if it is or could be a dylease
+/// note, else quietly, as the loader ignores notes.
 struct Notes<'b> {
     form: Form,
     bytes: &'b [u8],
     align: usize,
     at: usize,
-    failed: bool,
+    ended: bool,
 }
 
 impl<'b> Notes<'b> {
@@ -228,17 +291,27 @@ impl<'b> Notes<'b> {
             bytes,
             align,
             at: 0,
-            failed: false,
+            ended: false,
         }
     }
 
-    fn next_note(&mut self) -> Result<Option<Note<'b>>, String> {
+    /// Whether the note at `at` could be a dylease note, as far as its bytes in the segment
+    /// go: its `n_namesz` is 8 and the bytes of its name there begin as [`NOTE_NAME`] does.
+    fn could_be_dylease(&self, at: usize) -> bool {
+        let rest = &self.bytes[at..];
+        let name = rest.get(12..).unwrap_or_default();
+        let name = &name[..name.len().min(NOTE_NAME.len())];
+        rest.len() >= 4 && self.form.u32(rest, 0) == 8 && name == &NOTE_NAME[..name.len()]
+    }
+
+    /// The next note: `Ok(Some)` if it is a dylease note, `Ok(None)` if not, `Err` if it runs
+    /// past the segment's end: with what runs past, or `None` if it is not a dylease note.
+    fn next_note(&mut self) -> Result<Option<Note<'b>>, Option<String>> {
         let at = self.at;
-        let header = self
-            .bytes
-            .get(at..)
-            .filter(|rest| rest.len() >= 12)
-            .ok_or_else(|| format!("the note at byte {at} is truncated: its header runs past the segment's end"))?;
+        let ours = || self.could_be_dylease(at);
+        let Some(header) = self.bytes.get(at..).filter(|rest| rest.len() >= 12) else {
+            return Err(ours().then(|| "is truncated: its header would".to_owned()));
+        };
         let (namesz, descsz, kind) = (
             self.form.u32(header, 0) as usize,
             self.form.u32(header, 4) as usize,
@@ -246,15 +319,13 @@ impl<'b> Notes<'b> {
         );
         let name_at = at + 12;
         let desc_at = name_at.checked_add(namesz).map(|end| round_up(end, self.align));
-        let end = desc_at
+        let Some(end) = desc_at
             .and_then(|desc| desc.checked_add(descsz))
             .filter(|&end| end <= self.bytes.len())
-            .ok_or_else(|| {
-                format!(
-                    "the note at byte {at} is truncated: its name ({namesz} bytes) and descriptor ({descsz} bytes) run past the segment's end ({} bytes)",
-                    self.bytes.len()
-                )
-            })?;
+        else {
+            return Err(ours()
+                .then(|| format!("is truncated: its name ({namesz} bytes) and descriptor ({descsz} bytes) would")));
+        };
         let desc_at = end - descsz;
         self.at = round_up(end, self.align).min(self.bytes.len());
         if self.bytes[name_at..name_at + namesz] != NOTE_NAME[..] {
@@ -265,16 +336,16 @@ impl<'b> Notes<'b> {
 }
 
 impl<'b> Iterator for Notes<'b> {
-    type Item = Result<Note<'b>, String>;
+    type Item = Result<Note<'b>, (usize, String)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        while !self.failed && self.at < self.bytes.len() {
+        while !self.ended && self.at < self.bytes.len() {
             match self.next_note() {
                 Ok(Some(note)) => return Some(Ok(note)),
                 Ok(None) => {}
-                Err(e) => {
-                    self.failed = true;
-                    return Some(Err(e));
+                Err(ours) => {
+                    self.ended = true;
+                    return ours.map(|what| Err((self.at, what)));
                 }
             }
         }
@@ -466,6 +537,30 @@ pub(crate) mod build {
         bytes
     }
 
+    /// A shared-object header and one PT_NOTE program header per entry (its offset in
+    /// `data`, its size, its alignment), then `data`, which follows the table: for segments
+    /// that overlap or repeat.
+    pub(crate) fn raw(entries: &[(u64, u64, u64)], data: &[u8]) -> Vec<u8> {
+        let mut bytes = file(&[]);
+        bytes[56..58].copy_from_slice(&(entries.len() as u16).to_le_bytes());
+        let base = round_up(64 + 56 * entries.len(), 8) as u64;
+        for &(offset, size, align) in entries {
+            let mut entry = [0u8; 56];
+            entry[..4].copy_from_slice(&PT_NOTE.to_le_bytes());
+            entry[4..8].copy_from_slice(&4u32.to_le_bytes());
+            for at in [8, 16, 24] {
+                entry[at..at + 8].copy_from_slice(&(base + offset).to_le_bytes());
+            }
+            entry[32..40].copy_from_slice(&size.to_le_bytes());
+            entry[40..48].copy_from_slice(&size.to_le_bytes());
+            entry[48..56].copy_from_slice(&align.to_le_bytes());
+            bytes.extend_from_slice(&entry);
+        }
+        bytes.resize(base as usize, 0);
+        bytes.extend_from_slice(data);
+        bytes
+    }
+
     /// A file with one plugin record (complete) and passes `a` (untyped) and `b` (typed
     /// `num.v1`), in one 4-aligned segment.
     pub(crate) fn sound() -> Vec<u8> {
@@ -480,7 +575,7 @@ pub(crate) mod build {
 mod tests {
     use super::build::*;
     use super::*;
-    use crate::Elf;
+    use crate::{Elf, ReadAt};
 
     fn manifest(bytes: &[u8]) -> Result<Option<Manifest>, String> {
         Elf::new(bytes, bytes.len() as u64)
@@ -550,6 +645,164 @@ mod tests {
         assert_eq!(manifest(&bytes).unwrap(), None);
     }
 
+    /// A file in memory counting the bytes read from it.
+    struct Counted {
+        bytes: Vec<u8>,
+        read: std::cell::Cell<u64>,
+    }
+
+    impl ReadAt for Counted {
+        fn read_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
+            let got = self.bytes.as_slice().read_at(buffer, offset)?;
+            self.read.set(self.read.get() + got as u64);
+            Ok(got)
+        }
+    }
+
+    /// The manifest of `bytes` read from a counting source, and how many bytes that read.
+    fn counted(bytes: Vec<u8>) -> (Result<Option<Manifest>, String>, u64) {
+        let len = bytes.len() as u64;
+        let file = Counted {
+            bytes,
+            read: Default::default(),
+        };
+        let outcome = Elf::new(&file, len).manifest().map_err(|r| r.into_reason());
+        (outcome, file.read.get())
+    }
+
+    /// A segment with a plugin record and the pass `a`, then a GNU note of `filler` bytes.
+    fn padded_segment(filler: usize) -> Vec<u8> {
+        let mut notes = dylease(NT_PLUGIN, &plugin(1, 0, "math", "1.0.0"), 4);
+        notes.extend(dylease(NT_PASS, &pass("a", ""), 4));
+        notes.extend(note(b"GNU\0", 3, &vec![0x5a; filler], 4));
+        notes
+    }
+
+    #[test]
+    fn a_segment_listed_thousands_of_times_is_read_once() {
+        // 300 KiB: larger than a block the file keeps, so that every read of it is counted.
+        let segment = padded_segment(300 << 10);
+        let size = segment.len() as u64;
+        let bytes = raw(&vec![(0, size, 4); 3000], &segment);
+        let len = bytes.len() as u64;
+        let (outcome, read) = counted(bytes);
+        assert_eq!(outcome.unwrap(), Some(math(false, vec![DeclaredPass::new("a", None)])));
+        assert!(read <= 2 * len, "{read} bytes read of a file of {len}");
+        // Without a manifest likewise.
+        let gnu = note(b"GNU\0", 3, &vec![0x5a; 300 << 10], 4);
+        let bytes = raw(&vec![(0, gnu.len() as u64, 4); 3000], &gnu);
+        let len = bytes.len() as u64;
+        let (outcome, read) = counted(bytes);
+        assert_eq!(outcome.unwrap(), None);
+        assert!(read <= 2 * len, "{read} bytes read of a file of {len}");
+    }
+
+    #[test]
+    fn note_segments_beyond_the_caps_are_refused_before_they_are_read() {
+        // Overlapping segments, each starting 4 bytes later: 300 KiB each, four of them
+        // more than the cap.
+        let zeros = vec![0u8; 300 << 10];
+        let size = zeros.len() as u64;
+        let entries: Vec<_> = (0..8).map(|i| (4 * i, size - 4 * i, 4)).collect();
+        let (outcome, read) = counted(raw(&entries, &zeros));
+        assert_eq!(
+            outcome.unwrap_err(),
+            format!(
+                "its PT_NOTE segments hold more than {MAX_NOTE_BYTES} bytes, more than this reader reads in search of a dylease manifest"
+            )
+        );
+        assert!(read <= MAX_NOTE_BYTES + (64 << 10), "{read} bytes read");
+        // As many as the cap: read (zeros are empty notes of no owner).
+        let entries: Vec<_> = (0..4).map(|i| (i, MAX_NOTE_BYTES / 4, 4)).collect();
+        assert_eq!(manifest(&raw(&entries, &vec![0; 1 << 20])).unwrap(), None);
+        // Small segments, many of them.
+        let entries: Vec<_> = (0..MAX_NOTE_SEGMENTS as u64 + 1).map(|i| (4 * i, 12, 4)).collect();
+        let bytes = raw(&entries, &vec![0; 4 * entries.len() + 12]);
+        assert_eq!(
+            refusal(&bytes),
+            format!(
+                "its program headers list more than {MAX_NOTE_SEGMENTS} PT_NOTE segments, more than this reader reads in search of a dylease manifest"
+            )
+        );
+        // Zero-sized segments and repeated ones are not counted.
+        let mut entries: Vec<_> = (0..4000).map(|i| (4 * i, 0, 4)).collect();
+        entries.extend(vec![(0, 12, 4); 4000]);
+        assert_eq!(manifest(&raw(&entries, &vec![0; 16_000])).unwrap(), None);
+    }
+
+    #[test]
+    fn a_damaged_note_of_another_owner_ends_its_segment_not_the_read() {
+        let gnu = note(b"GNU\0", 3, &[0x11; 20], 4);
+        let sound = || {
+            let mut notes = dylease(NT_PLUGIN, &plugin(1, 0, "math", "1.0.0"), 4);
+            notes.extend(dylease(NT_PASS, &pass("a", ""), 4));
+            notes
+        };
+        let only_a = Some(math(false, vec![DeclaredPass::new("a", None)]));
+        // A truncated build-id note, alone: no manifest, as the loader sees it.
+        for cut in [2, 6, 12, 15, gnu.len() - 1] {
+            let bytes = file(&[(4, gnu[..cut].to_vec())]);
+            assert_eq!(manifest(&bytes), Ok(None), "cut at {cut}");
+            // After the dylease notes, in their segment or in one of its own.
+            let mut after = sound();
+            after.extend_from_slice(&gnu[..cut]);
+            assert_eq!(manifest(&file(&[(4, after)])), Ok(only_a.clone()), "cut at {cut}");
+            let bytes = file(&[(4, sound()), (4, gnu[..cut].to_vec())]);
+            assert_eq!(manifest(&bytes), Ok(only_a.clone()), "cut at {cut}");
+        }
+        // A foreign note whose descriptor size runs past the segment ends the walk of that
+        // segment: the dylease notes after it are not read.
+        let mut huge = gnu.clone();
+        huge[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        huge.extend(sound());
+        assert_eq!(manifest(&file(&[(4, huge.clone())])), Ok(None));
+        assert_eq!(manifest(&file(&[(4, huge), (4, sound())])), Ok(only_a.clone()));
+        // An owner of 8 bytes that is not dylease, truncated.
+        let android = note(b"Android\0", 1, &[0; 16], 4);
+        assert_eq!(manifest(&file(&[(4, android[..24].to_vec())])), Ok(None));
+        // A truncated dylease note, or one that could be (the header says 8 bytes of name
+        // and the bytes there begin as "dylease\0"), is refused, saying so.
+        let pass_note = dylease(NT_PASS, &pass("b", ""), 4);
+        for cut in [4, 10, 12, 15, 20, pass_note.len() - 1] {
+            let mut notes = sound();
+            notes.extend_from_slice(&pass_note[..cut]);
+            let reason = refusal(&file(&[(4, notes)]));
+            assert!(
+                reason.starts_with("its dylease manifest is corrupt: the dylease note at byte ")
+                    && reason.contains("truncated"),
+                "cut at {cut}: {reason}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_hundred_thousand_pass_records_are_refused_at_once() {
+        // Quadratic merging would take minutes.
+        let mut notes = dylease(NT_PLUGIN, &plugin(1, 0, "math", "1.0.0"), 4);
+        for i in 0..100_000 {
+            notes.extend(dylease(NT_PASS, &pass(&i.to_string(), ""), 4));
+        }
+        assert!(notes.len() as u64 > MAX_NOTE_BYTES);
+        let reason = refusal(&file(&[(4, notes)]));
+        assert!(reason.contains("hold more than 1048576 bytes"), "{reason}");
+    }
+
+    #[test]
+    fn as_many_pass_records_as_the_cap_holds_are_read() {
+        let mut notes = dylease(NT_PLUGIN, &plugin(1, 0, "math", "1.0.0"), 4);
+        let mut passes = Vec::new();
+        for i in 0.. {
+            let record = dylease(NT_PASS, &pass(&i.to_string(), ""), 4);
+            if (notes.len() + record.len()) as u64 > MAX_NOTE_BYTES {
+                break;
+            }
+            notes.extend(record);
+            passes.push(DeclaredPass::new(i.to_string(), None));
+        }
+        assert!(passes.len() > 20_000, "{}", passes.len());
+        assert_eq!(manifest(&file(&[(4, notes)])).unwrap(), Some(math(false, passes)));
+    }
+
     #[test]
     fn each_corruption_is_refused_with_its_cause() {
         let plugin_note = dylease(NT_PLUGIN, &plugin(1, 0, "math", "1.0.0"), 4);
@@ -567,7 +820,7 @@ mod tests {
         let mut cut = whole.clone();
         cut[64 + 32..64 + 40].copy_from_slice(&(plugin_note.len() as u64 + 20).to_le_bytes());
         assert!(
-            refusal(&cut).contains("run past the segment's end"),
+            refusal(&cut).contains("would run past the end of its PT_NOTE segment"),
             "{}",
             refusal(&cut)
         );
