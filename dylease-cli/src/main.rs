@@ -164,7 +164,10 @@ JSON output (--json): one document on standard output, in the style of `check --
   }
 Paths and \"cause\" of a problem are as in `check --help` (non-UTF-8 names escaped, with
 their exact bytes in \"path_bytes\" / \"file_bytes\"); a refusal's \"cause\" is one of headers,
-open, abi-mismatch, untrusted, io, other.";
+manifest (dylease's reading of the manifest refused it: corrupt, a pass declared twice, a
+format version it does not read), open (the file kept being replaced while it was read),
+abi-mismatch, untrusted, invalid-plugin (with --python: a source that does not parse), io,
+other.";
 
 #[derive(Debug, Args)]
 struct CheckCopyArgs {
@@ -394,9 +397,12 @@ gives every path: a byte that is not UTF-8, or a control character, as \\xNN (tw
 digits), a backslash as \\\\; its \"path_bytes\" (\"file_bytes\") holds its exact bytes (numbers
 0-255). Messages name such files escaped too. No path is printed with replacement
 characters, so two different names never print alike.
-\"cause\" is one of: headers (dylease's ELF check refused the file), open (the platform
-loader refused it), missing-entry, abi-mismatch, invalid-plugin, invalid-pass,
-register-failed, duplicate-pass, io, reentrant, other.";
+\"cause\" is one of: headers (dylease's ELF check refused the file), manifest (dylease's
+reading of its manifest refused it: corrupt, a pass declared twice, a format version this
+dylease does not read), open (the platform loader refused it), untrusted (the trust check
+refused it), missing-entry, abi-mismatch, invalid-plugin, invalid-pass, register-failed,
+manifest-mismatch (it registered other passes, or another name or version, than its
+manifest declares), duplicate-pass, io, reentrant, other.";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
