@@ -78,8 +78,9 @@ pub(crate) fn run(paths: &[PathBuf], options: check::Options) -> Vec<Source> {
 }
 
 /// Each pair of plugins of `entries` (those a host would not refuse) that declare the same
-/// passes, as a warning: all the plugins of a host share one namespace of pass names, so a
-/// host given `path` would load none of them.
+/// passes, as a warning: all the plugins of a host share one namespace of pass names. Only
+/// declared passes are compared: what a plugin without a manifest, or with an incomplete
+/// one, registers beyond them only loading it tells (`details` says so under it).
 fn clashes(path: &Path, entries: &[Entry]) -> Vec<String> {
     let mut first: Vec<(&str, &Path)> = Vec::new();
     // Each pair of plugins with the passes they both declare, in the order found.
@@ -204,7 +205,17 @@ pub(crate) fn human(sources: &[Source]) -> String {
 pub(crate) fn details(entry: &Entry) -> Vec<String> {
     let mut lines = Vec::new();
     match entry.catalog.manifest() {
-        Some(manifest) => lines.push(format!("manifest: {}", describe(manifest))),
+        Some(manifest) => {
+            lines.push(format!("manifest: {}", describe(manifest)));
+            if let (false, None, Some(path)) = (manifest.is_complete(), &entry.refusal, entry.path()) {
+                lines.push(format!(
+                    "which other passes it registers is known only by loading it, which runs its code (`dylease \
+                     check {}{}`): only those it declares are compared with other plugins'",
+                    if python::is_plugin(path) { "--python " } else { "" },
+                    names::escape(path)
+                ));
+            }
+        }
         None if entry.refusal.is_none() => lines.push(match entry.path() {
             Some(path) => format!(
                 "no manifest: which passes it registers is known only by loading it, which runs its code \

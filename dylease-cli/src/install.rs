@@ -264,8 +264,8 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
 /// register. A plugin of the directory named `name` is the one it replaces, and not compared.
 ///
 /// `Ok` with the lines to print under the install (the new plugin's manifest and pin
-/// prediction; each plugin of the directory without a manifest, whose passes only loading it
-/// would tell); `Err` naming both plugins and each pass when the new plugin declares or
+/// prediction; each plugin of the directory without a manifest or with an incomplete one,
+/// whose passes only loading it would tell); `Err` naming both plugins and each pass when the new plugin declares or
 /// registers a pass that one of the directory declares. Runs none of the plugins' code.
 fn compare(
     file: &Path,
@@ -340,6 +340,22 @@ fn compare(
             ));
             continue;
         };
+        if !declared.is_complete() {
+            // It may register passes it does not declare (DYLEASE_MANIFEST, the closure form of
+            // `export_plugin!`, a Python plugin whose registration the reader cannot follow):
+            // those it declares are compared below, the others cannot be without running it.
+            details.push(format!(
+                "warning: cannot tell whether `{}` registers the same passes: its manifest is incomplete (it \
+                 may register passes it does not declare){}; `dylease check {}{}` loads it (and runs its code)",
+                names::escape(path),
+                match declared.passes() {
+                    [] => ", and declares none",
+                    _ => "",
+                },
+                if python::is_plugin(path) { "--python " } else { "" },
+                names::escape(dir)
+            ));
+        }
         let shared: Vec<String> = declared
             .passes()
             .iter()

@@ -133,7 +133,9 @@ For each plugin:
 
 Two plugins of one FILE_OR_DIR that both declare a pass (and are not refused) get a
 warning after its plugins: a host given it would load neither, as all the plugins of a host
-share one namespace of pass names. A plugin without a manifest cannot be compared so.
+share one namespace of pass names. A plugin without a manifest cannot be compared so, nor
+the passes a plugin with an incomplete manifest registers beyond those it declares (only
+`dylease check`, which runs its code, sees them).
 
 Exit status: 0 when no plugin is refused (warnings do not count), 1 when one is or an
 argument cannot be read, 2 on a usage error.
@@ -253,7 +255,9 @@ compared: installing a new version over itself is no collision. The other plugin
 are judged from their files alone (`PluginHost::catalog`; with the `python` feature also
 DIR's Python plugins), with none of their code run. One without a manifest cannot be
 compared without running its code, which the installer does not do for plugins it is not
-installing: it gets a warning instead (`dylease check DIR` loads them all, and fails on a
+installing, nor can the passes one with an incomplete manifest (DYLEASE_MANIFEST, the
+closure form of `export_plugin!`) registers beyond those it declares: each gets a warning
+instead (`dylease check DIR` loads them all, and fails on a
 pass registered twice). Plugins a host would refuse before running their code (trust,
 ELF, ABI) register nothing, and are not compared.
 

@@ -316,3 +316,23 @@ fn the_helps_list_every_cause() {
         }
     }
 }
+
+/// A plugin with an incomplete manifest (DYLEASE_MANIFEST) may register passes it does not
+/// declare: `inspect` says that only loading it tells which, and that those are not compared.
+#[test]
+fn inspect_says_what_an_incomplete_manifest_leaves_uncompared() {
+    let dir = TestDir::new("cli_inspect_incomplete");
+    let plugins = dir.sub("plugins");
+    add_in(&plugins, "by_hand_manifest", "liba.so");
+    add_in(&plugins, "by_hand", "libb.so");
+    let run = dylease(dir.path(), &["inspect", "plugins"]);
+    assert_eq!(run.status, 0, "{run:?}");
+    assert!(
+        run.stdout.contains(
+            "(incomplete: it may register others)\n        which other passes it registers is known only by \
+             loading it, which runs its code (`dylease check plugins/liba.so`): only those it declares are \
+             compared with other plugins'\n"
+        ),
+        "{run:?}"
+    );
+}

@@ -390,3 +390,24 @@ fn dylease_install_refuses_a_plugin_without_a_manifest_registering_a_pass_anothe
     );
     assert_eq!(entries(plugins.path()), ["liba.so"], "the directory changed: {said}");
 }
+
+/// A plugin of the directory whose manifest is incomplete (DYLEASE_MANIFEST: it declares no
+/// pass) may register any pass: installing one that registers the same passes is warned
+/// about, as for a plugin without a manifest, not passed over in silence (`dylease check DIR`
+/// then fails on `seven` registered twice).
+#[test]
+fn dylease_install_warns_about_a_plugin_of_the_directory_with_an_incomplete_manifest() {
+    let plugins = TestDir::new("install_cli_incomplete");
+    let staging = TestDir::new("install_cli_incomplete_staging");
+    plugins.add("by_hand_manifest", "liba.so");
+    let new = staging.add("by_hand", "libb.so");
+    let (status, said) = install(&new, plugins.path());
+    assert_eq!(status, Some(0), "{said}");
+    assert!(
+        said.contains(&format!(
+            "warning: cannot tell whether `{}` registers the same passes: its manifest is incomplete",
+            plugins.path().join("liba.so").display()
+        )),
+        "{said}"
+    );
+}
