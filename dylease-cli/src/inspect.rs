@@ -24,7 +24,8 @@ pub(crate) struct Source {
     /// Its plugins in load order, or why a host given it would fail before judging any (a
     /// directory that cannot be read).
     pub(crate) outcome: Result<Vec<Entry>, Problem>,
-    /// Passes that two of its plugins declare: a host given it would load neither.
+    /// Passes that two of its plugins declare: a host given it would fail to load (or leave
+    /// out the second's pass, under `LoadPolicy::SkipFailed`).
     pub(crate) warnings: Vec<String>,
 }
 
@@ -103,8 +104,7 @@ fn clashes(path: &Path, entries: &[Entry]) -> Vec<String> {
         .into_iter()
         .map(|((other, file), passes)| {
             format!(
-                "`{}` and `{}` both declare {} {}: a host given `{}` would load neither (all the plugins of a \
-                 host share one namespace of pass names); rename the pass in one of them",
+                "`{}` and `{}` both declare {} {}: {}; rename the pass in one of them",
                 names::escape(other),
                 names::escape(file),
                 if passes.len() == 1 { "pass" } else { "passes" },
@@ -113,10 +113,20 @@ fn clashes(path: &Path, entries: &[Entry]) -> Vec<String> {
                     .map(|pass| format!("`{pass}`"))
                     .collect::<Vec<_>>()
                     .join(", "),
-                names::escape(path)
+                shared_pass(path)
             )
         })
         .collect()
+}
+
+/// What a host given `path` does when two of its plugins register the same pass, as a phrase.
+pub(crate) fn shared_pass(path: &Path) -> String {
+    format!(
+        "all the plugins of a host share one namespace of pass names, so a host given `{}` would fail to load \
+         (with LoadPolicy::Strict, the default, none of its plugins load), or, with LoadPolicy::SkipFailed, \
+         keep the plugin loaded first's registration of each shared pass and leave the other's out",
+        names::escape(path)
+    )
 }
 
 /// A builder given `path` as `check` gives it to its hosts.

@@ -21,9 +21,10 @@
 //! Before the rename, what is installed is compared with the other plugins of DIR (`compare`),
 //! from their files alone (`PluginHost::catalog`, which runs no plugin code): a pass the new
 //! plugin declares in its manifest, or registered in its check, that another plugin declares
-//! in its manifest makes a host given DIR load none of them, so the file is not installed.
+//! in its manifest makes a host given DIR fail to load (with `LoadPolicy::SkipFailed`, leave
+//! out one plugin's pass), so the file is not installed.
 //! The file it replaces (the same name in DIR) is not compared. Another plugin without a
-//! manifest gets a warning: only loading it (running its code) would tell its passes, and
+//! manifest, or with an incomplete one (for the passes it does not declare), gets a warning: only loading it (running its code) would tell its passes, and
 //! the installer runs the code of the file it installs only. The manifest and pin
 //! prediction of the installed file are printed under it.
 //!
@@ -192,7 +193,8 @@ enum Refused {
     /// The file could not be copied, or renamed into place: why, naming the path.
     Io(String),
     /// It would load, but declares or registers a pass that another plugin of the directory
-    /// declares: a host given the directory would load neither. Both plugins and the pass.
+    /// declares: a host given the directory would fail to load (or, with
+    /// `LoadPolicy::SkipFailed`, leave out the second's pass). Both plugins and the pass.
     Collision(String),
 }
 
@@ -378,11 +380,10 @@ fn compare(
         return Ok(details);
     }
     Err(format!(
-        "{}: a host given `{}` would load neither (all the plugins of a host share one namespace of pass \
-         names), so `{}` is unchanged and the temporary copy was removed. Rename the pass in one of the \
+        "{}: {}; so `{}` is unchanged and the temporary copy was removed. Rename the pass in one of the \
          plugins, or take the other plugin out of the directory first",
         collisions.join("; "),
-        names::escape(dir),
+        inspect::shared_pass(dir),
         names::escape(dir)
     ))
 }

@@ -188,7 +188,8 @@ fn the_helps_say_that_check_runs_the_plugins_code_and_inspect_does_not() {
 }
 
 /// Two plugins of a directory that declare the same passes get a warning naming both and
-/// the passes (a host given the directory would load neither); it refuses nothing.
+/// the passes (a host given the directory would fail to load, or leave one out); it refuses
+/// nothing.
 #[test]
 fn inspect_warns_about_passes_two_plugins_of_a_directory_declare() {
     let dir = TestDir::new("cli_inspect_clash");
@@ -202,7 +203,13 @@ fn inspect_warns_about_passes_two_plugins_of_a_directory_declare() {
         run.stdout
             .contains("warning: `plugins/liba.so` and `plugins/libb.so` both declare passes `")
             && run.stdout.contains("`typed_pass_with_data`")
-            && run.stdout.contains(": a host given `plugins` would load neither"),
+            && run
+                .stdout
+                .contains("so a host given `plugins` would fail to load (with LoadPolicy::Strict")
+            && run
+                .stdout
+                .contains("with LoadPolicy::SkipFailed, keep the plugin loaded first's")
+            && !run.stdout.contains("load neither"),
         "{run:?}"
     );
     let document = json(&dylease(dir.path(), &["inspect", "--json", "plugins"]));

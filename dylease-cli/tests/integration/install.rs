@@ -292,7 +292,7 @@ fn install(file: &Path, dir: &Path) -> (Option<i32>, String) {
 }
 
 /// Two copies of one plugin under different file names declare the same passes: the second
-/// is not installed (a host given the directory would load neither), the error names both
+/// is not installed (a host given the directory would fail to load), the error names both
 /// files and the passes, and the directory is left as it was (no temporary copy). Installing
 /// the first's file name again replaces it: an upgrade is no collision. A plugin of the
 /// directory without a manifest is warned about.
