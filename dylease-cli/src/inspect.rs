@@ -21,8 +21,10 @@ use crate::report::{self, Json, bytes_json, path_json, problem_json};
 pub(crate) struct Source {
     /// The argument, as given.
     pub(crate) path: PathBuf,
-    /// Its plugins in load order, or why a host given it would fail before judging any (a
-    /// directory that cannot be read).
+    /// Its plugins in load order, or why the argument itself cannot be read (a directory
+    /// that cannot be listed, a file that cannot be read or is missing: discovery makes that
+    /// a refused entry of the catalog, which `argument_problem` takes out), or why the host
+    /// could not judge any (its configuration).
     pub(crate) outcome: Result<Vec<Entry>, Problem>,
     /// Passes that two of its plugins declare: a host given it would fail to load (or leave
     /// out the second's pass, under `LoadPolicy::SkipFailed`).
@@ -64,8 +66,9 @@ pub(crate) fn run(paths: &[PathBuf], options: check::Options) -> Vec<Source> {
     paths
         .iter()
         .map(|path| {
-            let outcome: Result<Vec<Entry>, Problem> =
-                catalog(sources(options, path), options).map(|entries| entries.into_iter().map(Entry::new).collect());
+            let outcome: Result<Vec<Entry>, Problem> = catalog(sources(options, path), options)
+                .map(|entries| entries.into_iter().map(Entry::new).collect())
+                .and_then(|entries| argument_problem(path, entries));
             let warnings = outcome
                 .as_deref()
                 .map_or_else(|_| Vec::new(), |entries| clashes(path, entries));
@@ -76,6 +79,23 @@ pub(crate) fn run(paths: &[PathBuf], options: check::Options) -> Vec<Source> {
             }
         })
         .collect()
+}
+
+/// `entries`, or, when one of them is the argument `path` itself refused because it cannot be
+/// read (`Error::Io`: a missing file, a directory that cannot be listed), that refusal as the
+/// argument's problem: it is no plugin, and a host given `path` judges none.
+fn argument_problem(path: &Path, entries: Vec<Entry>) -> Result<Vec<Entry>, Problem> {
+    let unreadable = |entry: &Entry| {
+        entry.path() == Some(path) && matches!(entry.catalog.refusal(), Some(dylease::Error::Io { .. }))
+    };
+    match entries.iter().position(unreadable) {
+        Some(at) => Err(entries
+            .into_iter()
+            .nth(at)
+            .and_then(|entry| entry.refusal)
+            .expect("a refused entry")),
+        None => Ok(entries),
+    }
 }
 
 /// Each pair of plugins of `entries` (those a host would not refuse) that declare the same
@@ -137,7 +157,10 @@ fn sources(options: check::Options, path: &Path) -> HostBuilder {
     unsafe { check::add_path(builder, options.python, path) }
 }
 
-/// The catalog of the host `builder` configures, under `options.trust`.
+/// The catalog of the host `builder` configures, under `options.trust`. `Err` only when the
+/// host cannot be built or its sources cannot be planned at all (a path variable naming a
+/// relative directory): a source directory that cannot be listed, or a file that cannot be
+/// read, is an entry of the catalog refused with `Error::Io`.
 pub(crate) fn catalog(builder: HostBuilder, options: check::Options) -> Result<Vec<CatalogEntry>, Problem> {
     builder
         .trust(options.trust)
@@ -151,12 +174,12 @@ const DETAIL: &str = "        ";
 /// The text report: a line per plugin, then its details, then a closing line.
 pub(crate) fn human(sources: &[Source]) -> String {
     let mut out = String::new();
-    let (mut plugins, mut refused) = (0, 0);
+    let (mut plugins, mut refused, mut unreadable) = (0, 0, 0);
     for source in sources {
         let shown = names::escape(&source.path);
         match &source.outcome {
             Err(problem) => {
-                refused += 1;
+                unreadable += 1;
                 let _ = writeln!(out, "FAIL  {shown}");
                 let _ = writeln!(out, "{DETAIL}problem: {}", message(&source.path, problem));
                 let _ = writeln!(out, "{DETAIL}fix: {}", problem.advice.fix);
@@ -194,16 +217,24 @@ pub(crate) fn human(sources: &[Source]) -> String {
         1 => "1 plugin".to_owned(),
         n => format!("{n} plugins"),
     };
+    let unreadable = match (unreadable, refused) {
+        (0, _) => String::new(),
+        (1, 0) => " 1 argument cannot be read (FAIL above).".to_owned(),
+        (1, _) => " 1 argument cannot be read.".to_owned(),
+        (n, 0) => format!(" {n} arguments cannot be read (FAIL above)."),
+        (n, _) => format!(" {n} arguments cannot be read."),
+    };
     if refused == 0 {
         let _ = writeln!(
             out,
-            "\n{plugins}, none refused. No plugin code was run: what the plugins do when they load is `dylease check`'s \
-             to find out."
+            "\n{plugins}, none refused.{unreadable} No plugin code was run: what the plugins do when they load is \
+             `dylease check`'s to find out."
         );
     } else {
         let _ = writeln!(
             out,
-            "\n{plugins}; {refused} refused (FAIL above): a host would not load {}. No plugin code was run.",
+            "\n{plugins}; {refused} refused (FAIL above): a host would not load {}.{unreadable} No plugin code was \
+             run.",
             if refused == 1 { "it" } else { "them" }
         );
     }

@@ -316,8 +316,10 @@ fn compare(
     } else {
         builder
     };
+    // `Err` only for a host that cannot be built: a directory that cannot be listed is an
+    // entry refused with `Error::Io`, passed over below as every refusal is (the rename into
+    // it then fails, and says why).
     let Ok(others) = inspect::catalog(builder, options) else {
-        // A directory that cannot be read: the install cannot go on either, and says why.
         return Ok(details);
     };
     let new = match manifest {

@@ -343,3 +343,26 @@ fn inspect_says_what_an_incomplete_manifest_leaves_uncompared() {
         "{run:?}"
     );
 }
+
+/// An argument that cannot be read (a missing path) is a problem of the argument, not a
+/// refused plugin: no plugin is counted, and the JSON gives it as the source's `problem`.
+#[test]
+fn inspect_reports_an_argument_that_cannot_be_read_as_the_arguments_problem() {
+    let dir = TestDir::new("cli_inspect_missing");
+    let run = dylease(dir.path(), &["inspect", "missing.so"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    assert!(
+        run.stdout.starts_with("FAIL  missing.so\n")
+            && run.stdout.contains("problem: cannot read plugin file `missing.so`")
+            && run
+                .stdout
+                .contains("\n0 plugins, none refused. 1 argument cannot be read (FAIL above).")
+            && !run.stdout.contains("1 plugin;"),
+        "{run:?}"
+    );
+    let document = json(&dylease(dir.path(), &["inspect", "--json", "missing.so"]));
+    let source = &document["sources"][0];
+    assert_eq!(source["problem"]["cause"], "io", "{document}");
+    assert_eq!(source["plugins"], Value::Array(Vec::new()), "{document}");
+    assert_eq!(document["ok"], false, "{document}");
+}
