@@ -31,6 +31,12 @@ pub(crate) fn for_error(error: &Error) -> Advice {
              cut-short file again (by rename: `dylease install`, or `cp` to a temporary name then `mv`), or move \
              the file out of the plugin directory",
         ),
+        // dylease's own reading of the manifest refused the file: no loader saw it either.
+        Error::Open {
+            cause: OpenCause::Manifest,
+            reason,
+            ..
+        } => advice("manifest", manifest_fix(reason)),
         Error::Open { reason, .. } => advice("open", open_fix(reason)),
         Error::MissingEntry { .. } => advice(
             "missing-entry",
@@ -39,13 +45,21 @@ pub(crate) fn for_error(error: &Error) -> Advice {
              entry point must be `extern \"C\"` and visible: DYLEASE_EXPORT). If this file is not a plugin, \
              move it out of the plugin directory: a host loads every library file in it",
         ),
-        Error::AbiMismatch { expected, .. } => advice(
-            "abi-mismatch",
-            format!(
-                "rebuild the plugin against the dylease.h of this host (ABI version {expected}), or against \
-                 the same dylease version for a Rust plugin"
-            ),
-        ),
+        Error::AbiMismatch {
+            found,
+            expected,
+            declared,
+            ..
+        } => advice("abi-mismatch", abi_fix(*found, *expected, *declared)),
+        // A Python plugin whose source cannot be parsed, found while reading its manifest
+        // (`Staged::manifest`): a fault of its code, not of a descriptor.
+        Error::InvalidPlugin {
+            plugin: Origin::File(path),
+            reason,
+            ..
+        } if is_python(path) && reason.starts_with(PYTHON_MANIFEST_UNREADABLE) => {
+            advice("invalid-plugin", python_manifest_fix(reason))
+        }
         Error::InvalidPlugin { .. } => advice(
             "invalid-plugin",
             "fill the descriptor: a non-empty UTF-8 name and a register_passes function; \
@@ -64,10 +78,26 @@ pub(crate) fn for_error(error: &Error) -> Advice {
             ..
         } if is_python(path) => advice("register-failed", python_fix(reason)),
         Error::RegisterFailed { reason, .. } => advice("register-failed", register_fix(reason)),
-        Error::DuplicatePass { first, second, .. } if first == second => advice(
-            "duplicate-pass",
-            "expand each DYLEASE_PASS in exactly one translation unit: one in a header included by two \
-             source files registers the pass twice; move it into one .c or .cpp file",
+        Error::DuplicatePass { first, second, .. } if first == second => advice("duplicate-pass", ONE_UNIT),
+        Error::ManifestMismatch {
+            plugin: Origin::File(path),
+            ..
+        } if is_python(path) => advice(
+            "manifest-mismatch",
+            "the passes the plugin registered differ from those its source declares (read from its syntax \
+             tree without running it; the problem above names each difference): a declared pass in a module \
+             the plugin never imports is never registered, so import that module from the plugin, or remove \
+             the pass; the name and version given to `dylease.plugin` must be plain string literals",
+        ),
+        Error::ManifestMismatch { .. } => advice(
+            "manifest-mismatch",
+            "the plugin registered other passes, or gave another name or version, than its manifest declares \
+             (the problem above names each difference); a complete manifest is a promise that it registers \
+             exactly the declared passes: a C or C++ plugin registers exactly the passes of its DYLEASE_PASS \
+             and DYLEASE_TYPED_PASS macros, with the name and version of its DYLEASE_PLUGIN; a Rust plugin \
+             exactly the passes listed in `export_plugin!`. A plugin that registers passes by hand declares \
+             an incomplete manifest instead: DYLEASE_MANIFEST(name, version) with a hand-filled descriptor \
+             (not DYLEASE_PLUGIN), or the register-closure form of `export_plugin!`",
         ),
         Error::DuplicatePass { .. } => advice(
             "duplicate-pass",
@@ -103,6 +133,81 @@ pub(crate) fn for_error(error: &Error) -> Advice {
              loading it; plugin code must not acquire its own host",
         ),
         _ => advice("other", "the message above names the cause"),
+    }
+}
+
+/// The advice for a pass registered twice by one plugin, and for a pass its manifest
+/// declares twice: both are what a DYLEASE_PASS in a header included by two source files
+/// makes.
+const ONE_UNIT: &str = "expand each DYLEASE_PASS in exactly one translation unit: one in a header included by two \
+                        source files declares and registers the pass twice; move it into one .c or .cpp file";
+
+/// dylease's own reading of the plugin's manifest (`OpenCause::Manifest`), by what it found:
+/// a pass declared twice, a format version it does not read, plugin records that disagree, or
+/// corruption.
+fn manifest_fix(reason: &str) -> String {
+    let before = "dylease read the plugin's manifest (its `.note.dylease` notes) before any loader saw the file, \
+                  so none of its code ran";
+    if reason.contains("its dylease manifest declares the pass `") && reason.ends_with("` twice") {
+        format!("{before}; it declares a pass twice: {ONE_UNIT}")
+    } else if reason.contains("has format version ") {
+        format!(
+            "{before}, but it is written in a manifest format version this dylease does not read (the problem \
+             above says which): update the host's dylease (and this tool) to one that reads it, or rebuild \
+             the plugin with the header (`dylease header`) or the dylease-plugin crate of this dylease"
+        )
+    } else if reason.contains("two plugin records that disagree") {
+        format!(
+            "{before}; its object files declare two different plugins: put DYLEASE_PLUGIN (or DYLEASE_MANIFEST) \
+             in exactly one source file of the plugin, and link only that plugin's objects into it"
+        )
+    } else if reason.contains("but has no plugin record") {
+        format!(
+            "{before}; it declares passes but no plugin: a plugin with DYLEASE_PASS macros also needs \
+             DYLEASE_PLUGIN(\"name\", \"version\") in one of its source files"
+        )
+    } else {
+        format!(
+            "{before}, and it is corrupt (the problem above says where): rebuild the plugin with the header \
+             (`dylease header`) or the dylease-plugin crate of this dylease, and check that its link step \
+             keeps the `.note.dylease` section as the compiler wrote it (a linker script or an `objcopy` step \
+             that rewrites notes corrupts it)"
+        )
+    }
+}
+
+/// An ABI version the host does not speak, from the plugin's descriptor or (`declared`) its
+/// manifest.
+fn abi_fix(found: u32, expected: u32, declared: bool) -> String {
+    let newer = if found > expected {
+        format!(", or update the host to a dylease that speaks ABI version {found}")
+    } else {
+        String::new()
+    };
+    let ran = if declared {
+        " (the version was read from its manifest before the library was mapped: none of its code ran)"
+    } else {
+        ""
+    };
+    format!(
+        "rebuild the plugin against the dylease.h of this host (ABI version {expected}; `dylease header` prints \
+         it), or against the dylease-plugin crate of this host's dylease for a Rust plugin{newer}{ran}"
+    )
+}
+
+/// How the error of a Python plugin whose manifest cannot be read starts (`Staged::manifest`):
+/// its source does not parse.
+const PYTHON_MANIFEST_UNREADABLE: &str = "its manifest cannot be read: ";
+
+/// A Python plugin's source that its manifest reader cannot parse: a syntax error, at
+/// `(at FILE, line N)`, as `python_fix` gives it.
+fn python_manifest_fix(reason: &str) -> String {
+    if location(reason, " (at ").is_some() {
+        python_fix(reason)
+    } else {
+        "Python cannot parse the plugin's source (the problem above says why), so the host loads none of its \
+         passes: fix the source so that it compiles (`python3 -m py_compile FILE`)"
+            .to_owned()
     }
 }
 

@@ -21,10 +21,13 @@ use crate::report::{self, Json, bytes_json, path_json, problem_json};
 pub(crate) struct Source {
     /// The argument, as given.
     pub(crate) path: PathBuf,
-    /// Its plugins in load order, or why a host given it would fail before judging any (a
-    /// directory that cannot be read).
+    /// Its plugins in load order, or why the argument itself cannot be read (a directory
+    /// that cannot be listed, a file that cannot be read or is missing: discovery makes that
+    /// a refused entry of the catalog, which `argument_problem` takes out), or why the host
+    /// could not judge any (its configuration).
     pub(crate) outcome: Result<Vec<Entry>, Problem>,
-    /// Passes that two of its plugins declare: a host given it would load neither.
+    /// Passes that two of its plugins declare: a host given it would fail to load (or leave
+    /// out the second's pass, under `LoadPolicy::SkipFailed`).
     pub(crate) warnings: Vec<String>,
 }
 
@@ -63,8 +66,9 @@ pub(crate) fn run(paths: &[PathBuf], options: check::Options) -> Vec<Source> {
     paths
         .iter()
         .map(|path| {
-            let outcome: Result<Vec<Entry>, Problem> =
-                catalog(sources(options, path), options).map(|entries| entries.into_iter().map(Entry::new).collect());
+            let outcome: Result<Vec<Entry>, Problem> = catalog(sources(options, path), options)
+                .map(|entries| entries.into_iter().map(Entry::new).collect())
+                .and_then(|entries| argument_problem(path, entries));
             let warnings = outcome
                 .as_deref()
                 .map_or_else(|_| Vec::new(), |entries| clashes(path, entries));
@@ -77,9 +81,27 @@ pub(crate) fn run(paths: &[PathBuf], options: check::Options) -> Vec<Source> {
         .collect()
 }
 
+/// `entries`, or, when one of them is the argument `path` itself refused because it cannot be
+/// read (`Error::Io`: a missing file, a directory that cannot be listed), that refusal as the
+/// argument's problem: it is no plugin, and a host given `path` judges none.
+fn argument_problem(path: &Path, entries: Vec<Entry>) -> Result<Vec<Entry>, Problem> {
+    let unreadable = |entry: &Entry| {
+        entry.path() == Some(path) && matches!(entry.catalog.refusal(), Some(dylease::Error::Io { .. }))
+    };
+    match entries.iter().position(unreadable) {
+        Some(at) => Err(entries
+            .into_iter()
+            .nth(at)
+            .and_then(|entry| entry.refusal)
+            .expect("a refused entry")),
+        None => Ok(entries),
+    }
+}
+
 /// Each pair of plugins of `entries` (those a host would not refuse) that declare the same
-/// passes, as a warning: all the plugins of a host share one namespace of pass names, so a
-/// host given `path` would load none of them.
+/// passes, as a warning: all the plugins of a host share one namespace of pass names. Only
+/// declared passes are compared: what a plugin without a manifest, or with an incomplete
+/// one, registers beyond them only loading it tells (`details` says so under it).
 fn clashes(path: &Path, entries: &[Entry]) -> Vec<String> {
     let mut first: Vec<(&str, &Path)> = Vec::new();
     // Each pair of plugins with the passes they both declare, in the order found.
@@ -102,8 +124,7 @@ fn clashes(path: &Path, entries: &[Entry]) -> Vec<String> {
         .into_iter()
         .map(|((other, file), passes)| {
             format!(
-                "`{}` and `{}` both declare {} {}: a host given `{}` would load neither (all the plugins of a \
-                 host share one namespace of pass names); rename the pass in one of them",
+                "`{}` and `{}` both declare {} {}: {}; rename the pass in one of them",
                 names::escape(other),
                 names::escape(file),
                 if passes.len() == 1 { "pass" } else { "passes" },
@@ -112,10 +133,20 @@ fn clashes(path: &Path, entries: &[Entry]) -> Vec<String> {
                     .map(|pass| format!("`{pass}`"))
                     .collect::<Vec<_>>()
                     .join(", "),
-                names::escape(path)
+                shared_pass(path)
             )
         })
         .collect()
+}
+
+/// What a host given `path` does when two of its plugins register the same pass, as a phrase.
+pub(crate) fn shared_pass(path: &Path) -> String {
+    format!(
+        "all the plugins of a host share one namespace of pass names, so a host given `{}` would fail to load \
+         (with LoadPolicy::Strict, the default, none of its plugins load), or, with LoadPolicy::SkipFailed, \
+         keep the plugin loaded first's registration of each shared pass and leave the other's out",
+        names::escape(path)
+    )
 }
 
 /// A builder given `path` as `check` gives it to its hosts.
@@ -126,7 +157,10 @@ fn sources(options: check::Options, path: &Path) -> HostBuilder {
     unsafe { check::add_path(builder, options.python, path) }
 }
 
-/// The catalog of the host `builder` configures, under `options.trust`.
+/// The catalog of the host `builder` configures, under `options.trust`. `Err` only when the
+/// host cannot be built or its sources cannot be planned at all (a path variable naming a
+/// relative directory): a source directory that cannot be listed, or a file that cannot be
+/// read, is an entry of the catalog refused with `Error::Io`.
 pub(crate) fn catalog(builder: HostBuilder, options: check::Options) -> Result<Vec<CatalogEntry>, Problem> {
     builder
         .trust(options.trust)
@@ -140,12 +174,12 @@ const DETAIL: &str = "        ";
 /// The text report: a line per plugin, then its details, then a closing line.
 pub(crate) fn human(sources: &[Source]) -> String {
     let mut out = String::new();
-    let (mut plugins, mut refused) = (0, 0);
+    let (mut plugins, mut refused, mut unreadable) = (0, 0, 0);
     for source in sources {
         let shown = names::escape(&source.path);
         match &source.outcome {
             Err(problem) => {
-                refused += 1;
+                unreadable += 1;
                 let _ = writeln!(out, "FAIL  {shown}");
                 let _ = writeln!(out, "{DETAIL}problem: {}", message(&source.path, problem));
                 let _ = writeln!(out, "{DETAIL}fix: {}", problem.advice.fix);
@@ -183,16 +217,24 @@ pub(crate) fn human(sources: &[Source]) -> String {
         1 => "1 plugin".to_owned(),
         n => format!("{n} plugins"),
     };
+    let unreadable = match (unreadable, refused) {
+        (0, _) => String::new(),
+        (1, 0) => " 1 argument cannot be read (FAIL above).".to_owned(),
+        (1, _) => " 1 argument cannot be read.".to_owned(),
+        (n, 0) => format!(" {n} arguments cannot be read (FAIL above)."),
+        (n, _) => format!(" {n} arguments cannot be read."),
+    };
     if refused == 0 {
         let _ = writeln!(
             out,
-            "\n{plugins}, none refused. No plugin code was run: what the plugins do when they load is `dylease check`'s \
-             to find out."
+            "\n{plugins}, none refused.{unreadable} No plugin code was run: what the plugins do when they load is \
+             `dylease check`'s to find out."
         );
     } else {
         let _ = writeln!(
             out,
-            "\n{plugins}; {refused} refused (FAIL above): a host would not load {}. No plugin code was run.",
+            "\n{plugins}; {refused} refused (FAIL above): a host would not load {}.{unreadable} No plugin code was \
+             run.",
             if refused == 1 { "it" } else { "them" }
         );
     }
@@ -204,7 +246,17 @@ pub(crate) fn human(sources: &[Source]) -> String {
 pub(crate) fn details(entry: &Entry) -> Vec<String> {
     let mut lines = Vec::new();
     match entry.catalog.manifest() {
-        Some(manifest) => lines.push(format!("manifest: {}", describe(manifest))),
+        Some(manifest) => {
+            lines.push(format!("manifest: {}", describe(manifest)));
+            if let (false, None, Some(path)) = (manifest.is_complete(), &entry.refusal, entry.path()) {
+                lines.push(format!(
+                    "which other passes it registers is known only by loading it, which runs its code (`dylease \
+                     check {}{}`): only those it declares are compared with other plugins'",
+                    if python::is_plugin(path) { "--python " } else { "" },
+                    names::escape(path)
+                ));
+            }
+        }
         None if entry.refusal.is_none() => lines.push(match entry.path() {
             Some(path) => format!(
                 "no manifest: which passes it registers is known only by loading it, which runs its code \

@@ -21,9 +21,10 @@
 //! Before the rename, what is installed is compared with the other plugins of DIR (`compare`),
 //! from their files alone (`PluginHost::catalog`, which runs no plugin code): a pass the new
 //! plugin declares in its manifest, or registered in its check, that another plugin declares
-//! in its manifest makes a host given DIR load none of them, so the file is not installed.
+//! in its manifest makes a host given DIR fail to load (with `LoadPolicy::SkipFailed`, leave
+//! out one plugin's pass), so the file is not installed.
 //! The file it replaces (the same name in DIR) is not compared. Another plugin without a
-//! manifest gets a warning: only loading it (running its code) would tell its passes, and
+//! manifest, or with an incomplete one (for the passes it does not declare), gets a warning: only loading it (running its code) would tell its passes, and
 //! the installer runs the code of the file it installs only. The manifest and pin
 //! prediction of the installed file are printed under it.
 //!
@@ -192,7 +193,8 @@ enum Refused {
     /// The file could not be copied, or renamed into place: why, naming the path.
     Io(String),
     /// It would load, but declares or registers a pass that another plugin of the directory
-    /// declares: a host given the directory would load neither. Both plugins and the pass.
+    /// declares: a host given the directory would fail to load (or, with
+    /// `LoadPolicy::SkipFailed`, leave out the second's pass). Both plugins and the pass.
     Collision(String),
 }
 
@@ -264,8 +266,8 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
 /// register. A plugin of the directory named `name` is the one it replaces, and not compared.
 ///
 /// `Ok` with the lines to print under the install (the new plugin's manifest and pin
-/// prediction; each plugin of the directory without a manifest, whose passes only loading it
-/// would tell); `Err` naming both plugins and each pass when the new plugin declares or
+/// prediction; each plugin of the directory without a manifest or with an incomplete one,
+/// whose passes only loading it would tell); `Err` naming both plugins and each pass when the new plugin declares or
 /// registers a pass that one of the directory declares. Runs none of the plugins' code.
 fn compare(
     file: &Path,
@@ -314,8 +316,10 @@ fn compare(
     } else {
         builder
     };
+    // `Err` only for a host that cannot be built: a directory that cannot be listed is an
+    // entry refused with `Error::Io`, passed over below as every refusal is (the rename into
+    // it then fails, and says why).
     let Ok(others) = inspect::catalog(builder, options) else {
-        // A directory that cannot be read: the install cannot go on either, and says why.
         return Ok(details);
     };
     let new = match manifest {
@@ -340,6 +344,22 @@ fn compare(
             ));
             continue;
         };
+        if !declared.is_complete() {
+            // It may register passes it does not declare (DYLEASE_MANIFEST, the closure form of
+            // `export_plugin!`, a Python plugin whose registration the reader cannot follow):
+            // those it declares are compared below, the others cannot be without running it.
+            details.push(format!(
+                "warning: cannot tell whether `{}` registers the same passes: its manifest is incomplete (it \
+                 may register passes it does not declare){}; `dylease check {}{}` loads it (and runs its code)",
+                names::escape(path),
+                match declared.passes() {
+                    [] => ", and declares none",
+                    _ => "",
+                },
+                if python::is_plugin(path) { "--python " } else { "" },
+                names::escape(dir)
+            ));
+        }
         let shared: Vec<String> = declared
             .passes()
             .iter()
@@ -362,11 +382,10 @@ fn compare(
         return Ok(details);
     }
     Err(format!(
-        "{}: a host given `{}` would load neither (all the plugins of a host share one namespace of pass \
-         names), so `{}` is unchanged and the temporary copy was removed. Rename the pass in one of the \
+        "{}: {}; so `{}` is unchanged and the temporary copy was removed. Rename the pass in one of the \
          plugins, or take the other plugin out of the directory first",
         collisions.join("; "),
-        names::escape(dir),
+        inspect::shared_pass(dir),
         names::escape(dir)
     ))
 }

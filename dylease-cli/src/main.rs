@@ -132,8 +132,12 @@ For each plugin:
                 fix (for C++, the version script `dylease header --version-script` prints).
 
 Two plugins of one FILE_OR_DIR that both declare a pass (and are not refused) get a
-warning after its plugins: a host given it would load neither, as all the plugins of a host
-share one namespace of pass names. A plugin without a manifest cannot be compared so.
+warning after its plugins: all the plugins of a host share one namespace of pass names, so
+a host given it would fail to load (with LoadPolicy::Strict, the default, none of its
+plugins load), or, with LoadPolicy::SkipFailed, keep the first-loaded plugin's
+registration of each shared pass and leave the other's out. A plugin without a manifest
+cannot be compared so, nor the passes a plugin with an incomplete manifest registers
+beyond those it declares (only `dylease check`, which runs its code, sees them).
 
 Exit status: 0 when no plugin is refused (warnings do not count), 1 when one is or an
 argument cannot be read, 2 on a usage error.
@@ -164,7 +168,10 @@ JSON output (--json): one document on standard output, in the style of `check --
   }
 Paths and \"cause\" of a problem are as in `check --help` (non-UTF-8 names escaped, with
 their exact bytes in \"path_bytes\" / \"file_bytes\"); a refusal's \"cause\" is one of headers,
-open, abi-mismatch, untrusted, io, other.";
+manifest (dylease's reading of the manifest refused it: corrupt, a pass declared twice, a
+format version it does not read), open (the file kept being replaced while it was read),
+abi-mismatch, untrusted, invalid-plugin (with --python: a source that does not parse), io,
+other.";
 
 #[derive(Debug, Args)]
 struct CheckCopyArgs {
@@ -241,18 +248,22 @@ its manifest (or \"no manifest\", with the passes its check saw it register) and
 prediction of whether it will stay mapped after its unload (for a C++ plugin linked without
 the version script: a warning, with the fix).
 
-All the plugins of a host share one namespace of pass names, so a host given DIR would load
-none of them if two registered the same pass. A plugin that declares in its manifest, or
-registered in its check, a pass that another plugin of DIR declares in its manifest is not
-installed: the installer names both plugins and the passes, removes its temporary copy
-and leaves DIR as it was. The file it replaces (DIR/NAME, the same file name) is not
-compared: installing a new version over itself is no collision. The other plugins of DIR
-are judged from their files alone (`PluginHost::catalog`; with the `python` feature also
-DIR's Python plugins), with none of their code run. One without a manifest cannot be
-compared without running its code, which the installer does not do for plugins it is not
-installing: it gets a warning instead (`dylease check DIR` loads them all, and fails on a
-pass registered twice). Plugins a host would refuse before running their code (trust,
-ELF, ABI) register nothing, and are not compared.
+All the plugins of a host share one namespace of pass names: if two registered the same
+pass, a host given DIR would fail to load (with LoadPolicy::Strict, the default, none of
+its plugins load), or, with LoadPolicy::SkipFailed, keep the first-loaded plugin's
+registration of each shared pass and leave the other's out. A plugin that declares in its
+manifest, or registered in its check, a pass that another plugin of DIR declares in its
+manifest is not installed: the installer names both plugins and the passes, removes its
+temporary copy and leaves DIR as it was. The file it replaces (DIR/NAME, the same file
+name) is not compared: installing a new version over itself is no collision. The other
+plugins of DIR are judged from their files alone (`PluginHost::catalog`; with the `python`
+feature also DIR's Python plugins), with none of their code run. One without a manifest
+cannot be compared without running its code, which the installer does not do for plugins
+it is not installing, nor can the passes one with an incomplete manifest
+(DYLEASE_MANIFEST, the closure form of `export_plugin!`) registers beyond those it
+declares: each gets a warning instead (`dylease check DIR` loads them all, and fails on a
+pass registered twice). Plugins a host would refuse before running their code (trust, ELF,
+manifest, ABI) register nothing, and are not compared.
 
 The installed file gets mode 0755 (a Python file 0644, a package's directories 0755). Exit status: 0 when every file was installed, 1 when one
 was not (the others are), 2 on a usage error.";
@@ -394,9 +405,12 @@ gives every path: a byte that is not UTF-8, or a control character, as \\xNN (tw
 digits), a backslash as \\\\; its \"path_bytes\" (\"file_bytes\") holds its exact bytes (numbers
 0-255). Messages name such files escaped too. No path is printed with replacement
 characters, so two different names never print alike.
-\"cause\" is one of: headers (dylease's ELF check refused the file), open (the platform
-loader refused it), missing-entry, abi-mismatch, invalid-plugin, invalid-pass,
-register-failed, duplicate-pass, io, reentrant, other.";
+\"cause\" is one of: headers (dylease's ELF check refused the file), manifest (dylease's
+reading of its manifest refused it: corrupt, a pass declared twice, a format version this
+dylease does not read), open (the platform loader refused it), untrusted (the trust check
+refused it), missing-entry, abi-mismatch, invalid-plugin, invalid-pass, register-failed,
+manifest-mismatch (it registered other passes, or another name or version, than its
+manifest declares), duplicate-pass, io, reentrant, other.";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

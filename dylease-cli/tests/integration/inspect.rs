@@ -188,7 +188,8 @@ fn the_helps_say_that_check_runs_the_plugins_code_and_inspect_does_not() {
 }
 
 /// Two plugins of a directory that declare the same passes get a warning naming both and
-/// the passes (a host given the directory would load neither); it refuses nothing.
+/// the passes (a host given the directory would fail to load, or leave one out); it refuses
+/// nothing.
 #[test]
 fn inspect_warns_about_passes_two_plugins_of_a_directory_declare() {
     let dir = TestDir::new("cli_inspect_clash");
@@ -202,11 +203,166 @@ fn inspect_warns_about_passes_two_plugins_of_a_directory_declare() {
         run.stdout
             .contains("warning: `plugins/liba.so` and `plugins/libb.so` both declare passes `")
             && run.stdout.contains("`typed_pass_with_data`")
-            && run.stdout.contains(": a host given `plugins` would load neither"),
+            && run
+                .stdout
+                .contains("so a host given `plugins` would fail to load (with LoadPolicy::Strict")
+            && run
+                .stdout
+                .contains("with LoadPolicy::SkipFailed, keep the plugin loaded first's")
+            && !run.stdout.contains("load neither"),
         "{run:?}"
     );
     let document = json(&dylease(dir.path(), &["inspect", "--json", "plugins"]));
     let warnings = document["sources"][0]["warnings"].as_array().unwrap();
     assert_eq!(warnings.len(), 1, "{document}");
     assert_eq!(document["ok"], true, "{document}");
+}
+
+/// The fix and `cause` of the refusal of `file` (in `dir`) by `inspect`, text and JSON.
+fn refusal(dir: &Path, file: &str) -> (String, Value) {
+    let run = dylease(dir, &["inspect", file]);
+    assert_eq!(run.status, 1, "{run:?}");
+    let fix = run
+        .stdout
+        .lines()
+        .find_map(|line| line.trim_start().strip_prefix("fix: "))
+        .unwrap_or_else(|| panic!("no fix: {run:?}"))
+        .to_owned();
+    let document = json(&dylease(dir, &["inspect", "--json", file]));
+    (fix, document["sources"][0]["plugins"][0]["problem"].clone())
+}
+
+/// A pass declared twice in a manifest (a DYLEASE_PASS expanded in two translation units
+/// writes two records) gets the advice for a manifest, not the platform loader's, and says to
+/// expand each DYLEASE_PASS in one translation unit: from `inspect` and from `check`.
+#[test]
+fn a_pass_declared_twice_is_advised_to_be_expanded_in_one_translation_unit() {
+    let dir = TestDir::new("cli_inspect_declared_twice");
+    add(&dir, "duplicate", "libdup.so");
+    let (fix, problem) = refusal(dir.path(), "libdup.so");
+    assert!(
+        fix.contains("expand each DYLEASE_PASS in exactly one translation unit")
+            && !fix.contains("platform loader")
+            && !fix.contains("ldd"),
+        "{fix}"
+    );
+    assert_eq!(problem["cause"], "manifest", "{problem}");
+    assert!(
+        problem["message"]
+            .as_str()
+            .unwrap()
+            .contains("declares the pass `same` twice"),
+        "{problem}"
+    );
+    let check = json(&dylease(dir.path(), &["check", "--json", "libdup.so"]));
+    assert_eq!(check["checks"][0]["problem"]["cause"], "manifest", "{check}");
+    assert!(
+        check["checks"][0]["problem"]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("exactly one translation unit"),
+        "{check}"
+    );
+}
+
+/// A manifest of a format version this dylease does not read: cause `manifest`, and the fix
+/// says to update dylease or rebuild the plugin, not to ask the loader.
+#[test]
+fn a_manifest_of_an_unknown_format_is_advised_to_update_dylease_or_rebuild() {
+    let dir = TestDir::new("cli_inspect_manifest_format");
+    let lib = add(&dir, "by_hand_marker_manifest", "libformat.so");
+    let mut bytes = std::fs::read(&lib).unwrap();
+    // The plugin record's format version, as the root crate's manifest tests find it.
+    let record: Vec<u8> = [&b"dylease\0"[..], &1u32.to_ne_bytes()].concat();
+    let at = bytes
+        .windows(record.len())
+        .position(|w| w == record)
+        .expect("a plugin record");
+    bytes[at + 8..at + 12].copy_from_slice(&7u32.to_ne_bytes());
+    std::fs::write(&lib, &bytes).unwrap();
+    let (fix, problem) = refusal(dir.path(), "libformat.so");
+    assert!(
+        fix.contains("manifest format version this dylease does not read")
+            && fix.contains("rebuild the plugin")
+            && !fix.contains("platform loader"),
+        "{fix}"
+    );
+    assert_eq!(problem["cause"], "manifest", "{problem}");
+    assert!(!dir.path().join("libformat.so.ran").exists());
+}
+
+/// A plugin whose registration differs from its complete manifest: cause
+/// `manifest-mismatch`, with a fix about the declared passes, not "other".
+#[test]
+fn check_advises_on_a_plugin_registering_other_passes_than_its_manifest_declares() {
+    let dir = TestDir::new("cli_check_manifest_mismatch");
+    add(&dir, "by_hand_ghost_manifest", "libghost.so");
+    let run = dylease(dir.path(), &["check", "--json", "libghost.so"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    let problem = &json(&run)["checks"][0]["problem"];
+    assert_eq!(problem["cause"], "manifest-mismatch", "{problem}");
+    let fix = problem["fix"].as_str().unwrap();
+    assert!(
+        fix.contains("DYLEASE_MANIFEST") && fix.contains("export_plugin!"),
+        "{fix}"
+    );
+}
+
+/// The documented lists of `cause` name `manifest` (and `check`'s `manifest-mismatch`), and
+/// `untrusted`.
+#[test]
+fn the_helps_list_every_cause() {
+    for command in ["check", "inspect"] {
+        let help = dylease(Path::new("."), &[command, "--help"]).stdout;
+        let causes = &help[help.rfind("\"cause\" is one of").unwrap_or(0)..];
+        for cause in ["manifest", "untrusted", "headers", "open", "abi-mismatch"] {
+            assert!(causes.contains(cause), "{command}: {cause}: {causes}");
+        }
+        if command == "check" {
+            assert!(causes.contains("manifest-mismatch"), "{causes}");
+        }
+    }
+}
+
+/// A plugin with an incomplete manifest (DYLEASE_MANIFEST) may register passes it does not
+/// declare: `inspect` says that only loading it tells which, and that those are not compared.
+#[test]
+fn inspect_says_what_an_incomplete_manifest_leaves_uncompared() {
+    let dir = TestDir::new("cli_inspect_incomplete");
+    let plugins = dir.sub("plugins");
+    add_in(&plugins, "by_hand_manifest", "liba.so");
+    add_in(&plugins, "by_hand", "libb.so");
+    let run = dylease(dir.path(), &["inspect", "plugins"]);
+    assert_eq!(run.status, 0, "{run:?}");
+    assert!(
+        run.stdout.contains(
+            "(incomplete: it may register others)\n        which other passes it registers is known only by \
+             loading it, which runs its code (`dylease check plugins/liba.so`): only those it declares are \
+             compared with other plugins'\n"
+        ),
+        "{run:?}"
+    );
+}
+
+/// An argument that cannot be read (a missing path) is a problem of the argument, not a
+/// refused plugin: no plugin is counted, and the JSON gives it as the source's `problem`.
+#[test]
+fn inspect_reports_an_argument_that_cannot_be_read_as_the_arguments_problem() {
+    let dir = TestDir::new("cli_inspect_missing");
+    let run = dylease(dir.path(), &["inspect", "missing.so"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    assert!(
+        run.stdout.starts_with("FAIL  missing.so\n")
+            && run.stdout.contains("problem: cannot read plugin file `missing.so`")
+            && run
+                .stdout
+                .contains("\n0 plugins, none refused. 1 argument cannot be read (FAIL above).")
+            && !run.stdout.contains("1 plugin;"),
+        "{run:?}"
+    );
+    let document = json(&dylease(dir.path(), &["inspect", "--json", "missing.so"]));
+    let source = &document["sources"][0];
+    assert_eq!(source["problem"]["cause"], "io", "{document}");
+    assert_eq!(source["plugins"], Value::Array(Vec::new()), "{document}");
+    assert_eq!(document["ok"], false, "{document}");
 }

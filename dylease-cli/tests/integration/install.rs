@@ -292,7 +292,7 @@ fn install(file: &Path, dir: &Path) -> (Option<i32>, String) {
 }
 
 /// Two copies of one plugin under different file names declare the same passes: the second
-/// is not installed (a host given the directory would load neither), the error names both
+/// is not installed (a host given the directory would fail to load), the error names both
 /// files and the passes, and the directory is left as it was (no temporary copy). Installing
 /// the first's file name again replaces it: an upgrade is no collision. A plugin of the
 /// directory without a manifest is warned about.
@@ -389,4 +389,25 @@ fn dylease_install_refuses_a_plugin_without_a_manifest_registering_a_pass_anothe
         "{said}"
     );
     assert_eq!(entries(plugins.path()), ["liba.so"], "the directory changed: {said}");
+}
+
+/// A plugin of the directory whose manifest is incomplete (DYLEASE_MANIFEST: it declares no
+/// pass) may register any pass: installing one that registers the same passes is warned
+/// about, as for a plugin without a manifest, not passed over in silence (`dylease check DIR`
+/// then fails on `seven` registered twice).
+#[test]
+fn dylease_install_warns_about_a_plugin_of_the_directory_with_an_incomplete_manifest() {
+    let plugins = TestDir::new("install_cli_incomplete");
+    let staging = TestDir::new("install_cli_incomplete_staging");
+    plugins.add("by_hand_manifest", "liba.so");
+    let new = staging.add("by_hand", "libb.so");
+    let (status, said) = install(&new, plugins.path());
+    assert_eq!(status, Some(0), "{said}");
+    assert!(
+        said.contains(&format!(
+            "warning: cannot tell whether `{}` registers the same passes: its manifest is incomplete",
+            plugins.path().join("liba.so").display()
+        )),
+        "{said}"
+    );
 }

@@ -80,6 +80,32 @@ fn dylease_check_advises_fixing_the_syntax_at_the_file_and_line_of_a_syntax_erro
     );
 }
 
+/// `inspect --python` of a file that does not parse (its manifest cannot be read): the fix is
+/// the Python one, at the file and line, not the C descriptor's.
+#[test]
+fn dylease_inspect_advises_fixing_the_syntax_of_a_file_whose_manifest_cannot_be_read() {
+    let dir = TestDir::new("py-inspect-syntax");
+    let file = write(dir.path(), "syntax.py", "x = 1\ndef broken(:\n");
+    let output = std::process::Command::new(crate::cli::binary())
+        .args(["inspect", "--python"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("its manifest cannot be read: SyntaxError"), "{stdout}");
+    let fix = stdout
+        .lines()
+        .find_map(|line| line.trim_start().strip_prefix("fix: "))
+        .unwrap_or_else(|| panic!("no fix line: {stdout}"));
+    assert!(
+        fix.contains(&format!("fix the syntax at {}, line 2", file.display()))
+            && !fix.contains("descriptor")
+            && !fix.contains("DYLEASE_PLUGIN"),
+        "{stdout}"
+    );
+}
+
 /// `dylease check` of the directory `dir` with `args` before it.
 fn check(args: &[&str], dir: &Path) -> (Option<i32>, String) {
     let output = std::process::Command::new(crate::cli::binary())
