@@ -127,6 +127,40 @@ fn a_run_path_naming_a_missing_directory_others_can_create_is_refused_and_permis
     drop(layout.dir);
 }
 
+/// In an on-demand set a plugin's dependencies are judged at its first use: the acquire
+/// lists the plugin unmapped, and the first use of its pass fails naming the untrusted run
+/// path, with nothing mapped; the set's failure is kept.
+#[test]
+fn on_demand_a_plugin_with_an_untrusted_run_path_fails_its_first_use_not_the_acquire() {
+    let _serial = one_at_a_time();
+    let layout = stale_run_path("deps_on_demand");
+    // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&layout.plugin) }
+        .on_demand()
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap();
+    assert!(!lease.plugins()[0].is_mapped());
+    // SAFETY: `dep_value` is `int (*)(void)`; it is not called.
+    let error = unsafe { lease.pass::<unsafe extern "C" fn() -> i32>("dep_value") }.unwrap_err();
+    let Error::MapFailed { cause, .. } = &error else {
+        panic!("expected MapFailed, got {error:?}");
+    };
+    assert_refused_for(
+        cause,
+        &layout.plugin,
+        &layout.open.join("build/lib"),
+        "it does not exist, and other users can create it",
+    );
+    assert!(!mapped(&layout.plugin));
+    // SAFETY: as above.
+    let again = unsafe { lease.pass::<unsafe extern "C" fn() -> i32>("dep_value") }.unwrap_err();
+    assert_eq!(again.to_string(), error.to_string(), "the set keeps the failure");
+    drop(lease);
+    assert_unloaded(&layout.plugin);
+    drop(layout.dir);
+}
+
 #[test]
 #[ignore = "needs root"]
 fn a_dependency_planted_by_another_user_in_a_stale_run_path_never_runs_under_strict() {
