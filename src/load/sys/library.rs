@@ -265,7 +265,7 @@ impl Closed {
     }
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(all(test, target_os = "linux", target_env = "gnu", not(loom)))]
 impl Closed {
     /// The name the loader was given, while the names are held.
     fn given(&self) -> Option<std::path::PathBuf> {

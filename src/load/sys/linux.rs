@@ -40,7 +40,7 @@ pub(crate) struct Names {
     shared: bool,
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_env = "gnu", not(loom)))]
 impl Names {
     /// The name given to the loader.
     pub(crate) fn given(&self) -> &std::ffi::CStr {
