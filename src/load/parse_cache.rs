@@ -174,8 +174,7 @@ crate::sync::lazy_static! {
 /// Turns the process's parse cache on (the default) or off: off, every load parses every file
 /// again, and neither reads nor adds entries (those stored stay, for when it is turned on
 /// again: they still describe the files by their status). For benchmarks (a load that parses
-/// everything, beside one that parses nothing) and for a host that distrusts its file
-/// system's timestamps; not part of the stable API.
+/// everything, beside one that parses nothing); hidden, not part of the stable API.
 pub fn set_enabled(enabled: bool) {
     ENABLED.store(enabled, Ordering::Relaxed);
 }
