@@ -369,7 +369,7 @@ fn stats_describe_the_current_generation_after_an_older_one_drains() {
 }
 
 /// A set's `Debug` shows its generation, its plugins and its passes by name, and how many
-/// failures were skipped: what a log line of it needs.
+/// failures were skipped: what a log line of it needs; a lease's shows its set.
 #[test]
 fn a_sets_debug_output_names_its_generation_plugins_and_passes() {
     let host = two_plugin_host("debug");
@@ -383,4 +383,6 @@ fn a_sets_debug_output_names_its_generation_plugins_and_passes() {
         assert!(shown.contains(&format!("{:?}", pass.name())), "{shown}");
     }
     assert!(shown.ends_with("failures: 0 }"), "{shown}");
+    // A lease shows its set.
+    assert_eq!(format!("{lease:?}"), format!("Lease({shown})"));
 }
