@@ -168,10 +168,10 @@ impl Opened {
         })
     }
 
-    /// Whether the platform is predicted to keep the library mapped (`Pinning::predict`, which
-    /// reads it through `read`), decided once per file status.
-    pub(crate) fn pinning(&self, read: impl FnOnce(&Elf<File>) -> Pinning) -> Pinning {
-        self.parsed.pinning.get_or(|| read(&self.elf)).0
+    /// Whether the platform is predicted to keep the library mapped (`Pinning::predict`),
+    /// decided once per file status.
+    pub(crate) fn pinning(&self) -> Pinning {
+        self.parsed.pinning.get_or(|| Pinning::predict(&self.elf)).0
     }
 
     /// What the library makes the loader look up (`Elf::linkage`: its DT_NEEDED and run

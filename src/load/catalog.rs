@@ -79,7 +79,7 @@ pub(crate) fn catalog(sources: &[Source], trust: TrustPolicy) -> Result<Vec<Cata
             let judged = checks.check(trust, &mut candidate).and_then(|()| {
                 let (opened, _, _) = open_checked(&mut candidate, &mut checks, trust)?;
                 opened.verify(&candidate.path)?;
-                let pinning = Pinning::predict(&opened);
+                let pinning = opened.pinning();
                 Ok((opened.manifest(&candidate.path), pinning))
             });
             match judged {

@@ -22,7 +22,6 @@ use std::fmt;
 
 use crate::abi::DYLEASE_ENTRY_SYMBOL;
 use crate::error::Origin;
-use crate::load::candidate::Opened;
 use crate::sync::Mutex;
 
 /// One reason the platform may keep a plugin's library mapped after its last lease; see
@@ -149,19 +148,18 @@ impl Pinning {
         (!phrases.is_empty()).then(|| phrases.join("; and "))
     }
 
-    /// Reads the prediction from `file`, a library that passed the ELF check (once per file
-    /// status: `load::parse_cache`), as the loader sees it: through its dynamic section (`dylease_elf::Elf::pins`), not its section
-    /// headers, which the loader never reads and a file may lack. A file whose facts cannot be
-    /// read has no causes: the prediction is only advice, and the loader judges the file.
-    pub(crate) fn predict(file: &Opened) -> Pinning {
+    /// Reads the prediction from `elf`, a library that passed the ELF check (`Opened::pinning`
+    /// asks once per file status: `load::parse_cache`), as the loader sees it: through its
+    /// dynamic section (`dylease_elf::Elf::pins`), not its section headers, which the loader
+    /// never reads and a file may lack. A file whose facts cannot be read has no causes: the
+    /// prediction is only advice, and the loader judges the file.
+    pub(crate) fn predict(elf: &dylease_elf::Elf<std::fs::File>) -> Pinning {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
             return Pinning::default();
         }
-        file.pinning(|elf| {
-            elf.pins(&[DYLEASE_ENTRY_SYMBOL])
-                .map(Pinning::from_facts)
-                .unwrap_or_default()
-        })
+        elf.pins(&[DYLEASE_ENTRY_SYMBOL])
+            .map(Pinning::from_facts)
+            .unwrap_or_default()
     }
 
     /// The causes the file's facts show, those that always pin first.
@@ -199,7 +197,7 @@ crate::sync::lazy_static! {
 
 #[derive(Default)]
 struct Reported {
-    mappings: HashSet<crate::load::candidate::Identity>,
+    mappings: HashSet<crate::load::sys::Identity>,
     files: HashSet<String>,
 }
 
@@ -213,7 +211,7 @@ struct Reported {
 pub(crate) fn after_unload(
     origin: &Origin,
     predicted: &Pinning,
-    mapping: &crate::load::candidate::Identity,
+    mapping: &crate::load::sys::Identity,
     still_loaded: Option<bool>,
 ) -> bool {
     let file = origin.to_string();

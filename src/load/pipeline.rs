@@ -85,7 +85,7 @@ impl Candidate {
                     })?,
                 None => Vec::new(),
             };
-            let pinning = Pinning::predict(&checked);
+            let pinning = checked.pinning();
             let file = FileRef {
                 shown: &self.path,
                 resolved: &self.resolved,
@@ -162,7 +162,7 @@ impl Candidate {
                 manifest.gate(&self.path)?;
                 Ok(Judged::Deferred(Deferred {
                     checked: file_id(&checked.metadata),
-                    pinning: Pinning::predict(&checked),
+                    pinning: checked.pinning(),
                     path: self.path,
                     resolved: self.resolved,
                     identity,
@@ -198,7 +198,7 @@ impl Deferred {
                 complete: true,
                 passes: passes
                     .iter()
-                    .map(|pass| crate::load::DeclaredPass::new(*pass, None))
+                    .map(|pass| crate::load::manifest::DeclaredPass::new(*pass, None))
                     .collect(),
             },
             pinning: Pinning::default(),
