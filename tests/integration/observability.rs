@@ -7,7 +7,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
-use dylease::{Error, PluginHost, Registrar, Stats};
+use dylease::{Error, Lease, PluginHost, Registrar, Stats};
 use log::Level;
 
 use crate::logger;
@@ -385,4 +385,23 @@ fn a_sets_debug_output_names_its_generation_plugins_and_passes() {
     assert!(shown.ends_with("failures: 0 }"), "{shown}");
     // A lease shows its set.
     assert_eq!(format!("{lease:?}"), format!("Lease({shown})"));
+}
+
+/// The handles' `Debug` names what they stand for, an owned pass knows its name, and
+/// `Lease::ptr_eq` tells leases of one set from leases of another.
+#[test]
+fn handles_show_what_they_stand_for_and_leases_compare_by_set() {
+    let host = two_plugin_host("handles");
+    let lease = host.acquire().unwrap();
+    // SAFETY: "two" was registered as `fn(i32) -> i32`; used while `lease` lives.
+    let pass = unsafe { lease.pass::<fn(i32) -> i32>("two") }.unwrap();
+    assert_eq!(format!("{pass:?}"), "Pass { name: \"two\", plugin: \"handles_a\" }");
+    let owned = pass.to_owned_pass();
+    assert_eq!(owned.name(), "two");
+    assert_eq!(format!("{owned:?}"), "OwnedPass { name: \"two\", generation: 1 }");
+    assert_eq!(format!("{:?}", lease.downgrade()), "WeakLease");
+
+    assert!(Lease::ptr_eq(&lease, &lease.clone()));
+    let other = two_plugin_host("handles_other").acquire().unwrap();
+    assert!(!Lease::ptr_eq(&lease, &other), "leases of two hosts' sets");
 }
