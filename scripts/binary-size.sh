@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 # The budget, in bytes: what the README's "Binary cost" section accounts for, part by part.
-budget=$((560 * 1024))
+budget=$((660 * 1024))
 
 work="$root/target/binary-size"
 mkdir -p "$work/with/src" "$work/without/src"
