@@ -404,4 +404,18 @@ fn handles_show_what_they_stand_for_and_leases_compare_by_set() {
     assert!(Lease::ptr_eq(&lease, &lease.clone()));
     let other = two_plugin_host("handles_other").acquire().unwrap();
     assert!(!Lease::ptr_eq(&lease, &other), "leases of two hosts' sets");
+
+    // An owned pass carries the pointer the plugin attached, as the borrowed one does.
+    let data = Box::leak(Box::new(7_i32)) as *mut i32 as usize;
+    let host = PluginHost::builder()
+        .static_plugin("with_data", move |reg| {
+            reg.add_pass("p", double as fn(i32) -> i32, data as *mut std::ffi::c_void)
+        })
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap();
+    // SAFETY: "p" was registered as `fn(i32) -> i32`; used while `lease` lives.
+    let pass = unsafe { lease.pass::<fn(i32) -> i32>("p") }.unwrap();
+    assert_eq!(pass.user_data() as usize, data);
+    assert_eq!(pass.to_owned_pass().user_data() as usize, data);
 }
