@@ -395,17 +395,11 @@ fn entry_json(entry: &Entry) -> Json {
             ("complete", Json::Bool(manifest.is_complete())),
             (
                 "passes",
-                Json::Array(
+                report::passes_json(
                     manifest
                         .passes()
                         .iter()
-                        .map(|pass| {
-                            Json::Object(vec![
-                                ("name", Json::str(&pass.name)),
-                                ("interface", pass.interface.as_deref().map_or(Json::Null, Json::str)),
-                            ])
-                        })
-                        .collect(),
+                        .map(|pass| (&*pass.name, pass.interface.as_deref())),
                 ),
             ),
         ])

@@ -236,17 +236,11 @@ fn plugin_json(plugin: &Plugin) -> Json {
         ("path_bytes", bytes_json(plugin.path.as_deref())),
         (
             "passes",
-            Json::Array(
+            passes_json(
                 plugin
                     .passes
                     .iter()
-                    .map(|pass| {
-                        Json::Object(vec![
-                            ("name", Json::str(&pass.name)),
-                            ("interface", pass.interface.as_deref().map_or(Json::Null, Json::str)),
-                        ])
-                    })
-                    .collect(),
+                    .map(|pass| (&*pass.name, pass.interface.as_deref())),
             ),
         ),
     ])
@@ -364,6 +358,20 @@ fn write_string(out: &mut String, s: &str) {
         }
     }
     out.push('"');
+}
+
+/// A list of passes, each `{"name", "interface"}` (`null` when untyped).
+pub(crate) fn passes_json<'a>(passes: impl Iterator<Item = (&'a str, Option<&'a str>)>) -> Json {
+    Json::Array(
+        passes
+            .map(|(name, interface)| {
+                Json::Object(vec![
+                    ("name", Json::str(name)),
+                    ("interface", interface.map_or(Json::Null, Json::str)),
+                ])
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]

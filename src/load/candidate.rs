@@ -101,11 +101,20 @@ impl Opened {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
             return Ok(Linkage::default());
         }
-        let refused = |reason| Error::Open {
-            path: path.to_owned(),
-            reason,
-            cause: OpenCause::Headers,
-        };
+        match self.checked(path)? {
+            Some(linkage) => Ok(linkage),
+            // The structural verdict came from the cache; what the library names is read
+            // from this descriptor again (the trust check resolves it).
+            None => self
+                .elf
+                .linkage()
+                .map_err(|refusal| headers(path, refusal.into_reason())),
+        }
+    }
+
+    /// The ELF check's verdict, from the parse cache or made now: `Some` linkage if it was
+    /// made now (the check returns it), `None` if it came from the cache.
+    fn checked(&self, path: &Path) -> Result<Option<Linkage>, Error> {
         let mut linkage = None;
         let (verdict, parsed) = self.parsed.check.get_or_keep(
             || {
@@ -115,13 +124,8 @@ impl Opened {
             parse_cache::about_the_bytes,
         );
         traced(path, "the ELF check", parsed);
-        verdict.map_err(refused)?;
-        match linkage {
-            Some(linkage) => Ok(linkage),
-            // The structural verdict came from the cache; what the library names is read
-            // from this descriptor again (the trust check resolves it).
-            None => self.elf.linkage().map_err(|refusal| refused(refusal.into_reason())),
-        }
+        verdict.map_err(|reason| headers(path, reason))?;
+        Ok(linkage)
     }
 
     /// As [`check`](Opened::check), for a caller that does not need the linkage: a verdict
@@ -130,16 +134,7 @@ impl Opened {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
             return Ok(());
         }
-        let (verdict, parsed) = self.parsed.check.get_or_keep(
-            || self.elf.check().map(drop).map_err(dylease_elf::Refusal::into_reason),
-            parse_cache::about_the_bytes,
-        );
-        traced(path, "the ELF check", parsed);
-        verdict.map_err(|reason| Error::Open {
-            path: path.to_owned(),
-            reason,
-            cause: OpenCause::Headers,
-        })
+        self.checked(path).map(drop)
     }
 
     /// The library's manifest (`Elf::manifest`, read from its note segments, which lie in
@@ -184,6 +179,15 @@ impl Opened {
         }
         // Never from the parse cache: it decides whose code the loader may map.
         self.elf.linkage().map(Some).map_err(dylease_elf::Refusal::into_reason)
+    }
+}
+
+/// The ELF check's refusal of the plugin file `path`.
+fn headers(path: &Path, reason: String) -> Error {
+    Error::Open {
+        path: path.to_owned(),
+        reason,
+        cause: OpenCause::Headers,
     }
 }
 
