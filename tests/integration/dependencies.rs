@@ -127,6 +127,30 @@ fn a_run_path_naming_a_missing_directory_others_can_create_is_refused_and_permis
     drop(layout.dir);
 }
 
+/// Every plugin's dependencies are judged before any plugin is opened: a directory whose
+/// second plugin has an untrusted run path is refused before the first plugin's constructor
+/// runs. (Caught: the trust check's dependency walk skipped, which leaves the resolution to
+/// each plugin's own open, after the plugins before it ran.)
+#[test]
+fn an_untrusted_dependency_of_a_later_plugin_is_refused_before_any_plugin_runs() {
+    let _serial = one_at_a_time();
+    let layout = stale_run_path("deps_before_any");
+    let plugins = TestDir::new("deps_before_any_plugins");
+    let first = plugins.add("by_hand_marker", "liba_first.so");
+    // The run path is absolute: the copy needs the same dependencies.
+    fs::copy(&layout.plugin, plugins.path().join("libb_uses_dep.so")).unwrap();
+    // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(plugins.path()) }.build().unwrap();
+    let error = host.acquire().unwrap_err();
+    assert!(matches!(error, Error::Untrusted { .. }), "{error:?}");
+    assert!(
+        !marker(&first).exists(),
+        "the first plugin ran before the second was refused"
+    );
+    assert_unloaded(&first);
+    drop(layout.dir);
+}
+
 /// In an on-demand set a plugin's dependencies are judged at its first use: the acquire
 /// lists the plugin unmapped, and the first use of its pass fails naming the untrusted run
 /// path, with nothing mapped; the set's failure is kept.
