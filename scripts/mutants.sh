@@ -47,7 +47,7 @@ modules=(${MUTANTS_TESTS:-host:: load::registry:: load::trust:: load::sys::
   generation_protocol:: plugin_reentry:: swapped_after_check:: static_plugins:: policy::
   sharing:: reload:: reload_trust:: trust:: failure:: generations:: observability::
   discovery:: elf_headers:: typed:: waits:: dependencies:: identity:: attack:: manifest::
-  abi_v2:: cpp_unload:: parse_cache::})
+  abi_v2:: cpp_unload:: parse_cache:: on_demand:: load::parse_cache::})
 # As root, the tests that need root too (`#[ignore = "needs root"]`: other users' files,
 # mounts), as CI's root step runs them.
 ignored=()
