@@ -328,6 +328,7 @@ fn loader_message(error: &libloading::Error) -> String {
 #[cfg(all(test, target_os = "linux", target_env = "gnu", not(loom)))]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
     use std::process::Command;
 
     /// Compiles the C test plugin `source` (with `args`) to `out`.
@@ -346,6 +347,38 @@ mod tests {
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     }
 
+    /// A fresh directory of the test's own holding `libx.so` (from `arith.c`: the file
+    /// checked, opened and its identity read) and `other.so` (from `ctor.c`: a file that may be
+    /// renamed over it).
+    struct Pair {
+        dir: PathBuf,
+        checked_path: PathBuf,
+        other: PathBuf,
+        other_inode: u64,
+        checked: File,
+        identity: crate::load::sys::FileId,
+    }
+
+    fn pair(test: &str) -> Pair {
+        let dir = std::env::temp_dir().join(format!("dylease-library-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (checked_path, other) = (dir.join("libx.so"), dir.join("other.so"));
+        compile("arith.c", &checked_path, &[]);
+        compile("ctor.c", &other, &[]);
+        let other_inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&other).unwrap());
+        let checked = File::open(&checked_path).unwrap();
+        let identity = crate::load::sys::file_id(&checked.metadata().unwrap()).unwrap();
+        Pair {
+            dir,
+            checked_path,
+            other,
+            other_inode,
+            checked,
+            identity,
+        }
+    }
+
     /// Whether a file whose path holds `needle` is mapped into this process.
     fn mapped(needle: &str) -> bool {
         std::fs::read_to_string("/proc/self/maps").unwrap().contains(needle)
@@ -356,15 +389,14 @@ mod tests {
         // The `$ORIGIN` mode gives the loader `/proc/self/fd/D/name`: a file renamed over the
         // name after the check would be what the loader maps, constructors first. The name
         // is compared with the checked descriptor before the loader sees it.
-        let dir = std::env::temp_dir().join(format!("dylease-library-origin-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let (checked_path, other) = (dir.join("libx.so"), dir.join("other.so"));
-        compile("arith.c", &checked_path, &[]);
-        compile("ctor.c", &other, &[]);
-        let other_inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&other).unwrap());
-        let checked = File::open(&checked_path).unwrap();
-        let identity = crate::load::sys::file_id(&checked.metadata().unwrap()).unwrap();
+        let Pair {
+            dir,
+            checked_path,
+            other,
+            other_inode,
+            checked,
+            identity,
+        } = pair("origin");
         std::fs::rename(&other, &checked_path).unwrap();
         let origin = Checked {
             file: &checked,
@@ -405,14 +437,14 @@ mod tests {
     /// (Caught: either `Drop` made a no-op.)
     #[test]
     fn a_library_or_its_names_dropped_unsettled_are_closed_and_released() {
-        let dir = std::env::temp_dir().join(format!("dylease-library-drop-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("libdropped.so");
-        compile("arith.c", &path, &[]);
+        let Pair {
+            dir,
+            checked_path: path,
+            checked,
+            identity,
+            ..
+        } = pair("drop");
         let shown = path.display().to_string();
-        let checked = File::open(&path).unwrap();
-        let identity = crate::load::sys::file_id(&checked.metadata().unwrap()).unwrap();
         let exact = Checked {
             file: &checked,
             identity: &identity,
@@ -482,15 +514,14 @@ mod tests {
         // (its constructors run: that window belongs to the directory's owner), and the
         // mapping's comparison with the checked file refuses it and closes it. (Caught: the
         // comparison after the mapping skipped.)
-        let dir = std::env::temp_dir().join(format!("dylease-library-window-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let (checked_path, other) = (dir.join("libx.so"), dir.join("other.so"));
-        compile("arith.c", &checked_path, &[]);
-        compile("ctor.c", &other, &[]);
-        let other_inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&other).unwrap());
-        let checked = File::open(&checked_path).unwrap();
-        let identity = crate::load::sys::file_id(&checked.metadata().unwrap()).unwrap();
+        let Pair {
+            dir,
+            checked_path,
+            other,
+            other_inode,
+            checked,
+            identity,
+        } = pair("window");
         let (from, to) = (other.clone(), checked_path.clone());
         BETWEEN_NAME_AND_LOADER.with(|hook| hook.set(Some(Box::new(move || std::fs::rename(&from, &to).unwrap()))));
         let origin = Checked {
