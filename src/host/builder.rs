@@ -94,7 +94,11 @@ impl HostBuilder {
     /// At [`acquire`](PluginHost::acquire), such a plugin is judged as an eager load judges
     /// it before mapping: the trust check, the open, the ELF check, the manifest read and its
     /// ABI gate; then its descriptor is closed (an unmapped plugin holds none: only its
-    /// file's identity and its manifest). Pass names that collide between manifests, or with
+    /// file's identity and its manifest). A file unchanged since an earlier load of this
+    /// process (the same device, inode, size, times: the parse cache's key, read by
+    /// discovery's `fstatat`) is not even opened: what its ELF check and manifest decided is
+    /// taken from the parse cache, and the first use opens it and holds it to the file judged.
+    /// Pass names that collide between manifests, or with
     /// a mapped plugin's passes, fail the acquire as they fail an eager load (or are skipped
     /// under [`LoadPolicy::SkipFailed`]). Plugins without a complete manifest, static plugins
     /// and Python plugins are loaded at `acquire()` as usual.

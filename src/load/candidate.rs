@@ -27,6 +27,10 @@ pub(crate) struct Candidate {
     /// trust check judges the file by it instead of reading it again, once (the open then
     /// holds the file to this identity, as to any the check passed).
     pub(crate) discovered: Option<Status>,
+    /// The file's status as discovery read it (the parse cache's key): an on-demand load
+    /// judges an unchanged file whose parse the cache holds by it, without opening the file
+    /// (`Candidate::judge`).
+    pub(crate) listed: Option<parse_cache::Key>,
     /// The checked file as the trust check opened it to read what it links against: the
     /// load uses this descriptor (and what was read of it) if the file is still at
     /// `resolved` then, instead of opening and reading it again.

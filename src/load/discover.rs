@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 use crate::load::candidate::{Candidate, Identity};
+use crate::load::parse_cache;
 use crate::load::static_plugin::StaticPlugin;
 use crate::load::sys::identity;
 
@@ -134,6 +135,7 @@ fn library_file(path: &Path) -> Found {
         identity: identity.clone(),
         checked: None,
         discovered: None,
+        listed: parse_cache::key(&metadata),
         opened: None,
         dependencies: None,
         since_acquire: false,
@@ -178,7 +180,7 @@ pub(crate) fn is_library_name(name: &OsStr) -> bool {
 /// with the entries whose type cannot be read (a dangling symlink, a symlink loop).
 ///
 /// The directory is resolved once; only entries that are symlinks are resolved one by one,
-/// so a directory of plain files costs one `stat` per file.
+/// so a directory of plain files costs one `fstatat` per file.
 fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
     let io_error = |source| Error::Io {
         path: dir.to_owned(),
@@ -203,13 +205,10 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
         let listed_link = entry.file_type().map_or(true, |kind| kind.is_symlink());
         // A link to a library counts (followed), a dangling link is an error. An entry listed
         // as no link is read without following, so that the status the trust check is handed
-        // below is the entry's own; if a link was swapped in since the listing, it is
-        // followed as a link.
-        let own = if listed_link {
-            None
-        } else {
-            Some(fs::symlink_metadata(&path))
-        };
+        // below is the entry's own (read relative to the listed directory's descriptor:
+        // `fstatat`, no walk of the whole path); if a link was swapped in since the listing,
+        // it is followed as a link.
+        let own = if listed_link { None } else { Some(entry.metadata()) };
         let is_link = own
             .as_ref()
             .is_none_or(|own| own.as_ref().is_ok_and(|m| m.file_type().is_symlink()));
@@ -240,6 +239,7 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
                         identity,
                         checked: None,
                         discovered: (!is_link).then(|| crate::load::candidate::status(&metadata)).flatten(),
+                        listed: parse_cache::key(&metadata),
                         opened: None,
                         dependencies: None,
                         since_acquire: false,

@@ -65,7 +65,8 @@ use pipeline::{Judged, Registered, Verified};
 /// plugin code runs at all when one file is missing or untrusted.
 ///
 /// With `on_demand` (`HostBuilder::on_demand`), a library plugin whose manifest is complete
-/// is judged (opened, its ELF headers and manifest read, its ABI gated) and joins the set
+/// is judged (opened, its ELF headers and manifest read, its ABI gated; or, unchanged since
+/// the parse cache read it, judged by the status discovery read, unopened) and joins the set
 /// unmapped, with the passes it declares; its descriptor is closed. A failure of its
 /// judgement, or a name its manifest declares that another plugin has, is handled by the
 /// policy as a failure of its load would be. Its dependencies, and those of every plugin
@@ -173,6 +174,10 @@ impl LoadedPlugins {
 }
 
 /// A plugin that discovery found and the trust check let through.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one step per plugin of a load, built once and moved once: a box would be an allocation each"
+)]
 enum Step<'host> {
     File(Candidate),
     Static(&'host StaticPlugin),

@@ -7,9 +7,13 @@
 //!
 //! # The key
 //!
-//! An entry is found by the status of the descriptor that will be mapped (the `fstat`/`statx`
-//! of that descriptor, `Opened::metadata`): device and inode, size, modification and
-//! status-change times in nanoseconds, and the birth time where the file system has one. A
+//! An entry is made for, and found by, the status of the descriptor that will be mapped (the
+//! `fstat`/`statx` of that descriptor, `Opened::metadata`): device and inode, size,
+//! modification and status-change times in nanoseconds, and the birth time where the file
+//! system has one. An on-demand load also looks an entry up ([`find`], which never adds one)
+//! by the status discovery read of a directory entry, to judge an unchanged file without
+//! opening it; the first use opens the file and holds it to the identity judged, and the
+//! mapping looks its entry up by the descriptor's status again. A
 //! file replaced by rename is another inode; a file rewritten in place changes its ctime
 //! (which no system call sets back: restoring the mtime with `utimensat` changes the ctime
 //! too); a deleted file whose inode is reused has another birth time, or ctime.
@@ -94,6 +98,16 @@ impl<T> Default for Slot<T> {
 }
 
 impl<T: Clone> Slot<T> {
+    /// The decision, if it was made.
+    pub(crate) fn known(&self) -> Option<T> {
+        self.0.lock().clone()
+    }
+
+    /// Whether the decision was made.
+    pub(crate) fn is_known(&self) -> bool {
+        self.0.lock().is_some()
+    }
+
     /// The decision, made by `decide` if it was not made yet; and whether it was made now.
     /// (Two threads asking at once may both decide; the first answer stored stays.)
     pub(crate) fn get_or(&self, decide: impl FnOnce() -> T) -> (T, bool) {
@@ -138,6 +152,15 @@ impl Key {
             mtime: (metadata.mtime(), metadata.mtime_nsec()),
             ctime: (metadata.ctime(), metadata.ctime_nsec()),
             birth: metadata.created().ok(),
+        }
+    }
+
+    /// The (device, inode) of the file.
+    #[cfg_attr(not(all(unix, not(target_vendor = "apple"))), allow(dead_code))]
+    pub(crate) fn id(&self) -> crate::load::sys::FileId {
+        crate::load::sys::FileId {
+            dev: self.dev,
+            ino: self.ino,
         }
     }
 
@@ -194,6 +217,17 @@ struct Cache {
 }
 
 impl Cache {
+    /// The stored entry for `key`, if there is one.
+    fn find(&mut self, key: &Key) -> Option<Arc<Parsed>> {
+        self.clock += 1;
+        let (stored, parsed, used) = self.entries.get_mut(&(key.dev, key.ino))?;
+        if stored != key {
+            return None;
+        }
+        *used = self.clock;
+        Some(parsed.clone())
+    }
+
     /// The entry for `key`, a new one if there is none it can trust; stored if `settled`.
     fn entry(&mut self, key: Key, settled: bool) -> (Arc<Parsed>, bool) {
         self.clock += 1;
@@ -236,6 +270,28 @@ pub(crate) fn lookup(metadata: &Metadata) -> (Arc<Parsed>, bool) {
     }
     let _ = metadata;
     (Arc::new(Parsed::default()), false)
+}
+
+/// The key of the file `metadata` describes, where the cache is kept (ELF platforms).
+pub(crate) fn key(metadata: &Metadata) -> Option<Key> {
+    #[cfg(all(unix, not(target_vendor = "apple")))]
+    return Some(Key::of(metadata));
+    #[cfg(not(all(unix, not(target_vendor = "apple"))))]
+    {
+        let _ = metadata;
+        None
+    }
+}
+
+/// What parsing the file whose status is `key` decided, if the cache holds an entry for
+/// exactly that status (made by an earlier [`lookup`]); nothing is added. For a caller that
+/// read the status without opening the file (discovery's `lstat`), and that opens the file
+/// and holds it to the same identity before it maps it.
+pub(crate) fn find(key: &Key) -> Option<Arc<Parsed>> {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return None;
+    }
+    CACHE.lock().find(key)
 }
 
 #[cfg(test)]
@@ -295,6 +351,15 @@ mod tests {
         assert_eq!(cache.entries.len(), 1, "the changed file's old entry stayed");
         let (other, hit) = cache.entry(key(8, 11), true);
         assert!(!hit && !Arc::ptr_eq(&other, &changed), "another inode was found");
+        // `find` answers only for the stored status, and adds nothing.
+        assert!(
+            cache
+                .find(&key(7, 11))
+                .is_some_and(|found| Arc::ptr_eq(&found, &changed))
+        );
+        assert!(cache.find(&key(7, 12)).is_none(), "another status was found");
+        assert!(cache.find(&key(9, 11)).is_none());
+        assert_eq!(cache.entries.len(), 2, "find added an entry");
     }
 
     /// The cache holds at most `MAX_ENTRIES` files and drops the one used least recently.

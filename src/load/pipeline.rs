@@ -17,6 +17,7 @@ use crate::error::{Error, OpenCause, Origin};
 use crate::load::candidate::{Candidate, FileId, Identity};
 use crate::load::manifest::Manifest;
 use crate::load::opener::{Dlopen, library_instance};
+use crate::load::parse_cache;
 use crate::load::pinning::Pinning;
 use crate::load::registrar::{Collected, Finished, StaticRegistrar};
 use crate::load::registry::{FileRef, LibraryInstance};
@@ -151,10 +152,14 @@ pub(crate) enum Judged {
 impl Candidate {
     /// Judges the file as a load would before mapping it, without mapping it: the trust
     /// check (done by the caller), the open ([`open_checked`]), the ELF check, the manifest
-    /// read and its ABI gate. A plugin with a complete manifest comes back [`Judged::Deferred`]
+    /// read and its ABI gate (or, for a file the parse cache knows unchanged, none of them but
+    /// the gate: `judged_by_status`). A plugin with a complete manifest comes back [`Judged::Deferred`]
     /// with its descriptor closed; any other comes back to be loaded as usual, its descriptor
     /// kept for that load.
     pub(crate) fn judge(mut self, checks: &mut Checks, trust: TrustPolicy) -> Result<Judged, Error> {
+        if let Some(deferred) = self.judged_by_status() {
+            return deferred.map(Judged::Deferred);
+        }
         let (checked, _, identity) = open_checked(&mut self, checks, trust)?;
         checked.verify(&self.path)?;
         match checked.manifest(&self.path)? {
@@ -177,6 +182,43 @@ impl Candidate {
                 Ok(Judged::Eager(self))
             }
         }
+    }
+}
+
+impl Candidate {
+    /// The judgement of an unchanged file from what the parse cache holds for the status
+    /// discovery read (`listed`), without opening it: `Some` if the cache holds, for exactly
+    /// that status, a passed ELF check, a complete manifest and a pin prediction, and the
+    /// trust check (if it ran) passed that very file (its dev and ino); `None` to judge it by
+    /// opening it. The file is opened at its first use, and refused there if it is another
+    /// file than the one judged ([`Deferred::map`]); a file rewritten in place (the same
+    /// inode) is read there again, by its new status.
+    fn judged_by_status(&mut self) -> Option<Result<Deferred, Error>> {
+        let key = self.listed.take()?;
+        let id = key.id();
+        if self.checked.is_some_and(|checked| checked != id) {
+            return None;
+        }
+        let parsed = parse_cache::find(&key)?;
+        parsed.check.known()?.ok()?;
+        let manifest = parsed.manifest.known()?.ok()??;
+        if !manifest.complete {
+            return None;
+        }
+        let pinning = parsed.pinning.known()?;
+        log::trace!(
+            "{}judged `{}` by its status from the parse cache, not opened",
+            crate::load::log_scope::prefix(),
+            self.path.display()
+        );
+        Some(manifest.gate(&self.path).map(|()| Deferred {
+            path: std::mem::take(&mut self.path),
+            resolved: std::mem::take(&mut self.resolved),
+            identity: crate::load::sys::checked_identity(id),
+            checked: Some(id),
+            manifest,
+            pinning,
+        }))
     }
 }
 
@@ -216,6 +258,7 @@ impl Deferred {
             identity: self.identity.clone(),
             checked: self.checked,
             discovered: None,
+            listed: None,
             opened: None,
             dependencies: None,
             since_acquire: true,

@@ -185,3 +185,90 @@ fn a_cached_file_whose_directory_becomes_world_writable_is_still_refused() {
     let error = host.acquire().unwrap_err();
     assert!(matches!(&error, Error::Untrusted { .. }), "{error:?}");
 }
+
+/// How many times an on-demand acquire judged `path` from the cache, by the status discovery
+/// read, without opening it.
+fn judged_unopened(path: &Path) -> usize {
+    logger::records(
+        Level::Trace,
+        &format!(
+            "judged `{}` by its status from the parse cache, not opened",
+            path.display()
+        ),
+    )
+    .len()
+}
+
+/// An on-demand acquire judges an unchanged file whose parse the cache holds without opening
+/// it (no ELF check of any descriptor at the acquire: neither parsed nor taken from the cache),
+/// still judges its trust at every acquire, and still holds the first use to the file judged:
+/// one replaced after the acquire is refused, none of its code run. Caught: the judgement by
+/// status never used (the acquire opens the file and takes its ELF check from the cache),
+/// the trust check skipped for a file judged by status, and a `Deferred` made by status that
+/// does not keep the identity judged (the replacement is mapped).
+#[test]
+fn an_unchanged_on_demand_plugin_is_judged_without_being_opened_and_its_first_use_holds_it_to_that_file() {
+    use crate::on_demand::IntOp;
+
+    logger::install();
+    let dir = TestDir::new("parse_cache_on_demand");
+    let plugins = dir.sub("plugins");
+    let lib = plugins.join("libr.so");
+    fs::copy(dir.add("demand_r", "libsource.so"), &lib).unwrap();
+    fs::set_permissions(&lib, Permissions::from_mode(0o755)).unwrap();
+    let new = plugins.join("new.so.tmp");
+    fs::copy(dir.add("demand_r_two", "libnew.so"), &new).unwrap();
+    std::thread::sleep(SETTLE);
+    // SAFETY: the directory holds this suite's own fixtures, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(&plugins) }
+        .on_demand()
+        .build()
+        .unwrap();
+    // The first acquire opens the file, parses it and caches what it decided.
+    drop(host.acquire().unwrap());
+    assert_eq!((parsed(&lib), cached(&lib), judged_unopened(&lib)), (1, 0, 0));
+
+    // The second judges it by its status: no descriptor of it read at all.
+    let lease = host.acquire().unwrap();
+    assert_eq!((parsed(&lib), cached(&lib), judged_unopened(&lib)), (1, 0, 1));
+    assert!(!lease.plugins()[0].is_mapped());
+    // Its first use opens it, and takes the ELF check of that descriptor from the cache.
+    // SAFETY: the lease is alive; the pass takes any `i32`.
+    assert_eq!(unsafe { lease.get::<IntOp>("r_pass_a").unwrap()(1) }, 2);
+    assert_eq!((parsed(&lib), cached(&lib)), (1, 1));
+    drop(lease);
+    assert_unloaded(&lib);
+
+    // Trust is judged at every acquire, whatever is cached.
+    fs::set_permissions(&plugins, Permissions::from_mode(0o777)).unwrap();
+    let refused = host.acquire().map(drop);
+    fs::set_permissions(&plugins, Permissions::from_mode(0o755)).unwrap();
+    let error = refused.unwrap_err();
+    assert!(
+        matches!(&error, Error::Untrusted { path, reason, .. } if path == &lib && reason.contains("writable by")),
+        "{error:?}"
+    );
+
+    // A set judged by status maps only the file it judged.
+    let lease = host.acquire().unwrap();
+    assert_eq!(judged_unopened(&lib), 2);
+    let events = Path::new(&format!("{}.log", lib.display())).to_owned();
+    let ran = fs::read_to_string(&events).unwrap();
+    fs::rename(&new, &lib).unwrap();
+    let error = lease.get::<IntOp>("r_pass_a").unwrap_err();
+    let Error::MapFailed { cause, .. } = &error else {
+        panic!("{error:?}")
+    };
+    assert!(
+        matches!(
+            **cause,
+            Error::Open {
+                cause: OpenCause::ReplacedSinceAcquire,
+                ..
+            }
+        ),
+        "{cause:?}"
+    );
+    assert!(!crate::support::mapped(&lib), "the replacement was mapped");
+    assert_eq!(fs::read_to_string(&events).unwrap(), ran, "the replacement's code ran");
+}
