@@ -59,6 +59,9 @@ pub(crate) struct Opened {
     pub(crate) elf: Elf<File>,
     pub(crate) metadata: Metadata,
     parsed: Arc<Parsed>,
+    /// What the library makes the loader look up, read from this descriptor once (the
+    /// dependency walk and the load ask both).
+    linkage: std::cell::OnceCell<Result<Linkage, String>>,
 }
 
 impl Candidate {
@@ -85,6 +88,29 @@ impl Opened {
             elf: Elf::new(file, metadata.len()),
             metadata,
             parsed,
+            linkage: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// This descriptor without the bytes read of it, if nothing more is left to read: its
+    /// linkage was read, and the parse cache holds the ELF check, manifest and pin prediction
+    /// of its status. A strict load holds the descriptor of every plugin of a directory from
+    /// its dependency walk to its mapping; their bytes need not be held as well.
+    pub(crate) fn shed(self) -> Opened {
+        if self.linkage.get().is_none() || !self.parsed.is_complete() {
+            return self;
+        }
+        let Opened {
+            elf,
+            metadata,
+            parsed,
+            linkage,
+        } = self;
+        Opened {
+            elf: Elf::new(elf.into_source(), metadata.len()),
+            metadata,
+            parsed,
+            linkage,
         }
     }
 
@@ -108,11 +134,8 @@ impl Opened {
         match self.checked(path)? {
             Some(linkage) => Ok(linkage),
             // The structural verdict came from the cache; what the library names is read
-            // from this descriptor again (the trust check resolves it).
-            None => self
-                .elf
-                .linkage()
-                .map_err(|refusal| headers(path, refusal.into_reason())),
+            // from this descriptor (the trust check resolves it).
+            None => self.read_linkage().map_err(|reason| headers(path, reason)),
         }
     }
 
@@ -182,7 +205,14 @@ impl Opened {
             return Ok(None);
         }
         // Never from the parse cache: it decides whose code the loader may map.
-        self.elf.linkage().map(Some).map_err(dylease_elf::Refusal::into_reason)
+        self.read_linkage().map(Some)
+    }
+
+    /// `Elf::linkage` of this descriptor, read once.
+    fn read_linkage(&self) -> Result<Linkage, String> {
+        self.linkage
+            .get_or_init(|| self.elf.linkage().map_err(dylease_elf::Refusal::into_reason))
+            .clone()
     }
 }
 

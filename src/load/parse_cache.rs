@@ -87,6 +87,14 @@ pub(crate) struct Parsed {
     pub(crate) pinning: Slot<Pinning>,
 }
 
+impl Parsed {
+    /// Whether every part was decided: a descriptor of the file at this status has nothing
+    /// left to read for them.
+    pub(crate) fn is_complete(&self) -> bool {
+        self.check.is_known() && self.manifest.is_known() && self.pinning.is_known()
+    }
+}
+
 /// One decision, made once.
 #[derive(Debug)]
 pub(crate) struct Slot<T>(Mutex<Option<T>>);

@@ -111,15 +111,15 @@ impl Checks {
     /// check refuses an unsound one first.
     #[cfg(unix)]
     fn dependencies(&mut self, candidate: &mut Candidate) -> Result<(), String> {
-        let Some(file) = open_if_unchanged(candidate)? else {
+        let Some(file) = open_if_unchanged(candidate, self)? else {
             return Ok(());
         };
         let Ok(Some(linkage)) = file.linkage() else {
             return Ok(());
         };
         candidate.dependencies = Some(self.resolve(&candidate.resolved, &linkage)?);
-        // The load uses this descriptor, and what was read of it.
-        candidate.opened = Some(Box::new(file));
+        // The load uses this descriptor, and what was decided of it.
+        candidate.opened = Some(Box::new(file.shed()));
         Ok(())
     }
 
@@ -171,13 +171,13 @@ pub(crate) fn open_checked(
         let held = candidate
             .opened
             .take()
-            .filter(|held| still_named(candidate, &held.metadata));
+            .filter(|held| still_named(candidate, checks, &held.metadata));
         if held.is_none() {
             // The closure was resolved from another descriptor, if at all: the load resolves
             // it again from this one.
             candidate.dependencies = None;
         }
-        let file = match held.map_or_else(|| open_once(candidate), |held| Ok(*held)) {
+        let file = match held.map_or_else(|| open_once(candidate, checks), |held| Ok(*held)) {
             Ok(opened) => opened,
             // Gone, or a symlink now: replaced after the check, if it was checked.
             Err(e) if candidate.since_acquire && is_replacement(&e) => return Err(candidate.replaced_since_acquire()),
@@ -226,8 +226,19 @@ pub(crate) fn open_checked(
 }
 
 /// Opens the file `candidate` names for reading, not following a symlink in the last
-/// component if it was checked, and reads its status from the descriptor.
-fn open_once(candidate: &Candidate) -> std::io::Result<Opened> {
+/// component if it was checked, and reads its status from the descriptor. A checked file is
+/// opened relative to the descriptor of its directory, which the walk passed (no path is
+/// resolved again).
+fn open_once(candidate: &Candidate, checks: &Checks) -> std::io::Result<Opened> {
+    #[cfg(unix)]
+    if candidate.checked.is_some()
+        && let Some((dir, name)) = checks.passed_dir(&candidate.resolved)
+    {
+        let file = sys::open_file_at(dir, name)?;
+        let metadata = file.metadata()?;
+        return Ok(Opened::new(file, metadata));
+    }
+    let _ = checks;
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     if candidate.checked.is_some() {
@@ -238,16 +249,32 @@ fn open_once(candidate: &Candidate) -> std::io::Result<Opened> {
     Ok(Opened::new(file, metadata))
 }
 
-/// Whether the checked file is still the one at its resolved path (`lstat`), unchanged since
-/// the check opened it (`read`: its status then): a file the check opened is used by the
-/// load only then, so that a file replaced in between is checked again, and a file rewritten
-/// in place (same inode, another length or modification time) is opened and read again, as
-/// if it had been opened only now.
-fn still_named(candidate: &Candidate, read: &std::fs::Metadata) -> bool {
+/// Whether the checked file is still the one at its resolved path (`fstatat` in its
+/// directory, or `lstat`), unchanged since the check opened it (`read`: its status then): a
+/// file the check opened is used by the load only then, so that a file replaced in between is
+/// checked again, and a file rewritten in place (same inode, another length or modification
+/// time) is opened and read again, as if it had been opened only now.
+fn still_named(candidate: &Candidate, checks: &Checks, read: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    if let Some((dir, name)) = checks.passed_dir(&candidate.resolved) {
+        return sys::stat_at(dir, name)
+            .is_ok_and(|now| Some(now.id()) == candidate.checked && now.unchanged_since(read));
+    }
+    let _ = checks;
     let Ok(now) = std::fs::symlink_metadata(&candidate.resolved) else {
         return false;
     };
     file_id(&now) == candidate.checked && now.len() == read.len() && now.modified().ok() == read.modified().ok()
+}
+
+#[cfg(unix)]
+impl Checks {
+    /// The directory holding `path` that the walk passed in this load, and `path`'s name in
+    /// it: what a checked file is opened and looked at through.
+    fn passed_dir<'a>(&self, path: &'a Path) -> Option<(&sys::Dir, &'a std::ffi::OsStr)> {
+        let dir = self.passed.get(path.parent()?)?;
+        Some((dir, path.file_name()?))
+    }
 }
 
 /// The checked file, opened as [`open_checked`] opens it, if it is still the file checked
@@ -255,8 +282,8 @@ fn still_named(candidate: &Candidate, read: &std::fs::Metadata) -> bool {
 /// opened to load). `Err` if it cannot be opened for lack of descriptors: its dependencies
 /// would go unchecked.
 #[cfg(unix)]
-fn open_if_unchanged(candidate: &Candidate) -> Result<Option<Opened>, String> {
-    let file = match open_once(candidate) {
+fn open_if_unchanged(candidate: &Candidate, checks: &Checks) -> Result<Option<Opened>, String> {
+    let file = match open_once(candidate, checks) {
         Ok(file) => file,
         Err(e) => {
             let hint = crate::load::sys::library::descriptor_hint(&e);

@@ -139,6 +139,10 @@ pub(crate) struct Stat {
     owner: u32,
     mode: u32,
     id: FileId,
+    /// The length and the modification time (seconds, nanoseconds): what tells a file
+    /// rewritten in place since a descriptor of it was read.
+    size: u64,
+    mtime: (i64, i64),
 }
 
 impl Stat {
@@ -160,6 +164,8 @@ impl Stat {
                 dev: stat.st_dev as u64,
                 ino: stat.st_ino as u64,
             },
+            size: stat.st_size as u64,
+            mtime: (stat.st_mtime as i64, stat.st_mtime_nsec as i64),
         }
     }
 
@@ -184,7 +190,16 @@ impl Stat {
                 dev: metadata.dev(),
                 ino: metadata.ino(),
             },
+            size: metadata.size(),
+            mtime: (metadata.mtime(), metadata.mtime_nsec()),
         }
+    }
+
+    /// Whether this is the status of the file `metadata` was read from, unchanged since: the
+    /// same identity, length and modification time.
+    pub(crate) fn unchanged_since(&self, metadata: &std::fs::Metadata) -> bool {
+        let then = Stat::of_metadata(metadata);
+        (self.id, self.size, self.mtime) == (then.id, then.size, then.mtime)
     }
 
     pub(crate) fn kind(&self) -> Kind {
@@ -228,6 +243,18 @@ fn fstat(fd: &OwnedFd) -> io::Result<Stat> {
     }
     // SAFETY: `fstat` succeeded, so it filled `stat`.
     Ok(Stat::of(&unsafe { stat.assume_init() }))
+}
+
+/// The file `name` in `dir`, opened for reading, not following a symlink (nor waiting on a
+/// FIFO): relative to the descriptor of a directory the walk passed, so no path is resolved
+/// again.
+pub(crate) fn open_file_at(dir: &Dir, name: &OsStr) -> io::Result<std::fs::File> {
+    let fd = open_at(
+        dir.fd.as_raw_fd(),
+        name,
+        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
+    )?;
+    Ok(std::fs::File::from(fd))
 }
 
 /// The status of `name` in `dir`, not following a symlink.
