@@ -78,7 +78,9 @@ mod plugins;
 
 use baselines::{GeCounter, LockedCounter, Payload, host, in_turn, payload};
 use interleave::{Arm, Rounds, Summary, two_threads};
-use plugins::{PluginDirs, ReloadDir, check_by_hand, check_full_close, discover_by_hand, host_cycle, raw_cycle};
+use plugins::{
+    PluginDirs, ReloadDir, check_by_hand, check_full_close, descriptor_cycle, discover_by_hand, host_cycle, raw_cycle,
+};
 
 #[global_allocator]
 static ALLOC: common::CountingAlloc = common::CountingAlloc;
@@ -363,6 +365,13 @@ fn acquire_hosts(options: &Options) {
 
 const COLD_PLUGINS: usize = 16;
 
+/// Waits until files just written are older than the parse cache's racy window (2.1 s): it
+/// keeps a file's parse only then, and every group but the first-ever load times unchanged
+/// files, as a long-running process meets them.
+fn settle() {
+    std::thread::sleep(Duration::from_millis(2300));
+}
+
 fn cold_cycle(options: &Options, dirs: &PluginDirs) {
     let files = dirs.files(COLD_PLUGINS);
     let dir = dirs.dir(COLD_PLUGINS);
@@ -372,9 +381,6 @@ fn cold_cycle(options: &Options, dirs: &PluginDirs) {
     // each cycle, not timed, so that nothing of them is in the parse cache.
     let fresh = ReloadDir::new(&plugins::default_base(), "compare-first-load", &files);
     let first_load = fresh.host(dylease::UnloadPolicy::Immediately);
-    // The parse cache keeps a file's parse only once its last change is older than its racy
-    // window (2.1 s): let the copies settle, so that the repeated cycles find them.
-    std::thread::sleep(Duration::from_millis(2300));
     check_full_close(&strict, &files);
     check_full_close(&permissive, &files);
     check_full_close(&first_load, &fresh.files());
@@ -405,6 +411,7 @@ fn cold_cycle(options: &Options, dirs: &PluginDirs) {
             Some(took)
         }),
         Arm::looped("libloading", iters, || raw_cycle(&files)),
+        Arm::looped("dlopen_by_descriptor", iters, || descriptor_cycle(&files)),
         Arm::looped("libloading_discover_check", iters, || {
             let found = discover_by_hand(&dir);
             check_by_hand(&found);
@@ -419,6 +426,8 @@ fn cold_cycle(options: &Options, dirs: &PluginDirs) {
     emit_ratio("cold_cycle", 1, &rounds, "dylease_uncached", "libloading");
     emit_ratio("cold_cycle", 1, &rounds, "dylease_first_load", "libloading");
     emit_ratio("cold_cycle", 1, &rounds, "dylease_uncached", "dylease");
+    emit_ratio("cold_cycle", 1, &rounds, "dlopen_by_descriptor", "libloading");
+    emit_ratio("cold_cycle", 1, &rounds, "dylease", "dlopen_by_descriptor");
     emit_ratio("cold_cycle", 1, &rounds, "libloading_discover_check", "libloading");
     emit_ratio("cold_cycle", 1, &rounds, "dylease", "libloading_discover_check");
 }
@@ -468,6 +477,7 @@ fn cold_dependencies(options: &Options) {
         .into_iter()
         .map(|k| (k, plugin_with_dependencies(&base, k)))
         .collect();
+    settle();
     // SAFETY: the bench's own plugins, whose initialisation code only links a static node.
     let hosts: Vec<PluginHost> = plugins
         .iter()
@@ -517,6 +527,7 @@ fn manifest(options: &Options, dirs: &PluginDirs) {
             .expect("cannot run objcopy");
         assert!(status.success(), "objcopy {}", file.display());
     }
+    settle();
     let with = dirs.host(COLD_PLUGINS);
     // SAFETY: the bench's own plugins (built from `numbered.c`) without their notes.
     let without = unsafe { PluginHost::builder().dir(&bare).build() }.unwrap();
@@ -756,6 +767,7 @@ fn main() {
             options.max_plugins,
             compiling.elapsed().as_secs_f64()
         );
+        settle();
         if options.runs("cold_cycle") {
             cold_cycle(&options, &dirs);
         }

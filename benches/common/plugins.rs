@@ -282,6 +282,36 @@ pub(crate) fn raw_cycle(files: &[PathBuf]) {
     }
 }
 
+/// As [`raw_cycle`], but each library mapped by descriptor as dylease maps it: the file
+/// opened (`O_RDONLY | O_NOFOLLOW | O_CLOEXEC`), the loader given `/proc/self/fd/N`, the
+/// descriptor closed after the unload. No check at all: the least a load that maps the file it
+/// opened costs, beside which dylease's checks are measured.
+pub(crate) fn descriptor_cycle(files: &[PathBuf]) {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let libraries: Vec<(std::fs::File, Library)> = files
+        .iter()
+        .map(|file| {
+            let opened = std::fs::File::options()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(file)
+                .expect("open a plugin file");
+            let name = format!("/proc/self/fd/{}", opened.as_raw_fd());
+            // SAFETY: as in `raw_cycle`: the bench's own plugins.
+            let library = unsafe { Library::open(Some(&name), RTLD_NOW | RTLD_LOCAL) }.expect("open a plugin");
+            // SAFETY: the symbol is only looked up, never called or read through.
+            let entry = unsafe { library.get::<*mut std::ffi::c_void>(DYLEASE_ENTRY_SYMBOL.as_bytes()) };
+            black_box(entry.expect("a plugin's entry point").into_raw());
+            (opened, library)
+        })
+        .collect();
+    for (opened, library) in black_box(libraries).into_iter().rev() {
+        library.close().expect("close a plugin");
+        drop(opened);
+    }
+}
+
 /// What discovery costs a directory, done by hand as dylease does it: list it, resolve the
 /// directory once, then per library file one `metadata` (is it a regular file? its device and
 /// inode, to load a file reached twice only once). Returns the resolved paths in order. Only a
