@@ -9,6 +9,7 @@
 #   MUTANTS_TIMEOUT=120 scripts/mutants.sh        # the least test timeout per mutant, seconds
 #   MUTANTS_ARGS="--re keep" scripts/mutants.sh   # more cargo-mutants options (here: a subset)
 #   MUTANTS_TESTS="policy::" scripts/mutants.sh   # other integration modules to run
+#   MUTANTS_TEST_THREADS=2 scripts/mutants.sh     # test threads per binary (default 8)
 #
 # Prints caught / missed / timeout / unviable per file, then the missed mutants. A timeout
 # counts as caught by cargo-mutants, but here it is reported apart: a hang is a missing
@@ -36,7 +37,9 @@ done
 # The fast subset: the library's unit tests, the modules of the integration binary that load
 # (static and real) plugins and check the protocol, and the keeper's thread count. Not the
 # doctests, the CLI tests (they build the tool), the threads churn, benches or loom models
-# (loom-tests/run.sh plants its own bugs).
+# (loom-tests/run.sh plants its own bugs). Eight test threads on two cores: most of the
+# subset's time is tests waiting (for a deadline, a settled file, a child), and eight
+# halve the run of each mutant; every test keeps its own bound.
 # The names are test-name filters for every binary run, the library's unit tests included:
 # those of the mutated files (host::, load::registry::, load::trust::, load::sys::library::,
 # parse_cache::, which also names the library's `load::parse_cache::tests`)
@@ -63,7 +66,8 @@ set +e
 # shellcheck disable=SC2086 # MUTANTS_ARGS is a list of options
 nice -n 19 cargo mutants "${file_args[@]}" --jobs 1 --minimum-test-timeout "${MUTANTS_TIMEOUT:-90}" \
   --build-timeout 900 --output "$out" ${MUTANTS_ARGS:-} \
-  -- --lib --test integration --test keeper_thread -- "${ignored[@]}" "${modules[@]}" one_keeper_thread
+  -- --lib --test integration --test keeper_thread -- "${ignored[@]}" \
+  --test-threads "${MUTANTS_TEST_THREADS:-8}" "${modules[@]}" one_keeper_thread
 status=$?
 set -e
 
