@@ -183,7 +183,7 @@ pub(crate) fn open_checked(
             Err(e) if candidate.since_acquire && is_replacement(&e) => return Err(candidate.replaced_since_acquire()),
             Err(e) if candidate.checked.is_some() && replaced < REPLACEMENTS && is_replacement(&e) => {
                 replaced += 1;
-                checks.check(policy, candidate)?;
+                check_again(checks, policy, candidate, &format!("was removed or replaced ({e})"))?;
                 continue;
             }
             Err(e) => {
@@ -212,7 +212,7 @@ pub(crate) fn open_checked(
                 }
                 replaced += 1;
                 drop(file);
-                checks.check(policy, candidate)?;
+                check_again(checks, policy, candidate, "was replaced by another file")?;
             }
             _ => {
                 // `Identity` is `Copy` on Unix and a path elsewhere (where `checked_identity` is
@@ -223,6 +223,22 @@ pub(crate) fn open_checked(
             }
         }
     }
+}
+
+/// Checks `candidate` again, its file having `changed` after its check (said in the log, at
+/// `debug`, before and after: an install under way shows there).
+fn check_again(
+    checks: &mut Checks,
+    policy: TrustPolicy,
+    candidate: &mut Candidate,
+    changed: &str,
+) -> Result<(), Error> {
+    let prefix = crate::load::log_scope::prefix();
+    let path = candidate.resolved.display().to_string();
+    log::debug!("{prefix}`{path}` {changed} after its check: checking what is there now");
+    checks.check(policy, candidate)?;
+    log::debug!("{prefix}`{path}` checked again");
+    Ok(())
 }
 
 /// Opens the file `candidate` names for reading, not following a symlink in the last

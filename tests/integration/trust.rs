@@ -4,6 +4,7 @@
 use std::fs::{self, Permissions};
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use dylease::{Error, PluginHost, TrustPolicy};
 
@@ -511,4 +512,154 @@ fn a_bare_relative_name_is_checked_like_dot_slash() {
         "the child failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// Runs an acquire of `host` on a thread of its own, bounded, with `hook` called on every
+/// message the host logs meanwhile (`logger::with_hook`): the hook plays the installer.
+fn acquire_with_installer(host: PluginHost, hook: impl Fn(&str) + Send + 'static) -> Result<Vec<String>, Error> {
+    crate::bounded::bounded("an acquire racing an installer", Duration::from_secs(60), move || {
+        crate::logger::with_hook(hook, || {
+            let lease = host.acquire()?;
+            Ok(lease.plugins().iter().map(|p| p.name().to_owned()).collect())
+        })
+    })
+}
+
+/// How many `debug` lines about `path` contain `what` so far.
+fn logged(path: &Path, what: &str) -> usize {
+    crate::logger::records(log::Level::Debug, &format!("`{}` {what}", path.display())).len()
+}
+
+/// `from` copied to `to` as a new file (a new inode), renamed into place as installers do.
+fn install(from: &Path, to: &Path) {
+    let staged = to.with_extension("staged");
+    fs::copy(from, &staged).unwrap();
+    fs::set_permissions(&staged, Permissions::from_mode(0o755)).unwrap();
+    fs::rename(&staged, to).unwrap();
+}
+
+/// A plugin file removed after its check, and installed again before the load opens it (an
+/// installer that unlinks first), is checked again and the new file loads. Caught: a removal
+/// not retried (the `open_checked` guard forced false, its `<` as `==` or `>`), or taken for a
+/// replacement since an on-demand acquire (the acquire fails).
+#[test]
+fn a_file_removed_after_its_check_and_installed_again_is_checked_again_and_loaded() {
+    crate::logger::install();
+    let dir = TestDir::new("trust_removed_after_check");
+    let first = dir.add("p1", "liba.so");
+    let lib = dir.add("by_hand_marker", "libb.so");
+    let templates = TestDir::new("trust_removed_after_check_templates");
+    let new = templates.add("by_hand_marker", "libnew.so");
+    // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
+    let (loaded_first, removed) = (format!("loaded plugin file `{}`", first.display()), lib.clone());
+    let lib_in_hook = lib.clone();
+    let names = acquire_with_installer(host, move |line| {
+        if line.contains(&loaded_first) {
+            fs::remove_file(&removed).unwrap();
+        } else if line.contains(&format!("`{}` was removed or replaced", lib_in_hook.display())) {
+            install(&new, &lib_in_hook);
+        }
+    })
+    .unwrap();
+    assert_eq!(names, ["p1", "by-hand"]);
+    assert_eq!(logged(&lib, "was removed or replaced"), 1);
+    assert!(marker(&lib).exists(), "the installed library did not run");
+}
+
+/// A file that is gone at every open although it passes every check in between (an install
+/// that never settles) is given up after `REPLACEMENTS` (8) checks, naming it; and so is one
+/// replaced by another file at every open (`Untrusted`, "replaced 8 times"). Caught: the count
+/// never advancing (`+=` as `*=`: the load checks for ever, the bound fails the test), or a
+/// bound of nine (`<` as `<=`).
+#[test]
+fn a_file_that_keeps_changing_between_its_checks_and_its_open_is_given_up_after_eight_checks() {
+    crate::logger::install();
+    for removed in [true, false] {
+        let dir = TestDir::new("trust_keeps_changing");
+        let first = dir.add("p1", "liba.so");
+        let lib = dir.add("by_hand_marker", "libb.so");
+        let templates = TestDir::new("trust_keeps_changing_templates");
+        let new = templates.add("by_hand_marker", "libnew.so");
+        // SAFETY: as above.
+        let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
+        let loaded_first = format!("loaded plugin file `{}`", first.display());
+        let (changed, checked) = (
+            format!("`{}` was", lib.display()),
+            format!("`{}` checked again", lib.display()),
+        );
+        let lib_in_hook = lib.clone();
+        let changes = std::sync::atomic::AtomicU32::new(0);
+        let error = acquire_with_installer(host, move |line| {
+            // Past the bound, the installer stops: a load that does not count its checks
+            // then loads the file (and fails the assertion below) instead of spinning.
+            if changes.load(std::sync::atomic::Ordering::Relaxed) > 20 {
+                return;
+            }
+            let change = || {
+                changes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if removed {
+                    fs::remove_file(&lib_in_hook).unwrap();
+                } else {
+                    install(&new, &lib_in_hook);
+                }
+            };
+            if line.contains(&loaded_first) || line.contains(&checked) {
+                change();
+            } else if removed && line.contains(&changed) {
+                // Back for the check: gone again once it passed.
+                install(&new, &lib_in_hook);
+            }
+        })
+        .unwrap_err();
+        let what = if removed {
+            "was removed or replaced"
+        } else {
+            "was replaced by another file"
+        };
+        assert_eq!(logged(&lib, what), 8, "{error}");
+        if removed {
+            assert!(
+                matches!(&error, Error::Open { path, reason, .. } if path == &lib && reason.contains("cannot open")),
+                "{error:?}"
+            );
+        } else {
+            assert!(
+                matches!(&error, Error::Untrusted { path, reason, .. } if path == &lib && reason.contains("replaced 8 times")),
+                "{error:?}"
+            );
+        }
+        // (The directory's path is canonical: the marker's name needs no file at `lib`.)
+        let marker = PathBuf::from(format!("{}.ran", lib.display()));
+        assert!(!marker.exists(), "a library that kept changing ran");
+    }
+}
+
+/// Without a trust check nothing was checked, so nothing is checked again: a file removed
+/// after discovery fails the load at once, naming it. Caught: the retry guard's `&&`s as `||`
+/// (the file is looked for again; with the second, for ever).
+#[test]
+fn a_file_removed_under_the_permissive_policy_fails_the_load_at_once() {
+    crate::logger::install();
+    let dir = TestDir::new("trust_removed_permissive");
+    let first = dir.add("p1", "liba.so");
+    let lib = dir.add("by_hand_marker", "libb.so");
+    // SAFETY: as above.
+    let host = unsafe { PluginHost::builder().dir(dir.path()) }
+        .trust(TrustPolicy::Permissive)
+        .build()
+        .unwrap();
+    let loaded_first = format!("loaded plugin file `{}`", first.display());
+    let removed = lib.clone();
+    let error = acquire_with_installer(host, move |line| {
+        if line.contains(&loaded_first) {
+            fs::remove_file(&removed).unwrap();
+        }
+    })
+    .unwrap_err();
+    assert!(
+        matches!(&error, Error::Open { path, reason, .. } if path == &lib && reason.contains("cannot open")),
+        "{error:?}"
+    );
+    assert_eq!(logged(&lib, "was removed or replaced"), 0);
 }
