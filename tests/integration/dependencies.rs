@@ -1106,3 +1106,152 @@ fn an_unchanged_dependency_is_parsed_once_over_two_cold_cycles() {
     drop(host);
     assert_unloaded(&dep);
 }
+
+/// The subdirectories glibc tries below a run-path directory are judged as the directory is,
+/// and only those: one others can write (a hwcaps level; `tls` as a symlink to such a
+/// directory) is refused; a symlink there to a file (glibc finds nothing through it) passes,
+/// and so does a directory deeper than glibc ever tries. Caught: no descent below the run
+/// path (`depth == MAX_DEPTH` as `!=`), a symlink to a directory skipped unchecked (its guard
+/// forced `true`, or `&&` as `||`), a symlink to a file refused (the guard forced `false`, or
+/// its `!` deleted), the depth never advancing (`+` as `*`).
+#[test]
+fn the_subdirectories_glibc_searches_below_a_run_path_are_judged_and_only_those() {
+    let _serial = one_at_a_time();
+    let writable = |dir: &Path| fs::set_permissions(dir, Permissions::from_mode(0o777)).unwrap();
+    let make = |dir: &Path| {
+        fs::create_dir_all(dir).unwrap();
+        fs::set_permissions(dir, Permissions::from_mode(0o755)).unwrap();
+    };
+    type Layout = Box<dyn Fn(&Path, &Path) -> Option<PathBuf>>;
+    let cases: Vec<(&str, Layout)> = vec![
+        (
+            "hwcaps level others can write",
+            Box::new(move |lib, _| {
+                let level = lib.join("glibc-hwcaps/x86-64-v2");
+                make(&level);
+                writable(&level);
+                Some(level)
+            }),
+        ),
+        (
+            "tls a symlink to a directory others can write",
+            Box::new(move |lib, scratch| {
+                let open = scratch.join("open");
+                make(&open);
+                writable(&open);
+                std::os::unix::fs::symlink(&open, lib.join("tls")).unwrap();
+                Some(open)
+            }),
+        ),
+        (
+            "tls a symlink to a file",
+            Box::new(|lib, scratch| {
+                let file = scratch.join("not-a-directory");
+                fs::write(&file, b"").unwrap();
+                std::os::unix::fs::symlink(&file, lib.join("tls")).unwrap();
+                None
+            }),
+        ),
+        (
+            "a directory others can write deeper than glibc tries",
+            Box::new(move |lib, _| {
+                let deep = lib.join("tls/x86_64/tls/x86_64/haswell");
+                make(&deep);
+                writable(&deep);
+                None
+            }),
+        ),
+    ];
+    for (n, (case, layout)) in cases.into_iter().enumerate() {
+        let dir = TestDir::new(&format!("deps_searched_below_{n}"));
+        let libs = dir.sub("plugins/lib");
+        dependency(&libs, 30 + n as i32, false);
+        let plugin = plugin(&dir.sub("plugins"), &libs, "$ORIGIN/lib");
+        let refused = layout(&libs, &dir.sub("scratch"));
+        let outcome = strict(&plugin).acquire().map(drop);
+        match refused {
+            Some(subdirectory) => {
+                let error = outcome.expect_err(case);
+                assert_refused(
+                    &error,
+                    &plugin,
+                    &[
+                        "run path (DT_RUNPATH) entry `$ORIGIN/lib`",
+                        &format!("`{}`", subdirectory.display()),
+                        "writable by group and others (mode 0777)",
+                    ],
+                );
+            }
+            None => {
+                outcome.unwrap_or_else(|e| panic!("{case}: {e}"));
+                assert_eq!(dep_value(&strict(&plugin)), 30 + n as i32, "{case}");
+            }
+        }
+        assert_unloaded(&plugin);
+    }
+}
+
+/// Set in the child process of the `LD_LIBRARY_PATH` test: the plugin to load.
+const LIBRARY_PATH_CHILD: &str = "DYLEASE_TEST_LIBRARY_PATH_PLUGIN";
+
+/// A dependency glibc finds through `LD_LIBRARY_PATH` (in its second directory, after one
+/// without it and an empty entry) is left to glibc there, as the process owner's choice,
+/// although the plugin's run path holds another copy: under `Strict` the plugin gets the copy
+/// glibc's own search gives it. In a child process whose environment sets the variable, as
+/// glibc reads it at start-up. Caught: the list split at every byte but `:` (`==` as `!=`),
+/// or its empty entries kept instead of its directories (the filter's `!` deleted): dylease
+/// then maps the run path's copy, which glibc would never have chosen.
+#[test]
+fn a_dependency_found_through_ld_library_path_is_the_one_glibc_would_find() {
+    if let Some(plugin) = std::env::var_os(LIBRARY_PATH_CHILD) {
+        let plugin = PathBuf::from(plugin);
+        assert_eq!(permissive_value(&plugin).unwrap(), 12, "glibc's own search");
+        assert_eq!(dep_value(&strict(&plugin)), 12, "under Strict");
+        return;
+    }
+    let dir = TestDir::new("deps_library_path");
+    let first = dir.sub("first");
+    let second = dir.sub("second");
+    named_dependency(&second, "dep_library_path", 12, &[]);
+    let plugins = dir.sub("plugins");
+    named_dependency(&dir.sub("plugins/lib"), "dep_library_path", 13, &[]);
+    let plugin = plugin_needing(&plugins, &second, "dep_library_path", "$ORIGIN/lib", false);
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child
+        .args([
+            "--exact",
+            "dependencies::a_dependency_found_through_ld_library_path_is_the_one_glibc_would_find",
+        ])
+        .args(["--test-threads", "1", "--nocapture"])
+        .env(LIBRARY_PATH_CHILD, &plugin)
+        .env("LD_LIBRARY_PATH", format!("{}::{}", first.display(), second.display()));
+    let output = crate::bounded::bounded("the child process", Duration::from_secs(120), move || {
+        child.output().unwrap()
+    });
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "the child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // Without the variable, the run path's copy is the one: the child's was the variable's.
+    let _serial = one_at_a_time();
+    assert_eq!(strict_value_mapped_by_dylease(&plugin, "dep_library_path"), 13);
+}
+
+/// A run-path directory whose status cannot be read for another cause than its absence (a
+/// name longer than the file system allows) is refused with that cause: the check cannot
+/// judge it, so it fails closed. Caught: every failure to read it taken for a missing
+/// directory, which passes when nobody else can create it.
+#[test]
+fn a_run_path_directory_that_cannot_be_looked_at_is_refused_with_the_cause() {
+    let _serial = one_at_a_time();
+    let dir = TestDir::new("deps_run_path_unreadable");
+    let libs = dir.sub("plugins/lib");
+    dependency(&libs, 13, false);
+    let long = "d".repeat(300);
+    let plugin = plugin(&dir.sub("plugins"), &libs, &format!("$ORIGIN/{long}:$ORIGIN/lib"));
+    let error = strict(&plugin).acquire().unwrap_err();
+    assert_refused(&error, &plugin, &["run path (DT_RUNPATH) entry", "File name too long"]);
+    assert_unloaded(&plugin);
+}
