@@ -182,9 +182,71 @@ pub(crate) fn maps_checked_file(names: &Names) -> Option<bool> {
         return None;
     }
     let base = names.base?;
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    // `start-end perms offset major:minor inode path`: the mapping at the load address.
-    let line = maps.lines().find(|line| {
+    let maps = std::fs::File::open("/proc/self/maps").ok()?;
+    let mapped = match query_mapping(&maps, base) {
+        Some(found) => found,
+        None => mapping_in_text(maps, base),
+    };
+    Some(mapped? == names.file)
+}
+
+/// The `struct procmap_query` of `<linux/fs.h>` (Linux 6.11).
+#[repr(C)]
+#[derive(Default)]
+struct ProcmapQuery {
+    size: u64,
+    query_flags: u64,
+    query_addr: u64,
+    vma_start: u64,
+    vma_end: u64,
+    vma_flags: u64,
+    vma_page_size: u64,
+    vma_offset: u64,
+    inode: u64,
+    dev_major: u32,
+    dev_minor: u32,
+    vma_name_size: u32,
+    build_id_size: u32,
+    vma_name_addr: u64,
+    build_id_addr: u64,
+}
+
+/// `PROCMAP_QUERY`: `_IOWR('f', 17, struct procmap_query)`.
+const PROCMAP_QUERY: libc::c_ulong =
+    (3 << 30) | ((size_of::<ProcmapQuery>() as libc::c_ulong) << 16) | (0x66 << 8) | 17;
+
+/// The (dev, ino) of the file mapped from `base` on (a mapping that starts there), asked of
+/// the kernel for that one address (the `PROCMAP_QUERY` ioctl of `/proc/self/maps`, Linux
+/// 6.11) instead of reading the whole table: `Some(None)` if no file mapping starts there,
+/// `None` if the kernel does not answer the ioctl.
+fn query_mapping(maps: &std::fs::File, base: usize) -> Option<Option<(u64, u64)>> {
+    let mut query = ProcmapQuery {
+        size: size_of::<ProcmapQuery>() as u64,
+        query_addr: base as u64,
+        ..ProcmapQuery::default()
+    };
+    // SAFETY: `maps` is an open `/proc/self/maps`; `query` is a `struct procmap_query` with
+    // its `size` set and no name or build-id buffer asked for (their sizes 0), which the
+    // kernel reads and fills and does not keep. A kernel without the ioctl fails it (ENOTTY)
+    // and writes nothing.
+    let done = unsafe { libc::ioctl(maps.as_raw_fd(), PROCMAP_QUERY as _, &raw mut query) };
+    if done != 0 {
+        return match io::Error::last_os_error().raw_os_error() {
+            // No mapping contains the address.
+            Some(libc::ENOENT) => Some(None),
+            _ => None,
+        };
+    }
+    let starts_here = query.vma_start == base as u64;
+    Some(starts_here.then(|| (libc::makedev(query.dev_major, query.dev_minor), query.inode)))
+}
+
+/// As [`query_mapping`], from the text of `/proc/self/maps` (`start-end perms offset
+/// major:minor inode path`, one line per mapping): for kernels without the ioctl.
+fn mapping_in_text(mut maps: std::fs::File, base: usize) -> Option<(u64, u64)> {
+    let mut text = String::new();
+    io::Read::read_to_string(&mut maps, &mut text).ok()?;
+    let line = text.lines().find(|line| {
         line.split('-')
             .next()
             .and_then(|start| usize::from_str_radix(start, 16).ok())
@@ -197,7 +259,7 @@ pub(crate) fn maps_checked_file(names: &Names) -> Option<bool> {
         u32::from_str_radix(minor, 16).ok()?,
     );
     let ino = fields.next()?.parse::<u64>().ok()?;
-    Some((dev, ino) == names.file)
+    Some((dev, ino))
 }
 
 /// Whether the mapping is still there after its last `dlclose`: an object of the loader's
@@ -416,6 +478,51 @@ pub(crate) fn no_follow(options: &mut std::fs::OpenOptions) {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// The `PROCMAP_QUERY` ioctl answers as the text of `/proc/self/maps` does, for the file
+    /// mappings of this process's binary and libc (their start: that file's (dev, ino)) and for an address
+    /// inside one (no mapping starts there); on a kernel from 6.11 on, it is answered.
+    /// Caught: a wrong request number or layout (the ioctl fails, or reads other fields),
+    /// or a mapping matched by containing the address rather than starting at it.
+    #[test]
+    fn the_kernel_query_of_one_mapping_agrees_with_the_text_of_the_maps() {
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+        let mut numbers = release
+            .split(|c: char| !c.is_ascii_digit())
+            .map(|n| n.parse::<u32>().unwrap_or(0));
+        let version = (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0));
+        let maps = std::fs::File::open("/proc/self/maps").unwrap();
+        let text = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let mut compared = 0;
+        let exe = std::env::current_exe().unwrap();
+        for line in text.lines() {
+            let mut fields = line.split_ascii_whitespace();
+            let range = fields.next().unwrap();
+            let inode: u64 = fields.nth(3).unwrap().parse().unwrap();
+            // The mappings of this test binary and of libc: no other test unmaps them meanwhile.
+            let path = fields.next().unwrap_or("");
+            if inode == 0 || !(std::path::Path::new(path) == exe || path.contains("/libc.so")) {
+                continue;
+            }
+            let (start, end) = range.split_once('-').unwrap();
+            let (start, end) = (
+                usize::from_str_radix(start, 16).unwrap(),
+                usize::from_str_radix(end, 16).unwrap(),
+            );
+            let Some(queried) = query_mapping(&maps, start) else {
+                assert!(version < (6, 11), "kernel {release:?} did not answer PROCMAP_QUERY");
+                return;
+            };
+            let from_text = mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), start);
+            assert_eq!(queried, from_text, "{line}");
+            assert_eq!(queried.map(|(_, ino)| ino), Some(inode), "{line}");
+            if end - start > 4096 {
+                assert_eq!(query_mapping(&maps, start + 4096), Some(None), "{line}");
+            }
+            compared += 1;
+        }
+        assert!(compared > 3, "this process maps few files: {text}");
+    }
 
     #[test]
     fn a_library_named_through_a_sticky_directory_its_group_or_others_can_write_is_refused_under_strict() {
