@@ -1255,3 +1255,58 @@ fn a_run_path_directory_that_cannot_be_looked_at_is_refused_with_the_cause() {
     assert_refused(&error, &plugin, &["run path (DT_RUNPATH) entry", "File name too long"]);
     assert_unloaded(&plugin);
 }
+
+/// A run-path directory that does not exist, in a directory nobody else can create it in, is
+/// skipped as glibc skips it: the next one answers. Caught: the missing directory refused when
+/// its name is searched (the guard that lets it pass forced false).
+#[test]
+fn a_missing_run_path_directory_nobody_else_can_create_is_skipped() {
+    let _serial = one_at_a_time();
+    let dir = TestDir::new("deps_missing_run_path");
+    let libs = dir.sub("plugins/lib");
+    named_dependency(&libs, "dep_after_missing", 14, &[]);
+    let plugin = plugin_needing(
+        &dir.sub("plugins"),
+        &libs,
+        "dep_after_missing",
+        "$ORIGIN/missing:$ORIGIN/lib",
+        false,
+    );
+    assert_eq!(permissive_value(&plugin).unwrap(), 14, "glibc's own search");
+    assert_eq!(strict_value_mapped_by_dylease(&plugin, "dep_after_missing"), 14);
+    assert_unloaded(&plugin);
+}
+
+/// A needed name longer than a file name may be cannot be looked for: the check refuses it
+/// with the cause instead of leaving it to glibc. Caught: every failure to look a name up in
+/// a run-path directory taken for its absence.
+#[test]
+fn a_needed_name_that_cannot_be_looked_up_is_refused_with_the_cause() {
+    let _serial = one_at_a_time();
+    let dir = TestDir::new("deps_needed_too_long");
+    let libs = dir.sub("plugins/lib");
+    let soname = format!("lib{}.so", "n".repeat(300));
+    dependency_as(&libs, "libshort_name.so", Some(&soname), 15, false, &[]);
+    let plugin = plugin_needing(&dir.sub("plugins"), &libs, "short_name", "$ORIGIN/lib", false);
+    let error = strict(&plugin).acquire().unwrap_err();
+    assert_refused(&error, &plugin, &["File name too long"]);
+    assert_unloaded(&plugin);
+}
+
+/// A library only deeper below a run-path directory than glibc ever looks is not found there
+/// by dylease either: the load fails as glibc's own does, and nothing of it is mapped.
+/// Caught: the depth of the search never advancing (`+` as `*`), which finds and maps it.
+#[test]
+fn a_library_deeper_below_a_run_path_than_glibc_looks_is_not_mapped() {
+    let _serial = one_at_a_time();
+    let dir = TestDir::new("deps_too_deep");
+    let libs = dir.sub("plugins/lib");
+    let deep = dir.sub("plugins/lib/tls/x86_64/tls/x86_64/haswell");
+    let dep = named_dependency(&deep, "dep_too_deep", 16, &[]);
+    let plugin = plugin_needing(&dir.sub("plugins"), &deep, "dep_too_deep", "$ORIGIN/lib", false);
+    let _ = libs;
+    assert!(permissive_value(&plugin).is_err(), "glibc found it");
+    assert!(strict(&plugin).acquire().is_err(), "dylease found it");
+    assert!(!mapped(&dep));
+    assert_unloaded(&plugin);
+}
