@@ -1110,7 +1110,8 @@ fn an_unchanged_dependency_is_parsed_once_over_two_cold_cycles() {
 /// The subdirectories glibc tries below a run-path directory are judged as the directory is,
 /// and only those: one others can write (a hwcaps level; `tls` as a symlink to such a
 /// directory) is refused; a symlink there to a file (glibc finds nothing through it) passes,
-/// and so does a directory deeper than glibc ever tries. Caught: no descent below the run
+/// and so do a directory of another name and one deeper than glibc ever tries. Caught: every
+/// subdirectory taken for one glibc tries (the name's `==` as `!=`), no descent below the run
 /// path (`depth == MAX_DEPTH` as `!=`), a symlink to a directory skipped unchecked (its guard
 /// forced `true`, or `&&` as `||`), a symlink to a file refused (the guard forced `false`, or
 /// its `!` deleted), the depth never advancing (`+` as `*`).
@@ -1149,6 +1150,15 @@ fn the_subdirectories_glibc_searches_below_a_run_path_are_judged_and_only_those(
                 let file = scratch.join("not-a-directory");
                 fs::write(&file, b"").unwrap();
                 std::os::unix::fs::symlink(&file, lib.join("tls")).unwrap();
+                None
+            }),
+        ),
+        (
+            "a directory others can write whose name glibc never tries",
+            Box::new(move |lib, _| {
+                let other = lib.join("plugins-cache");
+                make(&other);
+                writable(&other);
                 None
             }),
         ),
