@@ -1320,3 +1320,30 @@ fn a_library_deeper_below_a_run_path_than_glibc_looks_is_not_mapped() {
     assert!(!mapped(&dep));
     assert_unloaded(&plugin);
 }
+
+/// A library found twice below one run-path directory (in it and in a hwcaps subdirectory
+/// glibc tries first on some CPUs) is refused, naming both copies: which one the loader takes
+/// depends on the CPU, so dylease cannot map the one glibc would. Caught: the count of copies
+/// ignored (the last one found mapped).
+#[test]
+fn a_library_found_twice_below_one_run_path_directory_is_refused_naming_both() {
+    let _serial = one_at_a_time();
+    let dir = TestDir::new("deps_found_twice");
+    let libs = dir.sub("plugins/lib");
+    let top = named_dependency(&libs, "dep_twice", 17, &[]);
+    let level = dir.sub("plugins/lib/glibc-hwcaps/x86-64-v2");
+    let below = named_dependency(&level, "dep_twice", 18, &[]);
+    let plugin = plugin_needing(&dir.sub("plugins"), &libs, "dep_twice", "$ORIGIN/lib", false);
+    let error = strict(&plugin).acquire().unwrap_err();
+    assert_refused(
+        &error,
+        &plugin,
+        &[
+            "found 2 times below one run-path directory",
+            &format!("`{}`", top.display()),
+            &format!("`{}`", below.display()),
+        ],
+    );
+    assert!(!mapped(&top) && !mapped(&below));
+    assert_unloaded(&plugin);
+}
