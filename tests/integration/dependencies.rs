@@ -1210,13 +1210,18 @@ const LIBRARY_PATH_CHILD: &str = "DYLEASE_TEST_LIBRARY_PATH_PLUGIN";
 /// glibc's own search gives it. In a child process whose environment sets the variable, as
 /// glibc reads it at start-up. Caught: the list split at every byte but `:` (`==` as `!=`),
 /// or its empty entries kept instead of its directories (the filter's `!` deleted): dylease
-/// then maps the run path's copy, which glibc would never have chosen.
+/// then maps the run path's copy, which glibc would never have chosen. And a name the
+/// variable's directories do not hold is mapped by dylease from the run path. Caught: every
+/// name taken for one `LD_LIBRARY_PATH` holds (left to glibc's search).
 #[test]
 fn a_dependency_found_through_ld_library_path_is_the_one_glibc_would_find() {
     if let Some(plugin) = std::env::var_os(LIBRARY_PATH_CHILD) {
         let plugin = PathBuf::from(plugin);
         assert_eq!(permissive_value(&plugin).unwrap(), 12, "glibc's own search");
         assert_eq!(dep_value(&strict(&plugin)), 12, "under Strict");
+        // A name the variable's directories do not hold is still dylease's to map.
+        let other = plugin.with_file_name("other/libuses_dep.so");
+        assert_eq!(strict_value_mapped_by_dylease(&other, "dep_not_in_library_path"), 19);
         return;
     }
     let dir = TestDir::new("deps_library_path");
@@ -1226,6 +1231,15 @@ fn a_dependency_found_through_ld_library_path_is_the_one_glibc_would_find() {
     let plugins = dir.sub("plugins");
     named_dependency(&dir.sub("plugins/lib"), "dep_library_path", 13, &[]);
     let plugin = plugin_needing(&plugins, &second, "dep_library_path", "$ORIGIN/lib", false);
+    let other_libs = dir.sub("plugins/other/lib");
+    named_dependency(&other_libs, "dep_not_in_library_path", 19, &[]);
+    plugin_needing(
+        &dir.sub("plugins/other"),
+        &other_libs,
+        "dep_not_in_library_path",
+        "$ORIGIN/lib",
+        false,
+    );
     let mut child = std::process::Command::new(std::env::current_exe().unwrap());
     child
         .args([
