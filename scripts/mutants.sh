@@ -10,6 +10,8 @@
 #   MUTANTS_ARGS="--re keep" scripts/mutants.sh   # more cargo-mutants options (here: a subset)
 #   MUTANTS_TESTS="policy::" scripts/mutants.sh   # other integration modules to run
 #   MUTANTS_TEST_THREADS=2 scripts/mutants.sh     # test threads per binary (default 8)
+#   MUTANTS_FEATURES=python MUTANTS_TESTS="python:: load::python::" \
+#     scripts/mutants.sh src/load/python/instance.rs   # the Python instance, with its feature
 #
 # Prints caught / missed / timeout / unviable per file, then the missed mutants. A timeout
 # counts as caught by cargo-mutants, but here it is reported apart: a hang is a missing
@@ -64,7 +66,13 @@ set +e
 # The unmutated run (which also compiles the C fixtures) sets each mutant's test timeout:
 # five times its own time, and at least MUTANTS_TIMEOUT.
 # shellcheck disable=SC2086 # MUTANTS_ARGS is a list of options
-nice -n 19 cargo mutants "${file_args[@]}" --jobs 1 --minimum-test-timeout "${MUTANTS_TIMEOUT:-90}" \
+features=()
+if [ -n "${MUTANTS_FEATURES:-}" ]; then
+  features=(--features "$MUTANTS_FEATURES")
+  # pyo3 builds against this interpreter's libpython.
+  export PYO3_PYTHON="${PYO3_PYTHON:-/usr/bin/python3}"
+fi
+nice -n 19 cargo mutants "${file_args[@]}" "${features[@]}" --jobs 1 --minimum-test-timeout "${MUTANTS_TIMEOUT:-90}" \
   --build-timeout 900 --output "$out" ${MUTANTS_ARGS:-} \
   -- --lib --test integration --test keeper_thread -- "${ignored[@]}" \
   --test-threads "${MUTANTS_TEST_THREADS:-8}" "${modules[@]}" one_keeper_thread
