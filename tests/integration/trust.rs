@@ -663,3 +663,97 @@ fn a_file_removed_under_the_permissive_policy_fails_the_load_at_once() {
     );
     assert_eq!(logged(&lib, "was removed or replaced"), 0);
 }
+
+/// A plugin reached through a chain of 40 symlinks (as many as Linux follows in one path)
+/// loads (the walk follows as many as the kernel); through 41 the load fails, naming the
+/// file and the kernel's cause. Caught: the walk's count compared with `==` or `>=` (the
+/// longest chain the kernel follows refused).
+#[test]
+fn a_chain_of_forty_symlinks_is_followed_and_a_forty_first_is_refused() {
+    let dir = TestDir::new("trust_symlink_chain");
+    let lib = dir.add("p1", "libp1.so");
+    let chain = |links: usize| {
+        let links_dir = dir.sub(&format!("chain{links}"));
+        let mut next = lib.clone();
+        for n in (0..links).rev() {
+            let link = links_dir.join(format!("link{n}.so"));
+            symlink(&next, &link).unwrap();
+            next = link;
+        }
+        next
+    };
+    let forty = chain(40);
+    // SAFETY: the library is this suite's own fixture, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&forty).build() }.unwrap();
+    let names: Vec<String> = host
+        .acquire()
+        .unwrap()
+        .plugins()
+        .iter()
+        .map(|p| p.name().to_owned())
+        .collect();
+    assert_eq!(names, ["p1"]);
+    drop(host);
+    let forty_one = chain(41);
+    // SAFETY: as above.
+    let host = unsafe { PluginHost::builder().file(&forty_one).build() }.unwrap();
+    let error = host.acquire().map(drop).unwrap_err();
+    // The kernel refuses it first (ELOOP), when discovery reads the file's status.
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    assert!(
+        message.contains(&forty_one.display().to_string()) && message.contains("symbolic links"),
+        "{message}"
+    );
+    assert_unloaded(&lib);
+}
+
+/// Set in the child process of the other-user test: the plugin to load.
+const OTHER_USER_CHILD: &str = "DYLEASE_TEST_OTHER_USER_PLUGIN";
+
+/// For a process that is not root, a plugin it owns, in directories it owns below directories
+/// root owns, passes the trust check: root's directories are trusted too. In a child process
+/// run as uid 65534 (the suite's tests run as root, which passes either way). Caught: the
+/// owner rule asking for both owners (`&&` as `||`: every root-owned directory refused to
+/// any other user).
+#[test]
+#[ignore = "needs root"]
+fn a_user_other_than_root_loads_its_own_plugin_below_directories_root_owns() {
+    if let Some(plugin) = std::env::var_os(OTHER_USER_CHILD) {
+        // SAFETY: as above.
+        let host = unsafe { PluginHost::builder().file(PathBuf::from(plugin)).build() }.unwrap();
+        let lease = host.acquire().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(lease.plugins()[0].name(), "p1");
+        return;
+    }
+    let dir = TestDir::new("trust_other_user");
+    let own = dir.sub("own");
+    let lib = dir.add("p1", "own/libp1.so");
+    for path in [&own, &lib] {
+        std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
+    }
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child
+        .args([
+            "--exact",
+            "trust::a_user_other_than_root_loads_its_own_plugin_below_directories_root_owns",
+            "--include-ignored",
+        ])
+        .args(["--test-threads", "1", "--nocapture"])
+        .env(OTHER_USER_CHILD, &lib);
+    std::os::unix::process::CommandExt::uid(&mut child, 65534);
+    std::os::unix::process::CommandExt::gid(&mut child, 65534);
+    let output = crate::bounded::bounded("the child process", Duration::from_secs(120), move || {
+        child.output().unwrap()
+    });
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "the child (uid 65534) failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
