@@ -1361,3 +1361,25 @@ fn a_library_found_twice_below_one_run_path_directory_is_refused_naming_both() {
     assert!(!mapped(&top) && !mapped(&below));
     assert_unloaded(&plugin);
 }
+
+/// A run-path entry through a loop of symlinks (which the kernel would refuse with `ELOOP`)
+/// is refused by the walk, which counts the links it follows as the kernel does, naming it.
+/// Caught: the count never advancing (`+=` as `*=`: the walk follows the loop for ever).
+#[test]
+fn a_run_path_through_a_symlink_loop_is_refused_naming_the_loop() {
+    let _serial = one_at_a_time();
+    let dir = TestDir::new("deps_run_path_loop");
+    let plugins = dir.sub("plugins");
+    let libs = dir.sub("plugins/lib");
+    named_dependency(&libs, "dep_after_loop", 20, &[]);
+    std::os::unix::fs::symlink("loop_b", plugins.join("loop_a")).unwrap();
+    std::os::unix::fs::symlink("loop_a", plugins.join("loop_b")).unwrap();
+    let plugin = plugin_needing(&plugins, &libs, "dep_after_loop", "$ORIGIN/loop_a:$ORIGIN/lib", false);
+    let outcome = crate::bounded::bounded("a load through a symlink loop", Duration::from_secs(60), {
+        let plugin = plugin.clone();
+        move || strict(&plugin).acquire().map(drop)
+    });
+    let error = outcome.unwrap_err();
+    assert_refused(&error, &plugin, &["`$ORIGIN/loop_a`", "too many symlinks (a loop?)"]);
+    assert_unloaded(&plugin);
+}
