@@ -292,8 +292,12 @@ fn a_directory_swapped_by_another_user_during_loads_never_runs_their_code() {
             }
             swaps
         });
-        let outcomes: Vec<_> = (0..300).map(|_| host.acquire().map(drop)).collect();
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        // Set however this thread leaves (a panicking load too): the scope waits for the
+        // swapper, which would otherwise swap for ever.
+        let outcomes: Vec<_> = {
+            let _stop = StopOnDrop(&stop);
+            (0..300).map(|_| host.acquire().map(drop)).collect()
+        };
         (swapper.join().unwrap(), outcomes)
     });
     assert!(swaps > 0, "the attacker never swapped");
@@ -316,6 +320,15 @@ fn a_directory_swapped_by_another_user_during_loads_never_runs_their_code() {
         "their constructor ran"
     );
     assert!(!crate::support::mapped(&theirs));
+}
+
+/// Sets the flag when dropped.
+struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 #[test]
