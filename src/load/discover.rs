@@ -250,7 +250,9 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
             .map_err(|source| unusable(&path, "cannot resolve plugin file", source));
         found.push((name, file));
     }
-    found.sort_by(|(a, _), (b, _)| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
+    // Names in a directory are unique: an unstable sort orders them all the same, and moves
+    // the entries less.
+    found.sort_unstable_by(|(a, _), (b, _)| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
     Ok(found.into_iter().map(|(_, found)| found).collect())
 }
 

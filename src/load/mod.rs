@@ -110,13 +110,18 @@ pub(crate) fn load(
                 let origin = Origin::File(candidate.path.clone());
                 match candidate.judge(&mut checks, trust) {
                     Ok(Judged::Deferred(plugin)) => {
-                        let (name, passes) = (plugin.manifest.name.clone(), plugin.manifest.passes.len());
+                        // What the log says, taken only if it is kept (an on-demand acquire of
+                        // a large directory spends more on formatting than on judging).
+                        let logged = log::log_enabled!(log::Level::Debug)
+                            .then(|| (plugin.manifest.name.clone(), plugin.manifest.passes.len()));
                         let duplicates = set.add_deferred(plugin);
-                        let passes = count(passes - duplicates.len(), "pass", "passes");
-                        log::debug!(
-                            "{}judged {origin} as `{name}`, not mapped: {passes}",
-                            log_scope::prefix()
-                        );
+                        if let Some((name, passes)) = logged {
+                            log::debug!(
+                                "{}judged {origin} as `{name}`, not mapped: {}",
+                                log_scope::prefix(),
+                                count(passes - duplicates.len(), "pass", "passes")
+                            );
+                        }
                         let failures = duplicates.into_iter().map(|error| (origin.clone(), error));
                         if let Err(error) = set.policy_handles(policy, failures) {
                             drop(set);
