@@ -35,6 +35,9 @@ fn load_error(name: &str) -> (TestDir, std::path::PathBuf, Error) {
     (dir, lib, error)
 }
 
+/// How long an acquire may wait for the previous set's unload: far beyond it, on a loaded
+/// machine; no speed assertion.
+const UNLOAD_BOUND: std::time::Duration = std::time::Duration::from_secs(30);
 #[test]
 fn typed_passes_carry_their_interface_and_untyped_passes_none() {
     let dir = TestDir::new("typed");
@@ -42,7 +45,9 @@ fn typed_passes_carry_their_interface_and_untyped_passes_none() {
     // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
     let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
     for generation in 1..=2 {
-        let lease = host.acquire().unwrap();
+        // Bounded: the second acquire waits for the first set's unload, which a bug in the
+        // set's drop could leave unmarked for ever.
+        let lease = host.acquire_timeout(UNLOAD_BOUND).unwrap();
         let interfaces: Vec<_> = lease.passes().iter().map(|p| (p.name(), p.interface())).collect();
         assert_eq!(
             interfaces,
@@ -277,7 +282,9 @@ fn a_version_1_plugin_built_against_the_old_header_loads_and_runs_unchanged() {
     // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
     let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
     for generation in 1..=2 {
-        let lease = host.acquire().unwrap();
+        // Bounded: the second acquire waits for the first set's unload, which a bug in the
+        // set's drop could leave unmarked for ever.
+        let lease = host.acquire_timeout(UNLOAD_BOUND).unwrap();
         assert_eq!(
             (lease.plugins()[0].name(), lease.plugins()[0].version()),
             ("old", "1.0.0")
