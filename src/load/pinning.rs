@@ -214,20 +214,26 @@ pub(crate) fn after_unload(
     mapping: &crate::load::sys::Identity,
     still_loaded: Option<bool>,
 ) -> bool {
-    let file = origin.to_string();
-    let prefix = crate::load::log_scope::prefix();
     match still_loaded {
         None => false,
         Some(false) => {
             if predicted.expected() {
-                log::debug!("{prefix}{origin} unloaded, although it was expected to stay mapped");
+                log::debug!(
+                    "{}{origin} unloaded, although it was expected to stay mapped",
+                    crate::load::log_scope::prefix()
+                );
             }
             let mut reported = REPORTED.lock();
             reported.mappings.remove(mapping);
-            reported.files.remove(&file);
+            // (Named only if some file was reported: most processes never pin one.)
+            if !reported.files.is_empty() {
+                reported.files.remove(&origin.to_string());
+            }
             false
         }
         Some(true) => {
+            let file = origin.to_string();
+            let prefix = crate::load::log_scope::prefix();
             let (counted, warned) = {
                 let mut reported = REPORTED.lock();
                 // `Identity` is `Copy` on Unix and a path elsewhere: one spelling for both.
