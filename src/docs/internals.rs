@@ -249,7 +249,10 @@
 //!   directory's descriptor, so `$ORIGIN` resolves to its directory. The loader then finds the
 //!   file by name, so just before, the name is compared with the checked descriptor (a file
 //!   renamed in meanwhile is checked first, as above), and after, the mapping is compared with
-//!   it (through `/proc/self/maps`). Under `Strict` such a library is refused in a sticky
+//!   it: the mapping that holds the mapped object's dynamic section (`l_ld`, which lies in
+//!   the file the loader mapped whatever its segments' addresses), asked of the kernel
+//!   (`PROCMAP_QUERY` on `/proc/self/maps`, or its text on kernels before 6.11), must be of
+//!   the checked (dev, ino); no answer counts as another file. Under `Strict` such a library is refused in a sticky
 //!   directory others can write, where anyone may create the name once it is free. What is
 //!   left is the instant between the comparison and the loader's open, in which only the
 //!   directory's owner or root can rename a file in; such a file is refused after its

@@ -360,12 +360,17 @@ mod tests {
     }
 
     fn pair(test: &str) -> Pair {
+        pair_with(test, &[])
+    }
+
+    /// As [`pair`], the other library linked with `other_args`.
+    fn pair_with(test: &str, other_args: &[&str]) -> Pair {
         let dir = std::env::temp_dir().join(format!("dylease-library-{test}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let (checked_path, other) = (dir.join("libx.so"), dir.join("other.so"));
         compile("arith.c", &checked_path, &[]);
-        compile("ctor.c", &other, &[]);
+        compile("ctor.c", &other, other_args);
         let other_inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&other).unwrap());
         let checked = File::open(&checked_path).unwrap();
         let identity = crate::load::sys::file_id(&checked.metadata().unwrap()).unwrap();
@@ -513,7 +518,16 @@ mod tests {
         // the loader opens it by name. A file renamed in between is what the loader maps
         // (its constructors run: that window belongs to the directory's owner), and the
         // mapping's comparison with the checked file refuses it and closes it. (Caught: the
-        // comparison after the mapping skipped.)
+        // comparison after the mapping skipped.) The second file renamed in has its first
+        // segment at 0x10000, so that no mapping starts at its load bias (`l_addr`): the
+        // comparison looks at the mapping that holds its dynamic section. (Caught: a
+        // comparison at `l_addr`, which found no mapping there and let the file through.)
+        for (n, other_args) in [&[][..], &["-Wl,-Ttext-segment=0x10000"][..]].into_iter().enumerate() {
+            renamed_in_after_the_name_was_compared(&format!("window{n}"), other_args);
+        }
+    }
+
+    fn renamed_in_after_the_name_was_compared(test: &str, other_args: &[&str]) {
         let Pair {
             dir,
             checked_path,
@@ -521,7 +535,7 @@ mod tests {
             other_inode,
             checked,
             identity,
-        } = pair("window");
+        } = pair_with(test, other_args);
         let (from, to) = (other.clone(), checked_path.clone());
         BETWEEN_NAME_AND_LOADER.with(|hook| hook.set(Some(Box::new(move || std::fs::rename(&from, &to).unwrap()))));
         let origin = Checked {

@@ -32,6 +32,9 @@ pub(crate) struct Names {
     /// Where the loader mapped the library (`l_addr`), and its name in the loader's list
     /// (`l_name`: the name given, unless the open found a mapping that existed), once open.
     base: Option<usize>,
+    /// Where the mapped object's dynamic section is (`l_ld`): an address inside a mapping of
+    /// the file the loader mapped, whatever its segments' virtual addresses.
+    dynamic: Option<usize>,
     loaded_as: CString,
     /// Whether the loader was given the directory's name for it (`$ORIGIN`).
     through_dir: bool,
@@ -147,6 +150,8 @@ fn stat_at(dir: &std::fs::File, name: &std::ffi::OsStr, follow: bool) -> io::Res
 struct LinkMap {
     l_addr: usize,
     l_name: *const c_char,
+    /// The address of the object's dynamic section, inside its own mapping.
+    l_ld: *const c_void,
 }
 
 /// Records where the loader mapped the library, and whether it gave an existing mapping.
@@ -159,6 +164,7 @@ pub(crate) unsafe fn opened(names: &mut Names, handle: usize) {
     // contract); only its public head is read.
     let map = unsafe { &*(handle as *const LinkMap) };
     names.base = Some(map.l_addr);
+    names.dynamic = (!map.l_ld.is_null()).then_some(map.l_ld as usize);
     // SAFETY: `l_name` is the loader's NUL-terminated name of the object (or NULL).
     let name = (!map.l_name.is_null()).then(|| unsafe { CStr::from_ptr(map.l_name) });
     names.loaded_as = name.map(CStr::to_owned).unwrap_or_default();
@@ -177,17 +183,27 @@ pub(crate) fn lies_in(names: &Names, loads: &[std::ops::Range<u64>], address: us
 /// Whether the mapping is of the checked file, where the loader was given another name for
 /// it (read from `/proc/self/maps` at its load address); `None` where it was given the
 /// checked descriptor itself.
+///
+/// The mapping looked at is the one holding the object's dynamic section (`l_ld`), which
+/// lies in the file the loader mapped, wherever that file's segments put it (`l_addr` is only
+/// the load bias: no mapping starts there when the first segment's address is not 0). Fails
+/// closed: no mapping there, an anonymous one, or no answer from `/proc/self/maps` is
+/// `Some(false)`, as another file is.
 pub(crate) fn maps_checked_file(names: &Names) -> Option<bool> {
     if !names.through_dir {
         return None;
     }
-    let base = names.base?;
-    let maps = std::fs::File::open("/proc/self/maps").ok()?;
-    let mapped = match query_mapping(&maps, base) {
-        Some(found) => found,
-        None => mapping_in_text(maps, base),
+    let Some(address) = names.dynamic else {
+        return Some(false);
     };
-    Some(mapped? == names.file)
+    let Ok(maps) = std::fs::File::open("/proc/self/maps") else {
+        return Some(false);
+    };
+    let mapped = match query_mapping(&maps, address) {
+        Some(found) => found,
+        None => mapping_in_text(maps, address),
+    };
+    Some(mapped == Some(names.file))
 }
 
 /// The `struct procmap_query` of `<linux/fs.h>` (Linux 6.11).
@@ -215,14 +231,14 @@ struct ProcmapQuery {
 const PROCMAP_QUERY: libc::c_ulong =
     (3 << 30) | ((size_of::<ProcmapQuery>() as libc::c_ulong) << 16) | (0x66 << 8) | 17;
 
-/// The (dev, ino) of the file mapped from `base` on (a mapping that starts there), asked of
+/// The (dev, ino) of what is mapped at `address` ((0, 0) for an anonymous mapping), asked of
 /// the kernel for that one address (the `PROCMAP_QUERY` ioctl of `/proc/self/maps`, Linux
-/// 6.11) instead of reading the whole table: `Some(None)` if no file mapping starts there,
-/// `None` if the kernel does not answer the ioctl.
-fn query_mapping(maps: &std::fs::File, base: usize) -> Option<Option<(u64, u64)>> {
+/// 6.11) instead of reading the whole table: `Some(None)` if nothing is mapped there, `None`
+/// if the kernel does not answer the ioctl.
+fn query_mapping(maps: &std::fs::File, address: usize) -> Option<Option<(u64, u64)>> {
     let mut query = ProcmapQuery {
         size: size_of::<ProcmapQuery>() as u64,
-        query_addr: base as u64,
+        query_addr: address as u64,
         ..ProcmapQuery::default()
     };
     // SAFETY: `maps` is an open `/proc/self/maps`; `query` is a `struct procmap_query` with
@@ -237,20 +253,25 @@ fn query_mapping(maps: &std::fs::File, base: usize) -> Option<Option<(u64, u64)>
             _ => None,
         };
     }
-    let starts_here = query.vma_start == base as u64;
-    Some(starts_here.then(|| (libc::makedev(query.dev_major, query.dev_minor), query.inode)))
+    // The mapping returned is the one that contains the address (no flag asks for the next).
+    Some(Some((libc::makedev(query.dev_major, query.dev_minor), query.inode)))
 }
 
 /// As [`query_mapping`], from the text of `/proc/self/maps` (`start-end perms offset
-/// major:minor inode path`, one line per mapping): for kernels without the ioctl.
-fn mapping_in_text(mut maps: std::fs::File, base: usize) -> Option<(u64, u64)> {
+/// major:minor inode path`, one line per mapping): for kernels without the ioctl. `None` if
+/// nothing is mapped at `address`, or the text cannot be read.
+fn mapping_in_text(mut maps: std::fs::File, address: usize) -> Option<(u64, u64)> {
     let mut text = String::new();
     io::Read::read_to_string(&mut maps, &mut text).ok()?;
     let line = text.lines().find(|line| {
-        line.split('-')
+        let range = line
+            .split_ascii_whitespace()
             .next()
-            .and_then(|start| usize::from_str_radix(start, 16).ok())
-            == Some(base)
+            .and_then(|range| range.split_once('-'));
+        let parse = |bound| usize::from_str_radix(bound, 16).ok();
+        range
+            .and_then(|(start, end)| Some((parse(start)?, parse(end)?)))
+            .is_some_and(|(start, end)| (start..end).contains(&address))
     });
     let mut fields = line?.split_ascii_whitespace().skip(3);
     let (major, minor) = fields.next()?.split_once(':')?;
@@ -480,10 +501,10 @@ mod tests {
     use super::*;
 
     /// The `PROCMAP_QUERY` ioctl answers as the text of `/proc/self/maps` does, for the file
-    /// mappings of this process's binary and libc (their start: that file's (dev, ino)) and for an address
-    /// inside one (no mapping starts there); on a kernel from 6.11 on, it is answered.
-    /// Caught: a wrong request number or layout (the ioctl fails, or reads other fields),
-    /// or a mapping matched by containing the address rather than starting at it.
+    /// mappings of this process's binary and libc (at their start and inside them: that
+    /// file's (dev, ino)) and for an address nothing maps; on a kernel from 6.11 on, it is
+    /// answered. Caught: a wrong request number or layout (the ioctl fails, or reads other
+    /// fields), or a text search that matches only a mapping's start.
     #[test]
     fn the_kernel_query_of_one_mapping_agrees_with_the_text_of_the_maps() {
         let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
@@ -516,12 +537,20 @@ mod tests {
             let from_text = mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), start);
             assert_eq!(queried, from_text, "{line}");
             assert_eq!(queried.map(|(_, ino)| ino), Some(inode), "{line}");
-            if end - start > 4096 {
-                assert_eq!(query_mapping(&maps, start + 4096), Some(None), "{line}");
-            }
+            // An address inside the mapping finds it too.
+            let inside = start + (end - start) / 2;
+            assert_eq!(query_mapping(&maps, inside), Some(queried), "{line}");
+            let text_inside = mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), inside);
+            assert_eq!(text_inside, queried, "{line}");
             compared += 1;
         }
         assert!(compared > 3, "this process maps few files: {text}");
+        // Nothing is ever mapped at address 0 (`vm.mmap_min_addr`).
+        assert_eq!(query_mapping(&maps, 0), Some(None));
+        assert_eq!(
+            mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), 0),
+            None
+        );
     }
 
     #[test]
