@@ -56,9 +56,9 @@ pub enum OpenCause {
     /// [`Manifest`](crate::Manifest)). None of the plugin's code ran.
     Manifest,
     /// The plugin of an on-demand set ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand))
-    /// was judged when the set was acquired, and its file was replaced (or removed) before
-    /// its first use mapped it: the set maps only the file it judged, so it refuses the new
-    /// one without opening it further. [`reload`](crate::PluginHost::reload) loads the new
+    /// was judged when the set was acquired, and its file was replaced, removed or rewritten
+    /// in place (another status: size, times) before its first use mapped it: the set maps
+    /// only the file it judged, so it refuses the new one without mapping it. [`reload`](crate::PluginHost::reload) loads the new
     /// file. None of the new file's code ran.
     ReplacedSinceAcquire,
 }

@@ -114,7 +114,8 @@ impl HostBuilder {
     ///   one plugin. The plugin then stays mapped until the set's last lease is dropped, and
     ///   unloads with the set, mapped plugins in the reverse of the order they were mapped.
     /// - A failure to map (its `on_load` failed, a missing dependency, a registration that
-    ///   differs from the manifest, a file replaced since the acquire) is the error of that
+    ///   differs from the manifest, a file replaced, removed or rewritten since the acquire, a
+    ///   directory on its way others can now write: a first use judges its trust again) is the error of that
     ///   call ([`Error::MapFailed`], naming the plugin, with the cause as its source), and of
     ///   every later call that needs that plugin; the set's other plugins work.
     ///   [`reload`](PluginHost::reload) makes a new set that tries again.

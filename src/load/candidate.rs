@@ -29,7 +29,8 @@ pub(crate) struct Candidate {
     pub(crate) discovered: Option<Status>,
     /// The file's status as discovery read it (the parse cache's key): an on-demand load
     /// judges an unchanged file whose parse the cache holds by it, without opening the file
-    /// (`Candidate::judge`).
+    /// (`Candidate::judge`). For a first use since an on-demand acquire (`since_acquire`),
+    /// the status judged then, which the file opened must still have.
     pub(crate) listed: Option<parse_cache::Key>,
     /// The checked file as the trust check opened it to read what it links against: the
     /// load uses this descriptor (and what was read of it) if the file is still at
@@ -70,8 +71,8 @@ impl Candidate {
         Error::Open {
             path: self.path.clone(),
             reason: format!(
-                "the file `{}` was replaced (or removed) since the set was acquired; the set maps only the \
-                 file it judged then: reload() to load the new file",
+                "the file `{}` was replaced, removed or rewritten since the set was acquired; the set maps \
+                 only the file it judged then: reload() to load the new file",
                 self.resolved.display()
             ),
             cause: OpenCause::ReplacedSinceAcquire,

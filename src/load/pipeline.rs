@@ -68,6 +68,13 @@ impl Candidate {
         let mut replaced = 0;
         loop {
             let (checked, _, identity) = open_checked(&mut self, checks, trust)?;
+            // A first use since an on-demand acquire maps the file judged then, unchanged.
+            if self.since_acquire
+                && let Some(judged) = &self.listed
+                && parse_cache::key(&checked.metadata).as_ref() != Some(judged)
+            {
+                return Err(self.replaced_since_acquire());
+            }
             let linkage = checked.check(&self.path)?;
             // The ABI gate of a plugin with a manifest: before the file is mapped.
             let manifest = checked.manifest(&self.path)?;
@@ -135,6 +142,10 @@ pub(crate) struct Deferred {
     identity: Identity,
     /// The identity of the file judged, read from its descriptor.
     checked: Option<FileId>,
+    /// The status of the file judged (the parse cache's key): the file opened at the first
+    /// use must still have it, so that a file rewritten in place since (the same inode, new
+    /// bytes, another manifest) is refused like one replaced.
+    status: Option<parse_cache::Key>,
     /// Its complete manifest.
     pub(crate) manifest: Manifest,
     /// Its file's prediction.
@@ -167,6 +178,7 @@ impl Candidate {
                 manifest.gate(&self.path)?;
                 Ok(Judged::Deferred(Deferred {
                     checked: file_id(&checked.metadata),
+                    status: parse_cache::key(&checked.metadata),
                     pinning: checked.pinning(),
                     path: self.path,
                     resolved: self.resolved,
@@ -189,10 +201,11 @@ impl Candidate {
     /// The judgement of an unchanged file from what the parse cache holds for the status
     /// discovery read (`listed`), without opening it: `Some` if the cache holds, for exactly
     /// that status, a passed ELF check, a complete manifest and a pin prediction, and the
-    /// trust check (if it ran) passed that very file (its dev and ino); `None` to judge it by
-    /// opening it. The file is opened at its first use, and refused there if it is another
-    /// file than the one judged ([`Deferred::map`]); a file rewritten in place (the same
-    /// inode) is read there again, by its new status.
+    /// trust check (if it ran, and walked to the file itself: for a directory entry that is no
+    /// symlink it judges the same status) passed that very file (its dev and ino); `None` to
+    /// judge it by opening it. The file is opened at its first use, its trust judged again,
+    /// and refused there if it is another file than the one judged or has another status (a
+    /// rewrite in place) ([`Deferred::map`]).
     fn judged_by_status(&mut self) -> Option<Result<Deferred, Error>> {
         let key = self.listed.take()?;
         let id = key.id();
@@ -216,6 +229,7 @@ impl Candidate {
             resolved: std::mem::take(&mut self.resolved),
             identity: crate::load::sys::checked_identity(id),
             checked: Some(id),
+            status: Some(key),
             manifest,
             pinning,
         }))
@@ -233,6 +247,7 @@ impl Deferred {
             path,
             identity: crate::load::sys::FileId { dev: 1, ino: 1 },
             checked: None,
+            status: None,
             manifest: Manifest {
                 abi_version: Some(crate::abi::DYLEASE_ABI_VERSION),
                 name: name.to_owned(),
@@ -248,23 +263,40 @@ impl Deferred {
     }
 
     /// Maps the plugin by the usual path (`Candidate::open`, `Verified::register`), from the
-    /// file judged at acquire: a file replaced since is refused
-    /// ([`OpenCause::ReplacedSinceAcquire`]), not checked again.
+    /// file judged at acquire. Its trust is judged again (a first use is a load: a directory
+    /// on the way made writable by others since is refused), and the path must still lead to
+    /// the file judged, unchanged: a file replaced, removed or rewritten in place since is
+    /// refused ([`OpenCause::ReplacedSinceAcquire`]), not checked again, so that the passes
+    /// the set lists from its manifest are the ones mapped.
     pub(crate) fn map(&self, trust: TrustPolicy, deadline: Option<Instant>) -> Result<Registered, Error> {
-        let candidate = Candidate {
+        let mut candidate = Candidate {
             path: self.path.clone(),
             resolved: self.resolved.clone(),
             #[allow(clippy::clone_on_copy, reason = "`Identity` is a path on platforms other than Unix")]
             identity: self.identity.clone(),
             checked: self.checked,
             discovered: None,
-            listed: None,
+            listed: self.status,
             opened: None,
             dependencies: None,
             since_acquire: true,
         };
+        let mut checks = Checks::default();
+        if let Err(refused) = checks.check(trust, &mut candidate) {
+            // A file gone since is that, not a failure of its trust.
+            let gone = std::fs::symlink_metadata(&self.resolved).is_err_and(|e| crate::load::sys::is_replacement(&e));
+            return Err(if gone {
+                candidate.replaced_since_acquire()
+            } else {
+                refused
+            });
+        }
+        if self.checked.is_some() && candidate.checked.is_some() && candidate.checked != self.checked {
+            return Err(candidate.replaced_since_acquire());
+        }
+        candidate.checked = self.checked;
         candidate
-            .open(&mut Checks::default(), trust, deadline)
+            .open(&mut checks, trust, deadline)
             .and_then(Verified::register)
     }
 }

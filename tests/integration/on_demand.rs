@@ -150,7 +150,8 @@ fn a_file_replaced_between_acquire_and_first_use_is_refused_until_reload() {
     );
     let message = cause.to_string();
     assert!(
-        message.contains("was replaced (or removed) since the set was acquired") && message.contains("reload()"),
+        message.contains("was replaced, removed or rewritten since the set was acquired")
+            && message.contains("reload()"),
         "{message}"
     );
     assert!(message.contains(&libs[0].display().to_string()), "{message}");
@@ -192,6 +193,66 @@ fn a_file_removed_between_acquire_and_first_use_is_refused_as_replaced() {
         ),
         "{cause:?}"
     );
+}
+
+/// A file rewritten in place between `acquire()` and its first use (the same inode, other
+/// bytes: a `cp` over it) is refused as replaced, none of its code run: the set's passes and
+/// their interfaces come from the manifest judged at the acquire, and a rewritten file may
+/// declare the same names with other types. Caught: the first use held to the inode alone
+/// (the new file mapped, its passes handed out under the old interfaces).
+#[test]
+fn a_file_rewritten_in_place_between_acquire_and_first_use_is_refused_as_replaced() {
+    let (dir, libs) = plugins("demand_rewritten", &["r"]);
+    let new = dir.add("demand_r_two", "new.so.tmp");
+    let host = on_demand(dir.path());
+    let lease = host.acquire().unwrap();
+    let inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&libs[0]).unwrap());
+    std::fs::write(&libs[0], std::fs::read(&new).unwrap()).unwrap();
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&libs[0]).unwrap()),
+        inode,
+        "not rewritten in place"
+    );
+    let error = lease.get::<IntOp>("r_pass_a").unwrap_err();
+    let Error::MapFailed { cause, .. } = &error else {
+        panic!("{error:?}")
+    };
+    assert!(
+        matches!(
+            **cause,
+            Error::Open {
+                cause: OpenCause::ReplacedSinceAcquire,
+                ..
+            }
+        ),
+        "{cause:?}"
+    );
+    assert!(events(&libs[0]).is_empty(), "{:?}", events(&libs[0]));
+    assert!(!mapped(&libs[0]));
+}
+
+/// A first use is a load: the trust of the file is judged again, and a directory on its way
+/// that others can write since the acquire refuses it, none of its code run. Caught: the
+/// first use held only to the identity judged at the acquire.
+#[test]
+fn a_first_use_judges_trust_again() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, libs) = plugins("demand_trust_again", &["r"]);
+    let host = on_demand(dir.path());
+    let lease = host.acquire().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let refused = lease.get::<IntOp>("r_pass_a").map(drop);
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let error = refused.unwrap_err();
+    let Error::MapFailed { cause, .. } = &error else {
+        panic!("{error:?}")
+    };
+    assert!(
+        matches!(&**cause, Error::Untrusted { reason, .. } if reason.contains("writable by")),
+        "{cause:?}"
+    );
+    assert!(events(&libs[0]).is_empty(), "{:?}", events(&libs[0]));
+    assert!(!mapped(&libs[0]));
 }
 
 #[test]
