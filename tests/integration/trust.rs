@@ -770,3 +770,38 @@ fn a_user_other_than_root_loads_its_own_plugin_below_directories_root_owns() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// A plugin file rewritten in place after its check, its size kept and its modification time
+/// set back (only the ctime shows it), is read again before it is mapped: here it was made a
+/// library for another machine, which the ELF check then refuses. Caught: the held descriptor
+/// reused when its size and mtime match (the ELF verdict of the old bytes, from the parse
+/// cache, let the loader map the new ones).
+#[test]
+fn a_file_rewritten_in_place_keeping_its_size_and_mtime_after_its_check_is_read_again() {
+    use std::os::unix::fs::FileExt;
+    crate::logger::install();
+    let dir = TestDir::new("trust_rewritten_ctime");
+    let first = dir.add("p1", "liba.so");
+    let lib = dir.add("by_hand_marker", "libb.so");
+    // Settled, so that the parse cache keeps its verdict and the held descriptor is reused.
+    std::thread::sleep(Duration::from_millis(2300));
+    // SAFETY: as above.
+    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
+    drop(host.acquire().unwrap());
+    let loaded_first = format!("loaded plugin file `{}`", first.display());
+    let rewritten = lib.clone();
+    let error = acquire_with_installer(host, move |line| {
+        if line.contains(&loaded_first) {
+            let before = fs::metadata(&rewritten).unwrap();
+            let file = fs::File::options().write(true).open(&rewritten).unwrap();
+            // e_machine: EM_MIPS.
+            file.write_all_at(&8u16.to_le_bytes(), 18).unwrap();
+            file.set_modified(before.modified().unwrap()).unwrap();
+        }
+    })
+    .unwrap_err();
+    assert!(
+        matches!(&error, Error::Open { path, cause: dylease::OpenCause::Headers, .. } if path == &lib),
+        "{error:?}"
+    );
+}

@@ -139,10 +139,12 @@ pub(crate) struct Stat {
     owner: u32,
     mode: u32,
     id: FileId,
-    /// The length and the modification time (seconds, nanoseconds): what tells a file
-    /// rewritten in place since a descriptor of it was read.
+    /// The length, and the modification and status-change times (seconds, nanoseconds):
+    /// what tells a file rewritten in place since a descriptor of it was read (the ctime also
+    /// when the mtime was set back).
     size: u64,
     mtime: (i64, i64),
+    ctime: (i64, i64),
 }
 
 impl Stat {
@@ -166,6 +168,7 @@ impl Stat {
             },
             size: stat.st_size as u64,
             mtime: (stat.st_mtime as i64, stat.st_mtime_nsec as i64),
+            ctime: (stat.st_ctime as i64, stat.st_ctime_nsec as i64),
         }
     }
 
@@ -192,14 +195,15 @@ impl Stat {
             },
             size: metadata.size(),
             mtime: (metadata.mtime(), metadata.mtime_nsec()),
+            ctime: (metadata.ctime(), metadata.ctime_nsec()),
         }
     }
 
     /// Whether this is the status of the file `metadata` was read from, unchanged since: the
-    /// same identity, length and modification time.
+    /// same identity, length, modification and status-change times.
     pub(crate) fn unchanged_since(&self, metadata: &std::fs::Metadata) -> bool {
         let then = Stat::of_metadata(metadata);
-        (self.id, self.size, self.mtime) == (then.id, then.size, then.mtime)
+        (self.id, self.size, self.mtime, self.ctime) == (then.id, then.size, then.mtime, then.ctime)
     }
 
     pub(crate) fn kind(&self) -> Kind {
