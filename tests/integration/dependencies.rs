@@ -1204,21 +1204,25 @@ fn the_subdirectories_glibc_searches_below_a_run_path_are_judged_and_only_those(
 /// Set in the child process of the `LD_LIBRARY_PATH` test: the plugin to load.
 const LIBRARY_PATH_CHILD: &str = "DYLEASE_TEST_LIBRARY_PATH_PLUGIN";
 
-/// A dependency glibc finds through `LD_LIBRARY_PATH` (in its second directory, after one
-/// without it and an empty entry) is left to glibc there, as the process owner's choice,
-/// although the plugin's run path holds another copy: under `Strict` the plugin gets the copy
-/// glibc's own search gives it. In a child process whose environment sets the variable, as
-/// glibc reads it at start-up. Caught: the list split at every byte but `:` (`==` as `!=`),
-/// or its empty entries kept instead of its directories (the filter's `!` deleted): dylease
-/// then maps the run path's copy, which glibc would never have chosen. And a name the
-/// variable's directories do not hold is mapped by dylease from the run path. Caught: every
-/// name taken for one `LD_LIBRARY_PATH` holds (left to glibc's search).
+/// A dependency glibc finds through `LD_LIBRARY_PATH` is left to glibc there, as the process
+/// owner's choice, although the plugin's run path holds another copy: under `Strict` the
+/// plugin gets the copy glibc's own search gives it. The variable is read as glibc reads it:
+/// `first;second` is two directories (glibc splits at `;` as at `:`), and in `first::other`
+/// the empty entry is the current directory. And a name the variable's directories do not
+/// hold is mapped by dylease from the run path. In child processes whose environment sets
+/// the variable, as glibc reads it at start-up. Caught: the list split wrongly, an empty
+/// entry dropped, every name taken for one the variable holds, or none (`in_library_path`
+/// forced either way, its `||` as `&&`): dylease then maps a copy glibc would not have chosen.
 #[test]
 fn a_dependency_found_through_ld_library_path_is_the_one_glibc_would_find() {
     if let Some(plugin) = std::env::var_os(LIBRARY_PATH_CHILD) {
         let plugin = PathBuf::from(plugin);
-        assert_eq!(permissive_value(&plugin).unwrap(), 12, "glibc's own search");
-        assert_eq!(dep_value(&strict(&plugin)), 12, "under Strict");
+        let expected: i32 = std::env::var("DYLEASE_TEST_LIBRARY_PATH_VALUE")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(permissive_value(&plugin).unwrap(), expected, "glibc's own search");
+        assert_eq!(dep_value(&strict(&plugin)), expected, "under Strict");
         // A name the variable's directories do not hold is still dylease's to map.
         let other = plugin.with_file_name("other/libuses_dep.so");
         assert_eq!(strict_value_mapped_by_dylease(&other, "dep_not_in_library_path"), 19);
@@ -1227,7 +1231,9 @@ fn a_dependency_found_through_ld_library_path_is_the_one_glibc_would_find() {
     let dir = TestDir::new("deps_library_path");
     let first = dir.sub("first");
     let second = dir.sub("second");
+    let cwd = dir.sub("cwd");
     named_dependency(&second, "dep_library_path", 12, &[]);
+    named_dependency(&cwd, "dep_library_path", 21, &[]);
     let plugins = dir.sub("plugins");
     named_dependency(&dir.sub("plugins/lib"), "dep_library_path", 13, &[]);
     let plugin = plugin_needing(&plugins, &second, "dep_library_path", "$ORIGIN/lib", false);
@@ -1240,25 +1246,32 @@ fn a_dependency_found_through_ld_library_path_is_the_one_glibc_would_find() {
         "$ORIGIN/lib",
         false,
     );
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
-    child
-        .args([
-            "--exact",
-            "dependencies::a_dependency_found_through_ld_library_path_is_the_one_glibc_would_find",
-        ])
-        .args(["--test-threads", "1", "--nocapture"])
-        .env(LIBRARY_PATH_CHILD, &plugin)
-        .env("LD_LIBRARY_PATH", format!("{}::{}", first.display(), second.display()));
-    let output = crate::bounded::bounded("the child process", Duration::from_secs(120), move || {
-        child.output().unwrap()
-    });
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.contains("1 passed"),
-        "the child failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    // Without the variable, the run path's copy is the one: the child's was the variable's.
+    for (list, expected) in [
+        (format!("{};{}", first.display(), second.display()), 12),
+        (format!("{}::{}", first.display(), dir.sub("none").display()), 21),
+    ] {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        child
+            .args([
+                "--exact",
+                "dependencies::a_dependency_found_through_ld_library_path_is_the_one_glibc_would_find",
+            ])
+            .args(["--test-threads", "1", "--nocapture"])
+            .current_dir(&cwd)
+            .env(LIBRARY_PATH_CHILD, &plugin)
+            .env("DYLEASE_TEST_LIBRARY_PATH_VALUE", expected.to_string())
+            .env("LD_LIBRARY_PATH", &list);
+        let output = crate::bounded::bounded("the child process", Duration::from_secs(120), move || {
+            child.output().unwrap()
+        });
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "the child (LD_LIBRARY_PATH={list}) failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    // Without the variable, the run path's copy is the one: the children's was the variable's.
     let _serial = one_at_a_time();
     assert_eq!(strict_value_mapped_by_dylease(&plugin, "dep_library_path"), 13);
 }

@@ -152,12 +152,17 @@ impl Checks {
         let library_path = if crate::load::sys::imp::secure_execution() {
             Vec::new()
         } else {
+            // As glibc reads it (`_dl_init_paths`): entries split at `:` and `;`, an empty
+            // entry is the current directory, an empty variable is none.
             std::env::var_os("LD_LIBRARY_PATH")
+                .filter(|list| !list.is_empty())
                 .map(|list| {
                     list.as_bytes()
-                        .split(|&b| b == b':')
-                        .filter(|entry| !entry.is_empty())
-                        .map(|entry| PathBuf::from(OsStr::from_bytes(entry)))
+                        .split(|&b| b == b':' || b == b';')
+                        .map(|entry| match entry {
+                            b"" => PathBuf::from("."),
+                            entry => PathBuf::from(OsStr::from_bytes(entry)),
+                        })
                         .collect()
                 })
                 .unwrap_or_default()
