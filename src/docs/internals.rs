@@ -343,7 +343,10 @@
 //! size, modification and status-change times in nanoseconds, and the birth time where the
 //! file system has one. `Opened::new` looks the key up before any byte of the file is read;
 //! every `Opened` of the file at that status shares one entry (`Arc`), whose parts are
-//! filled when first asked for. A file replaced by rename is a new inode; one rewritten in
+//! filled when first asked for. An on-demand acquire also looks an entry up, without adding
+//! one, by the status discovery read of the entry (`parse_cache::find`): a file whose
+//! complete parse is there is judged unopened, and its first use opens it, judges its trust
+//! again and must find it at the same status, or refuses it (`ReplacedSinceAcquire`). A file replaced by rename is a new inode; one rewritten in
 //! place has a new ctime, which no system call sets back.
 //!
 //! - **Racy rule.** An entry is stored only if the wall clock, read before the file is parsed,

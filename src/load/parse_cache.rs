@@ -293,7 +293,8 @@ pub(crate) fn key(metadata: &Metadata) -> Option<Key> {
 
 /// What parsing the file whose status is `key` decided, if the cache holds an entry for
 /// exactly that status (made by an earlier [`lookup`]); nothing is added. For a caller that
-/// read the status without opening the file (discovery's `lstat`), and that opens the file
+/// read the status without opening the file (discovery's: an `fstatat` of the entry, or a
+/// `stat` of a symlink's target), and that opens the file
 /// and holds it to the same identity before it maps it.
 pub(crate) fn find(key: &Key) -> Option<Arc<Parsed>> {
     if !ENABLED.load(Ordering::Relaxed) {
