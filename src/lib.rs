@@ -115,6 +115,10 @@ pub use pyo3;
 #[cfg(feature = "python")]
 pub use python::{PyInterface, PyPass};
 
+/// Bounds every `acquire()` of the process (`PluginHost::acquire_timeout`'s bound): for test
+/// suites, not part of the stable API.
+#[doc(hidden)]
+pub use host::set_acquire_bound;
 pub use host::{
     GLOBAL_PATH_VAR, HostBuilder, Lease, OwnedPass, Pass, PluginHost, PluginSet, Stats, UnloadPolicy, WeakLease,
     global, init_global,

@@ -47,7 +47,7 @@ mod watch {
 pub use builder::HostBuilder;
 pub use global::{GLOBAL_PATH_VAR, global};
 pub use lease::{Lease, OwnedPass, Pass, WeakLease};
-pub use plugin_host::PluginHost;
+pub use plugin_host::{PluginHost, set_acquire_bound};
 pub use policy::UnloadPolicy;
 pub use set::PluginSet;
 pub use sources::init_global;

@@ -13,6 +13,20 @@ mod support;
 
 mod bounded;
 
+/// Every `acquire()` of the suite waits at most a minute for other threads (another load of
+/// its host, the previous set's unload): a bug that never finishes one (a set's drop that
+/// never marks its unload) fails the tests that wait for it instead of hanging the suite. Set
+/// before `main`, so before any test runs.
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static BOUND_ACQUIRES: extern "C" fn() = {
+    extern "C" fn bound() {
+        dylease::set_acquire_bound(Some(std::time::Duration::from_secs(60)));
+    }
+    bound
+};
+
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod abi_v2;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
