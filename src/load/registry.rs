@@ -884,4 +884,33 @@ mod tests {
         assert_eq!(calls.finished.load(SeqCst), 1);
         assert_eq!(calls.open.load(SeqCst), 0, "a handle was left open");
     }
+
+    /// An instance dropped without `release` (its owner unwound) still finishes: its handle
+    /// is closed, and its file is forgotten, so that the next instance of the file is opened
+    /// and started again at once (a file still known would be shared dead, or waited for).
+    /// And the registry's and an instance's `Debug` say what they are. Caught: the instance's
+    /// `Drop` made a no-op, its identity entry kept when it is its own (`==` as `!=`), either
+    /// `Debug` emptied.
+    #[test]
+    fn a_dropped_instance_finishes_and_its_file_is_opened_again_at_once() {
+        let calls = std::sync::Arc::new(Calls::default());
+        let registry = Arc::new(Registry::new(OneMapping(std::sync::Arc::clone(&calls))));
+        let a = FileId { dev: 1, ino: 1 };
+        let path = Path::new("/plugins/liba.so");
+        let deadline = Some(Instant::now() + std::time::Duration::from_secs(5));
+        let first = Registry::instance(&registry, file(path, &a), deadline).unwrap();
+        assert_eq!(format!("{registry:?}"), "Registry { .. }");
+        assert_eq!(
+            format!("{first:?}"),
+            "LibraryInstance { path: \"/plugins/liba.so\", .. }"
+        );
+        drop(first);
+        assert_eq!(calls.finished.load(SeqCst), 1, "a dropped instance was not finished");
+        assert_eq!(calls.open.load(SeqCst), 0, "a dropped instance's handle was left open");
+        assert!(registry.state.lock().by_identity.is_empty(), "its file is still known");
+        let again = Registry::instance(&registry, file(path, &a), deadline).expect("the file opens again");
+        assert_eq!((calls.open.load(SeqCst), calls.started.load(SeqCst)), (1, 2));
+        drop(again);
+        assert_eq!(calls.finished.load(SeqCst), 2);
+    }
 }
