@@ -225,24 +225,30 @@ struct Cache {
 }
 
 impl Cache {
+    /// A new time of use, later than every one before.
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
     /// The stored entry for `key`, if there is one.
     fn find(&mut self, key: &Key) -> Option<Arc<Parsed>> {
-        self.clock += 1;
+        let now = self.tick();
         let (stored, parsed, used) = self.entries.get_mut(&(key.dev, key.ino))?;
         if stored != key {
             return None;
         }
-        *used = self.clock;
+        *used = now;
         Some(parsed.clone())
     }
 
     /// The entry for `key`, a new one if there is none it can trust; stored if `settled`.
     fn entry(&mut self, key: Key, settled: bool) -> (Arc<Parsed>, bool) {
-        self.clock += 1;
+        let now = self.tick();
         let id = (key.dev, key.ino);
         if let Some((stored, parsed, used)) = self.entries.get_mut(&id) {
             if *stored == key {
-                *used = self.clock;
+                *used = now;
                 return (parsed.clone(), true);
             }
             // The file changed since: its entry can never be found again.
@@ -260,7 +266,7 @@ impl Cache {
                     self.entries.remove(&oldest);
                 }
             }
-            self.entries.insert(id, (key, parsed.clone(), self.clock));
+            self.entries.insert(id, (key, parsed.clone(), now));
         }
         (parsed, false)
     }
@@ -379,14 +385,40 @@ mod tests {
         for ino in 0..MAX_ENTRIES as u64 {
             cache.entry(key(ino, 10), true);
         }
-        // Inode 0 is used again: inode 1 is now the least recently used.
-        assert!(cache.entry(key(0, 10), true).1);
+        // Inode 0 is used again (found, as an on-demand acquire finds it): inode 1 is now the
+        // least recently used.
+        assert!(cache.find(&key(0, 10)).is_some());
         cache.entry(key(u64::MAX, 10), true);
         assert_eq!(cache.entries.len(), MAX_ENTRIES);
         assert!(cache.entry(key(0, 10), true).1, "the entry just used was dropped");
         assert!(
             !cache.entries.contains_key(&(1, 1)),
             "the least recently used entry stayed"
+        );
+    }
+
+    /// Turned off (`set_enabled(false)`, the benches' uncached arm), the cache neither
+    /// answers nor keeps: every look-up of a settled file is a new entry; turned on again, it
+    /// keeps and answers. Caught: `set_enabled` ignoring its argument.
+    #[test]
+    fn a_cache_turned_off_neither_answers_nor_keeps() {
+        // The root directory: its status changed long before this test (its key is all the
+        // cache looks at).
+        let metadata = std::fs::metadata("/").unwrap();
+        assert!(settled(Key::of(&metadata).changed(), SystemTime::now(), RACY_WINDOW));
+        set_enabled(false);
+        let (first, hit) = lookup(&metadata);
+        let (second, again) = lookup(&metadata);
+        set_enabled(true);
+        assert!(
+            !hit && !again && !Arc::ptr_eq(&first, &second),
+            "the cache answered while off"
+        );
+        let (kept, _) = lookup(&metadata);
+        let (found, hit) = lookup(&metadata);
+        assert!(
+            hit && Arc::ptr_eq(&kept, &found),
+            "the cache did not answer once on again"
         );
     }
 
