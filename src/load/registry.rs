@@ -888,9 +888,9 @@ mod tests {
     /// An instance dropped without `release` (its owner unwound) still finishes: its handle
     /// is closed, and its file is forgotten, so that the next instance of the file is opened
     /// and started again at once (a file still known would be shared dead, or waited for).
-    /// And the registry's and an instance's `Debug` say what they are. Caught: the instance's
-    /// `Drop` made a no-op, its identity entry kept when it is its own (`==` as `!=`), either
-    /// `Debug` emptied.
+    /// And the `Debug` of the registry, an instance and a released one say what they are.
+    /// Caught: the instance's `Drop` made a no-op, its identity entry kept when it is its own
+    /// (`==` as `!=`), one of those `Debug`s emptied.
     #[test]
     fn a_dropped_instance_finishes_and_its_file_is_opened_again_at_once() {
         let calls = std::sync::Arc::new(Calls::default());
@@ -910,7 +910,9 @@ mod tests {
         assert!(registry.state.lock().by_identity.is_empty(), "its file is still known");
         let again = Registry::instance(&registry, file(path, &a), deadline).expect("the file opens again");
         assert_eq!((calls.open.load(SeqCst), calls.started.load(SeqCst)), (1, 2));
-        drop(again);
+        let released = LibraryInstance::release(again).expect("the last owner finishes the instance");
+        assert_eq!(format!("{released:?}"), "Released { .. }");
+        released.settle();
         assert_eq!(calls.finished.load(SeqCst), 2);
     }
 }
