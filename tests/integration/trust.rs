@@ -732,7 +732,9 @@ const OTHER_USER_CHILD: &str = "DYLEASE_TEST_OTHER_USER_PLUGIN";
 /// root owns, passes the trust check: root's directories are trusted too. In a child process
 /// run as uid 65534 (the suite's tests run as root, which passes either way). Caught: the
 /// owner rule asking for both owners (`&&` as `||`: every root-owned directory refused to
-/// any other user).
+/// any other user). It needs the checkout, its target directory and their ancestors to be
+/// root's and traversable by other users (as a clone under `/tmp` is): the child runs this
+/// test binary, and the trust check walks those directories.
 #[test]
 #[ignore = "needs root"]
 fn a_user_other_than_root_loads_its_own_plugin_below_directories_root_owns() {
