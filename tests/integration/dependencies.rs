@@ -893,23 +893,11 @@ fn running_out_of_descriptors_at_any_step_of_the_dependency_check_is_a_refusal_n
         ],
     );
     plugin(&libs, &libs, "$ORIGIN");
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
-    child
-        .args([
-            "--exact",
-            "dependencies::running_out_of_descriptors_at_any_step_of_the_dependency_check_is_a_refusal_never_a_pass",
-        ])
-        .args(["--test-threads", "1", "--nocapture"])
-        .env(EXHAUSTED_CHILD, dir.path())
-        .env("LD_PRELOAD", &shim);
-    let output = crate::bounded::bounded("the child process", Duration::from_secs(120), move || {
-        child.output().unwrap()
-    });
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.contains("1 passed"),
-        "the child failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    crate::support::run_in_child(
+        "dependencies::running_out_of_descriptors_at_any_step_of_the_dependency_check_is_a_refusal_never_a_pass",
+        |child| {
+            child.env(EXHAUSTED_CHILD, dir.path()).env("LD_PRELOAD", &shim);
+        },
     );
     // The positive control: glibc's own search runs the planted code.
     load_permissive(&libs.join("libuses_dep.so"));
@@ -1250,25 +1238,15 @@ fn a_dependency_found_through_ld_library_path_is_the_one_glibc_would_find() {
         (format!("{};{}", first.display(), second.display()), 12),
         (format!("{}::{}", first.display(), dir.sub("none").display()), 21),
     ] {
-        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
-        child
-            .args([
-                "--exact",
-                "dependencies::a_dependency_found_through_ld_library_path_is_the_one_glibc_would_find",
-            ])
-            .args(["--test-threads", "1", "--nocapture"])
-            .current_dir(&cwd)
-            .env(LIBRARY_PATH_CHILD, &plugin)
-            .env("DYLEASE_TEST_LIBRARY_PATH_VALUE", expected.to_string())
-            .env("LD_LIBRARY_PATH", &list);
-        let output = crate::bounded::bounded("the child process", Duration::from_secs(120), move || {
-            child.output().unwrap()
-        });
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success() && stdout.contains("1 passed"),
-            "the child (LD_LIBRARY_PATH={list}) failed:\n{stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
+        crate::support::run_in_child(
+            "dependencies::a_dependency_found_through_ld_library_path_is_the_one_glibc_would_find",
+            |child| {
+                child
+                    .current_dir(&cwd)
+                    .env(LIBRARY_PATH_CHILD, &plugin)
+                    .env("DYLEASE_TEST_LIBRARY_PATH_VALUE", expected.to_string())
+                    .env("LD_LIBRARY_PATH", &list);
+            },
         );
     }
     // Without the variable, the run path's copy is the one: the children's was the variable's.

@@ -19,6 +19,26 @@ unsafe impl Interface for IntOp {
 
 type IntPass = extern "C" fn(i32) -> i32;
 
+/// Asserts that `error` is the failure to map `lib` because its file changed since the
+/// acquire (`MapFailed` with `OpenCause::ReplacedSinceAcquire`).
+#[track_caller]
+pub(crate) fn assert_replaced_since_acquire(error: &Error, lib: &Path) {
+    let Error::MapFailed { plugin, cause, .. } = error else {
+        panic!("{error:?}")
+    };
+    assert_eq!(plugin.path(), Some(lib), "{error}");
+    assert!(
+        matches!(
+            **cause,
+            Error::Open {
+                cause: OpenCause::ReplacedSinceAcquire,
+                ..
+            }
+        ),
+        "{cause:?}"
+    );
+}
+
 /// The hooks the plugin at `lib` ran so far, in order.
 fn events(lib: &Path) -> Vec<String> {
     match std::fs::read_to_string(format!("{}.log", lib.display())) {
@@ -180,19 +200,7 @@ fn a_file_removed_between_acquire_and_first_use_is_refused_as_replaced() {
     let lease = host.acquire().unwrap();
     std::fs::remove_file(&libs[0]).unwrap();
     let error = lease.get::<IntOp>("r_pass_a").unwrap_err();
-    let Error::MapFailed { cause, .. } = &error else {
-        panic!("{error:?}")
-    };
-    assert!(
-        matches!(
-            **cause,
-            Error::Open {
-                cause: OpenCause::ReplacedSinceAcquire,
-                ..
-            }
-        ),
-        "{cause:?}"
-    );
+    assert_replaced_since_acquire(&error, &libs[0]);
 }
 
 /// A file rewritten in place between `acquire()` and its first use (the same inode, other
@@ -214,19 +222,7 @@ fn a_file_rewritten_in_place_between_acquire_and_first_use_is_refused_as_replace
         "not rewritten in place"
     );
     let error = lease.get::<IntOp>("r_pass_a").unwrap_err();
-    let Error::MapFailed { cause, .. } = &error else {
-        panic!("{error:?}")
-    };
-    assert!(
-        matches!(
-            **cause,
-            Error::Open {
-                cause: OpenCause::ReplacedSinceAcquire,
-                ..
-            }
-        ),
-        "{cause:?}"
-    );
+    assert_replaced_since_acquire(&error, &libs[0]);
     assert!(events(&libs[0]).is_empty(), "{:?}", events(&libs[0]));
     assert!(!mapped(&libs[0]));
 }

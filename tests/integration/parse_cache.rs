@@ -256,19 +256,7 @@ fn an_unchanged_on_demand_plugin_is_judged_without_being_opened_and_its_first_us
     let ran = fs::read_to_string(&events).unwrap();
     fs::rename(&new, &lib).unwrap();
     let error = lease.get::<IntOp>("r_pass_a").unwrap_err();
-    let Error::MapFailed { cause, .. } = &error else {
-        panic!("{error:?}")
-    };
-    assert!(
-        matches!(
-            **cause,
-            Error::Open {
-                cause: OpenCause::ReplacedSinceAcquire,
-                ..
-            }
-        ),
-        "{cause:?}"
-    );
+    crate::on_demand::assert_replaced_since_acquire(&error, &lib);
     assert!(!crate::support::mapped(&lib), "the replacement was mapped");
     assert_eq!(fs::read_to_string(&events).unwrap(), ran, "the replacement's code ran");
 }

@@ -512,19 +512,9 @@ fn a_bare_relative_name_is_checked_like_dot_slash() {
     let open = dir.sub("open");
     dir.add("by_hand_marker", "open/libmarker.so");
     fs::set_permissions(&open, Permissions::from_mode(0o757)).unwrap();
-    let output = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "trust::a_bare_relative_name_is_checked_like_dot_slash"])
-        .args(["--test-threads", "1", "--nocapture"])
-        .env(RELATIVE_CHILD, "1")
-        .current_dir(&open)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.contains("1 passed"),
-        "the child failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::support::run_in_child("trust::a_bare_relative_name_is_checked_like_dot_slash", |child| {
+        child.env(RELATIVE_CHILD, "1").current_dir(&open);
+    });
 }
 
 /// Runs an acquire of `host` on a thread of its own, bounded, with `hook` called on every
@@ -751,25 +741,13 @@ fn a_user_other_than_root_loads_its_own_plugin_below_directories_root_owns() {
     for path in [&own, &lib] {
         std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
     }
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
-    child
-        .args([
-            "--exact",
-            "trust::a_user_other_than_root_loads_its_own_plugin_below_directories_root_owns",
-            "--include-ignored",
-        ])
-        .args(["--test-threads", "1", "--nocapture"])
-        .env(OTHER_USER_CHILD, &lib);
-    std::os::unix::process::CommandExt::uid(&mut child, 65534);
-    std::os::unix::process::CommandExt::gid(&mut child, 65534);
-    let output = crate::bounded::bounded("the child process", Duration::from_secs(120), move || {
-        child.output().unwrap()
-    });
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.contains("1 passed"),
-        "the child (uid 65534) failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    crate::support::run_in_child(
+        "trust::a_user_other_than_root_loads_its_own_plugin_below_directories_root_owns",
+        |child| {
+            child.env(OTHER_USER_CHILD, &lib);
+            std::os::unix::process::CommandExt::uid(child, 65534);
+            std::os::unix::process::CommandExt::gid(child, 65534);
+        },
     );
 }
 
