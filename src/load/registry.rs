@@ -765,9 +765,10 @@ mod tests {
     struct Calls {
         /// Handles opened and not yet closed.
         open: AtomicUsize,
-        /// Instances started (`on_load`) and finished (`on_unload`).
+        /// Instances started (`on_load`) and finished (`on_unload`), and closes settled.
         started: AtomicUsize,
         finished: AtomicUsize,
+        settled: AtomicUsize,
     }
 
     /// A handle of the stand-in loader; dropping it closes it.
@@ -810,7 +811,9 @@ mod tests {
             drop(library);
         }
 
-        fn settle(&self, (): ()) {}
+        fn settle(&self, (): ()) {
+            self.0.settled.fetch_add(1, SeqCst);
+        }
     }
 
     fn file<'a>(shown: &'a Path, identity: &'a Identity) -> FileRef<'a> {
@@ -888,8 +891,9 @@ mod tests {
     /// An instance dropped without `release` (its owner unwound) still finishes: its handle
     /// is closed, and its file is forgotten, so that the next instance of the file is opened
     /// and started again at once (a file still known would be shared dead, or waited for).
-    /// And the `Debug` of the registry, an instance and a released one say what they are.
-    /// Caught: the instance's `Drop` made a no-op, its identity entry kept when it is its own
+    /// A released instance dropped unsettled settles all the same. And the `Debug` of the
+    /// registry, an instance and a released one say what they are. Caught: the instance's or
+    /// the released one's `Drop` made a no-op, the identity entry kept when it is its own
     /// (`==` as `!=`), one of those `Debug`s emptied.
     #[test]
     fn a_dropped_instance_finishes_and_its_file_is_opened_again_at_once() {
@@ -912,7 +916,14 @@ mod tests {
         assert_eq!((calls.open.load(SeqCst), calls.started.load(SeqCst)), (1, 2));
         let released = LibraryInstance::release(again).expect("the last owner finishes the instance");
         assert_eq!(format!("{released:?}"), "Released { .. }");
-        released.settle();
+        // Dropped unsettled (a teardown that unwound), it still settles, once.
+        let settled = calls.settled.load(SeqCst);
+        drop(released);
+        assert_eq!(
+            calls.settled.load(SeqCst),
+            settled + 1,
+            "a released instance dropped unsettled"
+        );
         assert_eq!(calls.finished.load(SeqCst), 2);
     }
 }
