@@ -23,3 +23,25 @@ pub(crate) fn bounded<R: Send + 'static>(what: &str, limit: Duration, body: impl
         Err(_) => panic!("{what} did not finish within {limit:?}: a deadlock or a lost wake-up"),
     }
 }
+
+/// Runs the test `name` (its full path, `module::test`) of this binary alone in a child
+/// process, which `configure` sets up (its environment, directory, user; the test finds its
+/// child's part by a variable it sets), waits for it with a bound, and asserts that it ran
+/// and passed, showing its output otherwise. `--include-ignored` lets a test that needs root
+/// run itself.
+pub(crate) fn run_in_child(name: &str, configure: impl FnOnce(&mut std::process::Command)) {
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child
+        .args(["--exact", name, "--include-ignored"])
+        .args(["--test-threads", "1", "--nocapture"]);
+    configure(&mut child);
+    let output = bounded("the child process", std::time::Duration::from_secs(120), move || {
+        child.output().unwrap()
+    });
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "the child running {name} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -893,7 +893,7 @@ fn running_out_of_descriptors_at_any_step_of_the_dependency_check_is_a_refusal_n
         ],
     );
     plugin(&libs, &libs, "$ORIGIN");
-    crate::support::run_in_child(
+    crate::bounded::run_in_child(
         "dependencies::running_out_of_descriptors_at_any_step_of_the_dependency_check_is_a_refusal_never_a_pass",
         |child| {
             child.env(EXHAUSTED_CHILD, dir.path()).env("LD_PRELOAD", &shim);
@@ -1238,7 +1238,7 @@ fn a_dependency_found_through_ld_library_path_is_the_one_glibc_would_find() {
         (format!("{};{}", first.display(), second.display()), 12),
         (format!("{}::{}", first.display(), dir.sub("none").display()), 21),
     ] {
-        crate::support::run_in_child(
+        crate::bounded::run_in_child(
             "dependencies::a_dependency_found_through_ld_library_path_is_the_one_glibc_would_find",
             |child| {
                 child

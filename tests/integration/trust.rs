@@ -512,7 +512,7 @@ fn a_bare_relative_name_is_checked_like_dot_slash() {
     let open = dir.sub("open");
     dir.add("by_hand_marker", "open/libmarker.so");
     fs::set_permissions(&open, Permissions::from_mode(0o757)).unwrap();
-    crate::support::run_in_child("trust::a_bare_relative_name_is_checked_like_dot_slash", |child| {
+    crate::bounded::run_in_child("trust::a_bare_relative_name_is_checked_like_dot_slash", |child| {
         child.env(RELATIVE_CHILD, "1").current_dir(&open);
     });
 }
@@ -741,7 +741,7 @@ fn a_user_other_than_root_loads_its_own_plugin_below_directories_root_owns() {
     for path in [&own, &lib] {
         std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
     }
-    crate::support::run_in_child(
+    crate::bounded::run_in_child(
         "trust::a_user_other_than_root_loads_its_own_plugin_below_directories_root_owns",
         |child| {
             child.env(OTHER_USER_CHILD, &lib);
