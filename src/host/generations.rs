@@ -128,6 +128,12 @@ impl Generations {
             return Ok(set);
         }
         this.not_forked()?;
+        // A process-wide bound, if a test suite set one (`set_acquire_bound`): only here,
+        // off the cached path.
+        let deadline = deadline.or_else(|| match ACQUIRE_BOUND_MS.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => None,
+            ms => Instant::now().checked_add(std::time::Duration::from_millis(ms)),
+        });
         // Step 3. A nested call from this host's own load or unload would wait for itself.
         inside_host(this.id, |already_inside| match already_inside {
             true => Err(Error::Reentrant),
@@ -343,4 +349,20 @@ impl Drop for Loading<'_> {
 #[cfg(not(feature = "python"))]
 fn detached<R>(wait: impl FnOnce() -> R) -> R {
     wait()
+}
+
+/// The bound `acquire()` puts on its waits, in milliseconds (0: none): set by
+/// [`set_acquire_bound`].
+static ACQUIRE_BOUND_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Makes every [`PluginHost::acquire`](crate::PluginHost::acquire) of the process wait at
+/// most `bound` for other threads (as
+/// [`PluginHost::acquire_timeout`](crate::PluginHost::acquire_timeout) does), or without a
+/// bound again (`None`, the default). A call that finds its set cached or in the host's slot
+/// waits for nothing and never reads the bound. For test suites, whose every wait must have
+/// a bound so that a bug fails a test instead of hanging it; hidden, not part of the stable
+/// API.
+pub fn set_acquire_bound(bound: Option<std::time::Duration>) {
+    let ms = bound.map_or(0, |bound| u64::try_from(bound.as_millis()).unwrap_or(u64::MAX).max(1));
+    ACQUIRE_BOUND_MS.store(ms, std::sync::atomic::Ordering::Relaxed);
 }

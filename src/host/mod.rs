@@ -45,9 +45,10 @@ mod watch {
 }
 
 pub use builder::HostBuilder;
+pub use generations::set_acquire_bound;
 pub use global::{GLOBAL_PATH_VAR, global};
 pub use lease::{Lease, OwnedPass, Pass, WeakLease};
-pub use plugin_host::{PluginHost, set_acquire_bound};
+pub use plugin_host::PluginHost;
 pub use policy::UnloadPolicy;
 pub use set::PluginSet;
 pub use sources::init_global;

@@ -118,11 +118,7 @@ impl PluginHost {
     /// again. [`Error::Reentrant`] if called from inside this host's own load or unload on the
     /// same thread.
     pub fn acquire(&self) -> Result<Lease, Error> {
-        let deadline = match ACQUIRE_BOUND_MS.load(std::sync::atomic::Ordering::Relaxed) {
-            0 => None,
-            ms => Instant::now().checked_add(Duration::from_millis(ms)),
-        };
-        Generations::acquire(&self.generations, deadline, |deadline| self.load(deadline)).map(Lease)
+        Generations::acquire(&self.generations, None, |deadline| self.load(deadline)).map(Lease)
     }
 
     /// As [`acquire`](PluginHost::acquire), but gives up waiting for other threads after
@@ -375,17 +371,4 @@ fn reload_watched(config: &Weak<LoadConfig>, generations: &Weak<Generations>, ch
         ),
     }
     ControlFlow::Continue(())
-}
-
-/// The bound `acquire()` puts on its waits, in milliseconds (0: none): set by
-/// [`set_acquire_bound`].
-static ACQUIRE_BOUND_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Makes every [`PluginHost::acquire`] of the process wait at most `bound` for other threads
-/// (as [`PluginHost::acquire_timeout`] does), or without a bound again (`None`, the default).
-/// For test suites, whose every wait must have a bound so that a bug fails a test instead of
-/// hanging it; hidden, not part of the stable API.
-pub fn set_acquire_bound(bound: Option<Duration>) {
-    let ms = bound.map_or(0, |bound| u64::try_from(bound.as_millis()).unwrap_or(u64::MAX).max(1));
-    ACQUIRE_BOUND_MS.store(ms, std::sync::atomic::Ordering::Relaxed);
 }
