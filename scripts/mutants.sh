@@ -72,6 +72,9 @@ if [ -n "${MUTANTS_FEATURES:-}" ]; then
   # pyo3 builds against this interpreter's libpython.
   export PYO3_PYTHON="${PYO3_PYTHON:-/usr/bin/python3}"
 fi
+# Every acquire() of the suite waits at most this long (60 s otherwise): a mutant that never
+# finishes an unload fails each test waiting for it, and the run ends within the timeout.
+export DYLEASE_TEST_ACQUIRE_BOUND_SECS="${DYLEASE_TEST_ACQUIRE_BOUND_SECS:-10}"
 nice -n 19 cargo mutants "${file_args[@]}" "${features[@]}" --jobs 1 --minimum-test-timeout "${MUTANTS_TIMEOUT:-90}" \
   --build-timeout 900 --output "$out" ${MUTANTS_ARGS:-} \
   -- --lib --test integration --test keeper_thread -- "${ignored[@]}" \

@@ -1374,3 +1374,39 @@ fn a_run_path_through_a_symlink_loop_is_refused_naming_the_loop() {
     assert_refused(&error, &plugin, &["`$ORIGIN/loop_a`", "too many symlinks (a loop?)"]);
     assert_unloaded(&plugin);
 }
+
+const EXECUTE_ONLY_CHILD: &str = "DYLEASE_TEST_EXECUTE_ONLY_PLUGIN";
+
+/// A plugin whose run path uses `$ORIGIN`, in a directory that root made execute-only for
+/// others (mode 0711: they may reach a file whose name they know, not list it), loads for
+/// another user who names it: the directory the loader is given the plugin through is opened
+/// `O_PATH`, which needs no permission to read it. (The run-path directories themselves must
+/// be listable: the dependency check lists them, and refuses one it cannot.) In a child
+/// process run as uid 65534, the plugin's owner (root reads every directory whatever its
+/// mode). It needs the checkout, its target directory and their ancestors to be root's and
+/// traversable by other users, as a clone under `/tmp` is. Caught: the directory opened for
+/// reading (`O_PATH | O_DIRECTORY` as `&`, no flag): the load fails with EACCES.
+#[test]
+#[ignore = "needs root"]
+fn an_origin_plugin_in_a_directory_others_may_only_traverse_loads() {
+    if let Some(plugin) = std::env::var_os(EXECUTE_ONLY_CHILD) {
+        assert_eq!(dep_value(&strict(Path::new(&plugin))), 7);
+        return;
+    }
+    let dir = TestDir::new("deps_execute_only");
+    let plugins = dir.sub("plugins");
+    let libs = dir.sub("plugins/lib");
+    dependency(&libs, 7, false);
+    let plugin = plugin(&plugins, &libs, "$ORIGIN/lib");
+    std::os::unix::fs::chown(&plugin, Some(65534), Some(65534)).unwrap();
+    // Root's, as its libraries are: only root can change them.
+    fs::set_permissions(&plugins, Permissions::from_mode(0o711)).unwrap();
+    crate::bounded::run_in_child(
+        "dependencies::an_origin_plugin_in_a_directory_others_may_only_traverse_loads",
+        |child| {
+            child.env(EXECUTE_ONLY_CHILD, &plugin);
+            std::os::unix::process::CommandExt::uid(child, 65534);
+            std::os::unix::process::CommandExt::gid(child, 65534);
+        },
+    );
+}

@@ -16,13 +16,20 @@ mod bounded;
 /// Every `acquire()` of the suite waits at most a minute for other threads (another load of
 /// its host, the previous set's unload): a bug that never finishes one (a set's drop that
 /// never marks its unload) fails the tests that wait for it instead of hanging the suite. Set
-/// before `main`, so before any test runs.
+/// before `main`, so before any test runs. `DYLEASE_TEST_ACQUIRE_BOUND_SECS` shortens it:
+/// `scripts/mutants.sh` does, so that a mutant that never finishes an unload fails every test
+/// waiting for one within cargo-mutants' timeout (each acquire of the suite waits for
+/// milliseconds when nothing is broken).
 #[cfg(target_os = "linux")]
 #[used]
 #[unsafe(link_section = ".init_array")]
 static BOUND_ACQUIRES: extern "C" fn() = {
     extern "C" fn bound() {
-        dylease::set_acquire_bound(Some(std::time::Duration::from_secs(60)));
+        let secs = std::env::var("DYLEASE_TEST_ACQUIRE_BOUND_SECS")
+            .ok()
+            .and_then(|secs| secs.parse().ok())
+            .unwrap_or(60);
+        dylease::set_acquire_bound(Some(std::time::Duration::from_secs(secs)));
     }
     bound
 };
