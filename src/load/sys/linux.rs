@@ -553,6 +553,18 @@ mod tests {
         );
     }
 
+    /// A failure to get a descriptor says which limit was reached: the process's (EMFILE,
+    /// with the fix) or the system's (ENFILE); another failure adds nothing. A test cannot
+    /// fill the system's table; `load::sys::library`'s tests run out of the process's.
+    /// Caught: the ENFILE arm deleted (cargo-mutants).
+    #[test]
+    fn a_descriptor_hint_names_the_limit_that_was_reached() {
+        let hint = |errno| descriptor_hint(&io::Error::from_raw_os_error(errno));
+        assert!(hint(libc::EMFILE).contains("ulimit -n"), "{}", hint(libc::EMFILE));
+        assert!(hint(libc::ENFILE).contains("system's table of open files is full"));
+        assert_eq!(hint(libc::ENOENT), "");
+    }
+
     #[test]
     fn a_library_named_through_a_sticky_directory_its_group_or_others_can_write_is_refused_under_strict() {
         // Anyone allowed to create names there could take the library's name once it is free.
