@@ -254,3 +254,50 @@ fn a_missing_entry_point_is_reported_with_the_files_name() {
     let error = host(plugins.path()).acquire().unwrap_err().to_string();
     assert!(!error.contains("/proc/self/fd"), "{error}");
 }
+
+const SET_USER_ID_CHILD: &str = "DYLEASE_TEST_SET_USER_ID_CHILD";
+
+/// A set-user-ID program run by another user gets its environment from that user, who may set
+/// `DYLEASE_PLUGIN_PATH`: as the platform loader ignores `LD_LIBRARY_PATH` there, the default
+/// global host ignores the variable (elevated rights, `AT_SECURE`), and no plugin of the
+/// directory it names runs. A copy of this test binary made set-user-ID root is run as uid
+/// 65534 with the variable naming a directory whose plugin's constructor leaves a marker.
+/// Caught: elevated rights never seen (`secure_execution` forced `false`, cargo-mutants): the
+/// global host loads the plugin, which runs as root. It needs a file system mounted without
+/// `nosuid` (the child checks that it runs with elevated rights) and the checkout's
+/// directories traversable by other users, as a clone under `/tmp` is.
+#[test]
+#[ignore = "needs root"]
+fn a_set_user_id_program_ignores_the_plugin_path_its_caller_sets() {
+    if std::env::var_os(SET_USER_ID_CHILD).is_some() {
+        // SAFETY: `getauxval` only reads the auxiliary vector the kernel gave the process.
+        let secure = unsafe { libc::getauxval(libc::AT_SECURE) } != 0;
+        assert!(
+            secure,
+            "the copy did not run set-user-ID (a file system mounted nosuid?)"
+        );
+        let lease = dylease::global().acquire().unwrap();
+        assert!(lease.plugins().is_empty(), "{:?}", lease.plugins());
+        return;
+    }
+    let dir = TestDir::new("set_user_id_global");
+    let plugins = dir.sub("plugins");
+    let lib = copy_in(&plugins, &fixture("by_hand_marker"), "libmarker.so", 0o755);
+    // Removed with the test's directory, whatever the outcome.
+    let program = dir.path().join("set-user-id-tests");
+    fs::copy(std::env::current_exe().unwrap(), &program).unwrap();
+    std::os::unix::fs::chown(&program, Some(0), Some(0)).unwrap();
+    fs::set_permissions(&program, Permissions::from_mode(0o4755)).unwrap();
+    crate::bounded::run_copy_in_child(
+        &program,
+        "attack::a_set_user_id_program_ignores_the_plugin_path_its_caller_sets",
+        |child| {
+            child
+                .env(SET_USER_ID_CHILD, "1")
+                .env(dylease::GLOBAL_PATH_VAR, &plugins);
+            std::os::unix::process::CommandExt::uid(child, 65534);
+            std::os::unix::process::CommandExt::gid(child, 65534);
+        },
+    );
+    assert!(!beside(&lib, ".ran").exists(), "the plugin the caller named ran");
+}

@@ -30,7 +30,16 @@ pub(crate) fn bounded<R: Send + 'static>(what: &str, limit: Duration, body: impl
 /// and passed, showing its output otherwise. `--include-ignored` lets a test that needs root
 /// run itself.
 pub(crate) fn run_in_child(name: &str, configure: impl FnOnce(&mut std::process::Command)) {
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    run_copy_in_child(&std::env::current_exe().unwrap(), name, configure);
+}
+
+/// As [`run_in_child`], with `program`, a copy of this test binary (one made set-user-ID, say).
+pub(crate) fn run_copy_in_child(
+    program: &std::path::Path,
+    name: &str,
+    configure: impl FnOnce(&mut std::process::Command),
+) {
+    let mut child = std::process::Command::new(program);
     child
         .args(["--exact", name, "--include-ignored"])
         .args(["--test-threads", "1", "--nocapture"]);

@@ -907,6 +907,104 @@ fn running_out_of_descriptors_at_any_step_of_the_dependency_check_is_a_refusal_n
     );
 }
 
+/// Set in the child process of the plain-plugin exhaustion test: the plugins' directory.
+const EXHAUSTED_PLAIN_CHILD: &str = "DYLEASE_TEST_EXHAUSTED_PLAIN";
+
+/// Out of descriptors at any open of a plugin's load (a plugin without dependencies), the load
+/// fails naming the cause and leaves nothing mapped, and a load with every open served
+/// succeeds; so does the first use of an on-demand plugin (here without the trust check, so
+/// that the first use opens the file itself), whose failure to open it is not taken for the
+/// file's replacement since the acquire. In a child process preloading the shim of the test
+/// above, for n = 1, 2, ... until the load makes fewer opens than n. Caught: every failure to
+/// open taken for a replacement (`sys::is_replacement` forced `true`, cargo-mutants): the
+/// first use reported `ReplacedSinceAcquire`, a cause that is not the one that happened.
+#[test]
+fn running_out_of_descriptors_at_any_open_of_a_plugins_load_fails_naming_the_cause() {
+    if let Some(dir) = std::env::var_os(EXHAUSTED_PLAIN_CHILD) {
+        let dir = PathBuf::from(dir);
+        let plugin = dir.join("eager/libp1.so");
+        let mut failed_steps = 0;
+        // A load makes a few opens; the bound turns a loop that never ends into a failure.
+        for n in 1..=1000 {
+            assert!(n < 1000, "the load still failed an open at its 1000th");
+            let host = strict(&plugin);
+            arm_failing_open(n);
+            let result = host.acquire();
+            let hit = failing_open_left() == 0;
+            arm_failing_open(0);
+            if !hit {
+                // Every open of the load had its turn: with none failed, it loads.
+                let lease = result.unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(lease.plugins().len(), 1);
+                break;
+            }
+            let message = result
+                .expect_err(&format!("open {n} failed, and the load passed"))
+                .to_string();
+            assert!(message.contains("Too many open files"), "open {n} failed: {message}");
+            drop(host);
+            assert_unloaded(&plugin);
+            failed_steps += 1;
+        }
+        assert!(failed_steps >= 2, "the load made only {failed_steps} opens");
+
+        let plugin = dir.join("demand/libr.so");
+        let mut failed_steps = 0;
+        for n in 1..=1000 {
+            assert!(n < 1000, "the first use still failed an open at its 1000th");
+            // SAFETY: the directory holds this suite's own fixture, whose initialisation code is sound.
+            let host = unsafe { PluginHost::builder().dir(dir.join("demand")) }
+                .on_demand()
+                .trust(TrustPolicy::Permissive)
+                .build()
+                .unwrap();
+            let lease = host.acquire().unwrap();
+            arm_failing_open(n);
+            let result = lease.get::<crate::on_demand::IntOp>("r_pass_a").map(drop);
+            let hit = failing_open_left() == 0;
+            arm_failing_open(0);
+            if !hit {
+                result.unwrap_or_else(|e| panic!("{e}"));
+                break;
+            }
+            let error = result.expect_err(&format!("open {n} failed, and the first use passed"));
+            let Error::MapFailed { cause, .. } = &error else {
+                panic!("open {n} failed: {error:?}")
+            };
+            assert!(
+                matches!(
+                    **cause,
+                    Error::Open {
+                        cause: dylease::OpenCause::Headers,
+                        ..
+                    }
+                ) && cause.to_string().contains("Too many open files"),
+                "open {n} failed: {cause:?}"
+            );
+            drop(lease);
+            drop(host);
+            assert_unloaded(&plugin);
+            failed_steps += 1;
+        }
+        assert!(failed_steps >= 1, "the first use opened nothing");
+        return;
+    }
+    let dir = TestDir::new("deps_exhausted_plain");
+    let shim = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins/fail_open.c");
+    let shim =
+        compile_plugin(&[&shim], &dir.path().join("libfail_open.so"), &["-ldl"]).unwrap_or_else(|e| panic!("{e}"));
+    dir.sub("eager");
+    dir.add("p1", "eager/libp1.so");
+    dir.sub("demand");
+    dir.add("demand_r", "demand/libr.so");
+    crate::bounded::run_in_child(
+        "dependencies::running_out_of_descriptors_at_any_open_of_a_plugins_load_fails_naming_the_cause",
+        |child| {
+            child.env(EXHAUSTED_PLAIN_CHILD, dir.path()).env("LD_PRELOAD", &shim);
+        },
+    );
+}
+
 /// `lib<name>.so` (soname the same) in `dir`, returning `value` from `dep_value()`. Tests that
 /// run beside others give their dependency a name of its own: glibc shares a library loaded
 /// already under the same soname, whoever loaded it.

@@ -553,6 +553,35 @@ mod tests {
         );
     }
 
+    /// An open with `no_follow` refuses a symlink in the last component (ELOOP) and does not
+    /// wait for a writer on a FIFO. Bounded: an open that waits fails the test. Caught: the
+    /// flags dropped, or combined with `&` (cargo-mutants).
+    #[test]
+    fn no_follow_neither_follows_a_symlink_nor_waits_on_a_fifo() {
+        let dir = std::env::temp_dir().join(format!("dylease-no-follow-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (target, link, fifo) = (dir.join("target"), dir.join("link"), dir.join("fifo"));
+        std::fs::write(&target, b"a file").unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let fifo_name = CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `fifo_name` is NUL-terminated.
+        assert_eq!(unsafe { libc::mkfifo(fifo_name.as_ptr(), 0o600) }, 0);
+        let open = |path: &std::path::Path| {
+            let mut options = std::fs::OpenOptions::new();
+            options.read(true);
+            no_follow(&mut options);
+            options.open(path)
+        };
+        let followed = open(&link).map(drop);
+        assert_eq!(followed.map_err(|e| e.raw_os_error()), Err(Some(libc::ELOOP)));
+        let (done, opened) = std::sync::mpsc::channel();
+        std::thread::spawn(move || done.send(open(&fifo).map(drop).map_err(|e| e.to_string())));
+        let opened = opened.recv_timeout(std::time::Duration::from_secs(20));
+        assert_eq!(opened, Ok(Ok(())), "the FIFO's open waited for a writer");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A failure to get a descriptor says which limit was reached: the process's (EMFILE,
     /// with the fix) or the system's (ENFILE); another failure adds nothing. A test cannot
     /// fill the system's table; `load::sys::library`'s tests run out of the process's.
