@@ -191,3 +191,47 @@ fn an_inherited_lease_dropped_last_in_a_forked_child_runs_no_plugin_teardown() {
         "the parent's last drop runs on_unload (without it this test proves nothing)"
     );
 }
+
+/// Set in the child process of the acquire-bound test.
+const ACQUIRE_BOUND_CHILD: &str = "DYLEASE_TEST_ACQUIRE_BOUND_CHILD";
+
+/// `dylease::set_acquire_bound` bounds every `acquire()` of the process, as `acquire_timeout`
+/// bounds one: an acquire that waits for another host's unload of the same file, which does
+/// not finish, gives up with `TimedOut` naming the file. In a child process: the bound is the
+/// process's, and this suite sets its own. Caught: `set_acquire_bound` made a no-op
+/// (cargo-mutants): the acquire waits until the unload is let go, here after 20 s.
+#[test]
+fn the_process_wide_acquire_bound_ends_a_wait_for_an_unload_that_does_not_finish() {
+    if std::env::var_os(ACQUIRE_BOUND_CHILD).is_none() {
+        crate::bounded::run_in_child(
+            "waits::the_process_wide_acquire_bound_ends_a_wait_for_an_unload_that_does_not_finish",
+            |child| {
+                child.env(ACQUIRE_BOUND_CHILD, "1");
+            },
+        );
+        return;
+    }
+    dylease::set_acquire_bound(Some(Duration::from_millis(100)));
+    let plugins = TestDir::new("waits_acquire_bound");
+    let lib = plugins.add("slow_unload", "libslow.so");
+    let (a, b) = (host(plugins.path()), host(plugins.path()));
+    let lease = a.acquire().unwrap();
+    std::thread::scope(|scope| {
+        let unloading = scope.spawn(move || drop(lease));
+        await_that("the on_unload started", || beside(&lib, ".unloading").exists());
+        let (done, acquired) = std::sync::mpsc::channel();
+        let b = &b;
+        scope.spawn(move || done.send(b.acquire().map(drop)));
+        let outcome = acquired.recv_timeout(Duration::from_secs(20));
+        // Let the unload finish, whatever happened, so that the scope ends.
+        fs::write(beside(&lib, ".go"), "").unwrap();
+        let error = outcome
+            .expect("the acquire waited past its bound")
+            .expect_err("the acquire passed while the file was unloading");
+        assert!(
+            matches!(&error, Error::TimedOut { waited: Waited::File(path), .. } if path == &lib),
+            "{error:?}"
+        );
+        unloading.join().unwrap();
+    });
+}
