@@ -814,3 +814,28 @@ fn a_plugin_replaced_by_a_fifo_after_its_check_is_refused_without_hanging() {
         "{error:?}"
     );
 }
+
+/// Set in the child process of the closed-stdin test.
+const NO_STDIN_CHILD: &str = "DYLEASE_TEST_NO_STDIN_CHILD";
+
+/// A process whose standard input is closed (descriptor 0 free, as some daemons run) loads
+/// plugins: the walk's first open gets descriptor 0, which is a descriptor like any other. In
+/// a child process that closes its descriptor 0 first. Caught: an open returning 0 taken for
+/// a failure (`fd < 0` as `<=`, cargo-mutants).
+#[test]
+fn a_process_without_standard_input_loads_its_plugins() {
+    if std::env::var_os(NO_STDIN_CHILD).is_some() {
+        let dir = TestDir::new("trust_no_stdin");
+        let lib = dir.add("p1", "libp1.so");
+        // SAFETY: closes this child's standard input, which nothing of the test reads.
+        assert_eq!(unsafe { libc::close(0) }, 0);
+        // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
+        let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
+        let lease = host.acquire().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(lease.plugins()[0].name(), "p1");
+        return;
+    }
+    crate::bounded::run_in_child("trust::a_process_without_standard_input_loads_its_plugins", |child| {
+        child.env(NO_STDIN_CHILD, "1");
+    });
+}
