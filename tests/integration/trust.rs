@@ -839,3 +839,21 @@ fn a_process_without_standard_input_loads_its_plugins() {
         child.env(NO_STDIN_CHILD, "1");
     });
 }
+
+/// A plugin named through a symlink whose target is longer than the walk's first read of a
+/// target (256 bytes) is followed to the whole target and loads. Caught: a target that filled
+/// the buffer taken as complete (`len < buffer.len()` as `<=`, cargo-mutants: the target cut
+/// at 256 bytes names no file), and the buffer shrunk instead of grown (`*` as `/`).
+#[test]
+fn a_plugin_named_through_a_symlink_with_a_long_target_loads() {
+    let dir = TestDir::new("trust_long_link");
+    dir.add("p1", "libp1.so");
+    // 600 bytes of `./`, then the name.
+    let target = format!("{}libp1.so", "./".repeat(300));
+    let link = dir.path().join("link.so");
+    symlink(&target, &link).unwrap();
+    // SAFETY: the library is this suite's own fixture, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&link).build() }.unwrap();
+    let lease = host.acquire().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(lease.plugins()[0].name(), "p1");
+}
