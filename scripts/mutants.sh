@@ -13,9 +13,13 @@
 #   MUTANTS_FEATURES=python MUTANTS_TESTS="python:: load::python::" \
 #     scripts/mutants.sh src/load/python/instance.rs   # the Python instance, with its feature
 #
+#   MUTANTS_RETRY_TIMEOUT=0 scripts/mutants.sh   # no second run of the mutants that timed out
+#
 # Prints caught / missed / timeout / unviable per file, then the missed mutants. A timeout
-# counts as caught by cargo-mutants, but here it is reported apart: a hang is a missing
-# deadline in a test. The full report is in target/mutants/mutants.out.
+# counts as caught by cargo-mutants, but here it is reported apart: each mutant that timed out
+# runs again alone with a long timeout, and one that times out then too is a missing deadline
+# in a test (or a loop made endless). The full report is in target/mutants/mutants.out, the
+# second run's in target/mutants/retry/mutants.out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -65,7 +69,6 @@ echo "== cargo mutants on ${files[*]}"
 set +e
 # The unmutated run (which also compiles the C fixtures) sets each mutant's test timeout:
 # five times its own time, and at least MUTANTS_TIMEOUT.
-# shellcheck disable=SC2086 # MUTANTS_ARGS is a list of options
 features=()
 if [ -n "${MUTANTS_FEATURES:-}" ]; then
   features=(--features "$MUTANTS_FEATURES")
@@ -75,12 +78,35 @@ fi
 # Every acquire() of the suite waits at most this long (60 s otherwise): a mutant that never
 # finishes an unload fails each test waiting for it, and the run ends within the timeout.
 export DYLEASE_TEST_ACQUIRE_BOUND_SECS="${DYLEASE_TEST_ACQUIRE_BOUND_SECS:-10}"
-nice -n 19 cargo mutants "${file_args[@]}" "${features[@]}" --jobs 1 --minimum-test-timeout "${MUTANTS_TIMEOUT:-90}" \
-  --build-timeout 900 --output "$out" ${MUTANTS_ARGS:-} \
-  -- --lib --test integration --test keeper_thread -- "${ignored[@]}" \
-  --test-threads "${MUTANTS_TEST_THREADS:-8}" "${modules[@]}" one_keeper_thread
+# run OUTPUT TIMEOUT [cargo-mutants options...]
+run() {
+  local output=$1 timeout=$2
+  shift 2
+  nice -n 19 cargo mutants "${file_args[@]}" "${features[@]}" --jobs 1 --minimum-test-timeout "$timeout" \
+    --build-timeout 900 --output "$output" "$@" \
+    -- --lib --test integration --test keeper_thread -- "${ignored[@]}" \
+    --test-threads "${MUTANTS_TEST_THREADS:-8}" "${modules[@]}" one_keeper_thread
+}
+# shellcheck disable=SC2086 # MUTANTS_ARGS is a list of options
+run "$out" "${MUTANTS_TIMEOUT:-90}" ${MUTANTS_ARGS:-}
 status=$?
 set -e
+
+# A mutant that breaks every unload makes each test that waits for one wait out its bound
+# (60 s for some), and the suite's bounded waits add up past the timeout above. Each mutant
+# that timed out runs again alone with MUTANTS_RETRY_TIMEOUT (default 900 s; 0: no retry): one
+# caught then waited only with bounds; one that times out again waited without a bound, or
+# loops.
+retried=()
+if [ -s "$out/mutants.out/timeout.txt" ] && [ "${MUTANTS_RETRY_TIMEOUT:-900}" != 0 ]; then
+  while IFS= read -r name; do
+    retried+=(--re "^$(printf '%s' "$name" | sed 's/[][\.*^$()+?{}|]/\\&/g')\$")
+  done <"$out/mutants.out/timeout.txt"
+  echo "== again, with a ${MUTANTS_RETRY_TIMEOUT:-900} s timeout: the $((${#retried[@]} / 2)) that timed out"
+  set +e
+  run "$out/retry" "${MUTANTS_RETRY_TIMEOUT:-900}" "${retried[@]}"
+  set -e
+fi
 
 # Per file, from cargo-mutants' lists (each line starts with the mutated file's path).
 report="$out/mutants.out"
@@ -97,8 +123,17 @@ if [ -s "$report/missed.txt" ]; then
 fi
 if [ -s "$report/timeout.txt" ]; then
   echo
-  echo "timed out (a test waited without a bound):"
+  echo "timed out at first:"
   sed 's/^/  /' "$report/timeout.txt"
+fi
+if [ "${#retried[@]}" -ne 0 ]; then
+  for outcome in caught missed timeout; do
+    if [ -s "$out/retry/mutants.out/$outcome.txt" ]; then
+      echo
+      echo "run again alone: $outcome"
+      sed 's/^/  /' "$out/retry/mutants.out/$outcome.txt"
+    fi
+  done
 fi
 # cargo-mutants exits 2 when a mutant was missed, 3 when one timed out: the report says which.
 exit "$status"

@@ -115,6 +115,16 @@ fn a_cpp_plugin_built_without_it_is_reported_pinned_by_its_gnu_unique_symbols_on
 
 #[test]
 fn a_thread_local_destructor_keeps_the_library_mapped_while_its_thread_lives() {
+    // Bounded as a whole: the scope below joins its worker, which a bug could leave stuck
+    // (in its acquire or its lease's drop) after the main thread's own bounded wait failed.
+    crate::bounded::bounded(
+        "a_thread_local_destructor_keeps_the_library_mapped_while_its_thread_lives",
+        crate::bounded::LIMIT,
+        a_thread_local_destructor_keeps_the_library_mapped_while_its_thread_lives_body,
+    );
+}
+
+fn a_thread_local_destructor_keeps_the_library_mapped_while_its_thread_lives_body() {
     logger::install();
     let dir = TestDir::new("cpp_thread_local");
     let lib = dir.add("layout_recipe", "liblayout_tls.so");
