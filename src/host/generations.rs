@@ -23,9 +23,9 @@ use crate::host::stats::Recorder;
 use crate::host::thread_cache as cache;
 use crate::load::LoadedPlugins;
 // A wait lets go of the Python interpreter, which the thread waited for may need; without the
-// `python` feature, the stand-in `detached` below just waits.
+// `python` feature, the stand-in `wait_detached` below just waits.
 #[cfg(feature = "python")]
-use crate::load::python::interpreter::detached;
+use crate::load::python::interpreter::wait_detached;
 use crate::sync::{Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, WeakSlot};
 
 /// How a new generation number is published: Release, after the slot's `Weak`, so that a
@@ -234,15 +234,20 @@ impl Generations {
         deadline: Option<Instant>,
         waited: Waited,
     ) -> Result<MutexGuard<'a, Life>, Error> {
-        let wait = || match deadline {
-            None => Ok(self.changed.wait(life)),
+        let left = match deadline {
+            None => None,
             Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => Ok(self.changed.wait_timeout(life, left)),
-                _ => Err(Error::TimedOut { waited }),
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return Err(Error::TimedOut { waited }),
             },
         };
-        // The thread waited for may need the GIL (a load of Python plugins).
-        detached(wait)
+        let wait = || match left {
+            None => self.changed.wait(life),
+            Some(left) => self.changed.wait_timeout(life, left),
+        };
+        // The thread waited for may need the GIL (a load of Python plugins); and a thread that
+        // holds it may be waiting for this lock: it is not held while the GIL is waited for.
+        Ok(wait_detached(wait, || self.life.lock()))
     }
 
     /// Whether a set of this host is loaded (or still unloading). Observes only.
@@ -347,7 +352,7 @@ impl Drop for Loading<'_> {
 
 /// Without the `python` feature there is no interpreter to detach from: runs `wait`.
 #[cfg(not(feature = "python"))]
-fn detached<R>(wait: impl FnOnce() -> R) -> R {
+fn wait_detached<G>(wait: impl FnOnce() -> G, _lock: impl FnOnce() -> G) -> G {
     wait()
 }
 

@@ -451,9 +451,10 @@ impl<O: Opener> Registry<O> {
             None => self.changed.wait(state),
             Some(left) => self.changed.wait_timeout(state, left),
         };
-        // The thread waited for may need the GIL (a Python instance's teardown).
+        // The thread waited for may need the GIL (a Python instance's teardown); and a thread
+        // that holds it may be waiting for this lock: it is not held while the GIL is waited for.
         #[cfg(feature = "python")]
-        let mut state = crate::load::python::interpreter::detached(wait);
+        let mut state = crate::load::python::interpreter::wait_detached(wait, || self.state.lock());
         #[cfg(not(feature = "python"))]
         let mut state = wait();
         state.waiters -= 1;

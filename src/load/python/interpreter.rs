@@ -61,10 +61,10 @@ pub(crate) fn plugin_failed(origin: &Origin, what: &str, py: Python<'_>, error: 
     }
 }
 
-/// Runs `f` (a wait on one of dylease's own locks) with this thread detached from the
-/// interpreter if it is attached, so that the thread dylease waits for may take the GIL (a
-/// pass that calls `acquire()` while another thread loads Python plugins of the same host).
-/// `f` must not touch Python. (The CPython calls are the platform layer's, `load::sys`.)
-pub(crate) fn detached<R>(f: impl FnOnce() -> R) -> R {
-    crate::load::sys::python::detached(f)
+/// Waits on one of dylease's own condition variables (`wait`, which must not touch Python)
+/// with this thread detached from the interpreter, never waiting for the GIL with the lock
+/// held: `lock` takes it again once the thread is attached (`load::sys::python::wait_detached`,
+/// where the CPython calls are).
+pub(crate) fn wait_detached<G>(wait: impl FnOnce() -> G, lock: impl FnOnce() -> G) -> G {
+    crate::load::sys::python::wait_detached(wait, lock)
 }

@@ -2,17 +2,42 @@
 //! thread from the interpreter while dylease waits, whether or not the thread holds a
 //! `Python` token (`load::python::interpreter`).
 
-/// Runs `f` (a wait on one of dylease's own locks) with this thread detached from the
+/// Waits on one of dylease's own condition variables with this thread detached from the
 /// interpreter if it is attached, so that the thread dylease waits for may take the GIL (a
 /// pass that calls `acquire()` while another thread loads Python plugins of the same host).
-/// `f` must not touch Python.
-pub(crate) fn detached<R>(f: impl FnOnce() -> R) -> R {
-    // SAFETY: both functions may be called at any time, from any thread, without the GIL.
-    let attached = unsafe { pyo3::ffi::Py_IsInitialized() } != 0 && unsafe { pyo3::ffi::PyGILState_Check() } == 1;
-    if !attached {
-        return f();
+/// `wait` releases the lock, waits, and takes the lock back (a condition variable's wait);
+/// it must not touch Python.
+///
+/// An attached thread lets the lock go again before it re-attaches, and `lock` takes it once
+/// the thread is attached: dylease never waits for the GIL while it holds one of its own locks,
+/// since a thread that holds the GIL may be waiting for that lock (dropping a lease or
+/// settling an instance from Python code takes them). The order is the GIL, then dylease's
+/// locks. To the caller, that is a wake-up after which the lock was taken again, as a
+/// condition variable's spurious one: it looks at the state again.
+pub(crate) fn wait_detached<G>(wait: impl FnOnce() -> G, lock: impl FnOnce() -> G) -> G {
+    if !attached() {
+        return wait();
     }
-    /// Re-attaches the thread however `f` ends.
+    // SAFETY: this thread is attached (checked above), and `wait` does not touch Python.
+    let reattach = unsafe { detach() };
+    drop(wait());
+    drop(reattach);
+    lock()
+}
+
+/// Whether this thread is attached to an initialised interpreter (holds the GIL).
+fn attached() -> bool {
+    // SAFETY: both functions may be called at any time, from any thread, without the GIL.
+    (unsafe { pyo3::ffi::Py_IsInitialized() } != 0) && unsafe { pyo3::ffi::PyGILState_Check() } == 1
+}
+
+/// Detaches this thread from the interpreter until the returned value is dropped.
+///
+/// # Safety
+///
+/// The thread is attached, and nothing on it touches Python until the value is dropped.
+unsafe fn detach() -> impl Drop {
+    /// Re-attaches the thread however the wait ends.
     struct Reattach(*mut pyo3::ffi::PyThreadState);
     impl Drop for Reattach {
         fn drop(&mut self) {
@@ -21,8 +46,78 @@ pub(crate) fn detached<R>(f: impl FnOnce() -> R) -> R {
             unsafe { pyo3::ffi::PyEval_RestoreThread(self.0) };
         }
     }
-    // SAFETY: this thread is attached (checked above); it is re-attached by `Reattach` before
-    // anything else on it touches Python, and `f` does not touch Python.
-    let _reattach = Reattach(unsafe { pyo3::ffi::PyEval_SaveThread() });
-    f()
+    // SAFETY: the thread is attached (the caller's contract); it is re-attached by `Reattach`
+    // before anything else on it touches Python.
+    Reattach(unsafe { pyo3::ffi::PyEval_SaveThread() })
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::{Arc, Condvar, Mutex, mpsc};
+    use std::time::{Duration, Instant};
+
+    /// A thread woken from a detached wait lets the lock go before it waits for the GIL, so a
+    /// thread that holds the GIL and then takes that lock (as one that drops a lease from
+    /// Python code does) gets it. Thread B, attached, waits on a condition variable; this
+    /// thread, attached, wakes it, sees that it woke (it sets a flag with the lock taken back),
+    /// and takes the lock, with a bound. Caught: the GIL waited for with the lock held (the
+    /// guard the wait took back returned as it was, as dylease's waits did): this thread
+    /// never gets the lock, a deadlock, here a failed bound.
+    #[test]
+    fn a_thread_woken_from_a_detached_wait_waits_for_the_gil_without_the_lock() {
+        pyo3::Python::initialize();
+        let shared = Arc::new((Mutex::new(false), Condvar::new()));
+        let woken = Arc::new(AtomicBool::new(false));
+        let (started, waiting) = mpsc::channel();
+        let (done, finished) = mpsc::channel();
+        {
+            let (shared, woken) = (Arc::clone(&shared), Arc::clone(&woken));
+            std::thread::spawn(move || {
+                pyo3::Python::attach(|_| {
+                    let (lock, changed) = &*shared;
+                    let mut go = lock.lock().unwrap();
+                    started.send(()).unwrap();
+                    while !*go {
+                        go = wait_detached(
+                            || {
+                                let guard = changed.wait(go).unwrap();
+                                woken.store(true, SeqCst);
+                                guard
+                            },
+                            || lock.lock().unwrap(),
+                        );
+                    }
+                });
+                done.send(()).unwrap();
+            });
+        }
+        waiting
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the waiter started");
+        pyo3::Python::attach(|_| {
+            let (lock, changed) = &*shared;
+            // The waiter holds the lock until its wait releases it.
+            *lock.lock().unwrap() = true;
+            changed.notify_all();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !woken.load(SeqCst) {
+                assert!(Instant::now() < deadline, "the waiter never woke");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // Woken, the waiter now waits for the GIL, which this thread holds.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while lock.try_lock().is_err() {
+                assert!(
+                    Instant::now() < deadline,
+                    "the woken waiter holds the lock while it waits for the GIL"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        finished
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the waiter finished");
+    }
 }
