@@ -786,35 +786,6 @@ fn a_file_rewritten_in_place_keeping_its_size_and_mtime_after_its_check_is_read_
     );
 }
 
-/// A plugin file replaced by a FIFO after its check (by its directory's owner) does not hang
-/// the load: the file is opened without blocking (relative to the directory the walk passed,
-/// `sys::walk::open_file_at`), seen to be another file than the one checked, checked again
-/// and refused. Caught (planted by hand): `O_NONBLOCK` dropped from that open, which then
-/// waits for a writer for ever, here until the bound fails the test.
-#[test]
-fn a_plugin_replaced_by_a_fifo_after_its_check_is_refused_without_hanging() {
-    crate::logger::install();
-    let dir = TestDir::new("trust_fifo_after_check");
-    let first = dir.add("p1", "liba.so");
-    let lib = dir.add("p2", "libb.so");
-    // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
-    let host = unsafe { PluginHost::builder().dir(dir.path()).build() }.unwrap();
-    let (loaded_first, swapped) = (format!("loaded plugin file `{}`", first.display()), lib.clone());
-    let error = acquire_with_installer(host, move |line| {
-        if line.contains(&loaded_first) {
-            fs::remove_file(&swapped).unwrap();
-            let path = std::ffi::CString::new(swapped.as_os_str().as_encoded_bytes()).unwrap();
-            // SAFETY: `path` is NUL-terminated.
-            assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
-        }
-    })
-    .unwrap_err();
-    assert!(
-        matches!(&error, Error::Untrusted { path, .. } | Error::Open { path, .. } if path == &lib),
-        "{error:?}"
-    );
-}
-
 /// Set in the child process of the closed-stdin test.
 const NO_STDIN_CHILD: &str = "DYLEASE_TEST_NO_STDIN_CHILD";
 
