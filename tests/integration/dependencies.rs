@@ -817,6 +817,17 @@ fn arm_failing_open(n: i32) {
     arm(n);
 }
 
+/// `attempt()` with the n-th open of the process's own code failing (EMFILE, by the
+/// preloaded shim), and whether that open happened: when it did not, every open of the
+/// attempt had its turn.
+fn with_open_failing<R>(n: i32, attempt: impl FnOnce() -> R) -> (R, bool) {
+    arm_failing_open(n);
+    let result = attempt();
+    let hit = failing_open_left() == 0;
+    arm_failing_open(0);
+    (result, hit)
+}
+
 /// `fail_open_left()` of the shim: 0 once the armed failure happened.
 fn failing_open_left() -> i32 {
     // SAFETY: as in `arm_failing_open`.
@@ -849,10 +860,7 @@ fn running_out_of_descriptors_at_any_step_of_the_dependency_check_is_a_refusal_n
         for n in 1..=1000 {
             assert!(n < 1000, "the load still failed an open at its 1000th");
             let host = strict(&plugin);
-            arm_failing_open(n);
-            let result = host.acquire();
-            let hit = failing_open_left() == 0;
-            arm_failing_open(0);
+            let (result, hit) = with_open_failing(n, || host.acquire());
             assert!(!marker(&evil).exists(), "open {n} failed: the planted code ran");
             let error = result.expect_err("the load passed");
             let message = error.to_string();
@@ -928,10 +936,7 @@ fn running_out_of_descriptors_at_any_open_of_a_plugins_load_fails_naming_the_cau
         for n in 1..=1000 {
             assert!(n < 1000, "the load still failed an open at its 1000th");
             let host = strict(&plugin);
-            arm_failing_open(n);
-            let result = host.acquire();
-            let hit = failing_open_left() == 0;
-            arm_failing_open(0);
+            let (result, hit) = with_open_failing(n, || host.acquire());
             if !hit {
                 // Every open of the load had its turn: with none failed, it loads.
                 let lease = result.unwrap_or_else(|e| panic!("{e}"));
@@ -959,10 +964,7 @@ fn running_out_of_descriptors_at_any_open_of_a_plugins_load_fails_naming_the_cau
                 .build()
                 .unwrap();
             let lease = host.acquire().unwrap();
-            arm_failing_open(n);
-            let result = lease.get::<crate::on_demand::IntOp>("r_pass_a").map(drop);
-            let hit = failing_open_left() == 0;
-            arm_failing_open(0);
+            let (result, hit) = with_open_failing(n, || lease.get::<crate::on_demand::IntOp>("r_pass_a").map(drop));
             if !hit {
                 result.unwrap_or_else(|e| panic!("{e}"));
                 break;

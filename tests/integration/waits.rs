@@ -16,11 +16,18 @@ fn host(dir: &Path) -> PluginHost {
     unsafe { PluginHost::builder().dir(dir).build() }.unwrap()
 }
 
-#[test]
-fn reload_timeout_gives_up_on_an_unload_that_does_not_finish_and_names_the_file() {
-    let plugins = TestDir::new("waits_reload_timeout");
+/// A directory of the `slow_unload` fixture (its `on_unload` waits for a `.go` file beside
+/// it), the fixture's path, and two hosts over the directory.
+fn slow_unload_hosts(test: &str) -> (TestDir, std::path::PathBuf, PluginHost, PluginHost) {
+    let plugins = TestDir::new(test);
     let lib = plugins.add("slow_unload", "libslow.so");
     let (a, b) = (host(plugins.path()), host(plugins.path()));
+    (plugins, lib, a, b)
+}
+
+#[test]
+fn reload_timeout_gives_up_on_an_unload_that_does_not_finish_and_names_the_file() {
+    let (_plugins, lib, a, b) = slow_unload_hosts("waits_reload_timeout");
     let lease = a.acquire().unwrap();
     std::thread::scope(|scope| {
         let unloading = scope.spawn(move || drop(lease));
@@ -212,9 +219,7 @@ fn the_process_wide_acquire_bound_ends_a_wait_for_an_unload_that_does_not_finish
         return;
     }
     dylease::set_acquire_bound(Some(Duration::from_millis(100)));
-    let plugins = TestDir::new("waits_acquire_bound");
-    let lib = plugins.add("slow_unload", "libslow.so");
-    let (a, b) = (host(plugins.path()), host(plugins.path()));
+    let (_plugins, lib, a, b) = slow_unload_hosts("waits_acquire_bound");
     let lease = a.acquire().unwrap();
     std::thread::scope(|scope| {
         let unloading = scope.spawn(move || drop(lease));
