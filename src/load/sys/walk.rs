@@ -305,3 +305,42 @@ pub(crate) fn read_link_at(dir: &Dir, name: &OsStr) -> io::Result<OsString> {
         buffer.resize(longer, 0);
     }
 }
+
+#[cfg(all(test, feature = "python", not(loom)))]
+mod tree_tests {
+    use super::*;
+
+    /// A package's tree follows no symlink, takes no file for a directory and waits on no
+    /// FIFO: `dir` refuses a symlink to a directory and a regular file, `file` refuses a
+    /// symlink to a file and opens a FIFO at once (bounded). Caught: the flags of `Tree::at`
+    /// or `Tree::file` joined with `&` (cargo-mutants: `O_NOFOLLOW`, `O_DIRECTORY` or
+    /// `O_NONBLOCK` dropped).
+    #[test]
+    fn a_tree_follows_no_symlink_takes_no_file_for_a_directory_and_waits_on_no_fifo() {
+        let root = std::env::temp_dir().join(format!("dylease-tree-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("module.py"), b"x = 1\n").unwrap();
+        std::os::unix::fs::symlink(root.join("sub"), root.join("linked_dir")).unwrap();
+        std::os::unix::fs::symlink(root.join("module.py"), root.join("linked.py")).unwrap();
+        let fifo = CString::new(root.join("fifo.py").into_os_string().into_vec()).unwrap();
+        // SAFETY: `fifo` is NUL-terminated.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let (tree, _) = Tree::open(&root).unwrap();
+        let errno = |result: io::Result<(Tree, Stat)>| result.map(drop).map_err(|e| e.raw_os_error());
+        assert_eq!(errno(tree.dir(OsStr::new("sub"))), Ok(()));
+        assert_eq!(errno(tree.dir(OsStr::new("linked_dir"))), Err(Some(libc::ENOTDIR)));
+        assert_eq!(errno(tree.dir(OsStr::new("module.py"))), Err(Some(libc::ENOTDIR)));
+        assert!(tree.file(OsStr::new("module.py")).is_ok());
+        let linked = tree
+            .file(OsStr::new("linked.py"))
+            .map(drop)
+            .map_err(|e| e.raw_os_error());
+        assert_eq!(linked, Err(Some(libc::ELOOP)));
+        let (done, opened) = std::sync::mpsc::channel();
+        std::thread::spawn(move || done.send(tree.file(OsStr::new("fifo.py")).map(drop).map_err(|e| e.to_string())));
+        let opened = opened.recv_timeout(std::time::Duration::from_secs(20));
+        assert_eq!(opened, Ok(Ok(())), "the FIFO's open waited for a writer");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
