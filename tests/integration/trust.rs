@@ -283,7 +283,7 @@ fn a_directory_swapped_by_another_user_during_loads_never_runs_their_code() {
     let stop = std::sync::atomic::AtomicBool::new(false);
     // SAFETY: the libraries are this suite's own fixtures (or none), whose initialisation code is sound.
     let host = unsafe { PluginHost::builder().file(&link).build() }.unwrap();
-    let (swaps, outcomes) = std::thread::scope(|scope| {
+    let swaps = std::thread::scope(|scope| {
         let swapper = scope.spawn(|| {
             let mut swaps = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -292,28 +292,31 @@ fn a_directory_swapped_by_another_user_during_loads_never_runs_their_code() {
             }
             swaps
         });
-        // Set however this thread leaves (a panicking load too): the scope waits for the
-        // swapper, which would otherwise swap for ever.
-        let outcomes: Vec<_> = {
+        // Set however this thread leaves (a failed assertion too): the scope waits for the
+        // swapper, which would otherwise swap for ever. Each outcome is judged at once, so a
+        // bug fails the first load it breaks instead of every load waiting out a bound.
+        {
             let _stop = StopOnDrop(&stop);
-            (0..300).map(|_| host.acquire().map(drop)).collect()
-        };
-        (swapper.join().unwrap(), outcomes)
+            for _ in 0..300 {
+                let error = host
+                    .acquire()
+                    .map(drop)
+                    .expect_err("a load through the writable directory succeeded");
+                assert!(
+                    matches!(&error, Error::Untrusted { path, .. } if path == &link)
+                        && error.to_string().contains(&format!(
+                            "the directory `{}` on the way to it, reached through the symlink `{}`, is writable by \
+                             group and others (mode 0777)",
+                            shared.display(),
+                            link.display()
+                        )),
+                    "{error}"
+                );
+            }
+        }
+        swapper.join().unwrap()
     });
     assert!(swaps > 0, "the attacker never swapped");
-    for outcome in outcomes {
-        let error = outcome.expect_err("a load through the writable directory succeeded");
-        assert!(
-            matches!(&error, Error::Untrusted { path, .. } if path == &link)
-                && error.to_string().contains(&format!(
-                    "the directory `{}` on the way to it, reached through the symlink `{}`, is writable by group \
-                     and others (mode 0777)",
-                    shared.display(),
-                    link.display()
-                )),
-            "{error}"
-        );
-    }
     assert_eq!(
         markers_under(dir.path()),
         Vec::<PathBuf>::new(),
