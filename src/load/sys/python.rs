@@ -58,13 +58,15 @@ mod tests {
     use std::sync::{Arc, Condvar, Mutex, mpsc};
     use std::time::{Duration, Instant};
 
-    /// A thread woken from a detached wait lets the lock go before it waits for the GIL, so a
-    /// thread that holds the GIL and then takes that lock (as one that drops a lease from
-    /// Python code does) gets it. Thread B, attached, waits on a condition variable; this
-    /// thread, attached, wakes it, sees that it woke (it sets a flag with the lock taken back),
-    /// and takes the lock, with a bound. Caught: the GIL waited for with the lock held (the
-    /// guard the wait took back returned as it was, as dylease's waits did): this thread
-    /// never gets the lock, a deadlock, here a failed bound.
+    /// A thread waiting on one of dylease's locks gives the GIL up, and once woken lets the
+    /// lock go before it waits for the GIL again, so a thread that holds the GIL and then
+    /// takes that lock (as one that drops a lease from Python code does) gets it. Thread B,
+    /// attached, waits on a condition variable; this thread takes the GIL, wakes B, sees that
+    /// it woke (B sets a flag with the lock taken back), and takes the lock, with a bound.
+    /// Caught: the wait made without detaching (B keeps the GIL: this thread gets it only
+    /// when B gives up after 30 s), and the GIL waited for with the lock held (the guard the
+    /// wait took back returned as it was, as dylease's waits did): this thread never gets the
+    /// lock, a deadlock, here a failed bound.
     #[test]
     fn a_thread_woken_from_a_detached_wait_waits_for_the_gil_without_the_lock() {
         pyo3::Python::initialize();
@@ -79,11 +81,13 @@ mod tests {
                     let (lock, changed) = &*shared;
                     let mut go = lock.lock().unwrap();
                     started.send(()).unwrap();
-                    while !*go {
+                    // Bounded: a wait that keeps the GIL lets the other thread have it then.
+                    let give_up = Instant::now() + Duration::from_secs(30);
+                    while !*go && Instant::now() < give_up {
                         go = wait_detached(
                             || {
-                                let guard = changed.wait(go).unwrap();
-                                woken.store(true, SeqCst);
+                                let (guard, _) = changed.wait_timeout(go, Duration::from_millis(100)).unwrap();
+                                woken.store(*guard, SeqCst);
                                 guard
                             },
                             || lock.lock().unwrap(),
@@ -96,9 +100,13 @@ mod tests {
         waiting
             .recv_timeout(Duration::from_secs(20))
             .expect("the waiter started");
+        let asked = Instant::now();
         pyo3::Python::attach(|_| {
+            assert!(
+                asked.elapsed() < Duration::from_secs(10),
+                "the waiter kept the GIL while it waited"
+            );
             let (lock, changed) = &*shared;
-            // The waiter holds the lock until its wait releases it.
             *lock.lock().unwrap() = true;
             changed.notify_all();
             let deadline = Instant::now() + Duration::from_secs(20);
@@ -117,7 +125,7 @@ mod tests {
             }
         });
         finished
-            .recv_timeout(Duration::from_secs(20))
+            .recv_timeout(Duration::from_secs(40))
             .expect("the waiter finished");
     }
 }
