@@ -22,10 +22,8 @@ use crate::host::set::{PluginSet, Teardown};
 use crate::host::stats::Recorder;
 use crate::host::thread_cache as cache;
 use crate::load::LoadedPlugins;
-// A wait lets go of the Python interpreter, which the thread waited for may need; without the
-// `python` feature, the stand-in `wait_detached` below just waits.
-#[cfg(feature = "python")]
-use crate::load::python::interpreter::wait_detached;
+// A wait lets go of the Python interpreter, which the thread waited for may need.
+use crate::load::sys::wait_detached;
 use crate::sync::{Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, WeakSlot};
 
 /// How a new generation number is published: Release, after the slot's `Weak`, so that a
@@ -348,12 +346,6 @@ impl Drop for Loading<'_> {
         self.0.life.lock().loading = false;
         self.0.changed.notify_all();
     }
-}
-
-/// Without the `python` feature there is no interpreter to detach from: runs `wait`.
-#[cfg(not(feature = "python"))]
-fn wait_detached<G>(wait: impl FnOnce() -> G, _lock: impl FnOnce() -> G) -> G {
-    wait()
 }
 
 /// The bound `acquire()` puts on its waits, in milliseconds (0: none): set by

@@ -147,8 +147,10 @@ impl Keeper {
         kept.stopped = true;
         let set = kept.set.take();
         // A set the keeper took is unloading on its thread: the host's drop returns after it.
+        // Detached from the Python interpreter meanwhile: that unload may need the GIL (a
+        // Python plugin's teardown), and the host may be dropped by a thread that holds it.
         while kept.dropping {
-            kept = self.changed.wait(kept);
+            kept = crate::load::sys::wait_detached(|| self.changed.wait(kept), || self.kept.lock());
         }
         drop(kept);
         self.changed.notify_all();

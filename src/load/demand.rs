@@ -83,17 +83,24 @@ impl MapOnce {
                 State::Failed(cause) => return Err(failed(cause)),
                 State::Mapping(thread) if *thread == me => return Err(Error::Reentrant),
                 State::Mapping(_) => {
-                    states = match deadline {
-                        None => self.changed.wait(states),
+                    let left = match deadline {
+                        None => None,
                         Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                            Some(left) if !left.is_zero() => self.changed.wait_timeout(states, left),
+                            Some(left) if !left.is_zero() => Some(left),
                             _ => {
                                 return Err(Error::TimedOut {
                                     waited: Waited::Mapping(plugin.clone()),
                                 });
                             }
                         },
-                    }
+                    };
+                    let wait = || match left {
+                        None => self.changed.wait(states),
+                        Some(left) => self.changed.wait_timeout(states, left),
+                    };
+                    // Detached from the Python interpreter meanwhile, as every wait of
+                    // dylease's (the mapping thread may need the GIL, to log say).
+                    states = crate::load::sys::wait_detached(wait, || self.states.lock());
                 }
                 State::Unmapped => break,
             }

@@ -453,10 +453,7 @@ impl<O: Opener> Registry<O> {
         };
         // The thread waited for may need the GIL (a Python instance's teardown); and a thread
         // that holds it may be waiting for this lock: it is not held while the GIL is waited for.
-        #[cfg(feature = "python")]
-        let mut state = crate::load::python::interpreter::wait_detached(wait, || self.state.lock());
-        #[cfg(not(feature = "python"))]
-        let mut state = wait();
+        let mut state = crate::load::sys::wait_detached(wait, || self.state.lock());
         state.waiters -= 1;
         Ok(state)
     }

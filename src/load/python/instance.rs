@@ -8,7 +8,7 @@
 //! `on_unload`), and a changed one is a new instance beside the draining old one. The
 //! registry's rules hold as for libraries: an instance is not executed again while the
 //! previous instance of the same key is being torn down (I1), and no plugin code runs under
-//! its lock (I4); its waits give the GIL up (see `interpreter::wait_detached`).
+//! its lock (I4); its waits give the GIL up (see `load::sys::wait_detached`).
 //!
 //! The opener is handed the sources through [`STAGED`], a slot of the loading thread that
 //! [`instance`] fills just before it asks the registry: `open` runs on the calling thread,

@@ -60,11 +60,3 @@ pub(crate) fn plugin_failed(origin: &Origin, what: &str, py: Python<'_>, error: 
         source: None,
     }
 }
-
-/// Waits on one of dylease's own condition variables (`wait`, which must not touch Python)
-/// with this thread detached from the interpreter, never waiting for the GIL with the lock
-/// held: `lock` takes it again once the thread is attached (`load::sys::python::wait_detached`,
-/// where the CPython calls are).
-pub(crate) fn wait_detached<G>(wait: impl FnOnce() -> G, lock: impl FnOnce() -> G) -> G {
-    crate::load::sys::python::wait_detached(wait, lock)
-}

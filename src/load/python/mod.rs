@@ -32,7 +32,7 @@
 //!
 //! The interpreter (`interpreter`) is the process's if it has one, and otherwise started
 //! once; dylease never finalises it. Every wait on dylease's own locks gives the GIL up
-//! (`interpreter::wait_detached`), so a pass that calls `acquire()` does not deadlock with a
+//! (`load::sys::wait_detached`), so a pass that calls `acquire()` does not deadlock with a
 //! thread that loads Python plugins of the same host.
 
 pub(crate) mod callable;

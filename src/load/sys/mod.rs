@@ -33,6 +33,21 @@ pub(crate) mod walk;
 
 pub(crate) use imp::{Identity, checked_identity, file_id, identity, is_replacement, no_follow};
 
+/// Every wait of dylease on one of its condition variables: `wait` (which releases the lock,
+/// waits and takes the lock back) runs with this thread detached from the Python interpreter
+/// if it is attached, and the lock is taken again (`lock`) only once the thread is attached
+/// again (`python::wait_detached`: the GIL, then dylease's locks); without the `python`
+/// feature it just waits. The caller looks at the state again after it, as after any wake-up.
+pub(crate) fn wait_detached<G>(wait: impl FnOnce() -> G, lock: impl FnOnce() -> G) -> G {
+    #[cfg(feature = "python")]
+    return python::wait_detached(wait, lock);
+    #[cfg(not(feature = "python"))]
+    {
+        let _ = lock;
+        wait()
+    }
+}
+
 /// A file as the platform tells files apart: its device and inode. The crate's one spelling
 /// of (dev, ino): what the trust check passed, what the registry finds an instance by (I9,
 /// `docs::internals`), what makes two paths one plugin.

@@ -26,6 +26,9 @@ pub(crate) fn wait_detached<G>(wait: impl FnOnce() -> G, lock: impl FnOnce() -> 
 }
 
 /// Whether this thread is attached to an initialised interpreter (holds the GIL).
+/// (`PyThreadState_GetUnchecked` would not do: before Python 3.12 it answers the thread state
+/// of whichever thread holds the GIL. `PyGILState_Check` answers 1 for every thread once a
+/// subinterpreter exists, which dylease never creates.)
 fn attached() -> bool {
     // SAFETY: both functions may be called at any time, from any thread, without the GIL.
     (unsafe { pyo3::ffi::Py_IsInitialized() } != 0) && unsafe { pyo3::ffi::PyGILState_Check() } == 1
@@ -107,7 +110,21 @@ mod tests {
                 "the waiter kept the GIL while it waited"
             );
             let (lock, changed) = &*shared;
-            *lock.lock().unwrap() = true;
+            // With a bound: a waiter that keeps the lock while it waits for the GIL would hold it.
+            let take = |what: &str| {
+                let deadline = Instant::now() + Duration::from_secs(5);
+                loop {
+                    if let Ok(guard) = lock.try_lock() {
+                        return guard;
+                    }
+                    assert!(
+                        Instant::now() < deadline,
+                        "the waiter holds the lock while it waits for the GIL ({what})"
+                    );
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            };
+            *take("before it was woken") = true;
             changed.notify_all();
             let deadline = Instant::now() + Duration::from_secs(20);
             while !woken.load(SeqCst) {
@@ -115,14 +132,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(1));
             }
             // Woken, the waiter now waits for the GIL, which this thread holds.
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while lock.try_lock().is_err() {
-                assert!(
-                    Instant::now() < deadline,
-                    "the woken waiter holds the lock while it waits for the GIL"
-                );
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            drop(take("once woken"));
         });
         finished
             .recv_timeout(Duration::from_secs(40))
