@@ -315,7 +315,9 @@
 //!   extension), otherwise dylease initialises it once. It is never finalised: CPython cannot
 //!   safely be initialised again after `Py_Finalize`, and whoever embedded it owns its
 //!   shutdown. Passes take the GIL for their call; dylease gives the GIL up while it waits on
-//!   its own locks, so a pass may call `acquire()` while another thread loads a set.
+//!   its own locks, and never waits for the GIL while it holds one (the GIL comes first), so
+//!   a pass may call `acquire()`, or drop a lease or a host, while another thread loads or
+//!   unloads a set.
 //! - Python sources are not watched by `HostBuilder::watch`. `dylease check --python` (built
 //!   with the `python` feature) checks `.py` files, packages and the Python plugins of a
 //!   directory as `python_file` and `python_dir` load them, and names the file and line of an
