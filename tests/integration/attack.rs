@@ -270,6 +270,9 @@ const SET_USER_ID_CHILD: &str = "DYLEASE_TEST_SET_USER_ID_CHILD";
 #[ignore = "needs root"]
 fn a_set_user_id_program_ignores_the_plugin_path_its_caller_sets() {
     if std::env::var_os(SET_USER_ID_CHILD).is_some() {
+        // The set-user-ID copy is removed at once by the process it started (root's, as its
+        // effective user), so that no stray copy outlives a test killed from outside.
+        fs::remove_file(std::env::current_exe().unwrap()).unwrap();
         // SAFETY: `getauxval` only reads the auxiliary vector the kernel gave the process.
         let secure = unsafe { libc::getauxval(libc::AT_SECURE) } != 0;
         assert!(
@@ -277,17 +280,34 @@ fn a_set_user_id_program_ignores_the_plugin_path_its_caller_sets() {
             "the copy did not run set-user-ID (a file system mounted nosuid?)"
         );
         let lease = dylease::global().acquire().unwrap();
+        // Neither loaded nor tried (a try the trust check refused would hide the bug).
         assert!(lease.plugins().is_empty(), "{:?}", lease.plugins());
+        assert!(lease.failures().is_empty(), "{:?}", lease.failures());
         return;
     }
     let dir = TestDir::new("set_user_id_global");
     let plugins = dir.sub("plugins");
     let lib = copy_in(&plugins, &fixture("by_hand_marker"), "libmarker.so", 0o755);
-    // Removed with the test's directory, whatever the outcome.
+    // Written through a descriptor of a file this test created (nothing another user planted
+    // there is followed or reused), root's, and runnable only by root and group 65534.
     let program = dir.path().join("set-user-id-tests");
-    fs::copy(std::env::current_exe().unwrap(), &program).unwrap();
-    std::os::unix::fs::chown(&program, Some(0), Some(0)).unwrap();
-    fs::set_permissions(&program, Permissions::from_mode(0o4755)).unwrap();
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut copy = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o700)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&program)
+            .unwrap();
+        std::io::copy(
+            &mut fs::File::open(std::env::current_exe().unwrap()).unwrap(),
+            &mut copy,
+        )
+        .unwrap();
+        std::os::unix::fs::fchown(&copy, Some(0), Some(65534)).unwrap();
+        copy.set_permissions(Permissions::from_mode(0o4750)).unwrap();
+    }
     crate::bounded::run_copy_in_child(
         &program,
         "attack::a_set_user_id_program_ignores_the_plugin_path_its_caller_sets",
@@ -300,4 +320,9 @@ fn a_set_user_id_program_ignores_the_plugin_path_its_caller_sets() {
         },
     );
     assert!(!beside(&lib, ".ran").exists(), "the plugin the caller named ran");
+    assert!(!program.exists(), "the set-user-ID copy was left");
+    // The control: without elevated rights, the same variable loads that plugin.
+    // SAFETY: as above.
+    let host = unsafe { PluginHost::builder().dir(&plugins).build() }.unwrap();
+    assert_eq!(host.acquire().unwrap().plugins().len(), 1);
 }

@@ -25,10 +25,13 @@ mod bounded;
 #[unsafe(link_section = ".init_array")]
 static BOUND_ACQUIRES: extern "C" fn() = {
     extern "C" fn bound() {
-        let secs = std::env::var("DYLEASE_TEST_ACQUIRE_BOUND_SECS")
-            .ok()
-            .and_then(|secs| secs.parse().ok())
-            .unwrap_or(60);
+        let secs = match std::env::var("DYLEASE_TEST_ACQUIRE_BOUND_SECS") {
+            Err(_) => 60,
+            Ok(secs) => match secs.parse::<u64>() {
+                Ok(secs) if secs > 0 => secs,
+                _ => panic!("DYLEASE_TEST_ACQUIRE_BOUND_SECS must be a whole number of seconds above 0"),
+            },
+        };
         dylease::set_acquire_bound(Some(std::time::Duration::from_secs(secs)));
     }
     bound

@@ -85,11 +85,14 @@ mod tests {
                     let mut go = lock.lock().unwrap();
                     started.send(()).unwrap();
                     // Bounded: a wait that keeps the GIL lets the other thread have it then.
+                    // One wait until notified (a wake-up on a timeout step could find `go`
+                    // unset while the other thread holds the GIL, and wait for it unwoken).
                     let give_up = Instant::now() + Duration::from_secs(30);
                     while !*go && Instant::now() < give_up {
                         go = wait_detached(
                             || {
-                                let (guard, _) = changed.wait_timeout(go, Duration::from_millis(100)).unwrap();
+                                let left = give_up.saturating_duration_since(Instant::now());
+                                let (guard, _) = changed.wait_timeout(go, left).unwrap();
                                 woken.store(*guard, SeqCst);
                                 guard
                             },
