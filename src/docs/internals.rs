@@ -336,9 +336,9 @@
 //!
 //! # The parse cache: parsing not repeated for unchanged files (`load::parse_cache`)
 //!
-//! What parsing a library file decided — the ELF structural check's verdict (a dependency's
-//! too: the resolver checks each one it opens), the manifest or its refusal, and the pin
-//! prediction — is kept for the process, keyed by the status of the descriptor that will be
+//! What parsing a library file decided — the ELF structural check's verdict and the linkage
+//! the trust check resolves (a dependency's too: the resolver checks each one it opens), the
+//! manifest or its refusal, and the pin prediction — is kept for the process, keyed by the status of the descriptor that will be
 //! mapped (`Opened::metadata`, read by `fstat`/`statx` of that descriptor): device, inode,
 //! size, modification and status-change times in nanoseconds, and the birth time where the
 //! file system has one. `Opened::new` looks the key up before any byte of the file is read;
@@ -359,13 +359,16 @@
 //!   does not update the ctime on writes, NFS attribute caching, writes through a shared
 //!   mapping whose times the kernel updates late, a file system more than 2.1 s coarse, and
 //!   a wall clock stepped back. There a corrupt rewrite the key cannot see may reach the
-//!   loader unchecked (what the structural check guards against is a crash in the loader).
-//! - **Never cached: trust, and what it reads.** The walk of the file, its directories, its
-//!   run paths and every dependency's runs at every load (`load::trust`), and the linkage it
-//!   resolves (`DT_NEEDED`, run paths) is read from the descriptor at every load, so that
-//!   even where the key misses a rewrite, the dependencies the loader will look for are the
-//!   ones judged. A failure to read the file (an I/O error) is not stored either. The cache
-//!   answers what an exact file contains, never whether another user may have chosen it.
+//!   loader unchecked (what the structural check guards against is a crash in the loader),
+//!   and one that names another library leaves that library to the loader's own search (the
+//!   walk judged what the cached linkage names). Only a user who may write the file can make
+//!   such a rewrite, and a file passes the trust check only if no user but root and this
+//!   process's own may: users who choose its code anyway, and could as well rewrite it
+//!   between its check and its mapping.
+//! - **Never cached: trust.** The walk of the file, its directories, its run paths and every
+//!   dependency runs at every load (`load::trust`), on what the linkage names, cached or
+//!   not. A failure to read the file (an I/O error) is not stored either. The cache answers
+//!   what an exact file contains, never whether another user may have chosen it.
 //!
 //! # Platform facts
 //!

@@ -60,9 +60,9 @@ pub(crate) struct Opened {
     pub(crate) elf: Elf<File>,
     pub(crate) metadata: Metadata,
     parsed: Arc<Parsed>,
-    /// What the library makes the loader look up, read from this descriptor once (the
-    /// dependency walk and the load ask both).
-    linkage: std::cell::OnceCell<Result<Linkage, String>>,
+    /// What the library makes the loader look up, decided once for this descriptor (the
+    /// dependency walk and the load ask both): from the parse cache, or read from it.
+    linkage: std::cell::OnceCell<Result<Arc<Linkage>, String>>,
 }
 
 impl Candidate {
@@ -94,8 +94,8 @@ impl Opened {
     }
 
     /// This descriptor without the bytes read of it, if nothing more is left to read: its
-    /// linkage was read, and the parse cache holds the ELF check, manifest and pin prediction
-    /// of its status. A strict load holds the descriptor of every plugin of a directory from
+    /// linkage was decided, and the parse cache holds the ELF check, linkage, manifest and
+    /// pin prediction of its status. A strict load holds the descriptor of every plugin of a directory from
     /// its dependency walk to its mapping; their bytes need not be held as well.
     pub(crate) fn shed(self) -> Opened {
         if self.linkage.get().is_none() || !self.parsed.is_complete() {
@@ -124,36 +124,34 @@ impl Opened {
     /// loader can map and link it without crashing (`Elf::check`). A refusal is an error that
     /// names the plugin file `path` (as discovered) and says what is wrong ("the file is
     /// truncated: …"); otherwise it returns what the library makes the loader look up.
-    /// Decided once per file status: a file opened again unchanged gets the verdict from the
-    /// parse cache (`load::parse_cache`), without a read.
+    /// Decided once per file status: a file opened again unchanged gets the verdict and the
+    /// linkage from the parse cache (`load::parse_cache`), without a read.
     ///
     /// Only on platforms whose libraries are ELF files; elsewhere it passes.
-    pub(crate) fn check(&self, path: &Path) -> Result<Linkage, Error> {
+    pub(crate) fn check(&self, path: &Path) -> Result<Arc<Linkage>, Error> {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
-            return Ok(Linkage::default());
+            return Ok(Arc::default());
         }
-        match self.checked(path)? {
-            Some(linkage) => Ok(linkage),
-            // The structural verdict came from the cache; what the library names is read
-            // from this descriptor (the trust check resolves it).
-            None => self.read_linkage().map_err(|reason| headers(path, reason)),
-        }
+        self.checked(path)?;
+        self.read_linkage(path).map_err(|reason| headers(path, reason))
     }
 
-    /// The ELF check's verdict, from the parse cache or made now: `Some` linkage if it was
-    /// made now (the check returns it), `None` if it came from the cache.
-    fn checked(&self, path: &Path) -> Result<Option<Linkage>, Error> {
-        let mut linkage = None;
+    /// The ELF check's verdict, from the parse cache or made now; a check made now also
+    /// decides the linkage (for this descriptor, and for the cache).
+    fn checked(&self, path: &Path) -> Result<(), Error> {
         let (verdict, parsed) = self.parsed.check.get_or_keep(
             || {
                 let checked = self.elf.check().map_err(dylease_elf::Refusal::into_reason);
-                checked.map(|checked| linkage = Some(checked))
+                checked.map(|linkage| {
+                    let linkage = Arc::new(linkage);
+                    self.parsed.linkage.offer(Ok(linkage.clone()));
+                    let _ = self.linkage.set(Ok(linkage));
+                })
             },
             parse_cache::about_the_bytes,
         );
         traced(path, "the ELF check", parsed);
-        verdict.map_err(|reason| headers(path, reason))?;
-        Ok(linkage)
+        verdict.map_err(|reason| headers(path, reason))
     }
 
     /// As [`check`](Opened::check), for a caller that does not need the linkage: a verdict
@@ -162,7 +160,7 @@ impl Opened {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
             return Ok(());
         }
-        self.checked(path).map(drop)
+        self.checked(path)
     }
 
     /// The library's manifest (`Elf::manifest`, read from its note segments, which lie in
@@ -199,20 +197,32 @@ impl Opened {
 
     /// What the library makes the loader look up (`Elf::linkage`: its DT_NEEDED and run
     /// paths), after the header check and as much of the structural check as that takes;
-    /// `None` where libraries are not ELF files. (The trust check reads it on Unix.)
+    /// `None` where libraries are not ELF files. (The trust check reads it on Unix, for the
+    /// plugin file at `path`.) Decided once per file status, as the ELF check is: the trust
+    /// check then judges, at every load, every directory and library it names.
     #[cfg_attr(not(unix), allow(dead_code))]
-    pub(crate) fn linkage(&self) -> Result<Option<Linkage>, String> {
+    pub(crate) fn linkage(&self, path: &Path) -> Result<Option<Arc<Linkage>>, String> {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
             return Ok(None);
         }
-        // Never from the parse cache: it decides whose code the loader may map.
-        self.read_linkage().map(Some)
+        self.read_linkage(path).map(Some)
     }
 
-    /// `Elf::linkage` of this descriptor, read once.
-    fn read_linkage(&self) -> Result<Linkage, String> {
+    /// `Elf::linkage` of this descriptor, decided once: from the parse cache, or read from
+    /// the descriptor (and kept there).
+    fn read_linkage(&self, path: &Path) -> Result<Arc<Linkage>, String> {
         self.linkage
-            .get_or_init(|| self.elf.linkage().map_err(dylease_elf::Refusal::into_reason))
+            .get_or_init(|| {
+                let (linkage, parsed) = self.parsed.linkage.get_or_keep(
+                    || {
+                        let linkage = self.elf.linkage().map_err(dylease_elf::Refusal::into_reason);
+                        linkage.map(Arc::new)
+                    },
+                    parse_cache::about_the_bytes,
+                );
+                traced(path, "the linkage", parsed);
+                linkage
+            })
             .clone()
     }
 }

@@ -1,9 +1,8 @@
 //! What parsing a library file decided, kept for the process and keyed by the file's status,
 //! so that a file loaded again unchanged is not parsed again: the ELF structural check's
-//! verdict, the manifest (or its refusal) and the pin prediction. Not the linkage (the
-//! `DT_NEEDED` names and run paths the trust check's dependency walk resolves): that is read
-//! from the descriptor at every load, since what it names decides whose code the loader may
-//! map. Not a failure to read the file either (an I/O error is no verdict on its bytes).
+//! verdict, the linkage (the `DT_NEEDED` names and run paths the trust check's dependency walk
+//! resolves), the manifest (or its refusal) and the pin prediction. Not a failure to read the
+//! file (an I/O error is no verdict on its bytes), and never trust (below).
 //!
 //! # The key
 //!
@@ -34,8 +33,12 @@
 //! [`RACY_WINDOW`] coarse, and a wall clock stepped backwards. The loader then maps what the
 //! file holds now: the structural check exists to stop a corrupt file from crashing the
 //! process inside the loader, so on such file systems a corrupt rewrite the key cannot see
-//! may reach the loader; the trust check is not weakened (the linkage it resolves is read at
-//! every load).
+//! may reach the loader; and the dependency walk judges the libraries the cached linkage
+//! names, so a rewrite the key cannot see that names another library leaves that library
+//! to the loader's own search. Only a user who may write the file can make such a rewrite,
+//! and the trust check passes a file only if no user but root and this process's own may
+//! write it: users who choose its code anyway, and could as well rewrite it between its
+//! check and its mapping. No other user gains a way in.
 //!
 //! # What it does not answer
 //!
@@ -62,6 +65,8 @@ pub(crate) fn about_the_bytes<T>(verdict: &Result<T, String>) -> bool {
     !matches!(verdict, Err(reason) if reason.contains("cannot read it: "))
 }
 
+use dylease_elf::Linkage;
+
 use crate::load::manifest::Manifest;
 use crate::load::pinning::Pinning;
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
@@ -81,6 +86,8 @@ pub(crate) const RACY_WINDOW: Duration = Duration::from_millis(2100);
 pub(crate) struct Parsed {
     /// `Elf::check`: passed, or the refusal's reason.
     pub(crate) check: Slot<Result<(), String>>,
+    /// `Elf::linkage` (also made by `Elf::check`): what the library makes the loader look up.
+    pub(crate) linkage: Slot<Result<Arc<Linkage>, String>>,
     /// `Elf::manifest`, converted.
     pub(crate) manifest: Slot<Result<Option<Manifest>, String>>,
     /// `Pinning::predict`.
@@ -91,7 +98,7 @@ impl Parsed {
     /// Whether every part was decided: a descriptor of the file at this status has nothing
     /// left to read for them.
     pub(crate) fn is_complete(&self) -> bool {
-        self.check.is_known() && self.manifest.is_known() && self.pinning.is_known()
+        self.check.is_known() && self.linkage.is_known() && self.manifest.is_known() && self.pinning.is_known()
     }
 }
 
@@ -114,6 +121,11 @@ impl<T: Clone> Slot<T> {
     /// Whether the decision was made.
     pub(crate) fn is_known(&self) -> bool {
         self.0.lock().is_some()
+    }
+
+    /// Stores `value` as the decision, unless one was made already (which stays).
+    pub(crate) fn offer(&self, value: T) {
+        self.0.lock().get_or_insert(value);
     }
 
     /// The decision, made by `decide` if it was not made yet; and whether it was made now.

@@ -114,7 +114,7 @@ impl Checks {
         let Some(file) = open_if_unchanged(candidate, self)? else {
             return Ok(());
         };
-        let Ok(Some(linkage)) = file.linkage() else {
+        let Ok(Some(linkage)) = file.linkage(&candidate.path) else {
             return Ok(());
         };
         candidate.dependencies = Some(self.resolve(&candidate.resolved, &linkage)?);

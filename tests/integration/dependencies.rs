@@ -236,6 +236,57 @@ fn an_origin_relative_run_path_inside_a_trusted_directory_loads() {
     assert_unloaded(&plugin);
 }
 
+/// How many loads took the linkage of `file` from the parse cache.
+fn linkage_from_cache(file: &Path) -> usize {
+    crate::logger::records(
+        log::Level::Trace,
+        &format!("the linkage of `{}` taken from the parse cache", file.display()),
+    )
+    .len()
+}
+
+/// The linkage is cached with the rest of an unchanged file's parse (the plugin's and its
+/// dependency's), and what it names is still judged at every load: once the run-path
+/// directory is made writable by others, the next load is refused with the linkage taken from
+/// the cache, and the dependency's code does not run. Caught: the linkage never stored (read
+/// at every load).
+#[test]
+fn a_cached_linkage_has_what_it_names_judged_at_every_load() {
+    let _serial = one_at_a_time();
+    crate::logger::install();
+    let dir = TestDir::new("deps_cached_linkage");
+    let libs = dir.sub("plugins/lib");
+    let dep = dependency(&libs, 7, true);
+    let plugin = plugin(&dir.sub("plugins"), &libs, "$ORIGIN/lib");
+    // Older than the parse cache's racy window (2.1 s), so that their parses are stored.
+    std::thread::sleep(Duration::from_millis(2300));
+    let host = strict(&plugin);
+    assert_eq!(dep_value(&host), 7);
+    assert_unloaded(&plugin);
+    assert_eq!((linkage_from_cache(&plugin), linkage_from_cache(&dep)), (0, 0));
+    assert_eq!(dep_value(&host), 7);
+    assert_unloaded(&plugin);
+    assert_eq!((linkage_from_cache(&plugin), linkage_from_cache(&dep)), (1, 1));
+    fs::remove_file(marker(&dep)).unwrap();
+    fs::set_permissions(&libs, Permissions::from_mode(0o777)).unwrap();
+    let refused = host.acquire().map(drop);
+    fs::set_permissions(&libs, Permissions::from_mode(0o755)).unwrap();
+    let error = refused.unwrap_err();
+    assert_refused(
+        &error,
+        &plugin,
+        &["run path (DT_RUNPATH) entry `$ORIGIN/lib`", "writable by"],
+    );
+    assert_eq!(
+        linkage_from_cache(&plugin),
+        2,
+        "the refused load read the linkage again"
+    );
+    assert!(!marker(&dep).exists(), "the dependency ran");
+    assert!(!mapped(&dep));
+    assert_unloaded(&plugin);
+}
+
 #[test]
 fn a_needed_library_named_by_path_is_refused_with_the_soname_fix() {
     let _serial = one_at_a_time();

@@ -31,6 +31,7 @@ use dylease_elf::Linkage;
 use super::walk::{Issue, Problem, Subject, Walk};
 use super::{Checks, sys};
 use crate::load::candidate::{Dependency, FileId, Opened};
+use crate::sync::Arc;
 
 /// How many libraries one plugin's closure may hold. More is refused (not cut short): a
 /// closure the check did not finish is one it cannot vouch for.
@@ -526,14 +527,14 @@ impl Resolver<'_> {
             found,
             file,
             identity,
-            loads: linkage.loads,
+            loads: linkage.loads.clone(),
         });
         Ok(())
     }
 
     /// Opens the library found at `found` once, after checking it and the way to it, and
     /// checks its ELF structure on that descriptor.
-    fn open(&mut self, found: &Path) -> Result<(File, FileId, Linkage), String> {
+    fn open(&mut self, found: &Path) -> Result<(File, FileId, Arc<Linkage>), String> {
         let (resolved, id) = self
             .checks
             .walk()
