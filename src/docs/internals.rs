@@ -327,8 +327,10 @@
 //! `RTLD_NOW` cannot map on its own (the error names `-Wl,-z,defs`). On a C library that does
 //! not match needed names by soname (musl), any dependency in a run path is refused.
 //!
-//! Descriptors: while a set is being loaded, the trust check holds one per plugin file and
-//! one per dependency it opened; while mapped, a plugin instance holds one (two in `$ORIGIN`
+//! Descriptors: while a set is being loaded, the trust check holds one per plugin file whose
+//! linkage the parse cache does not hold (it resolves the others' dependencies from the
+//! cache, by the status discovery read, and the load opens them one at a time) and one per
+//! dependency it opened; while mapped, a plugin instance holds one (two in `$ORIGIN`
 //! mode: its file and its directory) and each dependency two (its file and its directory),
 //! for ever if the platform keeps it. Set `ulimit -n` above twice the number of libraries a
 //! process maps, plus what it uses otherwise.

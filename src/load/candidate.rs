@@ -36,10 +36,14 @@ pub(crate) struct Candidate {
     /// load uses this descriptor (and what was read of it) if the file is still at
     /// `resolved` then, instead of opening and reading it again.
     pub(crate) opened: Option<Box<Opened>>,
-    /// The libraries the trust check resolved for the file it opened (`opened`), to map
-    /// before it, dependencies first; `None` where none was resolved for the descriptor the
-    /// load uses (the load resolves them then, under `Strict`).
+    /// The libraries the trust check resolved for the file it opened (`opened`), or for the
+    /// status `listed` (`resolved_by_status`), to map before it, dependencies first; `None` where none was
+    /// resolved for the descriptor the load uses (the load resolves them then, under `Strict`).
     pub(crate) dependencies: Option<Vec<Dependency>>,
+    /// Whether the trust check resolved the `dependencies` from the linkage the parse cache
+    /// holds for the status discovery read (`listed`) instead of opening the file: the
+    /// descriptor the load opens must have that status, or they are resolved again from it.
+    pub(crate) resolved_by_status: bool,
     /// Whether this is the file of an on-demand plugin judged when its set was acquired
     /// (`load::pipeline::Deferred`), opened now for its first use: a file replaced since
     /// (another identity than `checked`, or gone) is refused
@@ -95,8 +99,9 @@ impl Opened {
 
     /// This descriptor without the bytes read of it, if nothing more is left to read: its
     /// linkage was decided, and the parse cache holds the ELF check, linkage, manifest and
-    /// pin prediction of its status. A strict load holds the descriptor of every plugin of a directory from
-    /// its dependency walk to its mapping; their bytes need not be held as well.
+    /// pin prediction of its status. A strict load holds the descriptor of every plugin of a
+    /// directory that it opened for its dependency walk (those whose linkage the cache did not
+    /// hold) until its mapping; their bytes need not be held as well.
     pub(crate) fn shed(self) -> Opened {
         if self.linkage.get().is_none() || !self.parsed.is_complete() {
             return self;

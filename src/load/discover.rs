@@ -138,6 +138,7 @@ fn library_file(path: &Path) -> Found {
         listed: parse_cache::key(&metadata),
         opened: None,
         dependencies: None,
+        resolved_by_status: false,
         since_acquire: false,
     };
     Ok((candidate, identity))
@@ -242,6 +243,7 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
                         listed: parse_cache::key(&metadata),
                         opened: None,
                         dependencies: None,
+                        resolved_by_status: false,
                         since_acquire: false,
                     },
                     identity,

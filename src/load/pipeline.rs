@@ -279,6 +279,7 @@ impl Deferred {
             listed: self.status,
             opened: None,
             dependencies: None,
+            resolved_by_status: false,
             since_acquire: true,
         };
         let mut checks = Checks::default();

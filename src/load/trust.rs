@@ -57,6 +57,7 @@ impl Checks {
         // A file checked again is opened and resolved again.
         candidate.opened = None;
         candidate.dependencies = None;
+        candidate.resolved_by_status = false;
         match policy {
             TrustPolicy::Permissive => Ok(()),
             TrustPolicy::Strict => match self.strict(&candidate.path, candidate.discovered.take()) {
@@ -105,12 +106,20 @@ impl Checks {
     }
 
     /// Under [`TrustPolicy::Strict`], after the plugin file itself passed: resolves its
-    /// dependency closure (`deps`) from the descriptor the load will map, which it keeps for
-    /// the load with the closure. A file that changed since its check, or whose linkage cannot
-    /// be read, is resolved when it is opened to load ([`Checks::resolve`]), where the ELF
-    /// check refuses an unsound one first.
+    /// dependency closure (`deps`). For the file the check passed at the status discovery
+    /// read, if the parse cache holds a passed ELF check and the linkage for that status,
+    /// from that linkage, without opening the file: the load opens it and holds it to that
+    /// status (`open_checked`). Otherwise from the descriptor the load will map, which it
+    /// keeps for the load with the closure. A file that changed since its check, or whose
+    /// linkage cannot be read, is resolved when it is opened to load ([`Checks::resolve`]),
+    /// where the ELF check refuses an unsound one first.
     #[cfg(unix)]
     fn dependencies(&mut self, candidate: &mut Candidate) -> Result<(), String> {
+        if let Some(linkage) = cached_linkage(candidate) {
+            candidate.dependencies = Some(self.resolve(&candidate.resolved, &linkage)?);
+            candidate.resolved_by_status = true;
+            return Ok(());
+        }
         let Some(file) = open_if_unchanged(candidate, self)? else {
             return Ok(());
         };
@@ -172,11 +181,7 @@ pub(crate) fn open_checked(
             .opened
             .take()
             .filter(|held| still_named(candidate, checks, &held.metadata));
-        if held.is_none() {
-            // The closure was resolved from another descriptor, if at all: the load resolves
-            // it again from this one.
-            candidate.dependencies = None;
-        }
+        let reopened = held.is_none();
         let file = match held.map_or_else(|| open_once(candidate, checks), |held| Ok(*held)) {
             Ok(opened) => opened,
             // Gone, or a symlink now: replaced after the check, if it was checked.
@@ -194,6 +199,14 @@ pub(crate) fn open_checked(
                 )));
             }
         };
+        let resolved_for_this = candidate.resolved_by_status
+            && candidate.listed.is_some()
+            && candidate.listed == crate::load::parse_cache::key(&file.metadata);
+        if reopened && !resolved_for_this {
+            // The closure was resolved for another descriptor or status, if at all: the load
+            // resolves it again from this one.
+            candidate.dependencies = None;
+        }
         let (id, len) = (file_id(&file.metadata), file.metadata.len());
         match candidate.checked {
             Some(checked) if id != Some(checked) => {
@@ -263,6 +276,26 @@ fn open_once(candidate: &Candidate, checks: &Checks) -> std::io::Result<Opened> 
     let file = options.open(&candidate.resolved)?;
     let metadata = file.metadata()?;
     Ok(Opened::new(file, metadata))
+}
+
+/// The linkage the parse cache holds for the status discovery read (`listed`) of the file the
+/// trust check passed (the same file, by identity), if it holds a passed ELF check and the
+/// linkage for that status.
+#[cfg(unix)]
+fn cached_linkage(candidate: &Candidate) -> Option<crate::sync::Arc<dylease_elf::Linkage>> {
+    let key = candidate.listed?;
+    if candidate.checked != Some(key.id()) {
+        return None;
+    }
+    let parsed = crate::load::parse_cache::find(&key)?;
+    parsed.check.known()?.ok()?;
+    let linkage = parsed.linkage.known()?.ok()?;
+    log::trace!(
+        "{}the linkage of `{}` taken from the parse cache by the status discovery read, the file not opened",
+        crate::load::log_scope::prefix(),
+        candidate.path.display()
+    );
+    Some(linkage)
 }
 
 /// Whether the checked file is still the one at its resolved path (`fstatat` in its

@@ -236,13 +236,17 @@ fn an_origin_relative_run_path_inside_a_trusted_directory_loads() {
     assert_unloaded(&plugin);
 }
 
-/// How many loads took the linkage of `file` from the parse cache.
-fn linkage_from_cache(file: &Path) -> usize {
-    crate::logger::records(
-        log::Level::Trace,
-        &format!("the linkage of `{}` taken from the parse cache", file.display()),
+/// How many times the linkage of `file` was taken from the parse cache, and how many times
+/// any part of its parse was made by reading it.
+fn linkage_cached_and_parsed(file: &Path) -> (usize, usize) {
+    let count = |needle: String| crate::logger::records(log::Level::Trace, &needle).len();
+    (
+        count(format!(
+            "the linkage of `{}` taken from the parse cache",
+            file.display()
+        )),
+        count(format!("parsed `{}`: ", file.display())),
     )
-    .len()
 }
 
 /// The linkage is cached with the rest of an unchanged file's parse (the plugin's and its
@@ -263,10 +267,25 @@ fn a_cached_linkage_has_what_it_names_judged_at_every_load() {
     let host = strict(&plugin);
     assert_eq!(dep_value(&host), 7);
     assert_unloaded(&plugin);
-    assert_eq!((linkage_from_cache(&plugin), linkage_from_cache(&dep)), (0, 0));
+    let (plugin_first, dep_first) = (linkage_cached_and_parsed(&plugin), linkage_cached_and_parsed(&dep));
+    assert_eq!(
+        (plugin_first.0, dep_first.0),
+        (0, 0),
+        "a first load takes no linkage from the cache"
+    );
+    assert!(plugin_first.1 > 0 && dep_first.1 > 0, "a first load parses both files");
     assert_eq!(dep_value(&host), 7);
     assert_unloaded(&plugin);
-    assert_eq!((linkage_from_cache(&plugin), linkage_from_cache(&dep)), (1, 1));
+    let (plugin_second, dep_second) = (linkage_cached_and_parsed(&plugin), linkage_cached_and_parsed(&dep));
+    assert!(
+        plugin_second.0 > 0 && dep_second.0 > 0,
+        "the linkages came from the cache"
+    );
+    assert_eq!(
+        (plugin_second.1, dep_second.1),
+        (plugin_first.1, dep_first.1),
+        "parsed again"
+    );
     fs::remove_file(marker(&dep)).unwrap();
     fs::set_permissions(&libs, Permissions::from_mode(0o777)).unwrap();
     let refused = host.acquire().map(drop);
@@ -277,13 +296,90 @@ fn a_cached_linkage_has_what_it_names_judged_at_every_load() {
         &plugin,
         &["run path (DT_RUNPATH) entry `$ORIGIN/lib`", "writable by"],
     );
-    assert_eq!(
-        linkage_from_cache(&plugin),
-        2,
-        "the refused load read the linkage again"
+    assert!(
+        linkage_cached_and_parsed(&plugin).0 > plugin_second.0,
+        "the refused load took the linkage from the cache"
     );
     assert!(!marker(&dep).exists(), "the dependency ran");
     assert!(!mapped(&dep));
+    assert_unloaded(&plugin);
+}
+
+/// A plugin whose dependencies the trust check resolved from the parse cache (the file
+/// unchanged since it was cached, so not opened by the check), rewritten in place before the
+/// load opens it into one that needs a library from a run path other users can write, is
+/// resolved again from the descriptor the load opened, and refused: the planted library never
+/// runs. Caught: the closure resolved by status kept for a descriptor of another status (the
+/// loader then searches the new run path itself and runs the planted library).
+#[test]
+fn a_plugin_rewritten_in_place_after_its_closure_was_resolved_from_the_cache_is_resolved_again() {
+    let _serial = one_at_a_time();
+    crate::logger::install();
+    let dir = TestDir::new("deps_rewritten_after_cache");
+    let plugins = dir.sub("plugins");
+    let libs = dir.sub("plugins/lib");
+    dependency(&libs, 7, false);
+    let first = dir.add("p1", "plugins/liba.so");
+    let plugin = plugin(&plugins, &libs, "$ORIGIN/lib");
+    // What the rewrite writes: the plugin, needing `libevil.so` from a directory others may
+    // write, where another user planted one.
+    let open = dir.sub("open");
+    let planted = dependency_as(&open, "libevil.so", Some("libevil.so"), 9, true, &[]);
+    fs::set_permissions(&open, Permissions::from_mode(0o777)).unwrap();
+    let run_path = format!("-Wl,-rpath,{}", open.display());
+    let other_build = compile(
+        "uses_dep.c",
+        &dir.sub("build").join("libuses_dep.so"),
+        &[
+            "-Wl,--no-as-needed",
+            "-L",
+            &open.display().to_string(),
+            "-levil",
+            &run_path,
+            "-Wl,--enable-new-dtags",
+        ],
+    );
+    let rewrite = fs::read(other_build).unwrap();
+    // Older than the parse cache's racy window (2.1 s), so that the first load caches them.
+    std::thread::sleep(Duration::from_millis(2300));
+    // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(&plugins).build() }.unwrap();
+    drop(host.acquire().unwrap());
+    let by_status = || {
+        crate::logger::records(
+            log::Level::Trace,
+            &format!(
+                "the linkage of `{}` taken from the parse cache by the status discovery read",
+                plugin.display()
+            ),
+        )
+        .len()
+    };
+    let before = by_status();
+    let loaded_first = format!("loaded plugin file `{}`", first.display());
+    let target = plugin.clone();
+    let error = crate::trust::acquire_with_installer(host, move |line| {
+        if line.contains(&loaded_first) {
+            // In place: the same inode, other bytes (a new ctime).
+            fs::write(&target, &rewrite).unwrap();
+        }
+    })
+    .unwrap_err();
+    assert_eq!(
+        by_status(),
+        before + 1,
+        "the check did not resolve the closure from the cache"
+    );
+    assert_refused(
+        &error,
+        &plugin,
+        &[
+            &format!("run path (DT_RUNPATH) entry `{}`", open.display()),
+            "writable by",
+        ],
+    );
+    assert!(!marker(&planted).exists(), "the planted library ran");
+    assert!(!mapped(&planted));
     assert_unloaded(&plugin);
 }
 

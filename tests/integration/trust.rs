@@ -522,7 +522,10 @@ fn a_bare_relative_name_is_checked_like_dot_slash() {
 
 /// Runs an acquire of `host` on a thread of its own, bounded, with `hook` called on every
 /// message the host logs meanwhile (`logger::with_hook`): the hook plays the installer.
-fn acquire_with_installer(host: PluginHost, hook: impl Fn(&str) + Send + 'static) -> Result<Vec<String>, Error> {
+pub(crate) fn acquire_with_installer(
+    host: PluginHost,
+    hook: impl Fn(&str) + Send + 'static,
+) -> Result<Vec<String>, Error> {
     crate::bounded::bounded("an acquire racing an installer", Duration::from_secs(60), move || {
         crate::logger::with_hook(hook, || {
             let lease = host.acquire()?;

@@ -278,6 +278,7 @@ fn package_files(dir: &Listed<'_>, files: &mut Vec<PyFile>) -> io::Result<()> {
                     listed: None,
                     opened: None,
                     dependencies: None,
+                    resolved_by_status: false,
                     since_acquire: false,
                 },
                 at,
@@ -423,6 +424,7 @@ fn candidate(path: &Path) -> io::Result<Candidate> {
         listed: None,
         opened: None,
         dependencies: None,
+        resolved_by_status: false,
         since_acquire: false,
     })
 }
