@@ -180,15 +180,18 @@ pub(crate) fn is_library_name(name: &OsStr) -> bool {
 /// The regular files with the platform's library suffix in `dir`, in byte order of name,
 /// with the entries whose type cannot be read (a dangling symlink, a symlink loop).
 ///
-/// The directory is resolved once; only entries that are symlinks are resolved one by one,
-/// so a directory of plain files costs one `fstatat` per file.
+/// The directory is made absolute, not resolved: the trust check walks the path and resolves
+/// it one component at a time, judging each (what a candidate's `resolved` path then
+/// becomes), and without it the kernel resolves it at the open. Only entries that are
+/// symlinks are resolved one by one, so a directory of plain files costs one `fstatat` per
+/// file.
 fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
     let io_error = |source| Error::Io {
         path: dir.to_owned(),
         context: "cannot read plugin directory",
         source,
     };
-    let resolved_dir = fs::canonicalize(dir).map_err(io_error)?;
+    let resolved_dir = std::path::absolute(dir).map_err(io_error)?;
     // Listing it says whether it is a directory: no `stat` of its own.
     let entries = fs::read_dir(dir).map_err(|e| match e.kind() {
         io::ErrorKind::NotADirectory => io::Error::new(io::ErrorKind::NotADirectory, "it is not a directory"),
