@@ -175,14 +175,14 @@ impl Opened {
     /// declares is checked by [`Manifest::gate`].)
     ///
     /// Only on platforms whose libraries are ELF files; elsewhere there is none.
-    pub(crate) fn manifest(&self, path: &Path) -> Result<Option<Manifest>, Error> {
+    pub(crate) fn manifest(&self, path: &Path) -> Result<Option<Arc<Manifest>>, Error> {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
             return Ok(None);
         }
         let (manifest, parsed) = self.parsed.manifest.get_or_keep(
             || {
                 let manifest = self.elf.manifest().map_err(dylease_elf::Refusal::into_reason)?;
-                Ok(manifest.map(Manifest::from))
+                Ok(manifest.map(|manifest| Arc::new(Manifest::from(manifest))))
             },
             parse_cache::about_the_bytes,
         );

@@ -85,7 +85,7 @@ pub(crate) fn catalog(sources: &[Source], trust: TrustPolicy) -> Result<Vec<Cata
             match judged {
                 Ok((Ok(manifest), pinning)) => CatalogEntry {
                     refusal: manifest.as_ref().and_then(|m| m.gate(&candidate.path).err()),
-                    manifest,
+                    manifest: manifest.map(|manifest| (*manifest).clone()),
                     pinning,
                     origin,
                 },

@@ -89,7 +89,7 @@ pub(crate) struct Parsed {
     /// `Elf::linkage` (also made by `Elf::check`): what the library makes the loader look up.
     pub(crate) linkage: Slot<Result<Arc<Linkage>, String>>,
     /// `Elf::manifest`, converted.
-    pub(crate) manifest: Slot<Result<Option<Manifest>, String>>,
+    pub(crate) manifest: Slot<Result<Option<Arc<Manifest>>, String>>,
     /// `Pinning::predict`.
     pub(crate) pinning: Slot<Pinning>,
 }

@@ -33,8 +33,8 @@ pub(crate) struct Verified {
     instance: Arc<LibraryInstance<Dlopen>>,
     /// Whether its file predicts that the platform keeps it mapped.
     pinning: Pinning,
-    /// What its file declares, read before it was mapped.
-    manifest: Option<Manifest>,
+    /// What its file declares, read before it was mapped (shared with the parse cache).
+    manifest: Option<Arc<Manifest>>,
 }
 
 /// A plugin whose passes are collected: the only state a set is built from.
@@ -183,7 +183,7 @@ impl Candidate {
                     path: self.path,
                     resolved: self.resolved,
                     identity,
-                    manifest,
+                    manifest: (*manifest).clone(),
                 }))
             }
             manifest => {
@@ -230,7 +230,7 @@ impl Candidate {
             identity: crate::load::sys::checked_identity(id),
             checked: Some(id),
             status: Some(key),
-            manifest,
+            manifest: (*manifest).clone(),
             pinning,
         }))
     }

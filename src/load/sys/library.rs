@@ -38,8 +38,9 @@ pub(crate) struct Library {
     /// The loader's handle: what identifies the mapping (on glibc, its `link_map`).
     handle: usize,
     /// The descriptors whose names the loader recorded for the mapping (see `load::sys`): each
-    /// stays open while the mapping lives, for ever if the platform keeps it.
-    names: imp::Names,
+    /// stays open while the mapping lives, for ever if the platform keeps it. Handed to the
+    /// [`Closed`] the close returns.
+    names: Option<imp::Names>,
     /// Its loadable segments, relative to where the loader mapped it: the addresses that are
     /// its own (see [`Library::entry`]).
     loads: Vec<Range<u64>>,
@@ -127,16 +128,20 @@ impl Library {
             };
             OpenFailure::Other(format!("{message}{hint}"))
         })?;
+        // Held by the library first, so that a panic below still closes and settles it.
         let mut library = Library {
             inner: Some(inner),
             handle,
-            names,
+            names: Some(names),
             loads: checked.loads.to_vec(),
             shown,
         };
-        // SAFETY: `handle` was just returned by the loader for this open library.
-        unsafe { imp::opened(&mut library.names, handle) };
-        if imp::maps_checked_file(&library.names) == Some(false) {
+        let replaced = library.names.as_mut().is_some_and(|names| {
+            // SAFETY: `handle` was just returned by the loader for this open library.
+            unsafe { imp::opened(names, handle) };
+            imp::maps_checked_file(names) == Some(false)
+        });
+        if replaced {
             let (_, closed) = library.close();
             closed.settle();
             return Err(OpenFailure::Other(format!(
@@ -200,7 +205,7 @@ impl Library {
     /// with the loader's name of the object it lies in where the platform can say it (glibc's
     /// `dladdr1`), `None` where the platform cannot tell at all.
     fn owner_of(&self, address: *const core::ffi::c_void) -> Option<Result<(), Option<std::ffi::CString>>> {
-        if imp::lies_in(&self.names, &self.loads, address as usize)? {
+        if imp::lies_in(self.names.as_ref()?, &self.loads, address as usize)? {
             return Some(Ok(()));
         }
         Some(Err(imp::object_of(address).map(|(_, name)| name)))
@@ -219,7 +224,7 @@ impl Library {
             None => Ok(()),
         };
         let names = Closed {
-            names: Some(std::mem::take(&mut self.names)),
+            names: self.names.take(),
         };
         (closed, names)
     }

@@ -30,17 +30,40 @@ pub(crate) struct Names {
     /// The checked file's (dev, ino).
     file: (u64, u64),
     /// Where the loader mapped the library (`l_addr`), and its name in the loader's list
-    /// (`l_name`: the name given, unless the open found a mapping that existed), once open.
+    /// (`l_name`), once open: `None` for the name given, another only if the open found a
+    /// mapping that existed.
     base: Option<usize>,
     /// Where the mapped object's dynamic section is (`l_ld`): an address inside a mapping of
     /// the file the loader mapped, whatever its segments' virtual addresses.
     dynamic: Option<usize>,
-    loaded_as: CString,
+    loaded_as: Option<CString>,
     /// Whether the loader was given the directory's name for it (`$ORIGIN`).
     through_dir: bool,
     /// Whether the open was resolved to a mapping that already existed under another name:
     /// the loader added this name to it, for as long as it lives.
     shared: bool,
+}
+
+impl Names {
+    /// The names of a library given the name `given` for the checked file `file`, kept open
+    /// by `fds`, before the open.
+    fn new(given: CString, file: (u64, u64), fds: Vec<OwnedFd>) -> Names {
+        Names {
+            fds,
+            given,
+            file,
+            base: None,
+            dynamic: None,
+            loaded_as: None,
+            through_dir: false,
+            shared: false,
+        }
+    }
+
+    /// The loader's name of the mapping, once open (`l_name`).
+    fn loaded_as(&self) -> &CStr {
+        self.loaded_as.as_deref().unwrap_or(&self.given)
+    }
 }
 
 #[cfg(all(test, target_env = "gnu", not(loom)))]
@@ -70,21 +93,15 @@ pub(crate) fn name(
     if let Some(kept) = KEPT.lock().get(&identity) {
         // Pinned: the mapping is still there under this name (`docs::internals`).
         let name = PathBuf::from(std::ffi::OsStr::from_bytes(kept.as_bytes()));
-        let names = Names {
-            given: kept.clone(),
-            file: identity,
-            ..Names::default()
-        };
-        return Ok((name, names));
+        return Ok((name, Names::new(kept.clone(), identity, Vec::new())));
     }
     let fd = OwnedFd::from(file.try_clone()?);
     let exact = format!("/proc/self/fd/{}", fd.as_raw_fd());
-    let mut names = Names {
-        given: CString::new(exact.clone()).expect("a number holds no NUL"),
-        file: identity,
-        fds: vec![fd],
-        ..Names::default()
-    };
+    let mut names = Names::new(
+        CString::new(exact.clone()).expect("a number holds no NUL"),
+        identity,
+        vec![fd],
+    );
     let (Some(dir_path), Some(file_name), true) = (resolved.parent(), resolved.file_name(), origin) else {
         return Ok((PathBuf::from(exact), names));
     };
@@ -167,8 +184,8 @@ pub(crate) unsafe fn opened(names: &mut Names, handle: usize) {
     names.dynamic = (!map.l_ld.is_null()).then_some(map.l_ld as usize);
     // SAFETY: `l_name` is the loader's NUL-terminated name of the object (or NULL).
     let name = (!map.l_name.is_null()).then(|| unsafe { CStr::from_ptr(map.l_name) });
-    names.loaded_as = name.map(CStr::to_owned).unwrap_or_default();
     names.shared = name != Some(names.given.as_c_str());
+    names.loaded_as = names.shared.then(|| name.map(CStr::to_owned).unwrap_or_default());
 }
 
 /// Whether `address` lies in the opened mapping `names` describes, whose loadable segments
@@ -310,7 +327,7 @@ pub(crate) fn still_mapped(names: &Names) -> Option<bool> {
     }
     let mut wanted = Wanted {
         base: names.base?,
-        name: &names.loaded_as,
+        name: names.loaded_as(),
         found: false,
     };
     // SAFETY: `is_wanted` only reads what the loader hands it and writes `wanted`, which lives
