@@ -78,13 +78,27 @@ impl Manifest {
     /// interface) — with this manifest: the ABI version, name and version must be the
     /// declared ones, and a pass the manifest declares must be registered under the declared
     /// interface if it is registered at all; if the manifest is complete, the passes must be
-    /// exactly the declared ones. The error names each difference.
+    /// exactly the declared ones. The error names each difference. A plugin that registered
+    /// exactly the declared passes, in the declared order (what one list of passes in its
+    /// source gives both), is passed without allocating.
     pub(crate) fn compare<'a>(
         &self,
         plugin: &Origin,
         (abi_version, name, version): (Option<u32>, &str, &str),
-        registered: impl Iterator<Item = (&'a str, Option<&'a str>)>,
+        registered: impl Iterator<Item = (&'a str, Option<&'a str>)> + Clone,
     ) -> Result<(), Error> {
+        let same_abi = abi_version
+            .zip(self.abi_version)
+            .is_none_or(|(found, declared)| found == declared);
+        let mut declared = self.passes.iter();
+        let exactly_declared = registered.clone().all(|(name, interface)| {
+            declared
+                .next()
+                .is_some_and(|p| p.name == name && p.interface.as_deref() == interface)
+        }) && declared.next().is_none();
+        if same_abi && name == self.name && version == self.version && exactly_declared {
+            return Ok(());
+        }
         let mut differences = Vec::new();
         if let (Some(found), Some(declared)) = (abi_version, self.abi_version)
             && found != declared
@@ -208,6 +222,38 @@ mod tests {
             retyped.contains("registered pass `a` (interface `j/1`), but its manifest declares it (untyped)"),
             "{retyped}"
         );
+    }
+
+    /// The passes registered exactly as declared, in order (the comparison's path without
+    /// allocation), pass; the name, version and ABI version are still compared, and a list
+    /// that only begins or ends like the declared one is still judged in full.
+    #[test]
+    fn passes_registered_exactly_as_declared_still_have_the_rest_compared() {
+        let complete = manifest(true);
+        let exact = [("a", None), ("b", Some("i/1"))];
+        assert_eq!(compare(&complete, "p", &exact), Ok(()));
+        assert!(
+            compare(&complete, "q", &exact)
+                .unwrap_err()
+                .contains("names itself `q`")
+        );
+        let origin = Origin::Named("p".into());
+        let other_version = complete.compare(&origin, (Some(2), "p", "2"), exact.iter().copied());
+        assert!(other_version.unwrap_err().to_string().contains("gives version `2`"));
+        let other_abi = complete.compare(&origin, (Some(1), "p", "1"), exact.iter().copied());
+        assert!(other_abi.unwrap_err().to_string().contains("ABI version 1"));
+        // A Python plugin has no descriptor ABI version: nothing to compare.
+        assert!(
+            complete
+                .compare(&origin, (None, "p", "1"), exact.iter().copied())
+                .is_ok()
+        );
+        let prefix = compare(&complete, "p", &exact[..1]).unwrap_err();
+        assert!(prefix.contains("did not register the declared pass `b`"), "{prefix}");
+        let longer = compare(&complete, "p", &[exact[0], exact[1], ("c", None)]).unwrap_err();
+        assert!(longer.contains("registered pass `c`"), "{longer}");
+        let suffix = compare(&complete, "p", &exact[1..]).unwrap_err();
+        assert!(suffix.contains("did not register the declared pass `a`"), "{suffix}");
     }
 
     #[test]
