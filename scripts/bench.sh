@@ -94,7 +94,10 @@ def target(group, threads, quantity):
 def fmt(value, unit):
     if value is None:
         return "n/a"
-    return f"{value:.2f}×" if unit == "×" else f"{value:.2f} {unit}"
+    # Three significant digits below 1 (a ratio of 0.047 against a target of 1/20 would show
+    # as 0.05 with two decimals), two decimals above.
+    text = f"{value:.3g}" if abs(value) < 1 else f"{value:.2f}"
+    return f"{text}×" if unit == "×" else f"{text} {unit}"
 
 
 def fmt_ns(ns):

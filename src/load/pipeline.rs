@@ -146,8 +146,8 @@ pub(crate) struct Deferred {
     /// use must still have it, so that a file rewritten in place since (the same inode, new
     /// bytes, another manifest) is refused like one replaced.
     status: Option<parse_cache::Key>,
-    /// Its complete manifest.
-    pub(crate) manifest: Manifest,
+    /// Its complete manifest (shared with the parse cache).
+    pub(crate) manifest: Arc<Manifest>,
     /// Its file's prediction.
     pub(crate) pinning: Pinning,
 }
@@ -183,7 +183,7 @@ impl Candidate {
                     path: self.path,
                     resolved: self.resolved,
                     identity,
-                    manifest: (*manifest).clone(),
+                    manifest,
                 }))
             }
             manifest => {
@@ -230,7 +230,7 @@ impl Candidate {
             identity: crate::load::sys::checked_identity(id),
             checked: Some(id),
             status: Some(key),
-            manifest: (*manifest).clone(),
+            manifest,
             pinning,
         }))
     }
@@ -248,7 +248,7 @@ impl Deferred {
             identity: crate::load::sys::FileId { dev: 1, ino: 1 },
             checked: None,
             status: None,
-            manifest: Manifest {
+            manifest: Arc::new(Manifest {
                 abi_version: Some(crate::abi::DYLEASE_ABI_VERSION),
                 name: name.to_owned(),
                 version: String::new(),
@@ -257,7 +257,7 @@ impl Deferred {
                     .iter()
                     .map(|pass| crate::load::manifest::DeclaredPass::new(*pass, None))
                     .collect(),
-            },
+            }),
             pinning: Pinning::default(),
         }
     }
