@@ -29,6 +29,12 @@ crate::sync::lazy_static! {
     static DEPENDENCIES: Arc<Registry<DependencyLoader>> = Arc::new(Registry::new(DependencyLoader));
 }
 
+/// `Err(Error::Forked)` in a `fork()`ed child of the process whose registry this is
+/// (`Registry::not_forked`): asked once per load, before its first [`library_instance`].
+pub(crate) fn not_forked() -> Result<(), Error> {
+    REGISTRY.not_forked()
+}
+
 /// The library instance of `file` in the process-wide registry: a live one shared, or the
 /// file opened by [`Dlopen`] (the registry protocol, docs::internals). `deadline` bounds the
 /// waits for other threads' opens and unloads of the same file.

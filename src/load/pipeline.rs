@@ -105,6 +105,10 @@ impl Candidate {
                 dependencies: &dependencies,
                 deadline,
             };
+            if !checks.not_forked {
+                crate::load::opener::not_forked()?;
+                checks.not_forked = true;
+            }
             match library_instance(file, deadline) {
                 Err(Error::Open {
                     cause: OpenCause::Replaced,

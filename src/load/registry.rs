@@ -296,6 +296,17 @@ impl<O: Opener> Registry<O> {
         }
     }
 
+    /// `Err(Error::Forked)` in a `fork()`ed child of the process that made this registry: the
+    /// threads that marked files busy there are not in the child, and a wait for them would
+    /// never end. Asked before a load looks for instances ([`Registry::instance`] does not ask
+    /// again for each file: `load::pipeline`).
+    pub(crate) fn not_forked(&self) -> Result<(), Error> {
+        if std::process::id() != self.pid {
+            return Err(Error::Forked { parent: self.pid });
+        }
+        Ok(())
+    }
+
     /// The instance of `file`, sharing a live one or opening and starting a new one.
     /// `deadline` bounds the waits for other threads' opens and unloads of the same file.
     ///
@@ -307,9 +318,6 @@ impl<O: Opener> Registry<O> {
         file: FileRef<'_>,
         deadline: Option<Instant>,
     ) -> Result<Arc<LibraryInstance<O>>, Error> {
-        if std::process::id() != this.pid {
-            return Err(Error::Forked { parent: this.pid });
-        }
         loop {
             let unmark = match Registry::find_or_mark(this, file, deadline)? {
                 Claim::Live(instance) => return Ok(instance),

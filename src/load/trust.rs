@@ -39,6 +39,9 @@ pub(crate) struct Checks {
     /// mapped (`Candidate::open`, which resolves them from the descriptor it maps), instead
     /// of at its check: for an on-demand load, most of whose plugins are never mapped.
     pub(crate) defer_dependencies: bool,
+    /// Whether this load asked, before its first open of a library instance, that it is not
+    /// in a `fork()`ed child (`load::pipeline`): once per load.
+    pub(crate) not_forked: bool,
     /// This process's effective user, asked once.
     #[cfg(unix)]
     euid: Option<u32>,
