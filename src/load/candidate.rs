@@ -135,7 +135,7 @@ impl Opened {
     /// Only on platforms whose libraries are ELF files; elsewhere it passes.
     pub(crate) fn check(&self, path: &Path) -> Result<Arc<Linkage>, Error> {
         if !cfg!(all(unix, not(target_vendor = "apple"))) {
-            return Ok(Arc::default());
+            return Ok(Arc::new(Linkage::default()));
         }
         self.checked(path)?;
         self.read_linkage(path).map_err(|reason| headers(path, reason))
