@@ -222,8 +222,9 @@
 //! of a cold load of real plugins against raw `libloading`, is measured by the interleaved
 //! harness `benches/compare.rs` (`scripts/bench.sh`); `BENCHMARKS.md` in the repository has
 //! the ratios, per run, and how to reproduce them. On a quiet machine the cached path costs
-//! 1.18× an `Arc` clone and drop (about 4 ns more) and the slot path (`ArcSwapWeak` load and
-//! upgrade) 1.6× the cached one, which is why the cache exists.
+//! 2.5 to 3 ns more than an `Arc` clone and drop (1.18× on an Intel Xeon VM, 1.71× on an AMD
+//! EPYC VM whose atomics are four times cheaper) and the slot path (`ArcSwapWeak` load and
+//! upgrade) 1.5 to 1.6× the cached one, which is why the cache exists.
 //!
 //! # The identity guarantee: mapping the checked descriptor (I9)
 //!
