@@ -100,6 +100,8 @@ mod error;
 mod host;
 mod load;
 mod sync;
+#[cfg(all(test, unix, not(loom)))]
+mod test_dir;
 
 pub use dylease_plugin::{
     Interface, LibraryRegistrar, PassFn, RegisterError, Registrar, UnsafePassFn, abi, export_plugin,

@@ -674,11 +674,9 @@ mod tests {
     use crate::load::teardown::teardown_all;
 
     /// A fresh directory of this test's own (0755), with `files` (path below it, source) in it.
-    fn plugin_dir(test: &str, files: &[(&str, &str)]) -> PathBuf {
+    fn plugin_dir(test: &str, files: &[(&str, &str)]) -> crate::test_dir::TestDir {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("dylease-py-manifest-{test}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
+        let dir = crate::test_dir::TestDir::new(&format!("py-manifest-{test}"));
         for (name, source) in files {
             let path = dir.join(name);
             fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -765,7 +763,6 @@ mod tests {
                 &[pass("simplify_identity", "demo.graph_py_pass/1")][..]
             )
         );
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -816,7 +813,6 @@ mod tests {
             (package.name(), package.passes()),
             ("pkg", &[pass("top", "i/1"), pass("below", "i/2")][..])
         );
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -873,7 +869,6 @@ mod tests {
                 "{plugin}"
             );
         }
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -890,14 +885,12 @@ mod tests {
         for plugin in ["computed.py", "conditional.py", "passed_on.py", "executes.py"] {
             assert_eq!(manifest_of(&dir.join(plugin)).unwrap(), None, "{plugin}");
         }
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
     fn reading_the_manifest_runs_none_of_the_plugins_code() {
-        let marker = std::env::temp_dir()
-            .join(format!("dylease-py-manifest-marker-{}", std::process::id()))
-            .join("marker");
+        let marker_dir = crate::test_dir::TestDir::new("py-manifest-marker-written");
+        let marker = marker_dir.join("marker");
         let source = format!(
             "import dylease\nopen({:?}, 'w').close()\n\n@dylease.typed_pass('p', 'i/1')\ndef p(x):\n    return x\n",
             marker.display().to_string()
@@ -910,7 +903,6 @@ mod tests {
         // The positive control: loading it runs that line.
         registered(&path);
         assert!(marker.exists());
-        fs::remove_dir_all(dir).unwrap();
     }
 
     /// Deeply nested source under a recursion limit an application raised is an error (or
@@ -940,7 +932,6 @@ mod tests {
             Ok(None) | Err(_) => {}
             Ok(Some(manifest)) => assert!(manifest.passes().is_empty()),
         }
-        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -950,6 +941,5 @@ mod tests {
         let error = manifest_of(&path).unwrap_err().to_string();
         assert!(error.contains("SyntaxError") && error.contains("line 2"), "{error}");
         assert!(error.contains(&path.display().to_string()), "{error}");
-        fs::remove_dir_all(dir).unwrap();
     }
 }

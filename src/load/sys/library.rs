@@ -356,7 +356,7 @@ mod tests {
     /// checked, opened and its identity read) and `other.so` (from `ctor.c`: a file that may be
     /// renamed over it).
     struct Pair {
-        dir: PathBuf,
+        dir: crate::test_dir::TestDir,
         checked_path: PathBuf,
         other: PathBuf,
         other_inode: u64,
@@ -370,9 +370,7 @@ mod tests {
 
     /// As [`pair`], the other library linked with `other_args`.
     fn pair_with(test: &str, other_args: &[&str]) -> Pair {
-        let dir = std::env::temp_dir().join(format!("dylease-library-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::test_dir::TestDir::new(&format!("library-{test}"));
         let (checked_path, other) = (dir.join("libx.so"), dir.join("other.so"));
         compile("arith.c", &checked_path, &[]);
         compile("ctor.c", &other, other_args);
@@ -400,7 +398,7 @@ mod tests {
         // name after the check would be what the loader maps, constructors first. The name
         // is compared with the checked descriptor before the loader sees it.
         let Pair {
-            dir,
+            dir: _dir,
             checked_path,
             other,
             other_inode,
@@ -439,7 +437,6 @@ mod tests {
         let (closed, names) = library.close();
         closed.unwrap();
         assert_eq!(names.settle().kept, Some(false), "the checked library stayed mapped");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A library dropped without `close` (a failed start, an extra handle) is closed and
@@ -448,7 +445,7 @@ mod tests {
     #[test]
     fn a_library_or_its_names_dropped_unsettled_are_closed_and_released() {
         let Pair {
-            dir,
+            dir: _dir,
             checked_path: path,
             checked,
             identity,
@@ -486,7 +483,6 @@ mod tests {
             Some(path.clone()),
             "names dropped unsettled kept their descriptor"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A failure to hand a checked file to the loader names the file, the cause and, when
@@ -534,7 +530,7 @@ mod tests {
 
     fn renamed_in_after_the_name_was_compared(test: &str, other_args: &[&str]) {
         let Pair {
-            dir,
+            dir: _dir,
             checked_path,
             other,
             other_inode,
@@ -568,6 +564,5 @@ mod tests {
             !maps.lines().any(|l| l.contains(&format!(" {other_inode} "))),
             "the renamed-in file stayed mapped"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

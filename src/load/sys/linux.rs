@@ -575,9 +575,7 @@ mod tests {
     /// flags dropped, or combined with `&` (cargo-mutants).
     #[test]
     fn no_follow_neither_follows_a_symlink_nor_waits_on_a_fifo() {
-        let dir = std::env::temp_dir().join(format!("dylease-no-follow-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::test_dir::TestDir::new("no-follow");
         let (target, link, fifo) = (dir.join("target"), dir.join("link"), dir.join("fifo"));
         std::fs::write(&target, b"a file").unwrap();
         std::os::unix::fs::symlink(&target, &link).unwrap();
@@ -596,7 +594,6 @@ mod tests {
         std::thread::spawn(move || done.send(open(&fifo).map(drop).map_err(|e| e.to_string())));
         let opened = opened.recv_timeout(std::time::Duration::from_secs(20));
         assert_eq!(opened, Ok(Ok(())), "the FIFO's open waited for a writer");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A failure to get a descriptor says which limit was reached: the process's (EMFILE,
@@ -617,9 +614,7 @@ mod tests {
         // (Caught planted: the refusal tested as `mode & 0o1002 == 0o1002`, which passes a
         // sticky directory writable by its group.)
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("dylease-sticky-name-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::test_dir::TestDir::new("sticky-name");
         let path = dir.join("libx.so");
         std::fs::write(&path, b"not loaded: only named").unwrap();
         let file = std::fs::File::open(&path).unwrap();
@@ -634,7 +629,6 @@ mod tests {
             // Not under Permissive.
             assert!(name(&file, &checked, &path, true, false, false).is_ok(), "{mode:o}");
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -317,8 +317,7 @@ mod tree_tests {
     /// `O_NONBLOCK` dropped).
     #[test]
     fn a_tree_follows_no_symlink_takes_no_file_for_a_directory_and_waits_on_no_fifo() {
-        let root = std::env::temp_dir().join(format!("dylease-tree-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        let root = crate::test_dir::TestDir::new("tree");
         std::fs::create_dir_all(root.join("sub")).unwrap();
         std::fs::write(root.join("module.py"), b"x = 1\n").unwrap();
         std::os::unix::fs::symlink(root.join("sub"), root.join("linked_dir")).unwrap();
@@ -341,6 +340,5 @@ mod tree_tests {
         std::thread::spawn(move || done.send(tree.file(OsStr::new("fifo.py")).map(drop).map_err(|e| e.to_string())));
         let opened = opened.recv_timeout(std::time::Duration::from_secs(20));
         assert_eq!(opened, Ok(Ok(())), "the FIFO's open waited for a writer");
-        let _ = std::fs::remove_dir_all(&root);
     }
 }
