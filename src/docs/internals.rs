@@ -363,11 +363,12 @@
 //!   mapping whose times the kernel updates late, a file system more than 2.1 s coarse, and
 //!   a wall clock stepped back. There a corrupt rewrite the key cannot see may reach the
 //!   loader unchecked (what the structural check guards against is a crash in the loader),
-//!   and one that names another library leaves that library to the loader's own search (the
-//!   walk judged what the cached linkage names). Only a user who may write the file can make
-//!   such a rewrite, and a file passes the trust check only if no user but root and this
-//!   process's own may: users who choose its code anyway, and could as well rewrite it
-//!   between its check and its mapping.
+//!   and one that adds a needed library or a run path leaves them unjudged, to the loader's
+//!   own search, for as long as the entry lives (the walk judged what the cached linkage
+//!   names): a run path into a directory others can write would let them choose a library
+//!   this process maps. Only a user who may write the file (root or this process's own user:
+//!   the trust check refuses any other) can make such a rewrite, and only where the key
+//!   misses it; a file installed by rename, as `dylease install` does, is never missed.
 //! - **Never cached: trust.** The walk of the file, its directories, its run paths and every
 //!   dependency runs at every load (`load::trust`), on what the linkage names, cached or
 //!   not. A failure to read the file (an I/O error) is not stored either. The cache answers

@@ -17,7 +17,9 @@ use crate::sync::Arc;
 pub(crate) struct Candidate {
     /// The path as discovered (what errors and `PluginInfo::origin` show).
     pub(crate) path: PathBuf,
-    /// The path with symlinks resolved (what is opened).
+    /// The absolute path that is opened: under `Strict`, the path the trust check walked,
+    /// every symlink resolved; before the check (and under `Permissive`), a directory entry's
+    /// path made absolute, a symlinked entry resolved.
     pub(crate) resolved: PathBuf,
     /// What makes it the same file as another ((dev, ino) on Unix).
     pub(crate) identity: Identity,
@@ -29,8 +31,9 @@ pub(crate) struct Candidate {
     pub(crate) discovered: Option<Status>,
     /// The file's status as discovery read it (the parse cache's key): an on-demand load
     /// judges an unchanged file whose parse the cache holds by it, without opening the file
-    /// (`Candidate::judge`). For a first use since an on-demand acquire (`since_acquire`),
-    /// the status judged then, which the file opened must still have.
+    /// (`Candidate::judge`), and a strict load resolves its dependencies from the linkage the
+    /// cache holds for it (`resolved_by_status`). For a first use since an on-demand acquire
+    /// (`since_acquire`), the status judged then, which the file opened must still have.
     pub(crate) listed: Option<parse_cache::Key>,
     /// The checked file as the trust check opened it to read what it links against: the
     /// load uses this descriptor (and what was read of it) if the file is still at

@@ -12,7 +12,9 @@
 //! system has one. An on-demand load also looks an entry up ([`find`], which never adds one)
 //! by the status discovery read of a directory entry, to judge an unchanged file without
 //! opening it; the first use opens the file and holds it to the identity judged, and the
-//! mapping looks its entry up by the descriptor's status again. A
+//! mapping looks its entry up by the descriptor's status again. A strict load's trust check
+//! looks the linkage up the same way, to resolve the file's dependencies without opening it;
+//! the load opens the file and keeps that resolution only for a descriptor of that status. A
 //! file replaced by rename is another inode; a file rewritten in place changes its ctime
 //! (which no system call sets back: restoring the mtime with `utimensat` changes the ctime
 //! too); a deleted file whose inode is reused has another birth time, or ctime.
@@ -33,12 +35,14 @@
 //! [`RACY_WINDOW`] coarse, and a wall clock stepped backwards. The loader then maps what the
 //! file holds now: the structural check exists to stop a corrupt file from crashing the
 //! process inside the loader, so on such file systems a corrupt rewrite the key cannot see
-//! may reach the loader; and the dependency walk judges the libraries the cached linkage
-//! names, so a rewrite the key cannot see that names another library leaves that library
-//! to the loader's own search. Only a user who may write the file can make such a rewrite,
-//! and the trust check passes a file only if no user but root and this process's own may
-//! write it: users who choose its code anyway, and could as well rewrite it between its
-//! check and its mapping. No other user gains a way in.
+//! may reach the loader; and the dependency walk judges the libraries and run paths the
+//! cached linkage names, so a rewrite the key cannot see that adds a needed library or a run
+//! path goes unjudged, and the loader searches for it by its own rules, for as long as the
+//! entry lives: a run path into a directory other users can write would then let them
+//! choose a library this process maps, which a fresh read would have refused. Only a user
+//! who may write the file can make such a rewrite (the trust check passes a file only if no
+//! user but root and this process's own may write it), and only where the key misses it.
+//! Install plugins by rename, as `dylease install` does: a new inode is never missed.
 //!
 //! # What it does not answer
 //!
@@ -81,7 +85,8 @@ pub(crate) const MAX_ENTRIES: usize = 4096;
 pub(crate) const RACY_WINDOW: Duration = Duration::from_millis(2100);
 
 /// What parsing one file decided, shared by every `Opened` of that file (by its status). Each
-/// part is filled when first asked for; the values are cloned out (a few short vectors).
+/// part is filled when first asked for; the values are cloned out (the linkage and the
+/// manifest are shared `Arc`s).
 #[derive(Debug, Default)]
 pub(crate) struct Parsed {
     /// `Elf::check`: passed, or the refusal's reason.

@@ -84,7 +84,8 @@ impl Candidate {
             let strict = trust == TrustPolicy::Strict;
             let dependencies = match self.dependencies.take() {
                 Some(dependencies) => dependencies,
-                // Resolved from the descriptor the loader maps, if the trust check could not.
+                // Resolved for the descriptor the loader maps (its linkage, from the parse cache
+                // for its status or read from it), if the trust check's does not hold for it.
                 None if strict => checks
                     .resolve(&self.resolved, &linkage)
                     .map_err(|reason| Error::Untrusted {

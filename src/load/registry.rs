@@ -33,7 +33,7 @@ use crate::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 pub(crate) struct FileRef<'a> {
     /// The path as discovered: what errors name.
     pub(crate) shown: &'a Path,
-    /// The path with symlinks resolved, where the file was found.
+    /// The absolute path the file was found at (symlinks resolved under `Strict`).
     pub(crate) resolved: &'a Path,
     /// The checked file's identity ((dev, ino) on Unix): the registry's key.
     pub(crate) identity: &'a Identity,
@@ -83,7 +83,8 @@ pub(crate) trait Opener: Send + Sync + Sized + 'static {
 /// The registry of the library instances that one [`Opener`] loaded.
 pub(crate) struct Registry<O: Opener> {
     opener: O,
-    /// The process that made it: a `fork()`ed child never waits on its copied lock.
+    /// The process that made it: a `fork()`ed child never waits on its copied lock (the
+    /// callers ask [`Registry::not_forked`] before [`Registry::instance`]).
     pid: u32,
     state: Mutex<State<O>>,
     /// Signalled when a file stops being busy.
@@ -298,8 +299,9 @@ impl<O: Opener> Registry<O> {
 
     /// `Err(Error::Forked)` in a `fork()`ed child of the process that made this registry: the
     /// threads that marked files busy there are not in the child, and a wait for them would
-    /// never end. Asked before a load looks for instances ([`Registry::instance`] does not ask
-    /// again for each file: `load::pipeline`).
+    /// never end. Asked before looking for instances: once per load for library plugins
+    /// (`load::pipeline`, whose dependencies' registry is only reached from there), and for
+    /// each Python plugin (`load::python::instance`); [`Registry::instance`] does not ask.
     pub(crate) fn not_forked(&self) -> Result<(), Error> {
         if std::process::id() != self.pid {
             return Err(Error::Forked { parent: self.pid });

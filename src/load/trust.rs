@@ -207,7 +207,7 @@ pub(crate) fn open_checked(
             && candidate.listed == crate::load::parse_cache::key(&file.metadata);
         if reopened && !resolved_for_this {
             // The closure was resolved for another descriptor or status, if at all: the load
-            // resolves it again from this one.
+            // resolves it again for this one (`Candidate::open`).
             candidate.dependencies = None;
         }
         let (id, len) = (file_id(&file.metadata), file.metadata.len());

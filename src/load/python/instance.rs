@@ -59,6 +59,8 @@ pub(crate) fn instance(
     staged: Staged,
     deadline: Option<Instant>,
 ) -> Result<Arc<LibraryInstance<PyOpener>>, Error> {
+    // Not in a `fork()`ed child: the registry does not ask for each file (`Registry::not_forked`).
+    PY_REGISTRY.not_forked()?;
     STAGED.with(|slot| *slot.borrow_mut() = Some(staged));
     let instance = Registry::instance(&PY_REGISTRY, file, deadline);
     STAGED.with(|slot| slot.borrow_mut().take());

@@ -17,7 +17,8 @@ pub(crate) struct Checked<'a> {
     pub(crate) file: &'a File,
     /// Its identity, as read from it when it was opened (not read again).
     pub(crate) identity: &'a Identity,
-    /// The path the file was found at, with symlinks resolved (for `$ORIGIN`, and messages).
+    /// The absolute path the file was found at (symlinks resolved under `Strict`; for
+    /// `$ORIGIN`, and messages).
     pub(crate) resolved: &'a Path,
     /// Whether the library's run paths or needed names use `$ORIGIN`.
     pub(crate) origin: bool,

@@ -10,7 +10,7 @@
 //!   identity guarantee" in `docs::internals`), asked where it mapped a library (its
 //!   `link_map`), which object a refused symbol lies in (`dladdr1`) and whether a closed
 //!   library stayed (`dl_iterate_phdr`); `geteuid`, `getauxval`.
-//! - `other`: every other platform: the loader is given the resolved path, and what the
+//! - `other`: every other platform: the loader is given the file's path, and what the
 //!   platform cannot tell is `None`.
 //! - `walk`: the `openat` walk of the trust check, on Unix.
 //! - `python` (the `python` feature): detaching a thread from CPython's interpreter while

@@ -1,4 +1,4 @@
-//! Every platform but Linux: the loader is given the resolved path, and a mapping cannot be
+//! Every platform but Linux: the loader is given the file's absolute path, and a mapping cannot be
 //! looked for. dylease is built and type-checked there, not tested: a library loads through
 //! the platform loader, without the identity guarantee of Linux's `/proc/self/fd`.
 
@@ -10,8 +10,8 @@ use super::FileId;
 #[derive(Debug, Default)]
 pub(crate) struct Names;
 
-/// The name to give the loader for the checked `file`, found at `resolved` (symlinks
-/// resolved); `origin`: whether its run paths or needed names use `$ORIGIN`.
+/// The name to give the loader for the checked `file`, found at `resolved` (absolute);
+/// `origin`: whether its run paths or needed names use `$ORIGIN`.
 pub(crate) fn name(
     _file: &std::fs::File,
     _checked: &Identity,
