@@ -34,19 +34,35 @@ pub(crate) fn run_in_child(name: &str, configure: impl FnOnce(&mut std::process:
 }
 
 /// As [`run_in_child`], with `program`, a copy of this test binary (one made set-user-ID, say).
+/// A child that does not finish within 120 s is killed, and the test fails.
 pub(crate) fn run_copy_in_child(
     program: &std::path::Path,
     name: &str,
     configure: impl FnOnce(&mut std::process::Command),
 ) {
-    let mut child = std::process::Command::new(program);
-    child
+    let mut command = std::process::Command::new(program);
+    command
         .args(["--exact", name, "--include-ignored"])
         .args(["--test-threads", "1", "--nocapture"]);
-    configure(&mut child);
-    let output = bounded("the child process", std::time::Duration::from_secs(120), move || {
-        child.output().unwrap()
-    });
+    configure(&mut command);
+    command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = command.spawn().unwrap();
+    let pid = child.id() as libc::pid_t;
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    let limit = Duration::from_secs(120);
+    let output = match finished.recv_timeout(limit) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            // SAFETY: `kill` touches no memory of this process. `pid` is this test's child: its
+            // waiter sends as soon as it has reaped it, and nothing was sent (only in the
+            // instant between the two could the number already be free).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("the child running {name} did not finish within {limit:?}: killed");
+        }
+    };
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success() && stdout.contains("1 passed"),
