@@ -96,7 +96,8 @@ set -e
 # (60 s for some), and the suite's bounded waits add up past the timeout above. Each mutant
 # that timed out runs again alone with MUTANTS_RETRY_TIMEOUT (default 900 s; 0: no retry): one
 # caught then waited only with bounds; one that times out again waited without a bound, or
-# loops.
+# loops. MUTANTS_ARGS is not given again: its filters chose these mutants already, and a
+# `--re` of its own would add others to the exact names below (cargo-mutants ORs them).
 retried=()
 if [ -s "$out/mutants.out/timeout.txt" ] && [ "${MUTANTS_RETRY_TIMEOUT:-900}" != 0 ]; then
   while IFS= read -r name; do
