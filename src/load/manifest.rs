@@ -254,6 +254,11 @@ mod tests {
         assert!(longer.contains("registered pass `c`"), "{longer}");
         let suffix = compare(&complete, "p", &exact[1..]).unwrap_err();
         assert!(suffix.contains("did not register the declared pass `a`"), "{suffix}");
+        // As many passes, each differing in name only, or in interface only.
+        let renamed = compare(&complete, "p", &[("x", None), ("y", Some("i/1"))]).unwrap_err();
+        assert!(renamed.contains("did not register the declared pass `a`"), "{renamed}");
+        let retyped = compare(&complete, "p", &[("a", Some("j/1")), ("b", None)]).unwrap_err();
+        assert!(retyped.contains("registered pass `a` (interface `j/1`)"), "{retyped}");
     }
 
     #[test]
