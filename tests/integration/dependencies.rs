@@ -40,18 +40,7 @@ fn dependency(dir: &Path, value: i32, marker: bool) -> PathBuf {
 /// The `uses_dep` plugin in `dir`, linked against the `libdep.so` in `link_dir` and with
 /// `run_path` as its DT_RUNPATH.
 fn plugin(dir: &Path, link_dir: &Path, run_path: &str) -> PathBuf {
-    compile(
-        "uses_dep.c",
-        &dir.join("libuses_dep.so"),
-        &[
-            "-Wl,--no-as-needed",
-            "-L",
-            &link_dir.display().to_string(),
-            "-ldep",
-            &format!("-Wl,-rpath,{run_path}"),
-            "-Wl,--enable-new-dtags",
-        ],
-    )
+    plugin_needing(dir, link_dir, "dep", run_path, false)
 }
 
 fn marker(lib: &Path) -> PathBuf {
@@ -326,19 +315,7 @@ fn a_plugin_rewritten_in_place_after_its_closure_was_resolved_from_the_cache_is_
     let open = dir.sub("open");
     let planted = dependency_as(&open, "libevil.so", Some("libevil.so"), 9, true, &[]);
     fs::set_permissions(&open, Permissions::from_mode(0o777)).unwrap();
-    let run_path = format!("-Wl,-rpath,{}", open.display());
-    let other_build = compile(
-        "uses_dep.c",
-        &dir.sub("build").join("libuses_dep.so"),
-        &[
-            "-Wl,--no-as-needed",
-            "-L",
-            &open.display().to_string(),
-            "-levil",
-            &run_path,
-            "-Wl,--enable-new-dtags",
-        ],
-    );
+    let other_build = plugin_needing(&dir.sub("build"), &open, "evil", &open.display().to_string(), false);
     let rewrite = fs::read(other_build).unwrap();
     // Older than the parse cache's racy window (2.1 s), so that the first load caches them.
     std::thread::sleep(Duration::from_millis(2300));
