@@ -211,7 +211,8 @@ fn build_rust_plugin(out: &Path) -> Result<PathBuf, String> {
 
 /// Whether `path` is mapped into this process (Linux: `/proc/self/maps`).
 fn mapped(path: &Path) -> Option<bool> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    // Bytes: another mapped file's path need not be UTF-8.
+    let maps = String::from_utf8_lossy(&std::fs::read("/proc/self/maps").ok()?).into_owned();
     let path = path.canonicalize().ok()?;
     Some(maps.lines().any(|line| line.ends_with(&*path.to_string_lossy())))
 }

@@ -248,7 +248,8 @@ impl ReloadDir {
     /// How many mappings of this process are of files under this directory that have been
     /// replaced or removed: an old generation's libraries still mapped.
     pub(crate) fn stale_mappings(&self) -> usize {
-        let maps = std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps");
+        let maps =
+            String::from_utf8_lossy(&std::fs::read("/proc/self/maps").expect("read /proc/self/maps")).into_owned();
         let root = self.root.to_string_lossy();
         maps.lines()
             .filter(|line| line.contains(root.as_ref()) && line.ends_with("(deleted)"))

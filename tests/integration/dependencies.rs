@@ -471,8 +471,7 @@ fn searched_by_the_loader(load: impl FnOnce()) -> Vec<String> {
 fn mappings_of(file: &Path) -> usize {
     use std::os::unix::fs::MetadataExt;
     let ino = fs::metadata(file).unwrap().ino().to_string();
-    fs::read_to_string("/proc/self/maps")
-        .unwrap()
+    crate::support::maps_text()
         .lines()
         .filter(|line| {
             let fields: Vec<&str> = line.split_ascii_whitespace().collect();

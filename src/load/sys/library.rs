@@ -390,7 +390,9 @@ mod tests {
 
     /// Whether a file whose path holds `needle` is mapped into this process.
     fn mapped(needle: &str) -> bool {
-        std::fs::read_to_string("/proc/self/maps").unwrap().contains(needle)
+        String::from_utf8_lossy(&std::fs::read("/proc/self/maps").unwrap())
+            .into_owned()
+            .contains(needle)
     }
 
     #[test]
@@ -422,7 +424,7 @@ mod tests {
             Err(OpenFailure::Replaced(why)) => assert!(why.contains("was replaced"), "{why}"),
             other => panic!("expected a replacement, got {other:?}"),
         }
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let maps = String::from_utf8_lossy(&std::fs::read("/proc/self/maps").unwrap()).into_owned();
         assert!(
             !maps.lines().any(|l| l.contains(&format!(" {other_inode} "))),
             "the renamed-in file was mapped"
@@ -560,7 +562,7 @@ mod tests {
             Err(OpenFailure::Other(why)) => assert!(why.contains("was replaced while the loader mapped it"), "{why}"),
             other => panic!("expected the mapping to be refused, got {other:?}"),
         }
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let maps = String::from_utf8_lossy(&std::fs::read("/proc/self/maps").unwrap()).into_owned();
         assert!(
             !maps.lines().any(|l| l.contains(&format!(" {other_inode} "))),
             "the renamed-in file stayed mapped"

@@ -276,27 +276,34 @@ fn query_mapping(maps: &std::fs::File, address: usize) -> Option<Option<(u64, u6
 
 /// As [`query_mapping`], from the text of `/proc/self/maps` (`start-end perms offset
 /// major:minor inode path`, one line per mapping): for kernels without the ioctl. `None` if
-/// nothing is mapped at `address`, or the text cannot be read.
+/// nothing is mapped at `address`, or the text cannot be read. Read as bytes: a path, the
+/// last field, is any bytes a file name may hold, not necessarily UTF-8.
 fn mapping_in_text(mut maps: std::fs::File, address: usize) -> Option<(u64, u64)> {
-    let mut text = String::new();
-    io::Read::read_to_string(&mut maps, &mut text).ok()?;
-    let line = text.lines().find(|line| {
-        let range = line
-            .split_ascii_whitespace()
-            .next()
-            .and_then(|range| range.split_once('-'));
-        let parse = |bound| usize::from_str_radix(bound, 16).ok();
-        range
-            .and_then(|(start, end)| Some((parse(start)?, parse(end)?)))
-            .is_some_and(|(start, end)| (start..end).contains(&address))
-    });
-    let mut fields = line?.split_ascii_whitespace().skip(3);
-    let (major, minor) = fields.next()?.split_once(':')?;
+    let mut text = Vec::new();
+    io::Read::read_to_end(&mut maps, &mut text).ok()?;
+    text.split(|&byte| byte == b'\n')
+        .find_map(|line| mapping_at(line, address))
+}
+
+/// The (dev, ino) of the mapping one line of `/proc/self/maps` describes, if it contains
+/// `address`. The fields before the path are ASCII.
+fn mapping_at(line: &[u8], address: usize) -> Option<(u64, u64)> {
+    let mut fields = line
+        .split(|&byte| byte == b' ')
+        .filter(|field| !field.is_empty())
+        .map(std::str::from_utf8);
+    let (start, end) = fields.next()?.ok()?.split_once('-')?;
+    let parse = |bound| usize::from_str_radix(bound, 16).ok();
+    if !(parse(start)?..parse(end)?).contains(&address) {
+        return None;
+    }
+    let mut fields = fields.skip(2);
+    let (major, minor) = fields.next()?.ok()?.split_once(':')?;
     let dev = libc::makedev(
         u32::from_str_radix(major, 16).ok()?,
         u32::from_str_radix(minor, 16).ok()?,
     );
-    let ino = fields.next()?.parse::<u64>().ok()?;
+    let ino = fields.next()?.ok()?.parse::<u64>().ok()?;
     Some((dev, ino))
 }
 
@@ -517,6 +524,37 @@ pub(crate) fn no_follow(options: &mut std::fs::OpenOptions) {
 mod tests {
     use super::*;
 
+    /// The text of `/proc/self/maps` is read as bytes: while a file whose name is not UTF-8 is
+    /// mapped, a mapping is still found in it (the fallback for kernels without
+    /// `PROCMAP_QUERY`, which would otherwise refuse every `$ORIGIN` plugin then). Caught: the
+    /// text read as a `String` (any non-UTF-8 path made it unreadable).
+    #[test]
+    fn a_mapping_is_found_in_the_text_while_a_file_with_a_name_that_is_not_utf_8_is_mapped() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = crate::test_dir::TestDir::new("maps-not-utf-8");
+        let path = dir.join(std::ffi::OsStr::from_bytes(b"mapped-\xff\xfe"));
+        std::fs::write(&path, [7u8; 4096]).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let metadata = file.metadata().unwrap();
+        // SAFETY: a private read-only mapping of a whole page of a file this test owns; it is
+        // only looked up, never read, and unmapped below.
+        let address = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(address, libc::MAP_FAILED);
+        let found = mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), address as usize);
+        // SAFETY: `address` is the mapping made above, of 4096 bytes, unused since.
+        assert_eq!(unsafe { libc::munmap(address, 4096) }, 0);
+        assert_eq!(found, Some((metadata.dev(), metadata.ino())));
+    }
+
     /// The `PROCMAP_QUERY` ioctl answers as the text of `/proc/self/maps` does, for the file
     /// mappings of this process's binary and libc (at their start and inside them: that
     /// file's (dev, ino)) and for an address nothing maps; on a kernel from 6.11 on, it is
@@ -530,7 +568,7 @@ mod tests {
             .map(|n| n.parse::<u32>().unwrap_or(0));
         let version = (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0));
         let maps = std::fs::File::open("/proc/self/maps").unwrap();
-        let text = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let text = String::from_utf8_lossy(&std::fs::read("/proc/self/maps").unwrap()).into_owned();
         let mut compared = 0;
         let exe = std::env::current_exe().unwrap();
         for line in text.lines() {
