@@ -98,7 +98,7 @@
 //! Intel Xeon VM, 1.71× on an AMD EPYC VM whose atomics are four times cheaper). A pass lookup is one hash lookup
 //! (`cargo bench --bench pass_lookup` times it against a `HashMap`). The repository's
 //! `BENCHMARKS.md` has the measured ratios against an `Arc` clone, a shared counter and raw
-//! `libloading`, and how to reproduce them.
+//! `libloading`, and how to reproduce them; [`performance`](super::performance) sums them up.
 //!
 //! # How do I see what a host is doing?
 //!

@@ -360,8 +360,9 @@
 //! dylease comes from [loom](https://docs.rs/loom), so code of yours that acquires, clones
 //! and drops leases can be model-checked together with dylease's own protocol. Build the host
 //! inside `loom::model` from static plugins (dlopen cannot run under loom), record what they
-//! do in loom atomics, and assert your invariant; [`global`](crate::global) cannot be used in a model. This
-//! example compiles only under `--cfg loom` with `loom` as a dependency. The same code runs in
+//! do in loom atomics, and assert your invariant; [`global`](crate::global) cannot be used in
+//! a model (its state would outlive the model's execution). This example compiles only under
+//! `--cfg loom` with `loom` as a dependency. The same code runs in
 //! the repository as `loom-tests/tests/recipe.rs`, and `loom-tests/tests/models.rs` has more
 //! models of this shape; CI runs them all (`loom-tests/run.sh`).
 //!

@@ -83,9 +83,12 @@
 //!   target), `$LIB` and `$PLATFORM` take every value the loader may give them;
 //! - every run-path directory, and the `glibc-hwcaps`, `tls` and platform subdirectories below
 //!   it, lets nobody but this user and root create names in it, sticky or not (a missing one:
-//!   its nearest existing ancestor); a relative run-path entry is refused;
+//!   its nearest existing ancestor): a stale build-tree entry such as `/tmp/build/lib` is
+//!   refused, naming the plugin, the entry and the directory, with a `$ORIGIN`-relative fix;
+//!   a relative run-path entry is refused;
 //! - each library found in a run path passes the plugin file's own checks (owner, mode, every
-//!   directory on the way, ELF structure) and has the soname it is needed by;
+//!   directory on the way, ELF structure) and has the soname it is needed by (else the fix is
+//!   `-Wl,-soname,NAME`);
 //! - refused because dylease cannot map it for the loader: a needed name holding `/` or `$`, a
 //!   cycle, `DT_AUDIT` and `DT_DEPAUDIT`, a name found twice below one run-path directory, an
 //!   under-linked dependency (`-Wl,-z,defs`), and, on musl (which matches needed names by
@@ -97,8 +100,13 @@
 //! process anyway): names found through `LD_LIBRARY_PATH` (ignored under secure execution) and
 //! `LD_PRELOAD`, which glibc maps itself; `/etc/ld.so.cache` and the system's default
 //! directories; and the modules and C extensions a Python plugin imports through `sys.path`.
+//! Not checked either: access control lists, and a file rewritten in place while it loads
+//! (install by rename, see [`trust`](super::trust#install-plugins-by-rename-never-in-place)).
 //! [`TrustPolicy::Permissive`](crate::TrustPolicy::Permissive) leaves every search to the
 //! loader.
+//!
+//! Each mapped dependency keeps two descriptors open (its file and its directory) while it is
+//! mapped: set `ulimit -n` above twice the number of libraries the process maps.
 //!
 //! # How it is built
 //!

@@ -22,6 +22,7 @@
 //! version script, the CMake package and a `dylease.pc` under a prefix; without CMake:
 //!
 //! ```sh
+//! # PKG_CONFIG_PATH=<prefix>/lib/pkgconfig
 //! cc -shared $(pkg-config --cflags --libs dylease) math.c -o libmath.so
 //! # which is:
 //! cc -shared -fPIC -fvisibility=hidden -Wl,--version-script=dylease.map -I include math.c -o libmath.so
@@ -109,29 +110,10 @@
 //! [`dylease_elf::manifest`]. `strip --strip-all` keeps the notes; a link step that drops
 //! `.note*` sections (a linker script, `objcopy --remove-section`) leaves no manifest.
 //!
-//! What a host does with it (the contract of the header's manifest):
-//! - **Before the file is mapped**, it reads the manifest from the descriptor its checks
-//!   read (no open and no read of its own). A plugin ABI version the host does not speak is
-//!   refused there ([`Error::AbiMismatch`](crate::Error::AbiMismatch) with `declared: true`),
-//!   as is a corrupt manifest or one of a format version it does not read
-//!   ([`Error::Open`](crate::Error::Open) with [`OpenCause::Manifest`](crate::OpenCause::Manifest)):
-//!   none of the plugin's code ran, not even its constructors. A plugin *without* a manifest is
-//!   judged by its descriptor, which the loader maps first: its constructors (and its
-//!   dependencies') have run by the time an ABI version is refused.
-//! - **After `register_passes`**, the descriptor's name and version must be the manifest's,
-//!   and, if the manifest is complete, the passes registered exactly the ones declared (name
-//!   and interface); a difference fails the load
-//!   ([`Error::ManifestMismatch`](crate::Error::ManifestMismatch), naming each pass).
-//! - [`PluginHost::catalog`](crate::PluginHost::catalog) and `dylease inspect` list the
-//!   manifest with the trust, ELF and ABI verdicts and the pin prediction, without running any
-//!   code of the plugin.
-//!
-//! The plugin ABI version changes only when the descriptor does; the manifest's format has a
-//! version of its own, which changes only for a layout an older reader would misread (the
-//! reader ignores unknown flag bits, bytes past a record's last field and notes of other
-//! types, so fields are added without a new version). A host that speaks ABI 2 loads a plugin
-//! of ABI 2 whose manifest is of a format it reads, and refuses one of a later format, naming
-//! both versions.
+//! A host reads the manifest before it maps the file, refuses there an ABI version it does
+//! not speak, and checks after `register_passes` that a complete manifest lists exactly the
+//! passes registered: [`manifests`](super::manifests) has the contract, the catalog and the
+//! format's versioning.
 //!
 //! # In Rust
 //!
@@ -191,6 +173,12 @@
 //! # fn main() {}
 //! ```
 //!
+//! Only this declared form writes a complete manifest, so among Rust plugins only it can be
+//! held unmapped by an [on-demand](super::on_demand) set. `add_typed_pass::<I>` in a
+//! `register` closure checks at compile time that the function is an `I::Fn`, as `typed I:`
+//! does here. A complete plugin is the repository's crate `examples/rust-plugin`, whose
+//! source is `examples/plugins/folding.rs`.
+//!
 //! A plugin that needs other libraries finds them through a run path relative to its own
 //! directory (`-Wl,-rpath,'$ORIGIN'`, or `$ORIGIN/lib`): a host under
 //! [`TrustPolicy::Strict`](crate::TrustPolicy::Strict) refuses a plugin whose run path names
@@ -204,7 +192,10 @@
 //!   `register_passes`; non-zero fails the load naming the file and the code, and then
 //!   neither `register_passes` nor `on_unload` runs. Once it succeeded, `on_unload` runs
 //!   exactly once, even if a later step fails.
-//! - **`add_typed_pass`** in the host API: `add_pass` with an interface.
+//! - **`add_typed_pass`** in the host API: `add_pass` with an interface (C:
+//!   `DYLEASE_TYPED_PASS` and `DYLEASE_TYPED_PASS_WITH_DATA`; Rust: `add_typed_pass::<I>`,
+//!   checked at compile time against `I::Fn`, or `add_pass_with_interface` with the id as a
+//!   string).
 //! - **`report`** in the host API: why `register_passes` is about to fail; the first message
 //!   of a registration appears in the load error.
 //!
@@ -236,105 +227,40 @@
 //!
 //! # In Python (the `python` feature)
 //!
-//! With the crate feature `python` (off by default; it embeds CPython through
-//! [`pyo3`](https://docs.rs/pyo3), re-exported as `dylease::pyo3`), a host also loads Python
-//! plugins: `.py` files and packages, given with `HostBuilder::python_dir`, `python_file` or
-//! `python_env` (a `:`-separated list of files and directories). In a directory, each `*.py`
-//! file and each package (a subdirectory with `__init__.py`) is a plugin; names starting with
-//! `_` or `.` are not; they load in byte order of their file names, after the host's native
-//! and static plugins, into the same sets: one lease holds both kinds.
+//! With the crate feature `python`, a host also loads Python plugins (`.py` files and
+//! packages) into the same sets: [`python`](super::python) shows one and gives the rules.
 //!
-//! ```python
-//! import dylease                          # the host's module, importable only by plugins
-//! dylease.plugin("fusion", "1.2")         # optional: name (default: the file stem), version
+//! # Examples
 //!
-//! @dylease.typed_pass("fuse_add", "ge.fusion_pass/1")
-//! def fuse_add(graph):
-//!     return True
+//! `cargo run -p dylease-demo` builds and loads one example plugin in each language (with the
+//! build recipe); every pass rewrites the toy graph of `examples/plugins/graph.h`:
 //!
-//! def on_load(): ...        # optional: once per instance, before its first registration
-//! def on_unload(): ...      # optional: once per instance, after the last set using it
-//! def register_passes(reg): # optional: if defined, called once per set instead of the list
-//!     reg.add_typed_pass("fuse_add", "ge.fusion_pass/1", fuse_add)
-//!     # reg.report("why"); return False    (or raise) fails the plugin
+//! | Language | Source | What it shows |
+//! | --- | --- | --- |
+//! | C | `examples/plugins/fusion.c` | `DYLEASE_PLUGIN_WITH_UNLOAD` and two `DYLEASE_TYPED_PASS`es |
+//! | C++ | `examples/plugins/layout.cpp`, `layout_transpose.cpp` | the same header; one plugin whose passes come from two translation units, one with user data; a singleton holding a `std::string`, a `thread_local` and an exception, and still it unmaps after its last lease (built with the recipe, by `examples/plugins/CMakeLists.txt`) |
+//! | Rust | `examples/plugins/folding.rs` (the crate `examples/rust-plugin`) | `export_plugin!` in a `cdylib` depending on `dylease-plugin`: a typed pass, load and unload hooks |
+//!
+//! To build them by hand, from the repository root, with the recipe:
+//!
+//! ```sh
+//! cmake -S examples/plugins -B build -Ddylease_DIR=$PWD/cmake && cmake --build build   # C and C++
+//! cc  -shared -fPIC -fvisibility=hidden -Wl,--version-script=include/dylease.map -I include -I examples/plugins examples/plugins/fusion.c -o libfusion.so
+//! c++ -shared -fPIC -fvisibility=hidden -Wl,--version-script=include/dylease.map -I include -I examples/plugins examples/plugins/layout.cpp examples/plugins/layout_transpose.cpp -o liblayout.so
+//! cargo build -p dylease-example-rust-plugin   # target/debug/libdylease_example_rust_plugin.so
 //! ```
-//!
-//! The host declares the pass signature as a `PyInterface` (argument tuple, output type) and
-//! calls a pass through `Lease::get_py::<I>(name)?.call(args)` or `Lease::py_passes_of::<I>()`.
-//! An exception, or a return value that does not convert, is an error naming the pass, its
-//! file, the exception and the file and line it was raised at.
-//!
-//! The rules are the native ones:
-//!
-//! - **An instance is one execution of the module**, shared process-wide: every host and
-//!   generation loading the same unchanged plugin shares it, with one `on_load` and one
-//!   `on_unload`. A changed plugin (any of its files) is a new instance beside the draining old
-//!   one. Each instance lives under a private module name (`_dylease.<n>`, a package's
-//!   submodules below it), never its bare name and never on `sys.path`, so a package's relative
-//!   imports resolve inside the instance and every file runs afresh in a new instance.
-//! - **A package is read whole from one version**: its directory is opened once and every
-//!   file of it is listed and read through that descriptor, so an install that swaps the
-//!   package's directory for a new one during a load gives the load the old tree or, if that
-//!   is removed first, the new one read again whole; never files of both. A symlink inside a
-//!   package is refused (copy the file in).
-//! - **The manifest** is read from the plugin's syntax tree (Python's `ast`, from the same
-//!   checked sources the load runs), none of its code run: its name and version from a
-//!   module-level `dylease.plugin(...)` call in the plugin file (a package's `__init__.py`),
-//!   its passes from `@dylease.typed_pass(...)` decorators on module-level functions and
-//!   classes of any of its files, under whatever names the file imports them as (`import
-//!   dylease as d`, `from dylease import plugin, typed_pass as tp`, or from another module of
-//!   the package: `from .api import tp`). Arguments must be string literals. A name or
-//!   version it cannot read (computed, `plugin` called elsewhere, the `dylease` module passed
-//!   on or renamed, `exec`, `eval`, `globals()`, …) leaves the plugin without a manifest. Its
-//!   pass list is **incomplete** if the plugin defines, assigns or imports `register_passes`
-//!   (or a module `__getattr__`, or has a `*` import) in its plugin file, has a `typed_pass`
-//!   decorator inside an `if`, `try`, function or class, with a computed argument, or uses
-//!   `typed_pass` any other way (called, not as a decorator), uses `importlib`, or if a
-//!   submodule with decorators is imported other than by plain module-level imports from the
-//!   plugin file on (a conditional `try: from . import cuda` counts). A submodule that no
-//!   file imports keeps its passes declared. When the plugin is loaded, its name, version
-//!   and, for a complete manifest, its passes must be what it registered: otherwise the load
-//!   fails with [`Error::ManifestMismatch`](crate::Error::ManifestMismatch) naming the pass
-//!   (such as the pass of a submodule nothing imports). A file that does not parse leaves no
-//!   manifest, and loading reports the syntax error.
-//! - **Unload**: `on_unload`, then the set's callables and the module objects go, the private
-//!   names leave `sys.modules`, `gc.collect()` runs, and weak references check that the
-//!   modules are gone; one that survives (held by a global elsewhere) is logged as a warning,
-//!   as a pinned library is. What cannot be undone: C extensions a plugin imported stay
-//!   loaded (CPython never unloads them), threads it started keep running, and changes it made
-//!   to other modules (monkey-patches, registrations in other libraries) stay.
-//! - **Failure atomicity**: an exception at import, in `on_load` or in `register_passes`, a
-//!   `report` with `False`, or a pass name another plugin (of any kind) registered fails the
-//!   load naming the file (and line); the modules it imported are removed, the instances it
-//!   created torn down, and the native plugins of the same set unloaded.
-//! - **Trust**: under `TrustPolicy::Strict` the `.py` file (for a package, every file in it)
-//!   passes the native checks, the source is read from the checked descriptor and compiled
-//!   from memory (`compile(src, path, "exec")`), so no `__pycache__` is read or written.
-//!   Python code runs with the process's full rights, as a native plugin does.
-//! - **The interpreter** is the process's if it has one (dylease used from a Python
-//!   extension), otherwise dylease initialises it once. It is never finalised: CPython cannot
-//!   safely be initialised again after `Py_Finalize`, and whoever embedded it owns its
-//!   shutdown. Passes take the GIL for their call; dylease gives the GIL up while it waits on
-//!   its own locks, and never waits for the GIL while it holds one (the GIL comes first), so
-//!   a pass may call `acquire()`, or drop a lease or a host, while another thread loads or
-//!   unloads a set.
-//! - Python sources are not watched by `HostBuilder::watch`. `dylease check --python` (built
-//!   with the `python` feature) checks `.py` files, packages and the Python plugins of a
-//!   directory as `python_file` and `python_dir` load them, and names the file and line of an
-//!   import error.
 //!
 //! # Checking plugins
 //!
-//! The `dylease` command (the workspace's `dylease-cli` crate) loads plugin files and directories exactly
-//! as a host would and says, for each file, which plugin and passes it brings, or why it does
-//! not load and how to fix it — the answer to "why is my pass not running?":
+//! The `dylease` command (the workspace's `dylease-cli` crate) loads plugin files and
+//! directories exactly as a host would and says, for each file, which plugin and passes it
+//! brings, or why it does not load and how to fix it — the answer to "why is my pass not
+//! running?" — and `dylease inspect` says what a file declares without running it
+//! ([`cli`](super::cli)):
 //!
 //! ```sh
 //! cargo run -p dylease-cli -- check path/to/plugins/
 //! ```
 //!
-//! `--json` prints the same report for scripts; the exit status is 0 only when everything
-//! would load. [`plugin_files_in`](crate::plugin_files_in) lists a directory's plugin files
-//! by the same rules. The repository's `examples/` has one plugin in each language, which
-//! `cargo run -p dylease-demo` builds (with the recipe) and loads, and an
-//! `examples/plugins/CMakeLists.txt` that builds the C and C++ ones with the CMake package.
+//! [`plugin_files_in`](crate::plugin_files_in) lists a directory's plugin files by the same
+//! rules.

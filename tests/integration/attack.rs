@@ -315,8 +315,7 @@ fn a_set_user_id_program_ignores_the_plugin_path_its_caller_sets() {
             child
                 .env(SET_USER_ID_CHILD, "1")
                 .env(dylease::GLOBAL_PATH_VAR, &plugins);
-            std::os::unix::process::CommandExt::uid(child, 65534);
-            std::os::unix::process::CommandExt::gid(child, 65534);
+            crate::bounded::as_other_user(child, &[&lib]);
         },
     );
     assert!(!beside(&lib, ".ran").exists(), "the plugin the caller named ran");

@@ -1628,8 +1628,7 @@ fn an_origin_plugin_in_a_directory_others_may_only_traverse_loads() {
         "dependencies::an_origin_plugin_in_a_directory_others_may_only_traverse_loads",
         |child| {
             child.env(EXECUTE_ONLY_CHILD, &plugin);
-            std::os::unix::process::CommandExt::uid(child, 65534);
-            std::os::unix::process::CommandExt::gid(child, 65534);
+            crate::bounded::as_other_user(child, &[&plugin]);
         },
     );
 }

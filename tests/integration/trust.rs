@@ -751,8 +751,7 @@ fn a_user_other_than_root_loads_its_own_plugin_below_directories_root_owns() {
         "trust::a_user_other_than_root_loads_its_own_plugin_below_directories_root_owns",
         |child| {
             child.env(OTHER_USER_CHILD, &lib);
-            std::os::unix::process::CommandExt::uid(child, 65534);
-            std::os::unix::process::CommandExt::gid(child, 65534);
+            crate::bounded::as_other_user(child, &[&lib]);
         },
     );
 }
