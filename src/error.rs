@@ -337,7 +337,7 @@ impl fmt::Display for Error {
                 expected,
                 declared,
             } => {
-                let oldest = crate::abi::DYLEASE_OLDEST_ABI_VERSION;
+                let oldest = dylease_plugin::abi::DYLEASE_OLDEST_ABI_VERSION;
                 let spoken = match expected.saturating_sub(oldest) {
                     0 => format!("version {expected}"),
                     1 => format!("versions {oldest} and {expected}"),
@@ -530,10 +530,10 @@ impl std::error::Error for Error {
 /// A registration's failure, as the host's error: a static plugin's register function
 /// returns a [`RegisterError`](crate::RegisterError), whose `?` in a function returning
 /// [`Error`] converts it into [`Error::Custom`].
-impl From<crate::RegisterError> for Error {
-    fn from(error: crate::RegisterError) -> Self {
+impl From<dylease_plugin::RegisterError> for Error {
+    fn from(error: dylease_plugin::RegisterError) -> Self {
         match error {
-            crate::RegisterError::Custom(own) => Error::Custom(own),
+            dylease_plugin::RegisterError::Custom(own) => Error::Custom(own),
             other => Error::Custom(Box::new(other)),
         }
     }

@@ -46,8 +46,8 @@
 //! implements its trait.
 //!
 //! `unsafe` is fenced: the crates deny `unsafe_code`, and only these modules allow it, each
-//! with its reason: `load::sys` and `load::opener` (allowed on their declarations, in
-//! `load`), `load::registrar`'s `c_api` and `table`, `sync`'s `once`, `loom_arc` and
+//! with its reason: `sys` and `registry::opener` (allowed on their declarations, in the
+//! crate root and `registry`), `registrar`'s `c_api` and `table`, `sync`'s `once`, `loom_arc` and
 //! `marks`, `host::lease` and `host::sources`; in `dylease-plugin`, `abi`, `export` and
 //! `pass_fn`. Everything else reaches the platform, a plugin's functions and raw pointers
 //! through their safe functions or their `unsafe fn`s' `# Safety` contracts.
@@ -56,7 +56,7 @@
 //!
 //! Each invariant has a number that the code's arguments cite as "I3 (docs::internals)": the
 //! host's generation protocol in `src/host/generations.rs`, the registry in
-//! `src/load/registry.rs`. Each is
+//! `src/registry/mod.rs`. Each is
 //! checked by a loom model (`loom-tests/`, and the registry's models with a stand-in for the
 //! platform loader) and by a test that loads real libraries (`tests/integration/`).
 //!
@@ -133,7 +133,7 @@
 //! `load::demand::loom_models` checks that two first uses map once, run `on_load` once and
 //! unload once with the set (planted bug: `dylease_broken_on_demand`, the guard skipped).
 //!
-//! # The registry protocol: one instance per file (`load::registry`)
+//! # The registry protocol: one instance per file (`registry`)
 //!
 //! A library instance is one loaded mapping of one library file. Sets hold it by `Arc`; the
 //! registry keeps only a `Weak` to each live instance, keyed by the loader's handle (on glibc
@@ -162,7 +162,7 @@
 //! In the code, `Registry::find_or_mark` takes steps 1 and 2 and sets step 3's mark;
 //! `Registry::open_marked` does the rest of step 3.
 //!
-//! The protocol is generic over its opener (`load::opener`'s `Dlopen` for libraries), so that
+//! The protocol is generic over its opener (`registry::opener`'s `Dlopen` for libraries), so that
 //! loom models can replace `dlopen` with a model of the platform loader and check I1 and I7
 //! with two hosts.
 //!
@@ -269,7 +269,7 @@
 //! marked busy (I1), so that no other host's new mapping of the file can be mistaken for it.
 //!
 //!
-//! # The dependency protocol: the loader never searches (`load::trust::deps`, `load::opener`)
+//! # The dependency protocol: the loader never searches (`trust::deps`, `registry::opener`)
 //!
 //! Under `Strict` the libraries a plugin needs are not left to the loader's search: imitating
 //! that search and then letting glibc search again would leave a door at every difference
@@ -337,7 +337,7 @@
 //! process maps, plus what it uses otherwise.
 //!
 //!
-//! # The parse cache: parsing not repeated for unchanged files (`load::parse_cache`)
+//! # The parse cache: parsing not repeated for unchanged files (`inspect::parse_cache`)
 //!
 //! What parsing a library file decided — the ELF structural check's verdict and the linkage
 //! the trust check resolves (a dependency's too: the resolver checks each one it opens), the
@@ -370,14 +370,14 @@
 //!   the trust check refuses any other) can make such a rewrite, and only where the key
 //!   misses it; a file installed by rename, as `dylease install` does, is never missed.
 //! - **Never cached: trust.** The walk of the file, its directories, its run paths and every
-//!   dependency runs at every load (`load::trust`), on what the linkage names, cached or
+//!   dependency runs at every load (`trust`), on what the linkage names, cached or
 //!   not. A failure to read the file (an I/O error) is not stored either. The cache answers
 //!   what an exact file contains, never whether another user may have chosen it.
 //!
 //! # Platform facts
 //!
 //! What the design rests on, measured on glibc (2.36) on Linux; the platform calls live in
-//! `load::sys`, one module per platform (the loader, the `openat` walk, the process's user
+//! `sys`, one module per platform (the loader, the `openat` walk, the process's user
 //! and rights).
 //!
 //! - **The loader decides what a path means.** glibc matches a `dlopen` by the name it was

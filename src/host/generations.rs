@@ -23,8 +23,8 @@ use crate::host::stats::Recorder;
 use crate::host::thread_cache as cache;
 use crate::load::LoadedPlugins;
 // A wait lets go of the Python interpreter, which the thread waited for may need.
-use crate::load::sys::wait_detached;
 use crate::sync::{Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, WeakSlot};
+use crate::sys::wait_detached;
 
 /// How a new generation number is published: Release, after the slot's `Weak`, so that a
 /// thread that sees the number (Acquire, in its thread cache) finds the new set in the slot.

@@ -100,7 +100,7 @@ impl MapOnce {
                     };
                     // Detached from the Python interpreter meanwhile, as every wait of
                     // dylease's (the mapping thread may need the GIL, to log say).
-                    states = crate::load::sys::wait_detached(wait, || self.states.lock());
+                    states = crate::sys::wait_detached(wait, || self.states.lock());
                 }
                 State::Unmapped => break,
             }
@@ -151,18 +151,18 @@ impl MapOnce {
 /// list): two threads' first uses of one on-demand plugin map it once, run its `on_load`
 /// once, both call the one callable, and the set's drop unloads it once. The mapping step is
 /// the model's (a static plugin's registration behind a counted `on_load`): files and the
-/// platform loader are the registry's models' (`load::registry`). With
+/// platform loader are the registry's models' (`registry`). With
 /// `--cfg dylease_broken_on_demand` (the guard skipped) it must fail (`loom-tests/run.sh`).
 #[cfg(all(test, loom))]
 mod loom_models {
     use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     use std::sync::Arc as StdArc;
 
-    use crate::Registrar;
     use crate::load::pipeline::Deferred;
     use crate::load::plugins::LoadedPlugins;
     use crate::load::static_plugin::StaticPlugin;
     use crate::sync::Arc;
+    use dylease_plugin::Registrar;
 
     fn seven() -> i32 {
         7

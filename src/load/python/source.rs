@@ -26,20 +26,20 @@ use std::time::Instant;
 use pyo3::prelude::*;
 
 use crate::error::{Error, Origin};
-use crate::load::candidate::Candidate;
-use crate::load::candidate::Identity;
-use crate::load::manifest::{DeclaredPass, Manifest};
-use crate::load::pinning::Pinning;
+use crate::inspect::manifest::{DeclaredPass, Manifest};
+use crate::inspect::pinning::Pinning;
 use crate::load::pipeline::Registered;
-use crate::load::python::callable::{PyCallable, placeholder};
 use crate::load::python::instance::{self, Staged};
 use crate::load::python::interpreter::{attach, helpers, plugin_failed};
-use crate::load::registrar::{Collected, MAX_NAME_LEN, UserData};
-use crate::load::registry::FileRef;
+use crate::registrar::python::{PyCallable, placeholder};
+use crate::registrar::{Collected, MAX_NAME_LEN, UserData};
+use crate::registry::FileRef;
+use crate::registry::teardown::Teardown;
 #[cfg(unix)]
-use crate::load::sys::walk::{Kind, Tree};
-use crate::load::teardown::Teardown;
-use crate::load::trust::{Checks, REPLACEMENTS, TrustPolicy, open_checked};
+use crate::sys::walk::{Kind, Tree};
+use crate::trust::candidate::Candidate;
+use crate::trust::candidate::Identity;
+use crate::trust::{Checks, REPLACEMENTS, TrustPolicy, open_checked};
 
 /// Where a host finds Python plugins, as given to the builder.
 #[derive(Debug)]
@@ -430,7 +430,7 @@ fn candidate(path: &Path) -> io::Result<Candidate> {
 }
 
 fn file_identity(path: &Path, metadata: &fs::Metadata) -> Identity {
-    crate::load::sys::identity(path, metadata)
+    crate::sys::identity(path, metadata)
 }
 
 /// `(module name suffix, path shown, source)` of every Python file of a plugin.
@@ -620,7 +620,7 @@ impl PyCandidate {
             // The set's references to the passes go first, then (if this set was the last
             // one using it) the instance: `on_unload`, its modules, the check that they went.
             attach(|_| callables.iter().for_each(PyCallable::clear));
-            if let Some(released) = crate::load::registry::LibraryInstance::release(instance) {
+            if let Some(released) = crate::registry::LibraryInstance::release(instance) {
                 released.settle();
             }
         };
@@ -671,7 +671,7 @@ impl Staged {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
-    use crate::load::teardown::teardown_all;
+    use crate::registry::teardown::teardown_all;
 
     /// A fresh directory of this test's own (0755), with `files` (path below it, source) in it.
     fn plugin_dir(test: &str, files: &[(&str, &str)]) -> crate::test_dir::TestDir {

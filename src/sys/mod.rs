@@ -1,8 +1,9 @@
-//! The platform layer: every call into the platform loader and the C library that the
-//! loading side makes, one module per platform behind one alias, `imp` (as libloading's
-//! `os::unix` and `os::windows`). The rest of the crate calls these functions and keeps no
-//! `cfg` of its own for them; the `unsafe` of the FFI sits here (the module allows it on its
-//! declaration, in `load`).
+//! The sys room, the platform layer: every call into the platform loader, the C library and
+//! CPython that the crate makes, one module per platform behind one alias, `imp` (as
+//! libloading's `os::unix` and `os::windows`). It may call `sync` (and the shared `error`),
+//! nothing else of the crate. The rest of the crate calls these functions and keeps no `cfg`
+//! of its own for them; the `unsafe` of the FFI sits here (the module allows it on its
+//! declaration, in the crate root).
 //!
 //! - `library`: an open plugin library over `imp`: `Library::open` (`dlopen`), its entry
 //!   point (`dlsym`) and `close` (`dlclose`).

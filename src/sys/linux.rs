@@ -636,7 +636,7 @@ mod tests {
 
     /// A failure to get a descriptor says which limit was reached: the process's (EMFILE,
     /// with the fix) or the system's (ENFILE); another failure adds nothing. A test cannot
-    /// fill the system's table; `load::sys::library`'s tests run out of the process's.
+    /// fill the system's table; `sys::library`'s tests run out of the process's.
     /// Caught: the ENFILE arm deleted (cargo-mutants).
     #[test]
     fn a_descriptor_hint_names_the_limit_that_was_reached() {
