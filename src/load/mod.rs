@@ -165,7 +165,7 @@ enum Step<'host> {
     File(Candidate),
     Static(&'host StaticPlugin),
     #[cfg(feature = "python")]
-    Python(crate::load::python::source::PyCandidate),
+    Python(crate::load::python::discover::PyCandidate),
 }
 
 impl Step<'_> {

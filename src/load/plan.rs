@@ -23,7 +23,7 @@ pub(crate) enum Source {
     Static(StaticPlugin),
     /// Python plugins (`load::python`): planned after every other source.
     #[cfg(feature = "python")]
-    Python(crate::load::python::source::PySource),
+    Python(crate::load::python::discover::PySource),
 }
 
 /// One step of a load plan.
@@ -33,7 +33,7 @@ pub(crate) enum Planned<'host> {
     Static(&'host StaticPlugin),
     /// A Python plugin (`load::python`).
     #[cfg(feature = "python")]
-    Python(crate::load::python::source::PyCandidate),
+    Python(crate::load::python::discover::PyCandidate),
     /// A plugin file that discovery could not use (a dangling symlink, a symlink loop, a
     /// missing file source): a failure of that one plugin, which a load policy may skip.
     Unusable {
@@ -89,7 +89,7 @@ pub(crate) fn plan(sources: &[Source]) -> Result<Vec<Planned<'_>>, Error> {
         let mut seen = HashSet::new();
         for source in sources {
             if let Source::Python(source) = source {
-                for found in crate::load::python::source::plan(source, &mut seen)? {
+                for found in crate::load::python::discover::plan(source, &mut seen)? {
                     plan.push(match found {
                         Ok(candidate) => Planned::Python(candidate),
                         Err((path, error)) => Planned::Unusable { path, error },

@@ -14,7 +14,7 @@
 //! Each instance lives under a private module name, `_dylease.<n>` (a package's submodules
 //! below it), never its bare name and never on `sys.path`, so nothing is cached under a name
 //! another load would find: every file is executed afresh for a new instance. Its sources are
-//! read from the descriptors the trust check looked at (`source`) and compiled from memory
+//! read from the descriptors the trust check looked at (`read`) and compiled from memory
 //! (`compile(src, path, "exec")`), so no `__pycache__` is read or written. The host's side
 //! of this, run inside the interpreter, is `bootstrap.py`. Its messages speak of the plugin,
 //! not of that machinery: an exception's location is the innermost frame of the plugin's own
@@ -35,6 +35,9 @@
 //! (`sys::wait_detached`), so a pass that calls `acquire()` does not deadlock with a
 //! thread that loads Python plugins of the same host.
 
+mod check;
+pub(crate) mod discover;
 mod instance;
 pub(crate) mod interpreter;
-pub(crate) mod source;
+mod read;
+mod register;
