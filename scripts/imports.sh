@@ -53,7 +53,7 @@ edges=$(for module in $modules; do
         edge(substr(line, RSTART + 7, RLENGTH - 7)); line = substr(line, RSTART + RLENGTH)
       }
       line = $0
-      while (match(line, /super::[a-z_0-9:{*]+/)) {
+      while (match(line, /super::[A-Za-z_0-9:{*]*/)) {
         rest = substr(line, RSTART + 7, RLENGTH - 7); sub(/[:{*]+$/, "", rest)
         # Inside an inline module (indented), `super` is the file module itself.
         base = ($0 ~ /^[ \t]/) ? self : parent

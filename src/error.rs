@@ -1,8 +1,11 @@
-//! The error type: every variant names the file or static plugin and the cause.
+//! The error room, the shared vocabulary below every other: the error type (every variant
+//! names the file or static plugin and the cause), and [`time_left`], the one reckoning of a
+//! wait's deadline. It calls nothing of the crate.
 
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Where a plugin comes from: a library file or a static plugin compiled into the host.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -494,6 +497,20 @@ pub enum Waited {
     /// Another thread's mapping of this on-demand plugin, in the same set
     /// ([`HostBuilder::map_timeout`](crate::HostBuilder::map_timeout)).
     Mapping(Origin),
+}
+
+/// The time left to wait until `deadline`: `None` without one (wait as long as it takes), else
+/// the time left, or [`Error::TimedOut`] for what `waited` names once none is left. Every
+/// bounded wait of dylease (a host's load or unload, a library file busy in another thread, an
+/// on-demand plugin's mapping) asks this before it waits, and again after each wake-up.
+pub(crate) fn time_left(deadline: Option<Instant>, waited: impl FnOnce() -> Waited) -> Result<Option<Duration>, Error> {
+    match deadline {
+        None => Ok(None),
+        Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+            Some(left) if !left.is_zero() => Ok(Some(left)),
+            _ => Err(Error::TimedOut { waited: waited() }),
+        },
+    }
 }
 
 impl fmt::Display for Waited {

@@ -96,18 +96,19 @@
 //! `rust-version`.
 #![deny(unsafe_code)]
 
-// The rooms, lowest first: each may call only the rooms above it in this list (and `error`,
-// the shared vocabulary); `docs::internals` has the table.
+// The rooms, one job each; `docs::internals` has their table, lowest first: error, sync, sys,
+// log_scope, inspect, trust, registrar, registry, load, host, python. Each may call only the
+// rooms before it in that order.
 mod error;
-mod sync;
-// The platform layer: every call into the platform loader, the C library and CPython, behind
-// small wrappers with `# Safety` contracts (see its module documentation).
 mod host;
 mod inspect;
 mod load;
 mod log_scope;
 mod registrar;
 mod registry;
+mod sync;
+// The platform layer: every call into the platform loader, the C library and CPython, behind
+// small wrappers with `# Safety` contracts (see its module documentation).
 #[allow(unsafe_code)]
 mod sys;
 #[cfg(all(test, unix, not(loom)))]

@@ -23,7 +23,7 @@
 
 use std::time::Instant;
 
-use crate::error::{Error, Origin, Waited};
+use crate::error::{Error, Origin, Waited, time_left};
 use crate::sync::{Condvar, Mutex, ThreadId, current_thread};
 
 /// The default of [`HostBuilder::map_timeout`](crate::HostBuilder::map_timeout).
@@ -83,17 +83,7 @@ impl MapOnce {
                 State::Failed(cause) => return Err(failed(cause)),
                 State::Mapping(thread) if *thread == me => return Err(Error::Reentrant),
                 State::Mapping(_) => {
-                    let left = match deadline {
-                        None => None,
-                        Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                            Some(left) if !left.is_zero() => Some(left),
-                            _ => {
-                                return Err(Error::TimedOut {
-                                    waited: Waited::Mapping(plugin.clone()),
-                                });
-                            }
-                        },
-                    };
+                    let left = time_left(deadline, || Waited::Mapping(plugin.clone()))?;
                     let wait = || match left {
                         None => self.changed.wait(states),
                         Some(left) => self.changed.wait_timeout(states, left),

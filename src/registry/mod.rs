@@ -30,7 +30,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::error::{Error, Waited};
+use crate::error::{Error, Waited, time_left};
 use crate::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use crate::trust::candidate::Identity;
 
@@ -458,17 +458,7 @@ impl<O: Opener> Registry<O> {
         file: FileRef<'_>,
         deadline: Option<Instant>,
     ) -> Result<MutexGuard<'a, State<O>>, Error> {
-        let left = match deadline {
-            None => None,
-            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => Some(left),
-                _ => {
-                    return Err(Error::TimedOut {
-                        waited: Waited::File(file.shown.to_owned()),
-                    });
-                }
-            },
-        };
+        let left = time_left(deadline, || Waited::File(file.shown.to_owned()))?;
         state.waiters += 1;
         let wait = || match left {
             None => self.changed.wait(state),
