@@ -43,7 +43,7 @@ each_model() {
   done
 }
 # The host protocol, through the public API (loom-tests/tests), then the library registry
-# with a model of the platform loader (the crate's own loom tests, src/load/registry.rs).
+# with a model of the platform loader (the crate's own loom tests, src/registry/mod.rs).
 each_model "" -p dylease-loom-tests --test models
 each_model "" -p dylease-loom-tests --test recipe
 each_model loom_models -p dylease --lib

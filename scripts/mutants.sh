@@ -30,10 +30,11 @@ fi
 
 files=("$@")
 if [ "${#files[@]}" -eq 0 ]; then
-  files=(src/host/generations.rs src/host/keeper.rs src/host/thread_cache.rs src/load/registry.rs
-    src/load/trust.rs src/load/trust/walk.rs src/load/trust/deps.rs src/load/trust/policy.rs
-    src/load/sys/library.rs src/load/sys/linux.rs src/load/sys/walk.rs src/host/lease.rs
-    src/host/set.rs src/load/parse_cache.rs)
+  files=(src/host/generations.rs src/host/keeper.rs src/host/thread_cache.rs src/registry/mod.rs
+    src/trust/mod.rs src/trust/walk.rs src/trust/deps.rs src/trust/policy.rs
+    src/sys/library.rs src/sys/linux/loader.rs src/sys/linux/identity.rs
+    src/sys/linux/rights.rs src/sys/walk.rs src/host/lease.rs
+    src/host/set.rs src/inspect/parse_cache.rs)
 fi
 file_args=()
 for file in "${files[@]}"; do
@@ -47,16 +48,16 @@ done
 # subset's time is tests waiting (for a deadline, a settled file, a child), and eight
 # halve the run of each mutant; every test keeps its own bound.
 # The names are test-name filters for every binary run, the library's unit tests included:
-# those of the mutated files (host::, load::registry::, load::trust::, load::sys::library::,
-# parse_cache::, which also names the library's `load::parse_cache::tests`)
+# those of the mutated files (host::, registry::, trust::, sys::library::,
+# parse_cache::, which also names the library's `inspect::parse_cache::tests`)
 # must be listed too, or a filter leaves them out and their mutants show as missed.
 # MUTANTS_TESTS replaces the list (say, "generation_protocol:: host::keeper::").
 # shellcheck disable=SC2206 # a list of names
-modules=(${MUTANTS_TESTS:-host:: load::registry:: load::trust:: load::sys::
+modules=(${MUTANTS_TESTS:-host:: registry:: sys::
   generation_protocol:: plugin_reentry:: swapped_after_check:: static_plugins:: policy::
   sharing:: reload:: reload_trust:: trust:: failure:: generations:: observability::
   discovery:: elf_headers:: typed:: waits:: dependencies:: identity:: attack:: manifest::
-  abi_v2:: cpp_unload:: parse_cache:: on_demand:: load::parse_cache::})
+  abi_v2:: cpp_unload:: parse_cache:: on_demand:: inspect::parse_cache::})
 # As root, the tests that need root too (`#[ignore = "needs root"]`: other users' files,
 # mounts), as CI's root step runs them.
 ignored=()

@@ -1,8 +1,11 @@
-//! The error type: every variant names the file or static plugin and the cause.
+//! The error room, the shared vocabulary below every other: the error type (every variant
+//! names the file or static plugin and the cause), and [`time_left`], the one reckoning of a
+//! wait's deadline. It calls nothing of the crate.
 
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Where a plugin comes from: a library file or a static plugin compiled into the host.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -337,7 +340,7 @@ impl fmt::Display for Error {
                 expected,
                 declared,
             } => {
-                let oldest = crate::abi::DYLEASE_OLDEST_ABI_VERSION;
+                let oldest = dylease_plugin::abi::DYLEASE_OLDEST_ABI_VERSION;
                 let spoken = match expected.saturating_sub(oldest) {
                     0 => format!("version {expected}"),
                     1 => format!("versions {oldest} and {expected}"),
@@ -496,6 +499,20 @@ pub enum Waited {
     Mapping(Origin),
 }
 
+/// The time left to wait until `deadline`: `None` without one (wait as long as it takes), else
+/// the time left, or [`Error::TimedOut`] for what `waited` names once none is left. Every
+/// bounded wait of dylease (a host's load or unload, a library file busy in another thread, an
+/// on-demand plugin's mapping) asks this before it waits, and again after each wake-up.
+pub(crate) fn time_left(deadline: Option<Instant>, waited: impl FnOnce() -> Waited) -> Result<Option<Duration>, Error> {
+    match deadline {
+        None => Ok(None),
+        Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+            Some(left) if !left.is_zero() => Ok(Some(left)),
+            _ => Err(Error::TimedOut { waited: waited() }),
+        },
+    }
+}
+
 impl fmt::Display for Waited {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -530,10 +547,10 @@ impl std::error::Error for Error {
 /// A registration's failure, as the host's error: a static plugin's register function
 /// returns a [`RegisterError`](crate::RegisterError), whose `?` in a function returning
 /// [`Error`] converts it into [`Error::Custom`].
-impl From<crate::RegisterError> for Error {
-    fn from(error: crate::RegisterError) -> Self {
+impl From<dylease_plugin::RegisterError> for Error {
+    fn from(error: dylease_plugin::RegisterError) -> Self {
         match error {
-            crate::RegisterError::Custom(own) => Error::Custom(own),
+            dylease_plugin::RegisterError::Custom(own) => Error::Custom(own),
             other => Error::Custom(Box::new(other)),
         }
     }

@@ -66,8 +66,8 @@
 //! `unsafe` code sits in a few fenced modules, each block with a `// SAFETY:` reason, and the
 //! compiler keeps the list: the crate denies `unsafe_code`, and only the fenced modules allow
 //! it, each on its declaration or at its top with the reason: the platform layer
-//! (`load::sys`: the loader, C library and CPython calls), the calls into a plugin's functions
-//! (`load::opener`), the registration side of the plugin ABI (`load::registrar`), the
+//! (`sys`: the loader, C library and CPython calls), the calls into a plugin's functions
+//! (`registry::opener`), the registration side of the plugin ABI (`registrar`), the
 //! synchronisation shim (`sync`), the typed access to a pass (`host::lease`) and the public
 //! `unsafe fn`s that name native code (`host::sources`).
 //! dylease cannot sandbox a plugin: naming a directory or file as a plugin source (an `unsafe`
@@ -96,20 +96,32 @@
 //! `rust-version`.
 #![deny(unsafe_code)]
 
+// The rooms, one job each; `docs::internals` has their table, lowest first: error, sync, sys,
+// log_scope, inspect, trust, registrar, registry, load, host, python. Each may call only the
+// rooms before it in that order.
 mod error;
 mod host;
+mod inspect;
 mod load;
+mod log_scope;
+mod registrar;
+mod registry;
 mod sync;
+// The platform layer: every call into the platform loader, the C library and CPython, behind
+// small wrappers with `# Safety` contracts (see its module documentation).
+#[allow(unsafe_code)]
+mod sys;
 #[cfg(all(test, unix, not(loom)))]
 mod test_dir;
+mod trust;
 
 pub use dylease_plugin::{
     Interface, LibraryRegistrar, PassFn, RegisterError, Registrar, UnsafePassFn, abi, export_plugin,
 };
 pub use error::{Error, LookupFailure, OpenCause, Origin, Waited};
 
-// Python passes: the API is in src/python/, the interpreter and the loading in
-// src/load/python/.
+// Python passes: the API is in `python` (above the host), the interpreter and the loading in
+// `load::python`.
 #[cfg(feature = "python")]
 mod python;
 #[cfg(feature = "python")]
@@ -125,14 +137,15 @@ pub use host::{
     GLOBAL_PATH_VAR, HostBuilder, Lease, OwnedPass, Pass, PluginHost, PluginSet, Stats, UnloadPolicy, WeakLease,
     global, init_global,
 };
-/// Turns the process's parse cache off or on (`load::parse_cache`): for benchmarks, not part
+/// Turns the process's parse cache off or on (`inspect::parse_cache`): for benchmarks, not part
 /// of the stable API.
 #[doc(hidden)]
-pub use load::parse_cache::set_enabled as set_parse_cache;
-pub use load::{
-    CatalogEntry, DeclaredPass, LoadFailure, LoadPolicy, Manifest, PassInfo, PinCause, Pinning, PluginInfo,
-    StaticRegistrar, TrustPolicy, plugin_files_in,
-};
+pub use inspect::parse_cache::set_enabled as set_parse_cache;
+pub use inspect::{DeclaredPass, Manifest, PinCause, Pinning};
+pub use load::plugin_files_in;
+pub use load::{CatalogEntry, LoadFailure, LoadPolicy, PassInfo, PluginInfo};
+pub use registrar::StaticRegistrar;
+pub use trust::TrustPolicy;
 
 // The guarantees the handle types make, checked at compile time.
 mod guarantees {

@@ -7,48 +7,31 @@
 //!
 //! # Where it lives
 //!
-//! Three layers, each naming only the ones below it (`scripts/imports.sh` checks that no
-//! import points up and none closes a circle):
+//! The host crate's modules are rooms, one job each, the lowest in the first row: a room may
+//! name only the rooms in the rows above its own, never one in a row below it
+//! (`scripts/imports.sh` checks that no import points down the table and none closes a
+//! circle).
 //!
-//! - `sync`: the synchronisation shim (std's or loom's types), `OnceSlot`, and `marks` (a
-//!   thread's re-entrancy marks, a list through its stack frames).
-//! - `load`: one load attempt. `discover` (sources to candidate files), `trust` (the trust
-//!   check: `policy`, `walk`, `deps`), `candidate` (a file found and, once opened, the
-//!   descriptor its checks read), `pipeline` (one plugin from file to registered passes, as typestates), `static_plugin`
-//!   (plugins compiled into the host), `registry` (the registry protocol below), `opener`
-//!   (the platform loader as the registry's opener: the descriptor check, `on_load`,
-//!   `register_passes`, `on_unload`; the process-wide registry), `teardown` (unloading a set's
-//!   plugins), `registrar` (registration: the `StaticRegistrar` of static plugins; the state both routes fill in
-//!   `registrar::table`, the C host API in `registrar::c_api`), `plugins` (a loaded set's
-//!   contents), `pinning`, `python` (with the `python` feature: Python sources, module
-//!   instances, the interpreter, the callable a pass table holds), and `sys`, the platform
-//!   layer: every call into the platform loader and the C library, one module per platform,
-//!   `library` (an open library over them) and, with `python`, CPython's detach calls.
-//! - `host`: `plugin_host`, `builder`, `sources` (the public `unsafe fn`s: the builder
-//!   methods that name native or Python code, and `init_global`), `policy` (`UnloadPolicy`), `global`, `generations`
-//!   (the slot protocol below), `thread_cache` (its first path), `keeper` (the host's own
-//!   lease under `UnloadPolicy::After` and `WithHost`, and the keeper thread), `set` (one
-//!   generation; its drop reaches the host only through the `Teardown` the generations hand
-//!   it), `lease`, `stats`, `reentry`, and `watch` (a watcher over sources that calls back
-//!   after a change; it names no host type, `plugin_host` holds the glue).
-//!
-//! Below all three, its own crate, `dylease-elf` (directory `dylease-elf/`): the ELF header
-//! and structural checks, the linkage the trust check resolves and the facts the pinning
-//! prediction reads, all through one reader that keeps what it read of the descriptor the
-//! loader maps. It cannot name the host: the compiler holds that layer.
-//!
-//! Beside the layers: `error`, and `python` at the top (the user API of Python passes:
-//! `PyInterface`, `PyPass`). The plugin side of the ABI is its own crate, `dylease-plugin`
-//! (directory `dylease-plugin/`), which this crate re-exports: `abi` (the C header's
-//! declarations), `export` (`export_plugin!` and its `LibraryRegistrar`), `pass_fn` (typed
-//! passes: `Interface`, `PassFn`, `UnsafePassFn`) and `registrar` (the one registration trait
-//! `Registrar`, with `RegisterError`). It names no host type; the host's `StaticRegistrar`
-//! implements its trait.
+//! | Room | What it owns | What it may call |
+//! |---|---|---|
+//! | `error` | the error type and what it names (`Origin`, `Waited`), and `time_left`, the one reckoning of a deadline into [`Error::TimedOut`](crate::Error::TimedOut) | nothing of the crate |
+//! | `sync` | the synchronisation shim (std's or loom's types), `OnceSlot`, and `marks` (a thread's re-entrancy marks, a list through its stack frames) | `error` |
+//! | `sys` | the platform layer: every call into the platform loader, the C library and CPython, one module per platform behind the alias `imp` (`linux`: `loader`, `rights`, `identity`; `other`), `library` (an open library over them), `walk` (the `openat` walk), `id` (`FileId`), `python` (CPython's detach calls) | `sync` |
+//! | `log_scope` | the name of the host a thread loads or unloads for, that every log line carries, and the warnings said once | `sync` |
+//! | `inspect` | what is read of a file without running it: `manifest`, `pinning` (the prediction of a library staying mapped), `parse_cache` (both, cached by file status) | `log_scope`, `sys`, `sync` |
+//! | `trust` | `discover` (the plugin files of a directory, file or variable), `candidate` (a file found and, once opened, the descriptor its checks read), and the trust check: `policy`, `walk`, `deps` (the dependencies, resolved from checked descriptors) | `inspect` and below |
+//! | `registrar` | registration: the `StaticRegistrar` of static plugins, the state both routes fill in (`table`), the C host API (`c_api`), a Python pass's callable (`python`) | `sync` |
+//! | `registry` | the process-wide instances (the registry protocol below), `opener` (the platform loader as the registry's opener: the descriptor check, `on_load`, `register_passes`, `on_unload`), `teardown` (unloading a set's plugins) | `registrar`, `trust`, `inspect` and below |
+//! | `load` | one load attempt: `plan` (sources to the ordered plugins, `plugin_files_in`), `pipeline` (one plugin from file to registered passes, as typestates), `plugins` (a loaded set's contents), `policy`, `demand` (on-demand mapping), `static_plugin`, `catalog` (every plugin judged, none loaded), and `python`, the loading side of Python plugins (`discover`, `check`, `read`, `register`, `instance`, `interpreter`) | every room in the rows above |
+//! | `host` | `plugin_host`, `builder`, `sources` (the public `unsafe fn`s that name native or Python code, and `init_global`), `policy` (`UnloadPolicy`), `global`, `generations` (the slot protocol below), `thread_cache` (its first path), `keeper` (the host's own lease under `UnloadPolicy::After` and `WithHost`, and the keeper thread), `set` (one generation; its drop reaches the host only through the `Teardown` the generations hand it), `lease`, `stats`, `reentry`, `watch` (a watcher that calls back after a change; `plugin_host` holds the glue) | every room in the rows above |
+//! | `python` | the user API of Python passes (`PyInterface`, `PyPass`, `Lease::get_py`) | every room in the rows above |
+//! | `dylease-elf` (crate) | the ELF header and structural checks, the linkage the trust check resolves and the facts the pinning prediction reads, through one reader that keeps what it read of the descriptor the loader maps | no host code (the compiler holds it) |
+//! | `dylease-plugin` (crate) | the plugin side of the ABI, re-exported by the host: `abi` (the C header's declarations), `export` (`export_plugin!`, `LibraryRegistrar`), `pass_fn` (`Interface`, `PassFn`, `UnsafePassFn`), `registrar` (the `Registrar` trait, `RegisterError`) | no host code; the host's `StaticRegistrar` implements its trait, and host code imports its items from it, not through the root's re-exports |
 //!
 //! `unsafe` is fenced: the crates deny `unsafe_code`, and only these modules allow it, each
-//! with its reason: `load::sys` and `load::opener` (allowed on their declarations, in
-//! `load`), `load::registrar`'s `c_api` and `table`, `sync`'s `once`, `loom_arc` and
-//! `marks`, `host::lease` and `host::sources`; in `dylease-plugin`, `abi`, `export` and
+//! with its reason: `sys` and `registry::opener` (allowed on their declarations, in the
+//! crate root and `registry`), `registrar`'s `c_api` and `table`, `sync`'s `once`, `loom_arc`
+//! and `marks`, `host::lease` and `host::sources`; in `dylease-plugin`, `abi`, `export` and
 //! `pass_fn`. Everything else reaches the platform, a plugin's functions and raw pointers
 //! through their safe functions or their `unsafe fn`s' `# Safety` contracts.
 //!
@@ -56,7 +39,7 @@
 //!
 //! Each invariant has a number that the code's arguments cite as "I3 (docs::internals)": the
 //! host's generation protocol in `src/host/generations.rs`, the registry in
-//! `src/load/registry.rs`. Each is
+//! `src/registry/mod.rs`. Each is
 //! checked by a loom model (`loom-tests/`, and the registry's models with a stand-in for the
 //! platform loader) and by a test that loads real libraries (`tests/integration/`).
 //!
@@ -133,7 +116,7 @@
 //! `load::demand::loom_models` checks that two first uses map once, run `on_load` once and
 //! unload once with the set (planted bug: `dylease_broken_on_demand`, the guard skipped).
 //!
-//! # The registry protocol: one instance per file (`load::registry`)
+//! # The registry protocol: one instance per file (`registry`)
 //!
 //! A library instance is one loaded mapping of one library file. Sets hold it by `Arc`; the
 //! registry keeps only a `Weak` to each live instance, keyed by the loader's handle (on glibc
@@ -162,7 +145,7 @@
 //! In the code, `Registry::find_or_mark` takes steps 1 and 2 and sets step 3's mark;
 //! `Registry::open_marked` does the rest of step 3.
 //!
-//! The protocol is generic over its opener (`load::opener`'s `Dlopen` for libraries), so that
+//! The protocol is generic over its opener (`registry::opener`'s `Dlopen` for libraries), so that
 //! loom models can replace `dlopen` with a model of the platform loader and check I1 and I7
 //! with two hosts.
 //!
@@ -269,7 +252,7 @@
 //! marked busy (I1), so that no other host's new mapping of the file can be mistaken for it.
 //!
 //!
-//! # The dependency protocol: the loader never searches (`load::trust::deps`, `load::opener`)
+//! # The dependency protocol: the loader never searches (`trust::deps`, `registry::opener`)
 //!
 //! Under `Strict` the libraries a plugin needs are not left to the loader's search: imitating
 //! that search and then letting glibc search again would leave a door at every difference
@@ -337,7 +320,7 @@
 //! process maps, plus what it uses otherwise.
 //!
 //!
-//! # The parse cache: parsing not repeated for unchanged files (`load::parse_cache`)
+//! # The parse cache: parsing not repeated for unchanged files (`inspect::parse_cache`)
 //!
 //! What parsing a library file decided — the ELF structural check's verdict and the linkage
 //! the trust check resolves (a dependency's too: the resolver checks each one it opens), the
@@ -370,14 +353,14 @@
 //!   the trust check refuses any other) can make such a rewrite, and only where the key
 //!   misses it; a file installed by rename, as `dylease install` does, is never missed.
 //! - **Never cached: trust.** The walk of the file, its directories, its run paths and every
-//!   dependency runs at every load (`load::trust`), on what the linkage names, cached or
+//!   dependency runs at every load (`trust`), on what the linkage names, cached or
 //!   not. A failure to read the file (an I/O error) is not stored either. The cache answers
 //!   what an exact file contains, never whether another user may have chosen it.
 //!
 //! # Platform facts
 //!
 //! What the design rests on, measured on glibc (2.36) on Linux; the platform calls live in
-//! `load::sys`, one module per platform (the loader, the `openat` walk, the process's user
+//! `sys`, one module per platform (the loader, the `openat` walk, the process's user
 //! and rights).
 //!
 //! - **The loader decides what a path means.** glibc matches a `dlopen` by the name it was

@@ -3,13 +3,15 @@
 
 use std::time::Duration;
 
-use crate::RegisterError;
 use crate::error::Error;
 use crate::host::generations::Generations;
 use crate::host::plugin_host::{LoadConfig, PluginHost};
 use crate::host::policy::UnloadPolicy;
-use crate::load::{LoadPolicy, MAX_NAME_LEN, Source, StaticPlugin, StaticRegistrar, TrustPolicy};
+use crate::load::{LoadPolicy, Source, StaticPlugin};
+use crate::registrar::{MAX_NAME_LEN, StaticRegistrar};
 use crate::sync::Arc;
+use crate::trust::TrustPolicy;
+use dylease_plugin::RegisterError;
 
 impl PluginHost {
     /// Starts configuring a host.

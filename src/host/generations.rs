@@ -14,7 +14,7 @@
 
 use std::time::Instant;
 
-use crate::error::{Error, Waited};
+use crate::error::{Error, Waited, time_left};
 use crate::host::keeper::Keeper;
 use crate::host::policy::UnloadPolicy;
 use crate::host::reentry::inside_host;
@@ -23,8 +23,8 @@ use crate::host::stats::Recorder;
 use crate::host::thread_cache as cache;
 use crate::load::LoadedPlugins;
 // A wait lets go of the Python interpreter, which the thread waited for may need.
-use crate::load::sys::wait_detached;
 use crate::sync::{Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, WeakSlot};
+use crate::sys::wait_detached;
 
 /// How a new generation number is published: Release, after the slot's `Weak`, so that a
 /// thread that sees the number (Acquire, in its thread cache) finds the new set in the slot.
@@ -232,13 +232,7 @@ impl Generations {
         deadline: Option<Instant>,
         waited: Waited,
     ) -> Result<MutexGuard<'a, Life>, Error> {
-        let left = match deadline {
-            None => None,
-            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => Some(left),
-                _ => return Err(Error::TimedOut { waited }),
-            },
-        };
+        let left = time_left(deadline, || waited)?;
         let wait = || match left {
             None => self.changed.wait(life),
             Some(left) => self.changed.wait_timeout(life, left),

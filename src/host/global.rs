@@ -65,7 +65,7 @@ fn default_global(secure: bool) -> PluginHost {
 /// Whether this process runs with elevated rights given by its executable (set-user-ID,
 /// set-group-ID, file capabilities): the platform loader's `AT_SECURE`.
 fn secure_execution() -> bool {
-    crate::load::sys::imp::secure_execution()
+    crate::sys::imp::secure_execution()
 }
 
 #[cfg(test)]

@@ -150,7 +150,7 @@ impl Keeper {
         // Detached from the Python interpreter meanwhile: that unload may need the GIL (a
         // Python plugin's teardown), and the host may be dropped by a thread that holds it.
         while kept.dropping {
-            kept = crate::load::sys::wait_detached(|| self.changed.wait(kept), || self.kept.lock());
+            kept = crate::sys::wait_detached(|| self.changed.wait(kept), || self.kept.lock());
         }
         drop(kept);
         self.changed.notify_all();

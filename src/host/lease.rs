@@ -7,12 +7,12 @@ use core::ffi::c_void;
 use std::fmt;
 use std::ops::Deref;
 
-use crate::Interface;
-use crate::PassFn;
 use crate::error::{Error, LookupFailure};
 use crate::host::set::PluginSet;
 use crate::load::{Callable, PassInfo};
 use crate::sync::{Arc, Weak};
+use dylease_plugin::Interface;
+use dylease_plugin::PassFn;
 
 /// A share in a loaded [`PluginSet`]: while any lease of a set exists, its plugins stay
 /// loaded; when the last one is dropped, the set unloads before that drop returns.

@@ -1,3 +1,7 @@
+//! The host room: the public handles above the loading side. It may call every room below it
+//! (`load`, `registry`, `registrar`, `trust`, `inspect`, `log_scope`, `sys`, `sync`, and
+//! `error`), never `python`.
+//!
 //! The host: its configuration (`builder`; and `sources`, the public `unsafe fn`s: the
 //! builder methods that name code, and `init_global`), the host itself (`plugin_host`), its
 //! generations and the slot protocol (`generations`, with `thread_cache`), the host's own

@@ -11,8 +11,10 @@ use crate::host::lease::Lease;
 use crate::host::policy::UnloadPolicy;
 use crate::host::stats::Stats;
 use crate::host::watch::{self, Watch};
-use crate::load::{CatalogEntry, LoadPolicy, LoadedPlugins, Source, TrustPolicy, count};
+use crate::load::{CatalogEntry, LoadPolicy, LoadedPlugins, Source};
+use crate::log_scope::count;
 use crate::sync::{Arc, Weak};
+use crate::trust::TrustPolicy;
 
 /// A set of plugin sources and the slot through which their loaded set is shared.
 ///
@@ -206,7 +208,7 @@ impl PluginHost {
 
     /// Loads the sources under the host's policies ([`LoadConfig::load`]).
     pub(super) fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
-        crate::load::log_scope::with_host(self.generations.stats.name(), || self.config.load(deadline))
+        crate::log_scope::with_host(self.generations.stats.name(), || self.config.load(deadline))
     }
 
     /// Every plugin this host would load, with what its file declares (its [`Manifest`]),
@@ -349,7 +351,7 @@ fn reload_watched(config: &Weak<LoadConfig>, generations: &Weak<Generations>, ch
         return ControlFlow::Break(());
     };
     let name = generations.stats.name();
-    let load = |deadline| crate::load::log_scope::with_host(name, || config.load(deadline));
+    let load = |deadline| crate::log_scope::with_host(name, || config.load(deadline));
     match Generations::reload(&generations, None, load) {
         Ok(set) => log::info!(
             "[{name}] reloaded plugins after a change of `{}`: generation {}, {}",

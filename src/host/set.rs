@@ -142,11 +142,11 @@ impl PluginSet {
                 if already {
                     return Err(Error::Reentrant);
                 }
-                crate::load::log_scope::with_host(host.host_name(), || {
+                crate::log_scope::with_host(host.host_name(), || {
                     let registered = deferred.map(trust, deadline)?;
                     log::debug!(
                         "{}mapped {} on first use as `{}`",
-                        crate::load::log_scope::prefix(),
+                        crate::log_scope::prefix(),
                         registered.origin,
                         registered.name
                     );
@@ -188,7 +188,7 @@ impl Drop for PluginSet {
         // statistics' log event is inside the mark too, so a logger that acquires this host
         // gets `Error::Reentrant` instead of waiting for this very unload.
         inside_host(set.0.host.host_id(), |_| {
-            let pinned = crate::load::log_scope::with_host(set.0.host.host_name(), || set.0.contents.unload());
+            let pinned = crate::log_scope::with_host(set.0.host.host_name(), || set.0.contents.unload());
             set.0.host.record_unload(set.0, started.elapsed(), pinned);
         });
     }

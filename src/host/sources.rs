@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::host::builder::HostBuilder;
 use crate::load::Source;
 #[cfg(feature = "python")]
-use crate::load::python::source::PySource;
+use crate::load::python::discover::PySource;
 
 impl HostBuilder {
     /// Every plugin library directly in `dir` (not in subdirectories): regular files with the

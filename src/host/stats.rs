@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::host::policy::UnloadPolicy;
 use crate::host::set::PluginSet;
-use crate::load::count;
+use crate::log_scope::count;
 use crate::sync::Mutex;
 
 /// A snapshot of a host's statistics, from [`PluginHost::stats`](crate::PluginHost::stats).

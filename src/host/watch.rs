@@ -35,7 +35,8 @@ pub(crate) const STOP_WAIT: Duration = Duration::from_secs(2);
 use notify::{Event, EventKind, RecursiveMode, Watcher};
 
 use crate::error::Error;
-use crate::load::{Source, env_dirs, is_library_name};
+use crate::load::Source;
+use crate::trust::discover::{env_dirs, is_library_name};
 
 /// A host's watcher: notify's watcher, and the thread that reloads. Dropping it stops both.
 pub(crate) struct Watch {

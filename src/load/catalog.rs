@@ -4,10 +4,10 @@
 //! and no lease is taken.
 
 use crate::error::{Error, Origin};
-use crate::load::discover::{Planned, Source, plan};
-use crate::load::manifest::Manifest;
-use crate::load::pinning::Pinning;
-use crate::load::trust::{Checks, TrustPolicy, open_checked};
+use crate::inspect::manifest::Manifest;
+use crate::inspect::pinning::Pinning;
+use crate::load::plan::{Planned, Source, plan};
+use crate::trust::{Checks, TrustPolicy, open_checked};
 
 /// One plugin a host would load, as [`PluginHost::catalog`](crate::PluginHost::catalog)
 /// describes it without running any of its code.

@@ -23,7 +23,7 @@
 
 use std::time::Instant;
 
-use crate::error::{Error, Origin, Waited};
+use crate::error::{Error, Origin, Waited, time_left};
 use crate::sync::{Condvar, Mutex, ThreadId, current_thread};
 
 /// The default of [`HostBuilder::map_timeout`](crate::HostBuilder::map_timeout).
@@ -83,24 +83,14 @@ impl MapOnce {
                 State::Failed(cause) => return Err(failed(cause)),
                 State::Mapping(thread) if *thread == me => return Err(Error::Reentrant),
                 State::Mapping(_) => {
-                    let left = match deadline {
-                        None => None,
-                        Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                            Some(left) if !left.is_zero() => Some(left),
-                            _ => {
-                                return Err(Error::TimedOut {
-                                    waited: Waited::Mapping(plugin.clone()),
-                                });
-                            }
-                        },
-                    };
+                    let left = time_left(deadline, || Waited::Mapping(plugin.clone()))?;
                     let wait = || match left {
                         None => self.changed.wait(states),
                         Some(left) => self.changed.wait_timeout(states, left),
                     };
                     // Detached from the Python interpreter meanwhile, as every wait of
                     // dylease's (the mapping thread may need the GIL, to log say).
-                    states = crate::load::sys::wait_detached(wait, || self.states.lock());
+                    states = crate::sys::wait_detached(wait, || self.states.lock());
                 }
                 State::Unmapped => break,
             }
@@ -151,18 +141,18 @@ impl MapOnce {
 /// list): two threads' first uses of one on-demand plugin map it once, run its `on_load`
 /// once, both call the one callable, and the set's drop unloads it once. The mapping step is
 /// the model's (a static plugin's registration behind a counted `on_load`): files and the
-/// platform loader are the registry's models' (`load::registry`). With
+/// platform loader are the registry's models' (`registry`). With
 /// `--cfg dylease_broken_on_demand` (the guard skipped) it must fail (`loom-tests/run.sh`).
 #[cfg(all(test, loom))]
 mod loom_models {
     use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     use std::sync::Arc as StdArc;
 
-    use crate::Registrar;
     use crate::load::pipeline::Deferred;
     use crate::load::plugins::LoadedPlugins;
     use crate::load::static_plugin::StaticPlugin;
     use crate::sync::Arc;
+    use dylease_plugin::Registrar;
 
     fn seven() -> i32 {
         7

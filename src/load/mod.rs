@@ -1,61 +1,39 @@
-//! One load attempt: discovery, the trust check, the pipeline for each plugin, and the load
-//! policy that decides what a failure does.
+//! The load room: one load attempt. Its plan (`plan`), the pipeline each plugin goes through
+//! (`pipeline`), the loaded set's contents (`plugins`), the load policy that decides what a
+//! failure does (`policy`), on-demand mapping (`demand`), static plugins (`static_plugin`),
+//! Python plugins' loading side (`python`), and the dry run that judges every plugin without
+//! loading it (`catalog`). It may call every room below it: `registry`, `registrar`, `trust`,
+//! `inspect`, `log_scope`, `sys` and `sync` (and the shared `error`), never `host` or `python`.
 
 use std::time::Instant;
 
 use crate::error::{Error, Origin};
+use crate::log_scope::{self, count};
+use crate::trust::candidate::Candidate;
+use crate::trust::{self, TrustPolicy};
 
-pub(crate) mod candidate;
 mod catalog;
 pub(crate) mod demand;
-pub(crate) mod discover;
-pub(crate) mod log_scope;
-mod manifest;
-// The calls into a plugin, fenced here: opens its library (`sys::library`, on the word of
-// whoever named it through an `unsafe` builder method), calls its entry point,
-// `register_passes`, `on_load` and `on_unload`, and reads its descriptor.
-#[allow(unsafe_code)]
-mod opener;
-// Stores nothing where there are no ELF checks (only `set_enabled` is reached there).
-#[cfg_attr(not(all(unix, not(target_vendor = "apple"))), allow(dead_code))]
-pub(crate) mod parse_cache;
-mod pinning;
 pub(crate) mod pipeline;
+pub(crate) mod plan;
 mod plugins;
 mod policy;
 #[cfg(feature = "python")]
 pub(crate) mod python;
-mod registrar;
-mod registry;
 pub(crate) mod static_plugin;
-// The platform layer: every call into the platform loader and the C library, behind small
-// wrappers with `# Safety` contracts (see its module documentation).
-#[allow(unsafe_code)]
-pub(crate) mod sys;
-pub(crate) mod teardown;
-mod trust;
 
 pub use catalog::CatalogEntry;
 pub(crate) use catalog::catalog;
-pub(crate) use discover::Source;
-pub use discover::plugin_files_in;
-#[cfg(feature = "watch")]
-pub(crate) use discover::{env_dirs, is_library_name};
-pub(crate) use log_scope::count;
-pub use manifest::{DeclaredPass, Manifest};
-pub use pinning::{PinCause, Pinning};
+pub(crate) use plan::Source;
+pub use plan::plugin_files_in;
 pub(crate) use plugins::Callable;
 pub(crate) use plugins::LoadedPlugins;
 pub use plugins::{PassInfo, PluginInfo};
 pub use policy::{LoadFailure, LoadPolicy};
-pub(crate) use registrar::MAX_NAME_LEN;
-pub use registrar::StaticRegistrar;
 pub(crate) use static_plugin::StaticPlugin;
-pub use trust::TrustPolicy;
 
-use candidate::Candidate;
-use discover::{Planned, plan};
 use pipeline::{Judged, Registered, Verified};
+use plan::{Planned, plan};
 
 /// Loads every plugin of `sources`. Under [`LoadPolicy::Strict`] the first failure closes
 /// everything opened so far and is returned; under [`LoadPolicy::SkipFailed`] a failed plugin
@@ -187,7 +165,7 @@ enum Step<'host> {
     File(Candidate),
     Static(&'host StaticPlugin),
     #[cfg(feature = "python")]
-    Python(crate::load::python::source::PyCandidate),
+    Python(crate::load::python::discover::PyCandidate),
 }
 
 impl Step<'_> {

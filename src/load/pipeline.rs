@@ -4,27 +4,27 @@
 //! is checked, and only a `Registered` plugin can enter a set. Opening goes through the
 //! process-wide [registry](super::registry): a `Verified` plugin holds a shared
 //! [`LibraryInstance`], opened and checked once for the whole process (the [`Dlopen`]
-//! opener's `start`, which is where the descriptor is checked: `load::opener`). Every failure
+//! opener's `start`, which is where the descriptor is checked: `registry::opener`). Every failure
 //! drops what the step held: an instance whose last holder goes out of scope unloads
-//! (`load::teardown`). Plugins compiled into the host skip the first two states
+//! (`registry::teardown`). Plugins compiled into the host skip the first two states
 //! (`load::static_plugin`). The call of the plugin's `register_passes` is the descriptor's
-//! (`load::opener`), whose functions only it can reach.
+//! (`registry::opener`), whose functions only it can reach.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::error::{Error, OpenCause, Origin};
-use crate::load::candidate::{Candidate, FileId, Identity};
-use crate::load::manifest::Manifest;
-use crate::load::opener::{Dlopen, library_instance};
-use crate::load::parse_cache;
-use crate::load::pinning::Pinning;
-use crate::load::registrar::{Collected, Finished, StaticRegistrar};
-use crate::load::registry::{FileRef, LibraryInstance};
-use crate::load::sys::file_id;
-use crate::load::teardown::{Teardown, teardown_all};
-use crate::load::trust::{Checks, REPLACEMENTS, TrustPolicy, open_checked};
+use crate::inspect::manifest::Manifest;
+use crate::inspect::parse_cache;
+use crate::inspect::pinning::Pinning;
+use crate::registrar::{Collected, Finished, StaticRegistrar};
+use crate::registry::opener::{Dlopen, library_instance};
+use crate::registry::teardown::{Teardown, teardown_all};
+use crate::registry::{FileRef, LibraryInstance};
 use crate::sync::Arc;
+use crate::sys::file_id;
+use crate::trust::candidate::{Candidate, FileId, Identity};
+use crate::trust::{Checks, REPLACEMENTS, TrustPolicy, open_checked};
 
 /// A plugin file whose library instance is open and whose descriptor passed every check.
 #[derive(Debug)]
@@ -107,7 +107,7 @@ impl Candidate {
                 deadline,
             };
             if !checks.not_forked {
-                crate::load::opener::not_forked()?;
+                crate::registry::opener::not_forked()?;
                 checks.not_forked = true;
             }
             match library_instance(file, deadline) {
@@ -226,13 +226,13 @@ impl Candidate {
         let pinning = parsed.pinning.known()?;
         log::trace!(
             "{}judged `{}` by its status from the parse cache, not opened",
-            crate::load::log_scope::prefix(),
+            crate::log_scope::prefix(),
             self.path.display()
         );
         Some(manifest.gate(&self.path).map(|()| Deferred {
             path: std::mem::take(&mut self.path),
             resolved: std::mem::take(&mut self.resolved),
-            identity: crate::load::sys::checked_identity(id),
+            identity: crate::sys::checked_identity(id),
             checked: Some(id),
             status: Some(key),
             manifest,
@@ -250,17 +250,17 @@ impl Deferred {
         Deferred {
             resolved: path.clone(),
             path,
-            identity: crate::load::sys::FileId { dev: 1, ino: 1 },
+            identity: crate::sys::FileId { dev: 1, ino: 1 },
             checked: None,
             status: None,
             manifest: Arc::new(Manifest {
-                abi_version: Some(crate::abi::DYLEASE_ABI_VERSION),
+                abi_version: Some(dylease_plugin::abi::DYLEASE_ABI_VERSION),
                 name: name.to_owned(),
                 version: String::new(),
                 complete: true,
                 passes: passes
                     .iter()
-                    .map(|pass| crate::load::manifest::DeclaredPass::new(*pass, None))
+                    .map(|pass| crate::inspect::manifest::DeclaredPass::new(*pass, None))
                     .collect(),
             }),
             pinning: Pinning::default(),
@@ -290,7 +290,7 @@ impl Deferred {
         let mut checks = Checks::default();
         if let Err(refused) = checks.check(trust, &mut candidate) {
             // A file gone since is that, not a failure of its trust.
-            let gone = std::fs::symlink_metadata(&self.resolved).is_err_and(|e| crate::load::sys::is_replacement(&e));
+            let gone = std::fs::symlink_metadata(&self.resolved).is_err_and(|e| crate::sys::is_replacement(&e));
             return Err(if gone {
                 candidate.replaced_since_acquire()
             } else {

@@ -5,16 +5,16 @@ use std::collections::HashMap;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::abi::dylease_fn;
 use crate::error::{Error, Origin};
+use crate::inspect::pinning::Pinning;
 use crate::load::demand::MapOnce;
-use crate::load::pinning::Pinning;
 use crate::load::pipeline::{Deferred, Registered};
 use crate::load::policy::LoadFailure;
-use crate::load::registrar::UserData;
-use crate::load::teardown::{Teardown, teardown_all};
-use crate::load::trust::TrustPolicy;
+use crate::registrar::UserData;
+use crate::registry::teardown::{Teardown, teardown_all};
 use crate::sync::{AtomicBool, Mutex, OnceSlot, Ordering};
+use crate::trust::TrustPolicy;
+use dylease_plugin::abi::dylease_fn;
 
 /// One plugin of a set, as seen through a lease: loaded, or (in an on-demand set) declared by
 /// its manifest and mapped on first use ([`PluginInfo::is_mapped`]).
@@ -112,11 +112,11 @@ pub(crate) struct Callable {
     pub(crate) user_data: UserData,
     /// A Python pass's callable (`load::python`); then `func` is a placeholder.
     #[cfg(feature = "python")]
-    pub(crate) python: Option<crate::load::python::callable::PyCallable>,
+    pub(crate) python: Option<crate::registrar::python::PyCallable>,
 }
 
 impl Callable {
-    fn of(pass: crate::load::registrar::Collected) -> (Box<str>, Option<Box<str>>, Callable) {
+    fn of(pass: crate::registrar::Collected) -> (Box<str>, Option<Box<str>>, Callable) {
         (
             pass.name,
             pass.interface,
@@ -375,7 +375,7 @@ impl LoadedPlugins {
             if let Some(interface) = &pass.interface {
                 // Python passes are listed apart (`Lease::py_passes_of`).
                 #[cfg(feature = "python")]
-                let interface = &crate::load::python::callable::index_key(interface, pass.is_python());
+                let interface = &crate::registrar::python::index_key(interface, pass.is_python());
                 by_interface.entry(interface.clone()).or_default().push(at);
             }
         }

@@ -3,12 +3,12 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::RegisterError;
 use crate::error::{Error, Origin, panic_text};
-use crate::load::pinning::Pinning;
+use crate::inspect::pinning::Pinning;
 use crate::load::pipeline::Registered;
-use crate::load::registrar::{Finished, StaticRegistrar};
-use crate::load::teardown::{Teardown, teardown_all};
+use crate::registrar::{Finished, StaticRegistrar};
+use crate::registry::teardown::{Teardown, teardown_all};
+use dylease_plugin::RegisterError;
 
 /// A static plugin's register function.
 pub(crate) type RegisterFn = Box<dyn Fn(&mut StaticRegistrar) -> Result<(), RegisterError> + Send + Sync>;

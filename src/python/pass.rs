@@ -173,7 +173,7 @@ impl Lease {
     /// ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand)) included, so unlike
     /// `passes_of` this maps nothing and cannot fail.
     pub fn py_passes_of<I: PyInterface>(&self) -> impl ExactSizeIterator<Item = PyPass<'_, I>> + '_ {
-        self.passes_of_interface(&crate::load::python::callable::index_key(I::ID, true))
+        self.passes_of_interface(&crate::registrar::python::index_key(I::ID, true))
             .iter()
             .map(move |&index| PyPass {
                 index,

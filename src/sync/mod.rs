@@ -1,3 +1,6 @@
+//! The sync room, the lowest but for `error`: the synchronisation shim. It may call nothing of
+//! the crate but the shared `error`.
+//!
 //! The synchronisation shim: every `Arc`, `Weak`, lock, condition variable, atomic, the host
 //! slot and the thread-locals of the crate's protocols come from here, and no protocol code
 //! names `std::sync`, `arc_swap` or loom. (The file watcher, `host::watch`, which no loom

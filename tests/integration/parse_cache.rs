@@ -17,7 +17,7 @@ use log::Level;
 use crate::logger;
 use crate::support::{TestDir, assert_unloaded};
 
-/// Longer than the cache's racy window (`load::parse_cache::RACY_WINDOW`, 2.1 s): a file last
+/// Longer than the cache's racy window (`inspect::parse_cache::RACY_WINDOW`, 2.1 s): a file last
 /// changed this long ago is cached on its next load.
 const SETTLE: Duration = Duration::from_millis(2300);
 

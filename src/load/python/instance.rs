@@ -8,7 +8,7 @@
 //! `on_unload`), and a changed one is a new instance beside the draining old one. The
 //! registry's rules hold as for libraries: an instance is not executed again while the
 //! previous instance of the same key is being torn down (I1), and no plugin code runs under
-//! its lock (I4); its waits give the GIL up (see `load::sys::wait_detached`).
+//! its lock (I4); its waits give the GIL up (see `sys::wait_detached`).
 //!
 //! The opener is handed the sources through [`STAGED`], a slot of the loading thread that
 //! [`instance`] fills just before it asks the registry: `open` runs on the calling thread,
@@ -23,10 +23,10 @@ use pyo3::prelude::*;
 use pyo3::types::PyModule;
 
 use crate::error::{Error, Origin};
-use crate::load::candidate::Identity;
 use crate::load::python::interpreter::{attach, helpers, plugin_failed};
-use crate::load::registry::{FileRef, LibraryInstance, Opener, Registry};
+use crate::registry::{FileRef, LibraryInstance, Opener, Registry};
 use crate::sync::Arc;
+use crate::trust::candidate::Identity;
 
 crate::sync::lazy_static! {
     /// The process-wide registry of Python instances.
@@ -211,7 +211,7 @@ impl Opener for PyOpener {
                 if let Err(error) = on_unload {
                     log::error!(
                         "{}on_unload of {} raised {}",
-                        crate::load::log_scope::prefix(),
+                        crate::log_scope::prefix(),
                         library.origin,
                         crate::load::python::interpreter::describe(py, &error)
                     );
@@ -240,7 +240,7 @@ impl Opener for PyOpener {
                 "{}{} stays in memory after its unload: its module {} is still referenced from outside \
                  the plugin (a global of another module, a thread it started, a callback it registered \
                  elsewhere); its code and data stay until that reference goes",
-                crate::load::log_scope::prefix(),
+                crate::log_scope::prefix(),
                 closing.origin,
                 survivors.join(", ")
             );
@@ -263,7 +263,7 @@ pub(crate) fn key(identity: &Identity, staged: &Staged) -> Identity {
 
 #[cfg(unix)]
 fn combine(_: &Identity, root: u64, sources: u64) -> Identity {
-    crate::load::sys::FileId {
+    crate::sys::FileId {
         dev: root,
         ino: sources,
     }

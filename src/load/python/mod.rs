@@ -4,7 +4,7 @@
 //!
 //! A Python plugin is a `.py` file or a package. Its **instance** is one execution of its
 //! module, shared process-wide as a library instance is: `instance` runs it through the same
-//! registry (`load::registry`, generic over its `Opener`) with `instance::PyOpener` in the
+//! registry (`registry`, generic over its `Opener`) with `instance::PyOpener` in the
 //! platform loader's place, so the invariants of `docs::sharing` hold by the same code: one
 //! instance of an unchanged plugin at a time (I1), whose `on_load` and `on_unload` run once
 //! (I7), and no plugin code under the registry's lock (I4). The registry's key is the plugin's
@@ -14,7 +14,7 @@
 //! Each instance lives under a private module name, `_dylease.<n>` (a package's submodules
 //! below it), never its bare name and never on `sys.path`, so nothing is cached under a name
 //! another load would find: every file is executed afresh for a new instance. Its sources are
-//! read from the descriptors the trust check looked at (`source`) and compiled from memory
+//! read from the descriptors the trust check looked at (`read`) and compiled from memory
 //! (`compile(src, path, "exec")`), so no `__pycache__` is read or written. The host's side
 //! of this, run inside the interpreter, is `bootstrap.py`. Its messages speak of the plugin,
 //! not of that machinery: an exception's location is the innermost frame of the plugin's own
@@ -26,16 +26,18 @@
 //! its function pointer is a placeholder that does nothing, and the native lookups refuse it:
 //! [`Lease::get`](crate::Lease::get) names it a Python pass, and
 //! [`Lease::passes_of`](crate::Lease::passes_of) does not list it, because the index keys
-//! Python passes apart (`callable::index_key`). Calling one through the `unsafe`
+//! Python passes apart (`registrar::python::index_key`). Calling one through the `unsafe`
 //! [`Lease::pass`](crate::Lease::pass) breaks that function's contract (a Python pass has no
 //! native signature).
 //!
 //! The interpreter (`interpreter`) is the process's if it has one, and otherwise started
 //! once; dylease never finalises it. Every wait on dylease's own locks gives the GIL up
-//! (`load::sys::wait_detached`), so a pass that calls `acquire()` does not deadlock with a
+//! (`sys::wait_detached`), so a pass that calls `acquire()` does not deadlock with a
 //! thread that loads Python plugins of the same host.
 
-pub(crate) mod callable;
+mod check;
+pub(crate) mod discover;
 mod instance;
 pub(crate) mod interpreter;
-pub(crate) mod source;
+mod read;
+mod register;

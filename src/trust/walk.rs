@@ -1,11 +1,11 @@
 //! The walk of the trust check: one path, component by component, on descriptors of the
-//! directories it passes (the system calls are `load::sys::walk`'s), and what it found wrong,
+//! directories it passes (the system calls are `sys::walk`'s), and what it found wrong,
 //! as a message.
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::load::candidate::FileId;
-use crate::load::sys::walk as sys;
+use crate::sys::walk as sys;
+use crate::trust::candidate::FileId;
 
 /// How many symlinks one path may traverse, as Linux allows (`ELOOP` beyond).
 pub(super) const MAX_LINKS: u32 = 40;

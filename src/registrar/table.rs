@@ -6,8 +6,8 @@
 use core::ffi::c_void;
 use std::collections::HashSet;
 
-use crate::abi::dylease_fn;
 use crate::error::{Error, Origin};
+use dylease_plugin::abi::dylease_fn;
 
 /// An opaque pointer a plugin attaches to a pass, handed back by
 /// [`Pass::user_data`](crate::Pass::user_data).
@@ -33,7 +33,7 @@ pub(crate) struct Collected {
     pub(crate) user_data: UserData,
     /// A Python pass's callable (then `func` is a placeholder).
     #[cfg(feature = "python")]
-    pub(crate) python: Option<crate::load::python::callable::PyCallable>,
+    pub(crate) python: Option<crate::registrar::python::PyCallable>,
 }
 
 pub(crate) type UnloadHook = Box<dyn FnOnce() + Send + 'static>;

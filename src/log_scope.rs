@@ -1,7 +1,8 @@
-//! The name of the host on whose behalf this thread is loading or unloading plugins, so that
-//! every log line about it says which host it is about (two hosts over one directory otherwise
-//! log identical lines). The host layer sets it around its loads and unloads; this layer only
-//! reads it.
+//! The log scope room: the name of the host on whose behalf this thread is loading or
+//! unloading plugins, so that every log line about it says which host it is about (two hosts
+//! over one directory otherwise log identical lines), and the warnings said once. It may call
+//! `sync`, nothing else of the crate. The host room sets the name around its loads and
+//! unloads; the rooms below it only read it.
 
 use std::cell::RefCell;
 

@@ -20,9 +20,9 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::abi::DYLEASE_ENTRY_SYMBOL;
 use crate::error::Origin;
 use crate::sync::Mutex;
+use dylease_plugin::abi::DYLEASE_ENTRY_SYMBOL;
 
 /// One reason the platform may keep a plugin's library mapped after its last lease; see
 /// [`Pinning`].
@@ -105,7 +105,7 @@ impl fmt::Display for PinCause {
                 f,
                 "it exports {} besides `{DYLEASE_ENTRY_SYMBOL}`, e.g. `{example}`: a library the process \
                  never unloads may bind to them and keep it mapped",
-                crate::load::log_scope::count(*count, "other symbol", "other symbols"),
+                crate::log_scope::count(*count, "other symbol", "other symbols"),
             ),
         }
     }
@@ -149,7 +149,7 @@ impl Pinning {
     }
 
     /// Reads the prediction from `elf`, a library that passed the ELF check (`Opened::pinning`
-    /// asks once per file status: `load::parse_cache`), as the loader sees it: through its
+    /// asks once per file status: `inspect::parse_cache`), as the loader sees it: through its
     /// dynamic section (`dylease_elf::Elf::pins`), not its section headers, which the loader
     /// never reads and a file may lack. A file whose facts cannot be read has no causes: the
     /// prediction is only advice, and the loader judges the file.
@@ -197,7 +197,7 @@ crate::sync::lazy_static! {
 
 #[derive(Default)]
 struct Reported {
-    mappings: HashSet<crate::load::sys::Identity>,
+    mappings: HashSet<crate::sys::Identity>,
     files: HashSet<String>,
 }
 
@@ -211,7 +211,7 @@ struct Reported {
 pub(crate) fn after_unload(
     origin: &Origin,
     predicted: &Pinning,
-    mapping: &crate::load::sys::Identity,
+    mapping: &crate::sys::Identity,
     still_loaded: Option<bool>,
 ) -> bool {
     match still_loaded {
@@ -220,7 +220,7 @@ pub(crate) fn after_unload(
             if predicted.expected() {
                 log::debug!(
                     "{}{origin} unloaded, although it was expected to stay mapped",
-                    crate::load::log_scope::prefix()
+                    crate::log_scope::prefix()
                 );
             }
             let mut reported = REPORTED.lock();
@@ -233,7 +233,7 @@ pub(crate) fn after_unload(
         }
         Some(true) => {
             let file = origin.to_string();
-            let prefix = crate::load::log_scope::prefix();
+            let prefix = crate::log_scope::prefix();
             let (counted, warned) = {
                 let mut reported = REPORTED.lock();
                 // `Identity` is `Copy` on Unix and a path elsewhere: one spelling for both.
@@ -333,7 +333,7 @@ mod tests {
         let path = "/pinning-unit-test/libforgotten.so";
         let origin = Origin::File(path.into());
         // An identity no real file of the other tests has.
-        let mapping = crate::load::sys::FileId {
+        let mapping = crate::sys::FileId {
             dev: u64::MAX - 17,
             ino: 17,
         };

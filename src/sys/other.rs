@@ -5,7 +5,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use super::FileId;
+use crate::sys::id::FileId;
 
 #[derive(Debug, Default)]
 pub(crate) struct Names;

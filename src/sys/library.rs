@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::{Identity, imp};
-use crate::abi::{DYLEASE_ENTRY_SYMBOL, dylease_plugin_v1_fn};
+use dylease_plugin::abi::{DYLEASE_ENTRY_SYMBOL, dylease_plugin_v1_fn};
 
 /// The checked file a library is opened from: the descriptor the trust and ELF checks read,
 /// and where it was found.
@@ -28,7 +28,7 @@ pub(crate) struct Checked<'a> {
     /// Whether the trust check is on (`TrustPolicy::Strict`).
     pub(crate) strict: bool,
     /// Whether `resolved` may name a symlink to the file (a dependency, given to the loader
-    /// by the name it was found under: see `load::opener`); then `origin` must be set.
+    /// by the name it was found under: see `registry::opener`); then `origin` must be set.
     pub(crate) follow: bool,
 }
 
@@ -38,7 +38,7 @@ pub(crate) struct Library {
     inner: Option<libloading::Library>,
     /// The loader's handle: what identifies the mapping (on glibc, its `link_map`).
     handle: usize,
-    /// The descriptors whose names the loader recorded for the mapping (see `load::sys`): each
+    /// The descriptors whose names the loader recorded for the mapping (see `sys`): each
     /// stays open while the mapping lives, for ever if the platform keeps it. Handed to the
     /// [`Closed`] the close returns.
     names: Option<imp::Names>,
@@ -362,7 +362,7 @@ mod tests {
         other: PathBuf,
         other_inode: u64,
         checked: File,
-        identity: crate::load::sys::FileId,
+        identity: crate::sys::FileId,
     }
 
     fn pair(test: &str) -> Pair {
@@ -377,7 +377,7 @@ mod tests {
         compile("ctor.c", &other, other_args);
         let other_inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&other).unwrap());
         let checked = File::open(&checked_path).unwrap();
-        let identity = crate::load::sys::file_id(&checked.metadata().unwrap()).unwrap();
+        let identity = crate::sys::file_id(&checked.metadata().unwrap()).unwrap();
         Pair {
             dir,
             checked_path,

@@ -1,6 +1,6 @@
 //! The system calls of the walk: `openat`, `fstat`, `fstatat` and `readlinkat` on
 //! descriptors, so that each step looks at exactly the inode the previous one led to.
-//! The trust check (`load::trust`) walks a path with them (Unix), and a Python package is
+//! The trust check (`trust`) walks a path with them (Unix), and a Python package is
 //! read through one descriptor of its directory ([`Tree`]).
 
 use std::ffi::{CString, OsStr, OsString};
@@ -11,7 +11,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 use std::path::PathBuf;
 
-use crate::load::sys::FileId;
+use crate::sys::FileId;
 
 /// Opens a directory only to walk through it and `fstat` it: no read permission needed.
 #[cfg(any(target_os = "linux", target_os = "android"))]

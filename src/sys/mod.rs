@@ -1,21 +1,25 @@
-//! The platform layer: every call into the platform loader and the C library that the
-//! loading side makes, one module per platform behind one alias, `imp` (as libloading's
-//! `os::unix` and `os::windows`). The rest of the crate calls these functions and keeps no
-//! `cfg` of its own for them; the `unsafe` of the FFI sits here (the module allows it on its
-//! declaration, in `load`).
+//! The sys room, the platform layer: every call into the platform loader, the C library and
+//! CPython that the crate makes, one module per platform behind one alias, `imp` (as
+//! libloading's `os::unix` and `os::windows`). It may call `sync` (and the shared `error`),
+//! nothing else of the crate. The rest of the crate calls these functions and keeps no `cfg`
+//! of its own for them; the `unsafe` of the FFI sits here (the module allows it on its
+//! declaration, in the crate root).
 //!
+//! - `id`: [`FileId`], a file's (dev, ino).
 //! - `library`: an open plugin library over `imp`: `Library::open` (`dlopen`), its entry
 //!   point (`dlsym`) and `close` (`dlclose`).
-//! - `linux`: the loader is given the checked descriptor (`/proc/self/fd/N`: I9 and "The
-//!   identity guarantee" in `docs::internals`), asked where it mapped a library (its
-//!   `link_map`), which object a refused symbol lies in (`dladdr1`) and whether a closed
-//!   library stayed (`dl_iterate_phdr`); `geteuid`, `getauxval`.
+//! - `linux`, one file per job: `loader`, the loader is given the checked descriptor
+//!   (`/proc/self/fd/N`: I9 and "The identity guarantee" in `docs::internals`), asked where
+//!   it mapped a library (its `link_map`), which object a refused symbol lies in (`dladdr1`)
+//!   and whether a closed library stayed (`dl_iterate_phdr`); `rights`, `geteuid` and
+//!   `getauxval`; `identity`, a file's (dev, ino) and opening without following a symlink.
 //! - `other`: every other platform: the loader is given the file's path, and what the
 //!   platform cannot tell is `None`.
 //! - `walk`: the `openat` walk of the trust check, on Unix.
 //! - `python` (the `python` feature): detaching a thread from CPython's interpreter while
 //!   dylease waits.
 
+mod id;
 pub(crate) mod library;
 #[cfg(target_os = "linux")]
 pub(crate) mod linux;
@@ -31,6 +35,7 @@ pub(crate) mod python;
 #[cfg(unix)]
 pub(crate) mod walk;
 
+pub(crate) use id::FileId;
 pub(crate) use imp::{Identity, checked_identity, file_id, identity, is_replacement, no_follow};
 
 /// Every wait of dylease on one of its condition variables: `wait` (which releases the lock,
@@ -46,14 +51,4 @@ pub(crate) fn wait_detached<G>(wait: impl FnOnce() -> G, lock: impl FnOnce() -> 
         let _ = lock;
         wait()
     }
-}
-
-/// A file as the platform tells files apart: its device and inode. The crate's one spelling
-/// of (dev, ino): what the trust check passed, what the registry finds an instance by (I9,
-/// `docs::internals`), what makes two paths one plugin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(not(unix), allow(dead_code))]
-pub(crate) struct FileId {
-    pub(crate) dev: u64,
-    pub(crate) ino: u64,
 }

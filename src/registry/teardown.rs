@@ -5,12 +5,12 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::{Origin, panic_text};
-use crate::load::opener::Dlopen;
-use crate::load::pinning::Pinning;
-use crate::load::registrar::UnloadHook;
-use crate::load::registry::LibraryInstance;
-use crate::load::sys::library::Unmapped;
+use crate::inspect::pinning::Pinning;
+use crate::registrar::UnloadHook;
+use crate::registry::LibraryInstance;
+use crate::registry::opener::Dlopen;
 use crate::sync::Arc;
+use crate::sys::library::Unmapped;
 
 /// What unloading one plugin takes: its unload code, then closing its library.
 pub(crate) struct Teardown {
@@ -61,7 +61,7 @@ impl Teardown {
 /// Then, with every handle closed (one plugin's library may hold another's), each library
 /// this teardown closed is looked for by its own checked descriptor, before anything maps its
 /// file again: one the platform kept loaded is logged as a warning, the first time its mapping
-/// is seen kept (see [`after_unload`](crate::load::pinning::after_unload)). Returns how many
+/// is seen kept (see [`after_unload`](crate::inspect::pinning::after_unload)). Returns how many
 /// were kept and not reported before.
 pub(crate) fn teardown_all(plugins: Vec<Teardown>) -> usize {
     let mut instances = Vec::with_capacity(plugins.len());
@@ -76,7 +76,7 @@ pub(crate) fn teardown_all(plugins: Vec<Teardown>) -> usize {
             if let Err(panic) = catch_unwind(AssertUnwindSafe(hook)) {
                 log::error!(
                     "{}unload hook of {origin} panicked: {}",
-                    crate::load::log_scope::prefix(),
+                    crate::log_scope::prefix(),
                     panic_text(&*panic)
                 );
             }
@@ -101,7 +101,7 @@ pub(crate) fn teardown_all(plugins: Vec<Teardown>) -> usize {
         };
         // Warned about and counted once per kept mapping (one per file: a later load of a
         // kept file shares it), with the causes its file shows.
-        if crate::load::pinning::after_unload(&origin, &pinning, &file, kept) {
+        if crate::inspect::pinning::after_unload(&origin, &pinning, &file, kept) {
             pinned += 1;
         }
     }

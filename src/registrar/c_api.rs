@@ -6,10 +6,10 @@ use core::ffi::{c_char, c_void};
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::abi::{dylease_fn, dylease_host_api, dylease_host_api_abi1, dylease_registrar};
-use crate::load::registrar::table::{
+use crate::registrar::table::{
     INTERFACE_TOO_LONG, MAX_NAME_LEN, MAX_REPORT_LEN, NAME_TOO_LONG, Refusal, Table, UserData, shortened,
 };
+use dylease_plugin::abi::{dylease_fn, dylease_host_api, dylease_host_api_abi1, dylease_registrar};
 
 /// The bytes of a NUL-terminated string, reading at most `max + 1` of them: `None` if the
 /// string is longer than `max` bytes. Never reads past the terminating NUL, so an absurdly

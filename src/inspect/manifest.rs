@@ -10,8 +10,8 @@ use std::path::Path;
 
 pub use dylease_elf::DeclaredPass;
 
-use crate::abi::{DYLEASE_ABI_VERSION, DYLEASE_OLDEST_ABI_VERSION};
 use crate::error::{Error, Origin};
+use dylease_plugin::abi::{DYLEASE_ABI_VERSION, DYLEASE_OLDEST_ABI_VERSION};
 
 /// A plugin's manifest: what its file declares, read without running any of its code.
 ///

@@ -7,7 +7,7 @@
 //! DT_FILTER, in glibc's order of directories — and every library found in a run path is
 //! opened once, checked on that descriptor (owner, mode, every directory on the way, ELF
 //! structure, its soname) and handed to the load, which maps it by that descriptor before the
-//! plugin, dependencies first (`load::opener`). What is left to glibc's own search is
+//! plugin, dependencies first (`registry::opener`). What is left to glibc's own search is
 //! what dylease does not judge: names found through `LD_LIBRARY_PATH` and the system's
 //! libraries (names found in no run path). glibc still tries every run-path directory (and
 //! the `glibc-hwcaps` and legacy subdirectories below it) for those first, so each such
@@ -30,8 +30,8 @@ use dylease_elf::Linkage;
 
 use super::walk::{Issue, Problem, Subject, Walk};
 use super::{Checks, sys};
-use crate::load::candidate::{Dependency, FileId, Opened};
 use crate::sync::Arc;
+use crate::trust::candidate::{Dependency, FileId, Opened};
 
 /// How many libraries one plugin's closure may hold. More is refused (not cut short): a
 /// closure the check did not finish is one it cannot vouch for.
@@ -150,7 +150,7 @@ impl Checks {
     /// map before it, dependencies first. `Err` with the reason under which the plugin is
     /// refused.
     pub(crate) fn resolve(&mut self, resolved: &Path, linkage: &Linkage) -> Result<Vec<Dependency>, String> {
-        let library_path = if crate::load::sys::imp::secure_execution() {
+        let library_path = if crate::sys::imp::secure_execution() {
             Vec::new()
         } else {
             // As glibc reads it (`_dl_init_paths`): entries split at `:` and `;`, an empty
@@ -185,7 +185,7 @@ impl Checks {
     }
 
     fn walk(&mut self) -> Walk<'_> {
-        let euid = *self.euid.get_or_insert_with(crate::load::sys::imp::effective_uid);
+        let euid = *self.euid.get_or_insert_with(crate::sys::imp::effective_uid);
         Walk {
             passed: &mut self.passed,
             euid,
@@ -464,7 +464,7 @@ impl Resolver<'_> {
             self.answers.insert(name.to_vec(), Answer::Loader);
             return Ok(());
         };
-        if !crate::load::sys::imp::MATCHES_SONAME {
+        if !crate::sys::imp::MATCHES_SONAME {
             return Err(refusal(
                 object.path,
                 what,
@@ -542,18 +542,18 @@ impl Resolver<'_> {
             .map_err(|problem| cause(&problem))?;
         let mut options = std::fs::OpenOptions::new();
         options.read(true);
-        crate::load::sys::no_follow(&mut options);
+        crate::sys::no_follow(&mut options);
         let file = options.open(&resolved).map_err(|e| {
             format!(
                 "cannot open `{}`: {e}{}",
                 resolved.display(),
-                crate::load::sys::library::descriptor_hint(&e)
+                crate::sys::library::descriptor_hint(&e)
             )
         })?;
         let metadata = file
             .metadata()
             .map_err(|e| format!("cannot read the status of `{}`: {e}", resolved.display()))?;
-        if crate::load::sys::file_id(&metadata) != Some(id) {
+        if crate::sys::file_id(&metadata) != Some(id) {
             return Err(format!(
                 "`{}` was replaced while it was checked; try again once its installation is done",
                 resolved.display()

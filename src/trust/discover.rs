@@ -1,111 +1,20 @@
-//! Discovery: turns a host's sources into the ordered list of plugins one load will try.
+//! Discovery: the plugin files of a directory, a file source or an environment variable, each
+//! as a [`Candidate`] with what makes it the same library as another (`load::plan` orders them
+//! into one load's plan).
 
-use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::load::candidate::{Candidate, Identity};
-use crate::load::parse_cache;
-use crate::load::static_plugin::StaticPlugin;
-use crate::load::sys::identity;
-
-/// Where a host finds plugins, in the order given to the builder.
-#[derive(Debug)]
-pub(crate) enum Source {
-    /// Every library in a directory (not recursive).
-    Dir(PathBuf),
-    /// One library file.
-    File(PathBuf),
-    /// Directories listed in an environment variable, read at each load.
-    Env(OsString),
-    /// A plugin compiled into the host.
-    Static(StaticPlugin),
-    /// Python plugins (`load::python`): planned after every other source.
-    #[cfg(feature = "python")]
-    Python(crate::load::python::source::PySource),
-}
-
-/// One step of a load plan.
-#[derive(Debug)]
-pub(crate) enum Planned<'host> {
-    File(Candidate),
-    Static(&'host StaticPlugin),
-    /// A Python plugin (`load::python`).
-    #[cfg(feature = "python")]
-    Python(crate::load::python::source::PyCandidate),
-    /// A plugin file that discovery could not use (a dangling symlink, a symlink loop, a
-    /// missing file source): a failure of that one plugin, which a load policy may skip.
-    Unusable {
-        path: PathBuf,
-        error: Error,
-    },
-}
+use crate::inspect::parse_cache;
+use crate::sys::identity;
+use crate::trust::candidate::{Candidate, Identity};
 
 /// A file discovery found (as found, resolved, and what makes it the same library as
 /// another), or the file and why it cannot be used.
-type Found = Result<(Candidate, Identity), (PathBuf, Error)>;
-
-/// Lists the plugins of `sources` in load order: sources in the order given, each
-/// directory's libraries in byte order of file name. A file reached twice (through a
-/// symlink, or listed twice) is planned once, where it first appears.
-///
-/// A directory that cannot be listed (missing, not a directory) and a single file that
-/// cannot be used are planned as [`Planned::Unusable`], a failure a load policy may skip; an
-/// environment variable that lists a relative directory fails the whole plan.
-pub(crate) fn plan(sources: &[Source]) -> Result<Vec<Planned<'_>>, Error> {
-    let mut plan = Vec::new();
-    let mut seen = HashSet::new();
-    let mut add_file = |found: Found, plan: &mut Vec<Planned<'_>>| match found {
-        Ok((candidate, identity)) => {
-            if seen.insert(identity) {
-                plan.push(Planned::File(candidate));
-            }
-        }
-        Err((path, error)) => plan.push(Planned::Unusable { path, error }),
-    };
-    for source in sources {
-        match source {
-            Source::Dir(dir) => match libraries_in(dir) {
-                Ok(found) => found.into_iter().for_each(|found| add_file(found, &mut plan)),
-                Err(error) => plan.push(Planned::Unusable {
-                    path: dir.clone(),
-                    error,
-                }),
-            },
-            Source::File(path) => add_file(library_file(path), &mut plan),
-            Source::Env(var) => {
-                for dir in env_dirs(var)? {
-                    match libraries_in(&dir) {
-                        Ok(found) => found.into_iter().for_each(|found| add_file(found, &mut plan)),
-                        Err(error) => plan.push(Planned::Unusable { path: dir, error }),
-                    }
-                }
-            }
-            Source::Static(plugin) => plan.push(Planned::Static(plugin)),
-            #[cfg(feature = "python")]
-            Source::Python(_) => {}
-        }
-    }
-    // Python plugins load after the native and static ones, in the order of their sources.
-    #[cfg(feature = "python")]
-    {
-        let mut seen = HashSet::new();
-        for source in sources {
-            if let Source::Python(source) = source {
-                for found in crate::load::python::source::plan(source, &mut seen)? {
-                    plan.push(match found {
-                        Ok(candidate) => Planned::Python(candidate),
-                        Err((path, error)) => Planned::Unusable { path, error },
-                    });
-                }
-            }
-        }
-    }
-    Ok(plan)
-}
+pub(crate) type Found = Result<(Candidate, Identity), (PathBuf, Error)>;
 
 /// The error for a plugin file that cannot be used.
 fn unusable(path: &Path, context: &'static str, source: io::Error) -> (PathBuf, Error) {
@@ -120,7 +29,7 @@ fn unusable(path: &Path, context: &'static str, source: io::Error) -> (PathBuf, 
 }
 
 /// A plugin file named by the configuration, if it is a regular file (after symlinks).
-fn library_file(path: &Path) -> Found {
+pub(crate) fn library_file(path: &Path) -> Found {
     let metadata = fs::metadata(path).map_err(|source| unusable(path, "cannot read plugin file", source))?;
     if !metadata.is_file() {
         let source = io::Error::new(io::ErrorKind::InvalidInput, "it is not a regular file");
@@ -185,7 +94,7 @@ pub(crate) fn is_library_name(name: &OsStr) -> bool {
 /// becomes), and without it the kernel resolves it at the open. Only entries that are
 /// symlinks are resolved one by one, so a directory of plain files costs one `fstatat` per
 /// file.
-fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
+pub(crate) fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
     let io_error = |source| Error::Io {
         path: dir.to_owned(),
         context: "cannot read plugin directory",
@@ -242,7 +151,7 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
                         resolved,
                         identity,
                         checked: None,
-                        discovered: (!is_link).then(|| crate::load::candidate::status(&metadata)).flatten(),
+                        discovered: (!is_link).then(|| crate::trust::candidate::status(&metadata)).flatten(),
                         listed: parse_cache::key(&metadata),
                         opened: None,
                         dependencies: None,
@@ -259,50 +168,4 @@ fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
     // the entries less.
     found.sort_unstable_by(|(a, _), (b, _)| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
     Ok(found.into_iter().map(|(_, found)| found).collect())
-}
-
-/// The plugin library files a host configured with [`HostBuilder::dir(dir)`](crate::HostBuilder::dir)
-/// would try at its next load, in load order, without opening any of them.
-///
-/// The rules are the host's own: regular files directly in `dir` whose names end with the
-/// platform's library suffix (`.so` on Linux), in byte order of file name, symlinks followed,
-/// and a file reached twice (a symlink or a hard link to another one) listed once, where it
-/// first appears. Tools use it to look at a directory one file at a time, as `dylease check`
-/// does.
-///
-/// # Errors
-///
-/// [`Error::Io`] naming the path if `dir` is missing, not a directory, or cannot be read: the
-/// same errors the host's load would report. A file in it that cannot be used (a dangling
-/// symlink, say) is listed; loading it reports the cause.
-///
-/// # Example
-///
-/// ```no_run
-/// for file in dylease::plugin_files_in("/opt/app/plugins")? {
-///     println!("{}", file.display());
-/// }
-/// # Ok::<(), dylease::Error>(())
-/// ```
-pub fn plugin_files_in(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>, Error> {
-    let dir = dir.as_ref();
-    let sources = [Source::Dir(dir.to_owned())];
-    let mut planned = plan(&sources)?;
-    // The directory itself cannot be listed: that is this call's error, not a file in it.
-    if matches!(planned.as_slice(), [Planned::Unusable { path, .. }] if path == dir)
-        && let Some(Planned::Unusable { error, .. }) = planned.pop()
-    {
-        return Err(error);
-    }
-    Ok(planned
-        .into_iter()
-        .filter_map(|planned| match planned {
-            Planned::File(candidate) => Some(candidate.path),
-            // Listed too: loading it reports why it cannot be used, as the host's load would.
-            Planned::Unusable { path, .. } => Some(path),
-            Planned::Static(_) => None,
-            #[cfg(feature = "python")]
-            Planned::Python(_) => None,
-        })
-        .collect())
 }

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use dylease_elf::{Elf, Linkage};
 
 use crate::error::{Error, OpenCause};
-use crate::load::manifest::Manifest;
-use crate::load::parse_cache::{self, Parsed};
-use crate::load::pinning::Pinning;
+use crate::inspect::manifest::Manifest;
+use crate::inspect::parse_cache::{self, Parsed};
+use crate::inspect::pinning::Pinning;
 use crate::sync::Arc;
 
 /// A library file found by discovery, not yet opened.
@@ -54,13 +54,13 @@ pub(crate) struct Candidate {
     pub(crate) since_acquire: bool,
 }
 
-pub(crate) use crate::load::sys::{FileId, Identity};
+pub(crate) use crate::sys::{FileId, Identity};
 
 /// A library file opened for its checks: the descriptor they read (and the loader maps),
 /// wrapped in the ELF reader that keeps what they read of it (`dylease_elf::Elf`: the ELF
 /// check, the dependency walk and the pinning prediction read the same headers and tables,
 /// from the disk once), its status as read from that descriptor, and what parsing the file
-/// at that status decided (`load::parse_cache`: shared with earlier loads of the unchanged
+/// at that status decided (`inspect::parse_cache`: shared with earlier loads of the unchanged
 /// file, which then read none of it).
 #[derive(Debug)]
 pub(crate) struct Opened {
@@ -133,7 +133,7 @@ impl Opened {
     /// names the plugin file `path` (as discovered) and says what is wrong ("the file is
     /// truncated: …"); otherwise it returns what the library makes the loader look up.
     /// Decided once per file status: a file opened again unchanged gets the verdict and the
-    /// linkage from the parse cache (`load::parse_cache`), without a read.
+    /// linkage from the parse cache (`inspect::parse_cache`), without a read.
     ///
     /// Only on platforms whose libraries are ELF files; elsewhere it passes.
     pub(crate) fn check(&self, path: &Path) -> Result<Arc<Linkage>, Error> {
@@ -248,22 +248,18 @@ fn headers(path: &Path, reason: String) -> Error {
 /// taken from the parse cache: what the tests count.
 fn traced(path: &Path, what: &str, parsed: bool) {
     if parsed {
-        log::trace!(
-            "{}parsed `{}`: {what}",
-            crate::load::log_scope::prefix(),
-            path.display()
-        );
+        log::trace!("{}parsed `{}`: {what}", crate::log_scope::prefix(), path.display());
     } else {
         log::trace!(
             "{}{what} of `{}` taken from the parse cache (the file's status is unchanged)",
-            crate::load::log_scope::prefix(),
+            crate::log_scope::prefix(),
             path.display()
         );
     }
 }
 
 /// A library a plugin needs, found in a run path, opened and checked by the trust check: the
-/// load maps it by this descriptor before the plugin (`load::opener`). Its name in `found` is
+/// load maps it by this descriptor before the plugin (`registry::opener`). Its name in `found` is
 /// the name it is needed by, which is its soname.
 #[cfg(unix)]
 #[derive(Debug)]
@@ -287,7 +283,7 @@ pub(crate) enum Dependency {}
 
 /// What the trust check looks at of a file: its kind, owner, mode and identity (Unix).
 #[cfg(unix)]
-pub(crate) use crate::load::sys::walk::Stat as Status;
+pub(crate) use crate::sys::walk::Stat as Status;
 /// Nothing, where there is no trust check.
 #[cfg(not(unix))]
 pub(crate) type Status = ();

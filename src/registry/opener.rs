@@ -8,15 +8,15 @@ use core::ffi::c_char;
 use std::path::Path;
 use std::time::Instant;
 
-use crate::abi::{
+use crate::error::{Error, OpenCause, Origin};
+use crate::registrar::{MAX_NAME_LEN, StaticRegistrar, TOO_LONG, bounded_c_str};
+use crate::registry::{FileRef, LibraryInstance, Opener, Registry};
+use crate::sync::Arc;
+use crate::sys::library::{Checked, Closed, Library, OpenFailure, Unmapped};
+use ::dylease_plugin::abi::{
     DYLEASE_ABI_VERSION, DYLEASE_OLDEST_ABI_VERSION, dylease_on_load_fn, dylease_on_unload_fn, dylease_plugin,
     dylease_plugin_abi1, dylease_register_fn,
 };
-use crate::error::{Error, OpenCause, Origin};
-use crate::load::registrar::{MAX_NAME_LEN, StaticRegistrar, TOO_LONG, bounded_c_str};
-use crate::load::registry::{FileRef, LibraryInstance, Opener, Registry};
-use crate::load::sys::library::{Checked, Closed, Library, OpenFailure, Unmapped};
-use crate::sync::Arc;
 
 crate::sync::lazy_static! {
     /// The process-wide registry of library instances.
@@ -139,7 +139,7 @@ fn map_dependencies(file: FileRef<'_>) -> Result<Dependencies, Error> {
     let mut mapped = Dependencies(Vec::with_capacity(file.dependencies.len()));
     for dependency in file.dependencies {
         #[allow(clippy::clone_on_copy, clippy::useless_conversion)]
-        let identity = crate::load::sys::checked_identity(dependency.identity.clone());
+        let identity = crate::sys::checked_identity(dependency.identity.clone());
         let needed = FileRef {
             shown: &dependency.found,
             resolved: &dependency.found,
@@ -196,9 +196,9 @@ impl Opener for DependencyLoader {
         let name = file.resolved.file_name().unwrap_or_default();
         // Another object the loader has already answers this name: it would take that one,
         // and the checked copy's constructors would run for nothing.
-        match crate::load::sys::imp::answering(name) {
+        match crate::sys::imp::answering(name) {
             None => {}
-            Some(Ok(id)) if crate::load::sys::checked_identity(id) == *file.identity => {}
+            Some(Ok(id)) if crate::sys::checked_identity(id) == *file.identity => {}
             Some(other) => {
                 let what = match other {
                     Ok(_) => "another file".to_owned(),
@@ -266,7 +266,7 @@ impl Opener for DependencyLoader {
         if let Err(reason) = closed {
             log::warn!(
                 "{}closing a library a plugin needs failed: {reason}",
-                crate::load::log_scope::prefix()
+                crate::log_scope::prefix()
             );
         }
         names
@@ -352,7 +352,7 @@ impl Opener for Dlopen {
         if let Err(reason) = closed {
             log::warn!(
                 "{}closing a plugin library failed: {reason}",
-                crate::load::log_scope::prefix()
+                crate::log_scope::prefix()
             );
         }
         // The libraries it needed, once it is closed: dependents first.

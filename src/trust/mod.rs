@@ -1,3 +1,8 @@
+//! The trust room: discovery of plugin files (`discover`), the [`Candidate`] each file becomes
+//! (`candidate`), and the trust check of a file and of the libraries it needs (this module,
+//! `walk`, `deps`, `policy`). It may call `inspect`, `log_scope`, `sys` and `sync` (and the
+//! shared `error`), never `registrar`, `registry`, `load`, `host` or `python`.
+//!
 //! The trust check: who could have chosen the code a plugin file holds.
 //!
 //! Opening a library runs its code with all of this process's rights. If another user can
@@ -13,15 +18,17 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-#[cfg(not(unix))]
-use crate::load::candidate::Dependency;
-use crate::load::candidate::{Candidate, FileId, Identity, Opened};
 #[cfg(unix)]
-use crate::load::sys::walk as sys;
-use crate::load::sys::{file_id, is_replacement, no_follow};
+use crate::sys::walk as sys;
+use crate::sys::{file_id, is_replacement, no_follow};
+#[cfg(not(unix))]
+use crate::trust::candidate::Dependency;
+use crate::trust::candidate::{Candidate, FileId, Identity, Opened};
 
+pub(crate) mod candidate;
 #[cfg(unix)]
 mod deps;
+pub(crate) mod discover;
 mod policy;
 
 #[cfg(unix)]
@@ -87,7 +94,7 @@ impl Checks {
     /// Walks `path` (whose own status discovery may have read: `discovered`, used once).
     #[cfg(unix)]
     fn strict(&mut self, path: &Path, discovered: Option<sys::Stat>) -> Result<Option<(PathBuf, FileId)>, String> {
-        let euid = *self.euid.get_or_insert_with(crate::load::sys::imp::effective_uid);
+        let euid = *self.euid.get_or_insert_with(crate::sys::imp::effective_uid);
         // A relative path, a bare file name too, is resolved from the current directory,
         // whose every ancestor counts like those of any other directory.
         let absolute = if path.is_absolute() {
@@ -150,7 +157,7 @@ impl Checks {
     fn strict(
         &mut self,
         _: &std::path::Path,
-        _: Option<crate::load::candidate::Status>,
+        _: Option<crate::trust::candidate::Status>,
     ) -> Result<Option<(std::path::PathBuf, FileId)>, String> {
         Ok(None)
     }
@@ -198,13 +205,13 @@ pub(crate) fn open_checked(
                 return Err(refused(format!(
                     "cannot open `{}`: {e}{}",
                     candidate.resolved.display(),
-                    crate::load::sys::library::descriptor_hint(&e)
+                    crate::sys::library::descriptor_hint(&e)
                 )));
             }
         };
         let resolved_for_this = candidate.resolved_by_status
             && candidate.listed.is_some()
-            && candidate.listed == crate::load::parse_cache::key(&file.metadata);
+            && candidate.listed == crate::inspect::parse_cache::key(&file.metadata);
         if reopened && !resolved_for_this {
             // The closure was resolved for another descriptor or status, if at all: the load
             // resolves it again for this one (`Candidate::open`).
@@ -234,7 +241,7 @@ pub(crate) fn open_checked(
                 // `Identity` is `Copy` on Unix and a path elsewhere (where `checked_identity` is
                 // not the identity function): one spelling for both.
                 #[allow(clippy::clone_on_copy, clippy::unnecessary_option_map_or_else)]
-                let identity = id.map_or_else(|| candidate.identity.clone(), crate::load::sys::checked_identity);
+                let identity = id.map_or_else(|| candidate.identity.clone(), crate::sys::checked_identity);
                 return Ok((file, len, identity));
             }
         }
@@ -249,7 +256,7 @@ fn check_again(
     candidate: &mut Candidate,
     changed: &str,
 ) -> Result<(), Error> {
-    let prefix = crate::load::log_scope::prefix();
+    let prefix = crate::log_scope::prefix();
     let path = candidate.resolved.display().to_string();
     log::debug!("{prefix}`{path}` {changed} after its check: checking what is there now");
     checks.check(policy, candidate)?;
@@ -290,12 +297,12 @@ fn cached_linkage(candidate: &Candidate) -> Option<crate::sync::Arc<dylease_elf:
     if candidate.checked != Some(key.id()) {
         return None;
     }
-    let parsed = crate::load::parse_cache::find(&key)?;
+    let parsed = crate::inspect::parse_cache::find(&key)?;
     parsed.check.known()?.ok()?;
     let linkage = parsed.linkage.known()?.ok()?;
     log::trace!(
         "{}the linkage of `{}` taken from the parse cache by the status discovery read, the file not opened",
-        crate::load::log_scope::prefix(),
+        crate::log_scope::prefix(),
         candidate.path.display()
     );
     Some(linkage)
@@ -338,7 +345,7 @@ fn open_if_unchanged(candidate: &Candidate, checks: &Checks) -> Result<Option<Op
     let file = match open_once(candidate, checks) {
         Ok(file) => file,
         Err(e) => {
-            let hint = crate::load::sys::library::descriptor_hint(&e);
+            let hint = crate::sys::library::descriptor_hint(&e);
             if hint.is_empty() {
                 return Ok(None);
             }

@@ -47,7 +47,7 @@
 //! # What it does not answer
 //!
 //! Trust. The owner and mode of the file, of every directory on the way to it, of the run-path
-//! directories and of every dependency are judged at every load (`load::trust`), whatever is
+//! directories and of every dependency are judged at every load (`trust`), whatever is
 //! cached: the cache answers "what does this exact file (by identity and status) contain",
 //! never "may another user have chosen this code".
 //!
@@ -71,8 +71,8 @@ pub(crate) fn about_the_bytes<T>(verdict: &Result<T, String>) -> bool {
 
 use dylease_elf::Linkage;
 
-use crate::load::manifest::Manifest;
-use crate::load::pinning::Pinning;
+use crate::inspect::manifest::Manifest;
+use crate::inspect::pinning::Pinning;
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
 
 /// How many files the cache holds at most.
@@ -182,8 +182,8 @@ impl Key {
 
     /// The (device, inode) of the file.
     #[cfg_attr(not(all(unix, not(target_vendor = "apple"))), allow(dead_code))]
-    pub(crate) fn id(&self) -> crate::load::sys::FileId {
-        crate::load::sys::FileId {
+    pub(crate) fn id(&self) -> crate::sys::FileId {
+        crate::sys::FileId {
             dev: self.dev,
             ino: self.ino,
         }

@@ -1,3 +1,9 @@
+//! The registry room: process-wide instances of plugin libraries. This module is the registry;
+//! `opener` opens a library for it and calls into the plugin (`on_load`, `on_unload`);
+//! `teardown` ends a set's use of its instances. It may call `registrar`, `trust` (the
+//! [`Identity`] of a candidate), `inspect`, `log_scope`, `sys` and `sync`, never `load`,
+//! `host` or `python`.
+//!
 //! The process-wide library registry: one instance of each loaded library, shared by every
 //! host and generation that uses it.
 //!
@@ -24,9 +30,16 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::error::{Error, Waited};
-use crate::load::candidate::Identity;
+use crate::error::{Error, Waited, time_left};
 use crate::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use crate::trust::candidate::Identity;
+
+// The calls into a plugin, fenced here: opens its library (`sys::library`, on the word of
+// whoever named it through an `unsafe` builder method), calls its entry point,
+// `register_passes`, `on_load` and `on_unload`, and reads its descriptor.
+#[allow(unsafe_code)]
+pub(crate) mod opener;
+pub(crate) mod teardown;
 
 /// One plugin file as the registry sees it.
 #[derive(Debug, Clone, Copy)]
@@ -46,8 +59,8 @@ pub(crate) struct FileRef<'a> {
     /// Whether the host's trust check is on.
     pub(crate) strict: bool,
     /// The libraries to map before it, dependencies first, opened and checked by the trust
-    /// check (`load::candidate::Dependency`): empty unless it is on.
-    pub(crate) dependencies: &'a [crate::load::candidate::Dependency],
+    /// check (`trust::candidate::Dependency`): empty unless it is on.
+    pub(crate) dependencies: &'a [crate::trust::candidate::Dependency],
     /// Until when the open may wait for other threads' opens and unloads (of its
     /// dependencies: the registry bounds its own waits with the same deadline).
     pub(crate) deadline: Option<Instant>,
@@ -445,17 +458,7 @@ impl<O: Opener> Registry<O> {
         file: FileRef<'_>,
         deadline: Option<Instant>,
     ) -> Result<MutexGuard<'a, State<O>>, Error> {
-        let left = match deadline {
-            None => None,
-            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => Some(left),
-                _ => {
-                    return Err(Error::TimedOut {
-                        waited: Waited::File(file.shown.to_owned()),
-                    });
-                }
-            },
-        };
+        let left = time_left(deadline, || Waited::File(file.shown.to_owned()))?;
         state.waiters += 1;
         let wait = || match left {
             None => self.changed.wait(state),
@@ -463,7 +466,7 @@ impl<O: Opener> Registry<O> {
         };
         // The thread waited for may need the GIL (a Python instance's teardown); and a thread
         // that holds it may be waiting for this lock: it is not held while the GIL is waited for.
-        let mut state = crate::load::sys::wait_detached(wait, || self.state.lock());
+        let mut state = crate::sys::wait_detached(wait, || self.state.lock());
         state.waiters -= 1;
         Ok(state)
     }
@@ -565,7 +568,7 @@ mod loom_models {
     }
 
     /// The one file of the models.
-    const IDENTITY: Identity = crate::load::sys::FileId { dev: 1, ino: 1 };
+    const IDENTITY: Identity = crate::sys::FileId { dev: 1, ino: 1 };
 
     fn model_file(identity: &Identity) -> FileRef<'_> {
         FileRef {
@@ -667,7 +670,7 @@ mod loom_models {
 
     /// One host's load of the file it checked as `file`: the instance must be that file's.
     fn use_checked(registry: &Arc<Registry<RenamedOpener>>, file: u64) {
-        let identity = crate::load::sys::FileId { dev: 1, ino: file };
+        let identity = crate::sys::FileId { dev: 1, ino: file };
         let instance = Registry::instance(registry, model_file(&identity), None)
             .unwrap_or_else(|e| panic!("I9: the load of file {file} failed: {e}"));
         assert_eq!(
@@ -765,7 +768,7 @@ mod loom_models {
 #[cfg(all(test, not(loom), unix))]
 mod tests {
     use super::*;
-    use crate::load::sys::FileId;
+    use crate::sys::FileId;
     use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
     /// What the stand-in loader did, for the tests to look at.

@@ -1,3 +1,8 @@
+//! The registrar room: the registration side of the plugin ABI, what a plugin's registration
+//! fills in (the pass table, `table`; the C host API, `c_api`; a Python pass's callable,
+//! `python`). It may call `sync` (and the shared `error` and `dylease_plugin`), nothing else
+//! of the crate.
+//!
 //! Registration: the [`StaticRegistrar`] that static plugins fill in directly. Its state, and the
 //! checks every pass goes through, are in [`table`], which the C host API (`add_pass`,
 //! `add_typed_pass`, `report`; in [`c_api`]) fills in for library plugins.
@@ -6,15 +11,17 @@ use core::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
 
-use crate::abi::{dylease_host_api, dylease_registrar};
 use crate::error::{Error, Origin};
-use crate::{PassFn, RegisterError, Registrar};
+use dylease_plugin::abi::{dylease_host_api, dylease_registrar};
+use dylease_plugin::{PassFn, RegisterError, Registrar};
 
 // The registration side of the plugin ABI, fenced here: the C callbacks and the C strings
 // they read (`c_api`), and the pass's opaque `user_data`, `Send` and `Sync` by the ABI's
 // contract (`table`).
 #[allow(unsafe_code)]
 mod c_api;
+#[cfg(feature = "python")]
+pub(crate) mod python;
 #[allow(unsafe_code)]
 mod table;
 

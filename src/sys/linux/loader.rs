@@ -1,5 +1,7 @@
-//! Linux: the platform loader (`dlopen`, `dladdr1`, `dl_iterate_phdr`), the process's user and
-//! rights (`geteuid`, `getauxval`), and file identities.
+//! Linux, the platform loader: the loader is given the checked descriptor (`dlopen` of a name
+//! under `/proc/self/fd`), asked where it mapped a library (its `link_map`), which object a
+//! refused symbol lies in (`dladdr1`) and whether a closed library stayed (`dl_iterate_phdr`,
+//! the process's maps).
 //!
 //! The loader is told which file to map by a name under `/proc/self/fd` of the checked
 //! descriptor; why, and the three traps that shape [`Names`], are in `docs::internals` ("The
@@ -13,7 +15,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 
-use super::FileId;
+use crate::sys::id::FileId;
+use crate::sys::linux::identity::Identity;
 
 crate::sync::lazy_static! {
     /// The name each kept (pinned) mapping was given, by its file's (dev, ino): the
@@ -466,63 +469,10 @@ pub(crate) fn object_of(_: *const c_void) -> Option<(usize, CString)> {
     None
 }
 
-/// This process's effective user.
-pub(crate) fn effective_uid() -> u32 {
-    // SAFETY: `geteuid` has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
-/// Whether this process runs with elevated rights given by its executable (set-user-ID,
-/// set-group-ID, file capabilities): the platform loader's `AT_SECURE`.
-pub(crate) fn secure_execution() -> bool {
-    // SAFETY: `getauxval` only reads the auxiliary vector the kernel gave the process.
-    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
-}
-
-/// What makes two paths the same library to the platform loader: the device and inode
-/// (glibc matches an already-loaded object by them, so a hard link is the same library).
-pub(crate) type Identity = FileId;
-
-/// The file `metadata` describes.
-pub(crate) fn file_id(metadata: &std::fs::Metadata) -> Option<FileId> {
-    use std::os::unix::fs::MetadataExt;
-    Some(FileId {
-        dev: metadata.dev(),
-        ino: metadata.ino(),
-    })
-}
-
-/// The identity of the file at `path`, whose `metadata` (symlinks followed) is given.
-pub(crate) fn identity(_path: &std::path::Path, metadata: &std::fs::Metadata) -> Identity {
-    use std::os::unix::fs::MetadataExt;
-    FileId {
-        dev: metadata.dev(),
-        ino: metadata.ino(),
-    }
-}
-
-/// The identity of a file the trust check passed.
-pub(crate) fn checked_identity(id: FileId) -> Identity {
-    id
-}
-
-/// Whether opening a checked path failed because the file was replaced: removed (an
-/// installer that unlinks first) or turned into a symlink or something else.
-pub(crate) fn is_replacement(error: &io::Error) -> bool {
-    matches!(
-        error.raw_os_error(),
-        Some(libc::ENOENT | libc::ELOOP | libc::ENXIO | libc::EISDIR)
-    )
-}
-
-/// Opens without following a symlink in the last component, and without blocking on a FIFO.
-pub(crate) fn no_follow(options: &mut std::fs::OpenOptions) {
-    options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::sys::file_id;
 
     /// The text of `/proc/self/maps` is read as bytes: while a file whose name is not UTF-8 is
     /// mapped, a mapping is still found in it (the fallback for kernels without
@@ -608,35 +558,9 @@ mod tests {
         );
     }
 
-    /// An open with `no_follow` refuses a symlink in the last component (ELOOP) and does not
-    /// wait for a writer on a FIFO. Bounded: an open that waits fails the test. Caught: the
-    /// flags dropped, or combined with `&` (cargo-mutants).
-    #[test]
-    fn no_follow_neither_follows_a_symlink_nor_waits_on_a_fifo() {
-        let dir = crate::test_dir::TestDir::new("no-follow");
-        let (target, link, fifo) = (dir.join("target"), dir.join("link"), dir.join("fifo"));
-        std::fs::write(&target, b"a file").unwrap();
-        std::os::unix::fs::symlink(&target, &link).unwrap();
-        let fifo_name = CString::new(fifo.as_os_str().as_bytes()).unwrap();
-        // SAFETY: `fifo_name` is NUL-terminated.
-        assert_eq!(unsafe { libc::mkfifo(fifo_name.as_ptr(), 0o600) }, 0);
-        let open = |path: &std::path::Path| {
-            let mut options = std::fs::OpenOptions::new();
-            options.read(true);
-            no_follow(&mut options);
-            options.open(path)
-        };
-        let followed = open(&link).map(drop);
-        assert_eq!(followed.map_err(|e| e.raw_os_error()), Err(Some(libc::ELOOP)));
-        let (done, opened) = std::sync::mpsc::channel();
-        std::thread::spawn(move || done.send(open(&fifo).map(drop).map_err(|e| e.to_string())));
-        let opened = opened.recv_timeout(std::time::Duration::from_secs(20));
-        assert_eq!(opened, Ok(Ok(())), "the FIFO's open waited for a writer");
-    }
-
     /// A failure to get a descriptor says which limit was reached: the process's (EMFILE,
     /// with the fix) or the system's (ENFILE); another failure adds nothing. A test cannot
-    /// fill the system's table; `load::sys::library`'s tests run out of the process's.
+    /// fill the system's table; `sys::library`'s tests run out of the process's.
     /// Caught: the ENFILE arm deleted (cargo-mutants).
     #[test]
     fn a_descriptor_hint_names_the_limit_that_was_reached() {
