@@ -3,12 +3,12 @@
 # stripped release builds, an application that builds a host over a directory and acquires a
 # lease, and the same application without dylease (it lists the directory instead). Prints
 # the difference and fails if it exceeds the release budget below, so a change that grows it
-# is seen; the README's figure ("Binary cost") is re-measured whenever this changes.
+# is seen; the figure in `docs::performance` ("Binary cost") is re-measured whenever this changes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-# The budget, in bytes: what the README's "Binary cost" section accounts for, part by part.
+# The budget, in bytes: what `docs::performance` ("Binary cost") accounts for, part by part.
 budget=$((660 * 1024))
 
 work="$root/target/binary-size"
@@ -58,6 +58,6 @@ cost=$((with - without))
 printf 'binary cost of dylease (default features, stripped release): %d bytes (%d KiB); budget %d KiB\n' \
   "$cost" $((cost / 1024)) $((budget / 1024))
 if [ "$cost" -gt "$budget" ]; then
-  echo "binary-size: over the budget: find what grew (cargo bloat --release --crates), or raise the budget with the README's account" >&2
+  echo "binary-size: over the budget: find what grew (cargo bloat --release --crates), or raise the budget with the account in docs::performance" >&2
   exit 1
 fi

@@ -2,7 +2,7 @@
 # Type-checks dylease for platforms this machine cannot run: the host library and the
 # plugin-side crate dylease-plugin on Windows, macOS and musl Linux, and the `dylease check`
 # tool on macOS. Nothing is run or linked: this proves the code compiles there, not that it
-# works (README, "Platforms").
+# works (`docs::testing`, "Platforms").
 #
 # A target is checked with whichever toolchain can: a nightly with the rust-src component
 # (-Zbuild-std builds std for the target from source), or else the default toolchain if the

@@ -45,19 +45,13 @@
 //!
 //! # Where to read on
 //!
-//! - [`docs::recipes`]: a session holding a lease, passes stored in a struct, orderly
-//!   shutdown, reloading and the unload policies, testing with static plugins,
-//!   model-checking your own code with loom.
-//! - [`docs::comparison`]: dylease next to a plain `libloading::Library`, a global user
-//!   counter and leaking the library.
-//! - [`docs::sharing`]: process-wide library instances, what runs once per instance and
-//!   what once per set.
-//! - [`docs::internals`]: the design, for maintainers: the invariants I1–I9, how `acquire()`
-//!   stays lock-free, the registry's protocol and the platform facts.
-//! - [`docs::writing_plugins`]: C, C++ and Rust plugins, ABI v2 (`on_load`, typed passes,
-//!   `report`), upgrading v1 plugins, and the `dylease check` tool.
-//! - [`docs::faq`]: two hosts over one file, state lost after a reload, pass signatures,
-//!   costs.
+//! The [`docs`] module is the manual, one page per topic: [`docs::api`] (the API in one
+//! page), [`docs::recipes`], [`docs::reload`], [`docs::on_demand`], [`docs::manifests`],
+//! [`docs::trust`], [`docs::sharing`], [`docs::observability`], [`docs::writing_plugins`],
+//! [`docs::cli`], [`docs::comparison`] (dylease next to a plain `libloading::Library`, a
+//! global user counter and leaking the library), [`docs::faq`], [`docs::performance`],
+//! [`docs::testing`] and, for maintainers, [`docs::internals`] (the invariants I1–I9, the
+//! slot and registry protocols, the layout of the source).
 //!
 //! # `unsafe`
 //!

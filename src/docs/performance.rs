@@ -44,11 +44,11 @@
 //!
 //! | Part | `.text` | What it buys |
 //! | --- | --- | --- |
-//! | trust check and dependency resolver (`load::trust`) | 48 KiB | no code another user chose runs, dependencies mapped from checked descriptors |
+//! | trust check and dependency resolver (`trust`) | 48 KiB | no code another user chose runs, dependencies mapped from checked descriptors |
 //! | ELF checks and the manifest reader (`dylease-elf`) | 93 KiB | no crash inside `dlopen` on a malformed or truncated file; pin prediction; the manifest, read without running the plugin (19 KiB of it) |
-//! | registry, loader and platform layer (`load::registry`, `library`, `opener`, `sys`) | 51 KiB | one instance per file process-wide, the checked file mapped, unload proven |
+//! | registry, loader and platform layer (`registry`, `sys::library`, `registry::opener`, `sys`) | 51 KiB | one instance per file process-wide, the checked file mapped, unload proven |
 //! | discovery, registration, pipeline, teardown, pinning, errors | 85 KiB | the load itself, and errors that name the file and the fix; the ABI gate and comparison of manifests, the catalog and the judgement of on-demand plugins |
-//! | manifests on the host side, parse cache (`load::manifest`, `load::parse_cache`) | 12 KiB | what a plugin declares, compared with what it registers; unchanged files not parsed again |
+//! | manifests on the host side, parse cache (`inspect::manifest`, `inspect::parse_cache`) | 12 KiB | what a plugin declares, compared with what it registers; unchanged files not parsed again |
 //! | host (`host::*`, `sync`) | 13 KiB | lock-free `acquire`, generations, unload policies |
 //! | generic and std code instantiated for dylease (sorting, formatting, collections, the on-demand state's locking) | 103 KiB | shared by all of the above |
 //!

@@ -68,7 +68,7 @@
 //! ordered with every lease's access to it. loom cannot see inside arc-swap, so under loom the
 //! host slot is a loom `Mutex<Weak>` (arc-swap's own tests cover arc-swap), and the thread
 //! cache uses `loom::thread_local!`. `dlopen` cannot run under loom: the library registry is
-//! generic over its opener, and its models (`src/load/registry.rs`) use a model of the
+//! generic over its opener, and its models (`src/registry/mod.rs`) use a model of the
 //! platform loader that counts handles per mapping and checks the plugin state `on_load` and
 //! `on_unload` manage.
 //!

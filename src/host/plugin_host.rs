@@ -129,7 +129,7 @@ impl PluginHost {
     /// started itself runs to its end.
     ///
     /// Plugin code that hands `acquire()` to another thread and joins it deadlocks (the
-    /// nested call's check is per thread; see the README's "Limits"): a bound turns that into
+    /// nested call's check is per thread; see "Limits" in [`docs::api`](crate::docs::api)): a bound turns that into
     /// an error instead of a hang.
     ///
     /// # Errors
