@@ -75,7 +75,8 @@
 //! - `watch`: `HostBuilder::watch`, reload when a plugin directory or file changes (adds
 //!   `notify`).
 //! - `python`: Python passes (`HostBuilder::python_dir`, `Lease::get_py`), an embedded CPython
-//!   through pyo3 (re-exported as `dylease::pyo3`); the build needs Python's development files.
+//!   through pyo3 (re-exported as `dylease::pyo3`, with its version policy there); the build
+//!   needs Python's development files.
 //!
 //! The `dylease` command-line tool (`check`, `install`, `header`) is the crate `dylease-cli`
 //! of dylease's workspace.
@@ -94,6 +95,8 @@
 // log_scope, inspect, trust, registrar, registry, load, host, python. Each may call only the
 // rooms before it in that order.
 mod error;
+// The handle types' bounds and size, and the README's examples: checked by the compiler.
+mod guarantees;
 mod host;
 mod inspect;
 mod load;
@@ -118,6 +121,13 @@ pub use error::{Error, LookupFailure, OpenCause, Origin, Waited};
 // `load::python`.
 #[cfg(feature = "python")]
 mod python;
+/// The pyo3 dylease is built with (0.30), re-exported so that a host's Python code uses the
+/// same pyo3 as [`PyPass`] and [`PyInterface`]: two versions of pyo3 in one program would be
+/// two sets of types, and a `Bound` of one is not a `Bound` of the other.
+///
+/// Version policy: before dylease 1.0, a pyo3 bump that changes its major or minor version
+/// (0.30 to 0.31) is a minor version of dylease, named in the changelog; a pyo3 patch version
+/// is not.
 #[cfg(feature = "python")]
 pub use pyo3;
 #[cfg(feature = "python")]
@@ -140,29 +150,6 @@ pub use load::plugin_files_in;
 pub use load::{CatalogEntry, LoadFailure, LoadPolicy, PassInfo, PluginInfo};
 pub use registrar::StaticRegistrar;
 pub use trust::TrustPolicy;
-
-// The guarantees the handle types make, checked at compile time.
-mod guarantees {
-    use super::*;
-    use static_assertions::{assert_eq_size, assert_impl_all, assert_not_impl_any};
-
-    assert_impl_all!(Lease: Send, Sync, Clone, std::panic::UnwindSafe, std::panic::RefUnwindSafe);
-    assert_impl_all!(PluginHost: std::panic::UnwindSafe, std::panic::RefUnwindSafe);
-    assert_eq_size!(Lease, usize);
-    assert_impl_all!(WeakLease: Send, Sync, Clone, std::panic::UnwindSafe);
-    assert_not_impl_any!(WeakLease: core::ops::Deref);
-    assert_not_impl_any!(StaticRegistrar: Send, Sync);
-    assert_not_impl_any!(LibraryRegistrar<'static>: Send, Sync);
-    assert_impl_all!(PluginHost: Send, Sync);
-    assert_impl_all!(PluginSet: Send, Sync);
-    assert_impl_all!(OwnedPass<extern "C" fn(i32) -> i32>: Send, Sync, Clone);
-    assert_impl_all!(Error: Send, Sync, std::error::Error);
-}
-
-/// The README's examples, compiled as doctests so they stay true.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct ReadmeDoctests;
 
 // Long-form documentation pages: documentation only, no code.
 pub mod docs;

@@ -52,7 +52,6 @@ mod testing;
 
 use std::fmt;
 
-pub use manifest::{DeclaredPass, Manifest};
 pub use source::{Elf, ReadAt};
 
 impl<S: ReadAt> Elf<S> {
@@ -172,6 +171,45 @@ impl Linkage {
             .chain(self.runpath.as_deref())
             .chain(self.rpath.as_deref())
             .any(origin)
+    }
+}
+
+/// A plugin's manifest, merged from its manifest notes: see [`manifest`] for the format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Manifest {
+    /// The format version of its plugin records ([`manifest::FORMAT_VERSION`]).
+    pub format: u32,
+    /// The plugin ABI version it was built for.
+    pub abi_version: u32,
+    /// The plugin's name.
+    pub name: String,
+    /// The plugin's version.
+    pub version: String,
+    /// Whether [`Manifest::passes`] lists every pass the plugin registers ([`manifest::FLAG_COMPLETE`]);
+    /// if not, it may register others.
+    pub complete: bool,
+    /// The passes its pass records declare, in the order of the file.
+    pub passes: Vec<DeclaredPass>,
+}
+
+/// A pass a manifest declares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeclaredPass {
+    /// The pass's name.
+    pub name: String,
+    /// The interface it is typed with, or `None` for an untyped pass.
+    pub interface: Option<String>,
+}
+
+impl DeclaredPass {
+    /// A declared pass of this name and interface.
+    pub fn new(name: impl Into<String>, interface: Option<String>) -> DeclaredPass {
+        DeclaredPass {
+            name: name.into(),
+            interface,
+        }
     }
 }
 

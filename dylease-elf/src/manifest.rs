@@ -1,6 +1,6 @@
 //! A plugin's manifest: what a plugin is (its plugin ABI version, name, version and passes),
 //! written into its file as ELF notes, so that a host learns it without running any of the
-//! plugin's code. [`crate::Elf::manifest`] reads it.
+//! plugin's code. [`crate::Elf::manifest`] reads it into a [`crate::Manifest`].
 //!
 //! # The format, version 1
 //!
@@ -60,6 +60,7 @@ use std::collections::HashSet;
 
 use crate::consts::PT_NOTE;
 use crate::source::{Bytes, Form};
+use crate::{DeclaredPass, Manifest};
 
 /// The note name (owner) of every manifest note, with its terminating NUL.
 pub const NOTE_NAME: &[u8; 8] = b"dylease\0";
@@ -77,46 +78,6 @@ pub const MAX_NOTE_BYTES: u64 = 1 << 20;
 /// The most `PT_NOTE` segments (distinct, not empty) the reader walks: a file whose program
 /// headers list more is refused.
 pub const MAX_NOTE_SEGMENTS: usize = 1024;
-
-/// A plugin's manifest, merged from its manifest notes: see the [module](self) for the
-/// format.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Manifest {
-    /// The format version of its plugin records ([`FORMAT_VERSION`]).
-    pub format: u32,
-    /// The plugin ABI version it was built for.
-    pub abi_version: u32,
-    /// The plugin's name.
-    pub name: String,
-    /// The plugin's version.
-    pub version: String,
-    /// Whether [`Manifest::passes`] lists every pass the plugin registers ([`FLAG_COMPLETE`]);
-    /// if not, it may register others.
-    pub complete: bool,
-    /// The passes its pass records declare, in the order of the file.
-    pub passes: Vec<DeclaredPass>,
-}
-
-/// A pass a manifest declares.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct DeclaredPass {
-    /// The pass's name.
-    pub name: String,
-    /// The interface it is typed with, or `None` for an untyped pass.
-    pub interface: Option<String>,
-}
-
-impl DeclaredPass {
-    /// A declared pass of this name and interface.
-    pub fn new(name: impl Into<String>, interface: Option<String>) -> DeclaredPass {
-        DeclaredPass {
-            name: name.into(),
-            interface,
-        }
-    }
-}
 
 /// Reads the manifest from the `PT_NOTE` segments of a file that passed the header check,
 /// one segment at a time. `Err` says what is wrong, as a phrase.

@@ -28,6 +28,10 @@
 //! | `dylease-elf` (crate) | the ELF header and structural checks, the linkage the trust check resolves and the facts the pinning prediction reads, through one reader that keeps what it read of the descriptor the loader maps | no host code (the compiler holds it) |
 //! | `dylease-plugin` (crate) | the plugin side of the ABI, re-exported by the host: `abi` (the C header's declarations), `export` (`export_plugin!`, `LibraryRegistrar`), `pass_fn` (`Interface`, `PassFn`, `UnsafePassFn`), `registrar` (the `Registrar` trait, `RegisterError`) | no host code; the host's `StaticRegistrar` implements its trait, and host code imports its items from it, not through the root's re-exports |
 //!
+//! Outside the rooms: `lib.rs` declares the modules and the public surface only;
+//! `guarantees` holds what the compiler checks of that surface (the handle types' bounds and
+//! size) and the README's doctests; `test_dir` is the unit tests' scratch directory.
+//!
 //! `unsafe` is fenced: the crates deny `unsafe_code`, and only these modules allow it, each
 //! with its reason: `sys` and `registry::opener` (allowed on their declarations, in the
 //! crate root and `registry`), `registrar`'s `c_api` and `table`, `sync`'s `once`, `loom_arc`

@@ -10,9 +10,8 @@ use crate::host::set::PluginSet;
 use crate::sync::{Arc, AtomicU64, Ordering, Weak};
 
 /// How many hosts one thread's cache remembers: eight hosts used in turn all stay cached; a
-/// ninth evicts an entry (round robin), which then takes the slot path. Measured (the
-/// repository's BENCHMARKS.md, `acquire_hosts`): up to 8 hosts used in turn cost what one host
-/// does (0.91×); from 9 hosts on every acquire takes the slot path (2.8× one host, flat to 64).
+/// ninth evicts an entry (round robin), which then takes the slot path (what each costs:
+/// `acquire_hosts` in BENCHMARKS.md).
 const CACHE_ENTRIES: usize = 8;
 
 /// How a lookup reads the host's current generation: Acquire, pairing with the Release that

@@ -343,8 +343,7 @@ mod tests {
 
     /// The racy rule, on an injected clock: an entry made within one window of the file's
     /// last change (or before it, by a clock behind the file system's) is not trusted; one
-    /// made a window or more after is. Caught: `settled` always true (a same-tick rewrite
-    /// would keep a stale entry), or comparing against the mtime's window the wrong way round.
+    /// made a window or more after is (a same-tick rewrite must not keep a stale entry).
     #[test]
     fn an_entry_made_within_one_window_of_the_change_is_not_trusted() {
         let changed = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
@@ -363,8 +362,7 @@ mod tests {
 
     /// An unsettled entry is not stored (the next lookup parses again); a settled one is
     /// found again for the same status, and not for another ctime or inode; a changed file's
-    /// old entry is dropped. Caught: storing unsettled entries, or a key compared on its
-    /// (dev, ino) alone.
+    /// old entry is dropped.
     #[test]
     fn only_settled_entries_are_found_again_and_only_for_the_same_status() {
         let mut cache = Cache::default();
@@ -395,7 +393,6 @@ mod tests {
     }
 
     /// The cache holds at most `MAX_ENTRIES` files and drops the one used least recently.
-    /// Caught: no bound, or dropping the most recently used entry.
     #[test]
     fn the_least_recently_used_entry_goes_when_the_cache_is_full() {
         let mut cache = Cache::default();
@@ -416,7 +413,7 @@ mod tests {
 
     /// Turned off (`set_enabled(false)`, the benches' uncached arm), the cache neither
     /// answers nor keeps: every look-up of a settled file is a new entry; turned on again, it
-    /// keeps and answers. Caught: `set_enabled` ignoring its argument.
+    /// keeps and answers.
     #[test]
     fn a_cache_turned_off_neither_answers_nor_keeps() {
         // The root directory: its status changed long before this test (its key is all the

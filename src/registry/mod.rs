@@ -272,7 +272,7 @@ impl<O: Opener> Drop for Unmark<O> {
         let mut state = self.registry.state.lock();
         state.unmark(&self.identity);
         // std's condition variable makes a system call even when nobody waits: wake only
-        // when someone does (measured: two `futex` calls per plugin in a cold load).
+        // when someone does.
         let waiting = state.waiters > 0;
         drop(state);
         if waiting {
@@ -843,9 +843,9 @@ mod tests {
 
     /// I9: when the loader hands back the mapping of a live instance of another file, the
     /// load of this file fails, naming it, and the other file's instance goes on as it was
-    /// (not shared, not finished, its handle still open, still found for its own file).
-    /// Caught: the refusal replaced with sharing (in `open_marked`, the guard
-    /// `if instance.identity == *file.identity` removed from the first `Found::Live` arm).
+    /// (not shared, not finished, its handle still open, still found for its own file): the
+    /// guard `if instance.identity == *file.identity` of `open_marked`'s first `Found::Live`
+    /// arm.
     #[test]
     fn the_live_instance_of_another_file_is_never_shared_i9() {
         let calls = std::sync::Arc::new(Calls::default());
@@ -903,9 +903,7 @@ mod tests {
     /// is closed, and its file is forgotten, so that the next instance of the file is opened
     /// and started again at once (a file still known would be shared dead, or waited for).
     /// A released instance dropped unsettled settles all the same. And the `Debug` of the
-    /// registry, an instance and a released one say what they are. Caught: the instance's or
-    /// the released one's `Drop` made a no-op, the identity entry kept when it is its own
-    /// (`==` as `!=`), one of those `Debug`s emptied.
+    /// registry, an instance and a released one say what they are.
     #[test]
     fn a_dropped_instance_finishes_and_its_file_is_opened_again_at_once() {
         let calls = std::sync::Arc::new(Calls::default());

@@ -444,7 +444,6 @@ mod tests {
 
     /// A library dropped without `close` (a failed start, an extra handle) is closed and
     /// unmapped by its drop, and names dropped without `settle` release their descriptors.
-    /// (Caught: either `Drop` made a no-op.)
     #[test]
     fn a_library_or_its_names_dropped_unsettled_are_closed_and_released() {
         let Pair {
@@ -521,11 +520,10 @@ mod tests {
         // The `$ORIGIN` mode's last guard: the name is compared with the checked file, then
         // the loader opens it by name. A file renamed in between is what the loader maps
         // (its constructors run: that window belongs to the directory's owner), and the
-        // mapping's comparison with the checked file refuses it and closes it. (Caught: the
-        // comparison after the mapping skipped.) The second file renamed in has its first
-        // segment at 0x10000, so that no mapping starts at its load bias (`l_addr`): the
-        // comparison looks at the mapping that holds its dynamic section. (Caught: a
-        // comparison at `l_addr`, which found no mapping there and let the file through.)
+        // mapping's comparison with the checked file refuses it and closes it. The second
+        // file renamed in has its first segment at 0x10000, so that no mapping starts at its
+        // load bias (`l_addr`): the comparison looks at the mapping that holds its dynamic
+        // section (at `l_addr` it would find no mapping and let the file through).
         for (n, other_args) in [&[][..], &["-Wl,-Ttext-segment=0x10000"][..]].into_iter().enumerate() {
             renamed_in_after_the_name_was_compared(&format!("window{n}"), other_args);
         }

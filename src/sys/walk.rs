@@ -312,9 +312,8 @@ mod tree_tests {
 
     /// A package's tree follows no symlink, takes no file for a directory and waits on no
     /// FIFO: `dir` refuses a symlink to a directory and a regular file, `file` refuses a
-    /// symlink to a file and opens a FIFO at once (bounded). Caught: the flags of `Tree::at`
-    /// or `Tree::file` joined with `&` (cargo-mutants: `O_NOFOLLOW`, `O_DIRECTORY` or
-    /// `O_NONBLOCK` dropped).
+    /// symlink to a file and opens a FIFO at once (bounded): `O_NOFOLLOW`, `O_DIRECTORY` and
+    /// `O_NONBLOCK` each hold.
     #[test]
     fn a_tree_follows_no_symlink_takes_no_file_for_a_directory_and_waits_on_no_fifo() {
         let root = crate::test_dir::TestDir::new("tree");

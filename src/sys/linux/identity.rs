@@ -55,8 +55,7 @@ mod tests {
     use super::*;
 
     /// An open with `no_follow` refuses a symlink in the last component (ELOOP) and does not
-    /// wait for a writer on a FIFO. Bounded: an open that waits fails the test. Caught: the
-    /// flags dropped, or combined with `&` (cargo-mutants).
+    /// wait for a writer on a FIFO. Bounded: an open that waits fails the test.
     #[test]
     fn no_follow_neither_follows_a_symlink_nor_waits_on_a_fifo() {
         let dir = crate::test_dir::TestDir::new("no-follow");

@@ -476,8 +476,8 @@ mod tests {
 
     /// The text of `/proc/self/maps` is read as bytes: while a file whose name is not UTF-8 is
     /// mapped, a mapping is still found in it (the fallback for kernels without
-    /// `PROCMAP_QUERY`, which would otherwise refuse every `$ORIGIN` plugin then). Caught: the
-    /// text read as a `String` (any non-UTF-8 path made it unreadable).
+    /// `PROCMAP_QUERY`, which would otherwise refuse every `$ORIGIN` plugin then): read as a
+    /// `String`, any mapped path that is not UTF-8 would make it unreadable.
     #[test]
     fn a_mapping_is_found_in_the_text_while_a_file_with_a_name_that_is_not_utf_8_is_mapped() {
         use std::os::unix::fs::MetadataExt;
@@ -508,8 +508,7 @@ mod tests {
     /// The `PROCMAP_QUERY` ioctl answers as the text of `/proc/self/maps` does, for the file
     /// mappings of this process's binary and libc (at their start and inside them: that
     /// file's (dev, ino)) and for an address nothing maps; on a kernel from 6.11 on, it is
-    /// answered. Caught: a wrong request number or layout (the ioctl fails, or reads other
-    /// fields), or a text search that matches only a mapping's start.
+    /// answered (a wrong request number or layout fails the ioctl or reads other fields).
     #[test]
     fn the_kernel_query_of_one_mapping_agrees_with_the_text_of_the_maps() {
         let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
@@ -561,7 +560,6 @@ mod tests {
     /// A failure to get a descriptor says which limit was reached: the process's (EMFILE,
     /// with the fix) or the system's (ENFILE); another failure adds nothing. A test cannot
     /// fill the system's table; `sys::library`'s tests run out of the process's.
-    /// Caught: the ENFILE arm deleted (cargo-mutants).
     #[test]
     fn a_descriptor_hint_names_the_limit_that_was_reached() {
         let hint = |errno| descriptor_hint(&io::Error::from_raw_os_error(errno));
@@ -572,9 +570,8 @@ mod tests {
 
     #[test]
     fn a_library_named_through_a_sticky_directory_its_group_or_others_can_write_is_refused_under_strict() {
-        // Anyone allowed to create names there could take the library's name once it is free.
-        // (Caught planted: the refusal tested as `mode & 0o1002 == 0o1002`, which passes a
-        // sticky directory writable by its group.)
+        // Anyone allowed to create names there could take the library's name once it is free,
+        // whether the group or others may write the directory.
         use std::os::unix::fs::PermissionsExt;
         let dir = crate::test_dir::TestDir::new("sticky-name");
         let path = dir.join("libx.so");
