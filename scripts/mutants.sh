@@ -33,7 +33,7 @@ if [ "${#files[@]}" -eq 0 ]; then
   files=(src/host/generations.rs src/host/keeper.rs src/host/thread_cache.rs src/registry/mod.rs
     src/trust/mod.rs src/trust/walk.rs src/trust/deps.rs src/trust/policy.rs
     src/sys/library.rs src/sys/linux/loader.rs src/sys/linux/identity.rs
-    src/sys/linux/rights.rs src/sys/walk.rs src/host/lease.rs
+    src/sys/raw.rs src/sys/walk.rs src/host/lease.rs
     src/host/set.rs src/inspect/parse_cache.rs)
 fi
 file_args=()

@@ -57,13 +57,25 @@
 //!
 //! This crate uses `unsafe`: loading a plugin runs its initialisation code in your process,
 //! calling a pass calls foreign code through a function pointer, and the plugin ABI is C. The
-//! `unsafe` code sits in a few fenced modules, each block with a `// SAFETY:` reason, and the
-//! compiler keeps the list: the crate denies `unsafe_code`, and only the fenced modules allow
-//! it, each on its declaration or at its top with the reason: the platform layer
-//! (`sys`: the loader, C library and CPython calls), the calls into a plugin's functions
-//! (`registry::opener`), the registration side of the plugin ABI (`registrar`), the
-//! synchronisation shim (`sync`), the typed access to a pass (`host::lease`) and the public
-//! `unsafe fn`s that name native code (`host::sources`).
+//! `unsafe` code sits in six files, each block with a `// SAFETY:` reason, and the compiler
+//! keeps the list: the crate denies `unsafe_code`, and only these modules allow it, each on
+//! its declaration or at its top with the reason:
+//!
+//! - `sys/raw.rs`: the C library's and the platform loader's calls (`openat`, `fstatat`,
+//!   `dlopen`, `dladdr1`, `dl_iterate_phdr`, ...), wrapped in safe functions where the call is
+//!   safe to wrap;
+//! - `sys/library.rs`: opening a plugin library and calling its functions (entry point,
+//!   `on_load`, `register_passes`, `on_unload`), behind safe methods of the open library,
+//!   whose opening acts on the word the `unsafe` builder methods gave;
+//! - `sys/python.rs`: CPython's calls that pyo3 has no safe form of;
+//! - `registrar/c_api.rs`: the C host API a plugin registers through, and a pass's function
+//!   typed again once its interface is checked;
+//! - `sync/raw.rs`: the synchronisation shim's raw parts (the loom-checked `Arc`, the
+//!   re-entrancy marks' list through stack frames);
+//! - `host/lease.rs`: [`Lease::pass`], which types an untyped pass on its caller's word.
+//!
+//! `host/sources.rs` declares the public `unsafe fn`s that name native code, and holds no
+//! `unsafe` block.
 //! dylease cannot sandbox a plugin: naming a directory or file as a plugin source (an `unsafe`
 //! builder method) vouches for its code, as running a program vouches for the program. What
 //! it checks before running any of a file's code is that the file is an ELF library for this
@@ -104,9 +116,8 @@ mod log_scope;
 mod registrar;
 mod registry;
 mod sync;
-// The platform layer: every call into the platform loader, the C library and CPython, behind
-// small wrappers with `# Safety` contracts (see its module documentation).
-#[allow(unsafe_code)]
+// The platform layer: every call into the platform loader, the C library and CPython; its
+// `unsafe` is allowed in three of its modules (see its module documentation).
 mod sys;
 #[cfg(all(test, unix, not(loom)))]
 mod test_dir;

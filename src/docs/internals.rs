@@ -15,13 +15,13 @@
 //! | Room | What it owns | What it may call |
 //! |---|---|---|
 //! | `error` | the error type and what it names (`Origin`, `Waited`), and `time_left`, the one reckoning of a deadline into [`Error::TimedOut`](crate::Error::TimedOut) | nothing of the crate |
-//! | `sync` | the synchronisation shim (std's or loom's types), `OnceSlot`, and `marks` (a thread's re-entrancy marks, a list through its stack frames) | `error` |
-//! | `sys` | the platform layer: every call into the platform loader, the C library and CPython, one module per platform behind the alias `imp` (`linux`: `loader`, `rights`, `identity`; `other`), `library` (an open library over them), `walk` (the `openat` walk), `id` (`FileId`), `python` (CPython's detach calls) | `sync` |
+//! | `sync` | the synchronisation shim (std's or loom's types), `OnceSlot`, and `marks` (a thread's re-entrancy marks, a list through its stack frames), over `raw` (the loom-checked `Arc`, the loom `OnceSlot`'s cell, the marks' list) | `error` |
+//! | `sys` | the platform layer: every call into the platform loader, the C library and CPython: `raw` (the raw calls, wrapped safe where they can be), one module per platform behind the alias `imp` (`linux`: `loader`, `identity`; `other`), `library` (an open library over them, and the calls into its plugin's functions), `walk` (the `openat` walk), `id` (`FileId`), `python` (CPython's detach calls) | `sync` |
 //! | `log_scope` | the name of the host a thread loads or unloads for, that every log line carries, and the warnings said once | `sync` |
 //! | `inspect` | what is read of a file without running it: `manifest`, `pinning` (the prediction of a library staying mapped), `parse_cache` (both, cached by file status) | `log_scope`, `sys`, `sync` |
 //! | `trust` | `discover` (the plugin files of a directory, file or variable), `candidate` (a file found and, once opened, the descriptor its checks read), and the trust check: `policy`, `walk`, `deps` (the dependencies, resolved from checked descriptors) | `inspect` and below |
-//! | `registrar` | registration: the `StaticRegistrar` of static plugins, the state both routes fill in (`table`), the C host API (`c_api`), a Python pass's callable (`python`) | `sync` |
-//! | `registry` | the process-wide instances (the registry protocol below), `opener` (the platform loader as the registry's opener: the descriptor check, `on_load`, `register_passes`, `on_unload`), `teardown` (unloading a set's plugins) | `registrar`, `trust`, `inspect` and below |
+//! | `registrar` | registration: the `StaticRegistrar` of static plugins, the state both routes fill in (`table`), the C host API and a pass's function typed again (`c_api`), a Python pass's callable (`python`) | `sync`, `sys::library` (the `HostApi` it implements, the bounded C string reader) |
+//! | `registry` | the process-wide instances (the registry protocol below), `opener` (the platform loader as the registry's opener: the descriptor check, and when `on_load`, `register_passes` and `on_unload` run, through `sys::library`), `teardown` (unloading a set's plugins) | `registrar`, `trust`, `inspect` and below |
 //! | `load` | one load attempt: `plan` (sources to the ordered plugins, `plugin_files_in`), `pipeline` (one plugin from file to registered passes, as typestates), `plugins` (a loaded set's contents), `policy`, `demand` (on-demand mapping), `static_plugin`, `catalog` (every plugin judged, none loaded), and `python`, the loading side of Python plugins (`discover`, `check`, `read`, `register`, `instance`, `interpreter`) | every room in the rows above |
 //! | `host` | `plugin_host`, `builder`, `sources` (the public `unsafe fn`s that name native or Python code, and `init_global`), `policy` (`UnloadPolicy`), `global`, `generations` (the slot protocol below), `thread_cache` (its first path), `keeper` (the host's own lease under `UnloadPolicy::After` and `WithHost`, and the keeper thread), `set` (one generation; its drop reaches the host only through the `Teardown` the generations hand it), `lease`, `stats`, `reentry`, `watch` (a watcher that calls back after a change; `plugin_host` holds the glue) | every room in the rows above |
 //! | `python` | the user API of Python passes (`PyInterface`, `PyPass`, `Lease::get_py`) | every room in the rows above |
@@ -32,12 +32,16 @@
 //! `guarantees` holds what the compiler checks of that surface (the handle types' bounds and
 //! size) and the README's doctests; `test_dir` is the unit tests' scratch directory.
 //!
-//! `unsafe` is fenced: the crates deny `unsafe_code`, and only these modules allow it, each
-//! with its reason: `sys` and `registry::opener` (allowed on their declarations, in the
-//! crate root and `registry`), `registrar`'s `c_api` and `table`, `sync`'s `once`, `loom_arc`
-//! and `marks`, `host::lease` and `host::sources`; in `dylease-plugin`, `abi`, `export` and
-//! `pass_fn`. Everything else reaches the platform, a plugin's functions and raw pointers
-//! through their safe functions or their `unsafe fn`s' `# Safety` contracts.
+//! `unsafe` is fenced by file: the crates deny `unsafe_code`, and only these modules allow
+//! it, each with its reason on its declaration or at its top. In the host crate, six files
+//! hold `unsafe` code: `sys/raw.rs` (the C library's and the loader's calls), `sys/library.rs`
+//! (opening a library and calling its plugin's functions), `sys/python.rs` (CPython's),
+//! `registrar/c_api.rs` (the C host API, `user_data`'s `Send`/`Sync`, a pass's function typed
+//! again), `sync/raw.rs` (the shim's raw parts) and `host/lease.rs` (`Lease::pass`'s untyped
+//! pass); `host/sources.rs` declares the public `unsafe fn`s and holds no `unsafe` block.
+//! `scripts/house.sh` counts them. In `dylease-plugin`, `abi`, `export` and `pass_fn`.
+//! Everything else reaches the platform, a plugin's functions and raw pointers through their
+//! safe functions or their `unsafe fn`s' `# Safety` contracts.
 //!
 //! # The invariants I1–I9
 //!

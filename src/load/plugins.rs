@@ -10,11 +10,10 @@ use crate::inspect::pinning::Pinning;
 use crate::load::demand::MapOnce;
 use crate::load::pipeline::{Deferred, Registered};
 use crate::load::policy::LoadFailure;
-use crate::registrar::UserData;
+use crate::registrar::{PassFunc, UserData};
 use crate::registry::teardown::{Teardown, teardown_all};
 use crate::sync::{AtomicBool, Mutex, OnceSlot, Ordering};
 use crate::trust::TrustPolicy;
-use dylease_plugin::abi::dylease_fn;
 
 /// One plugin of a set, as seen through a lease: loaded, or (in an on-demand set) declared by
 /// its manifest and mapped on first use ([`PluginInfo::is_mapped`]).
@@ -108,7 +107,8 @@ pub struct PassInfo {
 /// What calls a pass: set when its plugin is mapped.
 #[derive(Debug)]
 pub(crate) struct Callable {
-    pub(crate) func: dylease_fn,
+    /// The pass's function, typed again only through it (`PassFunc::typed`).
+    pub(crate) func: PassFunc,
     pub(crate) user_data: UserData,
     /// A Python pass's callable (`load::python`); then `func` is a placeholder.
     #[cfg(feature = "python")]
@@ -116,10 +116,9 @@ pub(crate) struct Callable {
 }
 
 impl Callable {
-    fn of(pass: crate::registrar::Collected) -> (Box<str>, Option<Box<str>>, Callable) {
+    fn of(pass: crate::registrar::Collected) -> (Box<str>, Callable) {
         (
             pass.name,
-            pass.interface,
             Callable {
                 func: pass.func,
                 user_data: pass.user_data,
@@ -239,10 +238,10 @@ impl LoadedPlugins {
         let passes = plugin.passes.into_iter().map(|pass| {
             #[cfg(feature = "python")]
             let python = pass.python.is_some();
-            let (name, interface, callable) = Callable::of(pass);
+            let (name, callable) = Callable::of(pass);
             PassEntry {
                 name,
-                interface,
+                interface: callable.func.interface().map(Into::into),
                 #[cfg(feature = "python")]
                 python,
                 callable: OnceSlot::with(callable),
@@ -349,7 +348,7 @@ impl LoadedPlugins {
     /// `SkipFailed`) is left out here too.
     fn mapped(&self, plugin: usize, registered: Registered) {
         for pass in registered.passes {
-            let (name, _, callable) = Callable::of(pass);
+            let (name, callable) = Callable::of(pass);
             if let Some(&at) = self.index.get(&name)
                 && self.passes[at].plugin == plugin
             {

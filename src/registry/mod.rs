@@ -34,10 +34,6 @@ use crate::error::{Error, Waited, time_left};
 use crate::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use crate::trust::candidate::Identity;
 
-// The calls into a plugin, fenced here: opens its library (`sys::library`, on the word of
-// whoever named it through an `unsafe` builder method), calls its entry point,
-// `register_passes`, `on_load` and `on_unload`, and reads its descriptor.
-#[allow(unsafe_code)]
 pub(crate) mod opener;
 pub(crate) mod teardown;
 
@@ -85,7 +81,7 @@ pub(crate) trait Opener: Send + Sync + Sized + 'static {
     fn handle(library: &Self::Library) -> usize;
     /// The first use of a new instance: checks the plugin and runs its `on_load`. On `Err`
     /// nothing of the plugin has to be undone, and the library is closed.
-    fn start(&self, library: &Self::Library, file: FileRef<'_>) -> Result<Self::Plugin, Error>;
+    fn start(&self, library: &mut Self::Library, file: FileRef<'_>) -> Result<Self::Plugin, Error>;
     /// The last use of an instance: runs `on_unload` if `registered` (a set's registration
     /// succeeded on it, or its `on_load` did), then closes the library.
     fn finish(&self, plugin: Self::Plugin, library: Self::Library, registered: bool) -> Self::Closing;
@@ -162,6 +158,15 @@ impl<O: Opener> fmt::Debug for LibraryInstance<O> {
 }
 
 impl<O: Opener> LibraryInstance<O> {
+    /// The open library of this instance.
+    pub(crate) fn library(&self) -> &O::Library {
+        &self
+            .parts
+            .as_ref()
+            .expect("an instance is finished only by its last owner")
+            .0
+    }
+
     /// The checked plugin (descriptor) of this instance.
     pub(crate) fn plugin(&self) -> &O::Plugin {
         &self
@@ -385,7 +390,7 @@ impl<O: Opener> Registry<O> {
         unmark: Unmark<O>,
     ) -> Result<Option<Arc<LibraryInstance<O>>>, Error> {
         // Declared after `unmark`, so dropped (closed) before it on every exit (I1, I5).
-        let library = this.opener.open(file)?;
+        let mut library = this.opener.open(file)?;
         let handle = O::handle(&library);
         let found = {
             let state = this.state.lock();
@@ -422,7 +427,7 @@ impl<O: Opener> Registry<O> {
         }
         // Plugin code (`on_load`) runs outside the lock (I4); the file stays busy, so
         // other openers of it wait for this one.
-        let plugin = this.opener.start(&library, file)?;
+        let plugin = this.opener.start(&mut library, file)?;
         let instance = Arc::new(LibraryInstance {
             registry: Arc::clone(this),
             handle,
@@ -542,7 +547,7 @@ mod loom_models {
             1
         }
 
-        fn start(&self, _library: &Handle, _file: FileRef<'_>) -> Result<(), Error> {
+        fn start(&self, _library: &mut Handle, _file: FileRef<'_>) -> Result<(), Error> {
             let mut mapping = self.0.mapping.lock().unwrap();
             // I7: one on_load per instance: never over the live state of another instance.
             assert!(!mapping.state, "I7: on_load ran on a mapping whose state is alive");
@@ -659,7 +664,7 @@ mod loom_models {
             library.1
         }
 
-        fn start(&self, library: &Mapped, _file: FileRef<'_>) -> Result<usize, Error> {
+        fn start(&self, library: &mut Mapped, _file: FileRef<'_>) -> Result<usize, Error> {
             Ok(library.1)
         }
 
@@ -812,7 +817,7 @@ mod tests {
             7
         }
 
-        fn start(&self, _library: &Handle, file: FileRef<'_>) -> Result<u64, Error> {
+        fn start(&self, _library: &mut Handle, file: FileRef<'_>) -> Result<u64, Error> {
             self.0.started.fetch_add(1, SeqCst);
             Ok(file.identity.ino)
         }

@@ -222,7 +222,7 @@ mod tests {
         let passes = registered
             .passes
             .iter()
-            .map(|pass| DeclaredPass::new(&*pass.name, pass.interface.as_deref().map(str::to_owned)))
+            .map(|pass| DeclaredPass::new(&*pass.name, pass.func.interface().map(str::to_owned)))
             .collect();
         let (name, version) = (registered.name.clone(), registered.version.clone());
         teardown_all(vec![registered.teardown]);

@@ -49,9 +49,6 @@ pub(crate) fn no_follow(options: &mut std::fs::OpenOptions) {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-
     use super::*;
 
     /// An open with `no_follow` refuses a symlink in the last component (ELOOP) and does not
@@ -62,9 +59,7 @@ mod tests {
         let (target, link, fifo) = (dir.join("target"), dir.join("link"), dir.join("fifo"));
         std::fs::write(&target, b"a file").unwrap();
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        let fifo_name = CString::new(fifo.as_os_str().as_bytes()).unwrap();
-        // SAFETY: `fifo_name` is NUL-terminated.
-        assert_eq!(unsafe { libc::mkfifo(fifo_name.as_ptr(), 0o600) }, 0);
+        crate::sys::raw::testing::mkfifo(&fifo);
         let open = |path: &std::path::Path| {
             let mut options = std::fs::OpenOptions::new();
             options.read(true);

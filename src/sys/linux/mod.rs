@@ -1,14 +1,14 @@
 //! Linux: the platform layer's functions for this platform, one file per job, re-exported
-//! here as the one module that `sys` aliases as `imp`.
+//! here as the one module that `sys` aliases as `imp`. Both are safe code over `sys::raw`.
 //!
 //! - `loader`: the platform loader (`dlopen`, `dladdr1`, `dl_iterate_phdr`).
-//! - `rights`: the process's user and rights (`geteuid`, `getauxval`).
 //! - `identity`: file identities (device and inode), and opening without following a symlink.
+//!
+//! The process's user and rights (`geteuid`, `getauxval`) are `raw`'s own, re-exported.
 
 pub(crate) mod identity;
 mod loader;
-mod rights;
 
+pub(crate) use crate::sys::raw::{effective_uid, secure_execution};
 pub(crate) use identity::*;
 pub(crate) use loader::*;
-pub(crate) use rights::*;
