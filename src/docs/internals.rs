@@ -122,7 +122,8 @@
 //! I6 (the mapping registers into this set's table only), I8 and I9 (judged under the trust
 //! policy at acquire, and the file mapped must be the file judged). The loom model
 //! `load::demand::loom_models` checks that two first uses map once, run `on_load` once and
-//! unload once with the set (planted bug: `dylease_broken_on_demand`, the guard skipped).
+//! unload once with the set (planted bug: `scripts/planted/on_demand.patch`, the guard
+//! skipped).
 //!
 //! # The registry protocol: one instance per file (`registry`)
 //!
@@ -187,8 +188,8 @@
 //! a store is ordered after that store's earlier writes, which arc-swap does not promise. No
 //! model relies on it: each asserts what the thread read, not what it read later.) Loom model 10b
 //! checks the publication order from a thread that never synchronised with the reload; with
-//! the planted bug `--cfg dylease_broken_publication` (the number stored and read Relaxed) it
-//! fails, which `loom-tests/run.sh` checks.
+//! the planted bug `scripts/planted/publication.patch` (the number stored and read Relaxed)
+//! it fails, which `loom-tests/run.sh` checks.
 //!
 //! The cache holds `Weak`s only, so it never keeps plugins loaded (I3). Host ids come from a
 //! process-wide counter and are never reused (an address is, after a host is dropped, and a

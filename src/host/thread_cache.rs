@@ -15,12 +15,8 @@ use crate::sync::{Arc, AtomicU64, Ordering, Weak};
 const CACHE_ENTRIES: usize = 8;
 
 /// How a lookup reads the host's current generation: Acquire, pairing with the Release that
-/// publishes it after the slot's `Weak`. Relaxed under the planted bug
-/// `--cfg dylease_broken_publication` (only with loom; see `generations`).
-#[cfg(not(all(loom, dylease_broken_publication)))]
+/// publishes it after the slot's `Weak`.
 const OBSERVE: Ordering = Ordering::Acquire;
-#[cfg(all(loom, dylease_broken_publication))]
-const OBSERVE: Ordering = Ordering::Relaxed;
 
 struct Entry {
     /// 0: unused (host ids start at 1).

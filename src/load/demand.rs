@@ -95,11 +95,8 @@ impl MapOnce {
                 State::Unmapped => break,
             }
         }
-        // The guard: this thread maps it, the others wait. (Planted bug: the state is left
-        // `Unmapped`, so a racing first use maps it too.)
-        if !cfg!(all(loom, dylease_broken_on_demand)) {
-            states[which] = State::Mapping(me);
-        }
+        // The guard: this thread maps it, the others wait.
+        states[which] = State::Mapping(me);
         drop(states);
         /// However the mapping ends (a panic included), its state leaves `Mapping` and the
         /// waiters wake.
@@ -141,8 +138,7 @@ impl MapOnce {
 /// list): two threads' first uses of one on-demand plugin map it once, run its `on_load`
 /// once, both call the one callable, and the set's drop unloads it once. The mapping step is
 /// the model's (a static plugin's registration behind a counted `on_load`): files and the
-/// platform loader are the registry's models' (`registry`). With
-/// `--cfg dylease_broken_on_demand` (the guard skipped) it must fail (`loom-tests/run.sh`).
+/// platform loader are the registry's models' (`registry`).
 #[cfg(all(test, loom))]
 mod loom_models {
     use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};

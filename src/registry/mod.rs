@@ -354,9 +354,7 @@ impl<O: Opener> Registry<O> {
     fn find_or_mark(this: &Arc<Self>, file: FileRef<'_>, deadline: Option<Instant>) -> Result<Claim<O>, Error> {
         let mut state = this.state.lock();
         loop {
-            // The planted bug of `loom-tests/run.sh`: without the wait, a model must fail.
-            let waits_for_busy = !cfg!(all(loom, dylease_broken_registry));
-            if !(waits_for_busy && state.is_busy(file)) {
+            if !state.is_busy(file) {
                 let found = match state.by_identity.get(file.identity) {
                     Some(handle) => Registry::find(&state, *handle),
                     None => Found::Absent,
@@ -620,8 +618,7 @@ mod loom_models {
 
     /// The loader's view of two files that one path names in turn: file 1, then file 2
     /// renamed over it between another host's check and its map (I9). The loader maps what
-    /// it is given: the checked descriptor's file (with `dylease_broken_identity`, the file
-    /// the path names when it opens, as `dlopen` of the path would).
+    /// it is given: the checked descriptor's file.
     #[derive(Default)]
     struct Renamed {
         /// Which file the path names now.
@@ -650,11 +647,7 @@ mod loom_models {
         fn settle(&self, (): ()) {}
 
         fn open(&self, file: FileRef<'_>) -> Result<Mapped, Error> {
-            let mapped = if cfg!(dylease_broken_identity) {
-                self.0.at_path.load(SeqCst)
-            } else {
-                usize::try_from(file.identity.ino).unwrap()
-            };
+            let mapped = usize::try_from(file.identity.ino).unwrap();
             self.0.refs.lock().unwrap()[mapped] += 1;
             Ok(Mapped(Arc::clone(&self.0), mapped))
         }

@@ -27,9 +27,6 @@ pub(super) mod arc {
     //! fence under `cfg(sanitize = "thread")`. This copy needs no such switch: it exists only under
     //! `--cfg loom`, and sanitizer builds (`scripts/memcheck.sh --tsan`) use std's `Arc`. A
     //! hand-written count in the production build would need the switch.
-    //!
-    //! Under `--cfg dylease_broken_upgrade` (only with loom), `upgrade` checks for zero and then
-    //! increments in two steps: the race the loom models must catch.
 
     use std::mem::ManuallyDrop;
     use std::ops::Deref;
@@ -190,30 +187,18 @@ pub(super) mod arc {
         pub(crate) fn upgrade(&self) -> Option<Arc<T>> {
             // SAFETY: a weak reference keeps the allocation alive.
             let inner = unsafe { self.inner?.as_ref() };
-            #[cfg(not(dylease_broken_upgrade))]
-            {
-                let mut n = inner.strong.load(Ordering::Relaxed);
-                loop {
-                    if n == 0 {
-                        return None;
-                    }
-                    match inner
-                        .strong
-                        .compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed)
-                    {
-                        Ok(_) => break,
-                        Err(now) => n = now,
-                    }
-                }
-            }
-            #[cfg(dylease_broken_upgrade)]
-            {
-                // The bug the models must catch: between the check and the increment, the last
-                // strong reference may go and the value be dropped.
-                if inner.strong.load(Ordering::Acquire) == 0 {
+            let mut n = inner.strong.load(Ordering::Relaxed);
+            loop {
+                if n == 0 {
                     return None;
                 }
-                inner.strong.fetch_add(1, Ordering::Acquire);
+                match inner
+                    .strong
+                    .compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed)
+                {
+                    Ok(_) => break,
+                    Err(now) => n = now,
+                }
             }
             Some(Arc { inner: self.inner? })
         }
