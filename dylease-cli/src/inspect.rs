@@ -151,10 +151,9 @@ pub(crate) fn shared_pass(path: &Path) -> String {
 
 /// A builder given `path` as `check` gives it to its hosts.
 fn sources(options: check::Options, path: &Path) -> HostBuilder {
-    let builder = PluginHost::builder().name("dylease-inspect");
-    // SAFETY: the host is only asked for its catalog, which maps no library and executes no
-    // Python module; it never acquires a lease, so none of the plugins' code runs.
-    unsafe { check::add_path(builder, options.python, path) }
+    // The host is only asked for its catalog, which maps no library and executes no Python
+    // module; it never acquires a lease, so none of the plugins' code runs.
+    check::add_path(PluginHost::builder().name("dylease-inspect"), options.python, path)
 }
 
 /// The catalog of the host `builder` configures, under `options.trust`. `Err` only when the

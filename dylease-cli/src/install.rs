@@ -42,7 +42,7 @@ use std::process::{Command, Stdio};
 use dylease::{CatalogEntry, PluginHost};
 
 use crate::check::{self, Check};
-use crate::{inspect, names, python, report, stdout};
+use crate::{inspect, names, python, report, stdout, sys};
 
 /// The hidden command a child process checks the temporary copy with.
 pub(crate) const CHECK_COPY: &str = "check-copy";
@@ -229,14 +229,9 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
     };
     let copying = format!("cannot copy `{}` to", names::escape(file));
     write_copy(&mut source, &mut copy, 0o755).map_err(|e| io(&copying, &partial, e))?;
-    // The planted bug `dylease_broken_install_order` flushes the copy only after the rename
-    // (the unit test `the_copy_is_flushed_before_it_is_checked_and_renamed` must fail).
-    #[cfg(not(dylease_broken_install_order))]
-    {
-        seam.sync(&copy, &partial).map_err(|e| io(&copying, &partial, e))?;
-        // Closed before the check: the checker warns about a file open for writing.
-        drop(copy);
-    }
+    seam.sync(&copy, &partial).map_err(|e| io(&copying, &partial, e))?;
+    // Closed before the check: the checker warns about a file open for writing.
+    drop(copy);
     let verdict = seam
         .check(&partial, options)
         .map_err(|e| io("cannot run the check of", &partial, e))?;
@@ -245,15 +240,13 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
         Verdict::Refused(report) => return Err(Refused::Check(report)),
         Verdict::Crashed(how) => return Err(Refused::Crashed { how, to }),
     };
-    // SAFETY: the host is only asked for its catalog, which maps nothing and runs none of the
-    // copy's code (the check above ran it, in a process of its own).
-    let copy = inspect::catalog(unsafe { PluginHost::builder().file(&partial) }, options);
+    // The host is only asked for its catalog, which maps nothing and runs none of the copy's
+    // code (the check above ran it, in a process of its own).
+    let copy = inspect::catalog(sys::add_file(PluginHost::builder(), &partial), options);
     let details = compare(file, name, dir, copy, &registered, options).map_err(Refused::Collision)?;
     seam.rename(&partial, &to)
         .map_err(|e| io(&format!("cannot rename `{}` to", names::escape(&partial)), &to, e))?;
     temporary.renamed = true;
-    #[cfg(dylease_broken_install_order)]
-    seam.sync(&copy, &partial).map_err(|e| io(&copying, &partial, e))?;
     // The rename itself is durable once the directory is.
     seam.sync_dir(dir)
         .map_err(|e| io("cannot flush the directory", dir, e))?;
@@ -308,14 +301,8 @@ fn compare(
             passes.push(pass);
         }
     }
-    // SAFETY: as for the copy: a catalog runs none of the directory's plugins' code.
-    let builder = unsafe { PluginHost::builder().dir(dir) };
-    let builder = if cfg!(feature = "python") {
-        // SAFETY: as above.
-        unsafe { python::dir(builder, dir) }
-    } else {
-        builder
-    };
+    // As for the copy: a catalog runs none of the directory's plugins' code.
+    let builder = sys::add_python_dir(sys::add_dir(PluginHost::builder(), dir), dir);
     // `Err` only for a host that cannot be built: a directory that cannot be listed is an
     // entry refused with `Error::Io`, passed over below as every refusal is (the rename into
     // it then fails, and says why).
@@ -447,13 +434,14 @@ fn install_python(
         Verdict::Refused(report) => return Err(Refused::Check(report)),
         Verdict::Crashed(how) => return Err(Refused::Crashed { how, to }),
     };
-    // SAFETY: the host is only asked for its catalog, which executes none of the copy's code.
-    let catalog = inspect::catalog(unsafe { python::file(PluginHost::builder(), &copy) }, options);
+    // The host is only asked for its catalog, which executes none of the copy's code.
+    let catalog = inspect::catalog(sys::add_python_file(PluginHost::builder(), &copy), options);
     let details = compare(file, name, dir, catalog, &registered, options).map_err(Refused::Collision)?;
     let replaces_a_directory = fs::symlink_metadata(&to).is_ok_and(|m| m.is_dir());
     if package && replaces_a_directory {
         // The old tree ends up in the temporary directory, removed with it.
-        exchange(&copy, &to).map_err(|e| io(&format!("cannot exchange `{}` with", names::escape(&copy)), &to, e))?;
+        sys::exchange(&copy, &to)
+            .map_err(|e| io(&format!("cannot exchange `{}` with", names::escape(&copy)), &to, e))?;
     } else {
         seam.rename(&copy, &to)
             .map_err(|e| io(&format!("cannot rename `{}` to", names::escape(&copy)), &to, e))?;
@@ -511,39 +499,6 @@ fn copy_tree(from: &Path, to: &Path, seam: &mut impl Seam) -> io::Result<()> {
     seam.sync_dir(to)
 }
 
-/// Exchanges the directory entries `a` and `b` in one step: `renameat2` with
-/// `RENAME_EXCHANGE`.
-#[cfg(target_os = "linux")]
-fn exchange(a: &Path, b: &Path) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt as _;
-    let a = std::ffi::CString::new(a.as_os_str().as_bytes())?;
-    let b = std::ffi::CString::new(b.as_os_str().as_bytes())?;
-    // SAFETY: both are NUL-terminated strings that outlive the call, which only reads them.
-    let done = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        )
-    };
-    if done == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// No atomic exchange of two directories here: an installed package is not replaced.
-#[cfg(not(target_os = "linux"))]
-fn exchange(_: &Path, _: &Path) -> io::Result<()> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "replacing an installed package needs `renameat2(RENAME_EXCHANGE)` (Linux)",
-    ))
-}
-
 /// Removes the temporary directory of a Python install, with whatever it holds.
 struct Staging<'a>(&'a Path);
 
@@ -593,19 +548,12 @@ fn create_partial(dir: &Path, name: &OsStr, seam: &mut impl Seam) -> io::Result<
 /// Creates `path`, which must not exist: `O_EXCL` (never an existing file, nor the target of
 /// a symbolic link at `path`) and `O_NOFOLLOW`.
 fn create_new(path: &Path) -> io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.write(true).mode(0o755);
-    if cfg!(dylease_broken_install_exclusive) {
-        // The planted bug: opens whatever is there, following a symbolic link (the unit tests
-        // `a_symbolic_link_planted_at_the_temporary_name_is_not_followed` and
-        // `a_file_planted_at_the_temporary_name_is_left_alone` must fail).
-        options.create(true).truncate(true).custom_flags(libc::O_CLOEXEC);
-    } else {
-        options
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
-    }
-    options.open(path)
+    OpenOptions::new()
+        .write(true)
+        .mode(0o755)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
 }
 
 /// Writes what `source` reads into `copy` (mode `mode` whatever the umask).

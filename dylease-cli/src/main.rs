@@ -18,6 +18,8 @@
 //! ```
 
 #![deny(missing_docs)]
+// Every `unsafe` operation is in `sys`, behind safe functions.
+#![deny(unsafe_code)]
 
 use std::io::{self, Write as _};
 use std::ops::ControlFlow;
@@ -35,6 +37,8 @@ mod python;
 mod report;
 mod rewrite;
 mod stdout;
+#[allow(unsafe_code)]
+mod sys;
 
 /// Checks dylease plugins the way a host loads them.
 #[derive(Debug, Parser)]
@@ -73,15 +77,18 @@ enum Command {
     CheckCopy(CheckCopyArgs),
 }
 
+/// The plugins `check` and `inspect` read, and how.
 #[derive(Debug, Args)]
-struct InspectArgs {
+struct Sources {
     /// Plugin library files, and directories of them (as `HostBuilder::dir` reads them).
     #[arg(required = true, value_name = "FILE_OR_DIR")]
     paths: Vec<PathBuf>,
 
-    /// Also inspect Python plugins, found as `check --python` finds them: a `.py` file or
-    /// package argument as `HostBuilder::python_file`, and each directory also as
-    /// `HostBuilder::python_dir`. Needs a `dylease` built with the `python` feature.
+    /// Also read Python plugins, as a host with the `python` feature loads them: a `.py` file
+    /// or package argument as `HostBuilder::python_file`, and each directory also as
+    /// `HostBuilder::python_dir` (its `.py` files and packages, after its libraries). Without
+    /// it a directory is judged as `HostBuilder::dir` loads it, libraries only. Needs a
+    /// `dylease` built with the `python` feature.
     #[arg(long)]
     python: bool,
 
@@ -89,18 +96,25 @@ struct InspectArgs {
     #[arg(long)]
     json: bool,
 
-    /// Which files the host would agree to open, as the deployment's host does
-    /// (`TrustPolicy`), as for `check`.
+    /// Which files the hosts agree to open, as the deployment's host does (`TrustPolicy`):
+    /// `permissive` for a deployment that deliberately trusts, say, a group-writable
+    /// directory.
     #[arg(long, value_enum, default_value_t = Trust::Strict)]
     trust: Trust,
+}
+
+#[derive(Debug, Args)]
+struct InspectArgs {
+    #[command(flatten)]
+    sources: Sources,
 }
 
 impl InspectArgs {
     fn options(&self) -> check::Options {
         check::Options {
-            trust: self.trust.policy(),
+            trust: self.sources.trust.policy(),
             policy: dylease::LoadPolicy::Strict,
-            python: self.python,
+            python: self.sources.python,
         }
     }
 }
@@ -278,27 +292,8 @@ mod sdk;
 
 #[derive(Debug, Args)]
 struct CheckArgs {
-    /// Plugin library files, and directories of them (as `HostBuilder::dir` reads them).
-    #[arg(required = true, value_name = "FILE_OR_DIR")]
-    paths: Vec<PathBuf>,
-
-    /// Also check Python plugins, as a host with the `python` feature loads them: a `.py` file
-    /// or package argument as `HostBuilder::python_file`, and each directory also as
-    /// `HostBuilder::python_dir` (its `.py` files and packages, after its libraries). Without
-    /// it a directory is judged as `HostBuilder::dir` loads it, libraries only. Needs a
-    /// `dylease` built with the `python` feature.
-    #[arg(long)]
-    python: bool,
-
-    /// Print one JSON document on standard output instead of text (schema in --help).
-    #[arg(long)]
-    json: bool,
-
-    /// Which files the checking hosts agree to open, as the deployment's host does
-    /// (`TrustPolicy`): `permissive` for a deployment that deliberately trusts, say, a
-    /// group-writable directory.
-    #[arg(long, value_enum, default_value_t = Trust::Strict)]
-    trust: Trust,
+    #[command(flatten)]
+    sources: Sources,
 
     /// What the checking hosts do when one plugin fails, as the deployment's host does
     /// (`LoadPolicy`): with `skip-failed` a failed plugin is left out (and listed as a
@@ -338,12 +333,12 @@ impl CheckArgs {
     /// The host configuration every check uses.
     fn options(&self) -> check::Options {
         check::Options {
-            trust: self.trust.policy(),
+            trust: self.sources.trust.policy(),
             policy: match self.policy {
                 Policy::Strict => dylease::LoadPolicy::Strict,
                 Policy::SkipFailed => dylease::LoadPolicy::SkipFailed,
             },
-            python: self.python,
+            python: self.sources.python,
         }
     }
 }
@@ -414,8 +409,8 @@ manifest declares), duplicate-pass, io, reentrant, other.";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Check(CheckArgs { python: true, .. }) | Command::Inspect(InspectArgs { python: true, .. }) =
-        cli.command
+    if let Command::Check(CheckArgs { sources, .. }) | Command::Inspect(InspectArgs { sources }) = &cli.command
+        && sources.python
         && !cfg!(feature = "python")
     {
         eprintln!(
@@ -425,12 +420,12 @@ fn main() -> ExitCode {
         return ExitCode::from(USAGE);
     }
     let ok = match cli.command {
-        Command::Check(args) if args.json => check_json(&args.paths, args.options()),
-        Command::Check(args) => check_human(&args.paths, args.options()),
+        Command::Check(args) if args.sources.json => check_json(&args.sources.paths, args.options()),
+        Command::Check(args) => check_human(&args.sources.paths, args.options()),
         Command::Inspect(args) => {
-            let sources = inspect::run(&args.paths, args.options());
+            let sources = inspect::run(&args.sources.paths, args.options());
             let ok = sources.iter().all(inspect::Source::ok);
-            let text = if args.json {
+            let text = if args.sources.json {
                 inspect::json(&sources)
             } else {
                 inspect::human(&sources)
