@@ -276,8 +276,10 @@ pub(crate) fn details(entry: &Entry) -> Vec<String> {
     lines
 }
 
-/// A manifest as a phrase: "plugin `x` 1.2 (ABI version 2); declares 2 passes (all it
-/// registers): a (untyped), b (interface `i/1`)".
+/// A manifest as a phrase: "plugin `x` 1.2 (ABI version 2); declares 2 passes (complete
+/// manifest): a (untyped), b (interface `i/1`)". What the manifest claims, read from the
+/// file: a complete manifest claims to list every pass the plugin registers, which only
+/// loading it (`dylease check`) can confirm.
 pub(crate) fn describe(manifest: &Manifest) -> String {
     let version = match manifest.version() {
         "" => "(no version)",
@@ -287,9 +289,9 @@ pub(crate) fn describe(manifest: &Manifest) -> String {
         .abi_version()
         .map_or_else(String::new, |abi| format!(" (ABI version {abi})"));
     let completeness = if manifest.is_complete() {
-        "all it registers"
+        "complete manifest"
     } else {
-        "incomplete: it may register others"
+        "incomplete manifest: it may register others"
     };
     let passes = manifest.passes();
     let list = if passes.is_empty() {

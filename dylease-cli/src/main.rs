@@ -133,10 +133,12 @@ For each plugin:
   manifest      what its file declares (written by the header's DYLEASE_PLUGIN and
                 DYLEASE_PASS macros, DYLEASE_MANIFEST, or `export_plugin!`): its name,
                 version, plugin ABI version, and its passes, each with its interface or
-                \"untyped\"; \"all it registers\" when the list is complete (a host checks it
-                against what the plugin registers), else \"incomplete\". A plugin built
-                without one prints \"no manifest\": only `dylease check` (which runs its code)
-                can say which passes it registers.
+                \"untyped\"; \"complete manifest\" when the file claims the list is every
+                pass the plugin registers (a host that loads it holds it to that: `dylease
+                check` tells whether it does), else \"incomplete manifest\". What the
+                manifest claims is printed, not checked. A plugin built without one prints
+                \"no manifest\": only `dylease check` (which runs its code) can say which
+                passes it registers.
   problem, fix  why a host would refuse it before running any of its code: the trust check,
                 dylease's ELF check, a corrupt manifest, an ABI version the host does not
                 speak; with the fix `check` gives.

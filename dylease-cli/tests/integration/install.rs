@@ -307,7 +307,7 @@ fn dylease_install_refuses_a_plugin_whose_declared_pass_another_plugin_of_the_di
     let (status, said) = install(&a, plugins.path());
     assert_eq!(status, Some(0), "{said}");
     assert!(
-        said.contains("manifest: plugin `macros` 1.2.3 (ABI version 2); declares 4 passes (all it registers)")
+        said.contains("manifest: plugin `macros` 1.2.3 (ABI version 2); declares 4 passes (complete manifest)")
             && said.contains(&format!(
                 "warning: cannot tell whether `{}` declares the same passes: it has no manifest",
                 plugins.path().join("libz_unknown.so").display()
@@ -357,7 +357,7 @@ fn dylease_install_prints_the_manifest_and_the_pin_warning_of_a_cpp_plugin_witho
     let (status, said) = install(&plain, plugins.path());
     assert_eq!(status, Some(0), "a warning does not refuse: {said}");
     assert!(
-        said.contains("manifest: plugin `layout` 0.4.0 (ABI version 2); declares 3 passes (all it registers)")
+        said.contains("manifest: plugin `layout` 0.4.0 (ABI version 2); declares 3 passes (complete manifest)")
             && said.contains("warning: it will stay mapped after its unload")
             && said.contains("it exports 2 GNU unique symbols")
             && said.contains("fix: link the plugin with dylease's version script"),

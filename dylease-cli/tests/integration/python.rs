@@ -278,7 +278,7 @@ fn install_refuses_a_python_plugin_whose_declared_pass_another_python_plugin_dec
     let first = write(&staging, "first.py", &counter("c", 1));
     let (status, said) = install(&first, &plugins);
     assert_eq!(status, Some(0), "{said}");
-    assert!(said.contains("declares 1 pass (all it registers)"), "{said}");
+    assert!(said.contains("declares 1 pass (complete manifest)"), "{said}");
     // Another file, another plugin name, the same pass `add_c`.
     let second = write(
         &staging,
