@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use dylease::{CatalogEntry, HostBuilder, Manifest, PinCause, Pinning, PluginHost};
 
+use crate::advice;
 use crate::check::{self, Problem};
 use crate::names;
 use crate::python;
@@ -66,9 +67,13 @@ pub(crate) fn run(paths: &[PathBuf], options: check::Options) -> Vec<Source> {
     paths
         .iter()
         .map(|path| {
-            let outcome: Result<Vec<Entry>, Problem> = catalog(sources(options, path), options)
-                .map(|entries| entries.into_iter().map(Entry::new).collect())
-                .and_then(|entries| argument_problem(path, entries));
+            let outcome: Result<Vec<Entry>, Problem> = if !options.python && python::is_plugin(path) {
+                Err(python_without_flag(path))
+            } else {
+                catalog(sources(options, path), options)
+                    .map(|entries| entries.into_iter().map(Entry::new).collect())
+                    .and_then(|entries| argument_problem(path, entries))
+            };
             let warnings = outcome
                 .as_deref()
                 .map_or_else(|_| Vec::new(), |entries| clashes(path, entries));
@@ -79,6 +84,18 @@ pub(crate) fn run(paths: &[PathBuf], options: check::Options) -> Vec<Source> {
             }
         })
         .collect()
+}
+
+/// The problem of a Python plugin argument (a `.py` file or a package) without `--python`:
+/// a host reading it as a library file or directory would refuse it as no ELF library, or
+/// find nothing in it, which says nothing useful.
+fn python_without_flag(path: &Path) -> Problem {
+    let shown = names::escape(path);
+    Problem {
+        file: Some(path.to_owned()),
+        message: format!("`{shown}` is a Python plugin, which `inspect` reads only with `--python`"),
+        advice: advice::python_without_flag(&shown),
+    }
 }
 
 /// `entries`, or, when one of them is the argument `path` itself refused because it cannot be
@@ -173,12 +190,16 @@ const DETAIL: &str = "        ";
 /// The text report: a line per plugin, then its details, then a closing line.
 pub(crate) fn human(sources: &[Source]) -> String {
     let mut out = String::new();
-    let (mut plugins, mut refused, mut unreadable) = (0, 0, 0);
+    let (mut plugins, mut refused, mut unreadable, mut python) = (0, 0, 0, 0);
     for source in sources {
         let shown = names::escape(&source.path);
         match &source.outcome {
             Err(problem) => {
-                unreadable += 1;
+                if problem.advice.cause == "python" {
+                    python += 1;
+                } else {
+                    unreadable += 1;
+                }
                 let _ = writeln!(out, "FAIL  {shown}");
                 let _ = writeln!(out, "{DETAIL}problem: {}", message(&source.path, problem));
                 let _ = writeln!(out, "{DETAIL}fix: {}", problem.advice.fix);
@@ -222,6 +243,11 @@ pub(crate) fn human(sources: &[Source]) -> String {
         (1, _) => " 1 argument cannot be read.".to_owned(),
         (n, 0) => format!(" {n} arguments cannot be read (FAIL above)."),
         (n, _) => format!(" {n} arguments cannot be read."),
+    };
+    let unreadable = match python {
+        0 => unreadable,
+        1 => format!("{unreadable} 1 Python plugin not read without `--python`."),
+        n => format!("{unreadable} {n} Python plugins not read without `--python`."),
     };
     if refused == 0 {
         let _ = writeln!(

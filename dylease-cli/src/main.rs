@@ -155,8 +155,11 @@ registration of each shared pass and leave the other's out. A plugin without a m
 cannot be compared so, nor the passes a plugin with an incomplete manifest registers
 beyond those it declares (only `dylease check`, which runs its code, sees them).
 
-Exit status: 0 when no plugin is refused (warnings do not count), 1 when one is or an
-argument cannot be read, 2 on a usage error.
+A Python plugin (a `.py` file or a package) is read only with --python; without it, it is
+a problem of its argument that says so.
+
+Exit status: 0 when no plugin is refused (warnings do not count), 1 when one is, an
+argument cannot be read or a Python plugin is given without --python, 2 on a usage error.
 
 JSON output (--json): one document on standard output, in the style of `check --json`.
   {
@@ -187,7 +190,7 @@ their exact bytes in \"path_bytes\" / \"file_bytes\"); a refusal's \"cause\" is 
 manifest (dylease's reading of the manifest refused it: corrupt, a pass declared twice, a
 format version it does not read), open (the file kept being replaced while it was read),
 abi-mismatch, untrusted, invalid-plugin (with --python: a source that does not parse), io,
-other.";
+python (a source's: a Python plugin given without --python, which reads it), other.";
 
 #[derive(Debug, Args)]
 struct CheckCopyArgs {

@@ -390,3 +390,29 @@ fn inspect_says_what_a_complete_manifest_claims_and_leaves_the_verdict_to_check(
         "{check:?}"
     );
 }
+
+/// A Python plugin given to `inspect` without `--python` is not judged as a library (which
+/// it is not: "not an ELF shared library", with a C or Rust build fix): `inspect` says that
+/// `--python` reads Python plugins, as `check` does, and reads nothing else of it.
+#[test]
+fn inspect_of_a_python_plugin_without_python_says_that_python_reads_it() {
+    let dir = TestDir::new("cli_inspect_py_without_python");
+    std::fs::write(
+        dir.path().join("counter.py"),
+        "import dylease\ndylease.plugin(\"c\", \"1.0\")\n",
+    )
+    .unwrap();
+    let run = dylease(dir.path(), &["inspect", "counter.py"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    assert!(
+        run.stdout.contains("`counter.py` is a Python plugin")
+            && run.stdout.contains("`dylease inspect --python counter.py`")
+            && !run.stdout.contains("ELF")
+            && !run.stdout.contains("cdylib"),
+        "{run:?}"
+    );
+    let document = json(&dylease(dir.path(), &["inspect", "--json", "counter.py"]));
+    let source = &document["sources"][0];
+    assert_eq!(source["problem"]["cause"], "python", "{document}");
+    assert_eq!(source["plugins"], Value::Array(Vec::new()), "{document}");
+}
