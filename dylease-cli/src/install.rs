@@ -234,10 +234,10 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
     drop(copy);
     let verdict = seam
         .check(&partial, options)
-        .map_err(|e| io("cannot run the check of", &partial, e))?;
+        .map_err(|e| io("cannot run the check of", file, e))?;
     let (what, registered) = match verdict {
         Verdict::Loads(what, registered) => (what, registered),
-        Verdict::Refused(report) => return Err(Refused::Check(report)),
+        Verdict::Refused(report) => return Err(Refused::Check(as_named(&report, &partial, file))),
         Verdict::Crashed(how) => return Err(Refused::Crashed { how, to }),
     };
     // The host is only asked for its catalog, which maps nothing and runs none of the copy's
@@ -251,6 +251,20 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
     seam.sync_dir(dir)
         .map_err(|e| io("cannot flush the directory", dir, e))?;
     Ok(Installed { to, what, details })
+}
+
+/// The report of the check of the copy at `checked` as the user reads it: about `file`, the
+/// file they named, which the copy was made from. The copy's name (hidden, temporary, gone by
+/// the time the report is read) is replaced wherever the report gives it: in the escaped
+/// form of the status line and in the form of the messages, whose UTF-8 components are as
+/// they are; a package's modules (`checked/mod.py`) become the user's (`file/mod.py`).
+fn as_named(report: &str, checked: &Path, file: &Path) -> String {
+    let in_message = |path: &Path| names::in_message(&path.to_string_lossy(), &[path]);
+    let mut report = report.replace(&names::escape(checked), &names::escape(file));
+    if in_message(checked) != names::escape(checked) {
+        report = report.replace(&in_message(checked), &in_message(file));
+    }
+    report
 }
 
 /// What the plugins already in `dir` (as a host reads it: `HostBuilder::dir` and, with the
@@ -428,10 +442,10 @@ fn install_python(
     };
     let verdict = seam
         .check(&copy, options)
-        .map_err(|e| io("cannot run the check of", &copy, e))?;
+        .map_err(|e| io("cannot run the check of", file, e))?;
     let (what, registered) = match verdict {
         Verdict::Loads(what, registered) => (what, registered),
-        Verdict::Refused(report) => return Err(Refused::Check(report)),
+        Verdict::Refused(report) => return Err(Refused::Check(as_named(&report, &copy, file))),
         Verdict::Crashed(how) => return Err(Refused::Crashed { how, to }),
     };
     // The host is only asked for its catalog, which executes none of the copy's code.
@@ -817,6 +831,36 @@ mod tests {
         })
         .unwrap();
         (ok, said)
+    }
+
+    /// A report about the copy names the user's file instead, in both forms a report gives a
+    /// path (escaped on the status line; in messages, only components that are not UTF-8
+    /// escaped), also for names with a backslash or bytes that are not UTF-8.
+    #[test]
+    fn a_report_about_the_copy_names_the_users_file_in_every_form() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let file = Path::new(OsStr::from_bytes(b"in\\put/lib\xffx.so"));
+        let checked = Path::new(OsStr::from_bytes(
+            b"plu\\gins/.lib\xffx.so.dylease-install-1-0123456789abcdef",
+        ));
+        let message = |path: &Path| names::in_message(&path.to_string_lossy(), &[path]);
+        let report = format!(
+            "FAIL  {}\n        problem: cannot load `{}`\n        fix: fix the syntax at {}/mod.py, line 1\n",
+            names::escape(checked),
+            message(checked),
+            message(checked)
+        );
+        let named = as_named(&report, checked, file);
+        assert_eq!(
+            named,
+            format!(
+                "FAIL  {}\n        problem: cannot load `{}`\n        fix: fix the syntax at {}/mod.py, line 1\n",
+                names::escape(file),
+                message(file),
+                message(file)
+            )
+        );
+        assert!(!named.contains("dylease-install"), "{named}");
     }
 
     /// The pass names the child reports survive the trip, whatever characters they hold.

@@ -411,3 +411,37 @@ fn dylease_install_warns_about_a_plugin_of_the_directory_with_an_incomplete_mani
         "{said}"
     );
 }
+
+/// A file that would not load is reported against the file the user named, never against
+/// the installer's temporary copy (a hidden name in DIR, gone by the time it is read): every
+/// line of the report, the status line, the problem and the fix.
+#[test]
+fn dylease_install_reports_the_problems_of_a_refused_file_against_the_users_file() {
+    let plugins = TestDir::new("install_cli_refused_names");
+    let staging = TestDir::new("install_cli_refused_names_staging");
+    let liar = staging.path().join("libliar.so");
+    fs::write(&liar, b"not a library").unwrap();
+    let ghost = staging.add("by_hand_ghost_manifest", "libghost.so");
+    for (file, problem) in [
+        (&liar, "it is not an ELF shared library"),
+        (&ghost, "did not register the declared pass `ghost`"),
+    ] {
+        let (status, said) = install(file, plugins.path());
+        assert_eq!(status, Some(1), "{said}");
+        let shown = file.display().to_string();
+        assert!(
+            said.contains(&format!("\nFAIL  {shown}\n")) && said.contains(problem),
+            "{said}"
+        );
+        let problem_line = said
+            .lines()
+            .find(|line| line.trim_start().starts_with("problem: "))
+            .unwrap_or_else(|| panic!("no problem line: {said}"));
+        assert!(problem_line.contains(&format!("`{shown}`")), "{said}");
+        assert!(
+            !said.contains(".dylease-install-"),
+            "the report names the temporary copy: {said}"
+        );
+        assert_eq!(entries(plugins.path()), Vec::<String>::new(), "{said}");
+    }
+}

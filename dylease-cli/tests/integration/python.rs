@@ -293,3 +293,42 @@ fn install_refuses_a_python_plugin_whose_declared_pass_another_python_plugin_dec
     );
     assert_eq!(entries(&plugins), ["first.py"], "leftovers: {said}");
 }
+
+/// A Python plugin that does not compile is reported against the user's file, the fix line
+/// too ("fix the syntax at FILE, line N"), never against the installer's temporary copy; a
+/// package's module against the module in the user's package.
+#[test]
+fn install_reports_a_syntax_error_at_the_users_file_and_line() {
+    let dir = TestDir::new("py-install-syntax");
+    let (staging, plugins) = (dir.sub("staging"), dir.sub("plugins"));
+    let file = write(
+        &staging,
+        "syntax.py",
+        "import dylease\ndylease.plugin(\"s\", \"1.0\")\n\nx = 1\ndef broken(:\n",
+    );
+    let pkg = staging.join("pkg");
+    write(
+        &pkg,
+        "__init__.py",
+        "import dylease\ndylease.plugin(\"p\", \"1.0\")\nfrom . import sub\n",
+    );
+    let module = write(&pkg, "sub.py", "x = (\n");
+    for (plugin, at) in [
+        (&file, format!("{}, line 5", file.display())),
+        (&pkg, format!("{}, line 1", module.display())),
+    ] {
+        let (status, said) = install(plugin, &plugins);
+        assert_eq!(status, Some(1), "{said}");
+        let fix = said
+            .lines()
+            .find_map(|line| line.trim_start().strip_prefix("fix: "))
+            .unwrap_or_else(|| panic!("no fix line: {said}"));
+        assert!(fix.contains(&format!("fix the syntax at {at}")), "{said}");
+        assert!(said.contains(&format!("\nFAIL  {}\n", plugin.display())), "{said}");
+        assert!(
+            !said.contains(".dylease-install-"),
+            "the report names the temporary copy: {said}"
+        );
+        assert_eq!(entries(&plugins), Vec::<String>::new(), "leftovers: {said}");
+    }
+}
