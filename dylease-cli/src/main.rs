@@ -242,20 +242,25 @@ struct InstallArgs {
 
 const INSTALL_HELP: &str = "\
 A host that loads while a plugin is installed sees the old file or the new one, whole: the
-new file is written as `.NAME.dylease-install-RANDOM` inside DIR (a name no host loads),
-flushed to disk, checked by loading it in a host of its own (which runs its code, as
-`dylease check` does), and renamed over DIR/NAME, which the file system does atomically.
-A file that would not load is removed again and DIR stays as it was. The check runs in a
-process of its own: a plugin that crashes it (or makes the loader end it) is not installed,
-and the installer says how that process ended. What the plugin prints while it is checked
-goes to standard error.
+new file is written in DIR without a name (O_TMPFILE), flushed to disk, named
+`.NAME.dylease-install-PID-RANDOM` (a name no host loads; PID is the installer's),
+checked by loading it in a host of its own (which runs its code, as `dylease check` does),
+and renamed over DIR/NAME, which the file system does atomically. A file that would not
+load is removed again and DIR stays as it was. The check runs in a process of its own: a
+plugin that crashes it (or makes the loader end it) is not installed, and the installer
+says how that process ended; if the installer itself is killed, its check ends with it.
+What the plugin prints while it is checked goes to standard error.
+
+An installer killed after it named its copy leaves that name behind; the next install into
+DIR removes every such name (file or directory) whose installer process no longer exists
+and that belongs to the user installing, and says so.
 
 GNU `install` does not do this: it removes the old file and writes the new one under its
 final name, so a host loading meanwhile finds no file, or half of one. By hand: `cp` to a
 temporary name in the same directory, then `mv`.
 
 Python plugins (a dylease built with the `python` feature): a `.py` file or a package is
-copied under its own name into a new directory `.NAME.dylease-install-RANDOM` inside DIR
+copied under its own name into a new directory `.NAME.dylease-install-PID-RANDOM` in DIR
 (a name no host loads), flushed, checked as `HostBuilder::python_file` loads it (which runs
 its code), and renamed into place. A package that replaces an installed one cannot be
 renamed over it (the old directory is not empty): the two trees are exchanged in one step

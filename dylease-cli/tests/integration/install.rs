@@ -445,3 +445,118 @@ fn dylease_install_reports_the_problems_of_a_refused_file_against_the_users_file
         assert_eq!(entries(plugins.path()), Vec::<String>::new(), "{said}");
     }
 }
+
+/// The latch plugin (`dylease-cli/tests/c_plugins/latch.c`), built once per test process.
+fn latch_plugin() -> &'static Path {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures/liblatch_cli.so");
+        fs::create_dir_all(out.parent().unwrap()).unwrap();
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c_plugins/latch.c");
+        crate::support::compile_plugin(&[&source], &out, &[]).unwrap_or_else(|e| panic!("{e}"))
+    })
+}
+
+/// An install killed with SIGKILL while its check holds the plugin's constructor on a latch.
+struct KilledInstall {
+    plugins: TestDir,
+    staging: TestDir,
+    /// The test's end of the latch: the check process is held while it is open.
+    latch: fs::File,
+    /// What the plugin directory held when the installer was killed.
+    left: Vec<String>,
+}
+
+/// Starts `dylease install liblatch.so DIR`, waits (at most 60 s) until its check process is
+/// held in the plugin's constructor, then kills the installer with SIGKILL and reaps it.
+fn install_killed_during_its_check(test: &str) -> KilledInstall {
+    let plugins = TestDir::new(test);
+    let staging = TestDir::new(&format!("{test}_staging"));
+    let plugin = staging.path().join("liblatch.so");
+    fs::copy(latch_plugin(), &plugin).unwrap();
+    fs::set_permissions(&plugin, fs::Permissions::from_mode(0o755)).unwrap();
+    let fifo = staging.path().join("latch");
+    let fifo_c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(fifo_c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let mut installer = Command::new(binary())
+        .arg("install")
+        .arg(&plugin)
+        .arg(plugins.path())
+        .env("DYLEASE_TEST_LATCH", &fifo)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Opening the FIFO for writing returns once the constructor has opened it for reading.
+    let (opened, latch) = std::sync::mpsc::channel();
+    let opener = fifo.clone();
+    std::thread::spawn(move || {
+        let _ = opened.send(fs::OpenOptions::new().write(true).open(opener));
+    });
+    let latch = match latch.recv_timeout(Duration::from_secs(60)) {
+        Ok(latch) => latch.unwrap(),
+        Err(_) => {
+            let _ = installer.kill();
+            let _ = installer.wait();
+            // Releases the opener thread.
+            let _ = fs::File::open(&fifo);
+            panic!("the check never reached the plugin's constructor within 60 s");
+        }
+    };
+    let left = entries(plugins.path());
+    installer.kill().unwrap();
+    installer.wait().unwrap();
+    KilledInstall {
+        plugins,
+        staging,
+        latch,
+        left,
+    }
+}
+
+/// Whether every reader of the FIFO whose writing end is `latch` is gone, waiting at most
+/// `within` (`poll` reports POLLERR on a pipe's writing end once no reader is left).
+fn readers_gone(latch: &fs::File, within: Duration) -> bool {
+    use std::os::fd::AsRawFd as _;
+    let mut fd = libc::pollfd {
+        fd: latch.as_raw_fd(),
+        events: 0,
+        revents: 0,
+    };
+    let timeout = i32::try_from(within.as_millis()).unwrap();
+    // SAFETY: one valid `pollfd`, for the duration of the call.
+    let ready = unsafe { libc::poll(&raw mut fd, 1, timeout) };
+    ready == 1 && fd.revents & libc::POLLERR != 0
+}
+
+/// The process that checks a plugin for `dylease install` ends when the installer is
+/// killed: an orphaned check would go on running the plugin's code for nobody.
+#[test]
+fn the_check_process_of_a_killed_installer_does_not_outlive_it() {
+    let killed = install_killed_during_its_check("install_killed_check");
+    assert!(
+        readers_gone(&killed.latch, Duration::from_secs(20)),
+        "the check process still runs 20 s after its installer was killed"
+    );
+    drop(killed.staging);
+}
+
+/// An installer killed (SIGKILL) in the middle of its install leaves its temporary copy,
+/// which no code of its own can remove; the next install into the directory removes it (the
+/// installer's process id, in the name, is no process any more), and installs.
+#[test]
+fn the_next_install_removes_the_temporary_copy_of_a_killed_installer() {
+    let killed = install_killed_during_its_check("install_killed_leftover");
+    let plugins = killed.plugins.path().to_owned();
+    drop(killed.latch);
+    let (status, said) = install(&killed.staging.path().join("liblatch.so"), &plugins);
+    assert_eq!(status, Some(0), "{said}");
+    assert_eq!(
+        entries(&plugins),
+        ["liblatch.so"],
+        "left by the killed installer: {:?}; said: {said}",
+        killed.left
+    );
+}
