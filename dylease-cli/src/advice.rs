@@ -16,8 +16,9 @@ fn advice(cause: &'static str, fix: impl Into<String>) -> Advice {
     Advice { cause, fix: fix.into() }
 }
 
-/// The advice for a Python plugin (`path`, escaped) given to `inspect` without `--python`:
-/// read as a library it is "not an ELF shared library", which says nothing useful.
+/// The advice for a Python plugin (`path`, as a shell word) given to `inspect` without
+/// `--python`: read as a library it is "not an ELF shared library", which says nothing
+/// useful.
 pub(crate) fn python_without_flag(path: &str) -> Advice {
     advice(
         "python",

@@ -94,7 +94,7 @@ fn python_without_flag(path: &Path) -> Problem {
     Problem {
         file: Some(path.to_owned()),
         message: format!("`{shown}` is a Python plugin, which `inspect` reads only with `--python`"),
-        advice: advice::python_without_flag(&shown),
+        advice: advice::python_without_flag(&names::shell_word(path)),
     }
 }
 

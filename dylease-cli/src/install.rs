@@ -46,7 +46,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use dylease::{CatalogEntry, PluginHost};
+use dylease::{CatalogEntry, Manifest, PluginHost};
 
 use crate::check::{self, Check};
 use crate::{inspect, names, python, report, stdout, sys};
@@ -78,6 +78,10 @@ fn run_with(
     seam: &mut impl Seam,
     mut say: impl FnMut(&str) -> io::Result<()>,
 ) -> io::Result<bool> {
+    if let Some(problem) = not_a_directory(dir) {
+        say(&format!("not installed: {problem}\n"))?;
+        return Ok(false);
+    }
     for line in remove_stale(dir) {
         say(&format!("{line}\n"))?;
     }
@@ -126,6 +130,23 @@ fn run_with(
         say(&text)?;
     }
     Ok(ok)
+}
+
+/// Why `dir` cannot be installed into, with the fix, when it is missing or no directory.
+/// Another failure to reach it is said by the first step that fails.
+fn not_a_directory(dir: &Path) -> Option<String> {
+    match fs::metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Some(format!(
+            "`{}` does not exist: create it first (`mkdir -p -m 755 {}`), then install again",
+            names::escape(dir),
+            names::shell_word(dir)
+        )),
+        Ok(metadata) if !metadata.is_dir() => Some(format!(
+            "`{}` is not a directory: name the plugin directory the hosts read",
+            names::escape(dir)
+        )),
+        _ => None,
+    }
 }
 
 /// What the check of a temporary copy found.
@@ -367,9 +388,13 @@ fn compare(
     let mut collisions = Vec::new();
     for other in &others {
         let Some(path) = other.origin().path() else { continue };
-        // The file it replaces, and plugins a host refuses before running their code (they
-        // register nothing).
-        if path.file_name() == Some(name) || other.refusal().is_some() {
+        // Plugins a host refuses before running their code register nothing.
+        if other.refusal().is_some() {
+            continue;
+        }
+        // The file it replaces is no collision; an older version replacing it is warned about.
+        if path.file_name() == Some(name) {
+            details.extend(manifest.and_then(|new| older_over_newer(new, other.manifest()?, path)));
             continue;
         }
         let Some(declared) = other.manifest() else {
@@ -425,6 +450,41 @@ fn compare(
         collisions.join("; "),
         inspect::shared_pass(dir),
         names::escape(dir)
+    ))
+}
+
+/// The warning for the plugin `new` replacing `old` (at `path`), the same plugin of a
+/// newer version, when it does: both versions as their manifests declare them, compared as
+/// dotted release numbers (`1.10` is newer than `1.9`; `1.0` and `1.0.0` are the same).
+/// `None` for another plugin's name, the same or a newer version, or versions that are not
+/// only numbers and dots.
+fn older_over_newer(new: &Manifest, old: &Manifest, path: &Path) -> Option<String> {
+    fn release(version: &str) -> Option<Vec<u64>> {
+        let mut numbers = version
+            .split('.')
+            .map(|n| {
+                if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                n.parse().ok()
+            })
+            .collect::<Option<Vec<u64>>>()?;
+        while numbers.last() == Some(&0) {
+            numbers.pop();
+        }
+        Some(numbers)
+    }
+    if new.name() != old.name() || release(new.version())? >= release(old.version())? {
+        return None;
+    }
+    Some(format!(
+        "warning: version {} of plugin `{}` replaces version {}, a newer one, at `{}`: install version {} \
+         again if that was not meant",
+        new.version(),
+        new.name(),
+        old.version(),
+        names::escape(path),
+        old.version()
     ))
 }
 

@@ -289,8 +289,16 @@ declares: each gets a warning instead (`dylease check DIR` loads them all, and f
 pass registered twice). Plugins a host would refuse before running their code (trust, ELF,
 manifest, ABI) register nothing, and are not compared.
 
-The installed file gets mode 0755 (a Python file 0644, a package's directories 0755). Exit status: 0 when every file was installed, 1 when one
-was not (the others are), 2 on a usage error.";
+An older version of a plugin installed over a newer one (the same plugin name, the
+versions its manifests declare compared as dotted numbers: 1.10 is newer than 1.9) is
+installed, with a warning that names both versions.
+
+DIR must exist: a missing one is not created (the installer says how to create it), since
+its owner and mode decide whether hosts trust what is in it.
+
+The installed file gets mode 0755 (a Python file 0644, a package's directories 0755).
+Exit status: 0 when every file was installed, 1 when one was not (the others are), 2 on a
+usage error.";
 
 /// The normative C header, as packaged with this crate.
 const HEADER: &str = include_str!("../include/dylease.h");

@@ -446,15 +446,20 @@ fn dylease_install_reports_the_problems_of_a_refused_file_against_the_users_file
     }
 }
 
-/// The latch plugin (`dylease-cli/tests/c_plugins/latch.c`), built once per test process.
+/// The latch plugin (`dylease-cli/tests/c_plugins/latch.c`) of version 1.0.0, built once
+/// per test process.
 fn latch_plugin() -> &'static Path {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT.get_or_init(|| {
-        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixtures/liblatch_cli.so");
-        fs::create_dir_all(out.parent().unwrap()).unwrap();
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c_plugins/latch.c");
-        crate::support::compile_plugin(&[&source], &out, &[]).unwrap_or_else(|e| panic!("{e}"))
-    })
+    BUILT.get_or_init(|| latch_plugin_of("1.0.0"))
+}
+
+/// The latch plugin of `version`, built on every call.
+fn latch_plugin_of(version: &str) -> PathBuf {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fixtures/liblatch_cli_{version}.so"));
+    fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c_plugins/latch.c");
+    let define = format!("-DLATCH_VERSION=\"{version}\"");
+    crate::support::compile_plugin(&[&source], &out, &[&define]).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// An install killed with SIGKILL while its check holds the plugin's constructor on a latch.
@@ -559,4 +564,56 @@ fn the_next_install_removes_the_temporary_copy_of_a_killed_installer() {
         "left by the killed installer: {:?}; said: {said}",
         killed.left
     );
+}
+
+/// Installing into a directory that does not exist says to create it first, with the
+/// command that does (which then works), and creates nothing.
+#[test]
+fn dylease_install_into_a_missing_directory_says_to_create_it_first() {
+    let staging = TestDir::new("install_cli_missing_dir");
+    let plugin = staging.add("versioned_1", "libversioned.so");
+    let missing = staging.path().join("no such/plugins");
+    let (status, said) = install(&plugin, &missing);
+    assert_eq!(status, Some(1), "{said}");
+    let quoted = format!("'{}'", missing.display());
+    let command = format!("mkdir -p -m 755 {quoted}");
+    assert!(
+        said.contains(&format!(
+            "`{}` does not exist: create it first (`{command}`)",
+            missing.display()
+        )),
+        "{said}"
+    );
+    assert!(!missing.exists(), "{said}");
+    let made = Command::new("sh").args(["-c", &command]).status().unwrap();
+    assert!(made.success());
+    let (status, said) = install(&plugin, &missing);
+    assert_eq!(status, Some(0), "{said}");
+}
+
+/// An older version of a plugin installed over a newer one (both versions read from the
+/// manifests, without running either) is installed, with a warning that names both; a
+/// newer one over an older one, or the same version again, is not warned about.
+#[test]
+fn dylease_install_warns_when_an_older_version_replaces_a_newer_one() {
+    let plugins = TestDir::new("install_cli_downgrade");
+    let staging = TestDir::new("install_cli_downgrade_staging");
+    let version = |v: &str| {
+        let dir = staging.sub(v);
+        let file = Path::new(&dir).join("liblatch.so");
+        fs::copy(latch_plugin_of(v), &file).unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o755)).unwrap();
+        file
+    };
+    let (old, new) = (version("1.0.0"), version("2.0.0"));
+    for (file, warned) in [(&old, false), (&new, false), (&new, false), (&old, true)] {
+        let (status, said) = install(file, plugins.path());
+        assert_eq!(status, Some(0), "{said}");
+        assert_eq!(
+            said.contains("warning: version 1.0.0 of plugin `latch` replaces version 2.0.0, a newer one"),
+            warned,
+            "{said}"
+        );
+        assert_eq!(said.contains("replaces version"), warned, "{said}");
+    }
 }
