@@ -459,21 +459,6 @@ fn compare(
 /// `None` for another plugin's name, the same or a newer version, or versions that are not
 /// only numbers and dots.
 fn older_over_newer(new: &Manifest, old: &Manifest, path: &Path) -> Option<String> {
-    fn release(version: &str) -> Option<Vec<u64>> {
-        let mut numbers = version
-            .split('.')
-            .map(|n| {
-                if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
-                    return None;
-                }
-                n.parse().ok()
-            })
-            .collect::<Option<Vec<u64>>>()?;
-        while numbers.last() == Some(&0) {
-            numbers.pop();
-        }
-        Some(numbers)
-    }
     if new.name() != old.name() || release(new.version())? >= release(old.version())? {
         return None;
     }
@@ -486,6 +471,25 @@ fn older_over_newer(new: &Manifest, old: &Manifest, path: &Path) -> Option<Strin
         names::escape(path),
         old.version()
     ))
+}
+
+/// `version` as a release to compare: its dot-separated numbers without trailing zeros
+/// (`1.10.0` is `[1, 10]`, greater than `1.9`'s `[1, 9]`). `None` unless it is only decimal
+/// numbers and dots.
+fn release(version: &str) -> Option<Vec<u64>> {
+    let mut numbers = version
+        .split('.')
+        .map(|n| {
+            if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            n.parse().ok()
+        })
+        .collect::<Option<Vec<u64>>>()?;
+    while numbers.last() == Some(&0) {
+        numbers.pop();
+    }
+    Some(numbers)
 }
 
 /// Installs the Python plugin `file` (a `.py` file or a package directory), named `name`,
@@ -1093,6 +1097,20 @@ mod tests {
             )
         );
         assert!(!named.contains("dylease-install"), "{named}");
+    }
+
+    /// Versions compare as releases: number by number, trailing zeros aside; anything but
+    /// numbers and dots is not compared.
+    #[test]
+    fn versions_compare_as_dotted_numbers() {
+        assert!(release("1.9") < release("1.10"));
+        assert!(release("1.0.0") < release("2.0.0"));
+        assert!(release("0.9.12") < release("0.10"));
+        assert_eq!(release("1.0"), release("1.0.0"));
+        assert_eq!(release("1"), Some(vec![1]));
+        for other in ["", "1.0.0-rc1", "v1.0", "1..0", "+1.0", "1.0.", "a"] {
+            assert_eq!(release(other), None, "{other}");
+        }
     }
 
     /// The pass names the child reports survive the trip, whatever characters they hold.
