@@ -39,6 +39,7 @@ mod rewrite;
 mod stdout;
 #[allow(unsafe_code)]
 mod sys;
+mod wrap;
 
 /// Checks dylease plugins the way a host loads them.
 #[derive(Debug, Parser)]
@@ -158,10 +159,15 @@ beyond those it declares (only `dylease check`, which runs its code, sees them).
 A Python plugin (a `.py` file or a package) is read only with --python; without it, it is
 a problem of its argument that says so.
 
+Text output is wrapped to the terminal's width (100 columns when standard output is not a
+terminal), at spaces only, never inside a `quoted` name; each continuation is indented four
+columns deeper than its line.
+
 Exit status: 0 when no plugin is refused (warnings do not count), 1 when one is, an
 argument cannot be read or a Python plugin is given without --python, 2 on a usage error.
 
-JSON output (--json): one document on standard output, in the style of `check --json`.
+JSON output (--json): one document on standard output, in the style of `check --json`
+(never wrapped).
   {
     \"ok\": bool,                      nothing refused
     \"sources\": [{                    one per FILE_OR_DIR, in order
@@ -296,6 +302,10 @@ installed, with a warning that names both versions.
 DIR must exist: a missing one is not created (the installer says how to create it), since
 its owner and mode decide whether hosts trust what is in it.
 
+Text output is wrapped to the terminal's width (100 columns when standard output is not a
+terminal), at spaces only, never inside a `quoted` name; each continuation is indented four
+columns deeper than its line.
+
 The installed file gets mode 0755 (a Python file 0644, a package's directories 0755).
 Exit status: 0 when every file was installed, 1 when one was not (the others are), 2 on a
 usage error.";
@@ -387,10 +397,14 @@ A plugin that stays mapped after its unload is loaded twice and warned about wit
 its file shows (`-z nodelete`, GNU unique symbols of a C++ build, thread-local destructors)
 and the fix; for C++ that is the version script `dylease header --version-script` prints.
 
+Text output is wrapped to the terminal's width (100 columns when standard output is not a
+terminal), at spaces only, never inside a `quoted` name; each continuation is indented four
+columns deeper than its line.
+
 Exit status: 0 when everything would load, 1 when anything would not, 2 on a usage error.
 
-JSON output (--json): one document on standard output; anything the plugins themselves
-print goes to standard error meanwhile.
+JSON output (--json): one document on standard output, never wrapped; anything the plugins
+themselves print goes to standard error meanwhile.
   {
     \"ok\": bool,                      every check passed
     \"checks\": [{                     in the order of the text output
@@ -443,12 +457,12 @@ fn main() -> ExitCode {
         Command::Inspect(args) => {
             let sources = inspect::run(&args.sources.paths, args.options());
             let ok = sources.iter().all(inspect::Source::ok);
-            let text = if args.sources.json {
-                inspect::json(&sources)
+            let written = if args.sources.json {
+                print(&inspect::json(&sources))
             } else {
-                inspect::human(&sources)
+                print_wrapped(&inspect::human(&sources))
             };
-            print(&text).map(|()| ok)
+            written.map(|()| ok)
         }
         Command::Header(HeaderArgs {
             install: Some(prefix), ..
@@ -461,7 +475,7 @@ fn main() -> ExitCode {
                 policy: dylease::LoadPolicy::Strict,
                 python: false,
             };
-            install::run(&args.files, &args.dir, options, print)
+            install::run(&args.files, &args.dir, options, print_wrapped)
         }
         Command::CheckCopy(args) => {
             let options = check::Options {
@@ -501,14 +515,14 @@ fn check_human(paths: &[PathBuf], options: check::Options) -> io::Result<bool> {
     let _ = check::run(paths, options, |check| {
         ok &= check.ok();
         stdout::flush_plugins();
-        written = print(&report.check(&check));
+        written = print_wrapped(&report.check(&check));
         match written {
             Ok(()) => ControlFlow::Continue(()),
             Err(_) => ControlFlow::Break(()),
         }
     });
     written?;
-    print(&report.summary())?;
+    print_wrapped(&report.summary())?;
     Ok(ok)
 }
 
@@ -526,6 +540,11 @@ fn check_json(paths: &[PathBuf], options: check::Options) -> io::Result<bool> {
     }
     print(&report::json(&checks))?;
     Ok(checks.iter().all(check::Check::ok))
+}
+
+/// Text for people, wrapped to the terminal's width (`wrap`).
+fn print_wrapped(text: &str) -> io::Result<()> {
+    print(&wrap::wrap(text, wrap::width()))
 }
 
 fn print(text: &str) -> io::Result<()> {

@@ -76,6 +76,20 @@ pub(crate) fn point_stdout_at(to: BorrowedFd<'_>) -> io::Result<()> {
     Ok(())
 }
 
+/// The width in columns of the terminal `fd` is, when it is one that knows its size.
+pub(crate) fn terminal_columns(fd: BorrowedFd<'_>) -> Option<usize> {
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` through the pointer, which points at `size`;
+    // `fd` is open for the call's duration.
+    let done = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &raw mut size) };
+    (done == 0 && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
 fn c_path(path: &Path) -> io::Result<CString> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| {
         io::Error::new(

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use dylease::{Lease, PluginHost};
 
-use crate::cli::binary;
+use crate::cli::{binary, unwrapped};
 use crate::support::{TestDir, built_from, fixture, mapped_containing};
 
 /// The versions the installers cycle through.
@@ -141,7 +141,7 @@ fn dylease_install_renames_a_checked_copy_into_place_and_leaves_nothing_else() {
         .arg(plugins.path())
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = unwrapped(&String::from_utf8_lossy(&out.stdout));
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(
         stdout.contains(&format!("installed `{}` as `{}`", new.display(), old.display()))
@@ -173,7 +173,7 @@ fn dylease_install_refuses_a_file_that_would_not_load_and_changes_nothing() {
         .arg(plugins.path())
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = unwrapped(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
         stdout.contains(&format!("not installed: `{}` would not load", broken.display()))
@@ -239,7 +239,7 @@ fn dylease_install_survives_a_plugin_that_ends_the_checking_process_and_changes_
         )
         .unwrap();
         let out = install_bounded(&dying, plugins.path());
-        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stdout = unwrapped(&String::from_utf8_lossy(&out.stdout));
         let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(out.status.code(), Some(1), "{variant}: {all}");
         assert!(
@@ -285,7 +285,7 @@ fn install(file: &Path, dir: &Path) -> (Option<i32>, String) {
         .unwrap();
     let said = format!(
         "{}{}",
-        String::from_utf8_lossy(&out.stdout),
+        unwrapped(&String::from_utf8_lossy(&out.stdout)),
         String::from_utf8_lossy(&out.stderr)
     );
     (out.status.code(), said)

@@ -4,6 +4,7 @@ use std::fs::{self, Permissions};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::cli::unwrapped;
 use crate::support::TestDir;
 
 /// Writes the Python plugin `name` into `dir` (mode 0644, its directory 0755).
@@ -43,7 +44,7 @@ fn dylease_check_lists_python_plugins_and_names_the_line_of_an_import_error() {
         .arg(&plugins)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = unwrapped(&String::from_utf8_lossy(&output.stdout));
     assert!(!output.status.success(), "{stdout}");
     assert!(
         stdout.contains("plugin `a` 1.0: 1 pass: add_a (test.int_op/1)"),
@@ -64,7 +65,7 @@ fn dylease_check_advises_fixing_the_syntax_at_the_file_and_line_of_a_syntax_erro
         .arg(&file)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = unwrapped(&String::from_utf8_lossy(&output.stdout));
     assert!(!output.status.success(), "{stdout}");
     let fix = stdout
         .lines()
@@ -91,7 +92,7 @@ fn dylease_inspect_advises_fixing_the_syntax_of_a_file_whose_manifest_cannot_be_
         .arg(&file)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = unwrapped(&String::from_utf8_lossy(&output.stdout));
     assert_eq!(output.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("its manifest cannot be read: SyntaxError"), "{stdout}");
     let fix = stdout
@@ -116,7 +117,7 @@ fn check(args: &[&str], dir: &Path) -> (Option<i32>, String) {
         .unwrap();
     (
         output.status.code(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
+        unwrapped(&String::from_utf8_lossy(&output.stdout)),
     )
 }
 
@@ -176,7 +177,7 @@ fn install(file: &Path, dir: &Path) -> (Option<i32>, String) {
         .arg(dir)
         .output()
         .unwrap();
-    let said = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+    let said = unwrapped(&String::from_utf8_lossy(&output.stdout)) + &String::from_utf8_lossy(&output.stderr);
     (output.status.code(), said)
 }
 
