@@ -302,8 +302,13 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
     // code (the check above ran it, in a process of its own).
     let copy = inspect::catalog(sys::add_file(PluginHost::builder(), &partial), options);
     let details = compare(file, name, dir, copy, &registered, options).map_err(Refused::Collision)?;
-    seam.rename(&partial, &to)
-        .map_err(|e| io(&format!("cannot rename `{}` to", names::escape(&partial)), &to, e))?;
+    seam.rename(&partial, &to).map_err(|e| {
+        io(
+            &format!("cannot rename the checked copy of `{}` to", names::escape(file)),
+            &to,
+            e,
+        )
+    })?;
     temporary.renamed = true;
     // The rename itself is durable once the directory is.
     seam.sync_dir(dir)
@@ -526,17 +531,22 @@ fn install_python(
     // From here on the temporary directory is ours: removed, whatever it then holds.
     let _staging = Staging(&staging);
     let copy = staging.join(name);
-    let copying = format!("cannot copy `{}` to", names::escape(file));
+    let copying = format!("cannot copy `{}` into", names::escape(file));
     if package {
-        copy_tree(file, &copy, seam).map_err(|e| io(&copying, &copy, e))?;
+        copy_tree(file, &copy, seam).map_err(|e| io(&copying, dir, e))?;
     } else {
         let mut source = open_source(file).map_err(|e| io("cannot read", file, e))?;
-        let mut written = create_new(&copy).map_err(|e| io(&copying, &copy, e))?;
-        write_copy(&mut source, &mut written, 0o644).map_err(|e| io(&copying, &copy, e))?;
-        seam.sync(&written, &copy).map_err(|e| io(&copying, &copy, e))?;
+        let mut written = create_new(&copy).map_err(|e| io(&copying, dir, e))?;
+        write_copy(&mut source, &mut written, 0o644).map_err(|e| io(&copying, dir, e))?;
+        seam.sync(&written, &copy).map_err(|e| io(&copying, dir, e))?;
     }
-    seam.sync_dir(&staging)
-        .map_err(|e| io("cannot flush the directory", &staging, e))?;
+    seam.sync_dir(&staging).map_err(|e| {
+        io(
+            &format!("cannot flush the copy of `{}` in", names::escape(file)),
+            dir,
+            e,
+        )
+    })?;
     let options = check::Options {
         python: true,
         ..options
@@ -555,11 +565,21 @@ fn install_python(
     let replaces_a_directory = fs::symlink_metadata(&to).is_ok_and(|m| m.is_dir());
     if package && replaces_a_directory {
         // The old tree ends up in the temporary directory, removed with it.
-        sys::exchange(&copy, &to)
-            .map_err(|e| io(&format!("cannot exchange `{}` with", names::escape(&copy)), &to, e))?;
+        sys::exchange(&copy, &to).map_err(|e| {
+            io(
+                &format!("cannot exchange the checked copy of `{}` with", names::escape(file)),
+                &to,
+                e,
+            )
+        })?;
     } else {
-        seam.rename(&copy, &to)
-            .map_err(|e| io(&format!("cannot rename `{}` to", names::escape(&copy)), &to, e))?;
+        seam.rename(&copy, &to).map_err(|e| {
+            io(
+                &format!("cannot rename the checked copy of `{}` to", names::escape(file)),
+                &to,
+                e,
+            )
+        })?;
     }
     seam.sync_dir(dir)
         .map_err(|e| io("cannot flush the directory", dir, e))?;
