@@ -66,10 +66,11 @@ enum Command {
     /// version): `dylease header > dylease.h`.
     Header(HeaderArgs),
     /// Installs plugin files (and, with the `python` feature, Python plugins) into a directory
-    /// that running hosts read, atomically: each is written under a temporary name in DIR,
-    /// flushed, checked as `check` does (which runs its code), and renamed into place only if it
-    /// would load and declares no pass another plugin of DIR declares. Prints the manifest and
-    /// the pin prediction of what it installs.
+    /// that running hosts read, atomically: each is written into DIR, flushed, given a
+    /// temporary name, checked as `check` does (which runs its code), and renamed into place
+    /// only if it would load and declares no pass another plugin of DIR declares. Prints the
+    /// manifest and the pin prediction of what it installs, and warns when an older version
+    /// replaces a newer one.
     #[command(after_long_help = INSTALL_HELP)]
     Install(InstallArgs),
     /// What `install` runs in a child process to check its temporary copy: prints the verdict
