@@ -9,11 +9,9 @@
 //! plugins' code), and `inspect` and `install`'s comparison only ask a host for its catalog,
 //! which maps no library and runs no Python module.
 
-use std::ffi::CString;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd as _, BorrowedFd};
-use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 use std::process::Command;
 
@@ -90,8 +88,11 @@ pub(crate) fn terminal_columns(fd: BorrowedFd<'_>) -> Option<usize> {
     (done == 0 && size.ws_col > 0).then_some(usize::from(size.ws_col))
 }
 
-fn c_path(path: &Path) -> io::Result<CString> {
-    CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+/// `path` for a system call: its bytes, NUL-terminated.
+#[cfg(target_os = "linux")]
+fn c_path(path: &Path) -> io::Result<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt as _;
+    std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
             "a path holds a NUL byte, which no file name can",
@@ -105,7 +106,7 @@ fn c_path(path: &Path) -> io::Result<CString> {
 /// it is (a symbolic link there is not followed).
 #[cfg(target_os = "linux")]
 pub(crate) fn link_open_file(file: &File, to: &Path) -> io::Result<()> {
-    let from = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())).expect("no NUL in a number");
+    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd())).expect("no NUL in a number");
     let to = c_path(to)?;
     // SAFETY: both are NUL-terminated strings that outlive the call, which only reads them.
     let done = unsafe {
