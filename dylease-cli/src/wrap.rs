@@ -79,7 +79,7 @@ fn wrap_line(line: &str, width: usize, out: &mut String) {
 /// outside a status line's subject.
 fn pieces(body: &str) -> Vec<&str> {
     // Where the first break may be: after a status line's subject.
-    let mut open_until = match STATUS.iter().find(|status| body.starts_with(*status)) {
+    let mut unbreakable_until = match STATUS.iter().find(|status| body.starts_with(*status)) {
         Some(_) => body.find(": ").map_or(body.len(), |at| at + 1),
         None => 0,
     };
@@ -87,14 +87,14 @@ fn pieces(body: &str) -> Vec<&str> {
     let mut pieces = Vec::new();
     let mut start = 0;
     for (at, &byte) in bytes.iter().enumerate() {
-        if at < open_until {
+        if at < unbreakable_until {
             continue;
         }
         match byte {
             // A backquote opens a span only when another closes it on this line.
             b'`' => {
                 if let Some(close) = body[at + 1..].find('`') {
-                    open_until = at + 1 + close + 1;
+                    unbreakable_until = at + 1 + close + 1;
                 }
             }
             b' ' if at > start && bytes[at - 1] != b' ' && bytes.get(at + 1).is_some_and(|&next| next != b' ') => {
