@@ -255,8 +255,8 @@ fn single_op_compile(dir: &Path, op: i32, pass: &str) -> Result<String, dylease:
         let plugins = lease.plugins().iter().filter(|plugin| plugin.is_mapped());
         plugins.map(|plugin| plugin.name().to_owned()).collect()
     };
-    // Plugins without a complete manifest (the Rust example's lists no passes) load at
-    // acquire(), as in any host.
+    // Plugins without a complete manifest load at acquire(), as in any host; the others are
+    // mapped at the first use of one of their passes.
     let at_acquire = mapped(&lease);
     let before = Graph {
         nodes: 8 * op,
@@ -274,16 +274,30 @@ fn single_op_compile(dir: &Path, op: i32, pass: &str) -> Result<String, dylease:
     drop(lease);
     let stats = host.stats();
     Ok(format!(
-        "{} (its own on-demand host): acquire() mapped {} of {total} plugins ({}: loaded as usual, \
-         without a complete library manifest); `{pass}` {before:?} -> {graph:?} mapped {} on first use, the others stayed \
+        "{} (its own on-demand host): {}; `{pass}` {before:?} -> {graph:?} mapped {} on first use, the others stayed \
          unmapped; dropped its lease and its host ({} load, {} unload)",
         stats.name,
-        at_acquire.len(),
-        at_acquire.join(", "),
+        mapped_at_acquire(&at_acquire, total),
         on_use.join(", "),
         stats.loads,
         stats.unloads
     ))
+}
+
+/// What an on-demand host's `acquire()` mapped (`at_acquire`, by name), of `total` plugins,
+/// as a phrase.
+fn mapped_at_acquire(at_acquire: &[String], total: usize) -> String {
+    if at_acquire.is_empty() {
+        return format!(
+            "acquire() mapped none of its {total} plugins (each declares its passes in a complete manifest, so \
+             each is mapped at the first use of one of them)"
+        );
+    }
+    format!(
+        "acquire() mapped {} of {total} plugins ({}: loaded as usual, without a complete library manifest)",
+        at_acquire.len(),
+        at_acquire.join(", ")
+    )
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -344,4 +358,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("With dylease there is no unload call to get wrong: the last lease in the process unloads.");
     std::fs::remove_dir_all(&dir)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The phrase reads right whether `acquire()` mapped some plugins or none.
+    #[test]
+    fn what_acquire_mapped_reads_right_for_none_and_for_some() {
+        assert_eq!(
+            mapped_at_acquire(&[], 3),
+            "acquire() mapped none of its 3 plugins (each declares its passes in a complete manifest, so each \
+             is mapped at the first use of one of them)"
+        );
+        assert_eq!(
+            mapped_at_acquire(&["folding".to_owned()], 3),
+            "acquire() mapped 1 of 3 plugins (folding: loaded as usual, without a complete library manifest)"
+        );
+    }
 }
