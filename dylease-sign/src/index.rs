@@ -287,6 +287,22 @@ mod tests {
             assert!(parse(changed.as_bytes()).is_err(), "{from:?} -> {to:?}");
         }
         assert!(parse(index.trim_end().as_bytes()).is_err());
+        // Files out of order, or listed twice.
+        let two = sign_index(
+            [("a.py", b"a".as_slice()), ("b.py", b"b")],
+            &Release::new("n", "1", 7),
+            &key,
+        )
+        .unwrap();
+        let two = String::from_utf8(two).unwrap();
+        let lines: Vec<&str> = two.lines().collect();
+        for (first, second) in [(lines[6], lines[5]), (lines[5], lines[5])] {
+            let edited = [&lines[..5], &[first, second], &lines[7..]].concat().join("\n") + "\n";
+            assert!(
+                parse(edited.as_bytes()).unwrap_err().contains("out of order or twice"),
+                "{edited}"
+            );
+        }
         assert!(
             parse(index.replace("dylease-index 1", "dylease-index 2").as_bytes())
                 .unwrap_err()
