@@ -228,8 +228,8 @@ impl fmt::Display for SignError {
             SignError::NoFiles => f.write_str("a signed index needs at least one file: give the files to sign"),
             SignError::IndexTooLarge(len) => write!(
                 f,
-                "the signed index would be {len} bytes long, longer than a verifier reads (4 MiB): sign the \
-                 package's files in several sets, or shorten their paths"
+                "the signed index would be {len} bytes long, longer than a verifier reads (4 MiB): shorten the \
+                 package's paths, or split it into smaller plugins"
             ),
             SignError::Io { path, error } => write!(f, "{}: {error}", path.display()),
         }

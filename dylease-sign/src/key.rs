@@ -9,6 +9,7 @@ use std::str::FromStr;
 
 use ed25519_dalek::Signer as _;
 use sha2::{Digest as _, Sha256};
+use zeroize::Zeroize as _;
 
 use crate::hex;
 
@@ -175,7 +176,7 @@ impl SigningKey {
         let mut seed = [0; 32];
         getrandom::fill(&mut seed).map_err(|e| io::Error::other(format!("no random bytes for a new key: {e}")))?;
         let key = SigningKey::from_seed(&seed);
-        seed.fill(0);
+        seed.zeroize();
         Ok(key)
     }
 
@@ -254,7 +255,7 @@ impl FromStr for SigningKey {
     fn from_str(text: &str) -> Result<SigningKey, KeyError> {
         let mut seed = key_bytes(text, Form::Secret)?;
         let key = SigningKey::from_seed(&seed);
-        seed.fill(0);
+        seed.zeroize();
         Ok(key)
     }
 }
