@@ -92,12 +92,13 @@
 //! | 8 | trailer magic `<<DYLSIG` |
 //!
 //! A reader finds the block from the end with two bounded reads: the 16-byte trailer, then
-//! the block it announces (longer than 64 KiB, shorter than 104 bytes or than the file: the
-//! block is corrupt). No length read from the file is trusted before it is bounded, and no
-//! input makes a reader panic.
+//! the block it announces (a block shorter than 104 bytes, or longer than 64 KiB or than the
+//! file, is corrupt), and only then digests the image, in one pass. No length read from the
+//! file is used before it is bounded, and no input makes a reader panic.
 //!
-//! Why appended: the loader maps only what the ELF program headers describe, so bytes after
-//! them are never mapped as code or data, and the block covers every byte the loader reads.
+//! Why appended: the loader uses only what the ELF program headers describe, so bytes after
+//! them are never code or data, and the signature covers every byte before the block, which
+//! is every byte the loader reads.
 //! A section or note inside the ELF would need a relinking tool to add and would have to be
 //! left out of its own digest; `strip` removes the block (it rewrites the file as the headers
 //! describe it), so a library is signed last. Signing is deterministic (Ed25519 is), so
