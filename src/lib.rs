@@ -92,10 +92,12 @@
 
 // The rooms, one job each; `docs::internals` has their table, lowest first: error, sync, sys,
 // log_scope, inspect, trust, registrar, registry, load, host, python. Each may call only the
-// rooms before it in that order.
+// rooms before it in that order. `isolate` (isolated sets) sits between load and host.
 mod error;
 mod host;
 mod inspect;
+// Isolated sets: a set's plugins in a worker process (above `load`, below `host`).
+mod isolate;
 mod load;
 mod log_scope;
 mod registrar;
@@ -110,9 +112,9 @@ mod test_dir;
 mod trust;
 
 pub use dylease_plugin::{
-    Interface, LibraryRegistrar, PassFn, RegisterError, Registrar, UnsafePassFn, abi, export_plugin,
+    Interface, LibraryRegistrar, MessagePass, PassFn, RegisterError, Registrar, UnsafePassFn, abi, export_plugin,
 };
-pub use error::{Error, LookupFailure, OpenCause, Origin, Waited};
+pub use error::{Error, LookupFailure, OpenCause, Origin, Waited, WorkerCause};
 
 // Python passes: the API is in `python` (above the host), the interpreter and the loading in
 // `load::python`.

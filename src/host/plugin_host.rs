@@ -63,14 +63,35 @@ pub(super) struct LoadConfig {
     pub(super) on_demand: bool,
     /// [`HostBuilder::map_timeout`](crate::HostBuilder::map_timeout).
     pub(crate) map_timeout: Duration,
+    /// [`HostBuilder::isolated`](crate::HostBuilder::isolated) and its options.
+    pub(super) isolation: Option<crate::isolate::Isolation>,
 }
 
 impl LoadConfig {
     /// Runs the load pipeline over every source, under the host's policies. On failure
     /// everything registered so far is unloaded before the error is returned.
+    ///
+    /// An isolated host's plugin files are loaded into a worker process (`isolate`), which
+    /// the set holds once the load succeeded; a failed load ends it.
     pub(super) fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
-        let mut set = crate::load::load(&self.sources, self.policy, self.trust, self.on_demand, deadline)?;
+        #[cfg(all(target_os = "linux", not(loom)))]
+        let mut isolating = self.isolation.as_ref().map(crate::isolate::Isolating::new);
+        #[cfg(all(target_os = "linux", not(loom)))]
+        let isolate = isolating.as_mut().map(|i| i as &mut dyn crate::load::Isolate);
+        #[cfg(not(all(target_os = "linux", not(loom))))]
+        let isolate = None;
+        let mut set = crate::load::load(
+            &self.sources,
+            (self.policy, self.trust),
+            self.on_demand,
+            isolate,
+            deadline,
+        )?;
         set.map_timeout = self.map_timeout;
+        #[cfg(all(target_os = "linux", not(loom)))]
+        if let Some(isolating) = isolating {
+            isolating.finish(&mut set);
+        }
         Ok(set)
     }
 }

@@ -23,7 +23,7 @@ use crate::registry::teardown::{Teardown, teardown_all};
 use crate::registry::{FileRef, LibraryInstance};
 use crate::sync::Arc;
 use crate::sys::file_id;
-use crate::trust::candidate::{Candidate, FileId, Identity};
+use crate::trust::candidate::{Candidate, Dependency, FileId, Identity, Opened};
 use crate::trust::{Checks, REPLACEMENTS, TrustPolicy, open_checked};
 
 /// A plugin file whose library instance is open and whose descriptor passed every check.
@@ -67,34 +67,15 @@ impl Candidate {
     ) -> Result<Verified, Error> {
         let mut replaced = 0;
         loop {
-            let (checked, _, identity) = open_checked(&mut self, checks, trust)?;
-            // A first use since an on-demand acquire maps the file judged then, unchanged.
-            if self.since_acquire
-                && let Some(judged) = &self.listed
-                && parse_cache::key(&checked.metadata).as_ref() != Some(judged)
-            {
-                return Err(self.replaced_since_acquire());
-            }
-            let linkage = checked.check(&self.path)?;
-            // The ABI gate of a plugin with a manifest: before the file is mapped.
-            let manifest = checked.manifest(&self.path)?;
-            if let Some(manifest) = &manifest {
-                manifest.gate(&self.path)?;
-            }
+            let Prepared {
+                checked,
+                identity,
+                linkage,
+                manifest,
+                dependencies,
+                pinning,
+            } = self.prepare(checks, trust)?;
             let strict = trust == TrustPolicy::Strict;
-            let dependencies = match self.dependencies.take() {
-                Some(dependencies) => dependencies,
-                // Resolved for the descriptor the loader maps (its linkage, from the parse cache
-                // for its status or read from it), if the trust check's does not hold for it.
-                None if strict => checks
-                    .resolve(&self.resolved, &linkage)
-                    .map_err(|reason| Error::Untrusted {
-                        path: self.path.clone(),
-                        reason,
-                    })?,
-                None => Vec::new(),
-            };
-            let pinning = checked.pinning();
             let file = FileRef {
                 shown: &self.path,
                 resolved: &self.resolved,
@@ -133,6 +114,100 @@ impl Candidate {
             }
         }
     }
+}
+
+/// A plugin file opened and checked, not mapped yet: the descriptor the checks read (which
+/// the loader maps, here or in an isolated set's worker) and what they found.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    pub(crate) checked: Opened,
+    pub(crate) identity: Identity,
+    pub(crate) linkage: Arc<dylease_elf::Linkage>,
+    /// What its file declares (shared with the parse cache).
+    pub(crate) manifest: Option<Arc<Manifest>>,
+    /// The libraries to map before it, dependencies first (under `Strict`).
+    pub(crate) dependencies: Vec<Dependency>,
+    pub(crate) pinning: Pinning,
+}
+
+impl Candidate {
+    /// Everything a load does before mapping the file: the open ([`open_checked`], which
+    /// checks a replaced file again), the ELF check, the manifest read and its ABI gate, and
+    /// under `Strict` the resolution of the libraries it needs, for that descriptor.
+    pub(crate) fn prepare(&mut self, checks: &mut Checks, trust: TrustPolicy) -> Result<Prepared, Error> {
+        let (checked, _, identity) = open_checked(self, checks, trust)?;
+        // A first use since an on-demand acquire maps the file judged then, unchanged.
+        if self.since_acquire
+            && let Some(judged) = &self.listed
+            && parse_cache::key(&checked.metadata).as_ref() != Some(judged)
+        {
+            return Err(self.replaced_since_acquire());
+        }
+        let linkage = checked.check(&self.path)?;
+        // The ABI gate of a plugin with a manifest: before the file is mapped.
+        let manifest = checked.manifest(&self.path)?;
+        if let Some(manifest) = &manifest {
+            manifest.gate(&self.path)?;
+        }
+        let dependencies = match self.dependencies.take() {
+            Some(dependencies) => dependencies,
+            // Resolved for the descriptor the loader maps (its linkage, from the parse cache
+            // for its status or read from it), if the trust check's does not hold for it.
+            None if trust == TrustPolicy::Strict => {
+                checks
+                    .resolve(&self.resolved, &linkage)
+                    .map_err(|reason| Error::Untrusted {
+                        path: self.path.clone(),
+                        reason,
+                    })?
+            }
+            None => Vec::new(),
+        };
+        let pinning = checked.pinning();
+        Ok(Prepared {
+            checked,
+            identity,
+            linkage,
+            manifest,
+            dependencies,
+            pinning,
+        })
+    }
+}
+
+/// Maps, in an isolated set's worker (`isolate::worker`), the plugin file the host prepared
+/// ([`Candidate::prepare`]) and sent: `file` is the descriptor the host checked, received
+/// over the channel, with the identity `identity` the host read from it. It is mapped by the
+/// usual path (the process-wide registry, the instance's `on_load`, the set's
+/// `register_passes`), by that descriptor, never by a path: `shown` and `resolved` only
+/// name it in messages. Its manifest was compared by the host, not here.
+#[cfg(target_os = "linux")]
+pub(crate) fn map_received(
+    (shown, resolved): (&std::path::Path, &std::path::Path),
+    file: &std::fs::File,
+    identity: &Identity,
+    loads: &[std::ops::Range<u64>],
+    strict: bool,
+) -> Result<Registered, Error> {
+    let file = FileRef {
+        shown,
+        resolved,
+        identity,
+        source: Some(file),
+        origin: false,
+        loads,
+        strict,
+        dependencies: &[],
+        deadline: None,
+    };
+    let instance = library_instance(file, None)?;
+    Verified {
+        path: shown.to_owned(),
+        instance,
+        pinning: Pinning::default(),
+        manifest: None,
+    }
+    .register()
 }
 
 /// An on-demand plugin judged at its set's acquire and not mapped
