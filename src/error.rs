@@ -279,8 +279,8 @@ pub enum Error {
         /// The pass called, or `None` during the plugin's load (its constructors, `on_load` or
         /// `register_passes`).
         pass: Option<String>,
-        /// How the worker failed.
-        cause: WorkerCause,
+        /// How the worker failed (boxed to keep `Error` small).
+        cause: Box<WorkerCause>,
     },
     /// A message pass ([`Lease::call`](crate::Lease::call)) returned a non-zero status: the
     /// pass's own report of its failure. The set is unharmed.
@@ -517,7 +517,7 @@ impl fmt::Display for Error {
                     )?,
                     None => f.write_str("nothing of this load is left, and the next acquire() tries again")?,
                 }
-                match cause {
+                match **cause {
                     WorkerCause::Deadline { .. } => {
                         f.write_str("; raise HostBuilder::call_deadline if the pass needs longer")
                     }

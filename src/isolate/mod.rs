@@ -86,9 +86,7 @@
 //! set with an error that says so ([`OpenCause::Isolation`](crate::OpenCause::Isolation)).
 //! Python plugins, and on-demand isolated sets, are refused too. Workers are Linux only.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
+mod config;
 #[cfg(all(target_os = "linux", not(loom)))]
 pub(crate) mod frame;
 #[cfg(all(target_os = "linux", not(loom)))]
@@ -100,46 +98,7 @@ mod sys;
 #[cfg(all(target_os = "linux", not(loom)))]
 mod worker;
 
+pub(crate) use config::{DEFAULT_CALL_DEADLINE, Isolation, supported};
 #[cfg(all(target_os = "linux", not(loom)))]
 pub(crate) use remote::Isolating;
 pub(crate) use sys::call_message_pass;
-
-/// The call deadline of an isolated host unless [`HostBuilder::call_deadline`] says
-/// otherwise.
-///
-/// [`HostBuilder::call_deadline`]: crate::HostBuilder::call_deadline
-pub(crate) const DEFAULT_CALL_DEADLINE: Duration = Duration::from_secs(30);
-
-/// How an isolated host runs its workers (`HostBuilder::isolated` and its options).
-#[derive(Debug, Clone)]
-pub(crate) struct Isolation {
-    /// `HostBuilder::worker_command`; the host's own executable when `None`.
-    pub(crate) command: Option<PathBuf>,
-    /// How long a call (and the handshake, each plugin's load and the unload) may take.
-    pub(crate) deadline: Duration,
-    /// Whether the worker gets the host's `LD_*` variables.
-    pub(crate) ld_passthrough: bool,
-}
-
-impl Isolation {
-    /// The program a worker runs.
-    #[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
-    pub(crate) fn program(&self) -> &Path {
-        self.command.as_deref().unwrap_or(Path::new("/proc/self/exe"))
-    }
-}
-
-/// Why an isolated host cannot be built here, if it cannot: `Err` with the reason.
-pub(crate) fn supported(on_demand: bool) -> Result<(), String> {
-    if !cfg!(all(target_os = "linux", not(loom))) {
-        return Err("isolated sets need Linux (their workers map plugins through /proc/self/fd)".to_owned());
-    }
-    if on_demand {
-        return Err(
-            "a host cannot be both on-demand and isolated yet: choose one (HostBuilder::on_demand or \
-             HostBuilder::isolated)"
-                .to_owned(),
-        );
-    }
-    Ok(())
-}

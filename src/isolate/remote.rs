@@ -20,7 +20,7 @@ use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, OpenCause, Origin, WorkerCause};
-use crate::isolate::Isolation;
+use crate::isolate::config::Isolation;
 use crate::isolate::frame::{self, Call, Kind, MAX_FRAME, MAX_PAYLOAD, MapFailure, MapRequest, Mapped, Reply};
 use crate::isolate::sys::{self, Channel};
 use crate::load::{Isolate, Isolated, LoadedPlugins};
@@ -309,7 +309,7 @@ impl Worker {
         let failed = |cause| Error::WorkerFailed {
             plugin: plugin.clone(),
             pass: Some(pass.to_owned()),
-            cause,
+            cause: Box::new(cause),
         };
         let (kind, answer) = self
             .request((Kind::Call, &payload), None, Expect::Call, pass)
@@ -598,7 +598,7 @@ impl<'a> Isolating<'a> {
         let failed = |cause| Error::WorkerFailed {
             plugin: origin.clone(),
             pass: None,
-            cause,
+            cause: Box::new(cause),
         };
         let worker = match &self.worker {
             Some(worker) => worker.clone(),

@@ -48,8 +48,10 @@ unsafe extern "C" fn append(out: *mut dylease_out, bytes: *const u8, len: usize)
         return -1;
     }
     // SAFETY: `out` is the `dylease_out` that `call_message` handed the pass, live during the
-    // call (the ABI allows `write` only then, on its thread); its `ctx` is that call's `Sink`.
-    let sink = unsafe { &mut *(*out).ctx.cast::<Sink>() };
+    // call (the ABI allows `write` only then, on its thread).
+    let ctx = unsafe { (*out).ctx };
+    // SAFETY: its `ctx` is that call's `Sink`, live and borrowed by nothing else meanwhile.
+    let sink = unsafe { &mut *ctx.cast::<Sink>() };
     if len == 0 {
         return 0;
     }
@@ -253,14 +255,19 @@ mod process {
                 // SAFETY: `msg_control` points to `control`, at least `space` bytes and aligned
                 // for `cmsghdr`, so the first header fits.
                 let cmsg = unsafe { libc::CMSG_FIRSTHDR(&header) };
-                // SAFETY: `cmsg` points into `control` (checked non-NULL by the loader of
-                // `CMSG_FIRSTHDR`: the buffer is large enough), and the header and one int fit.
-                unsafe {
-                    (*cmsg).cmsg_level = libc::SOL_SOCKET;
-                    (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-                    (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<libc::c_int>() as u32) as usize;
-                    std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), fd.as_raw_fd());
-                }
+                // SAFETY: `CMSG_LEN` only computes a size.
+                let len = unsafe { libc::CMSG_LEN(size_of::<libc::c_int>() as u32) } as usize;
+                // SAFETY: `control` is large enough for one header and one int, so
+                // `CMSG_FIRSTHDR` returned a pointer to its start, aligned for `cmsghdr`.
+                let control_message = unsafe { &mut *cmsg };
+                control_message.cmsg_level = libc::SOL_SOCKET;
+                control_message.cmsg_type = libc::SCM_RIGHTS;
+                control_message.cmsg_len = len;
+                // SAFETY: `CMSG_DATA` of that header points inside `control`, after it.
+                let data = unsafe { libc::CMSG_DATA(cmsg) }.cast::<libc::c_int>();
+                // SAFETY: one int fits at `data` (the space asked for above); unaligned, as
+                // `CMSG_DATA` promises no alignment.
+                unsafe { std::ptr::write_unaligned(data, fd.as_raw_fd()) };
             }
             loop {
                 // SAFETY: `header` points to `iov` (the live `message`) and to `control`, both of
@@ -315,15 +322,21 @@ mod process {
             while !cmsg.is_null() {
                 // SAFETY: `cmsg` is a control message header inside `control` (the macros stop
                 // at the length `recvmsg` wrote).
-                let (level, kind, cmsg_len) = unsafe { ((*cmsg).cmsg_level, (*cmsg).cmsg_type, (*cmsg).cmsg_len) };
+                let control_message = unsafe { &*cmsg };
+                let (level, kind, cmsg_len) = (
+                    control_message.cmsg_level,
+                    control_message.cmsg_type,
+                    control_message.cmsg_len,
+                );
                 if (level, kind) == (libc::SOL_SOCKET, libc::SCM_RIGHTS) {
                     // SAFETY: `CMSG_LEN` only computes a size.
                     let data = cmsg_len.saturating_sub(unsafe { libc::CMSG_LEN(0) } as usize);
+                    // SAFETY: `CMSG_DATA` of a header inside `control` points after it.
+                    let first = unsafe { libc::CMSG_DATA(cmsg) }.cast::<libc::c_int>();
                     for i in 0..data / size_of::<libc::c_int>() {
                         // SAFETY: the message's data holds `data` bytes of descriptors, inside
                         // `control`; read unaligned, as `CMSG_DATA` promises no alignment.
-                        let fd =
-                            unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>().add(i)) };
+                        let fd = unsafe { std::ptr::read_unaligned(first.wrapping_add(i)) };
                         // SAFETY: the kernel installed `fd` in this process for this message:
                         // it is open and owned by nobody else.
                         fds.push(unsafe { OwnedFd::from_raw_fd(fd) });

@@ -178,6 +178,12 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
             )
         }
         "stateful" => (vec!["stateful.c"], vec![]),
+        // Isolated sets (isolated.rs).
+        "isolated" => (vec!["isolated.c"], vec![]),
+        "isolated_abort_constructor" => (vec!["isolated.c"], vec!["-DABORT_IN_CONSTRUCTOR".into()]),
+        "isolated_exit_on_load" => (vec!["isolated.c"], vec!["-DEXIT_IN_ON_LOAD".into()]),
+        "isolated_nodelete" => (vec!["isolated.c"], vec!["-Wl,-z,nodelete".into()]),
+        "isolated_unique" => (vec!["isolated_unique.cpp"], vec![]),
         "on_load_state_nodelete" => (vec!["on_load_state.c"], vec!["-Wl,-z,nodelete".into()]),
         // A plugin that other libraries link against by its soname, found next to them.
         "stateful_core" => (vec!["stateful.c"], vec!["-Wl,-soname,libcore.so".into()]),

@@ -1,0 +1,390 @@
+//! Isolated sets (`HostBuilder::isolated`): a set's library plugins run in a worker process,
+//! a re-execution of this very test binary. Message passes answer through it; a plugin that
+//! crashes, aborts, exits or hangs fails its set and never the host; what the platform would
+//! pin in-process never enters the host and leaves with the worker, which is reaped; the
+//! worker holds no descriptor of the host's.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use dylease::{Error, LookupFailure, Origin, PinCause, PluginHost, WorkerCause};
+
+use crate::support::{TestDir, await_that, mapped};
+
+/// An isolated host over the one plugin file `file`.
+fn isolated(file: &Path, deadline: Duration) -> PluginHost {
+    // SAFETY: the test's own fixture.
+    unsafe { PluginHost::builder().file(file) }
+        .isolated()
+        .call_deadline(deadline)
+        .build()
+        .unwrap()
+}
+
+/// An ordinary host over the one plugin file `file`.
+fn ordinary(file: &Path) -> PluginHost {
+    // SAFETY: the test's own fixture.
+    unsafe { PluginHost::builder().file(file) }.build().unwrap()
+}
+
+/// The text of `/proc/<pid>/maps`, lossily.
+fn maps_of(pid: u32) -> String {
+    String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/maps")).unwrap()).into_owned()
+}
+
+/// Asserts the process `pid` is gone and was reaped: no `/proc/<pid>` (a zombie keeps it),
+/// and no child of that id left to wait for.
+#[track_caller]
+fn assert_reaped(pid: u32) {
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "worker {pid} is still there (a zombie, or alive)"
+    );
+    let mut status = 0;
+    // SAFETY: `waitpid` with `WNOHANG` on a process id; it writes only `status`.
+    let waited = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
+    assert_eq!(waited, -1, "worker {pid} was still a child to wait for");
+    assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::ECHILD));
+}
+
+/// `lease.call(pass, input)` on a thread of its own, waited for at most 20 s: a call that
+/// never returns fails the test instead of hanging it.
+fn call_bounded(lease: &dylease::Lease, pass: &'static str, input: &'static [u8]) -> Result<Vec<u8>, Error> {
+    let (done, result) = mpsc::channel();
+    let lease = lease.clone();
+    std::thread::spawn(move || done.send(lease.call(pass, input)));
+    result
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the call returned within 20 s")
+}
+
+/// The worker cause of `error`, which must be a `WorkerFailed` about plugin file `file` and
+/// pass `pass` (`None`: its load).
+#[track_caller]
+fn worker_failure(error: Error, file: &Path, pass: Option<&str>) -> WorkerCause {
+    match error {
+        Error::WorkerFailed {
+            plugin,
+            pass: failed,
+            cause,
+            ..
+        } => {
+            assert_eq!(plugin, Origin::File(file.to_owned()));
+            assert_eq!(failed.as_deref(), pass);
+            *cause
+        }
+        other => panic!("expected WorkerFailed, got {other:?}: {other}"),
+    }
+}
+
+#[test]
+fn a_message_pass_answers_in_an_isolated_set_and_in_an_ordinary_one() {
+    let dir = TestDir::new("isolated-answers");
+    let file = dir.add("isolated", "libisolated.so");
+
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    let worker = lease
+        .worker_pid()
+        .expect("an isolated set with a library plugin has a worker");
+    assert_ne!(worker, std::process::id());
+    assert_eq!(lease.call("reverse", b"abc").unwrap(), b"cba");
+    assert_eq!(lease.call("reverse", b"").unwrap(), b"");
+    // The pass ran in the worker.
+    assert_eq!(lease.call("pid", b"").unwrap(), worker.to_string().as_bytes());
+    assert!(matches!(
+        lease.call("fail", b"x"),
+        Err(Error::PassFailed { status: 7, ref pass, .. }) if pass == "fail"
+    ));
+    // A failed pass leaves the set working.
+    assert_eq!(lease.call("reverse", b"xy").unwrap(), b"yx");
+    let too_much = lease.call("flood", b"").unwrap_err();
+    assert!(matches!(too_much, Error::CallRefused { .. }), "{too_much:?}");
+    let too_large = lease.call("reverse", &vec![0; 70 * 1024]).unwrap_err();
+    assert!(
+        too_large.to_string().contains("more than an isolated call carries"),
+        "{too_large}"
+    );
+    assert!(!mapped(&file), "the plugin is mapped in the host");
+    assert!(maps_of(worker).contains(&*file.to_string_lossy()));
+    // Many threads at once, each with its own input.
+    std::thread::scope(|scope| {
+        for n in 0..8 {
+            let lease = &lease;
+            scope.spawn(move || {
+                for i in 0..20 {
+                    let input = format!("{n}-{i}");
+                    let expected: Vec<u8> = input.bytes().rev().collect();
+                    assert_eq!(lease.call("reverse", input.as_bytes()).unwrap(), expected);
+                }
+            });
+        }
+    });
+    drop(lease);
+    assert!(!host.is_loaded());
+    assert_reaped(worker);
+
+    let host = ordinary(&file);
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.worker_pid(), None);
+    assert_eq!(lease.call("reverse", b"abc").unwrap(), b"cba");
+    assert_eq!(
+        lease.call("pid", b"").unwrap(),
+        std::process::id().to_string().as_bytes()
+    );
+    assert!(matches!(
+        lease.call("fail", b""),
+        Err(Error::PassFailed { status: 7, .. })
+    ));
+    let missing = lease.call("nothing", b"").unwrap_err();
+    assert!(matches!(missing, Error::PassLookup { .. }), "{missing:?}");
+    let pointer = lease.call("double", b"").unwrap_err();
+    assert!(
+        matches!(&pointer, Error::PassLookup { cause, .. } if matches!(**cause, LookupFailure::Untyped { .. })),
+        "{pointer:?}"
+    );
+}
+
+#[test]
+fn a_pointer_pass_is_refused_in_an_isolated_set_with_the_reason() {
+    let dir = TestDir::new("isolated-pointer");
+    let file = dir.add("isolated", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    // SAFETY: "double" is registered as `int (*)(int)`; the refusal is expected, nothing runs.
+    let refused = unsafe { lease.pass::<extern "C" fn(i32) -> i32>("double") }.unwrap_err();
+    let Error::PassLookup { cause, .. } = &refused else {
+        panic!("expected PassLookup, got {refused:?}")
+    };
+    assert_eq!(
+        **cause,
+        LookupFailure::Isolated {
+            plugin: Origin::File(file.clone())
+        }
+    );
+    let message = refused.to_string();
+    assert!(message.contains("cannot cross the process boundary"), "{message}");
+    assert!(message.contains("DYLEASE_MESSAGE_PASS"), "{message}");
+    // A message pass is refused the same way by the typed lookup: only `call` reaches it.
+    let typed = lease.get::<dylease::MessagePass>("reverse").unwrap_err();
+    assert!(
+        typed.to_string().contains("cannot cross the process boundary"),
+        "{typed}"
+    );
+    assert!(lease.passes_of::<dylease::MessagePass>().is_err());
+
+    // The same file in an ordinary set: the pointer pass works.
+    let host = ordinary(&file);
+    let lease = host.acquire().unwrap();
+    // SAFETY: "double" is registered as `int (*)(int)`.
+    let double = unsafe { lease.pass::<extern "C" fn(i32) -> i32>("double") }.unwrap();
+    assert_eq!(double(21), 42);
+}
+
+#[test]
+fn a_segfaulting_pass_fails_its_set_and_the_next_acquire_gets_a_fresh_worker() {
+    let dir = TestDir::new("isolated-segv");
+    let file = dir.add("isolated", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    let first = lease.worker_pid().unwrap();
+
+    let error = call_bounded(&lease, "crash", b"").unwrap_err();
+    let message = error.to_string();
+    assert_eq!(
+        worker_failure(error, &file, Some("crash")),
+        WorkerCause::Signal(libc::SIGSEGV)
+    );
+    for needed in ["SIGSEGV", "`crash`", &*file.to_string_lossy(), "next acquire()"] {
+        assert!(message.contains(needed), "{needed:?} missing from: {message}");
+    }
+    // The set is failed for good: every later call too, with the same cause.
+    let later = lease.call("reverse", b"ab").unwrap_err();
+    assert_eq!(
+        worker_failure(later, &file, Some("reverse")),
+        WorkerCause::Signal(libc::SIGSEGV)
+    );
+    // While a lease of the failed set lives, acquire() shares it.
+    assert_eq!(host.acquire().unwrap().worker_pid(), Some(first));
+    drop(lease);
+    assert!(!host.is_loaded());
+    assert_reaped(first);
+
+    let lease = host.acquire().unwrap();
+    let second = lease.worker_pid().unwrap();
+    assert_ne!(first, second);
+    assert_eq!(lease.call("reverse", b"ab").unwrap(), b"ba");
+    assert_eq!(lease.generation(), 2);
+}
+
+#[test]
+fn an_aborting_constructor_fails_the_acquire_naming_the_plugin() {
+    let dir = TestDir::new("isolated-abort");
+    let file = dir.add("isolated_abort_constructor", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    for _ in 0..2 {
+        let error = host.acquire().unwrap_err();
+        let message = error.to_string();
+        assert_eq!(worker_failure(error, &file, None), WorkerCause::Signal(libc::SIGABRT));
+        assert!(
+            message.contains("SIGABRT") && message.contains("while the plugin loaded"),
+            "{message}"
+        );
+        assert!(!host.is_loaded());
+        assert_eq!(host.stats().loads, 0);
+    }
+}
+
+#[test]
+fn exit_in_on_load_fails_the_acquire_with_the_status() {
+    let dir = TestDir::new("isolated-exit");
+    let file = dir.add("isolated_exit_on_load", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let error = host.acquire().unwrap_err();
+    let message = error.to_string();
+    assert_eq!(worker_failure(error, &file, None), WorkerCause::Exit(3));
+    assert!(message.contains("exited with status 3"), "{message}");
+    assert!(!host.is_loaded());
+}
+
+#[test]
+fn a_pass_past_the_deadline_kills_the_worker() {
+    let dir = TestDir::new("isolated-deadline");
+    let file = dir.add("isolated", "libisolated.so");
+    let deadline = Duration::from_millis(300);
+    let host = isolated(&file, deadline);
+    let lease = host.acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    let error = call_bounded(&lease, "spin", b"").unwrap_err();
+    let message = error.to_string();
+    assert_eq!(
+        worker_failure(error, &file, Some("spin")),
+        WorkerCause::Deadline {
+            pass: "spin".into(),
+            after: deadline
+        }
+    );
+    assert!(
+        message.contains("call deadline") && message.contains("call_deadline"),
+        "{message}"
+    );
+    let later = lease.call("reverse", b"a").unwrap_err();
+    assert!(matches!(later, Error::WorkerFailed { .. }), "{later:?}");
+    drop(lease);
+    assert_reaped(worker);
+    let lease = host.acquire().unwrap();
+    assert_ne!(lease.worker_pid(), Some(worker));
+    assert_eq!(lease.call("reverse", b"ab").unwrap(), b"ba");
+}
+
+#[test]
+fn a_worker_killed_from_outside_mid_call_fails_the_call() {
+    let dir = TestDir::new("isolated-killed");
+    let file = dir.add("isolated", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(60));
+    let lease = host.acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    let started: PathBuf = dir.path().join("started");
+    let call = {
+        let (lease, started) = (lease.clone(), started.clone());
+        std::thread::spawn(move || lease.call("mark", started.as_os_str().as_encoded_bytes()))
+    };
+    await_that("the pass runs in the worker", || started.exists());
+    // SAFETY: `kill` of the worker's process id, which is alive and not yet reaped (its set
+    // holds it), so the id is not another process's.
+    assert_eq!(unsafe { libc::kill(worker as libc::pid_t, libc::SIGKILL) }, 0);
+    await_that("the call returns", || call.is_finished());
+    let error = call.join().unwrap().unwrap_err();
+    assert_eq!(
+        worker_failure(error, &file, Some("mark")),
+        WorkerCause::Signal(libc::SIGKILL)
+    );
+    drop(lease);
+    assert_reaped(worker);
+    assert_eq!(host.acquire().unwrap().call("reverse", b"ok").unwrap(), b"ko");
+}
+
+#[test]
+fn pinned_plugins_never_enter_the_host_and_leave_with_their_worker() {
+    for (fixture, pass, expected) in [
+        ("isolated_nodelete", "reverse", &b"cba"[..]),
+        ("isolated_unique", "greet", &b"hello from a unique symbol"[..]),
+    ] {
+        let dir = TestDir::new("isolated-pinned");
+        let file = dir.add(fixture, "libpinned.so");
+        let host = isolated(&file, Duration::from_secs(30));
+        let lease = host.acquire().unwrap();
+        // The file is one the platform would keep mapped in-process.
+        let causes = lease.plugins()[0].pinning().causes();
+        assert!(
+            causes
+                .iter()
+                .any(|cause| matches!(cause, PinCause::NoDelete | PinCause::GnuUnique { .. })),
+            "{fixture}: {causes:?}"
+        );
+        let worker = lease.worker_pid().unwrap();
+        assert_eq!(lease.call(pass, b"abc").unwrap(), expected, "{fixture}");
+        assert!(maps_of(worker).contains(&*file.to_string_lossy()), "{fixture}");
+        assert!(!mapped(&file), "{fixture} is mapped in the host");
+        drop(lease);
+        assert!(!host.is_loaded());
+        assert_eq!(host.stats().pinned_libraries, 0);
+        assert_reaped(worker);
+        assert!(!mapped(&file), "{fixture} is mapped in the host");
+    }
+}
+
+#[test]
+fn the_worker_holds_only_its_standard_streams_its_channel_and_its_plugins() {
+    let dir = TestDir::new("isolated-fds");
+    let files = [
+        dir.add("isolated", "libone.so"),
+        dir.add("isolated_unique", "libtwo.so"),
+    ];
+    // A descriptor of the host's that is not close-on-exec: a worker must not inherit it.
+    let held = std::fs::File::open(&files[0]).unwrap();
+    // SAFETY: `dup` of an open descriptor; the copy (without close-on-exec) is closed below.
+    let inheritable = unsafe { libc::dup(std::os::fd::AsRawFd::as_raw_fd(&held)) };
+    assert!(inheritable > 2);
+    // SAFETY: the test's own fixtures.
+    let host = unsafe { PluginHost::builder().file(&files[0]).file(&files[1]) }
+        .isolated()
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    let (mut sockets, mut plugins) = (0, Vec::new());
+    for entry in std::fs::read_dir(format!("/proc/{worker}/fd")).unwrap() {
+        let entry = entry.unwrap();
+        let fd: i32 = entry.file_name().to_str().unwrap().parse().unwrap();
+        if fd <= 2 {
+            continue;
+        }
+        let target = std::fs::read_link(entry.path()).unwrap();
+        if target.to_string_lossy().starts_with("socket:") {
+            sockets += 1;
+        } else {
+            assert!(
+                files.contains(&target),
+                "the worker holds descriptor {fd}: {}",
+                target.display()
+            );
+            plugins.push(target);
+        }
+    }
+    assert_eq!(sockets, 1, "the worker holds one socket, its channel");
+    plugins.sort();
+    plugins.dedup();
+    assert_eq!(plugins.len(), 2, "the worker holds its plugins' descriptors");
+    // None of the host's `LD_*` variables reach the worker (cargo gives the tests some).
+    let environ = std::fs::read(format!("/proc/{worker}/environ")).unwrap();
+    assert!(std::env::vars_os().any(|(key, _)| key.as_encoded_bytes().starts_with(b"LD_")));
+    for variable in environ.split(|&b| b == 0) {
+        assert!(!variable.starts_with(b"LD_"), "{}", String::from_utf8_lossy(variable));
+    }
+    drop(lease);
+    assert_reaped(worker);
+    // SAFETY: closes the copy made above, which nothing else uses.
+    unsafe { libc::close(inheritable) };
+}
