@@ -53,7 +53,12 @@ fn assert_reaped(pid: u32) {
 fn call_bounded(lease: &dylease::Lease, pass: &'static str, input: &'static [u8]) -> Result<Vec<u8>, Error> {
     let (done, result) = mpsc::channel();
     let lease = lease.clone();
-    std::thread::spawn(move || done.send(lease.call(pass, input)));
+    std::thread::spawn(move || {
+        let answer = lease.call(pass, input);
+        // Before the answer: the caller's drop of its lease may be meant as the last.
+        drop(lease);
+        done.send(answer)
+    });
     result
         .recv_timeout(Duration::from_secs(20))
         .expect("the call returned within 20 s")
@@ -387,4 +392,68 @@ fn the_worker_holds_only_its_standard_streams_its_channel_and_its_plugins() {
     assert_reaped(worker);
     // SAFETY: closes the copy made above, which nothing else uses.
     unsafe { libc::close(inheritable) };
+}
+
+/// A stand-in worker (`worker_command`) that greets the host as a worker does, then answers
+/// the first plugin's load as `ANSWER` says: a frame for a request the host never made, or
+/// bytes that are no frame.
+const HOSTILE_WORKER: &str = r#"#!/usr/bin/env python3
+import os, socket, struct, sys
+channel = socket.socket(fileno=int(os.environ["DYLEASE_WORKER_CHANNEL"]))
+hello = channel.recv(70000)
+kind, length, ident = struct.unpack("<IIQ", hello[:16])
+channel.send(struct.pack("<IIQII", 101, 8, ident, 1, os.getpid()))
+request, _, _, _ = channel.recvmsg(70000, 256)
+kind, length, ident = struct.unpack("<IIQ", request[:16])
+if sys.argv[0].endswith("unknown-id"):
+    channel.send(struct.pack("<IIQ", 102, 0, ident + 1000))
+else:
+    channel.send(b"\x01\x02\x03")
+channel.recv(70000)
+"#;
+
+#[test]
+fn a_worker_that_breaks_the_protocol_is_killed_and_the_acquire_fails() {
+    let dir = TestDir::new("isolated-hostile");
+    let file = dir.add("isolated", "libisolated.so");
+    for (name, said) in [
+        ("unknown-id", "which is not in flight"),
+        ("garbage", "shorter than a frame header"),
+    ] {
+        let program = dir.path().join(name);
+        std::fs::write(&program, HOSTILE_WORKER).unwrap();
+        std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        // SAFETY: the test's own fixture.
+        let host = unsafe { PluginHost::builder().file(&file) }
+            .isolated()
+            .worker_command(&program)
+            .call_deadline(Duration::from_secs(20))
+            .build()
+            .unwrap();
+        let error = host.acquire().unwrap_err();
+        match worker_failure(error, &file, None) {
+            WorkerCause::Protocol(what) => assert!(what.contains(said), "{name}: {what}"),
+            other => panic!("{name}: expected a protocol failure, got {other:?}"),
+        }
+        assert!(!host.is_loaded());
+    }
+}
+
+#[test]
+fn a_worker_command_without_the_hook_fails_the_acquire_saying_so() {
+    let dir = TestDir::new("isolated-foreign");
+    let file = dir.add("isolated", "libisolated.so");
+    // SAFETY: the test's own fixture.
+    let host = unsafe { PluginHost::builder().file(&file) }
+        .isolated()
+        .worker_command("/bin/true")
+        .build()
+        .unwrap();
+    let error = host.acquire().unwrap_err();
+    let message = error.to_string();
+    match worker_failure(error, &file, None) {
+        WorkerCause::Start(why) => assert!(why.contains("links dylease"), "{why}"),
+        other => panic!("expected a start failure, got {other:?}"),
+    }
+    assert!(message.contains("/bin/true"), "{message}");
 }
