@@ -62,13 +62,16 @@
 //! it, each on its declaration or at its top with the reason: the platform layer
 //! (`sys`: the loader, C library and CPython calls), the calls into a plugin's functions
 //! (`registry::opener`), the registration side of the plugin ABI (`registrar`), the
-//! synchronisation shim (`sync`), the typed access to a pass (`host::lease`) and the public
-//! `unsafe fn`s that name native code (`host::sources`).
+//! synchronisation shim (`sync`), the typed access to a pass (`host::lease`), the public
+//! `unsafe fn`s that name native code (`host::sources`), and the worker process of isolated
+//! sets (`isolate::sys`: its early hook and spawn, the channel's socket, the call of a message
+//! pass).
 //! dylease cannot sandbox a plugin: naming a directory or file as a plugin source (an `unsafe`
 //! builder method) vouches for its code, as running a program vouches for the program. What
 //! it checks before running any of a file's code is that the file is an ELF library for this
 //! machine and, under the default [`TrustPolicy::Strict`], that no other user could have
-//! chosen it.
+//! chosen it. An isolated host ([`HostBuilder::isolated`]) runs its plugins in a worker
+//! process: that contains their crashes, hangs and pins, not their privileges.
 //!
 //! # Features
 //!
