@@ -36,8 +36,9 @@ pub struct HostBuilder {
     pub(super) on_demand: bool,
     /// [`HostBuilder::map_timeout`]; `None` for the default.
     pub(super) map_timeout: Option<Duration>,
-    /// [`HostBuilder::isolated`].
-    pub(super) isolated: bool,
+    /// [`HostBuilder::isolated`]: how its loads start (`None` inside where isolated sets are
+    /// not supported).
+    pub(super) isolated: Option<Option<crate::isolate::Begin>>,
     /// [`HostBuilder::call_deadline`]; `None` for the default.
     pub(super) call_deadline: Option<Duration>,
     /// [`HostBuilder::worker_command`].
@@ -221,7 +222,11 @@ impl HostBuilder {
     /// # Ok::<(), dylease::Error>(())
     /// ```
     pub fn isolated(mut self) -> Self {
-        self.isolated = true;
+        #[cfg(all(target_os = "linux", not(loom)))]
+        let begin = Some(crate::isolate::begin as crate::isolate::Begin);
+        #[cfg(not(all(target_os = "linux", not(loom))))]
+        let begin = None;
+        self.isolated = Some(begin);
         self
     }
 
@@ -339,7 +344,7 @@ impl HostBuilder {
 
     /// The checks of [`HostBuilder::build`].
     fn validate(&self) -> Result<(), Error> {
-        if self.isolated {
+        if self.isolated.is_some() {
             crate::isolate::supported(self.on_demand).map_err(|reason| Error::Config { reason })?;
         }
         let mut names = std::collections::HashSet::new();
@@ -373,7 +378,8 @@ impl HostBuilder {
                 trust: self.trust,
                 on_demand: self.on_demand,
                 map_timeout: self.map_timeout.unwrap_or(crate::load::demand::DEFAULT_MAP_TIMEOUT),
-                isolation: self.isolated.then(|| crate::isolate::Isolation {
+                isolation: self.isolated.flatten().map(|begin| crate::isolate::Isolation {
+                    begin,
                     command: self.worker_command,
                     deadline: self.call_deadline.unwrap_or(crate::isolate::DEFAULT_CALL_DEADLINE),
                     ld_passthrough: self.worker_env_passthrough,

@@ -74,12 +74,8 @@ impl LoadConfig {
     /// An isolated host's plugin files are loaded into a worker process (`isolate`), which
     /// the set holds once the load succeeded; a failed load ends it.
     pub(super) fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
-        #[cfg(all(target_os = "linux", not(loom)))]
-        let mut isolating = self.isolation.as_ref().map(crate::isolate::Isolating::new);
-        #[cfg(all(target_os = "linux", not(loom)))]
-        let isolate = isolating.as_mut().map(|i| i as &mut dyn crate::load::Isolate);
-        #[cfg(not(all(target_os = "linux", not(loom))))]
-        let isolate = None;
+        let mut isolating = self.isolation.as_ref().map(|isolation| (isolation.begin)(isolation));
+        let isolate = isolating.as_mut().map(|isolating| isolating.isolate());
         let mut set = crate::load::load(
             &self.sources,
             (self.policy, self.trust),
@@ -88,7 +84,6 @@ impl LoadConfig {
             deadline,
         )?;
         set.map_timeout = self.map_timeout;
-        #[cfg(all(target_os = "linux", not(loom)))]
         if let Some(isolating) = isolating {
             isolating.finish(&mut set);
         }

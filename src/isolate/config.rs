@@ -5,15 +5,33 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::load::{Isolate, LoadedPlugins};
+
 /// The call deadline of an isolated host unless [`HostBuilder::call_deadline`] says
 /// otherwise.
 ///
 /// [`HostBuilder::call_deadline`]: crate::HostBuilder::call_deadline
 pub(crate) const DEFAULT_CALL_DEADLINE: Duration = Duration::from_secs(30);
 
+/// One load of an isolated set, as the host drives it: the [`Isolate`] the load hands each
+/// plugin file to, then [`finish`](Load::finish), which hands the worker to the loaded set.
+pub(crate) trait Load {
+    /// What the load hands each plugin file to.
+    fn isolate(&mut self) -> &mut dyn Isolate;
+    /// Hands the worker, if one started, to `set`, which unloads it with its plugins.
+    fn finish(self: Box<Self>, set: &mut LoadedPlugins);
+}
+
+/// Starts one load of an isolated set (`remote::begin`). Named only by
+/// `HostBuilder::isolated`, which stores it: a program that never builds an isolated host
+/// never names the worker's code, and its link leaves it out (the worker's hook with it).
+pub(crate) type Begin = for<'a> fn(&'a Isolation) -> Box<dyn Load + 'a>;
+
 /// How an isolated host runs its workers (`HostBuilder::isolated` and its options).
 #[derive(Debug, Clone)]
 pub(crate) struct Isolation {
+    /// Starts each load.
+    pub(crate) begin: Begin,
     /// `HostBuilder::worker_command`; the host's own executable when `None`.
     pub(crate) command: Option<PathBuf>,
     /// How long a call (and the handshake, each plugin's load and the unload) may take.

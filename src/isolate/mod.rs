@@ -98,7 +98,7 @@ mod sys;
 #[cfg(all(target_os = "linux", not(loom)))]
 mod worker;
 
-pub(crate) use config::{DEFAULT_CALL_DEADLINE, Isolation, supported};
+pub(crate) use config::{Begin, DEFAULT_CALL_DEADLINE, Isolation, supported};
 #[cfg(all(target_os = "linux", not(loom)))]
-pub(crate) use remote::Isolating;
+pub(crate) use remote::begin;
 pub(crate) use sys::call_message_pass;

@@ -20,7 +20,7 @@ use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, OpenCause, Origin, WorkerCause};
-use crate::isolate::config::Isolation;
+use crate::isolate::config::{Isolation, Load};
 use crate::isolate::frame::{self, Call, Kind, MAX_FRAME, MAX_PAYLOAD, MapFailure, MapRequest, Mapped, Reply};
 use crate::isolate::sys::{self, Channel};
 use crate::load::{Isolate, Isolated, LoadedPlugins};
@@ -566,7 +566,7 @@ pub(crate) struct Isolating<'a> {
 }
 
 impl<'a> Isolating<'a> {
-    pub(crate) fn new(isolation: &'a Isolation) -> Self {
+    fn new(isolation: &'a Isolation) -> Self {
         Isolating {
             isolation,
             worker: None,
@@ -652,7 +652,7 @@ impl<'a> Isolating<'a> {
 
     /// Hands the worker to `set`, which unloads it with its other plugins; nothing if no
     /// plugin file was loaded.
-    pub(crate) fn finish(mut self, set: &mut LoadedPlugins) {
+    fn hand_over(mut self, set: &mut LoadedPlugins) {
         if let Some(worker) = self.worker.take() {
             let remote = Arc::new(Remote {
                 worker: worker.clone(),
@@ -664,6 +664,21 @@ impl<'a> Isolating<'a> {
                 Teardown::with_hooks(origin, vec![Box::new(move || worker.unload())]),
             );
         }
+    }
+}
+
+/// Starts one load of an isolated set (the `Begin` of `HostBuilder::isolated`).
+pub(crate) fn begin(isolation: &Isolation) -> Box<dyn Load + '_> {
+    Box::new(Isolating::new(isolation))
+}
+
+impl Load for Isolating<'_> {
+    fn isolate(&mut self) -> &mut dyn Isolate {
+        self
+    }
+
+    fn finish(self: Box<Self>, set: &mut LoadedPlugins) {
+        (*self).hand_over(set);
     }
 }
 

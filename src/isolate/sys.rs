@@ -128,8 +128,8 @@ mod process {
     /// error.
     const CHANNEL_FD: RawFd = 3;
 
-    /// The worker's early hook (see the module documentation).
-    #[used]
+    /// The worker's early hook (see the module documentation). Not `#[used]`: [`spawn`] names
+    /// it, so a program keeps it exactly when it can spawn workers.
     #[unsafe(link_section = ".init_array")]
     static WORKER_HOOK: extern "C" fn() = worker_hook;
 

@@ -11,17 +11,17 @@
 //! that checked every file this process maps: a frame from it that does not decode ends the
 //! worker (status 3), which the host reports.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
-use std::sync::mpsc;
 
 use crate::error::Error;
 use crate::isolate::frame::{self, Call, Kind, MAX_FRAME, MAX_PAYLOAD, MapRequest, Mapped, Reply};
 use crate::isolate::remote::failure_of;
 use crate::isolate::sys::{self, Channel};
 use crate::load::LoadedPlugins;
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, Condvar, Mutex};
 use dylease_plugin::abi::DYLEASE_MESSAGE_INTERFACE;
 
 /// The threads that run calls: a pass that runs long keeps one of them, the others serve
@@ -157,25 +157,50 @@ fn map(payload: &[u8], fds: Vec<OwnedFd>, plugins: &mut LoadedPlugins) -> (Kind,
     }
 }
 
-/// The threads that run calls, fed through a channel.
+/// The threads that run calls, fed through a queue.
 struct Calls {
-    jobs: Option<mpsc::Sender<(u64, Vec<u8>)>>,
+    queue: Arc<Queue>,
     threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// The calls not yet taken by a thread; `None` once the worker unloads.
+#[derive(Default)]
+struct Queue {
+    jobs: Mutex<Option<VecDeque<(u64, Vec<u8>)>>>,
+    changed: Condvar,
+}
+
+impl Queue {
+    /// The next call, waiting for one; `None` once the queue is closed and empty.
+    fn take(&self) -> Option<(u64, Vec<u8>)> {
+        let mut jobs = self.jobs.lock();
+        loop {
+            match jobs.as_mut() {
+                None => return None,
+                Some(queued) => {
+                    if let Some(job) = queued.pop_front() {
+                        return Some(job);
+                    }
+                }
+            }
+            jobs = self.changed.wait(jobs);
+        }
+    }
 }
 
 impl Calls {
     fn start(plugins: Arc<LoadedPlugins>, channel: Arc<Channel>) -> Calls {
-        let (jobs, queue) = mpsc::channel::<(u64, Vec<u8>)>();
-        let queue = Arc::new(Mutex::new(queue));
+        let queue = Arc::new(Queue {
+            jobs: Mutex::new(Some(VecDeque::new())),
+            changed: Condvar::new(),
+        });
         let threads = (0..THREADS)
             .filter_map(|n| {
                 let (plugins, channel, queue) = (plugins.clone(), channel.clone(), queue.clone());
                 std::thread::Builder::new()
                     .name(format!("dylease-call-{n}"))
                     .spawn(move || {
-                        loop {
-                            let job = queue.lock().recv();
-                            let Ok((id, payload)) = job else { break };
+                        while let Some((id, payload)) = queue.take() {
                             let (kind, answer) = call(&plugins, &payload);
                             if let Ok(reply) = frame::encode(kind, id, &answer) {
                                 // A host that is gone reads nothing: the loop ends with the queue.
@@ -186,21 +211,21 @@ impl Calls {
                     .ok()
             })
             .collect();
-        Calls {
-            jobs: Some(jobs),
-            threads,
-        }
+        Calls { queue, threads }
     }
 
     fn submit(&self, id: u64, payload: Vec<u8>) {
-        if let Some(jobs) = &self.jobs {
-            let _ = jobs.send((id, payload));
+        if let Some(jobs) = self.queue.jobs.lock().as_mut() {
+            jobs.push_back((id, payload));
         }
+        self.queue.changed.notify_all();
     }
 
-    /// Lets the threads finish the calls they run, and ends them.
+    /// Lets the threads finish the calls they run, and ends them (calls still queued are
+    /// dropped: their callers' set is unloading).
     fn stop(mut self) {
-        drop(self.jobs.take());
+        *self.queue.jobs.lock() = None;
+        self.queue.changed.notify_all();
         for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
