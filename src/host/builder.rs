@@ -196,7 +196,7 @@ impl HostBuilder {
     ///   but its standard streams, none of the host's `LD_*` variables, and dies with the host.
     /// - **The worker program** is the host's own executable, run again: dylease's hook runs
     ///   before `main` and turns that process into a worker, so every program and test binary
-    ///   that links dylease has workers without set-up. [`worker_command`](Self::worker_command)
+    ///   that builds an isolated host has workers without set-up. [`worker_command`](Self::worker_command)
     ///   names another.
     /// - **Not yet**: a plugin that needs a library dylease maps itself from a checked
     ///   descriptor (one found through its run path under [`TrustPolicy::Strict`]) is refused
@@ -243,10 +243,11 @@ impl HostBuilder {
     /// The program an isolated host's workers run ([`isolated`](Self::isolated)), instead of
     /// the host's own executable (`/proc/self/exe`): for a host that cannot be run again (a
     /// program embedding dylease through a library another runtime loads), or to start
-    /// workers through a wrapper of the operator's. It must run dylease's worker hook: any
-    /// program that links dylease does (the hook runs before its `main`, which never runs in
-    /// a worker), built from the same version of dylease as the host (the handshake refuses
-    /// another). A program without the hook fails the `acquire()` with
+    /// workers through a wrapper of the operator's. It must run dylease's worker hook, which
+    /// runs before its `main` (`main` never runs in a worker): any program that links dylease
+    /// and names this method keeps it, such as one whose `main` is
+    /// `std::hint::black_box(dylease::PluginHost::builder().isolated());`, built from the same
+    /// version of dylease as the host (the handshake refuses another). A program without the hook fails the `acquire()` with
     /// [`WorkerCause::Start`](crate::WorkerCause::Start).
     pub fn worker_command(mut self, program: impl Into<std::path::PathBuf>) -> Self {
         self.worker_command = Some(program.into());

@@ -67,7 +67,8 @@
 //! # The worker program
 //!
 //! By default the worker is the host's own executable, run again (`/proc/self/exe`): every
-//! program that links dylease carries a hook that the C runtime calls before `main`, which
+//! program that builds an isolated host carries a hook that the C runtime calls before `main`
+//! (the code that spawns workers names it, so the linker keeps it), which
 //! recognises a worker by its channel (an environment variable naming a descriptor that must
 //! be a `SOCK_SEQPACKET` socket, then a handshake) and runs the worker instead of the
 //! program, ending with the worker's exit status. So a host, a downstream `cargo test` binary
@@ -75,8 +76,10 @@
 //! interpreter embedding dylease through a loaded library, a program that must not start
 //! twice) names another program with
 //! [`worker_command`](crate::HostBuilder::worker_command): any program that links dylease
-//! will do, for example a two-line `fn main() {}` crate depending on `dylease`, built from
-//! the same version of dylease as the host (the handshake refuses another protocol).
+//! and names `HostBuilder::isolated` will do, built from the same version of dylease as the
+//! host (the handshake refuses another protocol), for example a crate depending on `dylease`
+//! whose `main` is `std::hint::black_box(dylease::PluginHost::builder().isolated());` (it never
+//! runs in a worker).
 //!
 //! # Not yet
 //!

@@ -7,14 +7,15 @@
 //!
 //! A worker is a new execution of the host's own program (`/proc/self/exe`), or of the
 //! operator's [`worker_command`](crate::HostBuilder::worker_command). Every program that
-//! links dylease and can spawn a worker carries [`WORKER_HOOK`], a function in the program's
+//! can spawn a worker carries [`WORKER_HOOK`], a function in the program's
 //! `.init_array`, which the C runtime calls before `main`. It looks for
 //! [`CHANNEL_VAR`] in the environment; when the variable names a descriptor that is a Unix
 //! `SOCK_SEQPACKET` socket, the process is a worker: the hook runs the worker
 //! (`isolate::worker`) and ends the process with `_exit`, so the program's `main` never runs
 //! there. Otherwise (no variable, or one that names anything else) it returns and the
 //! program starts as usual. The hook sits in the same module as [`spawn`], which names it:
-//! a program whose link keeps the code that spawns workers keeps the hook.
+//! a program whose link keeps the code that spawns workers keeps the hook (and, as the linker
+//! keeps `.init_array` with the object it is in, so do most programs that link dylease).
 
 use std::ffi::c_void;
 
