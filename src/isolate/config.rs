@@ -28,6 +28,7 @@ pub(crate) trait Load {
 pub(crate) type Begin = for<'a> fn(&'a Isolation) -> Box<dyn Load + 'a>;
 
 /// How an isolated host runs its workers (`HostBuilder::isolated` and its options).
+#[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
 #[derive(Debug, Clone)]
 pub(crate) struct Isolation {
     /// Starts each load.

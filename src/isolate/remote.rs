@@ -654,7 +654,7 @@ impl<'a> Isolating<'a> {
     /// plugin file was loaded.
     fn hand_over(mut self, set: &mut LoadedPlugins) {
         if let Some(worker) = self.worker.take() {
-            let remote = Arc::new(Remote {
+            let remote = Box::new(Remote {
                 worker: worker.clone(),
                 hosted: std::mem::take(&mut self.hosted),
             });

@@ -22,10 +22,11 @@ use std::ffi::c_void;
 use crate::load::PassInfo;
 use dylease_plugin::abi::{DYLEASE_MESSAGE_INTERFACE, dylease_fn, dylease_message_fn, dylease_out};
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(loom)))]
 pub(crate) use process::{Channel, spawn};
 
 /// What [`call_message`] got back from a message pass.
+#[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
 #[derive(Debug)]
 pub(crate) struct Called {
     /// What the pass returned: 0 for success.
@@ -111,7 +112,7 @@ unsafe fn call_message(func: dylease_fn, user_data: *mut c_void, input: &[u8], l
 }
 
 /// The worker process: its hook, its spawn and its channel (Linux only).
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(loom)))]
 mod process {
     use std::io;
     use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -252,7 +253,8 @@ mod process {
                 // SAFETY: `CMSG_SPACE` only computes a size.
                 let space = unsafe { libc::CMSG_SPACE(size_of::<libc::c_int>() as u32) } as usize;
                 header.msg_control = control.as_mut_ptr().cast();
-                header.msg_controllen = space;
+                // `socklen_t` on musl, `size_t` on glibc.
+                header.msg_controllen = space as _;
                 // SAFETY: `msg_control` points to `control`, at least `space` bytes and aligned
                 // for `cmsghdr`, so the first header fits.
                 let cmsg = unsafe { libc::CMSG_FIRSTHDR(&header) };
@@ -263,7 +265,7 @@ mod process {
                 let control_message = unsafe { &mut *cmsg };
                 control_message.cmsg_level = libc::SOL_SOCKET;
                 control_message.cmsg_type = libc::SCM_RIGHTS;
-                control_message.cmsg_len = len;
+                control_message.cmsg_len = len as _;
                 // SAFETY: `CMSG_DATA` of that header points inside `control`, after it.
                 let data = unsafe { libc::CMSG_DATA(cmsg) }.cast::<libc::c_int>();
                 // SAFETY: one int fits at `data` (the space asked for above); unaligned, as
@@ -303,7 +305,7 @@ mod process {
             header.msg_iov = &raw mut iov;
             header.msg_iovlen = 1;
             header.msg_control = control.as_mut_ptr().cast();
-            header.msg_controllen = space;
+            header.msg_controllen = space as _;
             let len = loop {
                 // SAFETY: `header` points to `buffer` and `control`, writable for the lengths it
                 // gives, both outliving the call.
@@ -324,11 +326,9 @@ mod process {
                 // SAFETY: `cmsg` is a control message header inside `control` (the macros stop
                 // at the length `recvmsg` wrote).
                 let control_message = unsafe { &*cmsg };
-                let (level, kind, cmsg_len) = (
-                    control_message.cmsg_level,
-                    control_message.cmsg_type,
-                    control_message.cmsg_len,
-                );
+                let (level, kind) = (control_message.cmsg_level, control_message.cmsg_type);
+                // `socklen_t` on musl, `size_t` on glibc.
+                let cmsg_len: usize = control_message.cmsg_len as _;
                 if (level, kind) == (libc::SOL_SOCKET, libc::SCM_RIGHTS) {
                     // SAFETY: `CMSG_LEN` only computes a size.
                     let data = cmsg_len.saturating_sub(unsafe { libc::CMSG_LEN(0) } as usize);
@@ -355,11 +355,12 @@ mod process {
             for (option, timeout) in [(libc::SO_RCVTIMEO, recv), (libc::SO_SNDTIMEO, send)] {
                 let timeout = timeout.unwrap_or_default();
                 let value = libc::timeval {
-                    tv_sec: timeout.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
+                    // At most 68 years, which every `time_t` holds.
+                    tv_sec: timeout.as_secs().min(i32::MAX as u64) as _,
                     // A bound of less than a microsecond would be read as none.
                     tv_usec: match (timeout.as_secs(), timeout.subsec_micros()) {
                         (0, 0) if !timeout.is_zero() => 1,
-                        (_, micros) => micros as libc::suseconds_t,
+                        (_, micros) => micros as _,
                     },
                 };
                 // SAFETY: `value` is a `timeval`, the type these options take, and outlives the call.

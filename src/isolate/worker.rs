@@ -163,16 +163,19 @@ struct Calls {
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
+/// A call: its request's id and its payload.
+type Job = (u64, Vec<u8>);
+
 /// The calls not yet taken by a thread; `None` once the worker unloads.
 #[derive(Default)]
 struct Queue {
-    jobs: Mutex<Option<VecDeque<(u64, Vec<u8>)>>>,
+    jobs: Mutex<Option<VecDeque<Job>>>,
     changed: Condvar,
 }
 
 impl Queue {
     /// The next call, waiting for one; `None` once the queue is closed and empty.
-    fn take(&self) -> Option<(u64, Vec<u8>)> {
+    fn take(&self) -> Option<Job> {
         let mut jobs = self.jobs.lock();
         loop {
             match jobs.as_mut() {

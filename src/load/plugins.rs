@@ -202,7 +202,7 @@ pub(crate) struct LoadedPlugins {
     /// How long the load took, set when it finished.
     load_time: Duration,
     /// In an isolated set, its worker and the plugins it holds.
-    pub(crate) isolated: Option<crate::sync::Arc<dyn Isolated>>,
+    pub(crate) isolated: Option<Box<dyn Isolated>>,
 }
 
 impl fmt::Debug for LoadedPlugins {
@@ -293,6 +293,7 @@ impl LoadedPlugins {
     /// Adds a plugin that an isolated set's worker loaded (`isolate`), with the passes it
     /// registered there: they have no callable in this process (a lease calls them through the
     /// worker). A name an earlier plugin has is left out and returned, as by [`add`](Self::add).
+    #[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
     pub(crate) fn add_remote(
         &mut self,
         origin: Origin,
@@ -321,7 +322,8 @@ impl LoadedPlugins {
 
     /// Makes this an isolated set: `isolated` holds its worker, whose `teardown` (the
     /// worker's unload) runs with the set's other plugins' teardowns.
-    pub(crate) fn isolate(&mut self, isolated: crate::sync::Arc<dyn Isolated>, teardown: Teardown) {
+    #[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
+    pub(crate) fn isolate(&mut self, isolated: Box<dyn Isolated>, teardown: Teardown) {
         self.isolated = Some(isolated);
         self.teardown.lock().push(teardown);
     }
