@@ -88,10 +88,7 @@ impl Candidate {
                 // for its status or read from it), if the trust check's does not hold for it.
                 None if strict => checks
                     .resolve(&self.resolved, &linkage)
-                    .map_err(|reason| Error::Untrusted {
-                        path: self.path.clone(),
-                        reason,
-                    })?,
+                    .map_err(|refused| refused.into_error(self.path.clone()))?,
                 None => Vec::new(),
             };
             let pinning = checked.pinning();
