@@ -58,6 +58,14 @@ pub enum OpenCause {
     /// manifest is corrupt, or written in a format version this host does not read (see
     /// [`Manifest`](crate::Manifest)). None of the plugin's code ran.
     Manifest,
+    /// The process ran out of file descriptors (`EMFILE`: it has as many files open as
+    /// `ulimit -n` allows) or the system did (`ENFILE`) while dylease checked or opened the
+    /// file, or a library it needs, before any loader saw it: nothing is known to be wrong with
+    /// the file, and none of its code ran. Raise the limit (each loaded library keeps a
+    /// descriptor open; see [`docs::reload`](crate::docs::reload#descriptors)). A loader
+    /// that runs out while it maps the file is [`Loader`](OpenCause::Loader), its message
+    /// naming the limit too.
+    Descriptors,
     /// The plugin of an on-demand set ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand))
     /// was judged when the set was acquired, and its file was replaced, removed or rewritten
     /// in place (another status: size, times) before its first use mapped it: the set maps

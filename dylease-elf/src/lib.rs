@@ -185,8 +185,12 @@ pub struct Pins {
     /// Its `STB_GNU_UNIQUE` symbols, which glibc never unloads (g++ makes one of every
     /// function-local static of an inline function or template).
     pub gnu_unique: Option<Symbols>,
-    /// It imports `__cxa_thread_atexit_impl` or `__cxa_thread_atexit`: it registers
-    /// thread-local destructors, and stays mapped while a thread that used them lives.
+    /// It imports `__cxa_thread_atexit_impl` or `__cxa_thread_atexit` as a strong (global)
+    /// symbol: it registers thread-local destructors (a C++ `thread_local` with a destructor,
+    /// or a C call of the glibc function), and stays mapped while a thread that used them
+    /// lives. A weak import alone is not counted: Rust's standard library makes one in every
+    /// library it is linked into, and registers a destructor through it only when a
+    /// thread-local with `Drop` is used, which the file does not show.
     pub thread_local_destructors: bool,
     /// Its other exported definitions (global or weak, default or protected visibility),
     /// besides those the linker defines in every library and those exempted: another object
@@ -312,6 +316,36 @@ mod tests {
             assert!(!manifest.passes.is_empty());
             let extra = file.reads.get() - before;
             assert_eq!(extra, 0, "more reads of a file of {len} bytes");
+        }
+    }
+
+    /// A strong import of a thread-local destructor registration (what g++ makes of a
+    /// `thread_local` with a destructor, or a C call of glibc's function) predicts one; a weak
+    /// import alone (what Rust's standard library makes in every cdylib, used only if a
+    /// thread-local with `Drop` is used at run time) does not.
+    #[test]
+    fn only_a_strong_import_of_the_thread_local_destructor_hook_predicts_one() {
+        let scratch = Scratch::new("thread-atexit");
+        let library = |name: &str, declaration: &str| {
+            let source = scratch.0.join(format!("{name}.c"));
+            std::fs::write(
+                &source,
+                format!(
+                    "{declaration}\n\
+                     static void drop_it(void *object) {{ (void)object; }}\n\
+                     static int key;\n\
+                     void register_it(void) {{ if (&{name}) {name}(drop_it, &key, &key); }}\n"
+                ),
+            )
+            .unwrap();
+            compile(&scratch.0, &[source.to_str().unwrap()], &[])
+        };
+        let signature = "(void (*)(void *), void *, void *)";
+        for name in ["__cxa_thread_atexit_impl", "__cxa_thread_atexit"] {
+            let weak = library(name, &format!("extern int {name}{signature} __attribute__((weak));"));
+            assert!(!pins(&weak, &[]).thread_local_destructors, "a weak import of {name}");
+            let strong = library(name, &format!("extern int {name}{signature};"));
+            assert!(pins(&strong, &[]).thread_local_destructors, "a strong import of {name}");
         }
     }
 

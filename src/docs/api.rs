@@ -196,7 +196,10 @@
 //! not in its message, as the `std::error::Error` convention asks: print the chain, as
 //! `dylease check` does. [`Error::Open`](crate::Error::Open)'s `cause` says whether dylease's
 //! ELF check ([`OpenCause::Headers`](crate::OpenCause::Headers)) or the platform loader
-//! ([`OpenCause::Loader`](crate::OpenCause::Loader)) refused the file. For example:
+//! ([`OpenCause::Loader`](crate::OpenCause::Loader)) refused the file, or whether the process
+//! ran out of file descriptors while dylease checked it
+//! ([`OpenCause::Descriptors`](crate::OpenCause::Descriptors): raise `ulimit -n`; nothing is
+//! said against the file). For example:
 //!
 //! ```text
 //! plugin file `/opt/app/plugins/lib3.so` does not export `dylease_plugin_v1`; is it a dylease plugin? (/opt/app/plugins/lib3.so: undefined symbol: dylease_plugin_v1)

@@ -308,7 +308,9 @@
 //! cycle; DT_AUDIT and DT_DEPAUDIT; a relative run-path entry (resolved against a current
 //! directory any thread may change); one name found twice below one run-path directory
 //! (glibc's choice depends on the CPU); more than `MAX_OBJECTS` (512) libraries; anything
-//! that cannot be opened or read, descriptors included; and an under-linked dependency, which
+//! that cannot be opened or read (out of descriptors, the plugin is not loaded either, but the
+//! error is `OpenCause::Descriptors`, naming the limit, not a refusal: `trust::Refused`); and
+//! an under-linked dependency, which
 //! `RTLD_NOW` cannot map on its own (the error names `-Wl,-z,defs`). On a C library that does
 //! not match needed names by soname (musl), any dependency in a run path is refused.
 //!

@@ -33,7 +33,9 @@ impl CatalogEntry {
     }
 
     /// Why a load would refuse the plugin before running any of its code: the trust check
-    /// ([`Error::Untrusted`]), the ELF check or the manifest ([`Error::Open`]), an ABI
+    /// ([`Error::Untrusted`]; out of file descriptors, [`Error::Open`] with
+    /// [`OpenCause::Descriptors`](crate::OpenCause::Descriptors)), the ELF check or the
+    /// manifest ([`Error::Open`]), an ABI
     /// version its manifest declares that the host does not speak ([`Error::AbiMismatch`]),
     /// discovery (a file or directory that cannot be read: [`Error::Io`]). `None` if every check made without running its code passed
     /// (its constructors, `on_load` and `register_passes` may still fail a load).

@@ -156,10 +156,7 @@ impl Candidate {
             None if trust == TrustPolicy::Strict => {
                 checks
                     .resolve(&self.resolved, &linkage)
-                    .map_err(|reason| Error::Untrusted {
-                        path: self.path.clone(),
-                        reason,
-                    })?
+                    .map_err(|refused| refused.into_error(self.path.clone()))?
             }
             None => Vec::new(),
         };
