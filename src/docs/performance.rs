@@ -36,19 +36,23 @@
 //!
 //! # Binary cost
 //!
-//! A default-features application that builds a host and acquires a lease pays **706 KiB** of
+//! A default-features application that builds a host and acquires a lease pays **657 KiB** of
 //! stripped release binary for dylease (`scripts/binary-size.sh` measures it against the same
-//! program without dylease, and fails above its budget of 720 KiB; CI runs it). Part by part,
+//! program without dylease, and fails above its budget of 660 KiB; CI runs it). Part by part,
 //! by the same script:
 //!
 //! | Program | Over the program without dylease |
 //! | --- | --- |
-//! | an eager set | 706 KiB, of which 64 KiB are isolated sets' (below) |
+//! | an eager set | 657 KiB |
 //! | an eager set and `catalog()` | +15 KiB: only a program that calls `catalog()` pays for it |
 //! | an eager set and an on-demand set | +0 KiB: the on-demand judgement and first-use mapping share the load path, so every program carries them |
-//! | an eager set, an on-demand set and `catalog()` | 724 KiB (budget 740 KiB) |
+//! | an eager set, an on-demand set and `catalog()` | 675 KiB (budget 680 KiB) |
 //! | the `watch` feature | only with the feature on (notify and the watcher thread) |
-//! | isolated sets (`HostBuilder::isolated`) | 64 KiB in every program: the worker's side (its early hook in `.init_array`, which the linker keeps whatever calls it, and the worker's loop, mapping and call threads: any program that links dylease can be re-run as a worker), the new errors and `Lease::call`; the host's side (the spawn, the channel's reader) only in a program that calls `HostBuilder::isolated` |
+//! | the `isolate` feature, `HostBuilder::isolated` not called | +43 KiB: the worker's side (its early hook in `.init_array`, which the linker keeps whatever calls it, and the worker's loop, mapping and call threads): any program built with the feature can be re-run as a worker |
+//! | an isolated set (`HostBuilder::isolated`) | +233 KiB: the worker's side and the host's (the spawn through `std::process::Command`, the channel and its reader thread, the frames), linked only by a program that calls `isolated()` |
+//!
+//! Without the feature a program carries none of the worker; `Lease::call` (message passes
+//! in an ordinary set) and the errors of isolated sets are in every program.
 //!
 //! Of the code
 //! (about 412 KiB of `.text`, by `cargo bloat --release` of that program; the rest is its

@@ -89,19 +89,21 @@
 //! set with an error that says so ([`OpenCause::Isolation`](crate::OpenCause::Isolation)).
 //! Python plugins, and on-demand isolated sets, are refused too. Workers are Linux only.
 
+#[cfg(feature = "isolate")]
 mod config;
-#[cfg(all(target_os = "linux", not(loom)))]
+#[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 pub(crate) mod frame;
-#[cfg(all(target_os = "linux", not(loom)))]
+#[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 mod remote;
 // The platform calls of isolated sets: the worker's early hook and spawn, the channel's
 // socket, and the call of a message pass (see its module documentation).
 #[allow(unsafe_code)]
 mod sys;
-#[cfg(all(target_os = "linux", not(loom)))]
+#[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 mod worker;
 
+#[cfg(feature = "isolate")]
 pub(crate) use config::{Begin, DEFAULT_CALL_DEADLINE, Isolation, supported};
-#[cfg(all(target_os = "linux", not(loom)))]
+#[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 pub(crate) use remote::begin;
 pub(crate) use sys::call_message_pass;

@@ -15,18 +15,19 @@
 //! there. Otherwise (no variable, or one that names anything else) it returns and the
 //! program starts as usual. The hook sits in the same module as [`spawn`], which names it:
 //! a program whose link keeps the code that spawns workers keeps the hook (and, as the linker
-//! keeps `.init_array` with the object it is in, so do most programs that link dylease).
+//! keeps `.init_array` with the object it is in, so does every program built with the crate
+//! feature `isolate`; without it, none of this module's process code is compiled).
 
 use std::ffi::c_void;
 
 use crate::load::PassInfo;
 use dylease_plugin::abi::{DYLEASE_MESSAGE_INTERFACE, dylease_fn, dylease_message_fn, dylease_out};
 
-#[cfg(all(target_os = "linux", not(loom)))]
+#[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 pub(crate) use process::{Channel, spawn};
 
 /// What [`call_message`] got back from a message pass.
-#[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
+#[cfg_attr(not(all(feature = "isolate", target_os = "linux", not(loom))), allow(dead_code))]
 #[derive(Debug)]
 pub(crate) struct Called {
     /// What the pass returned: 0 for success.
@@ -112,7 +113,7 @@ unsafe fn call_message(func: dylease_fn, user_data: *mut c_void, input: &[u8], l
 }
 
 /// The worker process: its hook, its spawn and its channel (Linux only).
-#[cfg(all(target_os = "linux", not(loom)))]
+#[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 mod process {
     use std::io;
     use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};

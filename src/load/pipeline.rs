@@ -178,7 +178,7 @@ impl Candidate {
 /// usual path (the process-wide registry, the instance's `on_load`, the set's
 /// `register_passes`), by that descriptor, never by a path: `shown` and `resolved` only
 /// name it in messages. Its manifest was compared by the host, not here.
-#[cfg(all(target_os = "linux", not(loom)))]
+#[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 pub(crate) fn map_received(
     (shown, resolved): (&std::path::Path, &std::path::Path),
     file: &std::fs::File,

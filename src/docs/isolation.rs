@@ -1,0 +1,1 @@
+//! Isolated sets (crate feature `isolate`): a set's plugins in a worker process.
