@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use dylease::{Error, LookupFailure, Origin, PinCause, PluginHost, WorkerCause};
 
+use crate::rust_plugin::built_rust_plugins;
 use crate::support::{TestDir, await_that, mapped};
 
 /// An isolated host over the one plugin file `file`.
@@ -456,4 +457,77 @@ fn a_worker_command_without_the_hook_fails_the_acquire_saying_so() {
         other => panic!("expected a start failure, got {other:?}"),
     }
     assert!(message.contains("/bin/true"), "{message}");
+}
+
+#[test]
+fn a_rust_plugins_message_passes_answer_in_an_ordinary_set_and_in_an_isolated_one() {
+    let dir = TestDir::new("isolated-rust");
+    let file = dir.path().join("libmessages.so");
+    std::fs::copy(built_rust_plugins().join("examples/libmessages.so"), &file).unwrap();
+    let pid_of = |lease: &dylease::Lease| String::from_utf8(lease.call("pid", b"").unwrap()).unwrap();
+
+    let host = ordinary(&file);
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.plugins()[0].name(), "messages");
+    assert_eq!(lease.call("reverse", b"abc").unwrap(), b"cba");
+    assert_eq!(pid_of(&lease), std::process::id().to_string());
+    assert_eq!(lease.call("odd", b"ab").unwrap(), b"ab");
+    assert!(matches!(
+        lease.call("odd", b"abc"),
+        Err(Error::PassFailed { status: 3, ref pass, .. }) if pass == "odd"
+    ));
+    drop(lease);
+
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    assert_eq!(lease.call("reverse", b"abc").unwrap(), b"cba");
+    assert_eq!(pid_of(&lease), worker.to_string());
+    assert_eq!(lease.call("odd", b"").unwrap(), b"");
+    assert!(matches!(
+        lease.call("odd", b"a"),
+        Err(Error::PassFailed { status: 3, .. })
+    ));
+    assert!(!mapped(&file), "the Rust plugin is mapped in the host");
+    assert!(maps_of(worker).contains(&*file.to_string_lossy()));
+    // A panic cannot unwind out of an `extern "C"` pass: it aborts the process it runs in,
+    // here the worker.
+    let error = call_bounded(&lease, "panic", b"").unwrap_err();
+    assert_eq!(
+        worker_failure(error, &file, Some("panic")),
+        WorkerCause::Signal(libc::SIGABRT)
+    );
+    drop(lease);
+    assert_reaped(worker);
+    assert_eq!(host.acquire().unwrap().call("reverse", b"xy").unwrap(), b"yx");
+}
+
+#[test]
+fn a_reload_starts_a_new_worker_while_the_old_one_drains_and_is_reaped_after_its_last_lease() {
+    let dir = TestDir::new("isolated-reload");
+    let file = dir.add("isolated", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let old = host.acquire().unwrap();
+    let first = old.worker_pid().unwrap();
+    let new = host.reload().unwrap();
+    let second = new.worker_pid().unwrap();
+    assert_ne!(first, second, "each generation has a worker of its own");
+    assert_eq!((old.generation(), new.generation()), (1, 2));
+    // Both generations serve, each from its own worker.
+    assert_eq!(old.call("pid", b"").unwrap(), first.to_string().as_bytes());
+    assert_eq!(new.call("pid", b"").unwrap(), second.to_string().as_bytes());
+    assert!(Path::new(&format!("/proc/{first}")).exists(), "the old worker drains");
+    assert_eq!(host.acquire().unwrap().worker_pid(), Some(second));
+    let stats = host.stats();
+    assert_eq!((stats.loads, stats.unloads), (2, 0));
+
+    drop(old);
+    assert_reaped(first);
+    assert_eq!(host.stats().unloads, 1);
+    assert_eq!(new.call("reverse", b"ab").unwrap(), b"ba");
+    assert_eq!(host.acquire().unwrap().worker_pid(), Some(second));
+    assert!(maps_of(second).contains(&*file.to_string_lossy()));
+    drop(new);
+    assert_reaped(second);
+    assert!(!host.is_loaded());
 }
