@@ -72,9 +72,9 @@ pub enum OpenCause {
     /// only the file it judged, so it refuses the new one without mapping it. [`reload`](crate::PluginHost::reload) loads the new
     /// file. None of the new file's code ran.
     ReplacedSinceAcquire,
-    /// An isolated set ([`docs::isolation`](crate::docs::isolation)) cannot load
-    /// it (yet): it needs a library that dylease maps itself from a checked descriptor, or it
-    /// is a Python plugin. The reason says which and what to do; none of its code ran.
+    /// An isolated set ([`docs::isolation`](crate::docs::isolation)) cannot load it: it is a
+    /// Python plugin (the worker would need an interpreter of its own; not yet), or the worker
+    /// process refused what the host sent for it. The reason says which and what to do.
     Isolation,
 }
 

@@ -51,6 +51,14 @@
 //! - **Libraries that clash**: two sets of one host, or two hosts, load different versions of
 //!   a library with the same soname; each worker has its own.
 //!
+//! Dependencies work as in an ordinary set: under `TrustPolicy::Strict` the host resolves and
+//! checks the libraries a plugin needs from its run path ([`sharing`](super::sharing),
+//! [`trust`](super::trust)) and sends each checked descriptor, with its directory's, to the
+//! worker, which maps them before the plugin, dependencies before dependents, by their names in
+//! those directories (`/proc/self/fd/D/<name>`, so that `$ORIGIN` is where the host found them);
+//! glibc answers the plugin's needed names with them by soname. The worker opens no path, and
+//! nothing of them is mapped in the host.
+//!
 //! Choose an ordinary set for passes called in tight loops or with pointers into the host's
 //! data (a pass over a graph the host owns): an isolated call is a round trip between two
 //! processes, and only bytes cross.
@@ -99,8 +107,8 @@
 //!   its process group (a terminal's Ctrl-C reaches the worker too).
 //! - Its standard output and error (a plugin's prints appear where the host's do); standard
 //!   input is `/dev/null`.
-//! - No other descriptor of the host's: only its channel, and the plugin (and dependency)
-//!   descriptors the host sends. Every descriptor above 3 is made close-on-exec in the child
+//! - No other descriptor of the host's: only its channel, and the descriptors of the plugin
+//!   and dependency files (and of their directories) the host sends. Every descriptor above 3 is made close-on-exec in the child
 //!   before the `exec`.
 //! - The host's environment without its `LD_*` variables (`LD_PRELOAD`, `LD_LIBRARY_PATH`,
 //!   …) unless `HostBuilder::worker_env_passthrough()`, and without the channel's variable,
@@ -202,10 +210,6 @@
 //!   set goes on.
 //! - **Pointer passes** of a worker's plugins are refused (above); a static plugin's passes
 //!   work as usual.
-//! - **Dependencies dylease maps itself**: a plugin that needs a library found through its
-//!   run path outside the system's directories (which dylease maps from a checked descriptor
-//!   under `TrustPolicy::Strict`) is refused in an isolated set in this version
-//!   ([`OpenCause::Isolation`](crate::OpenCause::Isolation)), saying so.
 //! - **Python plugins** are refused in an isolated set
 //!   ([`OpenCause::Isolation`](crate::OpenCause::Isolation)): a Python plugin runs in the
 //!   host's embedded interpreter, and the worker would need an interpreter of its own (a later

@@ -207,10 +207,13 @@ impl HostBuilder {
     ///   before `main` and turns that process into a worker, so every program and test binary
     ///   that builds an isolated host has workers without set-up. [`worker_command`](Self::worker_command)
     ///   names another.
-    /// - **Not yet**: a plugin that needs a library dylease maps itself from a checked
-    ///   descriptor (one found through its run path under [`TrustPolicy::Strict`]) is refused
-    ///   ([`OpenCause::Isolation`](crate::OpenCause::Isolation)), as are Python plugins; an
-    ///   isolated host cannot be [`on_demand`](Self::on_demand); Linux only.
+    /// - **Dependencies** a plugin needs from its run path (under [`TrustPolicy::Strict`])
+    ///   are checked by the host and mapped in the worker from the host's descriptors, before
+    ///   the plugin, as an ordinary set maps them in the host.
+    /// - **Not yet**: Python plugins are refused
+    ///   ([`OpenCause::Isolation`](crate::OpenCause::Isolation)): the worker would need an
+    ///   interpreter of its own; an isolated host cannot be [`on_demand`](Self::on_demand);
+    ///   Linux only.
     ///
     /// # Example
     ///

@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, OpenCause, Origin, WorkerCause};
 use crate::isolate::config::{Isolation, Load};
-use crate::isolate::frame::{self, Call, Kind, MAX_FRAME, MAX_PAYLOAD, MapFailure, MapRequest, Mapped, Reply};
+use crate::isolate::frame::{
+    self, Call, DependRequest, Kind, MAX_FRAME, MAX_PAYLOAD, MapFailure, MapRequest, Mapped, Reply,
+};
 use crate::isolate::sys::{self, Channel};
 use crate::load::{Isolate, Isolated, LoadedPlugins};
 use crate::registrar::MAX_NAME_LEN;
@@ -76,6 +78,7 @@ enum Slot {
 /// What a request expects back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Expect {
+    Depend,
     Map,
     Call,
 }
@@ -84,7 +87,9 @@ impl Expect {
     fn accepts(self, kind: Kind) -> bool {
         matches!(
             (self, kind),
-            (Expect::Map, Kind::Mapped | Kind::MapFailed) | (Expect::Call, Kind::Reply | Kind::CallFailed)
+            (Expect::Depend, Kind::Held | Kind::MapFailed)
+                | (Expect::Map, Kind::Mapped | Kind::MapFailed)
+                | (Expect::Call, Kind::Reply | Kind::CallFailed)
         )
     }
 }
@@ -183,7 +188,7 @@ impl Worker {
             .set_timeouts(Some(self.deadline), Some(self.deadline))
             .map_err(|e| protocol(format!("the channel refused its bounds: {e}")))?;
         self.channel
-            .send(&hello, None)
+            .send(&hello, &[])
             .map_err(|e| protocol(format!("the greeting could not be sent: {e}")))?;
         let mut buffer = vec![0; MAX_FRAME + 1];
         let received = self.channel.recv(&mut buffer).map_err(|e| match e.kind() {
@@ -236,7 +241,7 @@ impl Worker {
     fn request(
         &self,
         (kind, payload): (Kind, &[u8]),
-        fd: Option<std::os::fd::BorrowedFd<'_>>,
+        fds: &[std::os::fd::BorrowedFd<'_>],
         expect: Expect,
         what: &str,
     ) -> Result<(Kind, Vec<u8>), WorkerCause> {
@@ -254,7 +259,7 @@ impl Worker {
         }
         // A failed send (a worker that died, or stopped reading past the deadline) is seen
         // below: the reader thread records the worker's end, or the deadline passes.
-        let sent = self.channel.send(&frame, fd);
+        let sent = self.channel.send(&frame, fds);
         let mut state = self.shared.state.lock();
         loop {
             if let Some(Slot::Answered(..)) = state.pending.get(&id) {
@@ -312,7 +317,7 @@ impl Worker {
             cause: Box::new(cause),
         };
         let (kind, answer) = self
-            .request((Kind::Call, &payload), None, Expect::Call, pass)
+            .request((Kind::Call, &payload), &[], Expect::Call, pass)
             .map_err(failed)?;
         if kind == Kind::CallFailed {
             let reason = String::from_utf8_lossy(&answer).into_owned();
@@ -351,7 +356,7 @@ impl Worker {
         };
         if failed.is_none() {
             let unload = frame::encode(Kind::Unload, 0, &[]).expect("an empty payload fits");
-            let _ = self.channel.send(&unload, None);
+            let _ = self.channel.send(&unload, &[]);
         }
         let mut ended = self.wait_ended(Instant::now().checked_add(self.deadline));
         if ended.is_none() {
@@ -583,18 +588,6 @@ impl<'a> Isolating<'a> {
     ) -> Result<Vec<Error>, Error> {
         let origin = Origin::File(candidate.path.clone());
         let prepared = candidate.prepare(checks, trust)?;
-        if let Some(dependency) = prepared.dependencies.first() {
-            return Err(Error::Open {
-                path: candidate.path.clone(),
-                reason: format!(
-                    "it needs `{}`, a library outside the system's directories that dylease maps from a checked \
-                     descriptor before the plugin; an isolated set does not map such libraries yet (its worker \
-                     maps plugins whose dependencies are all system libraries): load it in an ordinary set",
-                    dependency.found.display()
-                ),
-                cause: OpenCause::Isolation,
-            });
-        }
         let failed = |cause| Error::WorkerFailed {
             plugin: origin.clone(),
             pass: None,
@@ -612,6 +605,35 @@ impl<'a> Isolating<'a> {
                 self.worker.insert(worker).clone()
             }
         };
+        let origin_dir = prepared.linkage.names_origin();
+        let directory = match origin_dir {
+            true => Some(directory_of(&candidate.resolved, &candidate.path)?),
+            false => None,
+        };
+        // The libraries it needs, dependencies first, each with its directory: the worker maps
+        // them before the plugin, as the host would.
+        for dependency in &prepared.dependencies {
+            let directory = directory_of(&dependency.found, &candidate.path)?;
+            let request = DependRequest {
+                found: dependency.found.clone(),
+                dev: dependency.identity.dev,
+                ino: dependency.identity.ino,
+                loads: dependency.loads.clone(),
+            };
+            let (kind, answer) = worker
+                .request(
+                    (Kind::Depend, &request.encode()),
+                    &[dependency.file.as_fd(), directory.as_fd()],
+                    Expect::Depend,
+                    "",
+                )
+                .map_err(load_deadline)
+                .map_err(failed)?;
+            if kind == Kind::MapFailed {
+                let failure = MapFailure::decode(&answer).map_err(|reason| failed(worker.hostile(reason)))?;
+                return Err(error_of(failure, &candidate.path));
+            }
+        }
         let metadata = &prepared.checked.metadata;
         let request = MapRequest {
             shown: candidate.path.clone(),
@@ -619,19 +641,17 @@ impl<'a> Isolating<'a> {
             dev: metadata.dev(),
             ino: metadata.ino(),
             strict: trust == TrustPolicy::Strict,
+            origin: origin_dir,
+            dependencies: prepared.dependencies.len() as u32,
             loads: prepared.linkage.loads.clone(),
         };
-        let fd = prepared.checked.file().as_fd();
+        let file = prepared.checked.file().as_fd();
+        let fds: Vec<_> = std::iter::once(file)
+            .chain(directory.as_ref().map(AsFd::as_fd))
+            .collect();
         let (kind, answer) = worker
-            .request((Kind::Map, &request.encode()), Some(fd), Expect::Map, "")
-            .map_err(|cause| match cause {
-                // The deadline of a load is its plugin's, not a pass's.
-                WorkerCause::Deadline { after, .. } => WorkerCause::Deadline {
-                    pass: String::new(),
-                    after,
-                },
-                cause => cause,
-            })
+            .request((Kind::Map, &request.encode()), &fds, Expect::Map, "")
+            .map_err(load_deadline)
             .map_err(failed)?;
         if kind == Kind::MapFailed {
             let failure = MapFailure::decode(&answer).map_err(|reason| failed(worker.hostile(reason)))?;
@@ -665,6 +685,46 @@ impl<'a> Isolating<'a> {
             );
         }
     }
+}
+
+/// The deadline of a load is its plugin's, not a pass's: a [`WorkerCause::Deadline`] of a
+/// `Depend` or `Map` request names no pass.
+fn load_deadline(cause: WorkerCause) -> WorkerCause {
+    match cause {
+        WorkerCause::Deadline { after, .. } => WorkerCause::Deadline {
+            pass: String::new(),
+            after,
+        },
+        cause => cause,
+    }
+}
+
+/// The directory of `file` (a checked library of plugin `plugin`), opened as the loader's
+/// layer opens it to name the file in it (`O_PATH`, symlinks in its path followed), for the
+/// worker: the loader there is given the file by its name in that directory, so that its
+/// `$ORIGIN` is the directory, and the worker opens no path of its own.
+fn directory_of(file: &Path, plugin: &Path) -> Result<std::fs::File, Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let failed = |reason: String| Error::Open {
+        path: plugin.to_owned(),
+        reason,
+        cause: OpenCause::Isolation,
+    };
+    let directory = file
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .ok_or_else(|| failed(format!("`{}` names no directory", file.display())))?;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(directory)
+        .map_err(|e| {
+            failed(format!(
+                "cannot open `{}`, the directory of `{}`, for its worker process: {e}",
+                directory.display(),
+                file.display()
+            ))
+        })
 }
 
 /// Starts one load of an isolated set (the `Begin` of `HostBuilder::isolated`).

@@ -212,8 +212,9 @@ mod process {
         pub(crate) truncated: bool,
     }
 
-    /// The most descriptors one message may bring: more are cut (`truncated`), never left open.
-    const MAX_FDS: usize = 4;
+    /// The most descriptors one message carries: more are cut on receipt (`truncated`), never
+    /// left open.
+    pub(crate) const MAX_FDS: usize = 4;
 
     impl Channel {
         /// A connected pair: this end, and the other end's descriptor (both close-on-exec).
@@ -238,9 +239,16 @@ mod process {
             Ok((Channel(ours), theirs))
         }
 
-        /// Sends one message, and `fd` with it if given. Never raises `SIGPIPE`: a closed other
-        /// end is an `Err` (`BrokenPipe`). A send timeout (`set_timeouts`) is an `Err` too.
-        pub(crate) fn send(&self, message: &[u8], fd: Option<BorrowedFd<'_>>) -> io::Result<()> {
+        /// Sends one message, and the descriptors `fds` with it (at most [`MAX_FDS`]). Never
+        /// raises `SIGPIPE`: a closed other end is an `Err` (`BrokenPipe`). A send timeout
+        /// (`set_timeouts`) is an `Err` too.
+        pub(crate) fn send(&self, message: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+            if fds.len() > MAX_FDS {
+                return Err(io::Error::other(format!(
+                    "{} descriptors for one message, more than {MAX_FDS}",
+                    fds.len()
+                )));
+            }
             let mut iov = libc::iovec {
                 iov_base: message.as_ptr().cast_mut().cast(),
                 iov_len: message.len(),
@@ -250,9 +258,11 @@ mod process {
             let mut header: libc::msghdr = unsafe { std::mem::zeroed() };
             header.msg_iov = &raw mut iov;
             header.msg_iovlen = 1;
-            if let Some(fd) = fd {
+            if !fds.is_empty() {
+                let bytes = size_of_val(fds) as u32;
                 // SAFETY: `CMSG_SPACE` only computes a size.
-                let space = unsafe { libc::CMSG_SPACE(size_of::<libc::c_int>() as u32) } as usize;
+                let space = unsafe { libc::CMSG_SPACE(bytes) } as usize;
+                debug_assert!(space <= size_of_val(&control));
                 header.msg_control = control.as_mut_ptr().cast();
                 // `socklen_t` on musl, `size_t` on glibc.
                 header.msg_controllen = space as _;
@@ -260,8 +270,8 @@ mod process {
                 // for `cmsghdr`, so the first header fits.
                 let cmsg = unsafe { libc::CMSG_FIRSTHDR(&header) };
                 // SAFETY: `CMSG_LEN` only computes a size.
-                let len = unsafe { libc::CMSG_LEN(size_of::<libc::c_int>() as u32) } as usize;
-                // SAFETY: `control` is large enough for one header and one int, so
+                let len = unsafe { libc::CMSG_LEN(bytes) } as usize;
+                // SAFETY: `control` is large enough for one header and `MAX_FDS` ints, so
                 // `CMSG_FIRSTHDR` returned a pointer to its start, aligned for `cmsghdr`.
                 let control_message = unsafe { &mut *cmsg };
                 control_message.cmsg_level = libc::SOL_SOCKET;
@@ -269,9 +279,11 @@ mod process {
                 control_message.cmsg_len = len as _;
                 // SAFETY: `CMSG_DATA` of that header points inside `control`, after it.
                 let data = unsafe { libc::CMSG_DATA(cmsg) }.cast::<libc::c_int>();
-                // SAFETY: one int fits at `data` (the space asked for above); unaligned, as
-                // `CMSG_DATA` promises no alignment.
-                unsafe { std::ptr::write_unaligned(data, fd.as_raw_fd()) };
+                for (i, fd) in fds.iter().enumerate() {
+                    // SAFETY: `fds.len()` ints fit at `data` (the space asked for above);
+                    // unaligned, as `CMSG_DATA` promises no alignment.
+                    unsafe { std::ptr::write_unaligned(data.wrapping_add(i), fd.as_raw_fd()) };
+                }
             }
             loop {
                 // SAFETY: `header` points to `iov` (the live `message`) and to `control`, both of

@@ -2,10 +2,15 @@
 //! from the early hook (`sys`), which ends the process when [`run`] returns: the program's
 //! `main` never runs here.
 //!
-//! The main thread answers the host's frames in order: the handshake; one `Map` per plugin,
-//! mapped from the descriptor that came with the frame by the usual path (the registry, the
-//! instance's `on_load`, `register_passes`: `load::pipeline::map_received`), never by a path;
-//! then `Call`s, each run on one of [`THREADS`] threads, so that one long pass does not hold
+//! The main thread answers the host's frames in order: the handshake; for each plugin, a
+//! `Depend` per library it needs (held: the file's descriptor and its directory's) and a
+//! `Map`, mapped from the descriptor that came with the frame by the usual path (the
+//! registry, the held libraries first, dependencies before dependents, the instance's
+//! `on_load`, `register_passes`: `load::pipeline::map_received`). No path is opened: a file
+//! whose `$ORIGIN` matters (every such library, and a plugin whose run path uses it) is given
+//! to the loader as `/proc/self/fd/D/<name>`, D the directory descriptor the host sent, as the
+//! host itself names it; glibc then answers the plugin's needed names with the libraries
+//! mapped before it, by their sonames. Then `Call`s, each run on one of [`THREADS`] threads, so that one long pass does not hold
 //! up unrelated calls; and last `Unload` (or the host's end of the channel closing): the
 //! plugins' unload code in reverse load order, then exit status 0. The host is the parent
 //! that checked every file this process maps: a frame from it that does not decode ends the
@@ -13,15 +18,18 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::isolate::frame::{self, Call, Kind, MAX_FRAME, MAX_PAYLOAD, MapRequest, Mapped, Reply};
+use crate::isolate::frame::{self, Call, DependRequest, Kind, MAX_FRAME, MAX_PAYLOAD, MapRequest, Mapped, Reply};
 use crate::isolate::remote::failure_of;
 use crate::isolate::sys::{self, Channel};
 use crate::load::LoadedPlugins;
+use crate::load::pipeline::Received;
 use crate::sync::{Arc, Condvar, Mutex};
+use crate::trust::candidate::Dependency;
 use dylease_plugin::abi::DYLEASE_MESSAGE_INTERFACE;
 
 /// The threads that run calls: a pass that runs long keeps one of them, the others serve
@@ -41,6 +49,8 @@ pub(crate) fn run(channel: Channel) -> i32 {
     }
     let mut plugins = LoadedPlugins::new();
     let mut calls: Option<Calls> = None;
+    // The libraries of the `Depend` frames since the last `Map`.
+    let mut held: Vec<Held> = Vec::new();
     loop {
         let received = match channel.recv(&mut buffer) {
             Ok(received) => received,
@@ -58,7 +68,8 @@ pub(crate) fn run(channel: Channel) -> i32 {
         };
         let answer = match frame.kind {
             // Plugins are mapped before the first call; the set is fixed from then on.
-            Kind::Map if calls.is_none() => map(frame.payload, received.fds, &mut plugins),
+            Kind::Depend if calls.is_none() => hold(frame.payload, received.fds, &mut held),
+            Kind::Map if calls.is_none() => map(frame.payload, received.fds, std::mem::take(&mut held), &mut plugins),
             Kind::Call => {
                 let calls = calls.get_or_insert_with(|| {
                     let loaded = std::mem::replace(&mut plugins, LoadedPlugins::new()).finished();
@@ -73,7 +84,7 @@ pub(crate) fn run(channel: Channel) -> i32 {
         let Ok(reply) = frame::encode(answer.0, frame.id, &answer.1) else {
             return 3;
         };
-        if channel.send(&reply, None).is_err() {
+        if channel.send(&reply, &[]).is_err() {
             break;
         }
     }
@@ -97,46 +108,161 @@ fn handshake(channel: &Channel, buffer: &mut [u8]) -> Result<(), ()> {
         return Err(());
     }
     let welcome = frame::encode(Kind::Welcome, frame.id, &frame::greeting(std::process::id())).map_err(drop)?;
-    channel.send(&welcome, None).map_err(drop)?;
+    channel.send(&welcome, &[]).map_err(drop)?;
     // From now on a wait for the host is as long as the host's life (it closes the channel,
     // or its death kills this process).
     channel.set_timeouts(None, None).map_err(drop)
 }
 
-/// Maps the plugin of a `Map` request from the one descriptor that came with it.
-fn map(payload: &[u8], fds: Vec<OwnedFd>, plugins: &mut LoadedPlugins) -> (Kind, Vec<u8>) {
-    let refused = |reason: String| {
-        let failure = failure_of(&Error::Config { reason });
-        (Kind::MapFailed, failure.encode())
+/// A library of a `Depend` request, held for the next `Map`: the checked file the host sent,
+/// named for the loader in the directory the host sent with it.
+struct Held {
+    dependency: Dependency,
+    /// The directory it is named in (`/proc/self/fd/D/<name>`): open until it is mapped.
+    directory: OwnedFd,
+    /// That name, and the path the host found it at, for messages.
+    names: (PathBuf, PathBuf),
+}
+
+/// Why the worker refused a request: `MapFailed`, with `reason`.
+fn refused(reason: String) -> (Kind, Vec<u8>) {
+    let failure = failure_of(&Error::Config { reason });
+    (Kind::MapFailed, failure.encode())
+}
+
+/// Checks that `file` is the file of identity (`dev`, `ino`) the host checked as `shown`.
+fn same_file(file: &File, (dev, ino): (u64, u64), shown: &Path) -> Result<(), String> {
+    let received = file.metadata().map(|m| (m.dev(), m.ino()));
+    match received {
+        Ok(identity) if identity == (dev, ino) => Ok(()),
+        _ => Err(format!(
+            "the descriptor received for `{}` is not the file the host checked",
+            shown.display()
+        )),
+    }
+}
+
+/// `directory` (a descriptor received from the host) and `name` as the loader's name of the
+/// file in it: `/proc/self/fd/D/<name>`, whose `$ORIGIN` is that directory. `Err` if it is no
+/// directory or `name` names none.
+fn named_in(directory: &OwnedFd, name: &Path) -> Result<PathBuf, String> {
+    let is_directory = File::from(directory.try_clone().map_err(|e| e.to_string())?)
+        .metadata()
+        .is_ok_and(|m| m.is_dir());
+    let Some(file_name) = name.file_name().filter(|_| is_directory) else {
+        return Err(format!(
+            "the directory received for `{}` is not one, or the path names no file",
+            name.display()
+        ));
     };
+    Ok(Path::new(&format!("/proc/self/fd/{}", directory.as_raw_fd())).join(file_name))
+}
+
+/// Holds the library of a `Depend` request, from the two descriptors that came with it (the
+/// file's and its directory's), for the next `Map`.
+fn hold(payload: &[u8], fds: Vec<OwnedFd>, held: &mut Vec<Held>) -> (Kind, Vec<u8>) {
+    let request = match DependRequest::decode(payload) {
+        Ok(request) => request,
+        Err(reason) => return refused(format!("the worker could not read the host's request: {reason}")),
+    };
+    let Ok::<[OwnedFd; 2], _>([fd, directory]) = fds.try_into() else {
+        return refused("the host's request came without exactly two descriptors".to_owned());
+    };
+    let file = File::from(fd);
+    if let Err(reason) = same_file(&file, (request.dev, request.ino), &request.found) {
+        return refused(reason);
+    }
+    let found = match named_in(&directory, &request.found) {
+        Ok(found) => found,
+        Err(reason) => return refused(reason),
+    };
+    held.push(Held {
+        dependency: Dependency {
+            found: found.clone(),
+            file,
+            identity: crate::sys::FileId {
+                dev: request.dev,
+                ino: request.ino,
+            },
+            loads: request.loads,
+        },
+        directory,
+        names: (found, request.found),
+    });
+    (Kind::Held, Vec::new())
+}
+
+/// Maps the plugin of a `Map` request from the descriptor that came with it (and its
+/// directory's, when it uses `$ORIGIN`), after the libraries `held` it needs.
+fn map(payload: &[u8], fds: Vec<OwnedFd>, mut held: Vec<Held>, plugins: &mut LoadedPlugins) -> (Kind, Vec<u8>) {
     let request = match MapRequest::decode(payload) {
         Ok(request) => request,
         Err(reason) => return refused(format!("the worker could not read the host's request: {reason}")),
     };
-    let Ok::<[OwnedFd; 1], _>([fd]) = fds.try_into() else {
-        return refused("the host's request came without exactly one descriptor".to_owned());
-    };
-    let file = File::from(fd);
-    let received = file.metadata().map(|m| (m.dev(), m.ino()));
-    if received.as_ref().ok() != Some(&(request.dev, request.ino)) {
+    // Those of an earlier plugin whose load failed are not this one's.
+    let Some(first) = held.len().checked_sub(request.dependencies as usize) else {
         return refused(format!(
-            "the descriptor received for `{}` is not the file the host checked",
-            request.shown.display()
+            "the host's request names {} libraries, {} were sent",
+            request.dependencies,
+            held.len()
+        ));
+    };
+    let held = held.split_off(first);
+    let expected = 1 + usize::from(request.origin);
+    if fds.len() != expected {
+        return refused(format!(
+            "the host's request came with {} descriptors, not {expected}",
+            fds.len()
         ));
     }
+    let mut fds = fds.into_iter();
+    let file = File::from(fds.next().expect("counted"));
+    let directory = fds.next();
+    if let Err(reason) = same_file(&file, (request.dev, request.ino), &request.shown) {
+        return refused(reason);
+    }
+    let resolved = match &directory {
+        Some(directory) => match named_in(directory, &request.resolved) {
+            Ok(named) => named,
+            Err(reason) => return refused(reason),
+        },
+        None => request.resolved.clone(),
+    };
     let identity = crate::sys::checked_identity(crate::sys::FileId {
         dev: request.dev,
         ino: request.ino,
     });
-    let mapped = crate::load::pipeline::map_received(
-        (&request.shown, &request.resolved),
-        &file,
-        &identity,
-        &request.loads,
-        request.strict,
-    );
-    // The loader keeps its own copy of the descriptor while the library is mapped.
-    drop(file);
+    // The loader's names in received directories mean nothing to the host: the paths it
+    // found the files at do.
+    let mut names: Vec<(PathBuf, PathBuf)> = Vec::with_capacity(held.len() + 1);
+    if directory.is_some() {
+        names.push((resolved.clone(), request.resolved.clone()));
+    }
+    let mut dependencies = Vec::with_capacity(held.len());
+    let mut directories = Vec::with_capacity(held.len());
+    for Held {
+        dependency,
+        directory,
+        names: named,
+    } in held
+    {
+        dependencies.push(dependency);
+        directories.push(directory);
+        names.push(named);
+    }
+    let mapped = crate::load::pipeline::map_received(Received {
+        shown: &request.shown,
+        resolved: &resolved,
+        file: &file,
+        identity: &identity,
+        origin: request.origin,
+        loads: &request.loads,
+        strict: request.strict,
+        dependencies: &dependencies,
+    });
+    // The loader keeps its own copies of the descriptors (the files' and their directories')
+    // while the libraries are mapped.
+    drop((file, directory, dependencies, directories));
     match mapped {
         Ok(registered) => {
             let mapped = Mapped {
@@ -153,7 +279,15 @@ fn map(payload: &[u8], fds: Vec<OwnedFd>, plugins: &mut LoadedPlugins) -> (Kind,
             drop(plugins.add(registered));
             (Kind::Mapped, mapped.encode())
         }
-        Err(error) => (Kind::MapFailed, failure_of(&error).encode()),
+        Err(error) => {
+            let mut failure = failure_of(&error);
+            for (given, found) in &names {
+                failure.reason = failure
+                    .reason
+                    .replace(&*given.to_string_lossy(), &found.to_string_lossy());
+            }
+            (Kind::MapFailed, failure.encode())
+        }
     }
 }
 
@@ -207,7 +341,7 @@ impl Calls {
                             let (kind, answer) = call(&plugins, &payload);
                             if let Ok(reply) = frame::encode(kind, id, &answer) {
                                 // A host that is gone reads nothing: the loop ends with the queue.
-                                let _ = channel.send(&reply, None);
+                                let _ = channel.send(&reply, &[]);
                             }
                         }
                     })

@@ -402,8 +402,8 @@ const HOSTILE_WORKER: &str = r#"#!/usr/bin/env python3
 import os, socket, struct, sys
 channel = socket.socket(fileno=int(os.environ["DYLEASE_WORKER_CHANNEL"]))
 hello = channel.recv(70000)
-kind, length, ident = struct.unpack("<IIQ", hello[:16])
-channel.send(struct.pack("<IIQII", 101, 8, ident, 1, os.getpid()))
+kind, length, ident, version = struct.unpack("<IIQI", hello[:20])
+channel.send(struct.pack("<IIQII", 101, 8, ident, version, os.getpid()))
 request, _, _, _ = channel.recvmsg(70000, 256)
 kind, length, ident = struct.unpack("<IIQ", request[:16])
 if sys.argv[0].endswith("unknown-id"):
