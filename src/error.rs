@@ -303,7 +303,8 @@ pub enum Error {
         status: i32,
     },
     /// A message pass ([`Lease::call`](crate::Lease::call)) could not be called: in an isolated
-    /// set, its input or its output is larger than a call carries. The set is unharmed.
+    /// set, its input or its output is larger than a call carries (256 MiB), or the worker
+    /// could not make the call. The set is unharmed.
     #[non_exhaustive]
     CallRefused {
         /// The plugin of the pass.

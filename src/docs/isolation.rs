@@ -71,7 +71,9 @@
 //!   mapped, the handshake) is added to the set's first `acquire()`, and its exit to the
 //!   unload.
 //! - **Each call is a round trip** over the worker's socket: a message each way and the
-//!   scheduler's wake-ups of both processes, plus the copies of the input and the output,
+//!   scheduler's wake-ups of both processes, plus the copies of the input and the output
+//!   (the host's copy into a region and none in the worker, which maps it, for a large
+//!   input; the worker's copy into a region and the host's out of it for a large output),
 //!   instead of a direct call.
 //! - **Memory**: the worker's own address space (the program's libraries, the plugins).
 //! - **Binary**: the `isolate` feature adds the worker to every program built with it, and
@@ -205,9 +207,13 @@
 //!
 //! # Limits and refusals
 //!
-//! - **Payloads**: a call's input, and its output, are at most 64 KiB in this version; a
-//!   larger one is refused with [`Error::CallRefused`](crate::Error::CallRefused), and the
-//!   set goes on.
+//! - **Payloads**: a call's input, and its output, travel in the socket's message up to
+//!   64 KiB, and above that in a shared memory region (`memfd_create`, sealed against any
+//!   change of its size, and the host's against writes, passed beside the message): the
+//!   reader checks the seals and that the region holds exactly the bytes announced, and a
+//!   worker whose region lies is killed. Each is at most 256 MiB; a larger input is refused
+//!   with [`Error::CallRefused`](crate::Error::CallRefused) before anything is copied, and
+//!   the set goes on.
 //! - **Pointer passes** of a worker's plugins are refused (above); a static plugin's passes
 //!   work as usual.
 //! - **Python plugins** are refused in an isolated set

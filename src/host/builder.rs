@@ -198,8 +198,8 @@ impl HostBuilder {
     ///   [`passes_of`](crate::Lease::passes_of) refuse the worker's pointer passes, saying so.
     ///   Static plugins stay in the host, and their passes work as usual.
     /// - **What it costs**: a process start on the set's first `acquire()` and an exit at its
-    ///   unload; a socket round trip per call, and the copies of input and output (each at
-    ///   most 64 KiB in this version).
+    ///   unload; a socket round trip per call, and the copies of input and output (above
+    ///   64 KiB through a sealed shared memory region; at most 256 MiB each).
     /// - **It isolates faults, not privileges**: the worker runs as the host's user and can do
     ///   what the host can. It starts with `PR_SET_NO_NEW_PRIVS`, no descriptor of the host's
     ///   but its standard streams, none of the host's `LD_*` variables, and dies with the host.

@@ -25,7 +25,7 @@ impl Lease {
     ///   of pass than a message pass.
     /// - [`Error::PassFailed`] if the pass returned a non-zero status (its own).
     /// - [`Error::CallRefused`] if the call could not be made: in an isolated set, an input or
-    ///   an output larger than 64 KiB (in this version).
+    ///   an output larger than 256 MiB (above 64 KiB they travel in a sealed shared region).
     /// - [`Error::WorkerFailed`] in an isolated set whose worker died (a signal, an exit), broke
     ///   the channel's protocol or was killed at the call deadline
     ///   (`HostBuilder::call_deadline`), during this call or before it: the set stays failed;

@@ -20,9 +20,13 @@ use std::path::PathBuf;
 /// The bytes of a frame's header.
 pub(crate) const HEADER: usize = 16;
 
-/// The most payload one frame carries: a call's input or output larger than this is refused
-/// with an error in this version (a shared `memfd` for large payloads is future work).
+/// The most payload one frame carries: a call's input or output larger than this travels in a
+/// sealed shared region beside its frame (`CallShared`, `ReplyShared`).
 pub(crate) const MAX_PAYLOAD: usize = 64 * 1024;
+
+/// The most bytes a call's input, or its output, carries in a shared region: a larger one is
+/// refused (the reader allocates what a region announces, so it is bounded).
+pub(crate) const MAX_MESSAGE: usize = 256 << 20;
 
 /// The largest frame.
 pub(crate) const MAX_FRAME: usize = HEADER + MAX_PAYLOAD;
@@ -44,6 +48,9 @@ pub(crate) enum Kind {
     Map,
     /// Host to worker: call a message pass ([`Call`]).
     Call,
+    /// Host to worker, with one descriptor: call a message pass whose input is the sealed
+    /// region of that descriptor ([`SharedCall`]).
+    CallShared,
     /// Host to worker: run the unload hooks and exit.
     Unload,
     /// Worker to host, answering `Hello`: the protocol version and the worker's process id.
@@ -59,21 +66,26 @@ pub(crate) enum Kind {
     /// Worker to host, answering `Call`: why the worker could not make the call (a UTF-8
     /// reason).
     CallFailed,
+    /// Worker to host, with one descriptor, answering `Call`: the pass's status, and its
+    /// output in the region of that descriptor ([`SharedReply`]).
+    ReplyShared,
 }
 
 impl Kind {
-    const ALL: [(Kind, u32); 11] = [
+    const ALL: [(Kind, u32); 13] = [
         (Kind::Hello, 1),
         (Kind::Map, 2),
         (Kind::Call, 3),
         (Kind::Unload, 4),
         (Kind::Depend, 5),
+        (Kind::CallShared, 6),
         (Kind::Welcome, 101),
         (Kind::Mapped, 102),
         (Kind::MapFailed, 103),
         (Kind::Reply, 104),
         (Kind::CallFailed, 105),
         (Kind::Held, 106),
+        (Kind::ReplyShared, 107),
     ];
 
     fn code(self) -> u32 {
@@ -465,6 +477,58 @@ impl<'a> Reply<'a> {
     }
 }
 
+/// A `CallShared` request: the pass, and the length of its input, which is the whole of the
+/// region that travels beside the frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SharedCall<'a> {
+    pub(crate) pass: &'a str,
+    pub(crate) len: u64,
+}
+
+impl<'a> SharedCall<'a> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.str(self.pass).u64(self.len);
+        w.0
+    }
+
+    pub(crate) fn decode(payload: &'a [u8]) -> Result<SharedCall<'a>, String> {
+        let mut r = Reader(payload);
+        let call = SharedCall {
+            pass: r.str()?,
+            len: r.u64()?,
+        };
+        r.end()?;
+        Ok(call)
+    }
+}
+
+/// A `ReplyShared`: the pass's status, and the length of its output, which is the whole of
+/// the region that travels beside the frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SharedReply {
+    pub(crate) status: i32,
+    pub(crate) len: u64,
+}
+
+impl SharedReply {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.i32(self.status).u64(self.len);
+        w.0
+    }
+
+    pub(crate) fn decode(payload: &[u8]) -> Result<SharedReply, String> {
+        let mut r = Reader(payload);
+        let reply = SharedReply {
+            status: r.i32()?,
+            len: r.u64()?,
+        };
+        r.end()?;
+        Ok(reply)
+    }
+}
+
 /// The `Hello` and `Welcome` payloads: the protocol version and the sender's process id.
 pub(crate) fn greeting(pid: u32) -> Vec<u8> {
     let mut w = Writer::default();
@@ -520,6 +584,8 @@ mod tests {
         let _ = MapFailure::decode(payload);
         let _ = Call::decode(payload);
         let _ = Reply::decode(payload);
+        let _ = SharedCall::decode(payload);
+        let _ = SharedReply::decode(payload);
         let _ = read_greeting(payload);
     }
 
@@ -570,6 +636,26 @@ mod tests {
             encode(Kind::Call, 3, &call.encode()).unwrap(),
             encode(Kind::Reply, 3, &reply.encode()).unwrap(),
             encode(Kind::CallFailed, 4, b"no such pass").unwrap(),
+            encode(
+                Kind::CallShared,
+                7,
+                &SharedCall {
+                    pass: "echo",
+                    len: 1 << 20,
+                }
+                .encode(),
+            )
+            .unwrap(),
+            encode(
+                Kind::ReplyShared,
+                7,
+                &SharedReply {
+                    status: 0,
+                    len: 1 << 20,
+                }
+                .encode(),
+            )
+            .unwrap(),
             encode(Kind::Unload, 5, &[]).unwrap(),
         ]
     }
@@ -610,6 +696,13 @@ mod tests {
             output: &[],
         };
         assert_eq!(Reply::decode(&reply.encode()), Ok(reply));
+        let call = SharedCall {
+            pass: "p",
+            len: u64::MAX,
+        };
+        assert_eq!(SharedCall::decode(&call.encode()), Ok(call));
+        let reply = SharedReply { status: -1, len: 7 };
+        assert_eq!(SharedReply::decode(&reply.encode()), Ok(reply));
         let frame = encode(Kind::Reply, 9, b"xy").unwrap();
         assert_eq!(
             decode(&frame),

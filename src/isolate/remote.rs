@@ -12,7 +12,7 @@
 //! closed waits a few seconds, kills, and gives up after a few more (logged).
 
 use std::collections::HashMap;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, OpenCause, Origin, WorkerCause};
 use crate::isolate::config::{Isolation, Load};
 use crate::isolate::frame::{
-    self, Call, DependRequest, Kind, MAX_FRAME, MAX_PAYLOAD, MapFailure, MapRequest, Mapped, Reply,
+    self, Call, DependRequest, Kind, MAX_FRAME, MAX_MESSAGE, MAX_PAYLOAD, MapFailure, MapRequest, Mapped, Reply,
+    SharedCall, SharedReply,
 };
 use crate::isolate::sys::{self, Channel};
 use crate::load::{Isolate, Isolated, LoadedPlugins};
@@ -31,6 +32,33 @@ use crate::registry::teardown::Teardown;
 use crate::sync::{Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
 use crate::trust::candidate::Candidate;
 use crate::trust::{Checks, TrustPolicy};
+
+/// An answer: its frame's kind, its payload and the descriptor that came with it.
+type Answer = (Kind, Vec<u8>, Option<OwnedFd>);
+
+/// The `len` bytes of the worker's region `fd` (a `ReplyShared`'s output), read once: `Err`
+/// with what is wrong with it (no region, a length above [`MAX_MESSAGE`], a size other than
+/// `len`, no seal against a change of size, a short read).
+fn read_region(fd: Option<OwnedFd>, len: u64) -> Result<Vec<u8>, String> {
+    use std::os::unix::fs::FileExt;
+    let region = std::fs::File::from(fd.ok_or("it sent a shared reply without its region")?);
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|&len| len <= MAX_MESSAGE)
+        .ok_or_else(|| format!("it announced {len} bytes of output, more than {MAX_MESSAGE}"))?;
+    let seals = sys::seals(&region).map_err(|e| format!("its output region has no seals: {e}"))?;
+    let size = region.metadata().map(|m| m.len()).map_err(|e| e.to_string())?;
+    if seals & sys::SIZE_SEALS != sys::SIZE_SEALS || size != len as u64 {
+        return Err(format!(
+            "its output region of {size} bytes, announced as {len}, is not sealed against a change of size"
+        ));
+    }
+    let mut output = vec![0; len];
+    region
+        .read_exact_at(&mut output, 0)
+        .map_err(|e| format!("its output region could not be read: {e}"))?;
+    Ok(output)
+}
 
 /// How long a reap waits for a worker whose channel closed, before it kills it; and again
 /// after the kill, before it gives up.
@@ -72,7 +100,9 @@ struct State {
 enum Slot {
     /// Waiting for an answer of one of these kinds.
     Waiting(Expect),
-    Answered(Kind, Vec<u8>),
+    /// Its answer: the frame's kind and payload, and the descriptor that came with it (a
+    /// `ReplyShared`'s region).
+    Answered(Kind, Vec<u8>, Option<OwnedFd>),
 }
 
 /// What a request expects back.
@@ -89,7 +119,7 @@ impl Expect {
             (self, kind),
             (Expect::Depend, Kind::Held | Kind::MapFailed)
                 | (Expect::Map, Kind::Mapped | Kind::MapFailed)
-                | (Expect::Call, Kind::Reply | Kind::CallFailed)
+                | (Expect::Call, Kind::Reply | Kind::ReplyShared | Kind::CallFailed)
         )
     }
 }
@@ -244,7 +274,7 @@ impl Worker {
         fds: &[std::os::fd::BorrowedFd<'_>],
         expect: Expect,
         what: &str,
-    ) -> Result<(Kind, Vec<u8>), WorkerCause> {
+    ) -> Result<Answer, WorkerCause> {
         let started = Instant::now();
         let deadline = started.checked_add(self.deadline);
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
@@ -263,10 +293,10 @@ impl Worker {
         let mut state = self.shared.state.lock();
         loop {
             if let Some(Slot::Answered(..)) = state.pending.get(&id) {
-                let Some(Slot::Answered(kind, answer)) = state.pending.remove(&id) else {
+                let Some(Slot::Answered(kind, answer, fd)) = state.pending.remove(&id) else {
                     unreachable!("just looked at")
                 };
-                return Ok((kind, answer));
+                return Ok((kind, answer, fd));
             }
             if let Some(cause) = &state.failed {
                 let cause = cause.clone();
@@ -296,40 +326,62 @@ impl Worker {
         }
     }
 
-    /// Calls the message pass `pass` (of plugin `plugin`) with `input`.
+    /// Calls the message pass `pass` (of plugin `plugin`) with `input`: in the frame, or, when
+    /// it does not fit one, in a sealed shared region beside it (at most [`MAX_MESSAGE`]
+    /// bytes); the output comes back the same way.
     pub(crate) fn call(&self, plugin: &Origin, pass: &str, input: &[u8]) -> Result<Vec<u8>, Error> {
-        let payload = Call { pass, input }.encode();
-        if payload.len() > MAX_PAYLOAD {
-            return Err(Error::CallRefused {
-                plugin: plugin.clone(),
-                pass: pass.to_owned(),
-                reason: format!(
-                    "its input of {} bytes is more than an isolated call carries ({} bytes with the pass name, in \
-                     this version of dylease); split the input, or call the pass in an ordinary set",
-                    input.len(),
-                    MAX_PAYLOAD
-                ),
-            });
-        }
+        let refused = |reason: String| Error::CallRefused {
+            plugin: plugin.clone(),
+            pass: pass.to_owned(),
+            reason,
+        };
         let failed = |cause| Error::WorkerFailed {
             plugin: plugin.clone(),
             pass: Some(pass.to_owned()),
             cause: Box::new(cause),
         };
-        let (kind, answer) = self
-            .request((Kind::Call, &payload), &[], Expect::Call, pass)
-            .map_err(failed)?;
-        if kind == Kind::CallFailed {
-            let reason = String::from_utf8_lossy(&answer).into_owned();
-            return Err(Error::CallRefused {
-                plugin: plugin.clone(),
-                pass: pass.to_owned(),
-                reason: format!("the worker refused the call: {reason}"),
-            });
+        let inline = Call { pass, input }.encode();
+        let (kind, answer, fd) = if inline.len() <= MAX_PAYLOAD {
+            self.request((Kind::Call, &inline), &[], Expect::Call, pass)
+        } else {
+            if input.len() > MAX_MESSAGE {
+                return Err(refused(format!(
+                    "its input of {} bytes is more than an isolated call carries ({MAX_MESSAGE} bytes); split the \
+                     input, or call the pass in an ordinary set",
+                    input.len()
+                )));
+            }
+            let region = sys::sealed_region(input)
+                .map_err(|e| refused(format!("its input could not be put in a shared region: {e}")))?;
+            let request = SharedCall {
+                pass,
+                len: input.len() as u64,
+            };
+            self.request(
+                (Kind::CallShared, &request.encode()),
+                &[region.as_fd()],
+                Expect::Call,
+                pass,
+            )
         }
-        let reply = Reply::decode(&answer).map_err(|reason| failed(self.hostile(reason)))?;
-        match reply.status {
-            0 => Ok(reply.output.to_vec()),
+        .map_err(failed)?;
+        let (status, output) = match kind {
+            Kind::CallFailed => {
+                let reason = String::from_utf8_lossy(&answer).into_owned();
+                return Err(refused(format!("the worker refused the call: {reason}")));
+            }
+            Kind::ReplyShared => {
+                let read =
+                    SharedReply::decode(&answer).and_then(|reply| Ok((reply.status, read_region(fd, reply.len)?)));
+                read.map_err(|reason| failed(self.hostile(reason)))?
+            }
+            _ => {
+                let reply = Reply::decode(&answer).map_err(|reason| failed(self.hostile(reason)))?;
+                (reply.status, reply.output.to_vec())
+            }
+        };
+        match status {
+            0 => Ok(output),
             status => Err(Error::PassFailed {
                 plugin: plugin.clone(),
                 pass: pass.to_owned(),
@@ -473,10 +525,7 @@ impl Shared {
             if received.truncated {
                 break Some(format!("it sent a message larger than {MAX_FRAME} bytes"));
             }
-            if !received.fds.is_empty() {
-                break Some("it sent a descriptor, which a worker never does".to_owned());
-            }
-            let answered = frame::decode(&buffer[..received.len]).and_then(|frame| self.answer(frame));
+            let answered = frame::decode(&buffer[..received.len]).and_then(|frame| self.answer(frame, received.fds));
             if let Err(reason) = answered {
                 break Some(reason);
             }
@@ -500,13 +549,21 @@ impl Shared {
         self.changed.notify_all();
     }
 
-    /// Hands `frame` to the request it answers: `Err` with why it answers none.
-    fn answer(&self, frame: frame::Frame<'_>) -> Result<(), String> {
+    /// Hands `frame`, and the descriptors that came with it, to the request it answers: `Err`
+    /// with why it answers none, or why it came with descriptors (only a `ReplyShared` brings
+    /// one, its region).
+    fn answer(&self, frame: frame::Frame<'_>, fds: Vec<OwnedFd>) -> Result<(), String> {
+        let fd = match (frame.kind, <[OwnedFd; 1]>::try_from(fds)) {
+            (Kind::ReplyShared, Ok([fd])) => Some(fd),
+            (Kind::ReplyShared, Err(_)) => return Err("it sent a shared reply without exactly one region".to_owned()),
+            (_, Err(fds)) if fds.is_empty() => None,
+            (kind, _) => return Err(format!("it sent a descriptor with a {kind:?} frame")),
+        };
         let mut state = self.state.lock();
         match state.pending.get_mut(&frame.id) {
             Some(slot) => match *slot {
                 Slot::Waiting(expect) if expect.accepts(frame.kind) => {
-                    *slot = Slot::Answered(frame.kind, frame.payload.to_vec());
+                    *slot = Slot::Answered(frame.kind, frame.payload.to_vec(), fd);
                 }
                 Slot::Waiting(expect) => {
                     return Err(format!(
@@ -620,7 +677,7 @@ impl<'a> Isolating<'a> {
                 ino: dependency.identity.ino,
                 loads: dependency.loads.clone(),
             };
-            let (kind, answer) = worker
+            let (kind, answer, _) = worker
                 .request(
                     (Kind::Depend, &request.encode()),
                     &[dependency.file.as_fd(), directory.as_fd()],
@@ -649,7 +706,7 @@ impl<'a> Isolating<'a> {
         let fds: Vec<_> = std::iter::once(file)
             .chain(directory.as_ref().map(AsFd::as_fd))
             .collect();
-        let (kind, answer) = worker
+        let (kind, answer, _) = worker
             .request((Kind::Map, &request.encode()), &fds, Expect::Map, "")
             .map_err(load_deadline)
             .map_err(failed)?;

@@ -1,7 +1,8 @@
 //! The platform calls of isolated sets, and every `unsafe` of them: the worker's early hook,
 //! the spawn of a worker (the part that runs in the child before `exec`), the channel's
 //! socket (`socketpair`, `sendmsg`/`recvmsg` with `SCM_RIGHTS`, whose descriptors std's Unix
-//! sockets cannot carry on stable Rust), and the call of a message pass.
+//! sockets cannot carry on stable Rust), the sealed shared regions of large messages
+//! (`memfd_create`, seals, a read-only mapping), and the call of a message pass.
 //!
 //! # The early hook
 //!
@@ -24,7 +25,7 @@ use crate::load::PassInfo;
 use dylease_plugin::abi::{DYLEASE_MESSAGE_INTERFACE, dylease_fn, dylease_message_fn, dylease_out};
 
 #[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
-pub(crate) use process::{Channel, spawn};
+pub(crate) use process::{Channel, Region, SIZE_SEALS, sealed_region, seals, spawn};
 
 /// What [`call_message`] got back from a message pass.
 #[cfg_attr(not(all(feature = "isolate", target_os = "linux", not(loom))), allow(dead_code))]
@@ -115,9 +116,11 @@ unsafe fn call_message(func: dylease_fn, user_data: *mut c_void, input: &[u8], l
 /// The worker process: its hook, its spawn and its channel (Linux only).
 #[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 mod process {
+    use std::fs::File;
     use std::io;
     use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
     use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::FileExt;
     use std::os::unix::process::CommandExt;
     use std::path::Path;
     use std::process::{Child, Command, Stdio};
@@ -187,6 +190,104 @@ mod process {
             (done == 0).then_some(value)
         };
         option(libc::SO_TYPE) == Some(libc::SOCK_SEQPACKET) && option(libc::SO_DOMAIN) == Some(libc::AF_UNIX)
+    }
+
+    /// The seals a region's reader relies on: its size can change no more.
+    pub(crate) const SIZE_SEALS: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
+
+    /// A new anonymous file (`memfd_create`, close-on-exec) holding `bytes`, sealed: its size
+    /// and its bytes can change no more, nor its seals (`F_SEAL_SHRINK`, `F_SEAL_GROW`,
+    /// `F_SEAL_WRITE`, `F_SEAL_SEAL`). The region of a message too large for a frame: the
+    /// other side reads exactly what was written, and may map it without fear of a shrink.
+    pub(crate) fn sealed_region(bytes: &[u8]) -> io::Result<File> {
+        // SAFETY: the name is a NUL-terminated string; the flags are plain integers.
+        let fd =
+            unsafe { libc::memfd_create(c"dylease-message".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `memfd_create` just made `fd`, owned by nobody else.
+        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        file.set_len(bytes.len() as u64)?;
+        file.write_all_at(bytes, 0)?;
+        let seals = SIZE_SEALS | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL;
+        // SAFETY: `F_ADD_SEALS` on a descriptor this function owns takes an int.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(file)
+    }
+
+    /// The seals of `file` (`F_GET_SEALS`); an `Err` for a file that cannot have any.
+    pub(crate) fn seals(file: &File) -> io::Result<libc::c_int> {
+        // SAFETY: `F_GET_SEALS` on an open descriptor takes no argument.
+        let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+        match seals {
+            -1 => Err(io::Error::last_os_error()),
+            seals => Ok(seals),
+        }
+    }
+
+    /// A read-only shared mapping of a sealed region of `len` bytes (`len` > 0), the whole
+    /// file: unmapped when dropped.
+    #[derive(Debug)]
+    pub(crate) struct Region {
+        start: *const u8,
+        len: usize,
+    }
+
+    impl Region {
+        /// Maps `file`, which must be sealed against a change of size ([`SIZE_SEALS`]: a
+        /// shrink would turn a read of the mapping into `SIGBUS`) and hold exactly `len`
+        /// bytes: `Err` saying which is not so.
+        pub(crate) fn map(file: &File, len: usize) -> io::Result<Region> {
+            if seals(file)? & SIZE_SEALS != SIZE_SEALS {
+                return Err(io::Error::other(
+                    "the region is not sealed against a change of its size",
+                ));
+            }
+            let size = file.metadata()?.len();
+            if size != len as u64 || len == 0 {
+                return Err(io::Error::other(format!(
+                    "the region holds {size} bytes, not the {len} announced"
+                )));
+            }
+            // SAFETY: a new read-only shared mapping of the whole of an open file, placed by
+            // the kernel: it overlaps nothing of this process's.
+            let start = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ,
+                    libc::MAP_SHARED | libc::MAP_POPULATE,
+                    file.as_raw_fd(),
+                    0,
+                )
+            };
+            if start == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(Region {
+                start: start.cast::<u8>().cast_const(),
+                len,
+            })
+        }
+
+        /// The mapped bytes.
+        pub(crate) fn bytes(&self) -> &[u8] {
+            // SAFETY: `start` maps `len` readable bytes until `self` is dropped; the file's
+            // size is sealed, so no read of them faults. A writer that could still change the
+            // bytes (an unsealed writer; the host seals its own) changes what is read, never
+            // where: bytes are bytes.
+            unsafe { std::slice::from_raw_parts(self.start, self.len) }
+        }
+    }
+
+    impl Drop for Region {
+        fn drop(&mut self) {
+            // SAFETY: `start` and `len` are the mapping `map` made, unmapped only here.
+            unsafe { libc::munmap(self.start.cast_mut().cast(), self.len) };
+        }
     }
 
     /// Ends the process now, with `code`, running none of the program's exit handlers: a worker

@@ -18,12 +18,15 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::isolate::frame::{self, Call, DependRequest, Kind, MAX_FRAME, MAX_PAYLOAD, MapRequest, Mapped, Reply};
+use crate::isolate::frame::{
+    self, Call, DependRequest, Kind, MAX_FRAME, MAX_MESSAGE, MAX_PAYLOAD, MapRequest, Mapped, Reply, SharedCall,
+    SharedReply,
+};
 use crate::isolate::remote::failure_of;
 use crate::isolate::sys::{self, Channel};
 use crate::load::LoadedPlugins;
@@ -70,12 +73,17 @@ pub(crate) fn run(channel: Channel) -> i32 {
             // Plugins are mapped before the first call; the set is fixed from then on.
             Kind::Depend if calls.is_none() => hold(frame.payload, received.fds, &mut held),
             Kind::Map if calls.is_none() => map(frame.payload, received.fds, std::mem::take(&mut held), &mut plugins),
-            Kind::Call => {
+            Kind::Call | Kind::CallShared => {
                 let calls = calls.get_or_insert_with(|| {
                     let loaded = std::mem::replace(&mut plugins, LoadedPlugins::new()).finished();
                     Calls::start(Arc::new(loaded), channel.clone())
                 });
-                calls.submit(frame.id, frame.payload.to_vec());
+                calls.submit(Job {
+                    id: frame.id,
+                    kind: frame.kind,
+                    payload: frame.payload.to_vec(),
+                    fds: received.fds,
+                });
                 continue;
             }
             Kind::Unload => break,
@@ -297,8 +305,14 @@ struct Calls {
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
-/// A call: its request's id and its payload.
-type Job = (u64, Vec<u8>);
+/// A call: its request's id, kind and payload, and the descriptors that came with it (a
+/// `CallShared`'s region).
+struct Job {
+    id: u64,
+    kind: Kind,
+    payload: Vec<u8>,
+    fds: Vec<OwnedFd>,
+}
 
 /// The calls not yet taken by a thread; `None` once the worker unloads.
 #[derive(Default)]
@@ -337,11 +351,12 @@ impl Calls {
                 std::thread::Builder::new()
                     .name(format!("dylease-call-{n}"))
                     .spawn(move || {
-                        while let Some((id, payload)) = queue.take() {
-                            let (kind, answer) = call(&plugins, &payload);
-                            if let Ok(reply) = frame::encode(kind, id, &answer) {
+                        while let Some(job) = queue.take() {
+                            let (kind, answer, region) = call(&plugins, job.kind, &job.payload, job.fds);
+                            let fds: Vec<_> = region.iter().map(AsFd::as_fd).collect();
+                            if let Ok(reply) = frame::encode(kind, job.id, &answer) {
                                 // A host that is gone reads nothing: the loop ends with the queue.
-                                let _ = channel.send(&reply, &[]);
+                                let _ = channel.send(&reply, &fds);
                             }
                         }
                     })
@@ -351,9 +366,9 @@ impl Calls {
         Calls { queue, threads }
     }
 
-    fn submit(&self, id: u64, payload: Vec<u8>) {
+    fn submit(&self, job: Job) {
         if let Some(jobs) = self.queue.jobs.lock().as_mut() {
-            jobs.push_back((id, payload));
+            jobs.push_back(job);
         }
         self.queue.changed.notify_all();
     }
@@ -369,13 +384,39 @@ impl Calls {
     }
 }
 
-/// Runs one call: `Reply` with the pass's status and output, or `CallFailed` with why the
-/// call could not be made.
-fn call(plugins: &LoadedPlugins, payload: &[u8]) -> (Kind, Vec<u8>) {
-    let failed = |reason: String| (Kind::CallFailed, reason.into_bytes());
-    let request = match Call::decode(payload) {
-        Ok(request) => request,
-        Err(reason) => return failed(format!("the worker could not read the call: {reason}")),
+/// Runs one call (a `Call`, or a `CallShared` whose input is the region of its one
+/// descriptor): `Reply` with the pass's status and output, `ReplyShared` with the status and
+/// a sealed region holding the output when the output does not fit a frame, or `CallFailed`
+/// with why the call could not be made.
+fn call(plugins: &LoadedPlugins, kind: Kind, payload: &[u8], fds: Vec<OwnedFd>) -> (Kind, Vec<u8>, Option<File>) {
+    let failed = |reason: String| (Kind::CallFailed, reason.into_bytes(), None);
+    let region;
+    let request = match kind {
+        Kind::CallShared => {
+            let shared = match SharedCall::decode(payload) {
+                Ok(shared) => shared,
+                Err(reason) => return failed(format!("the worker could not read the call: {reason}")),
+            };
+            let Ok::<[OwnedFd; 1], _>([fd]) = fds.try_into() else {
+                return failed("the call's region did not come with it".to_owned());
+            };
+            let len = match usize::try_from(shared.len) {
+                Ok(len) if len <= MAX_MESSAGE => len,
+                _ => return failed(format!("the call announced {} bytes of input", shared.len)),
+            };
+            region = match sys::Region::map(&File::from(fd), len) {
+                Ok(region) => region,
+                Err(e) => return failed(format!("the call's region could not be read: {e}")),
+            };
+            Call {
+                pass: shared.pass,
+                input: region.bytes(),
+            }
+        }
+        _ => match Call::decode(payload) {
+            Ok(request) => request,
+            Err(reason) => return failed(format!("the worker could not read the call: {reason}")),
+        },
     };
     let Some(index) = plugins.pass_position(request.pass) else {
         return failed(format!("the worker has no pass `{}`", request.pass));
@@ -384,20 +425,31 @@ fn call(plugins: &LoadedPlugins, payload: &[u8]) -> (Kind, Vec<u8>) {
     if info.interface() != Some(DYLEASE_MESSAGE_INTERFACE) {
         return failed(format!("pass `{}` is not a message pass", request.pass));
     }
-    // Room for the status in front of the output.
-    let Some(called) = sys::call_message_pass(info, request.input, MAX_PAYLOAD - 4) else {
+    let Some(called) = sys::call_message_pass(info, request.input, MAX_MESSAGE) else {
         return failed(format!("pass `{}` is not callable in the worker", request.pass));
     };
     if called.overflowed {
         return failed(format!(
-            "pass `{}` wrote more than {} bytes of output, the most one reply carries",
-            request.pass,
-            MAX_PAYLOAD - 4
+            "pass `{}` wrote more than {MAX_MESSAGE} bytes of output, the most one reply carries",
+            request.pass
         ));
     }
     let reply = Reply {
         status: called.status,
         output: &called.output,
     };
-    (Kind::Reply, reply.encode())
+    // Room for the status in front of the output.
+    if called.output.len() <= MAX_PAYLOAD - 4 {
+        return (Kind::Reply, reply.encode(), None);
+    }
+    match sys::sealed_region(&called.output) {
+        Ok(region) => {
+            let reply = SharedReply {
+                status: called.status,
+                len: called.output.len() as u64,
+            };
+            (Kind::ReplyShared, reply.encode(), Some(region))
+        }
+        Err(e) => failed(format!("its output could not be put in a shared region: {e}")),
+    }
 }
