@@ -3,8 +3,8 @@
  * chosen at build time:
  *   -DABORT_IN_CONSTRUCTOR   a constructor calls abort()
  *   -DEXIT_IN_ON_LOAD        on_load calls exit(3)
- * Message passes: "reverse" (its input reversed), "echo" (its input, of any size), "pid" (the
- * process it runs in, in decimal),
+ * Message passes: "reverse" (its input reversed), "echo" (its input, of any size), "size" (the
+ * length of its input, in decimal), "pid" (the process it runs in, in decimal),
  * "fail" (returns 7), "crash" (writes through a NULL pointer), "spin" (never returns), "mark"
  * (creates the file its input names, then never returns), "flood" (70 KiB of output: more than
  * a frame carries). Pointer pass: "double". */
@@ -32,6 +32,13 @@ static int32_t reverse(const uint8_t *in, size_t len, dylease_out *out, void *da
 static int32_t echo(const uint8_t *in, size_t len, dylease_out *out, void *data) {
     (void)data;
     return out->write(out, in, len) == 0 ? 0 : 1;
+}
+
+static int32_t size(const uint8_t *in, size_t len, dylease_out *out, void *data) {
+    char text[32];
+    int n = snprintf(text, sizeof text, "%zu", len);
+    (void)in, (void)data;
+    return out->write(out, (const uint8_t *)text, (size_t)n) == 0 ? 0 : 1;
 }
 
 static int32_t pid(const uint8_t *in, size_t len, dylease_out *out, void *data) {
@@ -95,6 +102,7 @@ static int32_t on_load(void) {
 DYLEASE_PLUGIN_WITH_HOOKS("isolated", "1.0", on_load, DYLEASE_NULL_)
 DYLEASE_MESSAGE_PASS("reverse", reverse)
 DYLEASE_MESSAGE_PASS("echo", echo)
+DYLEASE_MESSAGE_PASS("size", size)
 DYLEASE_MESSAGE_PASS("pid", pid)
 DYLEASE_MESSAGE_PASS("fail", fail)
 DYLEASE_MESSAGE_PASS("crash", crash)
