@@ -12,7 +12,8 @@
 //! The user's page is [`docs::isolation`](crate::docs::isolation): what an isolated set is,
 //! when to choose it, what it costs, the worker program, what the worker inherits, message
 //! passes and the limits. The protocol is in `frame`; the host's side (the worker, its reader
-//! thread, the load) in `remote`; the worker's in `worker`; every `unsafe` (the early hook,
+//! thread, the load) in `remote`, over `table` (the requests in flight and the worker's end,
+//! which the loom models check); the worker's in `worker`; every `unsafe` (the early hook,
 //! the spawn, the socket, the call of a message pass) in `sys`.
 //!
 //! Only `sys::call_message_pass` (an ordinary set's `Lease::call`) is compiled without the
@@ -25,6 +26,11 @@ mod config;
 pub(crate) mod frame;
 #[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 mod remote;
+// The set's side of the protocol (the requests in flight, the worker's end), which the loom
+// models drive.
+#[cfg(feature = "isolate")]
+#[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
+mod table;
 // The platform calls of isolated sets: the worker's early hook and spawn, the channel's
 // socket, and the call of a message pass (see its module documentation).
 #[allow(unsafe_code)]

@@ -11,7 +11,6 @@
 //! the deadline, the unload waits the deadline and then kills, and a reap after the channel
 //! closed waits a few seconds, kills, and gives up after a few more (logged).
 
-use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::ExitStatusExt;
@@ -26,10 +25,11 @@ use crate::isolate::frame::{
     SharedCall, SharedReply,
 };
 use crate::isolate::sys::{self, Channel};
+use crate::isolate::table::{Outcome, Table};
 use crate::load::{Isolate, Isolated, LoadedPlugins};
 use crate::registrar::MAX_NAME_LEN;
 use crate::registry::teardown::Teardown;
-use crate::sync::{Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{Arc, Mutex};
 use crate::trust::candidate::Candidate;
 use crate::trust::{Checks, TrustPolicy};
 
@@ -74,35 +74,14 @@ pub(crate) struct Worker {
     reader: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
-/// What the callers and the reader thread share.
+/// What the callers and the reader thread share: the table of requests in flight, waiting
+/// for answers of the kinds their [`Expect`] accepts (the frame's kind and payload, and the
+/// descriptor that came with it: a `ReplyShared`'s region); the worker's end is its status
+/// if it was reaped. And the worker's process.
 #[derive(Debug)]
 struct Shared {
-    state: Mutex<State>,
-    changed: Condvar,
+    table: Table<Expect, Answer, Option<ExitStatus>>,
     child: Mutex<Child>,
-    next_id: AtomicU64,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    /// The requests in flight, by id.
-    pending: HashMap<u64, Slot>,
-    /// Why the worker failed, once it did: for good.
-    failed: Option<WorkerCause>,
-    /// Whether the host asked it to unload (its exit is then expected).
-    unloading: bool,
-    /// Set by the reader thread when it ends: the worker's status if it was reaped.
-    ended: Option<Option<ExitStatus>>,
-}
-
-/// One request in flight.
-#[derive(Debug)]
-enum Slot {
-    /// Waiting for an answer of one of these kinds.
-    Waiting(Expect),
-    /// Its answer: the frame's kind and payload, and the descriptor that came with it (a
-    /// `ReplyShared`'s region).
-    Answered(Kind, Vec<u8>, Option<OwnedFd>),
 }
 
 /// What a request expects back.
@@ -165,10 +144,8 @@ impl Worker {
             .map_err(|e| start_failed(&format!("cannot run `{shown}`"), e))?;
         let pid = child.id();
         let shared = Arc::new(Shared {
-            state: Mutex::new(State::default()),
-            changed: Condvar::new(),
+            table: Table::new(),
             child: Mutex::new(child),
-            next_id: AtomicU64::new(1),
         });
         let channel = Arc::new(channel);
         let worker = Worker {
@@ -275,54 +252,28 @@ impl Worker {
         expect: Expect,
         what: &str,
     ) -> Result<Answer, WorkerCause> {
-        let started = Instant::now();
-        let deadline = started.checked_add(self.deadline);
-        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let frame = frame::encode(kind, id, payload)
-            .map_err(|len| WorkerCause::Protocol(format!("a request of {len} bytes, more than a frame carries")))?;
-        {
-            let mut state = self.shared.state.lock();
-            if let Some(cause) = &state.failed {
-                return Err(cause.clone());
-            }
-            state.pending.insert(id, Slot::Waiting(expect));
-        }
+        let deadline = Instant::now().checked_add(self.deadline);
         // A failed send (a worker that died, or stopped reading past the deadline) is seen
-        // below: the reader thread records the worker's end, or the deadline passes.
-        let sent = self.channel.send(&frame, fds);
-        let mut state = self.shared.state.lock();
-        loop {
-            if let Some(Slot::Answered(..)) = state.pending.get(&id) {
-                let Some(Slot::Answered(kind, answer, fd)) = state.pending.remove(&id) else {
-                    unreachable!("just looked at")
-                };
-                return Ok((kind, answer, fd));
+        // in the wait: the reader thread records the worker's end, or the deadline passes.
+        let send = |id| {
+            let frame = frame::encode(kind, id, payload)
+                .map_err(|len| WorkerCause::Protocol(format!("a request of {len} bytes, more than a frame carries")))?;
+            if let Err(e) = self.channel.send(&frame, fds) {
+                log::debug!("the request to worker {} could not be sent: {e}", self.pid);
             }
-            if let Some(cause) = &state.failed {
-                let cause = cause.clone();
-                state.pending.remove(&id);
-                return Err(cause);
-            }
-            let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-            if left.is_some_and(|left| left.is_zero()) {
-                state.pending.remove(&id);
-                let cause = WorkerCause::Deadline {
-                    pass: what.to_owned(),
-                    after: self.deadline,
-                };
-                if let Err(e) = &sent {
-                    log::debug!("the request to worker {} could not be sent: {e}", self.pid);
-                }
-                let cause = Shared::fail(&mut state, cause);
-                self.shared.changed.notify_all();
-                drop(state);
+            Ok(())
+        };
+        let expired = || WorkerCause::Deadline {
+            pass: what.to_owned(),
+            after: self.deadline,
+        };
+        match self.shared.table.request(expect, send, deadline, expired) {
+            Outcome::Answered(answer) => Ok(answer),
+            Outcome::Failed(cause) => Err(cause),
+            Outcome::Expired(cause) => {
                 self.shared.kill();
-                return Err(cause);
+                Err(cause)
             }
-            state = match left {
-                Some(left) => self.shared.changed.wait_timeout(state, left),
-                None => self.shared.changed.wait(state),
-            };
         }
     }
 
@@ -392,8 +343,7 @@ impl Worker {
 
     /// Fails the worker for a hostile answer `reason` and kills it; returns the cause.
     fn hostile(&self, reason: String) -> WorkerCause {
-        let cause = Shared::fail(&mut self.shared.state.lock(), WorkerCause::Protocol(reason));
-        self.shared.changed.notify_all();
+        let cause = self.shared.table.fail(WorkerCause::Protocol(reason));
         self.shared.kill();
         cause
     }
@@ -401,16 +351,11 @@ impl Worker {
     /// Asks the worker to run its plugins' unload code and exit, and reaps it: waits for it at
     /// most the call deadline, then kills it. Logs an unload that did not end in a clean exit.
     pub(crate) fn unload(&self) {
-        let failed = {
-            let mut state = self.shared.state.lock();
-            state.unloading = true;
-            state.failed.clone()
-        };
-        if failed.is_none() {
+        let ask = || {
             let unload = frame::encode(Kind::Unload, 0, &[]).expect("an empty payload fits");
             let _ = self.channel.send(&unload, &[]);
-        }
-        let mut ended = self.wait_ended(Instant::now().checked_add(self.deadline));
+        };
+        let (failed, mut ended) = self.shared.table.unload(ask, Instant::now().checked_add(self.deadline));
         if ended.is_none() {
             log::warn!(
                 "{}the worker process {} of an isolated set did not exit within the call deadline of {:?} after \
@@ -423,7 +368,10 @@ impl Worker {
             // A worker whose channel another process still holds does not end the reader's
             // wait by dying: the host's end is shut, which does.
             self.channel.shutdown();
-            ended = self.wait_ended(Instant::now().checked_add(2 * REAP + Duration::from_secs(1)));
+            ended = self
+                .shared
+                .table
+                .wait_ended(Instant::now().checked_add(2 * REAP + Duration::from_secs(1)));
         }
         match ended {
             Some(status) => {
@@ -448,34 +396,9 @@ impl Worker {
             ),
         }
     }
-
-    /// Waits until the reader thread ended (the worker's channel closed and it was reaped, or
-    /// not), at most until `deadline`: `Some` with the reaped status, if any.
-    fn wait_ended(&self, deadline: Option<Instant>) -> Option<Option<ExitStatus>> {
-        let mut state = self.shared.state.lock();
-        loop {
-            if let Some(ended) = state.ended {
-                return Some(ended);
-            }
-            let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-            if left.is_some_and(|left| left.is_zero()) {
-                return None;
-            }
-            state = match left {
-                Some(left) => self.shared.changed.wait_timeout(state, left),
-                None => self.shared.changed.wait(state),
-            };
-        }
-    }
 }
 
 impl Shared {
-    /// Records `cause` as the worker's failure unless it already failed; returns the cause
-    /// recorded.
-    fn fail(state: &mut MutexGuard<'_, State>, cause: WorkerCause) -> WorkerCause {
-        state.failed.get_or_insert(cause).clone()
-    }
-
     /// Sends the worker `SIGKILL` (nothing if it was reaped: std's `Child` knows).
     fn kill(&self) {
         let _ = self.child.lock().kill();
@@ -532,22 +455,14 @@ impl Shared {
             }
         };
         if let Some(reason) = hostile {
-            Shared::fail(&mut self.state.lock(), WorkerCause::Protocol(reason));
-            self.changed.notify_all();
+            self.table.fail(WorkerCause::Protocol(reason));
             self.kill();
         }
         let status = self.reap();
-        let mut state = self.state.lock();
-        if !state.unloading || state.failed.is_some() {
-            let cause = match status {
-                Some(status) => WorkerCause::of(status),
-                None => WorkerCause::Protocol("it closed its channel and could not be reaped".to_owned()),
-            };
-            Shared::fail(&mut state, cause);
-        }
-        state.ended = Some(status);
-        drop(state);
-        self.changed.notify_all();
+        self.table.end(status, |status| match status {
+            Some(status) => WorkerCause::of(*status),
+            None => WorkerCause::Protocol("it closed its channel and could not be reaped".to_owned()),
+        });
     }
 
     /// Hands `frame`, and the descriptors that came with it, to the request it answers: `Err`
@@ -560,30 +475,15 @@ impl Shared {
             (_, Err(fds)) if fds.is_empty() => None,
             (kind, _) => return Err(format!("it sent a descriptor with a {kind:?} frame")),
         };
-        let mut state = self.state.lock();
-        match state.pending.get_mut(&frame.id) {
-            Some(slot) => match *slot {
-                Slot::Waiting(expect) if expect.accepts(frame.kind) => {
-                    *slot = Slot::Answered(frame.kind, frame.payload.to_vec(), fd);
-                }
-                Slot::Waiting(expect) => {
-                    return Err(format!(
-                        "it answered request {} ({expect:?}) with a {:?} frame",
-                        frame.id, frame.kind
-                    ));
-                }
-                Slot::Answered(..) => return Err(format!("it answered request {} twice", frame.id)),
-            },
-            None => {
-                return Err(format!(
-                    "it sent a {:?} frame for request {}, which is not in flight",
-                    frame.kind, frame.id
-                ));
-            }
-        }
-        drop(state);
-        self.changed.notify_all();
-        Ok(())
+        let accept = |expect: &Expect| match expect.accepts(frame.kind) {
+            true => Ok((frame.kind, frame.payload.to_vec(), fd)),
+            false => Err(format!(
+                "it answered request {} ({expect:?}) with a {:?} frame",
+                frame.id, frame.kind
+            )),
+        };
+        self.table
+            .answer(frame.id, &format!("a {:?} frame", frame.kind), accept)
     }
 }
 
