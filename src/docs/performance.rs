@@ -52,10 +52,10 @@
 //! | an eager set | 657 KiB |
 //! | an eager set and `catalog()` | +15 KiB: only a program that calls `catalog()` pays for it |
 //! | an eager set and an on-demand set | +0 KiB: the on-demand judgement and first-use mapping share the load path, so every program carries them |
-//! | an eager set, an on-demand set and `catalog()` | 675 KiB (budget 680 KiB) |
+//! | an eager set, an on-demand set and `catalog()` | 674 KiB (budget 680 KiB) |
 //! | the `watch` feature | only with the feature on (notify and the watcher thread) |
-//! | the `isolate` feature, `HostBuilder::isolated` not called | +43 KiB: the worker's side (its early hook in `.init_array`, which the linker keeps whatever calls it, and the worker's loop, mapping and call threads): any program built with the feature can be re-run as a worker |
-//! | an isolated set (`HostBuilder::isolated`) | +233 KiB: the worker's side and the host's (the spawn through `std::process::Command`, the channel and its reader thread, the frames), linked only by a program that calls `isolated()` |
+//! | the `isolate` feature, `HostBuilder::isolated` not called | +73 KiB: the worker's side (its early hook in `.init_array`, which the linker keeps whatever calls it, and the worker's loop, mapping, shared regions and call threads): any program built with the feature can be re-run as a worker |
+//! | an isolated set (`HostBuilder::isolated`) | +279 KiB: the worker's side and the host's (the spawn through `std::process::Command`, the channel and its reader thread, the frames, the dependencies' and regions' descriptors), linked only by a program that calls `isolated()` |
 //!
 //! Without the feature a program carries none of the worker; `Lease::call` (message passes
 //! in an ordinary set) and the errors of isolated sets are in every program.
