@@ -87,9 +87,15 @@ impl<S: ReadAt> Elf<S> {
     }
 
     /// The plugin's manifest, read from its `dylease` notes in the `PT_NOTE` segments that
-    /// lie inside the file (see [`manifest`] for the format), after the header check:
-    /// `Ok(None)` when it has no dylease note. The section headers are not read, and no
-    /// byte outside the note segments (and the headers that locate them) is.
+    /// lie inside the file (see [`manifest`] for the format): `Ok(None)` when it has no
+    /// dylease note. The section headers are not read, and no byte outside the note segments
+    /// (and the headers that locate them) is.
+    ///
+    /// A file built for another machine has its manifest read too: only its identification
+    /// bytes are checked (the ELF magic, a valid class and byte order), not the machine, and
+    /// every field is read in the file's byte order (`EI_DATA`), so that the manifest of a
+    /// plugin cross-built for a big-endian machine (s390x, ppc64) can be shown beside
+    /// [`Elf::check`]'s refusal of it.
     ///
     /// Refused with the cause: a dylease note truncated by its segment's end, a string
     /// length past its record, a name that is not UTF-8, two plugin records that disagree, a
@@ -99,7 +105,7 @@ impl<S: ReadAt> Elf<S> {
     /// [`manifest::MAX_NOTE_BYTES`]). A damaged note of another owner is not refused. Each
     /// segment is read once, however many program headers list it.
     pub fn manifest(&self) -> Result<Option<Manifest>, Refusal> {
-        header::check(self).map_err(Refusal)?;
+        header::identified(self).map_err(Refusal)?;
         manifest::read(self).map_err(Refusal)
     }
 }
