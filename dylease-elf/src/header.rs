@@ -46,7 +46,7 @@ pub(crate) fn check<S: ReadAt>(file: &Elf<S>) -> Result<(), String> {
 
 /// How much of a library the first read takes: a page, which holds the headers of ordinary
 /// libraries.
-const FIRST_READ: usize = 4096;
+pub(crate) const FIRST_READ: usize = 4096;
 
 /// Where a sound ELF header says its program header table is, and how to read it.
 #[derive(Debug)]

@@ -43,6 +43,7 @@
 #![deny(missing_docs)]
 
 mod consts;
+mod fingerprint;
 mod header;
 mod layout;
 pub mod manifest;
@@ -107,6 +108,27 @@ impl<S: ReadAt> Elf<S> {
     pub fn manifest(&self) -> Result<Option<Manifest>, Refusal> {
         header::identified(self).map_err(Refusal)?;
         manifest::read(self).map_err(Refusal)
+    }
+
+    /// Feeds `state` with what the header check, [`Elf::manifest`] and [`Elf::linkage`] read
+    /// of the file, and nothing else: its length, its ELF header and program header table,
+    /// the bytes of its `PT_NOTE` segments, its dynamic section up to `DT_NULL` (where the
+    /// loader reads it) and the strings of the dynamic entries the [`Linkage`] holds. A
+    /// caller that keeps those readings of a file (a cache keyed by the file's status, say)
+    /// reads a few KB of it again at a later opening, fingerprints them, and parses the file
+    /// again if the fingerprint differs: its bytes changed without its status showing it (a
+    /// write through a shared mapping).
+    ///
+    /// Not fed: the tables only the structural check and [`Elf::pins`] read (symbols, hash
+    /// tables, relocations, version records, unwind tables) and the code. The bytes read are
+    /// kept by this `Elf`, so that the readings made of it afterwards read the same bytes.
+    ///
+    /// `Err` if the file cannot be read, or holds in these parts more than the readers walk
+    /// (note segments past [`manifest::MAX_NOTE_BYTES`] or [`manifest::MAX_NOTE_SEGMENTS`], a
+    /// dynamic section or a linkage string of more than 1 MiB): there is no fingerprint to
+    /// compare then.
+    pub fn fingerprint(&self, state: &mut impl std::hash::Hasher) -> std::io::Result<()> {
+        fingerprint::fingerprint(self, state)
     }
 }
 
