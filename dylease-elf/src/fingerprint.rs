@@ -47,11 +47,19 @@ const STRING_TAGS: [u64; 8] = [
 pub(crate) fn fingerprint<S: ReadAt>(file: &Elf<S>, state: &mut impl Hasher) -> io::Result<()> {
     let len = file.file_len();
     state.write_u64(len);
-    // The first page, as the header check reads it: the reader keeps it, and the checks that
-    // follow find the headers there.
-    let mut first = vec![0; FIRST_READ.min(usize::try_from(len).unwrap_or(FIRST_READ))];
-    let got = file.read_exactly(&mut first, 0)?;
-    first.truncate(got);
+    // The first page, as the header check reads it (the whole file if it is small, which the
+    // reader then holds): the reader keeps it, and the checks that follow find the headers
+    // there.
+    let first_len = FIRST_READ.min(usize::try_from(len).unwrap_or(FIRST_READ));
+    let first: Cow<'_, [u8]> = match file.whole() {
+        Some(whole) => Cow::Borrowed(&whole[..first_len]),
+        None => {
+            let mut first = vec![0; first_len];
+            let got = file.read_exactly(&mut first, 0)?;
+            first.truncate(got);
+            Cow::Owned(first)
+        }
+    };
     let Ok(form) = header::identify(&first, len) else {
         // Not an ELF file: what the header check judged is its first bytes.
         state.write(&first);
@@ -86,16 +94,18 @@ pub(crate) fn fingerprint<S: ReadAt>(file: &Elf<S>, state: &mut impl Hasher) -> 
 /// The `PT_NOTE` segments inside the file, each distinct one once, as
 /// `manifest::read` walks them and within its caps.
 fn notes<S: ReadAt>(file: &Elf<S>, first: &[u8], segments: &[Segment], state: &mut impl Hasher) -> io::Result<()> {
-    let mut walked = std::collections::HashSet::new();
+    // Few: a library has two or three. (More than the cap end the walk.)
+    let mut walked = Vec::new();
     let mut total = 0;
     for note in segments.iter().filter(|s| s.kind == PT_NOTE) {
         let inside = note
             .offset
             .checked_add(note.filesz)
             .is_some_and(|end| end <= file.file_len());
-        if !inside || note.filesz == 0 || !walked.insert((note.offset, note.filesz)) {
+        if !inside || note.filesz == 0 || walked.contains(&(note.offset, note.filesz)) {
             continue;
         }
+        walked.push((note.offset, note.filesz));
         total += note.filesz;
         if walked.len() > MAX_NOTE_SEGMENTS || total > MAX_NOTE_BYTES {
             return Err(io::Error::other("more note segments than the manifest reader reads"));
@@ -116,14 +126,13 @@ fn dynamic<S: ReadAt>(
     segments: &[Segment],
     state: &mut impl Hasher,
 ) -> io::Result<()> {
-    let loads: Vec<&Segment> = segments.iter().filter(|s| s.kind == PT_LOAD).collect();
     // Where the loader reads `[vaddr, vaddr + size)`: the file-backed part of a loadable
     // segment holding all of it.
     let offset_of = |vaddr: u64, size: u64| {
         let end = vaddr.checked_add(size)?;
-        let load = loads
-            .iter()
-            .find(|l| l.vaddr <= vaddr && l.vaddr.checked_add(l.filesz).is_some_and(|e| end <= e))?;
+        let load = segments.iter().find(|l| {
+            l.kind == PT_LOAD && l.vaddr <= vaddr && l.vaddr.checked_add(l.filesz).is_some_and(|e| end <= e)
+        })?;
         load.offset.checked_add(vaddr - load.vaddr)
     };
     let Some(dynamic) = segments.iter().rfind(|s| s.kind == PT_DYNAMIC) else {
@@ -141,18 +150,24 @@ fn dynamic<S: ReadAt>(
         state.write_u8(4);
         return Ok(());
     };
-    let entry = 2 * form.word_size() as usize;
-    let mut entries = Vec::new();
-    for raw in bytes.chunks_exact(entry) {
-        let (tag, value) = (form.word(raw, 0), form.word(raw, entry / 2));
-        state.write(raw);
-        if tag == DT_NULL {
-            break;
+    // One walk of the entries up to DT_NULL: the last DT_STRTAB and DT_STRSZ (the loader
+    // keeps the last), and the values of the entries whose strings the linkage holds.
+    let size = 2 * form.word_size() as usize;
+    let (mut strtab, mut strsz, mut strings) = (None, None, Vec::new());
+    let mut end = 0;
+    for raw in bytes.chunks_exact(size) {
+        end += size;
+        let (tag, value) = (form.word(raw, 0), form.word(raw, size / 2));
+        match tag {
+            DT_NULL => break,
+            DT_STRTAB => strtab = Some(value),
+            DT_STRSZ => strsz = Some(value),
+            _ if STRING_TAGS.contains(&tag) => strings.push(value),
+            _ => {}
         }
-        entries.push((tag, value));
     }
-    let last = |wanted: u64| entries.iter().rev().find(|(tag, _)| *tag == wanted).map(|&(_, v)| v);
-    let (Some(strtab), Some(strsz)) = (last(DT_STRTAB), last(DT_STRSZ)) else {
+    state.write(&bytes[..end]);
+    let (Some(strtab), Some(strsz)) = (strtab, strsz) else {
         state.write_u8(5);
         return Ok(());
     };
@@ -165,7 +180,7 @@ fn dynamic<S: ReadAt>(
     } else {
         None
     };
-    for &(_, value) in entries.iter().filter(|(tag, _)| STRING_TAGS.contains(tag)) {
+    for value in strings {
         if value >= strsz {
             state.write_u8(7);
             continue;
