@@ -301,6 +301,106 @@ fn the_catalog_describes_every_plugin_without_running_any_of_their_code() {
     drop(lease);
 }
 
+/// A 64-bit big-endian ELF shared object for s390x (ELF machine 22) whose only program header
+/// is a PT_NOTE segment holding a complete manifest: plugin `name` `version` of ABI version 2,
+/// and `passes` (name, interface). Built byte by byte, as the format of `dylease_elf::manifest`
+/// lays it out: what a plugin cross-built for s390x carries, without a cross compiler.
+fn big_endian_plugin(name: &str, version: &str, passes: &[(&str, &str)]) -> Vec<u8> {
+    let string = |text: &str| {
+        let mut bytes = ((text.len() + 1) as u32).to_be_bytes().to_vec();
+        bytes.extend_from_slice(text.as_bytes());
+        bytes.push(0);
+        bytes.resize(4 + (text.len() + 1).next_multiple_of(4), 0);
+        bytes
+    };
+    let note = |kind: u32, desc: Vec<u8>| {
+        let mut bytes = [8, desc.len() as u32, kind].map(u32::to_be_bytes).concat();
+        bytes.extend_from_slice(b"dylease\0");
+        bytes.extend_from_slice(&desc);
+        bytes
+    };
+    let mut plugin = [1u32, 2, 1].map(u32::to_be_bytes).concat();
+    plugin.extend(string(name));
+    plugin.extend(string(version));
+    let mut notes = note(1, plugin);
+    for (pass, interface) in passes {
+        let mut desc = 0u32.to_be_bytes().to_vec();
+        desc.extend(string(pass));
+        desc.extend(string(interface));
+        notes.extend(note(2, desc));
+    }
+    let mut bytes = vec![0u8; 64];
+    bytes[..7].copy_from_slice(b"\x7fELF\x02\x02\x01");
+    bytes[16..18].copy_from_slice(&3u16.to_be_bytes());
+    bytes[18..20].copy_from_slice(&22u16.to_be_bytes());
+    bytes[20..24].copy_from_slice(&1u32.to_be_bytes());
+    bytes[32..40].copy_from_slice(&64u64.to_be_bytes());
+    bytes[52..54].copy_from_slice(&64u16.to_be_bytes());
+    bytes[54..56].copy_from_slice(&56u16.to_be_bytes());
+    bytes[56..58].copy_from_slice(&1u16.to_be_bytes());
+    let at = 64 + 56u64;
+    let size = notes.len() as u64;
+    let header = [
+        &4u32.to_be_bytes()[..],
+        &4u32.to_be_bytes(),
+        &at.to_be_bytes(),
+        &at.to_be_bytes(),
+        &at.to_be_bytes(),
+        &size.to_be_bytes(),
+        &size.to_be_bytes(),
+        &4u64.to_be_bytes(),
+    ]
+    .concat();
+    bytes.extend(header);
+    bytes.extend(notes);
+    bytes
+}
+
+/// A plugin cross-built for a big-endian machine (s390x) is described by `catalog()`: its
+/// manifest, read in the file's byte order, and the reason this host cannot load it, naming
+/// both byte orders and the file's machine; a load refuses it for that reason. Caught: the
+/// manifest read little-endian whatever the file (it is refused as corrupt), or read only for
+/// files the ELF check passes (the catalog shows none).
+#[test]
+#[cfg(target_endian = "little")]
+fn the_catalog_describes_a_plugin_built_for_a_big_endian_machine_and_why_this_host_cannot_load_it() {
+    let dir = TestDir::new("manifest-big-endian");
+    let lib = dir.path().join("libcross.so");
+    let passes = [("fold", "demo.graph_pass/1"), ("plain", "")];
+    std::fs::write(&lib, big_endian_plugin("cross", "2.0", &passes)).unwrap();
+    std::fs::set_permissions(&lib, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // SAFETY: the catalog maps nothing; the load is refused before the file is mapped.
+    let host = unsafe { PluginHost::builder().file(&lib) }.build().unwrap();
+    let catalog = host.catalog().unwrap();
+    let manifest = catalog[0].manifest().expect("the manifest of a big-endian plugin");
+    assert_eq!(
+        (
+            manifest.name(),
+            manifest.version(),
+            manifest.abi_version(),
+            manifest.is_complete()
+        ),
+        ("cross", "2.0", Some(2), true)
+    );
+    let declared: Vec<_> = manifest
+        .passes()
+        .iter()
+        .map(|p| (p.name.as_str(), p.interface.as_deref()))
+        .collect();
+    assert_eq!(declared, [("fold", Some("demo.graph_pass/1")), ("plain", None)]);
+    let why = "it is built for a big-endian machine (s390x, ELF machine 22), but this process runs on a \
+               little-endian one";
+    let refusal = catalog[0].refusal().expect("a refusal");
+    assert!(
+        matches!(refusal, Error::Open { path, cause: OpenCause::Headers, .. } if path == &lib)
+            && refusal.to_string().contains(why),
+        "{refusal:?}"
+    );
+    let error = host.acquire().map(drop).unwrap_err();
+    assert_eq!(error.to_string(), refusal.to_string());
+    assert!(!mapped(&lib));
+}
+
 /// The Rust plugin that declares its passes in `export_plugin!` (`examples/plugins/folding.rs`)
 /// carries a complete manifest naming the passes it registers, with their interfaces, its
 /// name, version and ABI version; stripping the file or dropping its section headers leaves
