@@ -239,6 +239,45 @@ fn a_manifest_declaring_a_pass_the_plugin_does_not_register_fails_the_load_namin
     assert_unloaded(&lib);
 }
 
+/// A complete manifest declaring a pass under an interface (`seven`, `test.int_op/1`) that
+/// the plugin registers untyped fails the load, naming the pass, both interfaces and the
+/// file; an on-demand set, which lists the pass under the declared interface, refuses its
+/// first use, so that the untyped function is never handed out as typed.
+#[test]
+fn a_pass_declared_typed_but_registered_untyped_fails_the_load_naming_both() {
+    let dir = TestDir::new("manifest-retyped");
+    let lib = dir.add("by_hand_retyped_manifest", "libretyped.so");
+    let difference = "it registered pass `seven` (untyped), but its manifest declares it (interface `test.int_op/1`)";
+    // SAFETY: the suite's own fixture, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
+    let error = host.acquire().unwrap_err();
+    let message = error.to_string();
+    assert!(
+        matches!(&error, Error::ManifestMismatch { .. })
+            && message.contains(&lib.display().to_string())
+            && message.contains(difference),
+        "{error:?}"
+    );
+    assert_unloaded(&lib);
+
+    // SAFETY: as above.
+    let on_demand = unsafe { PluginHost::builder().file(&lib) }.on_demand().build().unwrap();
+    let lease = on_demand.acquire().unwrap();
+    let error = lease
+        .get::<crate::on_demand::IntOp>("seven")
+        .map(drop)
+        .expect_err("an untyped pass was handed out as `test.int_op/1`");
+    let Error::MapFailed { cause, .. } = &error else {
+        panic!("{error:?}")
+    };
+    assert!(
+        matches!(&**cause, Error::ManifestMismatch { .. }) && cause.to_string().contains(difference),
+        "{cause:?}"
+    );
+    drop(lease);
+    assert_unloaded(&lib);
+}
+
 /// `catalog()` describes every plugin of a directory from its file alone: the manifest of
 /// one that has one, the trust refusal of a file others can write, the ABI refusal of a
 /// later plugin, the pin prediction of a `-z nodelete` library. No constructor ran; loading
