@@ -486,3 +486,190 @@ fn a_rust_plugin_registering_in_a_closure_has_an_incomplete_manifest() {
         assert!(manifest.passes.is_empty(), "{file}");
     }
 }
+
+/// A seeded xorshift64* generator: the same cases on every run (the generator of the ELF
+/// crate's mutation tests, whose mutated manifests are files built in memory, private to that
+/// crate's tests).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// The bytes of the dylease notes of a 64-bit little-endian library that the header's macros
+/// built: from the first note of owner `dylease` to the end of the last (this test's own
+/// reading of the note format).
+fn dylease_notes(bytes: &[u8]) -> std::ops::Range<usize> {
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    let owners: Vec<usize> = (12..bytes.len() - 8)
+        .filter(|&at| &bytes[at..at + 8] == b"dylease\0" && u32_at(at - 12) == 8)
+        .collect();
+    let (first, last) = (owners[0], *owners.last().unwrap());
+    let end = last + 8 + (u32_at(last - 8) as usize).next_multiple_of(4);
+    first - 12..end
+}
+
+/// `original` with one to three mutations inside `notes`: a bit flipped, a byte set, or a
+/// 4-byte field written with a value worth trying (the ELF crate's mutation test's kinds).
+fn mutate_notes(rng: &mut Rng, original: &[u8], notes: &std::ops::Range<usize>) -> (Vec<u8>, String) {
+    let mut bytes = original.to_vec();
+    let mut what = Vec::new();
+    for _ in 0..1 + rng.below(3) {
+        let at = notes.start + rng.below(notes.len());
+        match rng.below(3) {
+            0 => {
+                bytes[at] ^= 1 << rng.below(8);
+                what.push(format!("flip a bit at {at}"));
+            }
+            1 => {
+                bytes[at] = rng.next() as u8;
+                what.push(format!("set byte {at}"));
+            }
+            _ => {
+                let at = (at & !3).max(notes.start).min(notes.end - 4);
+                let values = [
+                    0,
+                    1,
+                    2,
+                    3,
+                    8,
+                    99,
+                    0xffff,
+                    u32::MAX,
+                    notes.len() as u32,
+                    rng.next() as u32,
+                ];
+                let value = values[rng.below(values.len())];
+                bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+                what.push(format!("write {value:#x} at {at}"));
+            }
+        }
+    }
+    (bytes, what.join(", "))
+}
+
+/// Whether `error` is a refusal a load makes before running any of the plugin's code (the
+/// trust check, the ELF check, the manifest's reading and its ABI gate).
+fn before_code(error: &Error) -> bool {
+    matches!(
+        error,
+        Error::Untrusted { .. }
+            | Error::Open {
+                cause: OpenCause::Headers | OpenCause::Manifest,
+                ..
+            }
+            | Error::AbiMismatch { declared: true, .. }
+    )
+}
+
+/// Whether the constructor of the `demand.c` plugin at `lib` ran (it logs itself).
+fn constructed(lib: &Path) -> bool {
+    std::fs::read_to_string(beside(lib, ".log")).is_ok_and(|log| log.lines().any(|l| l == "constructor"))
+}
+
+/// Runs `f`, failing the test, naming `case`, if it panics.
+fn no_panic<R>(case: &str, f: impl FnOnce() -> R) -> R {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| panic!("{case}: panicked"))
+}
+
+/// Mutated manifests of a real plugin (`demand.c`, a complete manifest of a plugin record and
+/// three passes), each through `catalog()`, an eager `acquire()` and an on-demand `acquire()`
+/// with the first use of a listed pass: never a panic; never a constructor before a refusal
+/// (a load refused before its code runs leaves no constructor in the plugin's log, and a load
+/// that succeeds or fails later shows it, so the log works); and the catalog's refusal is the
+/// eager load's refusal before code, word for word, or neither refuses. Caught: a refusal
+/// after the constructor of what the manifest should have refused before it (the ABI gate
+/// after the mapping, say), and a catalog that judges otherwise than a load.
+#[test]
+fn mutated_manifests_never_panic_and_never_run_a_constructor_before_a_refusal() {
+    let original = std::fs::read(crate::support::fixture("demand_fuzzed")).unwrap();
+    let notes = dylease_notes(&original);
+    let dir = TestDir::new("manifest-mutations");
+    let (eager_dir, demand_dir) = (dir.sub("eager"), dir.sub("on_demand"));
+    let mut rng = Rng(0x5eed_d11e_a5e0_0005);
+    let (mut before, mut after, mut loaded) = (0, 0, 0);
+    for n in 0..300 {
+        let (bytes, what) = mutate_notes(&mut rng, &original, &notes);
+        let case = format!("case {n} ({what})");
+        let write = |dir: &Path| {
+            let lib = dir.join(format!("libfuzzed{n}.so"));
+            std::fs::write(&lib, &bytes).unwrap();
+            std::fs::set_permissions(&lib, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+            lib
+        };
+        let (lib, demand) = (write(&eager_dir), write(&demand_dir));
+
+        // SAFETY: mutations of this suite's own fixture, inside its manifest notes only
+        // (which the loader does not read): its initialisation code is the fixture's.
+        let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
+        let catalog = no_panic(&case, || host.catalog()).unwrap();
+        assert!(!constructed(&lib), "{case}: the catalog ran the constructor");
+        let predicted = catalog[0].refusal().map(ToString::to_string);
+        let outcome = no_panic(&case, || host.acquire().map(drop));
+        let refused = match &outcome {
+            Err(error) if before_code(error) => {
+                before += 1;
+                assert!(!constructed(&lib), "{case}: the constructor ran before {error}");
+                Some(error.to_string())
+            }
+            Err(error) => {
+                after += 1;
+                assert!(constructed(&lib), "{case}: {error}, and no constructor logged");
+                None
+            }
+            Ok(()) => {
+                loaded += 1;
+                assert!(constructed(&lib), "{case}: loaded, and no constructor logged");
+                None
+            }
+        };
+        assert_eq!(predicted, refused, "{case}: the catalog and the load disagree");
+        drop(host);
+        assert_unloaded(&lib);
+
+        // SAFETY: as above.
+        let host = unsafe { PluginHost::builder().file(&demand) }
+            .on_demand()
+            .build()
+            .unwrap();
+        match no_panic(&case, || host.acquire()) {
+            Err(error) => {
+                assert!(before_code(&error), "{case}: on demand, {error:?}");
+                assert!(!constructed(&demand), "{case}: the constructor ran before {error}");
+            }
+            Ok(lease) => {
+                let mapped = lease.plugins()[0].is_mapped();
+                assert_eq!(constructed(&demand), mapped, "{case}: mapped {mapped}");
+                let first = lease.passes().first().map(|pass| pass.name().to_owned());
+                if let Some(name) = first.filter(|_| !mapped) {
+                    // SAFETY: looked up (which maps the plugin), not called.
+                    let used = no_panic(&case, || {
+                        unsafe { lease.pass::<unsafe extern "C" fn()>(&name) }.map(drop)
+                    });
+                    match used {
+                        Err(Error::MapFailed { cause, .. }) if before_code(&cause) => {
+                            assert!(!constructed(&demand), "{case}: the constructor ran before {cause}");
+                        }
+                        _ => {}
+                    }
+                }
+                drop(lease);
+            }
+        }
+        drop(host);
+        assert_unloaded(&demand);
+    }
+    assert!(
+        before > 30 && after + loaded > 30,
+        "{before} refused before their code, {after} after, {loaded} loaded: the mutations do not reach both sides"
+    );
+}
