@@ -342,7 +342,7 @@
 //!   segments, the dynamic section and the linkage's strings: `dylease_elf::Elf::fingerprint`,
 //!   a few KB, the whole file if it is at most 64 KiB) and hashes it with std's SipHash under
 //!   a per-process random key; the entry is used only for that fingerprint
-//!   (`Opened::from_cache`). Another fingerprint at the same status: parsed again, and the
+//!   (`Opened::parse_was_cached`). Another fingerprint at the same status: parsed again, and the
 //!   file not cached at that status again (its entry stays, "unstable", found by neither
 //!   `lookup` nor `find`). A strict load keeps a closure it resolved by status only for a
 //!   descriptor that took that entry, and an on-demand first use refuses a file whose

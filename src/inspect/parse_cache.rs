@@ -527,6 +527,7 @@ mod tests {
     /// cached. Caught: the window set to zero, or to less than two seconds (a rewrite in the
     /// same coarse tick would keep a stale entry).
     #[test]
+    #[cfg(all(unix, not(target_vendor = "apple"), not(loom)))]
     fn a_file_loaded_within_the_racy_window_of_its_change_is_parsed_again() {
         let dir = crate::test_dir::TestDir::new("racy-window");
         let path = dir.join("lib.so");

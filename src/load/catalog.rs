@@ -85,7 +85,11 @@ pub(crate) fn catalog(sources: &[Source], trust: TrustPolicy) -> Result<Vec<Cata
                 // for another machine (a big-endian one, say) is described, with the reason
                 // this host cannot load it.
                 let verdict = opened.verify(&candidate.path);
-                let pinning = verdict.is_ok().then(|| opened.pinning()).unwrap_or_default();
+                let pinning = if verdict.is_ok() {
+                    opened.pinning()
+                } else {
+                    Pinning::default()
+                };
                 Ok((verdict, opened.manifest(&candidate.path), pinning))
             });
             match judged {

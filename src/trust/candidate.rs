@@ -110,7 +110,7 @@ impl Opened {
     /// Whether what was decided of this descriptor is the parse cache's entry for its status
     /// (the entry a look-up by that status, `parse_cache::find`, answers with), its bytes of
     /// the fingerprint the entry was made with.
-    pub(crate) fn from_cache(&self) -> bool {
+    pub(crate) fn parse_was_cached(&self) -> bool {
         self.from_cache
     }
 

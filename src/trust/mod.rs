@@ -215,7 +215,7 @@ pub(crate) fn open_checked(
         let resolved_for_this = candidate.resolved_by_status
             && candidate.listed.is_some()
             && candidate.listed == crate::inspect::parse_cache::key(&file.metadata)
-            && file.from_cache();
+            && file.parse_was_cached();
         if reopened && !resolved_for_this {
             // The closure was resolved for another descriptor or status, if at all: the load
             // resolves it again for this one (`Candidate::open`).

@@ -651,9 +651,10 @@ fn mutated_manifests_never_panic_and_never_run_a_constructor_before_a_refusal() 
                 assert_eq!(constructed(&demand), mapped, "{case}: mapped {mapped}");
                 let first = lease.passes().first().map(|pass| pass.name().to_owned());
                 if let Some(name) = first.filter(|_| !mapped) {
-                    // SAFETY: looked up (which maps the plugin), not called.
                     let used = no_panic(&case, || {
-                        unsafe { lease.pass::<unsafe extern "C" fn()>(&name) }.map(drop)
+                        // SAFETY: looked up (which maps the plugin), not called.
+                        let pass = unsafe { lease.pass::<unsafe extern "C" fn()>(&name) };
+                        pass.map(drop)
                     });
                     match used {
                         Err(Error::MapFailed { cause, .. }) if before_code(&cause) => {

@@ -347,7 +347,7 @@ fn dynamic_entry(bytes: &[u8], tag: u64) -> usize {
         .map(|i| phoff + 56 * i)
         .filter(|&entry| u32::from_le_bytes(bytes[entry..entry + 4].try_into().unwrap()) == 2)
         .map(|entry| word(entry + 8) as usize)
-        .last()
+        .next_back()
         .expect("a PT_DYNAMIC");
     (0..)
         .map(|i| dynamic + 16 * i)
@@ -373,9 +373,6 @@ fn status_of(path: &Path) -> [i64; 8] {
     ]
 }
 
-/// `TMPFS_MAGIC`: `statfs`'s `f_type` of a tmpfs.
-const TMPFS_MAGIC: i64 = 0x0102_1994;
-
 /// Whether `dir` is on a tmpfs.
 fn on_tmpfs(dir: &Path) -> bool {
     let name = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str())).unwrap();
@@ -385,7 +382,7 @@ fn on_tmpfs(dir: &Path) -> bool {
         return false;
     }
     // SAFETY: `statfs` succeeded and filled it.
-    unsafe { stat.assume_init() }.f_type as i64 == TMPFS_MAGIC
+    unsafe { stat.assume_init() }.f_type == libc::TMPFS_MAGIC
 }
 
 /// A tmpfs directory this process may create files in: `/dev/shm`, else another tmpfs mount
@@ -673,8 +670,9 @@ fn writes_through_a_shared_mapping_on_a_tmpfs_of_its_own_are_seen() {
     crate::bounded::bounded("the tmpfs of its own", Duration::from_secs(60), || {
         // SAFETY: `unshare` has no memory preconditions; CLONE_NEWNS gives this thread (and
         // only it: it also unshares the file system attributes) a mount namespace of its own.
+        let unshared = unsafe { libc::unshare(libc::CLONE_NEWNS) };
         assert_eq!(
-            unsafe { libc::unshare(libc::CLONE_NEWNS) },
+            unshared,
             0,
             "unshare: {} (run as root)",
             std::io::Error::last_os_error()
