@@ -381,9 +381,15 @@ impl Deferred {
             return Err(candidate.replaced_since_acquire());
         }
         candidate.checked = self.checked;
-        candidate
-            .open(&mut checks, trust, deadline)
-            .and_then(Verified::register)
+        let replaced = candidate.replaced_since_acquire();
+        let verified = candidate.open(&mut checks, trust, deadline)?;
+        // The set lists the passes of the manifest judged at acquire, and hands the mapping's
+        // callables to them by name: the file must declare the same now (a write through a
+        // shared mapping keeps the file's status, which `open` holds it to).
+        if verified.manifest.as_deref() != Some(&*self.manifest) {
+            return Err(replaced);
+        }
+        verified.register()
     }
 }
 
