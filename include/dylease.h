@@ -28,6 +28,15 @@
  *         static const char *npu_present(void) { return have_npu() ? NULL : "no NPU device found"; }
  *         DYLEASE_REGISTER_CHECK(npu_present)
  *
+ *     DYLEASE_MESSAGE_PASS registers a pass that takes and returns bytes (dylease_message_fn):
+ *     the one kind of pass a host can also call in an isolated set, where the plugin runs in
+ *     a worker process that function pointers cannot reach:
+ *
+ *         static int32_t upper(const uint8_t *in, size_t len, dylease_out *out, void *data) {
+ *             ... return out->write(out, bytes, n) == 0 ? 0 : 1;
+ *         }
+ *         DYLEASE_MESSAGE_PASS("upper", upper)
+ *
  *     Link it with the version script dylease.map (next to this header), which keeps only
  *     dylease_plugin_v1 global: a C++ plugin without it is usually never unloaded by glibc.
  *
@@ -100,6 +109,7 @@
 #ifndef DYLEASE_H
 #define DYLEASE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -129,6 +139,21 @@ typedef struct dylease_plugin {
     /* abi_version >= 2: */
     int32_t (*on_load)(void); /* may be NULL; once per instance, before its first register_passes; 0 = ok */
 } dylease_plugin;
+
+/* Message passes (interface DYLEASE_MESSAGE_INTERFACE): bytes in, bytes out. The one kind of
+ * pass a host can call in a plugin running in another process (an isolated set); an ordinary
+ * set calls the same pass directly. No ABI change: a message pass is a typed pass. */
+#define DYLEASE_MESSAGE_INTERFACE "dylease.message/1"
+/* Where a message pass appends its output: write(out, bytes, len) appends len bytes and
+ * returns 0, non-zero when the host refuses them (the pass should then fail). Valid only
+ * during the call that received it, on that thread. ctx is the host's. */
+typedef struct dylease_out {
+    void *ctx;
+    int32_t (*write)(struct dylease_out *out, const uint8_t *bytes, size_t len);
+} dylease_out;
+/* A message pass: reads in_len bytes at in (NULL allowed when in_len is 0), appends its output
+ * through out, returns 0 on success or a status of its own, which fails the call with it. */
+typedef int32_t (*dylease_message_fn)(const uint8_t *in, size_t in_len, dylease_out *out, void *user_data);
 
 #if defined(_WIN32)
 #define DYLEASE_EXPORT __declspec(dllexport)
@@ -264,6 +289,16 @@ extern DYLEASE_HIDDEN dylease_check_node **dylease_check_list_tail;
 
 /* Registers `pass_fn` (any function) under `pass_name` (a string literal). */
 #define DYLEASE_PASS(pass_name, pass_fn) DYLEASE_PASS_WITH_DATA(pass_name, pass_fn, DYLEASE_NULL_)
+
+/* Registers the message pass `pass_fn` (a dylease_message_fn: the compiler checks it) under
+ * `pass_name` (a string literal), as a typed pass of DYLEASE_MESSAGE_INTERFACE: callable in
+ * an ordinary set and in an isolated one (the host's Lease::call). */
+#define DYLEASE_MESSAGE_PASS_AT_(pass_name, pass_fn, id)                                      \
+    __attribute__((unused)) static const dylease_message_fn DYLEASE_CAT(dylease_message_check_, id) = \
+        pass_fn;                                                                              \
+    DYLEASE_TYPED_PASS(pass_name, DYLEASE_MESSAGE_INTERFACE, pass_fn)
+#define DYLEASE_MESSAGE_PASS_AT(pass_name, pass_fn, id) DYLEASE_MESSAGE_PASS_AT_(pass_name, pass_fn, id)
+#define DYLEASE_MESSAGE_PASS(pass_name, pass_fn) DYLEASE_MESSAGE_PASS_AT(pass_name, pass_fn, __COUNTER__)
 
 #define DYLEASE_CHECK_AT_(check_fn, id)                                                       \
     static dylease_check_node DYLEASE_CAT(dylease_check_node_, id) = {check_fn, DYLEASE_NULL_}; \

@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# What a default-features application pays for dylease, as a new user would measure it: two
-# stripped release builds, an application that builds a host over a directory and acquires a
-# lease, and the same application without dylease (it lists the directory instead). Prints
-# the difference and fails if it exceeds the release budget below, so a change that grows it
-# is seen; the figure in `docs::performance` ("Binary cost") is re-measured whenever this changes.
+# What a default-features application pays for dylease, as a new user would measure it, part by
+# part: stripped release builds of a program without dylease (it lists the directory instead),
+# and of programs that build a host over a directory and acquire a lease: an eager set alone;
+# with `catalog()`; with an on-demand set; and with all three (eager, on-demand, catalog()).
+# Then, with the `isolate` feature on: the eager program unchanged, and one whose host is
+# isolated. Prints what each pays over the program without dylease, and what each part adds to
+# the eager program, and fails if the eager program or the three-part one exceeds its budget
+# below, so a change that grows either is seen; the figures in `docs::performance` ("Binary
+# cost") are re-measured whenever this changes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
 # The budget, in bytes: what `docs::performance` ("Binary cost") accounts for, part by part.
 budget=$((660 * 1024))
+budget_three=$((680 * 1024))
 
 work="$root/target/binary-size"
-mkdir -p "$work/with/src" "$work/without/src"
+mkdir -p "$work/with/src" "$work/without/src" "$work/catalog/src" "$work/on_demand/src" "$work/three/src" \
+  "$work/isolate_on/src" "$work/isolated/src"
 write_manifest() {
   cat >"$1/Cargo.toml" <<TOML
 [package]
@@ -32,11 +38,29 @@ TOML
 }
 write_manifest "$work/with" with "dylease = { path = \"$root\" }"
 write_manifest "$work/without" without ""
+for app in catalog on_demand three; do
+  write_manifest "$work/$app" "$app" "dylease = { path = \"$root\" }"
+done
+for app in isolate_on isolated; do
+  write_manifest "$work/$app" "$app" "dylease = { path = \"$root\", features = [\"isolate\"] }"
+done
 cat >"$work/with/src/main.rs" <<'RUST'
 fn main() {
     let dir = std::env::args().nth(1).unwrap_or_else(|| "plugins".into());
     // SAFETY: a measurement program; the directory's plugins are its caller's.
     let host = unsafe { dylease::PluginHost::builder().dir(dir) }.build().unwrap();
+    match host.acquire() {
+        Ok(lease) => println!("{} plugins", lease.plugins().len()),
+        Err(error) => println!("{error}"),
+    }
+}
+RUST
+cp "$work/with/src/main.rs" "$work/isolate_on/src/main.rs"
+cat >"$work/isolated/src/main.rs" <<'RUST'
+fn main() {
+    let dir = std::env::args().nth(1).unwrap_or_else(|| "plugins".into());
+    // SAFETY: a measurement program; the directory's plugins are its caller's.
+    let host = unsafe { dylease::PluginHost::builder().dir(dir) }.isolated().build().unwrap();
     match host.acquire() {
         Ok(lease) => println!("{} plugins", lease.plugins().len()),
         Err(error) => println!("{error}"),
@@ -49,15 +73,73 @@ fn main() {
     println!("{}", std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0));
 }
 RUST
-for app in with without; do
+cat >"$work/catalog/src/main.rs" <<'RUST'
+fn main() {
+    let dir = std::env::args().nth(1).unwrap_or_else(|| "plugins".into());
+    // SAFETY: a measurement program; the directory's plugins are its caller's.
+    let host = unsafe { dylease::PluginHost::builder().dir(dir) }.build().unwrap();
+    for entry in host.catalog().unwrap() {
+        println!("{:?} {:?}", entry.manifest().map(|m| m.name().to_owned()), entry.refusal().is_some());
+    }
+    match host.acquire() {
+        Ok(lease) => println!("{} plugins", lease.plugins().len()),
+        Err(error) => println!("{error}"),
+    }
+}
+RUST
+cat >"$work/on_demand/src/main.rs" <<'RUST'
+fn main() {
+    let dir = std::env::args().nth(1).unwrap_or_else(|| "plugins".into());
+    // SAFETY: a measurement program; the directory's plugins are its caller's.
+    let host = unsafe { dylease::PluginHost::builder().dir(dir) }.on_demand().build().unwrap();
+    match host.acquire() {
+        Ok(lease) => println!("{} plugins", lease.plugins().len()),
+        Err(error) => println!("{error}"),
+    }
+}
+RUST
+cat >"$work/three/src/main.rs" <<'RUST'
+fn main() {
+    let dir = std::env::args().nth(1).unwrap_or_else(|| "plugins".into());
+    // SAFETY: a measurement program; the directory's plugins are its caller's.
+    let eager = unsafe { dylease::PluginHost::builder().dir(&dir) }.build().unwrap();
+    // SAFETY: as above.
+    let lazy = unsafe { dylease::PluginHost::builder().dir(&dir) }.on_demand().build().unwrap();
+    for entry in eager.catalog().unwrap() {
+        println!("{:?} {:?}", entry.manifest().map(|m| m.name().to_owned()), entry.refusal().is_some());
+    }
+    match (eager.acquire(), lazy.acquire()) {
+        (Ok(a), Ok(b)) => println!("{} {} plugins", a.plugins().len(), b.plugins().len()),
+        (Err(error), _) | (_, Err(error)) => println!("{error}"),
+    }
+}
+RUST
+for app in with without catalog on_demand three isolate_on isolated; do
   cargo build --quiet --release --manifest-path "$work/$app/Cargo.toml" --target-dir "$work/target"
 done
-with=$(stat -c %s "$work/target/release/with")
-without=$(stat -c %s "$work/target/release/without")
+size() { stat -c %s "$work/target/release/$1"; }
+without=$(size without)
+with=$(size with)
 cost=$((with - without))
-printf 'binary cost of dylease (default features, stripped release): %d bytes (%d KiB); budget %d KiB\n' \
-  "$cost" $((cost / 1024)) $((budget / 1024))
-if [ "$cost" -gt "$budget" ]; then
+three=$(($(size three) - without))
+printf 'binary cost of dylease (default features, stripped release), over the same program without it:\n'
+printf '  eager set:                          %7d bytes (%d KiB); budget %d KiB\n' "$cost" $((cost / 1024)) $((budget / 1024))
+for app in catalog on_demand; do
+  extra=$(($(size "$app") - with))
+  printf '  eager set with %-20s %7d bytes (%+d KiB over the eager set)\n' "${app/on_demand/an on-demand set}:" \
+    $(($(size "$app") - without)) $((extra / 1024))
+done
+printf '  eager + on-demand + catalog():      %7d bytes (%d KiB); budget %d KiB\n' "$three" $((three / 1024)) $((budget_three / 1024))
+printf 'with the isolate feature on (no budget: a program that asks for it):\n'
+for app in isolate_on isolated; do
+  case $app in
+    isolate_on) label="an eager set, isolated() not called:" ;;
+    isolated) label="an isolated set:" ;;
+  esac
+  extra=$(($(size "$app") - with))
+  printf '  %-36s%7d bytes (%+d KiB over the eager set)\n' "$label" $(($(size "$app") - without)) $((extra / 1024))
+done
+if [ "$cost" -gt "$budget" ] || [ "$three" -gt "$budget_three" ]; then
   echo "binary-size: over the budget: find what grew (cargo bloat --release --crates), or raise the budget with the account in docs::performance" >&2
   exit 1
 fi

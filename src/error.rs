@@ -58,12 +58,24 @@ pub enum OpenCause {
     /// manifest is corrupt, or written in a format version this host does not read (see
     /// [`Manifest`](crate::Manifest)). None of the plugin's code ran.
     Manifest,
+    /// The process ran out of file descriptors (`EMFILE`: it has as many files open as
+    /// `ulimit -n` allows) or the system did (`ENFILE`) while dylease checked or opened the
+    /// file, or a library it needs, before any loader saw it: nothing is known to be wrong with
+    /// the file, and none of its code ran. Raise the limit (each loaded library keeps a
+    /// descriptor open; see [`docs::reload`](crate::docs::reload#descriptors)). A loader
+    /// that runs out while it maps the file is [`Loader`](OpenCause::Loader), its message
+    /// naming the limit too.
+    Descriptors,
     /// The plugin of an on-demand set ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand))
     /// was judged when the set was acquired, and its file was replaced, removed or rewritten
     /// in place (another status: size, times) before its first use mapped it: the set maps
     /// only the file it judged, so it refuses the new one without mapping it. [`reload`](crate::PluginHost::reload) loads the new
     /// file. None of the new file's code ran.
     ReplacedSinceAcquire,
+    /// An isolated set ([`docs::isolation`](crate::docs::isolation)) cannot load it: it is a
+    /// Python plugin (the worker would need an interpreter of its own; not yet), or the worker
+    /// process refused what the host sent for it. The reason says which and what to do.
+    Isolation,
 }
 
 /// Everything that can go wrong while configuring a host or loading its plugins.
@@ -260,6 +272,48 @@ pub enum Error {
         /// What is wrong and how to fix it.
         reason: String,
     },
+    /// The worker process of an isolated set (`HostBuilder::isolated`, crate feature `isolate`:
+    /// [`docs::isolation`](crate::docs::isolation)) failed: it died (a signal, an exit), broke
+    /// the channel's protocol, or was killed because a call ran past the call deadline
+    /// (`HostBuilder::call_deadline`). The host process
+    /// is unharmed. During a load (`pass` is `None`) the `acquire()` (or `reload()`) fails and
+    /// leaves nothing loaded; the next one starts a fresh worker. During a call, the set is
+    /// failed for good: every call in flight and every later call of the set gets this error;
+    /// once its last lease is dropped, the next `acquire()` loads a new set with a fresh
+    /// worker.
+    #[non_exhaustive]
+    WorkerFailed {
+        /// The plugin being loaded, or whose pass was called.
+        plugin: Origin,
+        /// The pass called, or `None` during the plugin's load (its constructors, `on_load` or
+        /// `register_passes`).
+        pass: Option<String>,
+        /// How the worker failed (boxed to keep `Error` small).
+        cause: Box<WorkerCause>,
+    },
+    /// A message pass ([`Lease::call`](crate::Lease::call)) returned a non-zero status: the
+    /// pass's own report of its failure. The set is unharmed.
+    #[non_exhaustive]
+    PassFailed {
+        /// The plugin of the pass.
+        plugin: Origin,
+        /// The pass.
+        pass: String,
+        /// What it returned.
+        status: i32,
+    },
+    /// A message pass ([`Lease::call`](crate::Lease::call)) could not be called: in an isolated
+    /// set, its input or its output is larger than a call carries (256 MiB), or the worker
+    /// could not make the call. The set is unharmed.
+    #[non_exhaustive]
+    CallRefused {
+        /// The plugin of the pass.
+        plugin: Origin,
+        /// The pass.
+        pass: String,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// Another error carried as it is: a plugin's own
     /// ([`RegisterError::custom`](crate::RegisterError::custom), returned with `?` where a
     /// [`Result`] of this type is expected), or a Python pass's failure.
@@ -280,12 +334,16 @@ impl Error {
             | Error::RegisterFailed { plugin, .. }
             | Error::ManifestMismatch { plugin, .. }
             | Error::MapFailed { plugin, .. }
+            | Error::WorkerFailed { plugin, .. }
+            | Error::PassFailed { plugin, .. }
+            | Error::CallRefused { plugin, .. }
             | Error::Panicked { plugin, .. } => Some(plugin.clone()),
             Error::DuplicatePass { second, .. } => Some(second.clone()),
             Error::PassLookup { cause, .. } => match &**cause {
                 LookupFailure::Untyped { plugin }
                 | LookupFailure::OtherInterface { plugin, .. }
-                | LookupFailure::OtherKind { plugin, .. } => Some(plugin.clone()),
+                | LookupFailure::OtherKind { plugin, .. }
+                | LookupFailure::Isolated { plugin } => Some(plugin.clone()),
                 LookupFailure::Missing => None,
             },
             Error::TimedOut {
@@ -398,6 +456,13 @@ impl fmt::Display for Error {
                     f,
                     "pass `{pass}` of {plugin} implements interface `{registered}`, not the expected `{expected}`"
                 ),
+                LookupFailure::Isolated { plugin } => write!(
+                    f,
+                    "pass `{pass}` of {plugin} runs in the worker process of an isolated set, and a function \
+                     pointer cannot cross the process boundary; register it as a message pass \
+                     (`DYLEASE_MESSAGE_PASS` in C, `MessagePass` in Rust) and call it with `Lease::call`, or \
+                     load the plugin in a host that is not isolated"
+                ),
                 LookupFailure::OtherKind {
                     registered,
                     python,
@@ -443,6 +508,41 @@ impl fmt::Display for Error {
                  program to load plugins"
             ),
             Error::Panicked { plugin, message } => write!(f, "{plugin} panicked while registering: {message}"),
+            Error::WorkerFailed { plugin, pass, cause } => {
+                match pass {
+                    Some(pass) => write!(
+                        f,
+                        "the worker process of isolated {plugin} failed during pass `{pass}`: "
+                    )?,
+                    None => write!(
+                        f,
+                        "the worker process of isolated {plugin} failed while the plugin loaded (its constructors, \
+                         `on_load` or `register_passes`): "
+                    )?,
+                }
+                write!(f, "{cause}. The host process is unharmed; ")?;
+                match pass {
+                    Some(_) => f.write_str(
+                        "this set stays failed: drop its leases, and the next acquire() starts a fresh worker",
+                    )?,
+                    None => f.write_str("nothing of this load is left, and the next acquire() tries again")?,
+                }
+                match **cause {
+                    WorkerCause::Deadline { .. } => {
+                        f.write_str("; raise HostBuilder::call_deadline if the pass needs longer")
+                    }
+                    WorkerCause::Start(_) | WorkerCause::Protocol(_) => Ok(()),
+                    _ => f.write_str(
+                        "; the fault is the plugin's: load it in an ordinary set under a debugger to see where",
+                    ),
+                }
+            }
+            Error::PassFailed { plugin, pass, status } => {
+                write!(f, "pass `{pass}` of {plugin} failed: it returned {status}")
+            }
+            Error::CallRefused { plugin, pass, reason } => {
+                write!(f, "cannot call pass `{pass}` of {plugin}: {reason}")
+            }
             // The cause is `source()`: printing it here too would show it twice in a chain.
             Error::Io { path, context, .. } => write!(f, "{context} `{}`", path.display()),
             Error::Config { reason } => write!(f, "invalid plugin host configuration: {reason}"),
@@ -467,6 +567,14 @@ pub enum LookupFailure {
     OtherInterface {
         /// The interface it was registered under.
         registered: String,
+        /// The plugin that registered it.
+        plugin: Origin,
+    },
+    /// The pass is a pointer pass of a plugin that runs in the worker process of an isolated
+    /// set ([`docs::isolation`](crate::docs::isolation)): a function pointer cannot
+    /// cross the process boundary. Register it as a message pass and call it with
+    /// [`Lease::call`](crate::Lease::call).
+    Isolated {
         /// The plugin that registered it.
         plugin: Origin,
     },
@@ -525,6 +633,85 @@ impl fmt::Display for Waited {
             ),
             Waited::Mapping(plugin) => write!(f, "another thread's mapping of on-demand {plugin}"),
         }
+    }
+}
+
+/// How the worker process of an isolated set failed: see [`Error::WorkerFailed`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WorkerCause {
+    /// It was killed by this signal (`SIGSEGV`, `SIGABRT` from `abort()`, `SIGKILL` from
+    /// outside, …).
+    Signal(i32),
+    /// It exited with this status (a plugin called `exit()`).
+    Exit(i32),
+    /// A call (or a plugin's load, then `pass` is empty) ran past the host's call deadline,
+    /// and the host killed the worker.
+    Deadline {
+        /// The pass called; empty for a plugin's load.
+        pass: String,
+        /// The deadline (`HostBuilder::call_deadline`).
+        after: std::time::Duration,
+    },
+    /// It sent what the channel's protocol does not allow (a corrupt or unexpected message):
+    /// the host killed it. What it sent.
+    Protocol(String),
+    /// It could not be started, or did not complete the handshake: why.
+    Start(String),
+}
+
+impl fmt::Display for WorkerCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WorkerCause::Signal(signal) => match signal_name(*signal) {
+                Some(name) => write!(f, "it was killed by signal {signal} ({name})"),
+                None => write!(f, "it was killed by signal {signal}"),
+            },
+            WorkerCause::Exit(code) => write!(f, "it exited with status {code}"),
+            WorkerCause::Deadline { pass, after } if pass.is_empty() => {
+                write!(
+                    f,
+                    "the load ran past the call deadline of {after:?}, and the host killed the worker"
+                )
+            }
+            WorkerCause::Deadline { pass, after } => write!(
+                f,
+                "pass `{pass}` ran past the call deadline of {after:?}, and the host killed the worker"
+            ),
+            WorkerCause::Protocol(what) => write!(f, "it broke the channel's protocol and the host killed it: {what}"),
+            WorkerCause::Start(why) => write!(f, "it could not be started: {why}"),
+        }
+    }
+}
+
+/// The conventional name of signal `signal`, for messages, if it is one of the signals a
+/// crashing or killed process usually ends with.
+fn signal_name(signal: i32) -> Option<&'static str> {
+    #[cfg(unix)]
+    {
+        let names = [
+            (libc::SIGSEGV, "SIGSEGV"),
+            (libc::SIGABRT, "SIGABRT"),
+            (libc::SIGKILL, "SIGKILL"),
+            (libc::SIGBUS, "SIGBUS"),
+            (libc::SIGFPE, "SIGFPE"),
+            (libc::SIGILL, "SIGILL"),
+            (libc::SIGTERM, "SIGTERM"),
+            (libc::SIGTRAP, "SIGTRAP"),
+            (libc::SIGSYS, "SIGSYS"),
+            (libc::SIGXCPU, "SIGXCPU"),
+            (libc::SIGPIPE, "SIGPIPE"),
+            (libc::SIGINT, "SIGINT"),
+        ];
+        names
+            .iter()
+            .find(|(number, _)| *number == signal)
+            .map(|(_, name)| *name)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = signal;
+        None
     }
 }
 

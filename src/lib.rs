@@ -57,7 +57,7 @@
 //!
 //! This crate uses `unsafe`: loading a plugin runs its initialisation code in your process,
 //! calling a pass calls foreign code through a function pointer, and the plugin ABI is C. The
-//! `unsafe` code sits in six files, each block with a `// SAFETY:` reason, and the compiler
+//! `unsafe` code sits in seven files, each block with a `// SAFETY:` reason, and the compiler
 //! keeps the list: the crate denies `unsafe_code`, and only these modules allow it, each on
 //! its declaration or at its top with the reason:
 //!
@@ -72,7 +72,9 @@
 //!   typed again once its interface is checked;
 //! - `sync/raw.rs`: the synchronisation shim's raw parts (the loom-checked `Arc`, the
 //!   re-entrancy marks' list through stack frames);
-//! - `host/lease.rs`: [`Lease::pass`], which types an untyped pass on its caller's word.
+//! - `host/lease.rs`: [`Lease::pass`], which types an untyped pass on its caller's word;
+//! - `isolate/sys.rs`: the call of a message pass, and the worker process of isolated sets
+//!   (its early hook and spawn, the channel's socket, the sealed regions of large messages).
 //!
 //! `host/sources.rs` declares the public `unsafe fn`s that name native code, and holds no
 //! `unsafe` block.
@@ -80,12 +82,15 @@
 //! builder method) vouches for its code, as running a program vouches for the program. What
 //! it checks before running any of a file's code is that the file is an ELF library for this
 //! machine and, under the default [`TrustPolicy::Strict`], that no other user could have
-//! chosen it.
+//! chosen it. An isolated host (crate feature `isolate`, [`docs::isolation`]) runs its plugins in a worker
+//! process: that contains their crashes, hangs and pins, not their privileges.
 //!
 //! # Features
 //!
 //! - `watch`: `HostBuilder::watch`, reload when a plugin directory or file changes (adds
 //!   `notify`).
+//! - `isolate`: isolated sets (`HostBuilder::isolated`), each set's plugins in a worker
+//!   process of its own ([`docs::isolation`]).
 //! - `python`: Python passes (`HostBuilder::python_dir`, `Lease::get_py`), an embedded CPython
 //!   through pyo3 (re-exported as `dylease::pyo3`, with its version policy there); the build
 //!   needs Python's development files.
@@ -105,12 +110,14 @@
 
 // The rooms, one job each; `docs::internals` has their table, lowest first: error, sync, sys,
 // log_scope, inspect, trust, registrar, registry, load, host, python. Each may call only the
-// rooms before it in that order.
+// rooms before it in that order. `isolate` (isolated sets) sits between load and host.
 mod error;
 // The handle types' bounds and size, and the README's examples: checked by the compiler.
 mod guarantees;
 mod host;
 mod inspect;
+// Isolated sets: a set's plugins in a worker process (above `load`, below `host`).
+mod isolate;
 mod load;
 mod log_scope;
 mod registrar;
@@ -124,9 +131,9 @@ mod test_dir;
 mod trust;
 
 pub use dylease_plugin::{
-    Interface, LibraryRegistrar, PassFn, RegisterError, Registrar, UnsafePassFn, abi, export_plugin,
+    Interface, LibraryRegistrar, MessagePass, PassFn, RegisterError, Registrar, UnsafePassFn, abi, export_plugin,
 };
-pub use error::{Error, LookupFailure, OpenCause, Origin, Waited};
+pub use error::{Error, LookupFailure, OpenCause, Origin, Waited, WorkerCause};
 
 // Python passes: the API is in `python` (above the host), the interpreter and the loading in
 // `load::python`.

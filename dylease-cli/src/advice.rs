@@ -16,6 +16,19 @@ fn advice(cause: &'static str, fix: impl Into<String>) -> Advice {
     Advice { cause, fix: fix.into() }
 }
 
+/// The advice for a Python plugin (`path`, as a shell word) given to `inspect` without
+/// `--python`: read as a library it is "not an ELF shared library", which says nothing
+/// useful.
+pub(crate) fn python_without_flag(path: &str) -> Advice {
+    advice(
+        "python",
+        format!(
+            "`--python` reads Python plugins, as `dylease check --python` checks them: run `dylease inspect \
+             --python {path}` (with a dylease built with the `python` feature)"
+        ),
+    )
+}
+
 pub(crate) fn for_error(error: &Error) -> Advice {
     match error {
         // dylease's own ELF check refused the file: no loader saw it, so the loader's usual

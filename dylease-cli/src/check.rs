@@ -12,6 +12,7 @@ use dylease::{Error, HostBuilder, Lease, LoadPolicy, PluginHost, TrustPolicy};
 use crate::advice::{self, Advice};
 use crate::python;
 use crate::rewrite;
+use crate::sys;
 
 /// What one check was about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,27 +115,18 @@ impl Options {
 
 /// `builder` with `path` added as the commands take their arguments: a Python plugin (with
 /// `python`), a directory (with `python`, its Python plugins too), else a library file.
-///
-/// # Safety
-///
-/// As [`HostBuilder::dir`] and [`HostBuilder::file`]: loading what `path` names must be
-/// sound, unless the host is never asked to load it (only for its catalog).
-pub(crate) unsafe fn add_path(builder: HostBuilder, python: bool, path: &Path) -> HostBuilder {
+pub(crate) fn add_path(builder: HostBuilder, python: bool, path: &Path) -> HostBuilder {
     if python && python::is_plugin(path) {
-        // SAFETY: the caller's contract.
-        unsafe { python::file(builder, path) }
+        sys::add_python_file(builder, path)
     } else if path.is_dir() {
-        // SAFETY: the caller's contract.
-        let builder = unsafe { builder.dir(path) };
+        let builder = sys::add_dir(builder, path);
         if python {
-            // SAFETY: the caller's contract, for the directory's Python plugins.
-            unsafe { python::dir(builder, path) }
+            sys::add_python_dir(builder, path)
         } else {
             builder
         }
     } else {
-        // SAFETY: the caller's contract.
-        unsafe { builder.file(path) }
+        sys::add_file(builder, path)
     }
 }
 
@@ -151,16 +143,15 @@ pub(crate) fn run(
 ) -> ControlFlow<()> {
     for path in paths {
         if options.python && python::is_plugin(path) {
-            // SAFETY: as below.
-            report(load(Kind::File, Some(path), unsafe {
-                python::file(options.builder(), path)
-            }))?;
+            report(load(
+                Kind::File,
+                Some(path),
+                sys::add_python_file(options.builder(), path),
+            ))?;
         } else if path.is_dir() {
             check_dir(path, options, &mut report)?;
         } else {
-            // SAFETY: loading the plugins its user names, to check them, is what `dylease check`
-            // is for; its help says that checking runs their code.
-            let mut check = load(Kind::File, Some(path), unsafe { options.builder().file(path) });
+            let mut check = load(Kind::File, Some(path), sys::add_file(options.builder(), path));
             if python::is_plugin(path) {
                 check.warnings.push(NOT_PYTHON.to_owned());
             }
@@ -170,8 +161,7 @@ pub(crate) fn run(
     if paths.len() > 1 {
         let mut builder = options.builder();
         for path in paths {
-            // SAFETY: as above, the user named these plugins to be loaded and checked.
-            builder = unsafe { add_path(builder, options.python, path) };
+            builder = add_path(builder, options.python, path);
         }
         let mut together = load(Kind::Together, None, builder);
         together.arguments = paths.len();
@@ -198,8 +188,7 @@ fn check_dir(dir: &Path, options: Options, report: &mut impl FnMut(Check) -> Con
         }
     };
     for file in &files {
-        // SAFETY: the user named this directory's plugins to be loaded and checked.
-        report(load(Kind::File, Some(file), unsafe { options.builder().file(file) }))?;
+        report(load(Kind::File, Some(file), sys::add_file(options.builder(), file)))?;
     }
     // Python plugins (`--python`) after the libraries, as a host loads them.
     let python_plugins = if options.python {
@@ -208,16 +197,15 @@ fn check_dir(dir: &Path, options: Options, report: &mut impl FnMut(Check) -> Con
         Vec::new()
     };
     for plugin in &python_plugins {
-        // SAFETY: as above.
-        report(load(Kind::File, Some(plugin), unsafe {
-            python::file(options.builder(), plugin)
-        }))?;
+        report(load(
+            Kind::File,
+            Some(plugin),
+            sys::add_python_file(options.builder(), plugin),
+        ))?;
     }
-    // SAFETY: as above.
-    let builder = unsafe { options.builder().dir(dir) };
+    let builder = sys::add_dir(options.builder(), dir);
     let builder = if options.python {
-        // SAFETY: as above, for the directory's Python plugins.
-        unsafe { python::dir(builder, dir) }
+        sys::add_python_dir(builder, dir)
     } else {
         builder
     };
@@ -341,8 +329,8 @@ fn with_sources(error: &Error) -> String {
 
 /// The entries of `dir` that are not among the plugin files a host loads, with the reason.
 /// The selection itself is the crate's (`plugin_files_in`); this only explains it. Linear in
-/// the number of entries: a directory of thousands of plugin files beside tens of thousands
-/// of other entries took 18.8 s when each entry was compared with every plugin file.
+/// the number of entries (a set of the loaded paths, not a comparison of each entry with
+/// every plugin file), for directories of many thousands of entries.
 fn skipped(dir: &Path, files: &[PathBuf]) -> Vec<Skipped> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use dylease::{CatalogEntry, HostBuilder, Manifest, PinCause, Pinning, PluginHost};
 
+use crate::advice;
 use crate::check::{self, Problem};
 use crate::names;
 use crate::python;
@@ -66,9 +67,13 @@ pub(crate) fn run(paths: &[PathBuf], options: check::Options) -> Vec<Source> {
     paths
         .iter()
         .map(|path| {
-            let outcome: Result<Vec<Entry>, Problem> = catalog(sources(options, path), options)
-                .map(|entries| entries.into_iter().map(Entry::new).collect())
-                .and_then(|entries| argument_problem(path, entries));
+            let outcome: Result<Vec<Entry>, Problem> = if !options.python && python::is_plugin(path) {
+                Err(python_without_flag(path))
+            } else {
+                catalog(sources(options, path), options)
+                    .map(|entries| entries.into_iter().map(Entry::new).collect())
+                    .and_then(|entries| argument_problem(path, entries))
+            };
             let warnings = outcome
                 .as_deref()
                 .map_or_else(|_| Vec::new(), |entries| clashes(path, entries));
@@ -79,6 +84,18 @@ pub(crate) fn run(paths: &[PathBuf], options: check::Options) -> Vec<Source> {
             }
         })
         .collect()
+}
+
+/// The problem of a Python plugin argument (a `.py` file or a package) without `--python`:
+/// a host reading it as a library file or directory would refuse it as no ELF library, or
+/// find nothing in it, which says nothing useful.
+fn python_without_flag(path: &Path) -> Problem {
+    let shown = names::escape(path);
+    Problem {
+        file: Some(path.to_owned()),
+        message: format!("`{shown}` is a Python plugin, which `inspect` reads only with `--python`"),
+        advice: advice::python_without_flag(&names::shell_word(path)),
+    }
 }
 
 /// `entries`, or, when one of them is the argument `path` itself refused because it cannot be
@@ -151,10 +168,9 @@ pub(crate) fn shared_pass(path: &Path) -> String {
 
 /// A builder given `path` as `check` gives it to its hosts.
 fn sources(options: check::Options, path: &Path) -> HostBuilder {
-    let builder = PluginHost::builder().name("dylease-inspect");
-    // SAFETY: the host is only asked for its catalog, which maps no library and executes no
-    // Python module; it never acquires a lease, so none of the plugins' code runs.
-    unsafe { check::add_path(builder, options.python, path) }
+    // The host is only asked for its catalog, which maps no library and executes no Python
+    // module; it never acquires a lease, so none of the plugins' code runs.
+    check::add_path(PluginHost::builder().name("dylease-inspect"), options.python, path)
 }
 
 /// The catalog of the host `builder` configures, under `options.trust`. `Err` only when the
@@ -174,12 +190,16 @@ const DETAIL: &str = "        ";
 /// The text report: a line per plugin, then its details, then a closing line.
 pub(crate) fn human(sources: &[Source]) -> String {
     let mut out = String::new();
-    let (mut plugins, mut refused, mut unreadable) = (0, 0, 0);
+    let (mut plugins, mut refused, mut unreadable, mut python) = (0, 0, 0, 0);
     for source in sources {
         let shown = names::escape(&source.path);
         match &source.outcome {
             Err(problem) => {
-                unreadable += 1;
+                if problem.advice.cause == "python" {
+                    python += 1;
+                } else {
+                    unreadable += 1;
+                }
                 let _ = writeln!(out, "FAIL  {shown}");
                 let _ = writeln!(out, "{DETAIL}problem: {}", message(&source.path, problem));
                 let _ = writeln!(out, "{DETAIL}fix: {}", problem.advice.fix);
@@ -223,6 +243,11 @@ pub(crate) fn human(sources: &[Source]) -> String {
         (1, _) => " 1 argument cannot be read.".to_owned(),
         (n, 0) => format!(" {n} arguments cannot be read (FAIL above)."),
         (n, _) => format!(" {n} arguments cannot be read."),
+    };
+    let unreadable = match python {
+        0 => unreadable,
+        1 => format!("{unreadable} 1 Python plugin not read without `--python`."),
+        n => format!("{unreadable} {n} Python plugins not read without `--python`."),
     };
     if refused == 0 {
         let _ = writeln!(
@@ -277,8 +302,10 @@ pub(crate) fn details(entry: &Entry) -> Vec<String> {
     lines
 }
 
-/// A manifest as a phrase: "plugin `x` 1.2 (ABI version 2); declares 2 passes (all it
-/// registers): a (untyped), b (interface `i/1`)".
+/// A manifest as a phrase: "plugin `x` 1.2 (ABI version 2); declares 2 passes (complete
+/// manifest): a (untyped), b (interface `i/1`)". What the manifest claims, read from the
+/// file: a complete manifest claims to list every pass the plugin registers, which only
+/// loading it (`dylease check`) can confirm.
 pub(crate) fn describe(manifest: &Manifest) -> String {
     let version = match manifest.version() {
         "" => "(no version)",
@@ -288,9 +315,9 @@ pub(crate) fn describe(manifest: &Manifest) -> String {
         .abi_version()
         .map_or_else(String::new, |abi| format!(" (ABI version {abi})"));
     let completeness = if manifest.is_complete() {
-        "all it registers"
+        "complete manifest"
     } else {
-        "incomplete: it may register others"
+        "incomplete manifest: it may register others"
     };
     let passes = manifest.passes();
     let list = if passes.is_empty() {

@@ -18,6 +18,8 @@
 //! ```
 
 #![deny(missing_docs)]
+// Every `unsafe` operation is in `sys`, behind safe functions.
+#![deny(unsafe_code)]
 
 use std::io::{self, Write as _};
 use std::ops::ControlFlow;
@@ -35,6 +37,9 @@ mod python;
 mod report;
 mod rewrite;
 mod stdout;
+#[allow(unsafe_code)]
+mod sys;
+mod wrap;
 
 /// Checks dylease plugins the way a host loads them.
 #[derive(Debug, Parser)]
@@ -61,10 +66,11 @@ enum Command {
     /// version): `dylease header > dylease.h`.
     Header(HeaderArgs),
     /// Installs plugin files (and, with the `python` feature, Python plugins) into a directory
-    /// that running hosts read, atomically: each is written under a temporary name in DIR,
-    /// flushed, checked as `check` does (which runs its code), and renamed into place only if it
-    /// would load and declares no pass another plugin of DIR declares. Prints the manifest and
-    /// the pin prediction of what it installs.
+    /// that running hosts read, atomically: each is written into DIR, flushed, given a
+    /// temporary name, checked as `check` does (which runs its code), and renamed into place
+    /// only if it would load and declares no pass another plugin of DIR declares. Prints the
+    /// manifest and the pin prediction of what it installs, and warns when an older version
+    /// replaces a newer one.
     #[command(after_long_help = INSTALL_HELP)]
     Install(InstallArgs),
     /// What `install` runs in a child process to check its temporary copy: prints the verdict
@@ -73,15 +79,18 @@ enum Command {
     CheckCopy(CheckCopyArgs),
 }
 
+/// The plugins `check` and `inspect` read, and how.
 #[derive(Debug, Args)]
-struct InspectArgs {
+struct Sources {
     /// Plugin library files, and directories of them (as `HostBuilder::dir` reads them).
     #[arg(required = true, value_name = "FILE_OR_DIR")]
     paths: Vec<PathBuf>,
 
-    /// Also inspect Python plugins, found as `check --python` finds them: a `.py` file or
-    /// package argument as `HostBuilder::python_file`, and each directory also as
-    /// `HostBuilder::python_dir`. Needs a `dylease` built with the `python` feature.
+    /// Also read Python plugins, as a host with the `python` feature loads them: a `.py` file
+    /// or package argument as `HostBuilder::python_file`, and each directory also as
+    /// `HostBuilder::python_dir` (its `.py` files and packages, after its libraries). Without
+    /// it a directory is judged as `HostBuilder::dir` loads it, libraries only. Needs a
+    /// `dylease` built with the `python` feature.
     #[arg(long)]
     python: bool,
 
@@ -89,18 +98,25 @@ struct InspectArgs {
     #[arg(long)]
     json: bool,
 
-    /// Which files the host would agree to open, as the deployment's host does
-    /// (`TrustPolicy`), as for `check`.
+    /// Which files the hosts agree to open, as the deployment's host does (`TrustPolicy`):
+    /// `permissive` for a deployment that deliberately trusts, say, a group-writable
+    /// directory.
     #[arg(long, value_enum, default_value_t = Trust::Strict)]
     trust: Trust,
+}
+
+#[derive(Debug, Args)]
+struct InspectArgs {
+    #[command(flatten)]
+    sources: Sources,
 }
 
 impl InspectArgs {
     fn options(&self) -> check::Options {
         check::Options {
-            trust: self.trust.policy(),
+            trust: self.sources.trust.policy(),
             policy: dylease::LoadPolicy::Strict,
-            python: self.python,
+            python: self.sources.python,
         }
     }
 }
@@ -119,10 +135,12 @@ For each plugin:
   manifest      what its file declares (written by the header's DYLEASE_PLUGIN and
                 DYLEASE_PASS macros, DYLEASE_MANIFEST, or `export_plugin!`): its name,
                 version, plugin ABI version, and its passes, each with its interface or
-                \"untyped\"; \"all it registers\" when the list is complete (a host checks it
-                against what the plugin registers), else \"incomplete\". A plugin built
-                without one prints \"no manifest\": only `dylease check` (which runs its code)
-                can say which passes it registers.
+                \"untyped\"; \"complete manifest\" when the file claims the list is every
+                pass the plugin registers (a host that loads it holds it to that: `dylease
+                check` tells whether it does), else \"incomplete manifest\". What the
+                manifest claims is printed, not checked. A plugin built without one prints
+                \"no manifest\": only `dylease check` (which runs its code) can say which
+                passes it registers.
   problem, fix  why a host would refuse it before running any of its code: the trust check,
                 dylease's ELF check, a corrupt manifest, an ABI version the host does not
                 speak; with the fix `check` gives.
@@ -139,10 +157,18 @@ registration of each shared pass and leave the other's out. A plugin without a m
 cannot be compared so, nor the passes a plugin with an incomplete manifest registers
 beyond those it declares (only `dylease check`, which runs its code, sees them).
 
-Exit status: 0 when no plugin is refused (warnings do not count), 1 when one is or an
-argument cannot be read, 2 on a usage error.
+A Python plugin (a `.py` file or a package) is read only with --python; without it, it is
+a problem of its argument that says so.
 
-JSON output (--json): one document on standard output, in the style of `check --json`.
+Text output is wrapped to the terminal's width (100 columns when standard output is not a
+terminal), at spaces only, never inside a `quoted` name; each continuation is indented four
+columns deeper than its line.
+
+Exit status: 0 when no plugin is refused (warnings do not count), 1 when one is, an
+argument cannot be read or a Python plugin is given without --python, 2 on a usage error.
+
+JSON output (--json): one document on standard output, in the style of `check --json`
+(never wrapped).
   {
     \"ok\": bool,                      nothing refused
     \"sources\": [{                    one per FILE_OR_DIR, in order
@@ -171,7 +197,7 @@ their exact bytes in \"path_bytes\" / \"file_bytes\"); a refusal's \"cause\" is 
 manifest (dylease's reading of the manifest refused it: corrupt, a pass declared twice, a
 format version it does not read), open (the file kept being replaced while it was read),
 abi-mismatch, untrusted, invalid-plugin (with --python: a source that does not parse), io,
-other.";
+python (a source's: a Python plugin given without --python, which reads it), other.";
 
 #[derive(Debug, Args)]
 struct CheckCopyArgs {
@@ -223,20 +249,25 @@ struct InstallArgs {
 
 const INSTALL_HELP: &str = "\
 A host that loads while a plugin is installed sees the old file or the new one, whole: the
-new file is written as `.NAME.dylease-install-RANDOM` inside DIR (a name no host loads),
-flushed to disk, checked by loading it in a host of its own (which runs its code, as
-`dylease check` does), and renamed over DIR/NAME, which the file system does atomically.
-A file that would not load is removed again and DIR stays as it was. The check runs in a
-process of its own: a plugin that crashes it (or makes the loader end it) is not installed,
-and the installer says how that process ended. What the plugin prints while it is checked
-goes to standard error.
+new file is written in DIR without a name (O_TMPFILE), flushed to disk, named
+`.NAME.dylease-install-PID-RANDOM` (a name no host loads; PID is the installer's),
+checked by loading it in a host of its own (which runs its code, as `dylease check` does),
+and renamed over DIR/NAME, which the file system does atomically. A file that would not
+load is removed again and DIR stays as it was. The check runs in a process of its own: a
+plugin that crashes it (or makes the loader end it) is not installed, and the installer
+says how that process ended; if the installer itself is killed, its check ends with it.
+What the plugin prints while it is checked goes to standard error.
+
+An installer killed after it named its copy leaves that name behind; the next install into
+DIR removes every such name (file or directory) whose installer process no longer exists
+and that belongs to the user installing, and says so.
 
 GNU `install` does not do this: it removes the old file and writes the new one under its
 final name, so a host loading meanwhile finds no file, or half of one. By hand: `cp` to a
 temporary name in the same directory, then `mv`.
 
 Python plugins (a dylease built with the `python` feature): a `.py` file or a package is
-copied under its own name into a new directory `.NAME.dylease-install-RANDOM` inside DIR
+copied under its own name into a new directory `.NAME.dylease-install-PID-RANDOM` in DIR
 (a name no host loads), flushed, checked as `HostBuilder::python_file` loads it (which runs
 its code), and renamed into place. A package that replaces an installed one cannot be
 renamed over it (the old directory is not empty): the two trees are exchanged in one step
@@ -265,8 +296,20 @@ declares: each gets a warning instead (`dylease check DIR` loads them all, and f
 pass registered twice). Plugins a host would refuse before running their code (trust, ELF,
 manifest, ABI) register nothing, and are not compared.
 
-The installed file gets mode 0755 (a Python file 0644, a package's directories 0755). Exit status: 0 when every file was installed, 1 when one
-was not (the others are), 2 on a usage error.";
+An older version of a plugin installed over a newer one (the same plugin name, the
+versions its manifests declare compared as dotted numbers: 1.10 is newer than 1.9) is
+installed, with a warning that names both versions.
+
+DIR must exist: a missing one is not created (the installer says how to create it), since
+its owner and mode decide whether hosts trust what is in it.
+
+Text output is wrapped to the terminal's width (100 columns when standard output is not a
+terminal), at spaces only, never inside a `quoted` name; each continuation is indented four
+columns deeper than its line.
+
+The installed file gets mode 0755 (a Python file 0644, a package's directories 0755).
+Exit status: 0 when every file was installed, 1 when one was not (the others are), 2 on a
+usage error.";
 
 /// The normative C header, as packaged with this crate.
 const HEADER: &str = include_str!("../include/dylease.h");
@@ -278,27 +321,8 @@ mod sdk;
 
 #[derive(Debug, Args)]
 struct CheckArgs {
-    /// Plugin library files, and directories of them (as `HostBuilder::dir` reads them).
-    #[arg(required = true, value_name = "FILE_OR_DIR")]
-    paths: Vec<PathBuf>,
-
-    /// Also check Python plugins, as a host with the `python` feature loads them: a `.py` file
-    /// or package argument as `HostBuilder::python_file`, and each directory also as
-    /// `HostBuilder::python_dir` (its `.py` files and packages, after its libraries). Without
-    /// it a directory is judged as `HostBuilder::dir` loads it, libraries only. Needs a
-    /// `dylease` built with the `python` feature.
-    #[arg(long)]
-    python: bool,
-
-    /// Print one JSON document on standard output instead of text (schema in --help).
-    #[arg(long)]
-    json: bool,
-
-    /// Which files the checking hosts agree to open, as the deployment's host does
-    /// (`TrustPolicy`): `permissive` for a deployment that deliberately trusts, say, a
-    /// group-writable directory.
-    #[arg(long, value_enum, default_value_t = Trust::Strict)]
-    trust: Trust,
+    #[command(flatten)]
+    sources: Sources,
 
     /// What the checking hosts do when one plugin fails, as the deployment's host does
     /// (`LoadPolicy`): with `skip-failed` a failed plugin is left out (and listed as a
@@ -338,12 +362,12 @@ impl CheckArgs {
     /// The host configuration every check uses.
     fn options(&self) -> check::Options {
         check::Options {
-            trust: self.trust.policy(),
+            trust: self.sources.trust.policy(),
             policy: match self.policy {
                 Policy::Strict => dylease::LoadPolicy::Strict,
                 Policy::SkipFailed => dylease::LoadPolicy::SkipFailed,
             },
-            python: self.python,
+            python: self.sources.python,
         }
     }
 }
@@ -374,10 +398,14 @@ A plugin that stays mapped after its unload is loaded twice and warned about wit
 its file shows (`-z nodelete`, GNU unique symbols of a C++ build, thread-local destructors)
 and the fix; for C++ that is the version script `dylease header --version-script` prints.
 
+Text output is wrapped to the terminal's width (100 columns when standard output is not a
+terminal), at spaces only, never inside a `quoted` name; each continuation is indented four
+columns deeper than its line.
+
 Exit status: 0 when everything would load, 1 when anything would not, 2 on a usage error.
 
-JSON output (--json): one document on standard output; anything the plugins themselves
-print goes to standard error meanwhile.
+JSON output (--json): one document on standard output, never wrapped; anything the plugins
+themselves print goes to standard error meanwhile.
   {
     \"ok\": bool,                      every check passed
     \"checks\": [{                     in the order of the text output
@@ -414,8 +442,8 @@ manifest declares), duplicate-pass, io, reentrant, other.";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Check(CheckArgs { python: true, .. }) | Command::Inspect(InspectArgs { python: true, .. }) =
-        cli.command
+    if let Command::Check(CheckArgs { sources, .. }) | Command::Inspect(InspectArgs { sources }) = &cli.command
+        && sources.python
         && !cfg!(feature = "python")
     {
         eprintln!(
@@ -425,17 +453,17 @@ fn main() -> ExitCode {
         return ExitCode::from(USAGE);
     }
     let ok = match cli.command {
-        Command::Check(args) if args.json => check_json(&args.paths, args.options()),
-        Command::Check(args) => check_human(&args.paths, args.options()),
+        Command::Check(args) if args.sources.json => check_json(&args.sources.paths, args.options()),
+        Command::Check(args) => check_human(&args.sources.paths, args.options()),
         Command::Inspect(args) => {
-            let sources = inspect::run(&args.paths, args.options());
+            let sources = inspect::run(&args.sources.paths, args.options());
             let ok = sources.iter().all(inspect::Source::ok);
-            let text = if args.json {
-                inspect::json(&sources)
+            let written = if args.sources.json {
+                print(&inspect::json(&sources))
             } else {
-                inspect::human(&sources)
+                print_wrapped(&inspect::human(&sources))
             };
-            print(&text).map(|()| ok)
+            written.map(|()| ok)
         }
         Command::Header(HeaderArgs {
             install: Some(prefix), ..
@@ -448,7 +476,7 @@ fn main() -> ExitCode {
                 policy: dylease::LoadPolicy::Strict,
                 python: false,
             };
-            install::run(&args.files, &args.dir, options, print)
+            install::run(&args.files, &args.dir, options, print_wrapped)
         }
         Command::CheckCopy(args) => {
             let options = check::Options {
@@ -488,14 +516,14 @@ fn check_human(paths: &[PathBuf], options: check::Options) -> io::Result<bool> {
     let _ = check::run(paths, options, |check| {
         ok &= check.ok();
         stdout::flush_plugins();
-        written = print(&report.check(&check));
+        written = print_wrapped(&report.check(&check));
         match written {
             Ok(()) => ControlFlow::Continue(()),
             Err(_) => ControlFlow::Break(()),
         }
     });
     written?;
-    print(&report.summary())?;
+    print_wrapped(&report.summary())?;
     Ok(ok)
 }
 
@@ -513,6 +541,11 @@ fn check_json(paths: &[PathBuf], options: check::Options) -> io::Result<bool> {
     }
     print(&report::json(&checks))?;
     Ok(checks.iter().all(check::Check::ok))
+}
+
+/// Text for people, wrapped to the terminal's width (`wrap`).
+fn print_wrapped(text: &str) -> io::Result<()> {
+    print(&wrap::wrap(text, wrap::width()))
 }
 
 fn print(text: &str) -> io::Result<()> {

@@ -61,6 +61,21 @@ pub(crate) fn in_message(message: &str, paths: &[&Path]) -> String {
     message
 }
 
+/// `path` as one word of a POSIX shell command line, for the commands the messages suggest:
+/// as it is when it holds only characters no shell treats specially, else quoted: in
+/// single quotes when it is text without control characters or backslashes, else in
+/// bash's `$'...'`, whose escapes (`\\`, `\xNN`) are exactly [`escape`]'s.
+pub(crate) fn shell_word(path: &Path) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./+=:,@%".contains(c);
+    match path.to_str() {
+        Some(text) if !text.is_empty() && text.chars().all(plain) => text.to_owned(),
+        Some(text) if !text.chars().any(|c| c == '\\' || c.is_control()) => {
+            format!("'{}'", text.replace('\'', "'\\''"))
+        }
+        _ => format!("$'{}'", escape(path).replace('\'', "\\'")),
+    }
+}
+
 /// The inverse of [`escape`].
 #[cfg(test)]
 pub(crate) fn unescape(text: &str) -> Vec<u8> {
@@ -89,6 +104,33 @@ mod tests {
     use std::os::unix::ffi::OsStrExt as _;
 
     use super::*;
+
+    /// Each suggested command names the path a shell reads back: run through `sh -c 'printf
+    /// %s WORD'` (and bash for `$'...'`), every word prints the path's exact bytes.
+    #[test]
+    fn a_path_as_a_shell_word_reads_back_as_its_bytes() {
+        let paths: [&[u8]; 7] = [
+            b"plugins/lib.so",
+            b"no such/dir",
+            b"it's here",
+            b"back\\slash",
+            b"lib\xffx.so",
+            b"new\nline's",
+            b"$HOME`x`*",
+        ];
+        for path in paths {
+            let path = Path::new(OsStr::from_bytes(path));
+            let word = shell_word(path);
+            let printed = std::process::Command::new("bash")
+                .arg("-c")
+                .arg(format!("printf %s {word}"))
+                .output()
+                .unwrap();
+            assert_eq!(printed.stdout, bytes(path), "{word}");
+        }
+        assert_eq!(shell_word(Path::new("plugins/lib.so")), "plugins/lib.so");
+        assert_eq!(shell_word(Path::new("no such/dir")), "'no such/dir'");
+    }
 
     #[test]
     fn names_that_are_not_utf8_differ_and_reverse_to_their_bytes() {

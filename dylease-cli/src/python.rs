@@ -1,12 +1,10 @@
 //! Python plugins in checks (the `python` feature, and `check --python`): a `.py` file or a
 //! package argument is checked in a host of its own with `HostBuilder::python_file`, and a
 //! directory's Python plugins are checked one by one and with its libraries, as
-//! `HostBuilder::python_dir` loads them. Without the feature, nothing is loaded as a Python
-//! plugin.
+//! `HostBuilder::python_dir` loads them (`sys::add_python_file`, `sys::add_python_dir`).
+//! Without the feature, nothing is loaded as a Python plugin.
 
 use std::path::{Path, PathBuf};
-
-use dylease::HostBuilder;
 
 /// Whether `path` is a Python plugin: a `.py` file or a package (a directory with an
 /// `__init__.py`). Also without the `python` feature, which this build cannot load.
@@ -33,40 +31,4 @@ pub(crate) fn plugins_in(dir: &Path) -> Vec<PathBuf> {
         name(a).cmp(&name(b))
     });
     plugins
-}
-
-/// `builder` with the Python plugin `path`.
-///
-/// # Safety
-///
-/// As for `HostBuilder::python_file`: the user named the plugin to be run and checked.
-#[cfg(feature = "python")]
-#[allow(unsafe_code)]
-pub(crate) unsafe fn file(builder: HostBuilder, path: &Path) -> HostBuilder {
-    // SAFETY: the caller's contract is `python_file`'s.
-    unsafe { builder.python_file(path) }
-}
-
-#[cfg(not(feature = "python"))]
-#[allow(unsafe_code)]
-pub(crate) unsafe fn file(builder: HostBuilder, _: &Path) -> HostBuilder {
-    builder
-}
-
-/// `builder` with the Python plugins of `dir`.
-///
-/// # Safety
-///
-/// As for `HostBuilder::python_dir`: the user named the plugins to be run and checked.
-#[cfg(feature = "python")]
-#[allow(unsafe_code)]
-pub(crate) unsafe fn dir(builder: HostBuilder, dir: &Path) -> HostBuilder {
-    // SAFETY: the caller's contract is `python_dir`'s.
-    unsafe { builder.python_dir(dir) }
-}
-
-#[cfg(not(feature = "python"))]
-#[allow(unsafe_code)]
-pub(crate) unsafe fn dir(builder: HostBuilder, _: &Path) -> HostBuilder {
-    builder
 }

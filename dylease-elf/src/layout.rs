@@ -109,6 +109,9 @@ const MAX_ENTRIES: u64 = 1 << 24;
 const LINKER_NAMES: [&str; 5] = ["_init", "_fini", "_edata", "_end", "__bss_start"];
 
 /// The imports that register a thread-local destructor (glibc's, and libstdc++'s wrapper).
+/// Only a strong (`STB_GLOBAL`) import of one predicts a registration: g++ makes one for a
+/// `thread_local` with a destructor. Rust's standard library imports glibc's weakly in every
+/// library it is linked into, and calls it only when a thread-local with `Drop` is used.
 const THREAD_ATEXIT: [&str; 2] = ["__cxa_thread_atexit_impl", "__cxa_thread_atexit"];
 
 /// Most thread-local storage one library may ask for, per thread: the loader aborts the
@@ -711,7 +714,7 @@ impl<'a> Linker<'a> {
             let (binding, kind, visibility) = (info >> 4, info & 0xf, other & 0x3);
             let name = std::str::from_utf8(strings.get(name.into()).unwrap_or_default()).unwrap_or("");
             if section == SHN_UNDEF {
-                pins.thread_local_destructors |= THREAD_ATEXIT.contains(&name);
+                pins.thread_local_destructors |= binding == STB_GLOBAL && THREAD_ATEXIT.contains(&name);
             } else if binding == STB_GNU_UNIQUE {
                 tally(&mut pins.gnu_unique, name);
             } else if matches!(binding, STB_GLOBAL | STB_WEAK)

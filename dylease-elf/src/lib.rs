@@ -43,6 +43,7 @@
 #![deny(missing_docs)]
 
 mod consts;
+mod fingerprint;
 mod header;
 mod layout;
 pub mod manifest;
@@ -86,9 +87,15 @@ impl<S: ReadAt> Elf<S> {
     }
 
     /// The plugin's manifest, read from its `dylease` notes in the `PT_NOTE` segments that
-    /// lie inside the file (see [`manifest`] for the format), after the header check:
-    /// `Ok(None)` when it has no dylease note. The section headers are not read, and no
-    /// byte outside the note segments (and the headers that locate them) is.
+    /// lie inside the file (see [`manifest`] for the format): `Ok(None)` when it has no
+    /// dylease note. The section headers are not read, and no byte outside the note segments
+    /// (and the headers that locate them) is.
+    ///
+    /// A file built for another machine has its manifest read too: only its identification
+    /// bytes are checked (the ELF magic, a valid class and byte order), not the machine, and
+    /// every field is read in the file's byte order (`EI_DATA`), so that the manifest of a
+    /// plugin cross-built for a big-endian machine (s390x, ppc64) can be shown beside
+    /// [`Elf::check`]'s refusal of it.
     ///
     /// Refused with the cause: a dylease note truncated by its segment's end, a string
     /// length past its record, a name that is not UTF-8, two plugin records that disagree, a
@@ -98,8 +105,29 @@ impl<S: ReadAt> Elf<S> {
     /// [`manifest::MAX_NOTE_BYTES`]). A damaged note of another owner is not refused. Each
     /// segment is read once, however many program headers list it.
     pub fn manifest(&self) -> Result<Option<Manifest>, Refusal> {
-        header::check(self).map_err(Refusal)?;
+        header::identified(self).map_err(Refusal)?;
         manifest::read(self).map_err(Refusal)
+    }
+
+    /// Feeds `state` with what the header check, [`Elf::manifest`] and [`Elf::linkage`] read
+    /// of the file, and nothing else: its length, its ELF header and program header table,
+    /// the bytes of its `PT_NOTE` segments, its dynamic section up to `DT_NULL` (where the
+    /// loader reads it) and the strings of the dynamic entries the [`Linkage`] holds. A
+    /// caller that keeps those readings of a file (a cache keyed by the file's status, say)
+    /// reads a few KB of it again at a later opening, fingerprints them, and parses the file
+    /// again if the fingerprint differs: its bytes changed without its status showing it (a
+    /// write through a shared mapping).
+    ///
+    /// Not fed: the tables only the structural check and [`Elf::pins`] read (symbols, hash
+    /// tables, relocations, version records, unwind tables) and the code. The bytes read are
+    /// kept by this `Elf`, so that the readings made of it afterwards read the same bytes.
+    ///
+    /// `Err` if the file cannot be read, or holds in these parts more than the readers walk
+    /// (note segments past [`manifest::MAX_NOTE_BYTES`] or [`manifest::MAX_NOTE_SEGMENTS`], a
+    /// dynamic section or a linkage string of more than 1 MiB): there is no fingerprint to
+    /// compare then.
+    pub fn fingerprint(&self, state: &mut impl std::hash::Hasher) -> std::io::Result<()> {
+        fingerprint::fingerprint(self, state)
     }
 }
 
@@ -223,8 +251,12 @@ pub struct Pins {
     /// Its `STB_GNU_UNIQUE` symbols, which glibc never unloads (g++ makes one of every
     /// function-local static of an inline function or template).
     pub gnu_unique: Option<Symbols>,
-    /// It imports `__cxa_thread_atexit_impl` or `__cxa_thread_atexit`: it registers
-    /// thread-local destructors, and stays mapped while a thread that used them lives.
+    /// It imports `__cxa_thread_atexit_impl` or `__cxa_thread_atexit` as a strong (global)
+    /// symbol: it registers thread-local destructors (a C++ `thread_local` with a destructor,
+    /// or a C call of the glibc function), and stays mapped while a thread that used them
+    /// lives. A weak import alone is not counted: Rust's standard library makes one in every
+    /// library it is linked into, and registers a destructor through it only when a
+    /// thread-local with `Drop` is used, which the file does not show.
     pub thread_local_destructors: bool,
     /// Its other exported definitions (global or weak, default or protected visibility),
     /// besides those the linker defines in every library and those exempted: another object
@@ -350,6 +382,36 @@ mod tests {
             assert!(!manifest.passes.is_empty());
             let extra = file.reads.get() - before;
             assert_eq!(extra, 0, "more reads of a file of {len} bytes");
+        }
+    }
+
+    /// A strong import of a thread-local destructor registration (what g++ makes of a
+    /// `thread_local` with a destructor, or a C call of glibc's function) predicts one; a weak
+    /// import alone (what Rust's standard library makes in every cdylib, used only if a
+    /// thread-local with `Drop` is used at run time) does not.
+    #[test]
+    fn only_a_strong_import_of_the_thread_local_destructor_hook_predicts_one() {
+        let scratch = Scratch::new("thread-atexit");
+        let library = |name: &str, declaration: &str| {
+            let source = scratch.0.join(format!("{name}.c"));
+            std::fs::write(
+                &source,
+                format!(
+                    "{declaration}\n\
+                     static void drop_it(void *object) {{ (void)object; }}\n\
+                     static int key;\n\
+                     void register_it(void) {{ if (&{name}) {name}(drop_it, &key, &key); }}\n"
+                ),
+            )
+            .unwrap();
+            compile(&scratch.0, &[source.to_str().unwrap()], &[])
+        };
+        let signature = "(void (*)(void *), void *, void *)";
+        for name in ["__cxa_thread_atexit_impl", "__cxa_thread_atexit"] {
+            let weak = library(name, &format!("extern int {name}{signature} __attribute__((weak));"));
+            assert!(!pins(&weak, &[]).thread_local_destructors, "a weak import of {name}");
+            let strong = library(name, &format!("extern int {name}{signature};"));
+            assert!(pins(&strong, &[]).thread_local_destructors, "a strong import of {name}");
         }
     }
 

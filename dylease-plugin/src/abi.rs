@@ -177,3 +177,47 @@ unsafe impl Sync for dylease_plugin_abi1 {}
 
 /// The type of the entry point `dylease_plugin_v1`.
 pub type dylease_plugin_v1_fn = unsafe extern "C" fn() -> *const dylease_plugin;
+
+/// The interface id of message passes, `dylease.message/1`: a pass registered under it has
+/// the signature [`dylease_message_fn`] (bytes in, bytes out), the one kind of pass that can
+/// be called across a process boundary (the host's isolated sets). In C,
+/// `DYLEASE_MESSAGE_INTERFACE` and `DYLEASE_MESSAGE_PASS`; in Rust,
+/// [`MessagePass`](crate::MessagePass).
+pub const DYLEASE_MESSAGE_INTERFACE: &str = "dylease.message/1";
+
+/// Where a message pass appends its output: `write(out, bytes, len)` appends `len` bytes
+/// and returns 0, or a non-zero value when the host refuses them (the output grew past what
+/// the host accepts); the pass should then fail. Valid only during the call that received
+/// it, on that thread.
+#[repr(C)]
+#[derive(Debug)]
+pub struct dylease_out {
+    /// The host's; a pass never reads or writes it.
+    pub ctx: *mut c_void,
+    /// Appends `len` bytes at `bytes` to the output; 0 when appended.
+    pub write: unsafe extern "C" fn(out: *mut dylease_out, bytes: *const u8, len: usize) -> i32,
+}
+
+impl dylease_out {
+    /// Appends `bytes` to the output through `out`: the Rust spelling of
+    /// `out->write(out, bytes, len)`. Returns whether the host took them; when it did not,
+    /// the pass should return non-zero.
+    ///
+    /// # Safety
+    ///
+    /// `out` is the pointer the host handed the running message pass, used during that call
+    /// on its thread.
+    pub unsafe fn append(out: *mut dylease_out, bytes: &[u8]) -> bool {
+        // SAFETY: the caller's contract: `out` is the host's live output of this call.
+        let write = unsafe { (*out).write };
+        // SAFETY: as above; `bytes` is a live slice of `len` bytes.
+        (unsafe { write(out, bytes.as_ptr(), bytes.len()) }) == 0
+    }
+}
+
+/// A message pass (interface [`DYLEASE_MESSAGE_INTERFACE`]): reads `in_len` bytes at `input`
+/// (which may be NULL when `in_len` is 0), appends its output through `out`, and returns 0 on
+/// success or a status of its own on failure, which the caller of the pass receives.
+/// `user_data` is the pointer the pass was registered with.
+pub type dylease_message_fn =
+    unsafe extern "C" fn(input: *const u8, in_len: usize, out: *mut dylease_out, user_data: *mut c_void) -> i32;

@@ -8,6 +8,8 @@
 //!
 //! - [`abi`]: the C types of the plugin ABI, mirroring `include/dylease.h` field for field;
 //! - [`Interface`]: a pass signature named by an id that hosts and plugins agree on;
+//!   [`MessagePass`] is the one every host can call across a process boundary (bytes in,
+//!   bytes out);
 //! - [`PassFn`]: the function-pointer types that travel through the ABI as passes;
 //! - [`Registrar`] and [`RegisterError`]: the one registration surface, and how it fails;
 //!   [`LibraryRegistrar`] is the registrar `export_plugin!` hands a library plugin.
@@ -52,5 +54,5 @@ mod registrar;
 #[doc(hidden)]
 pub use export::__private;
 pub use export::LibraryRegistrar;
-pub use pass_fn::{Interface, PassFn, UnsafePassFn};
+pub use pass_fn::{Interface, MessagePass, PassFn, UnsafePassFn};
 pub use registrar::{RegisterError, Registrar};

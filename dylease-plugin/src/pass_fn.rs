@@ -6,6 +6,8 @@
 #![allow(unsafe_code)]
 
 use crate::abi::dylease_fn;
+#[cfg(doc)]
+use crate::abi::{DYLEASE_MESSAGE_INTERFACE, dylease_message_fn, dylease_out};
 
 /// A pass signature with a name: the agreement between a host and its plugins that every
 /// pass registered under [`ID`](Interface::ID) has the signature [`Fn`](Interface::Fn).
@@ -262,3 +264,56 @@ impl_pass_fn_refs!((A1 'a) (A2 'b) (A3 'c));
 impl_pass_fn!(A1, A2, A3, A4);
 impl_pass_fn!(A1, A2, A3, A4, A5);
 impl_pass_fn!(A1, A2, A3, A4, A5, A6);
+
+/// The message pass interface, `dylease.message/1` ([`DYLEASE_MESSAGE_INTERFACE`]): bytes
+/// in, bytes out, with the C signature
+/// `int32_t pass(const uint8_t *in, size_t in_len, dylease_out *out, void *user_data)`
+/// ([`dylease_message_fn`]).
+///
+/// A message pass is the one kind of pass a host can call in a plugin that runs in another
+/// process (the host's isolated sets, `HostBuilder::isolated`): a function pointer cannot
+/// cross a process boundary, bytes can. The same plugin file serves an ordinary set, where
+/// the host calls the pass directly, and an isolated one, where its worker process does; the
+/// host's `Lease::call(name, input)` does either and returns the output. A pass appends its
+/// output with [`dylease_out::append`] and returns 0, or a non-zero status of its own, which
+/// fails the call with that status. In C, `DYLEASE_MESSAGE_PASS(name, fn)` registers one.
+///
+/// # Example
+///
+/// A plugin with one message pass, registered with `export_plugin!`'s usual `typed` form:
+///
+/// ```
+/// use std::ffi::c_void;
+/// use dylease_plugin::MessagePass;
+/// use dylease_plugin::abi::dylease_out;
+///
+/// /// Answers its input reversed.
+/// unsafe extern "C" fn reverse(input: *const u8, len: usize, out: *mut dylease_out, _: *mut c_void) -> i32 {
+///     let input = match len {
+///         0 => &[][..],
+///         // SAFETY: the host hands `len` readable bytes at `input`.
+///         _ => unsafe { std::slice::from_raw_parts(input, len) },
+///     };
+///     let reversed: Vec<u8> = input.iter().rev().copied().collect();
+///     // SAFETY: `out` is this call's output.
+///     if unsafe { dylease_out::append(out, &reversed) } { 0 } else { 1 }
+/// }
+///
+/// dylease_plugin::export_plugin! {
+///     name: "text",
+///     version: "1.0.0",
+///     passes: [
+///         typed MessagePass: "reverse" => reverse,
+///     ],
+/// }
+/// # fn main() {}
+/// ```
+#[derive(Debug)]
+pub struct MessagePass;
+
+// SAFETY: `dylease.message/1` names exactly this signature, in the C header
+// (`DYLEASE_MESSAGE_PASS` checks it) and in this crate.
+unsafe impl Interface for MessagePass {
+    const ID: &'static str = crate::abi::DYLEASE_MESSAGE_INTERFACE;
+    type Fn = crate::abi::dylease_message_fn;
+}

@@ -141,6 +141,10 @@
 //!
 //! - `watch`: [`reload`](super::reload) on changes of a plugin directory or file (adds
 //!   `notify`).
+//! - `isolate`: isolated sets ([`isolation`](super::isolation)), each set's plugins in a
+//!   worker process of its own (`HostBuilder::isolated` and its options,
+//!   `PluginSet::worker_pid`). Off by default: a program built with it carries the worker
+//!   ([`performance`](super::performance#binary-cost) says how much).
 //! - `python`: Python passes ([`python`](super::python)), an embedded CPython through
 //!   [pyo3](https://docs.rs/pyo3), which dylease re-exports as `dylease::pyo3` so that a host
 //!   names the same pyo3 types dylease was built with (`Py`, `PyResult`, conversions for
@@ -196,7 +200,10 @@
 //! not in its message, as the `std::error::Error` convention asks: print the chain, as
 //! `dylease check` does. [`Error::Open`](crate::Error::Open)'s `cause` says whether dylease's
 //! ELF check ([`OpenCause::Headers`](crate::OpenCause::Headers)) or the platform loader
-//! ([`OpenCause::Loader`](crate::OpenCause::Loader)) refused the file. For example:
+//! ([`OpenCause::Loader`](crate::OpenCause::Loader)) refused the file, or whether the process
+//! ran out of file descriptors while dylease checked it
+//! ([`OpenCause::Descriptors`](crate::OpenCause::Descriptors): raise `ulimit -n`; nothing is
+//! said against the file). For example:
 //!
 //! ```text
 //! plugin file `/opt/app/plugins/lib3.so` does not export `dylease_plugin_v1`; is it a dylease plugin? (/opt/app/plugins/lib3.so: undefined symbol: dylease_plugin_v1)

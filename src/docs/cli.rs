@@ -96,7 +96,7 @@
 //!
 //! ```text
 //! ok    plugins/libmath.so
-//!         manifest: plugin `math` 1.0.0 (ABI version 2); declares 1 pass (all it registers): double (untyped)
+//!         manifest: plugin `math` 1.0.0 (ABI version 2); declares 1 pass (complete manifest): double (untyped)
 //! ok    plugins/liblegacy.so
 //!         no manifest: which passes it registers is known only by loading it, which runs its code (`dylease check plugins/liblegacy.so`)
 //! ```

@@ -23,6 +23,7 @@
 //! | `registrar` | registration: the `StaticRegistrar` of static plugins, the state both routes fill in (`table`), the C host API and a pass's function typed again (`c_api`), a Python pass's callable (`python`) | `sync`, `sys::library` (the `HostApi` it implements, the bounded C string reader) |
 //! | `registry` | the process-wide instances (the registry protocol below), `opener` (the platform loader as the registry's opener: the descriptor check, and when `on_load`, `register_passes` and `on_unload` run, through `sys::library`), `teardown` (unloading a set's plugins) | `registrar`, `trust`, `inspect` and below |
 //! | `load` | one load attempt: `plan` (sources to the ordered plugins, `plugin_files_in`), `pipeline` (one plugin from file to registered passes, as typestates), `plugins` (a loaded set's contents), `policy`, `demand` (on-demand mapping), `static_plugin`, `catalog` (every plugin judged, none loaded), and `python`, the loading side of Python plugins (`discover`, `check`, `read`, `register`, `instance`, `interpreter`) | every room in the rows above |
+//! | `isolate` | isolated sets (`HostBuilder::isolated`): `config` (the builder's options), `frame` (the channel's frames and payloads, bounds-checked), `remote` (the host's side: the worker process, its reader thread, the load of plugin files into it), `worker` (the worker process's side: maps the received descriptors, runs calls on its threads, unloads), `sys` (the worker's early hook and spawn, the socket with `SCM_RIGHTS`, the call of a message pass); its module documentation is the user's page | every room in the rows above |
 //! | `host` | `plugin_host`, `builder`, `sources` (the public `unsafe fn`s that name native or Python code, and `init_global`), `policy` (`UnloadPolicy`), `global`, `generations` (the slot protocol below), `thread_cache` (its first path), `keeper` (the host's own lease under `UnloadPolicy::After` and `WithHost`, and the keeper thread), `set` (one generation; its drop reaches the host only through the `Teardown` the generations hand it), `lease`, `stats`, `reentry`, `watch` (a watcher that calls back after a change; `plugin_host` holds the glue) | every room in the rows above |
 //! | `python` | the user API of Python passes (`PyInterface`, `PyPass`, `Lease::get_py`) | every room in the rows above |
 //! | `dylease-elf` (crate) | the ELF header and structural checks, the linkage the trust check resolves and the facts the pinning prediction reads, through one reader that keeps what it read of the descriptor the loader maps | no host code (the compiler holds it) |
@@ -33,12 +34,14 @@
 //! size) and the README's doctests; `test_dir` is the unit tests' scratch directory.
 //!
 //! `unsafe` is fenced by file: the crates deny `unsafe_code`, and only these modules allow
-//! it, each with its reason on its declaration or at its top. In the host crate, six files
+//! it, each with its reason on its declaration or at its top. In the host crate, seven files
 //! hold `unsafe` code: `sys/raw.rs` (the C library's and the loader's calls), `sys/library.rs`
 //! (opening a library and calling its plugin's functions), `sys/python.rs` (CPython's),
 //! `registrar/c_api.rs` (the C host API, `user_data`'s `Send`/`Sync`, a pass's function typed
-//! again), `sync/raw.rs` (the shim's raw parts) and `host/lease.rs` (`Lease::pass`'s untyped
-//! pass); `host/sources.rs` declares the public `unsafe fn`s and holds no `unsafe` block.
+//! again), `sync/raw.rs` (the shim's raw parts), `host/lease.rs` (`Lease::pass`'s untyped
+//! pass) and `isolate/sys.rs` (the call of a message pass; the worker's early hook and spawn,
+//! the channel's socket, the sealed regions); `host/sources.rs` declares the public
+//! `unsafe fn`s and holds no `unsafe` block. In `dylease-cli`, `sys.rs` holds the tool's.
 //! `scripts/house.sh` counts them. In `dylease-plugin`, `abi`, `export` and `pass_fn`.
 //! Everything else reaches the platform, a plugin's functions and raw pointers through their
 //! safe functions or their `unsafe fn`s' `# Safety` contracts.
@@ -316,7 +319,9 @@
 //! cycle; DT_AUDIT and DT_DEPAUDIT; a relative run-path entry (resolved against a current
 //! directory any thread may change); one name found twice below one run-path directory
 //! (glibc's choice depends on the CPU); more than `MAX_OBJECTS` (512) libraries; anything
-//! that cannot be opened or read, descriptors included; and an under-linked dependency, which
+//! that cannot be opened or read (out of descriptors, the plugin is not loaded either, but the
+//! error is `OpenCause::Descriptors`, naming the limit, not a refusal: `trust::Refused`); and
+//! an under-linked dependency, which
 //! `RTLD_NOW` cannot map on its own (the error names `-Wl,-z,defs`). On a C library that does
 //! not match needed names by soname (musl), any dependency in a run path is refused.
 //!
@@ -344,23 +349,37 @@
 //! again and must find it at the same status, or refuses it (`ReplacedSinceAcquire`). A file replaced by rename is a new inode; one rewritten in
 //! place has a new ctime, which no system call sets back.
 //!
-//! - **Racy rule.** An entry is stored only if the wall clock, read before the file is parsed,
+//! - **Fingerprint.** A write through a shared mapping (`MAP_SHARED`) keeps the status (tmpfs
+//!   never updates the times for it; ext4 only at the first write to a clean page). So
+//!   `Opened::new` also reads again, from the descriptor, what the cached ELF verdict,
+//!   manifest and linkage were read from (the ELF and program headers, the `PT_NOTE`
+//!   segments, the dynamic section and the linkage's strings: `dylease_elf::Elf::fingerprint`,
+//!   a few KB, the whole file if it is at most 64 KiB) and hashes it with std's SipHash under
+//!   a per-process random key; the entry is used only for that fingerprint
+//!   (`Opened::parse_was_cached`). Another fingerprint at the same status: parsed again, and the
+//!   file not cached at that status again (its entry stays, "unstable", found by neither
+//!   `lookup` nor `find`). A strict load keeps a closure it resolved by status only for a
+//!   descriptor that took that entry, and an on-demand first use refuses a file whose
+//!   manifest differs from the one its set was built from (`ReplacedSinceAcquire`): the set
+//!   hands the mapping's callables to its passes by name. The hash need not be
+//!   cryptographic: only a user who may write the file can change it, and that user chooses
+//!   its code anyway; the fingerprint keeps the host's verdicts about the file true.
+//! - **Racy rule.** An entry is stored only if the wall clock, read before the file is read,
 //!   is at least `RACY_WINDOW` (2.1 s) past the file's ctime: a same-size rewrite within one
 //!   timestamp tick of the last change (a kernel tick, or the 1–2 s of ext3, HFS+ and FAT)
 //!   could otherwise keep the whole key. Younger files are parsed at each load.
 //! - **Bound.** At most 4096 files, one entry per (device, inode): a changed file's entry is
 //!   replaced, and the least recently used entry goes when the cache is full.
-//! - **Not covered** (a cached verdict may then describe older bytes): a file system that
-//!   does not update the ctime on writes, NFS attribute caching, writes through a shared
-//!   mapping whose times the kernel updates late, a file system more than 2.1 s coarse, and
-//!   a wall clock stepped back. There a corrupt rewrite the key cannot see may reach the
-//!   loader unchecked (what the structural check guards against is a crash in the loader),
-//!   and one that adds a needed library or a run path leaves them unjudged, to the loader's
-//!   own search, for as long as the entry lives (the walk judged what the cached linkage
-//!   names): a run path into a directory others can write would let them choose a library
-//!   this process maps. Only a user who may write the file (root or this process's own user:
-//!   the trust check refuses any other) can make such a rewrite, and only where the key
-//!   misses it; a file installed by rename, as `dylease install` does, is never missed.
+//! - **Not covered** (a cached verdict may then describe older bytes): the tables only the
+//!   structural check and the pin prediction read (symbols, hash tables, relocations,
+//!   version records, unwind tables), rewritten where neither the key nor the fingerprint
+//!   sees it (a file system that does not update the ctime on writes, NFS attribute caching,
+//!   a shared mapping, a file system more than 2.1 s coarse, a wall clock stepped back).
+//!   There a corrupt rewrite may reach the loader unchecked (what the structural check guards
+//!   against is a crash in the loader); the ABI gate, the manifest comparison and the
+//!   dependency walk judge what the file holds when it is opened. Only a user who may write
+//!   the file (root or this process's own user: the trust check refuses any other) can make
+//!   such a rewrite; a file installed by rename, as `dylease install` does, is never missed.
 //! - **Never cached: trust.** The walk of the file, its directories, its run paths and every
 //!   dependency runs at every load (`trust`), on what the linkage names, cached or
 //!   not. A failure to read the file (an I/O error) is not stored either. The cache answers

@@ -75,13 +75,20 @@
 //!   dylease as d`, `from dylease import plugin, typed_pass as tp`, or from another module of
 //!   the package: `from .api import tp`). Arguments must be string literals. A name or
 //!   version it cannot read (computed, `plugin` called elsewhere, the `dylease` module passed
-//!   on or renamed, `exec`, `eval`, `globals()`, …) leaves the plugin without a manifest. Its
-//!   pass list is **incomplete** if the plugin defines, assigns or imports `register_passes`
-//!   (or a module `__getattr__`, or has a `*` import) in its plugin file, has a `typed_pass`
-//!   decorator inside an `if`, `try`, function or class, with a computed argument, or uses
-//!   `typed_pass` any other way (called, not as a decorator), uses `importlib`, or if a
-//!   submodule with decorators is imported other than by plain module-level imports from the
-//!   plugin file on (a conditional `try: from . import cuda` counts). A submodule that no
+//!   on or renamed, `exec`, `eval`, `compile`, `__builtins__`) leaves the plugin without a
+//!   manifest. Its pass list is **incomplete** if the plugin defines, assigns or imports
+//!   `register_passes` (or a module `__getattr__`, or has a `*` import) in its plugin file,
+//!   has a `typed_pass` decorator inside an `if`, `try`, function or class, with a computed
+//!   argument, or uses `typed_pass` any other way (called, not as a decorator), if a submodule
+//!   with decorators is imported other than by plain module-level imports from the plugin file
+//!   on (a conditional `try: from . import cuda` counts), or if it uses what reaches a
+//!   namespace or an object the reader cannot follow: frames (`sys._getframe`,
+//!   `inspect.currentframe`, `f_globals`, `f_locals`, `f_back`), `globals()`, `locals()`,
+//!   `vars()`, `__dict__`, `__globals__`, closures' cells, the garbage collector's
+//!   `get_objects` and `get_referrers`; a lookup by a name that is not a string literal
+//!   (`getattr`, `setattr`, `delattr`, `operator.attrgetter`, `__getattribute__`, …);
+//!   `__import__` or `importlib`; or the host's own record of its passes. Why it is
+//!   incomplete (each cause with its file and line) is logged at `debug`. A submodule that no
 //!   file imports keeps its passes declared. When the plugin is loaded, its name, version
 //!   and, for a complete manifest, its passes must be what it registered: otherwise the load
 //!   fails with [`Error::ManifestMismatch`](crate::Error::ManifestMismatch) naming the pass

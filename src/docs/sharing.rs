@@ -94,7 +94,9 @@
 //!   under-linked dependency (`-Wl,-z,defs`), and, on musl (which matches needed names by
 //!   path), any dependency found in a run path;
 //! - refused because the check could not judge it: more than 512 libraries, a file or directory
-//!   that cannot be opened, listed or read, descriptors included.
+//!   that cannot be opened, listed or read. Out of file descriptors (`EMFILE`, `ENFILE`) at any
+//!   step, the plugin is not loaded either, but the error is a resource error naming the
+//!   limit ([`OpenCause::Descriptors`](crate::OpenCause::Descriptors)), not a refusal.
 //!
 //! What stays outside it, the process owner's choice (whoever sets them can run code in the
 //! process anyway): names found through `LD_LIBRARY_PATH` (ignored under secure execution) and

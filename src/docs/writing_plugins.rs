@@ -40,7 +40,10 @@
 //! thread-local with a destructor (C++ `thread_local std::string`, Rust `thread_local!` with
 //! `Drop`) keeps the library mapped while a thread that used it is alive: run such passes on
 //! threads that end (joined with `join`, which waits for their thread-local destructors) before
-//! the last lease drops.
+//! the last lease drops. The C++ case shows in the file (a strong import of
+//! `__cxa_thread_atexit`) and is predicted; the Rust case does not (the standard library imports
+//! the hook weakly in every library, used only if such a thread-local is), so a Rust plugin is
+//! reported only if it does stay mapped.
 //!
 //! The host reads the library's dynamic section and dynamic symbols before loading it, as
 //! the loader reads them (not its section headers, which the loader never reads):

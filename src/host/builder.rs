@@ -11,6 +11,8 @@ use crate::load::{LoadPolicy, Source, StaticPlugin};
 use crate::registrar::{MAX_NAME_LEN, StaticRegistrar};
 use crate::sync::Arc;
 use crate::trust::TrustPolicy;
+#[cfg(doc)]
+use crate::{Lease, WorkerCause};
 use dylease_plugin::RegisterError;
 
 impl PluginHost {
@@ -34,6 +36,24 @@ pub struct HostBuilder {
     pub(super) on_demand: bool,
     /// [`HostBuilder::map_timeout`]; `None` for the default.
     pub(super) map_timeout: Option<Duration>,
+    /// [`HostBuilder::isolated`] and its options (crate feature `isolate`).
+    #[cfg(feature = "isolate")]
+    pub(super) isolation: IsolationOptions,
+}
+
+/// What [`HostBuilder::isolated`] and its options set (crate feature `isolate`).
+#[cfg(feature = "isolate")]
+#[derive(Debug, Default)]
+pub(super) struct IsolationOptions {
+    /// How its loads start, once [`HostBuilder::isolated`] was called (`None` inside where
+    /// isolated sets are not supported).
+    begin: Option<Option<crate::isolate::Begin>>,
+    /// [`HostBuilder::call_deadline`]; `None` for the default.
+    call_deadline: Option<Duration>,
+    /// [`HostBuilder::worker_command`].
+    worker_command: Option<std::path::PathBuf>,
+    /// [`HostBuilder::worker_env_passthrough`].
+    worker_env_passthrough: bool,
 }
 
 impl HostBuilder {
@@ -158,6 +178,109 @@ impl HostBuilder {
         self
     }
 
+    /// Makes the host's sets isolated: each set (each generation) runs its library plugins in
+    /// a worker process of its own, one worker per set. The host checks each plugin file as
+    /// every load does (discovery, the trust check, the ELF and manifest checks), then hands
+    /// the checked descriptor to the worker, which maps that very file (never a path) and runs
+    /// its constructors, `on_load` and `register_passes`. The set's last lease drop has the
+    /// worker run the `on_unload` hooks and exit, and reaps it. (Crate feature `isolate`.)
+    /// [`docs::isolation`](crate::docs::isolation) has the whole story; in short:
+    ///
+    /// - **Choose it** for plugins that may crash, abort, call `exit()` or hang (a fault fails
+    ///   the set with [`Error::WorkerFailed`], naming the plugin, the pass, the signal or exit
+    ///   status; the host process lives on, and after the set's last lease the next
+    ///   `acquire()` starts a fresh worker), and for libraries the platform will not unload in
+    ///   a process (`-z nodelete`, C++ GNU unique symbols): the worker's exit unloads them.
+    /// - **Passes are messages**: the host calls a plugin's message passes (bytes in, bytes
+    ///   out: `DYLEASE_MESSAGE_PASS` in C, [`MessagePass`](crate::MessagePass) in Rust) with
+    ///   [`Lease::call`](crate::Lease::call). A function pointer cannot cross a process:
+    ///   [`Lease::get`](crate::Lease::get), [`pass`](crate::Lease::pass) and
+    ///   [`passes_of`](crate::Lease::passes_of) refuse the worker's pointer passes, saying so.
+    ///   Static plugins stay in the host, and their passes work as usual.
+    /// - **What it costs**: a process start on the set's first `acquire()` and an exit at its
+    ///   unload; a socket round trip per call, and the copies of input and output (above
+    ///   64 KiB through a sealed shared memory region; at most 256 MiB each).
+    /// - **It isolates faults, not privileges**: the worker runs as the host's user and can do
+    ///   what the host can. It starts with `PR_SET_NO_NEW_PRIVS`, no descriptor of the host's
+    ///   but its standard streams, none of the host's `LD_*` variables, and dies with the host.
+    /// - **The worker program** is the host's own executable, run again: dylease's hook runs
+    ///   before `main` and turns that process into a worker, so every program and test binary
+    ///   that builds an isolated host has workers without set-up. [`worker_command`](Self::worker_command)
+    ///   names another.
+    /// - **Dependencies** a plugin needs from its run path (under [`TrustPolicy::Strict`])
+    ///   are checked by the host and mapped in the worker from the host's descriptors, before
+    ///   the plugin, as an ordinary set maps them in the host.
+    /// - **Not yet**: Python plugins are refused
+    ///   ([`OpenCause::Isolation`](crate::OpenCause::Isolation)): the worker would need an
+    ///   interpreter of its own; an isolated host cannot be [`on_demand`](Self::on_demand);
+    ///   Linux only.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// // SAFETY: /opt/app/filters holds this application's filters; their faults stay in the worker.
+    /// let host = unsafe { dylease::PluginHost::builder().dir("/opt/app/filters") }
+    ///     .isolated()
+    ///     .call_deadline(Duration::from_secs(5))
+    ///     .build()?;
+    /// let lease = host.acquire()?; // starts the worker, which maps the filters
+    /// match lease.call("sanitize", b"<b>hi</b>") {
+    ///     Ok(output) => println!("{}", String::from_utf8_lossy(&output)),
+    ///     // A crash or a hang of the filter: the host goes on.
+    ///     Err(error) => eprintln!("{error}"),
+    /// }
+    /// # Ok::<(), dylease::Error>(())
+    /// ```
+    #[cfg(feature = "isolate")]
+    pub fn isolated(mut self) -> Self {
+        #[cfg(all(target_os = "linux", not(loom)))]
+        let begin = Some(crate::isolate::begin as crate::isolate::Begin);
+        #[cfg(not(all(target_os = "linux", not(loom))))]
+        let begin = None;
+        self.isolation.begin = Some(begin);
+        self
+    }
+
+    /// How long a call of an isolated set's pass may run ([`isolated`](Self::isolated)): a
+    /// call still running then kills the worker, and fails the set with
+    /// [`Error::WorkerFailed`] ([`WorkerCause::Deadline`](crate::WorkerCause::Deadline)).
+    /// The same bound applies to the worker's start, to each plugin's load in it, and to its
+    /// unload (after which it is killed). 30 s by default. (Crate feature `isolate`.)
+    #[cfg(feature = "isolate")]
+    pub fn call_deadline(mut self, deadline: Duration) -> Self {
+        self.isolation.call_deadline = Some(deadline);
+        self
+    }
+
+    /// The program an isolated host's workers run ([`isolated`](Self::isolated)), instead of
+    /// the host's own executable (`/proc/self/exe`): for a host that cannot be run again (a
+    /// program embedding dylease through a library another runtime loads), or to start
+    /// workers through a wrapper of the operator's. It must run dylease's worker hook, which
+    /// runs before its `main` (`main` never runs in a worker): any program that links dylease
+    /// with the `isolate` feature keeps it, such as one whose `main` is
+    /// `std::hint::black_box(dylease::PluginHost::builder().isolated());`, built from the same
+    /// version of dylease as the host (the handshake refuses another). A program without the
+    /// hook fails the `acquire()` with [`WorkerCause::Start`](crate::WorkerCause::Start).
+    /// (Crate feature `isolate`.)
+    #[cfg(feature = "isolate")]
+    pub fn worker_command(mut self, program: impl Into<std::path::PathBuf>) -> Self {
+        self.isolation.worker_command = Some(program.into());
+        self
+    }
+
+    /// Passes the host's `LD_*` environment variables (`LD_PRELOAD`, `LD_LIBRARY_PATH`, …) to
+    /// an isolated host's workers ([`isolated`](Self::isolated)), which by default get none of
+    /// them: a preloaded sanitizer or tracer of the host's then runs in its workers too, and a
+    /// plugin's system libraries may be found through the host's `LD_LIBRARY_PATH`. (Crate
+    /// feature `isolate`.)
+    #[cfg(feature = "isolate")]
+    pub fn worker_env_passthrough(mut self) -> Self {
+        self.isolation.worker_env_passthrough = true;
+        self
+    }
+
     /// The host's name, which begins each of its log lines (`[graph-session] loaded
     /// generation 1: …`) and is its [`Stats::name`](crate::Stats::name): two components that build hosts over
     /// one directory can then tell their lines apart. By default `host-N`, N the host's
@@ -228,7 +351,9 @@ impl HostBuilder {
     /// [`Error::Config`] if a static plugin has an empty name or one longer than 256 bytes, or
     /// two static plugins share a name.
     /// With `watch` (crate feature `watch`), [`Error::Io`] naming a directory that cannot
-    /// be watched.
+    /// be watched. With `isolate`, [`Error::Config`] for an isolated host
+    /// (`HostBuilder::isolated`) that is also [on-demand](Self::on_demand), or on a platform
+    /// other than Linux.
     pub fn build(self) -> Result<PluginHost, Error> {
         self.validate()?;
         match self.watch {
@@ -239,6 +364,10 @@ impl HostBuilder {
 
     /// The checks of [`HostBuilder::build`].
     fn validate(&self) -> Result<(), Error> {
+        #[cfg(feature = "isolate")]
+        if self.isolation.begin.is_some() {
+            crate::isolate::supported(self.on_demand).map_err(|reason| Error::Config { reason })?;
+        }
         let mut names = std::collections::HashSet::new();
         for source in &self.sources {
             if let Source::Static(plugin) = source {
@@ -270,6 +399,16 @@ impl HostBuilder {
                 trust: self.trust,
                 on_demand: self.on_demand,
                 map_timeout: self.map_timeout.unwrap_or(crate::load::demand::DEFAULT_MAP_TIMEOUT),
+                #[cfg(feature = "isolate")]
+                isolation: self.isolation.begin.flatten().map(|begin| crate::isolate::Isolation {
+                    begin,
+                    command: self.isolation.worker_command,
+                    deadline: self
+                        .isolation
+                        .call_deadline
+                        .unwrap_or(crate::isolate::DEFAULT_CALL_DEADLINE),
+                    ld_passthrough: self.isolation.worker_env_passthrough,
+                }),
             }),
             generations: Arc::new(Generations::new(self.unload, self.name)),
             watch: None,

@@ -269,11 +269,23 @@ impl Lease {
     }
 
     /// What calls the pass at `index`, its plugin mapped first if it is an on-demand plugin
-    /// not mapped yet (one atomic load if it is mapped).
-    fn callable(&self, index: usize) -> Result<&Callable, Error> {
+    /// not mapped yet (one atomic load if it is mapped). A pass of a plugin that runs in an
+    /// isolated set's worker has none in this process: refused with the reason.
+    pub(crate) fn callable(&self, index: usize) -> Result<&Callable, Error> {
         let info = &self.passes()[index];
         if let Some(callable) = info.callable() {
             return Ok(callable);
+        }
+        if let Some(remote) = self.isolated()
+            && remote.hosts(info.plugin_index())
+        {
+            return Err(Error::PassLookup {
+                pass: info.name().to_owned(),
+                expected: "",
+                cause: Box::new(LookupFailure::Isolated {
+                    plugin: self.plugins()[info.plugin_index()].origin().clone(),
+                }),
+            });
         }
         self.ensure_mapped(info.plugin_index())?;
         // Its registration was compared with its complete manifest, whose passes the set

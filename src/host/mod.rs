@@ -10,6 +10,8 @@
 //! is a watcher over sources that the host starts; it names no host type.
 
 mod builder;
+// `Lease::call` (message passes) and what a set tells of its worker.
+mod call;
 mod generations;
 mod global;
 mod keeper;

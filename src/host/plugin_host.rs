@@ -63,14 +63,37 @@ pub(super) struct LoadConfig {
     pub(super) on_demand: bool,
     /// [`HostBuilder::map_timeout`](crate::HostBuilder::map_timeout).
     pub(crate) map_timeout: Duration,
+    /// [`HostBuilder::isolated`](crate::HostBuilder::isolated) and its options (crate
+    /// feature `isolate`).
+    #[cfg(feature = "isolate")]
+    pub(super) isolation: Option<crate::isolate::Isolation>,
 }
 
 impl LoadConfig {
     /// Runs the load pipeline over every source, under the host's policies. On failure
     /// everything registered so far is unloaded before the error is returned.
+    ///
+    /// An isolated host's plugin files are loaded into a worker process (`isolate`), which
+    /// the set holds once the load succeeded; a failed load ends it.
     pub(super) fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
-        let mut set = crate::load::load(&self.sources, self.policy, self.trust, self.on_demand, deadline)?;
+        #[cfg(feature = "isolate")]
+        let mut isolating = self.isolation.as_ref().map(|isolation| (isolation.begin)(isolation));
+        #[cfg(feature = "isolate")]
+        let isolate = isolating.as_mut().map(|isolating| isolating.isolate());
+        #[cfg(not(feature = "isolate"))]
+        let isolate = None;
+        let mut set = crate::load::load(
+            &self.sources,
+            (self.policy, self.trust),
+            self.on_demand,
+            isolate,
+            deadline,
+        )?;
         set.map_timeout = self.map_timeout;
+        #[cfg(feature = "isolate")]
+        if let Some(isolating) = isolating {
+            isolating.finish(&mut set);
+        }
         Ok(set)
     }
 }

@@ -156,6 +156,11 @@ impl PluginSet {
         })
     }
 
+    /// In an isolated set, its worker and the plugins it holds (`isolate`).
+    pub(crate) fn isolated(&self) -> Option<&dyn crate::load::Isolated> {
+        self.contents.isolated.as_deref()
+    }
+
     /// How long the load of this set took.
     pub(crate) fn load_time(&self) -> std::time::Duration {
         self.contents.load_time()

@@ -5,14 +5,20 @@
 //! glibc never unloads a library that has `DF_1_NODELETE` in `DT_FLAGS_1` (`-z nodelete`), or
 //! that defines an `STB_GNU_UNIQUE` symbol: g++ gives one to every function-local static of an
 //! inline function or template (every "Meyers singleton"), so a six-line C++ plugin holding a
-//! `std::string` there is pinned. A library that registered a thread-local destructor
-//! (`__cxa_thread_atexit_impl`: a C++ `thread_local` or a Rust `thread_local!` with `Drop`)
-//! stays mapped while a thread that used it lives. And a library whose other exported symbols
-//! another, never-unloaded object bound to stays for that object. The first two show in
-//! the dynamic section and the symbols it points to, read (by `dylease_elf`) from the file the
-//! trust and ELF checks looked at, as the loader reads them; the
-//! fix for the g++ causes is the linker version script `include/dylease.map`, which keeps only
-//! `dylease_plugin_v1` global.
+//! `std::string` there is pinned. A library that registered a thread-local destructor (a C++
+//! `thread_local`, or a Rust `thread_local!` with `Drop` that was used) stays mapped while a
+//! thread that used it lives. And a library whose other exported symbols another,
+//! never-unloaded object bound to stays for that object. These show in the dynamic section and
+//! the symbols it points to, read (by `dylease_elf`) from the file the trust and ELF checks
+//! looked at, as the loader reads them; the fix for the g++ causes is the linker version script
+//! `include/dylease.map`, which keeps only `dylease_plugin_v1` global.
+//!
+//! A thread-local destructor is predicted from a strong import of `__cxa_thread_atexit` (or
+//! glibc's `__cxa_thread_atexit_impl`), which is what g++ makes of a `thread_local` with a
+//! destructor. Rust's standard library imports glibc's hook weakly in every library it is
+//! linked into, and registers a destructor through it only when a thread-local with `Drop` is
+//! used at run time: that import predicts nothing (it would warn about every Rust plugin), and
+//! a Rust plugin that does stay mapped for it is reported by the comparison after its unload.
 //!
 //! A pinned library is warned about once per plugin file and counted once per mapping, not
 //! once per unload: it stays mapped, and every later unload would say the same.
@@ -40,9 +46,11 @@ pub enum PinCause {
         /// One of them, as its (mangled) symbol name.
         example: String,
     },
-    /// The library registers thread-local destructors (it imports `__cxa_thread_atexit_impl`
-    /// or `__cxa_thread_atexit`: a C++ `thread_local` or a Rust `thread_local!` whose type has
-    /// `Drop`). It stays mapped if a thread that used such a thread-local is still alive when
+    /// The library registers thread-local destructors: it imports `__cxa_thread_atexit` or
+    /// `__cxa_thread_atexit_impl` as a strong symbol (a C++ `thread_local` whose type has a
+    /// destructor, or a C call of the glibc function). The weak import that Rust's standard
+    /// library makes in every library is not this cause: a Rust `thread_local!` with `Drop`
+    /// registers its destructor only when used, which the file does not show. It stays mapped if a thread that used such a thread-local is still alive when
     /// its last lease drops. A thread's thread-local destructors run after its closure
     /// returned: `JoinHandle::join` waits for them, the end of `std::thread::scope` does not.
     ThreadLocalDestructors,
@@ -250,9 +258,10 @@ pub(crate) fn after_unload(
             }
             let why = match predicted.describe(true).or_else(|| predicted.describe(false)) {
                 Some(causes) => format!("as its file predicted: {causes}"),
-                None => "its file shows no cause, so another user of the same file in this process \
-                         (a `dlopen` of it outside dylease, or `RTLD_NODELETE`) or a thread-local \
-                         destructor holds it"
+                None => "it stayed mapped for a reason its file did not show (a Rust thread-local with a \
+                         destructor, still alive in a thread, is one; another user of the same file in \
+                         this process, such as a `dlopen` of it outside dylease or `RTLD_NODELETE`, is \
+                         another)"
                     .to_owned(),
             };
             log::warn!(
@@ -321,6 +330,35 @@ mod tests {
             .iter()
             .filter(|(at, message)| *at == level && message.contains(needle))
             .count()
+    }
+
+    /// A library that stayed mapped although its file predicted nothing (a Rust plugin whose
+    /// thread-local with `Drop` is still alive in a thread, say: the standard library's weak
+    /// import of the hook predicts nothing) is warned about with that reason among the
+    /// possible ones, not as "as its file predicted".
+    #[test]
+    fn a_pin_no_cause_predicted_is_warned_about_with_the_reasons_the_file_cannot_show() {
+        let path = "/pinning-unit-test/libunpredicted.so";
+        let origin = Origin::File(path.into());
+        let mapping = crate::sys::FileId {
+            dev: u64::MAX - 18,
+            ino: 18,
+        };
+        let warned = || {
+            logged(
+                log::Level::Warn,
+                &format!(
+                    "{path}` is still loaded after its unload: the platform pinned it, it stayed mapped for \
+                     a reason its file did not show (a Rust thread-local with a destructor, still alive in a \
+                     thread, is one; another user of the same file in this process, such as a `dlopen` of \
+                     it outside dylease or `RTLD_NODELETE`, is another)."
+                ),
+            )
+        };
+        let before = warned();
+        assert!(after_unload(&origin, &Pinning::default(), &mapping, Some(true)));
+        assert_eq!(warned(), before + 1);
+        after_unload(&origin, &Pinning::default(), &mapping, Some(false));
     }
 
     /// A pinned library that a later unload really unmapped is forgotten: when a later

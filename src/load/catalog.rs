@@ -27,13 +27,18 @@ impl CatalogEntry {
 
     /// What the plugin's file declares about it, if it carries a manifest (see [`Manifest`]).
     /// `None` for a library built without one, a Python plugin whose name is not a literal,
-    /// a static plugin, and a file refused before its manifest could be read.
+    /// a static plugin, and a file refused before its manifest could be read (by the trust
+    /// check, or as no ELF file). A library the ELF check refuses still shows its manifest:
+    /// one built for another machine, a big-endian one say, is described beside the reason
+    /// this host cannot load it.
     pub fn manifest(&self) -> Option<&Manifest> {
         self.manifest.as_ref()
     }
 
     /// Why a load would refuse the plugin before running any of its code: the trust check
-    /// ([`Error::Untrusted`]), the ELF check or the manifest ([`Error::Open`]), an ABI
+    /// ([`Error::Untrusted`]; out of file descriptors, [`Error::Open`] with
+    /// [`OpenCause::Descriptors`](crate::OpenCause::Descriptors)), the ELF check or the
+    /// manifest ([`Error::Open`]), an ABI
     /// version its manifest declares that the host does not speak ([`Error::AbiMismatch`]),
     /// discovery (a file or directory that cannot be read: [`Error::Io`]). `None` if every check made without running its code passed
     /// (its constructors, `on_load` and `register_passes` may still fail a load).
@@ -78,20 +83,29 @@ pub(crate) fn catalog(sources: &[Source], trust: TrustPolicy) -> Result<Vec<Cata
             let origin = Origin::File(candidate.path.clone());
             let judged = checks.check(trust, &mut candidate).and_then(|()| {
                 let (opened, _, _) = open_checked(&mut candidate, &mut checks, trust)?;
-                opened.verify(&candidate.path)?;
-                let pinning = opened.pinning();
-                Ok((opened.manifest(&candidate.path), pinning))
+                // The manifest is read whatever the ELF check says of the file: a plugin built
+                // for another machine (a big-endian one, say) is described, with the reason
+                // this host cannot load it.
+                let verdict = opened.verify(&candidate.path);
+                let pinning = if verdict.is_ok() {
+                    opened.pinning()
+                } else {
+                    Pinning::default()
+                };
+                Ok((verdict, opened.manifest(&candidate.path), pinning))
             });
             match judged {
-                Ok((Ok(manifest), pinning)) => CatalogEntry {
-                    refusal: manifest.as_ref().and_then(|m| m.gate(&candidate.path).err()),
+                Ok((verdict, Ok(manifest), pinning)) => CatalogEntry {
+                    refusal: verdict
+                        .err()
+                        .or_else(|| manifest.as_ref().and_then(|m| m.gate(&candidate.path).err())),
                     manifest: manifest.map(|manifest| (*manifest).clone()),
                     pinning,
                     origin,
                 },
-                Ok((Err(refusal), pinning)) => CatalogEntry {
+                Ok((verdict, Err(refusal), pinning)) => CatalogEntry {
                     pinning,
-                    ..CatalogEntry::refused(origin, refusal)
+                    ..CatalogEntry::refused(origin, verdict.err().unwrap_or(refusal))
                 },
                 Err(refusal) => CatalogEntry::refused(origin, refusal),
             }

@@ -27,12 +27,27 @@ pub(crate) use catalog::catalog;
 pub(crate) use plan::Source;
 pub use plan::plugin_files_in;
 pub(crate) use plugins::Callable;
-pub(crate) use plugins::LoadedPlugins;
+pub(crate) use plugins::{Isolated, LoadedPlugins};
 pub use plugins::{PassInfo, PluginInfo};
 pub use policy::{LoadFailure, LoadPolicy};
 pub(crate) use static_plugin::StaticPlugin;
 
 use pipeline::{Judged, Registered, Verified};
+
+/// Where an isolated set's plugin files go instead of this process's loader
+/// (`HostBuilder::isolated`): the `isolate` room, above this one, implements it, and the host
+/// hands it to [`load`].
+pub(crate) trait Isolate {
+    /// Loads the plugin file `candidate`, trusted by the trust check, into the set's worker,
+    /// adding it to `set`; returns its failures, as the load policy takes them.
+    fn load(
+        &mut self,
+        candidate: Candidate,
+        checks: &mut trust::Checks,
+        trust: TrustPolicy,
+        set: &mut LoadedPlugins,
+    ) -> Vec<(Origin, Error)>;
+}
 use plan::{Planned, plan};
 
 /// Loads every plugin of `sources`. Under [`LoadPolicy::Strict`] the first failure closes
@@ -49,11 +64,15 @@ use plan::{Planned, plan};
 /// judgement, or a name its manifest declares that another plugin has, is handled by the
 /// policy as a failure of its load would be. Its dependencies, and those of every plugin
 /// of the load, are judged when it is opened to be mapped (not before any plugin is opened).
+///
+/// With `isolate` (`HostBuilder::isolated`), each library plugin is trusted, opened and
+/// checked as usual and then loaded by `isolate`, into the set's worker process; a Python
+/// plugin is refused.
 pub(crate) fn load(
     sources: &[Source],
-    policy: LoadPolicy,
-    trust: TrustPolicy,
+    (policy, trust): (LoadPolicy, TrustPolicy),
     on_demand: bool,
+    mut isolate: Option<&mut dyn Isolate>,
     deadline: Option<Instant>,
 ) -> Result<LoadedPlugins, Error> {
     let mut set = LoadedPlugins::new();
@@ -112,6 +131,31 @@ pub(crate) fn load(
                 }
             }
             step => step,
+        };
+        // An isolated set's plugin files go to its worker.
+        let step = match (step, isolate.as_deref_mut()) {
+            (Ok(Step::File(candidate)), Some(isolate)) => {
+                let failures = isolate.load(candidate, &mut checks, trust, &mut set);
+                if let Err(error) = set.policy_handles(policy, failures) {
+                    drop(set);
+                    return Err(error);
+                }
+                continue;
+            }
+            #[cfg(feature = "python")]
+            (Ok(Step::Python(plugin)), Some(_)) => {
+                let path = plugin.path().to_owned();
+                let refused = Error::Open {
+                    path: path.clone(),
+                    reason: "Python plugins do not run in isolated sets yet: a Python plugin runs in the \
+                             host's embedded interpreter, and the worker process would need an interpreter of \
+                             its own; load it with a host that is not isolated"
+                        .to_owned(),
+                    cause: crate::error::OpenCause::Isolation,
+                };
+                Err((Origin::File(path), refused))
+            }
+            (step, _) => step,
         };
         let failures = match step.and_then(|step| step.register(&mut checks, trust, deadline)) {
             Ok(plugin) => {

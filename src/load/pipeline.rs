@@ -23,7 +23,7 @@ use crate::registry::teardown::{Teardown, teardown_all};
 use crate::registry::{FileRef, LibraryInstance};
 use crate::sync::Arc;
 use crate::sys::file_id;
-use crate::trust::candidate::{Candidate, FileId, Identity};
+use crate::trust::candidate::{Candidate, Dependency, FileId, Identity, Opened};
 use crate::trust::{Checks, REPLACEMENTS, TrustPolicy, open_checked};
 
 /// A plugin file whose library instance is open and whose descriptor passed every check.
@@ -67,34 +67,15 @@ impl Candidate {
     ) -> Result<Verified, Error> {
         let mut replaced = 0;
         loop {
-            let (checked, _, identity) = open_checked(&mut self, checks, trust)?;
-            // A first use since an on-demand acquire maps the file judged then, unchanged.
-            if self.since_acquire
-                && let Some(judged) = &self.listed
-                && parse_cache::key(&checked.metadata).as_ref() != Some(judged)
-            {
-                return Err(self.replaced_since_acquire());
-            }
-            let linkage = checked.check(&self.path)?;
-            // The ABI gate of a plugin with a manifest: before the file is mapped.
-            let manifest = checked.manifest(&self.path)?;
-            if let Some(manifest) = &manifest {
-                manifest.gate(&self.path)?;
-            }
+            let Prepared {
+                checked,
+                identity,
+                linkage,
+                manifest,
+                dependencies,
+                pinning,
+            } = self.prepare(checks, trust)?;
             let strict = trust == TrustPolicy::Strict;
-            let dependencies = match self.dependencies.take() {
-                Some(dependencies) => dependencies,
-                // Resolved for the descriptor the loader maps (its linkage, from the parse cache
-                // for its status or read from it), if the trust check's does not hold for it.
-                None if strict => checks
-                    .resolve(&self.resolved, &linkage)
-                    .map_err(|reason| Error::Untrusted {
-                        path: self.path.clone(),
-                        reason,
-                    })?,
-                None => Vec::new(),
-            };
-            let pinning = checked.pinning();
             let file = FileRef {
                 shown: &self.path,
                 resolved: &self.resolved,
@@ -133,6 +114,105 @@ impl Candidate {
             }
         }
     }
+}
+
+/// A plugin file opened and checked, not mapped yet: the descriptor the checks read (which
+/// the loader maps, here or in an isolated set's worker) and what they found.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    pub(crate) checked: Opened,
+    pub(crate) identity: Identity,
+    pub(crate) linkage: Arc<dylease_elf::Linkage>,
+    /// What its file declares (shared with the parse cache).
+    pub(crate) manifest: Option<Arc<Manifest>>,
+    /// The libraries to map before it, dependencies first (under `Strict`).
+    pub(crate) dependencies: Vec<Dependency>,
+    pub(crate) pinning: Pinning,
+}
+
+impl Candidate {
+    /// Everything a load does before mapping the file: the open ([`open_checked`], which
+    /// checks a replaced file again), the ELF check, the manifest read and its ABI gate, and
+    /// under `Strict` the resolution of the libraries it needs, for that descriptor.
+    pub(crate) fn prepare(&mut self, checks: &mut Checks, trust: TrustPolicy) -> Result<Prepared, Error> {
+        let (checked, _, identity) = open_checked(self, checks, trust)?;
+        // A first use since an on-demand acquire maps the file judged then, unchanged.
+        if self.since_acquire
+            && let Some(judged) = &self.listed
+            && parse_cache::key(&checked.metadata).as_ref() != Some(judged)
+        {
+            return Err(self.replaced_since_acquire());
+        }
+        let linkage = checked.check(&self.path)?;
+        // The ABI gate of a plugin with a manifest: before the file is mapped.
+        let manifest = checked.manifest(&self.path)?;
+        if let Some(manifest) = &manifest {
+            manifest.gate(&self.path)?;
+        }
+        let dependencies = match self.dependencies.take() {
+            Some(dependencies) => dependencies,
+            // Resolved for the descriptor the loader maps (its linkage, from the parse cache
+            // for its status or read from it), if the trust check's does not hold for it.
+            None if trust == TrustPolicy::Strict => checks
+                .resolve(&self.resolved, &linkage)
+                .map_err(|refused| refused.into_error(self.path.clone()))?,
+            None => Vec::new(),
+        };
+        let pinning = checked.pinning();
+        Ok(Prepared {
+            checked,
+            identity,
+            linkage,
+            manifest,
+            dependencies,
+            pinning,
+        })
+    }
+}
+
+/// A plugin file that an isolated set's worker (`isolate::worker`) received, prepared by the
+/// host ([`Candidate::prepare`]): `file` is the descriptor the host checked, received over
+/// the channel, with the identity `identity` the host read from it; `dependencies` are the
+/// libraries it needs, received the same way. `shown` only names it in messages; `resolved`
+/// is the name the loader is given for it in its directory when `origin` (a name in a
+/// directory descriptor the host sent). Its manifest was compared by the host, not here.
+#[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
+#[derive(Debug)]
+pub(crate) struct Received<'a> {
+    pub(crate) shown: &'a std::path::Path,
+    pub(crate) resolved: &'a std::path::Path,
+    pub(crate) file: &'a std::fs::File,
+    pub(crate) identity: &'a Identity,
+    pub(crate) origin: bool,
+    pub(crate) loads: &'a [std::ops::Range<u64>],
+    pub(crate) strict: bool,
+    pub(crate) dependencies: &'a [Dependency],
+}
+
+/// Maps a plugin file an isolated set's worker received ([`Received`]) by the usual path (the
+/// process-wide registry, its dependencies first, the instance's `on_load`, the set's
+/// `register_passes`), by its descriptor, never by a path the worker opened.
+#[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
+pub(crate) fn map_received(received: Received<'_>) -> Result<Registered, Error> {
+    let file = FileRef {
+        shown: received.shown,
+        resolved: received.resolved,
+        identity: received.identity,
+        source: Some(received.file),
+        origin: received.origin,
+        loads: received.loads,
+        strict: received.strict,
+        dependencies: received.dependencies,
+        deadline: None,
+    };
+    let instance = library_instance(file, None)?;
+    Verified {
+        path: received.shown.to_owned(),
+        instance,
+        pinning: Pinning::default(),
+        manifest: None,
+    }
+    .register()
 }
 
 /// An on-demand plugin judged at its set's acquire and not mapped
@@ -301,9 +381,15 @@ impl Deferred {
             return Err(candidate.replaced_since_acquire());
         }
         candidate.checked = self.checked;
-        candidate
-            .open(&mut checks, trust, deadline)
-            .and_then(Verified::register)
+        let replaced = candidate.replaced_since_acquire();
+        let verified = candidate.open(&mut checks, trust, deadline)?;
+        // The set lists the passes of the manifest judged at acquire, and hands the mapping's
+        // callables to them by name: the file must declare the same now (a write through a
+        // shared mapping keeps the file's status, which `open` holds it to).
+        if verified.manifest.as_deref() != Some(&*self.manifest) {
+            return Err(replaced);
+        }
+        verified.register()
     }
 }
 

@@ -200,6 +200,8 @@ pub(crate) struct LoadedPlugins {
     started: Instant,
     /// How long the load took, set when it finished.
     load_time: Duration,
+    /// In an isolated set, its worker and the plugins it holds.
+    pub(crate) isolated: Option<Box<dyn Isolated>>,
 }
 
 impl fmt::Debug for LoadedPlugins {
@@ -228,6 +230,7 @@ impl LoadedPlugins {
             teardown: Mutex::new(Vec::new()),
             started: Instant::now(),
             load_time: Duration::ZERO,
+            isolated: None,
         }
     }
 
@@ -284,6 +287,44 @@ impl LoadedPlugins {
         });
         self.deferred.push(plugin);
         duplicates
+    }
+
+    /// Adds a plugin that an isolated set's worker loaded (`isolate`), with the passes it
+    /// registered there: they have no callable in this process (a lease calls them through the
+    /// worker). A name an earlier plugin has is left out and returned, as by [`add`](Self::add).
+    #[cfg_attr(not(all(feature = "isolate", target_os = "linux", not(loom))), allow(dead_code))]
+    pub(crate) fn add_remote(
+        &mut self,
+        origin: Origin,
+        (name, version): (String, String),
+        passes: Vec<(String, Option<String>)>,
+        pinning: Pinning,
+    ) -> Vec<Error> {
+        let passes = passes.into_iter().map(|(name, interface)| PassEntry {
+            name: name.into(),
+            interface: interface.map(Into::into),
+            #[cfg(feature = "python")]
+            python: false,
+            callable: OnceSlot::new(),
+        });
+        let duplicates = self.add_passes(&name, &origin, passes);
+        self.plugins.push(PluginInfo {
+            name,
+            version,
+            origin,
+            pinning,
+            mapped: AtomicBool::new(true),
+            deferred: None,
+        });
+        duplicates
+    }
+
+    /// Makes this an isolated set: `isolated` holds its worker, whose `teardown` (the
+    /// worker's unload) runs with the set's other plugins' teardowns.
+    #[cfg_attr(not(all(feature = "isolate", target_os = "linux", not(loom))), allow(dead_code))]
+    pub(crate) fn isolate(&mut self, isolated: Box<dyn Isolated>, teardown: Teardown) {
+        self.isolated = Some(isolated);
+        self.teardown.lock().push(teardown);
     }
 
     /// Adds the passes of the plugin about to be pushed (`name`, from `origin`), leaving out
@@ -448,6 +489,19 @@ impl Drop for LoadedPlugins {
     fn drop(&mut self) {
         self.unload();
     }
+}
+
+/// The worker of an isolated set (`HostBuilder::isolated`) and the plugins it holds, as the
+/// set and its leases see it: the `isolate` room, above this one, implements it.
+// Without the crate feature `isolate` no set has a worker; only `hosts` is asked.
+#[cfg_attr(not(feature = "isolate"), allow(dead_code))]
+pub(crate) trait Isolated: Send + Sync + fmt::Debug {
+    /// Whether plugin `plugin` (an index into the set's plugins) runs in the worker.
+    fn hosts(&self, plugin: usize) -> bool;
+    /// The worker's process id.
+    fn pid(&self) -> u32;
+    /// Calls the message pass `pass` of `plugin` in the worker with `input`.
+    fn call(&self, plugin: &Origin, pass: &str, input: &[u8]) -> Result<Vec<u8>, Error>;
 }
 
 /// A pass about to enter a set: registered, or declared (its callable unset).

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use dylease_elf::Linkage;
 
 use super::walk::{Issue, Problem, Subject, Walk};
-use super::{Checks, sys};
+use super::{Checks, Refused, sys};
 use crate::sync::Arc;
 use crate::trust::candidate::{Dependency, FileId, Opened};
 
@@ -148,8 +148,8 @@ impl Checks {
     /// Resolves the dependency closure of the plugin at `path` (found at `resolved`, whose
     /// directory is its `$ORIGIN`), whose dynamic section says `linkage`: the libraries to
     /// map before it, dependencies first. `Err` with the reason under which the plugin is
-    /// refused.
-    pub(crate) fn resolve(&mut self, resolved: &Path, linkage: &Linkage) -> Result<Vec<Dependency>, String> {
+    /// refused, or with what could not be opened for lack of file descriptors.
+    pub(crate) fn resolve(&mut self, resolved: &Path, linkage: &Linkage) -> Result<Vec<Dependency>, Refused> {
         let library_path = if crate::sys::imp::secure_execution() {
             Vec::new()
         } else {
@@ -209,7 +209,7 @@ impl Checks {
                         return creatable_by_others(&parent.path, parent.stat.mode())
                             .map_or(Ok(()), |issue| Err(Problem::new(Subject::Directory, &next, issue)));
                     }
-                    Err(e) => return Err(Problem::io(&next, &e.to_string())),
+                    Err(e) => return Err(Problem::os(&next, &e)),
                     Ok(_) => {}
                 }
             }
@@ -255,7 +255,7 @@ impl Checks {
         match sys::stat_at(&found, name) {
             Ok(_) => files.push(found.path.join(name)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Problem::io(&found.path.join(name), &e.to_string())),
+            Err(e) => return Err(Problem::os(&found.path.join(name), &e)),
         }
         if depth == MAX_DEPTH {
             return Ok(());
@@ -274,7 +274,7 @@ impl Checks {
 /// with their type.
 fn tried_below(dir: &Path) -> Result<Vec<(PathBuf, std::fs::FileType)>, Problem> {
     let below_hwcaps = dir.file_name() == Some(OsStr::new("glibc-hwcaps"));
-    let listing_failed = |e: std::io::Error| Problem::io(dir, &format!("cannot list it: {e}"));
+    let listing_failed = |e: std::io::Error| Problem::os_doing(dir, "cannot list it: ", &e);
     let mut tried = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(listing_failed)? {
         let entry = entry.map_err(listing_failed)?;
@@ -282,9 +282,7 @@ fn tried_below(dir: &Path) -> Result<Vec<(PathBuf, std::fs::FileType)>, Problem>
         if !(below_hwcaps || SUBDIRECTORIES.iter().any(|s| OsStr::new(s) == name)) {
             continue;
         }
-        let kind = entry
-            .file_type()
-            .map_err(|e| Problem::io(&dir.join(&name), &e.to_string()))?;
+        let kind = entry.file_type().map_err(|e| Problem::os(&dir.join(&name), &e))?;
         if kind.is_dir() || kind.is_symlink() {
             tried.push((dir.join(&name), kind));
         }
@@ -314,7 +312,7 @@ fn creatable_by_others(path: &Path, mode: u32) -> Option<Issue> {
 impl Resolver<'_> {
     /// Resolves every name `object` needs (and its filtees), depth first, and appends each
     /// library found in a run path to `order` after the libraries it needs.
-    fn visit(&mut self, object: &Object<'_>) -> Result<(), String> {
+    fn visit(&mut self, object: &Object<'_>) -> Result<(), Refused> {
         if let Some((tag, value)) = object.linkage.audit.first() {
             return Err(refusal(
                 object.path,
@@ -340,7 +338,7 @@ impl Resolver<'_> {
     /// The directories glibc searches for `object`'s names, in its order, each checked:
     /// DT_RPATH (its own, then its loaders') when it has no DT_RUNPATH, then
     /// `LD_LIBRARY_PATH`, then DT_RUNPATH.
-    fn search_dirs(&mut self, object: &Object<'_>) -> Result<Vec<SearchDir>, String> {
+    fn search_dirs(&mut self, object: &Object<'_>) -> Result<Vec<SearchDir>, Refused> {
         let mut search = Vec::new();
         if object.linkage.runpath.is_none() {
             for dir in self.run_path(object, "DT_RPATH", object.linkage.rpath.as_deref())? {
@@ -368,7 +366,7 @@ impl Resolver<'_> {
     }
 
     /// The directories of one run-path list of `object`, expanded and checked.
-    fn run_path(&mut self, object: &Object<'_>, tag: &str, list: Option<&[u8]>) -> Result<Vec<PathBuf>, String> {
+    fn run_path(&mut self, object: &Object<'_>, tag: &str, list: Option<&[u8]>) -> Result<Vec<PathBuf>, Refused> {
         let Some(list) = list else { return Ok(Vec::new()) };
         let what = format!("run path ({tag}) entry");
         let mut dirs = Vec::new();
@@ -387,7 +385,7 @@ impl Resolver<'_> {
                 }
                 self.checks
                     .run_path_dir(&dir)
-                    .map_err(|problem| refusal(object.path, &what, entry, &cause(&problem), FIX_PLACE))?;
+                    .map_err(|problem| judged(&problem, object.path, &what, entry, FIX_PLACE))?;
                 dirs.push(dir);
             }
         }
@@ -397,7 +395,7 @@ impl Resolver<'_> {
     /// Answers the needed name `name` of `object`: from what this closure resolved already,
     /// or by searching `search` as glibc would; a library found in a run path is checked,
     /// resolved in turn and appended to `order`.
-    fn answer(&mut self, object: &Object<'_>, search: &[SearchDir], what: &str, name: &[u8]) -> Result<(), String> {
+    fn answer(&mut self, object: &Object<'_>, search: &[SearchDir], what: &str, name: &[u8]) -> Result<(), Refused> {
         if name.contains(&b'/') || name.contains(&b'$') {
             return Err(refusal(
                 object.path,
@@ -433,7 +431,7 @@ impl Resolver<'_> {
                 Some(_) => self
                     .checks
                     .files_named(&dir.path, os_name, 0, &mut files)
-                    .map_err(|problem| refusal(object.path, what, name, &cause(&problem), FIX_PLACE))?,
+                    .map_err(|problem| judged(&problem, object.path, what, name, FIX_PLACE))?,
             }
             if files.is_empty() {
                 continue;
@@ -487,9 +485,10 @@ impl Resolver<'_> {
             ));
         }
         self.answers.insert(name.to_vec(), Answer::Resolving);
-        let (file, identity, linkage) = self
-            .open(&found)
-            .map_err(|why| refusal(object.path, what, name, &why, FIX_PLACE))?;
+        let (file, identity, linkage) = self.open(&found).map_err(|refused| match refused {
+            Refused::Untrusted(why) => refusal(object.path, what, name, &why, FIX_PLACE),
+            Refused::Descriptors(why) => unjudged(object.path, what, name, &why),
+        })?;
         if linkage.soname.as_deref() != Some(name) {
             return Err(refusal(
                 object.path,
@@ -533,36 +532,40 @@ impl Resolver<'_> {
     }
 
     /// Opens the library found at `found` once, after checking it and the way to it, and
-    /// checks its ELF structure on that descriptor.
-    fn open(&mut self, found: &Path) -> Result<(File, FileId, Arc<Linkage>), String> {
-        let (resolved, id) = self
-            .checks
-            .walk()
-            .file(found, None)
-            .map_err(|problem| cause(&problem))?;
+    /// checks its ELF structure on that descriptor. `Err` with the cause, as a clause.
+    fn open(&mut self, found: &Path) -> Result<(File, FileId, Arc<Linkage>), Refused> {
+        let (resolved, id) = self.checks.walk().file(found, None).map_err(|problem| {
+            if problem.out_of_descriptors() {
+                Refused::Descriptors(cause(&problem))
+            } else {
+                Refused::Untrusted(cause(&problem))
+            }
+        })?;
         let mut options = std::fs::OpenOptions::new();
         options.read(true);
         crate::sys::no_follow(&mut options);
         let file = options.open(&resolved).map_err(|e| {
-            format!(
-                "cannot open `{}`: {e}{}",
-                resolved.display(),
-                crate::sys::library::descriptor_hint(&e)
-            )
+            let opening = format!("cannot open `{}`: {e}", resolved.display());
+            match super::out_of_descriptors(&e) {
+                Some(limit) => Refused::Descriptors(format!("{opening}{limit}")),
+                None => Refused::Untrusted(opening),
+            }
         })?;
         let metadata = file
             .metadata()
-            .map_err(|e| format!("cannot read the status of `{}`: {e}", resolved.display()))?;
+            .map_err(|e| Refused::Untrusted(format!("cannot read the status of `{}`: {e}", resolved.display())))?;
         if crate::sys::file_id(&metadata) != Some(id) {
-            return Err(format!(
+            return Err(Refused::Untrusted(format!(
                 "`{}` was replaced while it was checked; try again once its installation is done",
                 resolved.display()
-            ));
+            )));
         }
         let opened = Opened::new(file, metadata);
-        let linkage = opened.check(found).map_err(|e| match e {
-            crate::error::Error::Open { reason, .. } => format!("`{}`: {reason}", found.display()),
-            other => other.to_string(),
+        let linkage = opened.check(found).map_err(|e| {
+            Refused::Untrusted(match e {
+                crate::error::Error::Open { reason, .. } => format!("`{}`: {reason}", found.display()),
+                other => other.to_string(),
+            })
         })?;
         Ok((opened.elf.into_source(), id, linkage))
     }
@@ -637,7 +640,7 @@ fn strip_token<'a>(token: &'a str, name: &str) -> Option<&'a str> {
 fn cause(problem: &Problem) -> String {
     let path = problem.path.display();
     match &problem.issue {
-        Issue::Io(what) => format!("`{path}`: {what}"),
+        Issue::Io(what) | Issue::Descriptors(what) => format!("`{path}`: {what}"),
         Issue::Owner { owner, euid } => format!(
             "`{path}` is owned by uid {owner}, which is neither this process's effective user (uid {euid}) nor root"
         ),
@@ -647,13 +650,34 @@ fn cause(problem: &Problem) -> String {
 
 /// The reason a plugin is refused for its library `object`'s `what` (an entry of its dynamic
 /// section, `entry`): `cause`, then `fix`.
-fn refusal(object: &Path, what: &str, entry: &[u8], cause: &str, fix: &str) -> String {
-    format!(
+fn refusal(object: &Path, what: &str, entry: &[u8], cause: &str, fix: &str) -> Refused {
+    Refused::Untrusted(format!(
         "the {what} `{entry}` of `{object}` lets the loader run code dylease did not check: {cause}; fix: {fix}; \
          or, if every user who can write there is trusted, build the host with `TrustPolicy::Permissive`",
         entry = String::from_utf8_lossy(entry),
         object = object.display(),
-    )
+    ))
+}
+
+/// Why the check of what `object`'s `what` (`entry`) leads to failed, `problem`: a refusal
+/// with `fix`, or, out of file descriptors, what could not be checked.
+fn judged(problem: &Problem, object: &Path, what: &str, entry: &[u8], fix: &str) -> Refused {
+    if problem.out_of_descriptors() {
+        unjudged(object, what, entry, &cause(problem))
+    } else {
+        refusal(object, what, entry, &cause(problem), fix)
+    }
+}
+
+/// What `object`'s `what` (`entry`) leads to could not be checked for lack of file
+/// descriptors, `cause` (which names the limit): no reason to distrust it, and no fix but
+/// the limit's.
+fn unjudged(object: &Path, what: &str, entry: &[u8], cause: &str) -> Refused {
+    Refused::Descriptors(format!(
+        "cannot check what the {what} `{entry}` of `{object}` leads to: {cause}",
+        entry = String::from_utf8_lossy(entry),
+        object = object.display(),
+    ))
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 #[cfg(unix)]
 use std::path::{Path, PathBuf};
 
-use crate::error::Error;
+use crate::error::{Error, OpenCause};
 #[cfg(unix)]
 use crate::sys::walk as sys;
 use crate::sys::{file_id, is_replacement, no_follow};
@@ -37,6 +37,41 @@ mod walk;
 pub use policy::TrustPolicy;
 #[cfg(unix)]
 use walk::Walk;
+
+/// Why the trust check did not pass a file: it refused it, or it could not judge it for lack
+/// of file descriptors.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// Another user could have chosen the code the loader would run, or the check cannot
+    /// vouch for it: the reason, with its fix ([`Error::Untrusted`]).
+    Untrusted(String),
+    /// The process or the system ran out of file descriptors: what could not be opened, the
+    /// system's error and the limit reached ([`OpenCause::Descriptors`]). The plugin is not
+    /// loaded (what was not checked is not left to the loader), but nothing says it is not
+    /// to be trusted.
+    Descriptors(String),
+}
+
+impl Refused {
+    /// The error of the plugin file `path`: a refusal, or a resource error.
+    pub(crate) fn into_error(self, path: std::path::PathBuf) -> Error {
+        match self {
+            Refused::Untrusted(reason) => Error::Untrusted { path, reason },
+            Refused::Descriptors(reason) => Error::Open {
+                path,
+                reason,
+                cause: OpenCause::Descriptors,
+            },
+        }
+    }
+}
+
+/// The parenthesis naming the limit that `error` reached, if it is a lack of file descriptors
+/// (the process's, EMFILE, or the system's, ENFILE): what every open of the trust check tells
+/// apart from a reason not to trust the file.
+pub(crate) fn out_of_descriptors(error: &std::io::Error) -> Option<&'static str> {
+    Some(crate::sys::library::descriptor_hint(error)).filter(|hint| !hint.is_empty())
+}
 
 /// The trust checks of one load: each directory is walked and checked once per load,
 /// however many plugin files it holds.
@@ -77,31 +112,29 @@ impl Checks {
                     if self.defer_dependencies {
                         return Ok(());
                     }
-                    self.dependencies(candidate).map_err(|reason| Error::Untrusted {
-                        path: candidate.path.clone(),
-                        reason,
-                    })
+                    self.dependencies(candidate)
+                        .map_err(|refused| refused.into_error(candidate.path.clone()))
                 }
                 Ok(None) => Ok(()),
-                Err(reason) => Err(Error::Untrusted {
-                    path: candidate.path.clone(),
-                    reason,
-                }),
+                Err(refused) => Err(refused.into_error(candidate.path.clone())),
             },
         }
     }
 
     /// Walks `path` (whose own status discovery may have read: `discovered`, used once).
     #[cfg(unix)]
-    fn strict(&mut self, path: &Path, discovered: Option<sys::Stat>) -> Result<Option<(PathBuf, FileId)>, String> {
+    fn strict(&mut self, path: &Path, discovered: Option<sys::Stat>) -> Result<Option<(PathBuf, FileId)>, Refused> {
         let euid = *self.euid.get_or_insert_with(crate::sys::imp::effective_uid);
         // A relative path, a bare file name too, is resolved from the current directory,
         // whose every ancestor counts like those of any other directory.
         let absolute = if path.is_absolute() {
             path.to_owned()
         } else {
-            let cwd = std::env::current_dir()
-                .map_err(|e| format!("cannot find the current directory the relative path starts from: {e}"))?;
+            let cwd = std::env::current_dir().map_err(|e| {
+                Refused::Untrusted(format!(
+                    "cannot find the current directory the relative path starts from: {e}"
+                ))
+            })?;
             cwd.join(path)
         };
         let mut walk = Walk {
@@ -111,7 +144,11 @@ impl Checks {
         };
         walk.file(&absolute, discovered).map(Some).map_err(|mut problem| {
             problem.holder = problem.through.is_empty() && Some(problem.path.as_path()) == absolute.parent();
-            problem.to_string()
+            if problem.out_of_descriptors() {
+                Refused::Descriptors(problem.to_string())
+            } else {
+                Refused::Untrusted(problem.to_string())
+            }
         })
     }
 
@@ -124,7 +161,7 @@ impl Checks {
     /// linkage cannot be read, is resolved when it is opened to load ([`Checks::resolve`]),
     /// where the ELF check refuses an unsound one first.
     #[cfg(unix)]
-    fn dependencies(&mut self, candidate: &mut Candidate) -> Result<(), String> {
+    fn dependencies(&mut self, candidate: &mut Candidate) -> Result<(), Refused> {
         if let Some(linkage) = cached_linkage(candidate) {
             candidate.dependencies = Some(self.resolve(&candidate.resolved, &linkage)?);
             candidate.resolved_by_status = true;
@@ -143,13 +180,17 @@ impl Checks {
     }
 
     #[cfg(not(unix))]
-    fn dependencies(&mut self, _: &mut Candidate) -> Result<(), String> {
+    fn dependencies(&mut self, _: &mut Candidate) -> Result<(), Refused> {
         Ok(())
     }
 
     /// No dependency is mapped by dylease where there is no trust check.
     #[cfg(not(unix))]
-    pub(crate) fn resolve(&mut self, _: &std::path::Path, _: &dylease_elf::Linkage) -> Result<Vec<Dependency>, String> {
+    pub(crate) fn resolve(
+        &mut self,
+        _: &std::path::Path,
+        _: &dylease_elf::Linkage,
+    ) -> Result<Vec<Dependency>, Refused> {
         Ok(Vec::new())
     }
 
@@ -158,7 +199,7 @@ impl Checks {
         &mut self,
         _: &std::path::Path,
         _: Option<crate::trust::candidate::Status>,
-    ) -> Result<Option<(std::path::PathBuf, FileId)>, String> {
+    ) -> Result<Option<(std::path::PathBuf, FileId)>, Refused> {
         Ok(None)
     }
 }
@@ -182,10 +223,10 @@ pub(crate) fn open_checked(
 ) -> Result<(Opened, u64, Identity), Error> {
     let mut replaced = 0;
     loop {
-        let refused = |reason: String| Error::Open {
+        let refused = |reason: String, cause| Error::Open {
             path: candidate.path.clone(),
             reason,
-            cause: crate::error::OpenCause::Headers,
+            cause,
         };
         let held = candidate
             .opened
@@ -202,16 +243,23 @@ pub(crate) fn open_checked(
                 continue;
             }
             Err(e) => {
-                return Err(refused(format!(
-                    "cannot open `{}`: {e}{}",
-                    candidate.resolved.display(),
-                    crate::sys::library::descriptor_hint(&e)
-                )));
+                let (limit, cause) = match out_of_descriptors(&e) {
+                    Some(limit) => (limit, OpenCause::Descriptors),
+                    None => ("", OpenCause::Headers),
+                };
+                return Err(refused(
+                    format!("cannot open `{}`: {e}{limit}", candidate.resolved.display()),
+                    cause,
+                ));
             }
         };
+        // The closure resolved from the cache's linkage for the status discovery read holds
+        // for a descriptor of that status whose bytes the entry still describes (its
+        // fingerprint: a write through a shared mapping keeps the status).
         let resolved_for_this = candidate.resolved_by_status
             && candidate.listed.is_some()
-            && candidate.listed == crate::inspect::parse_cache::key(&file.metadata);
+            && candidate.listed == crate::inspect::parse_cache::key(&file.metadata)
+            && file.parse_was_cached();
         if reopened && !resolved_for_this {
             // The closure was resolved for another descriptor or status, if at all: the load
             // resolves it again for this one (`Candidate::open`).
@@ -341,18 +389,17 @@ impl Checks {
 /// opened to load). `Err` if it cannot be opened for lack of descriptors: its dependencies
 /// would go unchecked.
 #[cfg(unix)]
-fn open_if_unchanged(candidate: &Candidate, checks: &Checks) -> Result<Option<Opened>, String> {
+fn open_if_unchanged(candidate: &Candidate, checks: &Checks) -> Result<Option<Opened>, Refused> {
     let file = match open_once(candidate, checks) {
         Ok(file) => file,
         Err(e) => {
-            let hint = crate::sys::library::descriptor_hint(&e);
-            if hint.is_empty() {
+            let Some(limit) = out_of_descriptors(&e) else {
                 return Ok(None);
-            }
-            return Err(format!(
-                "cannot open `{}` to read what it links against: {e}{hint}",
+            };
+            return Err(Refused::Descriptors(format!(
+                "cannot open `{}` to read what it links against: {e}{limit}",
                 candidate.resolved.display()
-            ));
+            )));
         }
     };
     Ok((file_id(&file.metadata) == candidate.checked).then_some(file))

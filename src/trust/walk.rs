@@ -31,7 +31,7 @@ impl Walk<'_> {
         let resolved = dir.path.join(name);
         let stat = match known {
             Some(stat) => stat,
-            None => sys::stat_at(&dir, name).map_err(|e| Problem::io(&resolved, &e.to_string()))?,
+            None => sys::stat_at(&dir, name).map_err(|e| Problem::os(&resolved, &e))?,
         };
         match stat.kind() {
             sys::Kind::Symlink => {
@@ -56,7 +56,7 @@ impl Walk<'_> {
         let parent = path.parent().unwrap_or(Path::new("/"));
         let dir = match path.components().next_back() {
             None | Some(Component::RootDir | Component::Prefix(_)) => {
-                let root = sys::Dir::root().map_err(|e| Problem::io(Path::new("/"), &e.to_string()))?;
+                let root = sys::Dir::root().map_err(|e| Problem::os(Path::new("/"), &e))?;
                 self.verdict(Subject::Directory, &root.path, &root.stat)?;
                 std::rc::Rc::new(root)
             }
@@ -76,9 +76,9 @@ impl Walk<'_> {
                         std::rc::Rc::new(dir)
                     }
                     Err(open_error) => {
-                        let stat = sys::stat_at(&parent, name).map_err(|e| Problem::io(&resolved, &e.to_string()))?;
+                        let stat = sys::stat_at(&parent, name).map_err(|e| Problem::os(&resolved, &e))?;
                         if stat.kind() != sys::Kind::Symlink {
-                            return Err(Problem::io(&resolved, &open_error.to_string()));
+                            return Err(Problem::os(&resolved, &open_error));
                         }
                         let target = self.follow(&parent, name, &resolved, &stat)?;
                         self.dir(&target).map_err(|problem| problem.through(&resolved))?
@@ -107,7 +107,7 @@ impl Walk<'_> {
             return Err(Problem::io(resolved, "leads through too many symlinks (a loop?)"));
         }
         self.verdict(Subject::Symlink, resolved, stat)?;
-        let target = sys::read_link_at(dir, name).map_err(|e| Problem::io(resolved, &e.to_string()))?;
+        let target = sys::read_link_at(dir, name).map_err(|e| Problem::os(resolved, &e))?;
         Ok(dir.path.join(target))
     }
 
@@ -152,6 +152,10 @@ pub(super) enum Issue {
     },
     /// It cannot be looked at: how the system put it.
     Io(String),
+    /// It cannot be looked at for lack of file descriptors (the process's, EMFILE, or the
+    /// system's, ENFILE): how the system put it, and the limit reached. The check could not
+    /// judge it, which says nothing of who can change it.
+    Descriptors(String),
 }
 
 /// Why a path failed the check, and the symlinks through which the walk reached it.
@@ -179,6 +183,25 @@ impl Problem {
 
     pub(super) fn io(path: &Path, what: &str) -> Problem {
         Problem::new(Subject::File, path, Issue::Io(what.to_owned()))
+    }
+
+    /// `path` cannot be looked at: the system's `error`, a lack of descriptors told apart.
+    pub(super) fn os(path: &Path, error: &std::io::Error) -> Problem {
+        Problem::os_doing(path, "", error)
+    }
+
+    /// As [`Problem::os`], with what was being done (`"cannot list it: "`) before the error.
+    pub(super) fn os_doing(path: &Path, doing: &str, error: &std::io::Error) -> Problem {
+        let issue = match super::out_of_descriptors(error) {
+            Some(limit) => Issue::Descriptors(format!("{doing}{error}{limit}")),
+            None => Issue::Io(format!("{doing}{error}")),
+        };
+        Problem::new(Subject::File, path, issue)
+    }
+
+    /// Whether the check could not judge the path for lack of file descriptors.
+    pub(super) fn out_of_descriptors(&self) -> bool {
+        matches!(self.issue, Issue::Descriptors(_))
     }
 
     pub(super) fn through(mut self, link: &Path) -> Problem {
@@ -216,7 +239,9 @@ impl std::fmt::Display for Problem {
             " on the way to it"
         };
         match &self.issue {
-            Issue::Io(what) => write!(f, "cannot check `{path}`{}: {what}", through.trim_end_matches(',')),
+            Issue::Io(what) | Issue::Descriptors(what) => {
+                write!(f, "cannot check `{path}`{}: {what}", through.trim_end_matches(','))
+            }
             Issue::Owner { owner, euid } => write!(
                 f,
                 "{subject} `{path}`{on_the_way}{through} is owned by uid {owner}, which is neither this \
@@ -229,5 +254,42 @@ impl std::fmt::Display for Problem {
                  other users can change the code this process would run; fix: `chmod go-w {path}`, {OPT_OUT}"
             ),
         }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// A lack of descriptors, the process's (EMFILE) or the system's (ENFILE), is told apart
+    /// from every other failure to look at a path, and its message names the limit reached.
+    #[test]
+    fn a_lack_of_descriptors_is_told_apart_from_a_path_that_cannot_be_looked_at() {
+        let problem = |errno| Problem::os(Path::new("/lib"), &std::io::Error::from_raw_os_error(errno));
+        for (errno, limit) in [
+            (libc::EMFILE, "`ulimit -n`"),
+            (libc::ENFILE, "the system's table of open files"),
+        ] {
+            let problem = problem(errno);
+            assert!(problem.out_of_descriptors(), "{errno}");
+            let message = problem.to_string();
+            assert!(
+                message.starts_with("cannot check `/lib`: ") && message.contains(limit),
+                "{message}"
+            );
+        }
+        for errno in [libc::EACCES, libc::ENOENT, libc::EIO] {
+            assert!(!problem(errno).out_of_descriptors(), "{errno}");
+        }
+        let listing = Problem::os_doing(
+            Path::new("/lib"),
+            "cannot list it: ",
+            &std::io::Error::from_raw_os_error(libc::EMFILE),
+        );
+        assert!(listing.out_of_descriptors());
+        assert!(
+            listing.to_string().contains("cannot list it: Too many open files"),
+            "{listing}"
+        );
     }
 }

@@ -994,7 +994,7 @@ fn running_out_of_descriptors_at_any_step_of_the_dependency_check_is_a_refusal_n
                 assert!(message.contains("run path (DT_RUNPATH) entry"), "{message}");
                 break;
             }
-            assert!(message.contains("Too many open files"), "open {n} failed: {message}");
+            assert_out_of_descriptors(&error, &[dylease::OpenCause::Descriptors], &format!("open {n} failed"));
             failed_steps += 1;
         }
         assert!(failed_steps >= 3, "the load made only {failed_steps} opens");
@@ -1035,6 +1035,130 @@ fn running_out_of_descriptors_at_any_step_of_the_dependency_check_is_a_refusal_n
     assert!(
         marker(&open.join("libevil.so")).exists(),
         "the planted library never ran"
+    );
+}
+
+/// Asserts that `error` is a failure for lack of file descriptors, as such: a resource error
+/// that names the limit (`ulimit -n`), not a refusal of the plugin's trust (whose fix would be
+/// to rebuild the plugin or trust everyone). `cause` is the step that ran out: dylease's own
+/// opens ([`OpenCause::Descriptors`](dylease::OpenCause::Descriptors)), or the loader's
+/// ([`OpenCause::Loader`](dylease::OpenCause::Loader)). `when` says at which open, for the
+/// message.
+#[track_caller]
+fn assert_out_of_descriptors(error: &Error, causes: &[dylease::OpenCause], when: &str) {
+    let message = error.to_string();
+    assert!(
+        matches!(error, Error::Open { cause, .. } if causes.contains(cause)),
+        "{when}: {error:?}"
+    );
+    assert!(
+        message.contains("Too many open files") && message.contains("`ulimit -n`"),
+        "{when}: {message}"
+    );
+    assert!(
+        !message.contains("did not check") && !message.contains("Permissive"),
+        "{when}, taken for distrust: {message}"
+    );
+}
+
+/// Set in the child process of the run-path exhaustion test: the layout's directory.
+const EXHAUSTED_RUN_PATH_CHILD: &str = "DYLEASE_TEST_EXHAUSTED_RUN_PATH";
+
+/// The lowest descriptor number this process has free: under a limit of open files that
+/// low (`RLIMIT_NOFILE` bounds the numbers), no open succeeds.
+fn lowest_free_descriptor() -> u64 {
+    use std::os::fd::AsRawFd;
+    let probe = fs::File::open("/dev/null").unwrap();
+    probe.as_raw_fd().try_into().unwrap()
+}
+
+/// Sets this process's soft limit of open files (`ulimit -n`) to `soft`; returns the old one.
+fn set_open_files_limit(soft: u64) -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `getrlimit` writes the limit it reads into `limit`, a valid `rlimit`.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) }, 0);
+    let old = limit.rlim_cur;
+    limit.rlim_cur = soft;
+    // SAFETY: `setrlimit` reads `limit`, a valid `rlimit`; a soft limit below the hard one is allowed.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
+    old
+}
+
+/// A plugin whose run path is `$ORIGIN/../lib`, a trusted directory holding the library it
+/// needs: out of descriptors at any open of its trust check (the walk to the plugin, the
+/// plugin's open, the run-path directory's walk and listing, the dependency's walk and open),
+/// the check fails with a resource error naming the limit, never a refusal of the run path as
+/// untrusted; with every open served it passes, and the plugin loads. The check is the
+/// catalog's (what `dylease inspect` shows), which is a load's up to the mapping. Both as the
+/// shim of the tests above fails the n-th open, for n = 1, 2, ..., and under a real limit of
+/// open files (`ulimit -n`) swept up from the descriptors the process has open, in a child
+/// process. Caught: a run-path directory that could not be opened or listed for lack of
+/// descriptors was refused as letting the loader run code dylease did not check, with the fix
+/// to rebuild the plugin; the plugin's own walk, as untrusted.
+#[test]
+fn running_out_of_descriptors_at_any_open_of_a_run_path_walk_is_a_resource_error_naming_the_limit() {
+    if let Some(dir) = std::env::var_os(EXHAUSTED_RUN_PATH_CHILD) {
+        let plugin = PathBuf::from(dir).join("plugin/libuses_dep.so");
+        let host = strict(&plugin);
+        // The check's verdict on the plugin: its refusal, if any.
+        let judge = || {
+            let mut catalog = host.catalog().unwrap();
+            assert_eq!(catalog.len(), 1);
+            catalog.pop().unwrap()
+        };
+        let only_dyleases = [dylease::OpenCause::Descriptors];
+        let mut failed_steps = 0;
+        for n in 1..=1000 {
+            assert!(n < 1000, "the check still failed an open at its 1000th");
+            let (judged, hit) = with_open_failing(n, judge);
+            if !hit {
+                assert!(
+                    judged.refusal().is_none(),
+                    "with every open served: {:?}",
+                    judged.refusal()
+                );
+                break;
+            }
+            let refusal = judged.refusal().expect("an open failed, and the check passed");
+            assert_out_of_descriptors(refusal, &only_dyleases, &format!("open {n} failed"));
+            failed_steps += 1;
+        }
+        assert!(failed_steps >= 5, "the check made only {failed_steps} opens");
+
+        // Under a real limit, as `ulimit -n` sets it: from one under which no open succeeds,
+        // up, until the check passes.
+        let lowest = lowest_free_descriptor();
+        let mut failed_limits = 0;
+        for limit in lowest..lowest + 1000 {
+            assert!(limit < lowest + 999, "the check still failed under a limit of {limit}");
+            let old = set_open_files_limit(limit);
+            let judged = judge();
+            set_open_files_limit(old);
+            let Some(refusal) = judged.refusal() else { break };
+            assert_out_of_descriptors(refusal, &only_dyleases, &format!("under a limit of {limit}"));
+            failed_limits += 1;
+        }
+        assert!(failed_limits >= 5, "the check failed under only {failed_limits} limits");
+
+        assert_eq!(dep_value(&host), 7, "with every open served, it loads");
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = TestDir::new("deps_exhausted_run_path");
+    let shim = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugins/fail_open.c");
+    let shim =
+        compile_plugin(&[&shim], &dir.path().join("libfail_open.so"), &["-ldl"]).unwrap_or_else(|e| panic!("{e}"));
+    let lib = dir.sub("lib");
+    named_dependency(&lib, "exhausted_dep", 7, &[]);
+    plugin_needing(&dir.sub("plugin"), &lib, "exhausted_dep", "$ORIGIN/../lib", false);
+    crate::bounded::run_in_child(
+        "dependencies::running_out_of_descriptors_at_any_open_of_a_run_path_walk_is_a_resource_error_naming_the_limit",
+        |child| {
+            child.env(EXHAUSTED_RUN_PATH_CHILD, dir.path()).env("LD_PRELOAD", &shim);
+        },
     );
 }
 
@@ -1100,7 +1224,7 @@ fn running_out_of_descriptors_at_any_open_of_a_plugins_load_fails_naming_the_cau
                 matches!(
                     **cause,
                     Error::Open {
-                        cause: dylease::OpenCause::Headers,
+                        cause: dylease::OpenCause::Descriptors,
                         ..
                     }
                 ) && cause.to_string().contains("Too many open files"),
@@ -1631,4 +1755,83 @@ fn an_origin_plugin_in_a_directory_others_may_only_traverse_loads() {
             crate::bounded::as_other_user(child, &[&plugin]);
         },
     );
+}
+
+/// The descriptors process `pid` holds, as the paths they link to.
+fn descriptors_of(pid: u32) -> Vec<PathBuf> {
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|entry| fs::read_link(entry.unwrap().path()).ok())
+        .collect()
+}
+
+#[test]
+fn an_isolated_plugins_dependencies_are_mapped_in_its_worker_from_the_hosts_descriptors_and_never_in_the_host() {
+    let _serial = one_at_a_time();
+    // plugins/libuses_dep.so (run path `$ORIGIN/lib`) needs lib/libdep.so, which needs
+    // lib/inner/libisoinner.so through its own run path, `$ORIGIN/inner`.
+    let dir = TestDir::new("deps_isolated");
+    let inner_dir = dir.sub("plugins/lib/inner");
+    let inner = dependency_as(&inner_dir, "libisoinner.so", Some("libisoinner.so"), 2, false, &[]);
+    let libs = dir.sub("plugins/lib");
+    let inner_link = inner_dir.display().to_string();
+    let dep = dependency_as(
+        &libs,
+        "libdep.so",
+        Some("libdep.so"),
+        8,
+        false,
+        &[
+            "-L",
+            &inner_link,
+            "-lisoinner",
+            "-Wl,-rpath,$ORIGIN/inner",
+            "-Wl,--enable-new-dtags",
+        ],
+    );
+    let plugin = compile(
+        "uses_dep.c",
+        &dir.sub("plugins").join("libuses_dep.so"),
+        &[
+            "-DMESSAGE_PASS",
+            "-Wl,--no-as-needed",
+            "-L",
+            &libs.display().to_string(),
+            "-ldep",
+            "-Wl,-rpath,$ORIGIN/lib",
+            "-Wl,--enable-new-dtags",
+        ],
+    );
+    // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&plugin) }
+        .isolated()
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap_or_else(|e| panic!("{e}"));
+    let worker = lease.worker_pid().unwrap();
+    assert_eq!(lease.call("dep_value_message", b"").unwrap(), b"8");
+    let maps = String::from_utf8_lossy(&fs::read(format!("/proc/{worker}/maps")).unwrap()).into_owned();
+    for file in [&plugin, &dep, &inner] {
+        assert!(
+            maps.contains(&*file.to_string_lossy()),
+            "{} is not mapped in the worker",
+            file.display()
+        );
+        assert!(!mapped(file), "{} is mapped in the host", file.display());
+    }
+    // dylease mapped each library from the descriptor it checked, named in its directory's
+    // descriptor (which the loader's own search would not hold open).
+    let held = descriptors_of(worker);
+    for file in [&plugin, &dep, &inner, &libs, &inner_dir, &dir.path().join("plugins")] {
+        assert!(
+            held.contains(file),
+            "the worker holds no descriptor of {}: {held:?}",
+            file.display()
+        );
+    }
+    drop(lease);
+    drop(host);
+    for file in [&plugin, &dep, &inner] {
+        assert!(!mapped(file), "{} is mapped in the host", file.display());
+    }
 }

@@ -59,6 +59,8 @@ mod generations;
 mod header;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod identity;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod isolated;
 mod logger;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod manifest;

@@ -141,6 +141,28 @@ fn last_lease_drop_unloads_and_the_next_load_executes_again() {
 }
 
 #[test]
+fn a_python_plugin_is_refused_in_an_isolated_set_saying_why() {
+    let dir = TestDir::new("py-isolated");
+    let file = write(dir.path(), "counter.py", &counter("i", 1));
+    // SAFETY: the test's own plugin.
+    let host = unsafe { PluginHost::builder().python_file(&file) }
+        .isolated()
+        .build()
+        .unwrap();
+    let error = host.acquire().unwrap_err();
+    assert!(
+        matches!(&error, Error::Open { path, cause: dylease::OpenCause::Isolation, .. } if *path == file),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    for needed in ["isolated", "interpreter of its own", "not isolated"] {
+        assert!(message.contains(needed), "{needed:?} missing from: {message}");
+    }
+    // None of its code ran.
+    assert!(log(dir.path()).is_empty());
+}
+
+#[test]
 fn two_hosts_share_one_instance() {
     let dir = TestDir::new("py-share");
     let file = write(dir.path(), "shared.py", &counter("s", 2));
@@ -933,6 +955,68 @@ fn plugins_whose_manifests_are_incomplete_load_with_passes_they_do_not_declare()
     let mut passes: Vec<&str> = lease.passes().iter().map(|pass| pass.name()).collect();
     passes.sort_unstable();
     assert_eq!(passes, ["computed", "conditional", "undeclared"]);
+}
+
+/// A plugin whose source reads as one pass but that adds another at run time, through a
+/// frame's globals, the host's own record of its passes or an attribute set by a computed
+/// name, has an incomplete manifest in the catalog (what `install`'s collision check and
+/// `inspect` read), and loads with both passes; an honest plugin beside them stays complete.
+#[test]
+fn a_pass_added_at_run_time_past_the_reader_leaves_the_manifest_incomplete() {
+    let dir = TestDir::new("py-manifest-run-time");
+    let plugins = dir.sub("plugins");
+    let head = |name: &str| {
+        format!(
+            "import dylease\nimport sys\ndylease.plugin('{name}')\n\n\
+             @dylease.typed_pass('{name}_one', 'test.int_op/1')\ndef one(x):\n    return x\n\n\
+             def two(x):\n    return 2 * x\n\n"
+        )
+    };
+    let tricks = [
+        (
+            "frame",
+            "getattr(sys._getframe(0).f_globals['dyl' + 'ease'], 'typed' + '_pass')('frame_two', 'test.int_op/1')(two)\n",
+        ),
+        (
+            "state",
+            "import gc\nnext(o for o in gc.get_objects() if getattr(o, '_dylease_state', {}).get('name') == 'state')\
+             ._dylease_state['passes'].append(('state_two', 'test.int_op/1', two))\n",
+        ),
+        (
+            "setattr",
+            "setattr(sys.modules[__name__], 'register' + '_passes', lambda reg: [reg.add_typed_pass(n, \
+             'test.int_op/1', f) for n, f in (('setattr_one', one), ('setattr_two', two))])\n",
+        ),
+        ("honest", "VERSION = getattr(sys, 'version_info')\n"),
+    ];
+    for (name, trick) in tricks {
+        write(&plugins, &format!("{name}.py"), &format!("{}{trick}", head(name)));
+    }
+    // SAFETY: the test's own plugins.
+    let host = unsafe { PluginHost::builder().python_dir(&plugins) }.build().unwrap();
+    for plugin in host.catalog().unwrap() {
+        let manifest = plugin.manifest().expect("a manifest");
+        let name = manifest.name().to_owned();
+        assert_eq!(manifest.is_complete(), name == "honest", "{name}: {manifest:?}");
+        let declared: Vec<&str> = manifest.passes().iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(declared, [format!("{name}_one")], "{name}");
+    }
+    let lease = host.acquire().unwrap();
+    let mut passes: Vec<&str> = lease.passes().iter().map(|pass| pass.name()).collect();
+    passes.sort_unstable();
+    assert_eq!(
+        passes,
+        [
+            "frame_one",
+            "frame_two",
+            "honest_one",
+            "setattr_one",
+            "setattr_two",
+            "state_one",
+            "state_two"
+        ]
+    );
+    assert_eq!(lease.get_py::<IntOp>("state_two").unwrap().call((4,)).unwrap(), 8);
 }
 
 #[test]

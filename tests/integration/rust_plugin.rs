@@ -33,6 +33,9 @@ fn a_rust_plugin_built_with_export_plugin_loads_and_its_pass_is_callable() {
         let lease = host.acquire().unwrap();
         assert_eq!(lease.generation(), generation);
         assert_eq!(lease.plugins()[0].name(), "folding");
+        // The standard library's weak import of glibc's thread-local destructor hook, in
+        // every Rust cdylib, predicts nothing: the plugin uses no thread-local with `Drop`.
+        assert_eq!(lease.plugins()[0].pinning().causes(), [], "generation {generation}");
         assert_eq!(lease.plugins()[0].version(), "0.1.0");
         assert_eq!(lease.passes()[0].interface(), Some("demo.graph_pass/1"));
         // SAFETY: the plugin registers `fold_constants` as `unsafe extern "C" fn(*mut Graph)`,

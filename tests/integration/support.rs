@@ -75,6 +75,7 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
             .into(),
         ),
         "by_hand_ghost_manifest" => (vec!["by_hand.c"], vec!["-DGHOST_MANIFEST".into()]),
+        "by_hand_retyped_manifest" => (vec!["by_hand.c"], vec!["-DRETYPED_MANIFEST".into()]),
         // dladdr, as for by_hand_marker.
         "swap_on_load" => (vec!["swap_on_load.c"], vec!["-Wl,--no-as-needed".into(), "-ldl".into()]),
         "truncate_on_load" => (
@@ -178,6 +179,12 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
             )
         }
         "stateful" => (vec!["stateful.c"], vec![]),
+        // Isolated sets (isolated.rs).
+        "isolated" => (vec!["isolated.c"], vec![]),
+        "isolated_abort_constructor" => (vec!["isolated.c"], vec!["-DABORT_IN_CONSTRUCTOR".into()]),
+        "isolated_exit_on_load" => (vec!["isolated.c"], vec!["-DEXIT_IN_ON_LOAD".into()]),
+        "isolated_nodelete" => (vec!["isolated.c"], vec!["-Wl,-z,nodelete".into()]),
+        "isolated_unique" => (vec!["isolated_unique.cpp"], vec![]),
         "on_load_state_nodelete" => (vec!["on_load_state.c"], vec!["-Wl,-z,nodelete".into()]),
         // A plugin that other libraries link against by its soname, found next to them.
         "stateful_core" => (vec!["stateful.c"], vec!["-Wl,-soname,libcore.so".into()]),

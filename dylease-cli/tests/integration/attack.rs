@@ -63,7 +63,7 @@ fn install_survives_and_spares_another_users_precreated_temporary() {
     }
     let out =
         dylease_bounded(&["install".as_ref(), file.as_os_str(), dir.path().as_os_str()], 30).expect("install hung");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let text = crate::cli::unwrapped(&String::from_utf8_lossy(&out.stdout)) + &String::from_utf8_lossy(&out.stderr);
     let gone: Vec<_> = planted.iter().filter(|p| !p.exists()).collect();
     eprintln!("{text}\nplanted files removed: {gone:?}");
     assert!(gone.is_empty(), "install removed another user's file {gone:?}: {text}");

@@ -34,7 +34,11 @@ pub(crate) fn add(dir: &TestDir, name: &str, file: &str) -> PathBuf {
 #[derive(Debug)]
 pub(crate) struct Run {
     pub(crate) status: i32,
+    /// Standard output with the lines the binary wrapped joined again ([`unwrapped`]): the
+    /// report's logical lines, which the tests compare.
     pub(crate) stdout: String,
+    /// Standard output as printed, wrapped.
+    pub(crate) printed: String,
     pub(crate) stderr: String,
 }
 
@@ -45,9 +49,11 @@ pub(crate) fn dylease(dir: &Path, args: &[&str]) -> Run {
         .current_dir(dir)
         .output()
         .expect("the dylease binary runs");
+    let printed = String::from_utf8(output.stdout).unwrap();
     Run {
         status: output.status.code().expect("exited, not killed"),
-        stdout: String::from_utf8(output.stdout).unwrap(),
+        stdout: unwrapped(&printed),
+        printed,
         stderr: String::from_utf8(output.stderr).unwrap(),
     }
 }
@@ -61,8 +67,33 @@ fn plugins(dir: &TestDir, files: &[(&str, &str)]) {
     }
 }
 
+/// The report `text` with the lines the binary wrapped joined again: a line indented four
+/// columns deeper than the line it continues is joined to it with a space (no line of a
+/// report is indented so on its own).
+pub(crate) fn unwrapped(text: &str) -> String {
+    let mut out = String::new();
+    let mut indent = None;
+    for line in text.split('\n') {
+        let own = line.len() - line.trim_start_matches(' ').len();
+        match indent {
+            Some(logical) if !line.trim().is_empty() && own == logical + 4 => {
+                out.push(' ');
+                out.push_str(&line[own..]);
+            }
+            _ => {
+                if indent.is_some() {
+                    out.push('\n');
+                }
+                out.push_str(line);
+                indent = Some(own);
+            }
+        }
+    }
+    out
+}
+
 pub(crate) fn json(run: &Run) -> Value {
-    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {run:?}"))
+    serde_json::from_str(&run.printed).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {run:?}"))
 }
 
 #[test]
@@ -574,7 +605,7 @@ fn header_prints_the_c_header_plugins_are_built_with() {
     let run = dylease(dir.path(), &["header"]);
     assert_eq!(run.status, 0, "{run:?}");
     let header = fs::read_to_string(crate::support::crate_root().join("include/dylease.h")).unwrap();
-    assert_eq!(run.stdout, header);
+    assert_eq!(run.printed, header, "the header is printed as it is, never wrapped");
     assert!(run.stdout.contains("DYLEASE_ABI_VERSION"), "{run:?}");
 }
 
@@ -743,7 +774,7 @@ fn file_names_that_are_not_utf8_print_distinctly_and_reversibly_in_text_and_json
         .current_dir(dir.path())
         .output()
         .unwrap();
-    let text = String::from_utf8(output.stdout).unwrap();
+    let text = unwrapped(&String::from_utf8(output.stdout).unwrap());
     assert_eq!(output.status.code(), Some(0), "{text}");
     assert!(!text.contains('\u{FFFD}'), "a replacement character: {text}");
     let subjects: Vec<&str> = text

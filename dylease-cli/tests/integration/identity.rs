@@ -29,7 +29,7 @@ fn running_out_of_descriptors_is_named_in_the_error_with_its_fix() {
         })
     };
     let out = command.output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = crate::cli::unwrapped(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("EMFILE") && text.contains("raise the limit"), "{text}");
     assert!(

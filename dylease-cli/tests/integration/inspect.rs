@@ -25,7 +25,7 @@ fn inspect_prints_manifests_and_runs_none_of_the_plugins_code() {
     assert!(
         text.stdout.contains(
             "ok    plugins/liba_with.so\n        manifest: plugin `by-hand` 1 (ABI version 2); declares no passes \
-             (incomplete: it may register others)\n"
+             (incomplete manifest: it may register others)\n"
         ),
         "{text:?}"
     );
@@ -39,7 +39,7 @@ fn inspect_prints_manifests_and_runs_none_of_the_plugins_code() {
     // The passes in the order of the file's notes, which the compiler chooses.
     assert!(
         text.stdout
-            .contains("manifest: plugin `macros` 1.2.3 (ABI version 2); declares 4 passes (all it registers): ")
+            .contains("manifest: plugin `macros` 1.2.3 (ABI version 2); declares 4 passes (complete manifest): ")
             && [
                 " pass (untyped)",
                 " pass_with_data (untyped)",
@@ -336,7 +336,7 @@ fn inspect_says_what_an_incomplete_manifest_leaves_uncompared() {
     assert_eq!(run.status, 0, "{run:?}");
     assert!(
         run.stdout.contains(
-            "(incomplete: it may register others)\n        which other passes it registers is known only by \
+            "(incomplete manifest: it may register others)\n        which other passes it registers is known only by \
              loading it, which runs its code (`dylease check plugins/liba.so`): only those it declares are \
              compared with other plugins'\n"
         ),
@@ -365,4 +365,54 @@ fn inspect_reports_an_argument_that_cannot_be_read_as_the_arguments_problem() {
     assert_eq!(source["problem"]["cause"], "io", "{document}");
     assert_eq!(source["plugins"], Value::Array(Vec::new()), "{document}");
     assert_eq!(document["ok"], false, "{document}");
+}
+
+/// A plugin whose complete manifest declares a pass (`ghost`) it never registers: `inspect`,
+/// which runs none of its code, says what the manifest claims (that it is complete) and
+/// claims nothing about what the plugin registers; `check`, which loads it, finds the
+/// mismatch.
+#[test]
+fn inspect_says_what_a_complete_manifest_claims_and_leaves_the_verdict_to_check() {
+    let dir = TestDir::new("cli_inspect_ghost");
+    add(&dir, "by_hand_ghost_manifest", "libghost.so");
+    let run = dylease(dir.path(), &["inspect", "libghost.so"]);
+    assert_eq!(run.status, 0, "{run:?}");
+    assert!(
+        run.stdout.contains(
+            "manifest: plugin `by-hand` 1 (ABI version 2); declares 3 passes (complete manifest): ghost (untyped), "
+        ) && !run.stdout.contains("all it registers"),
+        "{run:?}"
+    );
+    let check = dylease(dir.path(), &["check", "libghost.so"]);
+    assert_eq!(check.status, 1, "{check:?}");
+    assert!(
+        check.stdout.contains("did not register the declared pass `ghost`"),
+        "{check:?}"
+    );
+}
+
+/// A Python plugin given to `inspect` without `--python` is not judged as a library (which
+/// it is not: "not an ELF shared library", with a C or Rust build fix): `inspect` says that
+/// `--python` reads Python plugins, as `check` does, and reads nothing else of it.
+#[test]
+fn inspect_of_a_python_plugin_without_python_says_that_python_reads_it() {
+    let dir = TestDir::new("cli_inspect_py_without_python");
+    std::fs::write(
+        dir.path().join("counter.py"),
+        "import dylease\ndylease.plugin(\"c\", \"1.0\")\n",
+    )
+    .unwrap();
+    let run = dylease(dir.path(), &["inspect", "counter.py"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    assert!(
+        run.stdout.contains("`counter.py` is a Python plugin")
+            && run.stdout.contains("`dylease inspect --python counter.py`")
+            && !run.stdout.contains("ELF")
+            && !run.stdout.contains("cdylib"),
+        "{run:?}"
+    );
+    let document = json(&dylease(dir.path(), &["inspect", "--json", "counter.py"]));
+    let source = &document["sources"][0];
+    assert_eq!(source["problem"]["cause"], "python", "{document}");
+    assert_eq!(source["plugins"], Value::Array(Vec::new()), "{document}");
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use dylease::{Lease, PluginHost};
 
-use crate::cli::binary;
+use crate::cli::{binary, unwrapped};
 use crate::support::{TestDir, built_from, fixture, mapped_containing};
 
 /// The versions the installers cycle through.
@@ -141,7 +141,7 @@ fn dylease_install_renames_a_checked_copy_into_place_and_leaves_nothing_else() {
         .arg(plugins.path())
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = unwrapped(&String::from_utf8_lossy(&out.stdout));
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(
         stdout.contains(&format!("installed `{}` as `{}`", new.display(), old.display()))
@@ -173,7 +173,7 @@ fn dylease_install_refuses_a_file_that_would_not_load_and_changes_nothing() {
         .arg(plugins.path())
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = unwrapped(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
         stdout.contains(&format!("not installed: `{}` would not load", broken.display()))
@@ -239,7 +239,7 @@ fn dylease_install_survives_a_plugin_that_ends_the_checking_process_and_changes_
         )
         .unwrap();
         let out = install_bounded(&dying, plugins.path());
-        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stdout = unwrapped(&String::from_utf8_lossy(&out.stdout));
         let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(out.status.code(), Some(1), "{variant}: {all}");
         assert!(
@@ -285,7 +285,7 @@ fn install(file: &Path, dir: &Path) -> (Option<i32>, String) {
         .unwrap();
     let said = format!(
         "{}{}",
-        String::from_utf8_lossy(&out.stdout),
+        unwrapped(&String::from_utf8_lossy(&out.stdout)),
         String::from_utf8_lossy(&out.stderr)
     );
     (out.status.code(), said)
@@ -307,7 +307,7 @@ fn dylease_install_refuses_a_plugin_whose_declared_pass_another_plugin_of_the_di
     let (status, said) = install(&a, plugins.path());
     assert_eq!(status, Some(0), "{said}");
     assert!(
-        said.contains("manifest: plugin `macros` 1.2.3 (ABI version 2); declares 4 passes (all it registers)")
+        said.contains("manifest: plugin `macros` 1.2.3 (ABI version 2); declares 4 passes (complete manifest)")
             && said.contains(&format!(
                 "warning: cannot tell whether `{}` declares the same passes: it has no manifest",
                 plugins.path().join("libz_unknown.so").display()
@@ -357,7 +357,7 @@ fn dylease_install_prints_the_manifest_and_the_pin_warning_of_a_cpp_plugin_witho
     let (status, said) = install(&plain, plugins.path());
     assert_eq!(status, Some(0), "a warning does not refuse: {said}");
     assert!(
-        said.contains("manifest: plugin `layout` 0.4.0 (ABI version 2); declares 3 passes (all it registers)")
+        said.contains("manifest: plugin `layout` 0.4.0 (ABI version 2); declares 3 passes (complete manifest)")
             && said.contains("warning: it will stay mapped after its unload")
             && said.contains("it exports 2 GNU unique symbols")
             && said.contains("fix: link the plugin with dylease's version script"),
@@ -410,4 +410,210 @@ fn dylease_install_warns_about_a_plugin_of_the_directory_with_an_incomplete_mani
         )),
         "{said}"
     );
+}
+
+/// A file that would not load is reported against the file the user named, never against
+/// the installer's temporary copy (a hidden name in DIR, gone by the time it is read): every
+/// line of the report, the status line, the problem and the fix.
+#[test]
+fn dylease_install_reports_the_problems_of_a_refused_file_against_the_users_file() {
+    let plugins = TestDir::new("install_cli_refused_names");
+    let staging = TestDir::new("install_cli_refused_names_staging");
+    let liar = staging.path().join("libliar.so");
+    fs::write(&liar, b"not a library").unwrap();
+    let ghost = staging.add("by_hand_ghost_manifest", "libghost.so");
+    for (file, problem) in [
+        (&liar, "it is not an ELF shared library"),
+        (&ghost, "did not register the declared pass `ghost`"),
+    ] {
+        let (status, said) = install(file, plugins.path());
+        assert_eq!(status, Some(1), "{said}");
+        let shown = file.display().to_string();
+        assert!(
+            said.contains(&format!("\nFAIL  {shown}\n")) && said.contains(problem),
+            "{said}"
+        );
+        let problem_line = said
+            .lines()
+            .find(|line| line.trim_start().starts_with("problem: "))
+            .unwrap_or_else(|| panic!("no problem line: {said}"));
+        assert!(problem_line.contains(&format!("`{shown}`")), "{said}");
+        assert!(
+            !said.contains(".dylease-install-"),
+            "the report names the temporary copy: {said}"
+        );
+        assert_eq!(entries(plugins.path()), Vec::<String>::new(), "{said}");
+    }
+}
+
+/// The latch plugin (`dylease-cli/tests/c_plugins/latch.c`) of version 1.0.0, built once
+/// per test process.
+fn latch_plugin() -> &'static Path {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| latch_plugin_of("1.0.0"))
+}
+
+/// The latch plugin of `version`, built on every call.
+fn latch_plugin_of(version: &str) -> PathBuf {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fixtures/liblatch_cli_{version}.so"));
+    fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c_plugins/latch.c");
+    let define = format!("-DLATCH_VERSION=\"{version}\"");
+    crate::support::compile_plugin(&[&source], &out, &[&define]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// An install killed with SIGKILL while its check holds the plugin's constructor on a latch.
+struct KilledInstall {
+    plugins: TestDir,
+    staging: TestDir,
+    /// The test's end of the latch: the check process is held while it is open.
+    latch: fs::File,
+    /// What the plugin directory held when the installer was killed.
+    left: Vec<String>,
+}
+
+/// Starts `dylease install liblatch.so DIR`, waits (at most 60 s) until its check process is
+/// held in the plugin's constructor, then kills the installer with SIGKILL and reaps it.
+fn install_killed_during_its_check(test: &str) -> KilledInstall {
+    let plugins = TestDir::new(test);
+    let staging = TestDir::new(&format!("{test}_staging"));
+    let plugin = staging.path().join("liblatch.so");
+    fs::copy(latch_plugin(), &plugin).unwrap();
+    fs::set_permissions(&plugin, fs::Permissions::from_mode(0o755)).unwrap();
+    let fifo = staging.path().join("latch");
+    let fifo_c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(fifo_c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let mut installer = Command::new(binary())
+        .arg("install")
+        .arg(&plugin)
+        .arg(plugins.path())
+        .env("DYLEASE_TEST_LATCH", &fifo)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Opening the FIFO for writing returns once the constructor has opened it for reading.
+    let (opened, latch) = std::sync::mpsc::channel();
+    let opener = fifo.clone();
+    std::thread::spawn(move || {
+        let _ = opened.send(fs::OpenOptions::new().write(true).open(opener));
+    });
+    let latch = match latch.recv_timeout(Duration::from_secs(60)) {
+        Ok(latch) => latch.unwrap(),
+        Err(_) => {
+            let _ = installer.kill();
+            let _ = installer.wait();
+            // Releases the opener thread.
+            let _ = fs::File::open(&fifo);
+            panic!("the check never reached the plugin's constructor within 60 s");
+        }
+    };
+    let left = entries(plugins.path());
+    installer.kill().unwrap();
+    installer.wait().unwrap();
+    KilledInstall {
+        plugins,
+        staging,
+        latch,
+        left,
+    }
+}
+
+/// Whether every reader of the FIFO whose writing end is `latch` is gone, waiting at most
+/// `within` (`poll` reports POLLERR on a pipe's writing end once no reader is left).
+fn readers_gone(latch: &fs::File, within: Duration) -> bool {
+    use std::os::fd::AsRawFd as _;
+    let mut fd = libc::pollfd {
+        fd: latch.as_raw_fd(),
+        events: 0,
+        revents: 0,
+    };
+    let timeout = i32::try_from(within.as_millis()).unwrap();
+    // SAFETY: one valid `pollfd`, for the duration of the call.
+    let ready = unsafe { libc::poll(&raw mut fd, 1, timeout) };
+    ready == 1 && fd.revents & libc::POLLERR != 0
+}
+
+/// The process that checks a plugin for `dylease install` ends when the installer is
+/// killed: an orphaned check would go on running the plugin's code for nobody.
+#[test]
+fn the_check_process_of_a_killed_installer_does_not_outlive_it() {
+    let killed = install_killed_during_its_check("install_killed_check");
+    assert!(
+        readers_gone(&killed.latch, Duration::from_secs(20)),
+        "the check process still runs 20 s after its installer was killed"
+    );
+    drop(killed.staging);
+}
+
+/// An installer killed (SIGKILL) in the middle of its install leaves its temporary copy,
+/// which no code of its own can remove; the next install into the directory removes it (the
+/// installer's process id, in the name, is no process any more), and installs.
+#[test]
+fn the_next_install_removes_the_temporary_copy_of_a_killed_installer() {
+    let killed = install_killed_during_its_check("install_killed_leftover");
+    let plugins = killed.plugins.path().to_owned();
+    drop(killed.latch);
+    let (status, said) = install(&killed.staging.path().join("liblatch.so"), &plugins);
+    assert_eq!(status, Some(0), "{said}");
+    assert_eq!(
+        entries(&plugins),
+        ["liblatch.so"],
+        "left by the killed installer: {:?}; said: {said}",
+        killed.left
+    );
+}
+
+/// Installing into a directory that does not exist says to create it first, with the
+/// command that does (which then works), and creates nothing.
+#[test]
+fn dylease_install_into_a_missing_directory_says_to_create_it_first() {
+    let staging = TestDir::new("install_cli_missing_dir");
+    let plugin = staging.add("versioned_1", "libversioned.so");
+    let missing = staging.path().join("no such/plugins");
+    let (status, said) = install(&plugin, &missing);
+    assert_eq!(status, Some(1), "{said}");
+    let quoted = format!("'{}'", missing.display());
+    let command = format!("mkdir -p -m 755 {quoted}");
+    assert!(
+        said.contains(&format!(
+            "`{}` does not exist: create it first (`{command}`)",
+            missing.display()
+        )),
+        "{said}"
+    );
+    assert!(!missing.exists(), "{said}");
+    let made = Command::new("sh").args(["-c", &command]).status().unwrap();
+    assert!(made.success());
+    let (status, said) = install(&plugin, &missing);
+    assert_eq!(status, Some(0), "{said}");
+}
+
+/// An older version of a plugin installed over a newer one (both versions read from the
+/// manifests, without running either) is installed, with a warning that names both; a
+/// newer one over an older one, or the same version again, is not warned about.
+#[test]
+fn dylease_install_warns_when_an_older_version_replaces_a_newer_one() {
+    let plugins = TestDir::new("install_cli_downgrade");
+    let staging = TestDir::new("install_cli_downgrade_staging");
+    let version = |v: &str| {
+        let dir = staging.sub(v);
+        let file = Path::new(&dir).join("liblatch.so");
+        fs::copy(latch_plugin_of(v), &file).unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o755)).unwrap();
+        file
+    };
+    let (old, new) = (version("1.0.0"), version("2.0.0"));
+    for (file, warned) in [(&old, false), (&new, false), (&new, false), (&old, true)] {
+        let (status, said) = install(file, plugins.path());
+        assert_eq!(status, Some(0), "{said}");
+        assert_eq!(
+            said.contains("warning: version 1.0.0 of plugin `latch` replaces version 2.0.0, a newer one"),
+            warned,
+            "{said}"
+        );
+        assert_eq!(said.contains("replaces version"), warned, "{said}");
+    }
 }

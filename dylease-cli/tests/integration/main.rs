@@ -33,3 +33,5 @@ mod python;
 mod rust_plugin;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod trust;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod wrap;

@@ -4,6 +4,7 @@ use std::fs::{self, Permissions};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::cli::unwrapped;
 use crate::support::TestDir;
 
 /// Writes the Python plugin `name` into `dir` (mode 0644, its directory 0755).
@@ -43,7 +44,7 @@ fn dylease_check_lists_python_plugins_and_names_the_line_of_an_import_error() {
         .arg(&plugins)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = unwrapped(&String::from_utf8_lossy(&output.stdout));
     assert!(!output.status.success(), "{stdout}");
     assert!(
         stdout.contains("plugin `a` 1.0: 1 pass: add_a (test.int_op/1)"),
@@ -64,7 +65,7 @@ fn dylease_check_advises_fixing_the_syntax_at_the_file_and_line_of_a_syntax_erro
         .arg(&file)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = unwrapped(&String::from_utf8_lossy(&output.stdout));
     assert!(!output.status.success(), "{stdout}");
     let fix = stdout
         .lines()
@@ -91,7 +92,7 @@ fn dylease_inspect_advises_fixing_the_syntax_of_a_file_whose_manifest_cannot_be_
         .arg(&file)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = unwrapped(&String::from_utf8_lossy(&output.stdout));
     assert_eq!(output.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("its manifest cannot be read: SyntaxError"), "{stdout}");
     let fix = stdout
@@ -116,7 +117,7 @@ fn check(args: &[&str], dir: &Path) -> (Option<i32>, String) {
         .unwrap();
     (
         output.status.code(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
+        unwrapped(&String::from_utf8_lossy(&output.stdout)),
     )
 }
 
@@ -176,7 +177,7 @@ fn install(file: &Path, dir: &Path) -> (Option<i32>, String) {
         .arg(dir)
         .output()
         .unwrap();
-    let said = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+    let said = unwrapped(&String::from_utf8_lossy(&output.stdout)) + &String::from_utf8_lossy(&output.stderr);
     (output.status.code(), said)
 }
 
@@ -278,7 +279,7 @@ fn install_refuses_a_python_plugin_whose_declared_pass_another_python_plugin_dec
     let first = write(&staging, "first.py", &counter("c", 1));
     let (status, said) = install(&first, &plugins);
     assert_eq!(status, Some(0), "{said}");
-    assert!(said.contains("declares 1 pass (all it registers)"), "{said}");
+    assert!(said.contains("declares 1 pass (complete manifest)"), "{said}");
     // Another file, another plugin name, the same pass `add_c`.
     let second = write(
         &staging,
@@ -292,4 +293,43 @@ fn install_refuses_a_python_plugin_whose_declared_pass_another_python_plugin_dec
         "{said}"
     );
     assert_eq!(entries(&plugins), ["first.py"], "leftovers: {said}");
+}
+
+/// A Python plugin that does not compile is reported against the user's file, the fix line
+/// too ("fix the syntax at FILE, line N"), never against the installer's temporary copy; a
+/// package's module against the module in the user's package.
+#[test]
+fn install_reports_a_syntax_error_at_the_users_file_and_line() {
+    let dir = TestDir::new("py-install-syntax");
+    let (staging, plugins) = (dir.sub("staging"), dir.sub("plugins"));
+    let file = write(
+        &staging,
+        "syntax.py",
+        "import dylease\ndylease.plugin(\"s\", \"1.0\")\n\nx = 1\ndef broken(:\n",
+    );
+    let pkg = staging.join("pkg");
+    write(
+        &pkg,
+        "__init__.py",
+        "import dylease\ndylease.plugin(\"p\", \"1.0\")\nfrom . import sub\n",
+    );
+    let module = write(&pkg, "sub.py", "x = (\n");
+    for (plugin, at) in [
+        (&file, format!("{}, line 5", file.display())),
+        (&pkg, format!("{}, line 1", module.display())),
+    ] {
+        let (status, said) = install(plugin, &plugins);
+        assert_eq!(status, Some(1), "{said}");
+        let fix = said
+            .lines()
+            .find_map(|line| line.trim_start().strip_prefix("fix: "))
+            .unwrap_or_else(|| panic!("no fix line: {said}"));
+        assert!(fix.contains(&format!("fix the syntax at {at}")), "{said}");
+        assert!(said.contains(&format!("\nFAIL  {}\n", plugin.display())), "{said}");
+        assert!(
+            !said.contains(".dylease-install-"),
+            "the report names the temporary copy: {said}"
+        );
+        assert_eq!(entries(&plugins), Vec::<String>::new(), "leftovers: {said}");
+    }
 }

@@ -17,7 +17,7 @@ fn a_bare_relative_name_in_a_directory_others_can_write_is_refused_without_runni
         .current_dir(&open)
         .output()
         .unwrap();
-    let report = String::from_utf8_lossy(&checker.stdout);
+    let report = crate::cli::unwrapped(&String::from_utf8_lossy(&checker.stdout));
     assert!(
         !checker.status.success(),
         "the checker passed a bare name in a writable directory:\n{report}"

@@ -93,7 +93,8 @@ def _api(default_name):
 
     api.plugin = plugin
     api.typed_pass = typed_pass
-    api._state = state
+    # The reader of manifests treats any mention of this name as a pass it cannot see.
+    api._dylease_state = state
     return api
 
 
@@ -161,7 +162,7 @@ def _package_suffixes(files):
 
 def identity(module, api):
     """The plugin's (name, version)."""
-    return api._state["name"], api._state["version"]
+    return api._dylease_state["name"], api._dylease_state["version"]
 
 
 def hook(module, name):
@@ -192,7 +193,7 @@ def register(module, api):
     decorated list."""
     register_passes = getattr(module, "register_passes", None)
     if register_passes is None:
-        return list(api._state["passes"])
+        return list(api._dylease_state["passes"])
     reg = Registration()
     if register_passes(reg) is False:
         raise Refused("; ".join(reg.reports) or "register_passes returned False")
@@ -206,7 +207,7 @@ def unload(private, module, api):
     for obj in [module] + [sys.modules[name] for name in _private_names(private)]:
         if isinstance(obj, types.ModuleType) and not any(ref() is obj for ref in refs):
             refs.append(weakref.ref(obj))
-    api._state["passes"].clear()
+    api._dylease_state["passes"].clear()
     _forget(private)
     return refs
 
@@ -266,7 +267,65 @@ def _modules():
 # The manifest: what a plugin declares, read from its syntax tree without running any of it.
 
 # Names whose use means code the reader cannot read: it could do anything, name the plugin too.
-_DYNAMIC = {"exec", "eval", "compile", "__import__", "__builtins__", "globals", "locals", "vars"}
+_DYNAMIC = {"exec", "eval", "compile", "__builtins__"}
+# Names (of functions, attributes, imports) whose use reaches what the reader cannot follow:
+# a namespace or an object found at run time, an attribute or a module looked up by a computed
+# name, the host's own record of the plugin's passes. Through them a plugin can register a pass
+# (`sys._getframe(0).f_globals[...]`, `getattr(module, "typed" + "_pass")`) or define a
+# `register_passes` the reader does not see: the pass list is incomplete, and the load
+# compares the name and the declared passes with what the plugin registered.
+_UNFOLLOWED = {
+    **dict.fromkeys(
+        [
+            "globals",
+            "locals",
+            "vars",
+            "_getframe",
+            "currentframe",
+            "f_globals",
+            "f_locals",
+            "f_builtins",
+            "f_back",
+            "tb_frame",
+            "gi_frame",
+            "cr_frame",
+            "ag_frame",
+            "__globals__",
+            "__dict__",
+            "__closure__",
+            "cell_contents",
+            "get_objects",
+            "get_referrers",
+            "get_referents",
+        ],
+        "reaches a namespace or an object that the reader cannot follow",
+    ),
+    **dict.fromkeys(
+        ["getattr", "setattr", "delattr", "attrgetter", "methodcaller"],
+        "looks an attribute up by a name that is not a string literal",
+    ),
+    **dict.fromkeys(
+        ["__getattribute__", "__setattr__", "__delattr__"],
+        "looks an attribute up by a name the reader does not follow",
+    ),
+    "__import__": "imports a module by a name the reader does not follow",
+    "importlib": "imports modules by names the reader does not follow",
+    "import_module": "imports a module by a name the reader does not follow",
+    "_dylease_state": "touches the host's own record of the plugin's passes",
+}
+# Those of them that a string constant may name too (`getattr(sys, "_getframe")`): not the
+# plain words, which strings of honest code hold.
+_UNFOLLOWED_STRINGS = set(_UNFOLLOWED) - {
+    "globals",
+    "locals",
+    "vars",
+    "getattr",
+    "setattr",
+    "delattr",
+}
+# The lookups by name whose name argument, a string literal, the reader reads (a positional
+# index, or None for every positional argument): `getattr(module, "x")` is followed.
+_LOOKUPS = {"getattr": 1, "setattr": 1, "delattr": 1, "attrgetter": None, "methodcaller": 0}
 # String constants that name what could register a pass the reader cannot see.
 _HIDDEN_STRINGS = {"typed_pass", "register_passes"}
 # Names whose binding in the plugin file could give it a `register_passes` (a module's
@@ -281,8 +340,10 @@ class _Unnamed(Exception):
 def manifest(default_name, files, is_package):
     """The manifest of a plugin whose sources are `files` (as for `execute`), read with `ast`
     alone, never executing any of it: None if its name or version cannot be read, otherwise
-    (name, version, complete, [(pass, interface)]). A file that does not parse raises its
-    SyntaxError (naming the file and line)."""
+    (name, version, why incomplete, [(pass, interface)]), where "why incomplete" lists what
+    could register a pass the reader cannot see, each with its file and line (empty: the pass
+    list is complete). A file that does not parse raises its SyntaxError (naming the file and
+    line)."""
     # A source larger than any plugin's has no manifest (it loads as a plugin without one).
     if sum(len(source) for _, _, source in files) > _SOURCE_BOUND:
         return None
@@ -304,17 +365,19 @@ def _manifest(default_name, files, is_package):
     known = {suffix for suffix, _ in trees}
     try:
         aliases = _all_aliases(trees, packages, known)
+        paths = {suffix: path for suffix, path, _ in files}
         readers = [
-            _FileReader(suffix, tree, suffix in packages, known, aliases) for suffix, tree in trees
+            _FileReader(suffix, paths[suffix], tree, suffix in packages, known, aliases)
+            for suffix, tree in trees
         ]
     except _Unnamed:
         return None
     main = next(reader for reader in readers if reader.suffix == "")
     name = default_name if main.name is None else main.name
     version = "" if main.version is None else main.version
-    complete = all(reader.complete for reader in readers)
+    reasons = [reason for reader in readers for reason in reader.reasons]
     if main.register_passes:
-        complete = False
+        reasons.append(f"the plugin file defines, assigns or imports {main.register_passes}")
     # A submodule's decorators run when it is imported: surely if a chain of plain module-level
     # imports leads to it from the plugin file, perhaps if any other import names it (then
     # the manifest is incomplete). The passes of a file that no file imports stay declared:
@@ -335,9 +398,12 @@ def _manifest(default_name, files, is_package):
     passes = []
     for reader in readers:
         if reader.passes and reader.suffix not in sure and reader.suffix in mentioned:
-            complete = False
+            reasons.append(
+                f"the passes of {reader.path} are registered only if an import of it that is not a "
+                "plain module-level one from the plugin file runs"
+            )
         passes.extend(reader.passes)
-    return name, version, complete, passes
+    return name, version, list(dict.fromkeys(reasons)), passes
 
 
 def _literal(node):
@@ -445,16 +511,18 @@ def _all_aliases(trees, packages, known):
 
 class _FileReader:
     """One file's declarations: its `dylease.plugin(...)` call (the plugin file's), its
-    decorated passes, its imports of the package's modules, and whether the reader saw all
-    that could register a pass (`complete`). Raises `_Unnamed` if what it sees could name the
-    plugin in a way it cannot read."""
+    decorated passes, its imports of the package's modules, and what it saw that could register
+    a pass it cannot see (`reasons`, each with the line; none: it saw all). Raises `_Unnamed`
+    if what it sees could name the plugin in a way it cannot read."""
 
-    def __init__(self, suffix, tree, is_package, known, aliases):
+    def __init__(self, suffix, path, tree, is_package, known, aliases):
         self.suffix = suffix
+        self.path = path
         self.name = None
         self.version = None
         self.passes = []
-        self.complete = True
+        self.reasons = []
+        # What in the plugin file could give it a `register_passes` (a phrase), or False.
         self.register_passes = False
         self.sure_imports = set()
         self.other_imports = set()
@@ -465,6 +533,19 @@ class _FileReader:
         base = _base(suffix, is_package)
         for node in _walk(tree):
             self._check(node, tree, base, known)
+
+    def _incomplete(self, node, what):
+        """Records that `node` could register a pass the reader cannot see: `what` it does."""
+        line = getattr(node, "lineno", None)
+        where = f"{self.path}, line {line}" if line is not None else self.path
+        self.reasons.append(f"{what} ({where})")
+
+    def _registering(self, name):
+        """Records the plugin file's binding of `name`, which could be a `register_passes`."""
+        if name == "register_passes":
+            self.register_passes = "`register_passes`"
+        elif not self.register_passes:
+            self.register_passes = f"`{name}` (a module's `{name}` answers for a `register_passes`)"
 
     def _kind(self, node):
         """What API object `node` refers to, or None."""
@@ -504,7 +585,9 @@ class _FileReader:
                     values = _arguments(decorator, ["name", "interface"])
                     if values is None or len(values) != 2:
                         # Computed: a pass the reader cannot name.
-                        self.complete = False
+                        self._incomplete(
+                            decorator, "a `typed_pass` decorator has an argument that is not a string literal"
+                        )
                     else:
                         self.passes.append((values["name"], values["interface"]))
                     self._recognise(decorator)
@@ -515,48 +598,75 @@ class _FileReader:
             return
         if isinstance(node, ast.Name):
             if node.id in self.aliases:
-                self._escaped(self.aliases[node.id])
+                self._escaped(self.aliases[node.id], node)
             elif node.id in _DYNAMIC:
                 raise _Unnamed()
-            elif node.id == "importlib":
-                self.complete = False
+            elif node.id in _UNFOLLOWED:
+                self._unfollowed(node, node.id)
             elif node.id in _REGISTERING and self.suffix == "" and not isinstance(node.ctx, ast.Load):
-                self.register_passes = True
+                self._registering(node.id)
         elif isinstance(node, ast.Attribute):
             kind = self._kind(node)
             if kind is not None:
-                self._escaped(kind)
+                self._escaped(kind, node)
                 self.recognised.add(id(node.value))
             elif node.attr == "dylease":
                 raise _Unnamed()
             elif node.attr in _HIDDEN_STRINGS:
-                self.complete = False
+                self._incomplete(node, f"`{node.attr}` is named where the reader does not follow it")
+            elif node.attr in _UNFOLLOWED:
+                self._unfollowed(node, node.attr)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             if node.value == "dylease":
                 raise _Unnamed()
             if node.value in _HIDDEN_STRINGS:
-                self.complete = False
+                self._incomplete(node, f"`{node.value}` is named where the reader does not follow it")
+            elif node.value in _UNFOLLOWED_STRINGS:
+                self._incomplete(node, f"the string `{node.value}` {_UNFOLLOWED[node.value]}")
+        elif isinstance(node, ast.Call):
+            self._lookup(node)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if node.name in _REGISTERING and self.suffix == "":
-                self.register_passes = True
+                self._registering(node.name)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            if _REGISTERING & set(node.names) and self.suffix == "":
-                self.register_passes = True
+            for name in node.names:
+                if name in _REGISTERING and self.suffix == "":
+                    self._registering(name)
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 bound = alias.asname or alias.name.partition(".")[0]
                 if self.suffix == "" and bound in _REGISTERING:
-                    self.register_passes = True
+                    self._registering(bound)
                 if alias.name.partition(".")[0] == "importlib":
-                    self.complete = False
+                    self._unfollowed(node, "importlib")
         elif isinstance(node, ast.ImportFrom):
             self._import_from(node, tree, base, known)
 
-    def _escaped(self, kind):
+    def _unfollowed(self, node, name):
+        """`name` (a name, an attribute) reaches what the reader cannot follow."""
+        self._incomplete(node, f"`{name}` {_UNFOLLOWED[name]}")
+
+    def _lookup(self, call):
+        """A call of a lookup by name (`getattr(module, "x")`, `operator.attrgetter("x")`)
+        whose name is a string literal is followed: the function's name is not then counted
+        (the string is read as any string is)."""
+        func = call.func
+        name = getattr(func, "id", None) or getattr(func, "attr", None)
+        if name not in _LOOKUPS or call.keywords:
+            return
+        index = _LOOKUPS[name]
+        named = call.args if index is None else call.args[index : index + 1]
+        if named and all(_literal(arg) is not None for arg in named):
+            self.recognised.add(id(func))
+
+    def _escaped(self, kind, node):
         """An API object used other than as the reader reads it: passed on, renamed, called
         not at module level or not as a decorator."""
         if kind == "typed_pass":
-            self.complete = False
+            self._incomplete(
+                node,
+                "`typed_pass` is used other than as a decorator of a module-level function or class",
+            )
         else:
             raise _Unnamed()
 
@@ -564,13 +674,16 @@ class _FileReader:
         if node.level == 0 and node.module == "dylease":
             return
         if node.module is not None and node.module.partition(".")[0] == "importlib":
-            self.complete = False
+            self._unfollowed(node, "importlib")
         for alias in node.names:
             bound = alias.asname or alias.name
             if alias.name == "*" and self.suffix == "":
-                self.complete = False  # it could bring a `register_passes`
+                self._incomplete(node, "a `*` import in the plugin file could bring a `register_passes`")
             elif self.suffix == "" and bound in _REGISTERING:
-                self.register_passes = True
+                self._registering(bound)
+            # `from sys import _getframe as frame`: its uses go by another name.
+            if alias.name in _UNFOLLOWED and bound != alias.name:
+                self._unfollowed(node, alias.name)
         resolved = _relative(base, node)
         if resolved is None:
             return

@@ -138,9 +138,27 @@ impl Staged {
     /// The manifest of the plugin these are the sources of (`origin`), read by `ast` in the
     /// interpreter (`bootstrap.py`'s `manifest`) without running any of it: `None` if its name
     /// or version cannot be read statically. A file that does not parse is an
-    /// [`Error::InvalidPlugin`] naming the file and the line.
+    /// [`Error::InvalidPlugin`] naming the file and the line. Why an incomplete one is
+    /// incomplete is logged at `debug`.
     pub(crate) fn manifest(&self, origin: &Origin) -> Result<Option<Manifest>, Error> {
-        type Read = Option<(String, String, bool, Vec<(String, String)>)>;
+        let read = self.declared(origin)?;
+        if let Some((_, incomplete)) = &read
+            && !incomplete.is_empty()
+        {
+            log::debug!(
+                "{}the manifest of {origin} is incomplete (it may register passes it does not declare): {}",
+                crate::log_scope::prefix(),
+                incomplete.join("; ")
+            );
+        }
+        Ok(read.map(|(manifest, _)| manifest))
+    }
+
+    /// The manifest, as [`manifest`](Staged::manifest) reads it, with what makes it
+    /// incomplete: each thing the reader saw that could register a pass it cannot see, with its
+    /// file and line (none: it is complete).
+    fn declared(&self, origin: &Origin) -> Result<Option<(Manifest, Vec<String>)>, Error> {
+        type Read = Option<(String, String, Vec<String>, Vec<(String, String)>)>;
         let read = attach(|py| {
             helpers(py)
                 .getattr("manifest")
@@ -154,15 +172,18 @@ impl Staged {
                     ),
                 })
         })?;
-        Ok(read.map(|(name, version, complete, passes)| Manifest {
-            abi_version: None,
-            name,
-            version,
-            complete,
-            passes: passes
-                .into_iter()
-                .map(|(name, interface)| DeclaredPass::new(name, Some(interface)))
-                .collect(),
+        Ok(read.map(|(name, version, incomplete, passes)| {
+            let manifest = Manifest {
+                abi_version: None,
+                name,
+                version,
+                complete: incomplete.is_empty(),
+                passes: passes
+                    .into_iter()
+                    .map(|(name, interface)| DeclaredPass::new(name, Some(interface)))
+                    .collect(),
+            };
+            (manifest, incomplete)
         }))
     }
 }
@@ -369,6 +390,141 @@ mod tests {
                 "{plugin}"
             );
         }
+    }
+
+    /// The plugin file of a trick: it declares pass `one` and, through `trick`, registers
+    /// pass `two` too at run time.
+    fn tricky(trick: &str) -> String {
+        format!(
+            "import dylease\nimport sys\ndylease.plugin('tricky', '1')\n\n\
+             @dylease.typed_pass('one', 'i/1')\ndef one(x):\n    return x\n\n\
+             def two(x):\n    return x\n\n{trick}\n"
+        )
+    }
+
+    /// The ways a plugin reaches, at run time, what the reader cannot follow (a namespace
+    /// through a frame or `globals()`, an attribute or a module by a computed name, the host's
+    /// own record of its passes), each with what the reader names as the reason.
+    const TRICKS: [(&str, &str, &str); 12] = [
+        (
+            "getframe",
+            "getattr(sys._getframe(0).f_globals['dyl' + 'ease'], 'typed' + '_pass')('two', 'i/1')(two)",
+            "`_getframe` reaches a namespace",
+        ),
+        (
+            "currentframe",
+            "import inspect\ngetattr(inspect.currentframe().f_globals['dyl' + 'ease'], 'typed' + '_pass')('two', 'i/1')(two)",
+            "`currentframe` reaches a namespace",
+        ),
+        (
+            "globals",
+            "getattr(globals()['dyl' + 'ease'], 'typed' + '_pass')('two', 'i/1')(two)",
+            "`globals` reaches a namespace",
+        ),
+        (
+            "vars",
+            "getattr(vars()['dyl' + 'ease'], 'typed' + '_pass')('two', 'i/1')(two)",
+            "`vars` reaches a namespace",
+        ),
+        (
+            "locals",
+            "getattr(locals()['dyl' + 'ease'], 'typed' + '_pass')('two', 'i/1')(two)",
+            "`locals` reaches a namespace",
+        ),
+        (
+            "module_dict",
+            "getattr(sys.modules[__name__].__dict__['dyl' + 'ease'], 'typed' + '_pass')('two', 'i/1')(two)",
+            "`__dict__` reaches a namespace",
+        ),
+        (
+            "function_globals",
+            "getattr(two.__globals__['dyl' + 'ease'], 'typed' + '_pass')('two', 'i/1')(two)",
+            "`__globals__` reaches a namespace",
+        ),
+        (
+            "computed_getattr",
+            "getattr(getattr(sys.modules[__name__], 'dyl' + 'ease'), 'typed' + '_pass')('two', 'i/1')(two)",
+            "`getattr` looks an attribute up by a name that is not a string literal",
+        ),
+        (
+            "computed_setattr",
+            "setattr(sys.modules[__name__], 'register' + '_passes', \
+             lambda reg: [reg.add_typed_pass(n, 'i/1', f) for n, f in (('one', one), ('two', two))])",
+            "`setattr` looks an attribute up by a name that is not a string literal",
+        ),
+        (
+            "dunder_import",
+            "getattr(__import__('dyl' + 'ease'), 'typed' + '_pass')('two', 'i/1')(two)",
+            "`__import__` imports a module",
+        ),
+        (
+            "host_state",
+            "import gc\nnext(o for o in gc.get_objects() if getattr(o, '_dylease_state', {}).get('name') == 'tricky')\
+             ._dylease_state['passes'].append(('two', 'i/1', two))",
+            "`_dylease_state` touches the host's own record of the plugin's passes",
+        ),
+        (
+            "collector",
+            "import gc\nnext(o for o in gc.get_objects() if isinstance(o, dict) and o.get('name') == 'tricky')\
+             ['passes'].append(('two', 'i/1', two))",
+            "`get_objects` reaches a namespace",
+        ),
+    ];
+
+    /// Each trick registers a pass the plugin's source does not show: its manifest is
+    /// incomplete (so the load allows the pass), naming the trick and its line.
+    #[test]
+    fn a_pass_added_at_run_time_through_what_the_reader_cannot_follow_makes_the_manifest_incomplete() {
+        let sources: Vec<(String, String)> = TRICKS
+            .iter()
+            .map(|(name, trick, _)| (format!("{name}.py"), tricky(trick)))
+            .collect();
+        let files: Vec<(&str, &str)> = sources.iter().map(|(f, s)| (f.as_str(), s.as_str())).collect();
+        let dir = plugin_dir("run-time", &files);
+        for (name, trick, reason) in TRICKS {
+            let path = dir.join(format!("{name}.py"));
+            // `tricky` puts the trick on line 12: the lookup is on its last line.
+            let at = format!("{name}.py, line {})", 12 + trick.matches('\n').count());
+            let manifest = manifest_of(&path).unwrap().expect("a manifest");
+            assert!(!manifest.is_complete(), "{name}: {manifest:?}");
+            assert_eq!(
+                (manifest.name(), manifest.passes()),
+                ("tricky", &[pass("one", "i/1")][..]),
+                "{name}"
+            );
+            let staged = candidate(&path)
+                .read(&mut Checks::default(), TrustPolicy::Permissive)
+                .unwrap();
+            let (_, why) = staged.declared(&Origin::File(path.clone())).unwrap().unwrap();
+            assert!(
+                why.iter().any(|why| why.contains(reason) && why.ends_with(&at)),
+                "{name}: {why:?}"
+            );
+            // The trick works: the plugin registers the pass its source does not declare.
+            let (_, _, mut passes) = registered(&path);
+            passes.sort_by(|a, b| a.name.cmp(&b.name));
+            assert_eq!(passes, [pass("one", "i/1"), pass("two", "i/1")], "{name}");
+        }
+    }
+
+    /// What reads like the tricks but is followed keeps the manifest complete: a lookup by a
+    /// literal name, the plain words as strings, an attribute named `_state` of the plugin's
+    /// own.
+    #[test]
+    fn lookups_by_literal_names_and_the_plugins_own_state_keep_the_manifest_complete() {
+        let honest = tricky(
+            "import operator\nVERSION = getattr(sys, 'version_info')\nREAL = operator.attrgetter('real')\n\
+             WORDS = ['globals', 'vars', 'getattr']\n\n\
+             class Counter:\n    def __init__(self):\n        self._state = {}\n        setattr(self, 'count', 0)\n",
+        );
+        let dir = plugin_dir("honest", &[("honest.py", &honest)]);
+        let path = dir.join("honest.py");
+        let staged = candidate(&path)
+            .read(&mut Checks::default(), TrustPolicy::Permissive)
+            .unwrap();
+        let (_, why) = staged.declared(&Origin::File(path.clone())).unwrap().unwrap();
+        assert_eq!(why, Vec::<String>::new());
+        assert_matches(&path);
     }
 
     #[test]

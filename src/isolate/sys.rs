@@ -1,0 +1,596 @@
+//! The platform calls of isolated sets, and every `unsafe` of them: the worker's early hook,
+//! the spawn of a worker (the part that runs in the child before `exec`), the channel's
+//! socket (`socketpair`, `sendmsg`/`recvmsg` with `SCM_RIGHTS`, whose descriptors std's Unix
+//! sockets cannot carry on stable Rust), the sealed shared regions of large messages
+//! (`memfd_create`, seals, a read-only mapping), and the call of a message pass.
+//!
+//! # The early hook
+//!
+//! A worker is a new execution of the host's own program (`/proc/self/exe`), or of the
+//! operator's [`worker_command`](crate::HostBuilder::worker_command). Every program that
+//! can spawn a worker carries [`WORKER_HOOK`], a function in the program's
+//! `.init_array`, which the C runtime calls before `main`. It looks for
+//! [`CHANNEL_VAR`] in the environment; when the variable names a descriptor that is a Unix
+//! `SOCK_SEQPACKET` socket, the process is a worker: the hook runs the worker
+//! (`isolate::worker`) and ends the process with `_exit`, so the program's `main` never runs
+//! there. Otherwise (no variable, or one that names anything else) it returns and the
+//! program starts as usual. The hook sits in the same module as [`spawn`], which names it:
+//! a program whose link keeps the code that spawns workers keeps the hook (and, as the linker
+//! keeps `.init_array` with the object it is in, so does every program built with the crate
+//! feature `isolate`; without it, none of this module's process code is compiled).
+
+use std::ffi::c_void;
+
+use crate::load::PassInfo;
+use dylease_plugin::MessagePass;
+use dylease_plugin::abi::{dylease_message_fn, dylease_out};
+
+#[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
+pub(crate) use process::{Channel, Region, SIZE_SEALS, sealed_region, seals, spawn};
+
+/// What [`call_message`] got back from a message pass.
+#[cfg_attr(not(all(feature = "isolate", target_os = "linux", not(loom))), allow(dead_code))]
+#[derive(Debug)]
+pub(crate) struct Called {
+    /// What the pass returned: 0 for success.
+    pub(crate) status: i32,
+    /// What it appended.
+    pub(crate) output: Vec<u8>,
+    /// Whether it tried to append past the limit (and was refused).
+    pub(crate) overflowed: bool,
+}
+
+/// The output of one call, behind `dylease_out::ctx`.
+struct Sink {
+    output: Vec<u8>,
+    limit: usize,
+    overflowed: bool,
+}
+
+/// `dylease_out::write`: appends to the [`Sink`] of the call, up to its limit.
+unsafe extern "C" fn append(out: *mut dylease_out, bytes: *const u8, len: usize) -> i32 {
+    if out.is_null() {
+        return -1;
+    }
+    // SAFETY: `out` is the `dylease_out` that `call_message` handed the pass, live during the
+    // call (the ABI allows `write` only then, on its thread).
+    let ctx = unsafe { (*out).ctx };
+    // SAFETY: its `ctx` is that call's `Sink`, live and borrowed by nothing else meanwhile.
+    let sink = unsafe { &mut *ctx.cast::<Sink>() };
+    if len == 0 {
+        return 0;
+    }
+    if bytes.is_null() || len > sink.limit.saturating_sub(sink.output.len()) {
+        sink.overflowed |= !bytes.is_null();
+        return -1;
+    }
+    // SAFETY: the ABI: `bytes` points to `len` readable bytes for the duration of `write`.
+    sink.output
+        .extend_from_slice(unsafe { std::slice::from_raw_parts(bytes, len) });
+    0
+}
+
+/// Calls `pass`, a message pass of a mapped plugin, with `input`, collecting at most `limit`
+/// bytes of its output; `None` if it is not a native message pass (registered under
+/// `dylease.message/1`) or its plugin is not mapped.
+pub(crate) fn call_message_pass(pass: &PassInfo, input: &[u8], limit: usize) -> Option<Called> {
+    let callable = pass.callable()?;
+    // `typed` checks the interface it was registered under (and that it is native).
+    let func = callable.func.typed::<MessagePass>()?;
+    // SAFETY: a pass with a callable belongs to a mapped plugin, which stays mapped while its
+    // set lives, and `pass` borrows from the set.
+    Some(unsafe { call_message(func, callable.user_data.0, input, limit) })
+}
+
+/// Calls the message pass `pass` with `user_data` and `input`, collecting at most `limit`
+/// bytes of output.
+///
+/// # Safety
+///
+/// The library `pass` belongs to stays mapped during the call, and `user_data` is the one it
+/// was registered with.
+unsafe fn call_message(pass: dylease_message_fn, user_data: *mut c_void, input: &[u8], limit: usize) -> Called {
+    let mut sink = Sink {
+        output: Vec::new(),
+        limit,
+        overflowed: false,
+    };
+    let mut out = dylease_out {
+        ctx: (&raw mut sink).cast(),
+        write: append,
+    };
+    // SAFETY: the caller's contract (the pass is mapped, `user_data` its own); `input` is
+    // live for the call, and `out` with its `Sink` outlives it.
+    let status = unsafe { pass(input.as_ptr(), input.len(), &raw mut out, user_data) };
+    Called {
+        status,
+        output: sink.output,
+        overflowed: sink.overflowed,
+    }
+}
+
+/// The worker process: its hook, its spawn and its channel (Linux only).
+#[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
+mod process {
+    use std::fs::File;
+    use std::io;
+    use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::FileExt;
+    use std::os::unix::process::CommandExt;
+    use std::path::Path;
+    use std::process::{Child, Command, Stdio};
+    use std::time::Duration;
+
+    /// The environment variable that makes a process a worker: the number of its channel's
+    /// descriptor. Removed from the worker's environment once read.
+    pub(crate) const CHANNEL_VAR: &str = "DYLEASE_WORKER_CHANNEL";
+
+    /// The descriptor a worker finds its channel at: the first after standard input, output and
+    /// error.
+    const CHANNEL_FD: RawFd = 3;
+
+    /// The worker's early hook (see the module documentation). Not `#[used]`: [`spawn`] names
+    /// it, so a program keeps it exactly when it can spawn workers.
+    #[unsafe(link_section = ".init_array")]
+    static WORKER_HOOK: extern "C" fn() = worker_hook;
+
+    extern "C" fn worker_hook() {
+        let Some(channel) = channel_from_env() else {
+            return;
+        };
+        // A panic must not unwind out of the C runtime's call: it ends the worker with status 101,
+        // which the host reports.
+        let code = std::panic::catch_unwind(|| super::super::worker::run(channel)).unwrap_or(101);
+        exit_now(code)
+    }
+
+    /// The channel named by [`CHANNEL_VAR`], if this process is a worker: the variable holds a
+    /// descriptor number, and that descriptor is a Unix `SOCK_SEQPACKET` socket. The variable is
+    /// then removed (nothing a plugin starts inherits it) and the descriptor made close-on-exec.
+    fn channel_from_env() -> Option<Channel> {
+        let value = std::env::var_os(CHANNEL_VAR)?;
+        let fd: RawFd = std::str::from_utf8(value.as_bytes()).ok()?.parse().ok()?;
+        if fd < 0 || !is_seqpacket(fd) {
+            return None;
+        }
+        // SAFETY: this runs from `.init_array`, before `main`: no thread of the program reads or
+        // writes the environment concurrently (std's `remove_var` contract).
+        unsafe { std::env::remove_var(CHANNEL_VAR) };
+        // SAFETY: `fd` is open (it was just examined), and nothing else in this process owns it:
+        // the host opened it for this process's channel alone.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: `F_SETFD` on a descriptor this function owns.
+        if unsafe { libc::fcntl(owned.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+            return None;
+        }
+        Some(Channel(owned))
+    }
+
+    /// Whether `fd` is an open Unix socket of type `SOCK_SEQPACKET`.
+    fn is_seqpacket(fd: RawFd) -> bool {
+        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: `stat` is writable; `fstat` of a closed descriptor fails without harm.
+        if unsafe { libc::fstat(fd, stat.as_mut_ptr()) } != 0 {
+            return false;
+        }
+        // SAFETY: `fstat` succeeded, so it filled `stat`.
+        if unsafe { stat.assume_init() }.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+            return false;
+        }
+        let option = |name: libc::c_int| {
+            let mut value: libc::c_int = 0;
+            let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+            // SAFETY: `fd` is a socket; `value` and `len` are writable and sized for an int.
+            let done = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, name, (&raw mut value).cast(), &mut len) };
+            (done == 0).then_some(value)
+        };
+        option(libc::SO_TYPE) == Some(libc::SOCK_SEQPACKET) && option(libc::SO_DOMAIN) == Some(libc::AF_UNIX)
+    }
+
+    /// The seals a region's reader relies on: its size can change no more.
+    pub(crate) const SIZE_SEALS: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
+
+    /// A new anonymous file (`memfd_create`, close-on-exec) holding `bytes`, sealed: its size
+    /// and its bytes can change no more, nor its seals (`F_SEAL_SHRINK`, `F_SEAL_GROW`,
+    /// `F_SEAL_WRITE`, `F_SEAL_SEAL`). The region of a message too large for a frame: the
+    /// other side reads exactly what was written, and may map it without fear of a shrink.
+    pub(crate) fn sealed_region(bytes: &[u8]) -> io::Result<File> {
+        // SAFETY: the name is a NUL-terminated string; the flags are plain integers.
+        let fd =
+            unsafe { libc::memfd_create(c"dylease-message".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `memfd_create` just made `fd`, owned by nobody else.
+        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        file.set_len(bytes.len() as u64)?;
+        file.write_all_at(bytes, 0)?;
+        let seals = SIZE_SEALS | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL;
+        // SAFETY: `F_ADD_SEALS` on a descriptor this function owns takes an int.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(file)
+    }
+
+    /// The seals of `file` (`F_GET_SEALS`); an `Err` for a file that cannot have any.
+    pub(crate) fn seals(file: &File) -> io::Result<libc::c_int> {
+        // SAFETY: `F_GET_SEALS` on an open descriptor takes no argument.
+        let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+        match seals {
+            -1 => Err(io::Error::last_os_error()),
+            seals => Ok(seals),
+        }
+    }
+
+    /// A read-only shared mapping of a sealed region of `len` bytes (`len` > 0), the whole
+    /// file: unmapped when dropped.
+    #[derive(Debug)]
+    pub(crate) struct Region {
+        start: *const u8,
+        len: usize,
+    }
+
+    impl Region {
+        /// Maps `file`, which must be sealed against a change of size ([`SIZE_SEALS`]: a
+        /// shrink would turn a read of the mapping into `SIGBUS`) and hold exactly `len`
+        /// bytes: `Err` saying which is not so.
+        pub(crate) fn map(file: &File, len: usize) -> io::Result<Region> {
+            if seals(file)? & SIZE_SEALS != SIZE_SEALS {
+                return Err(io::Error::other(
+                    "the region is not sealed against a change of its size",
+                ));
+            }
+            let size = file.metadata()?.len();
+            if size != len as u64 || len == 0 {
+                return Err(io::Error::other(format!(
+                    "the region holds {size} bytes, not the {len} announced"
+                )));
+            }
+            // SAFETY: a new read-only shared mapping of the whole of an open file, placed by
+            // the kernel: it overlaps nothing of this process's.
+            let start = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ,
+                    libc::MAP_SHARED | libc::MAP_POPULATE,
+                    file.as_raw_fd(),
+                    0,
+                )
+            };
+            if start == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(Region {
+                start: start.cast::<u8>().cast_const(),
+                len,
+            })
+        }
+
+        /// The mapped bytes.
+        pub(crate) fn bytes(&self) -> &[u8] {
+            // SAFETY: `start` maps `len` readable bytes until `self` is dropped; the file's
+            // size is sealed, so no read of them faults. A writer that could still change the
+            // bytes (an unsealed writer; the host seals its own) changes what is read, never
+            // where: bytes are bytes.
+            unsafe { std::slice::from_raw_parts(self.start, self.len) }
+        }
+    }
+
+    impl Drop for Region {
+        fn drop(&mut self) {
+            // SAFETY: `start` and `len` are the mapping `map` made, unmapped only here.
+            unsafe { libc::munmap(self.start.cast_mut().cast(), self.len) };
+        }
+    }
+
+    /// Ends the process now, with `code`, running none of the program's exit handlers: a worker
+    /// never returns into the host program's code.
+    pub(crate) fn exit_now(code: i32) -> ! {
+        // SAFETY: `_exit` takes any status and does not return.
+        unsafe { libc::_exit(code) }
+    }
+
+    /// One end of an isolated set's channel: a Unix `SOCK_SEQPACKET` socket, which keeps message
+    /// boundaries (one frame, one message) and carries descriptors (`SCM_RIGHTS`).
+    #[derive(Debug)]
+    pub(crate) struct Channel(OwnedFd);
+
+    /// What [`Channel::recv`] received.
+    #[derive(Debug)]
+    pub(crate) struct Received {
+        /// The bytes of the message; 0 when the other end is closed.
+        pub(crate) len: usize,
+        /// The descriptors that came with it (each closed when dropped).
+        pub(crate) fds: Vec<OwnedFd>,
+        /// Whether the message or its descriptors did not fit (and were cut).
+        pub(crate) truncated: bool,
+    }
+
+    /// The most descriptors one message carries: more are cut on receipt (`truncated`), never
+    /// left open.
+    pub(crate) const MAX_FDS: usize = 4;
+
+    impl Channel {
+        /// A connected pair: this end, and the other end's descriptor (both close-on-exec).
+        pub(crate) fn pair() -> io::Result<(Channel, OwnedFd)> {
+            let mut fds = [0 as libc::c_int; 2];
+            // SAFETY: `fds` has room for the two descriptors `socketpair` writes.
+            let done = unsafe {
+                libc::socketpair(
+                    libc::AF_UNIX,
+                    libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                    0,
+                    fds.as_mut_ptr(),
+                )
+            };
+            if done != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: `socketpair` succeeded: both descriptors are open and owned by nobody else.
+            let ours = unsafe { OwnedFd::from_raw_fd(fds[0]) };
+            // SAFETY: as above.
+            let theirs = unsafe { OwnedFd::from_raw_fd(fds[1]) };
+            Ok((Channel(ours), theirs))
+        }
+
+        /// Sends one message, and the descriptors `fds` with it (at most [`MAX_FDS`]). Never
+        /// raises `SIGPIPE`: a closed other end is an `Err` (`BrokenPipe`). A send timeout
+        /// (`set_timeouts`) is an `Err` too.
+        pub(crate) fn send(&self, message: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+            if fds.len() > MAX_FDS {
+                return Err(io::Error::other(format!(
+                    "{} descriptors for one message, more than {MAX_FDS}",
+                    fds.len()
+                )));
+            }
+            let mut iov = libc::iovec {
+                iov_base: message.as_ptr().cast_mut().cast(),
+                iov_len: message.len(),
+            };
+            let mut control = [0u64; 8];
+            // SAFETY: an all-zero `msghdr` is valid (no name, no control, no vectors).
+            let mut header: libc::msghdr = unsafe { std::mem::zeroed() };
+            header.msg_iov = &raw mut iov;
+            header.msg_iovlen = 1;
+            if !fds.is_empty() {
+                let bytes = size_of_val(fds) as u32;
+                // SAFETY: `CMSG_SPACE` only computes a size.
+                let space = unsafe { libc::CMSG_SPACE(bytes) } as usize;
+                debug_assert!(space <= size_of_val(&control));
+                header.msg_control = control.as_mut_ptr().cast();
+                // `socklen_t` on musl, `size_t` on glibc.
+                header.msg_controllen = space as _;
+                // SAFETY: `msg_control` points to `control`, at least `space` bytes and aligned
+                // for `cmsghdr`, so the first header fits.
+                let cmsg = unsafe { libc::CMSG_FIRSTHDR(&header) };
+                // SAFETY: `CMSG_LEN` only computes a size.
+                let len = unsafe { libc::CMSG_LEN(bytes) } as usize;
+                // SAFETY: `control` is large enough for one header and `MAX_FDS` ints, so
+                // `CMSG_FIRSTHDR` returned a pointer to its start, aligned for `cmsghdr`.
+                let control_message = unsafe { &mut *cmsg };
+                control_message.cmsg_level = libc::SOL_SOCKET;
+                control_message.cmsg_type = libc::SCM_RIGHTS;
+                control_message.cmsg_len = len as _;
+                // SAFETY: `CMSG_DATA` of that header points inside `control`, after it.
+                let data = unsafe { libc::CMSG_DATA(cmsg) }.cast::<libc::c_int>();
+                for (i, fd) in fds.iter().enumerate() {
+                    // SAFETY: `fds.len()` ints fit at `data` (the space asked for above);
+                    // unaligned, as `CMSG_DATA` promises no alignment.
+                    unsafe { std::ptr::write_unaligned(data.wrapping_add(i), fd.as_raw_fd()) };
+                }
+            }
+            loop {
+                // SAFETY: `header` points to `iov` (the live `message`) and to `control`, both of
+                // which outlive the call.
+                let sent = unsafe { libc::sendmsg(self.0.as_raw_fd(), &header, libc::MSG_NOSIGNAL) };
+                if sent >= 0 {
+                    return match sent as usize == message.len() {
+                        true => Ok(()),
+                        false => Err(io::Error::other("the socket took part of a message")),
+                    };
+                }
+                let error = io::Error::last_os_error();
+                if error.kind() != io::ErrorKind::Interrupted {
+                    return Err(error);
+                }
+            }
+        }
+
+        /// Receives one message into `buffer`, and the descriptors that came with it (made
+        /// close-on-exec as they arrive). `len` 0: the other end closed.
+        pub(crate) fn recv(&self, buffer: &mut [u8]) -> io::Result<Received> {
+            let mut iov = libc::iovec {
+                iov_base: buffer.as_mut_ptr().cast(),
+                iov_len: buffer.len(),
+            };
+            let mut control = [0u64; 8];
+            // SAFETY: `CMSG_SPACE` only computes a size.
+            let space = unsafe { libc::CMSG_SPACE((MAX_FDS * size_of::<libc::c_int>()) as u32) } as usize;
+            debug_assert!(space <= size_of_val(&control));
+            // SAFETY: an all-zero `msghdr` is valid.
+            let mut header: libc::msghdr = unsafe { std::mem::zeroed() };
+            header.msg_iov = &raw mut iov;
+            header.msg_iovlen = 1;
+            header.msg_control = control.as_mut_ptr().cast();
+            header.msg_controllen = space as _;
+            let len = loop {
+                // SAFETY: `header` points to `buffer` and `control`, writable for the lengths it
+                // gives, both outliving the call.
+                let got = unsafe { libc::recvmsg(self.0.as_raw_fd(), &mut header, libc::MSG_CMSG_CLOEXEC) };
+                if got >= 0 {
+                    break got as usize;
+                }
+                let error = io::Error::last_os_error();
+                if error.kind() != io::ErrorKind::Interrupted {
+                    return Err(error);
+                }
+            };
+            let mut fds = Vec::new();
+            // SAFETY: `header` was filled by `recvmsg`; its control length says how much of
+            // `control` holds messages.
+            let mut cmsg = unsafe { libc::CMSG_FIRSTHDR(&header) };
+            while !cmsg.is_null() {
+                // SAFETY: `cmsg` is a control message header inside `control` (the macros stop
+                // at the length `recvmsg` wrote).
+                let control_message = unsafe { &*cmsg };
+                let (level, kind) = (control_message.cmsg_level, control_message.cmsg_type);
+                // `socklen_t` on musl, `size_t` on glibc.
+                let cmsg_len: usize = control_message.cmsg_len as _;
+                if (level, kind) == (libc::SOL_SOCKET, libc::SCM_RIGHTS) {
+                    // SAFETY: `CMSG_LEN` only computes a size.
+                    let data = cmsg_len.saturating_sub(unsafe { libc::CMSG_LEN(0) } as usize);
+                    // SAFETY: `CMSG_DATA` of a header inside `control` points after it.
+                    let first = unsafe { libc::CMSG_DATA(cmsg) }.cast::<libc::c_int>();
+                    for i in 0..data / size_of::<libc::c_int>() {
+                        // SAFETY: the message's data holds `data` bytes of descriptors, inside
+                        // `control`; read unaligned, as `CMSG_DATA` promises no alignment.
+                        let fd = unsafe { std::ptr::read_unaligned(first.wrapping_add(i)) };
+                        // SAFETY: the kernel installed `fd` in this process for this message:
+                        // it is open and owned by nobody else.
+                        fds.push(unsafe { OwnedFd::from_raw_fd(fd) });
+                    }
+                }
+                // SAFETY: `cmsg` is a header of `header`'s control buffer.
+                cmsg = unsafe { libc::CMSG_NXTHDR(&header, cmsg) };
+            }
+            let truncated = header.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0;
+            Ok(Received { len, fds, truncated })
+        }
+
+        /// Bounds each receive and each send: `None` waits as long as it takes.
+        pub(crate) fn set_timeouts(&self, recv: Option<Duration>, send: Option<Duration>) -> io::Result<()> {
+            for (option, timeout) in [(libc::SO_RCVTIMEO, recv), (libc::SO_SNDTIMEO, send)] {
+                let timeout = timeout.unwrap_or_default();
+                let value = libc::timeval {
+                    // At most 68 years, which every `time_t` holds.
+                    tv_sec: timeout.as_secs().min(i32::MAX as u64) as _,
+                    // A bound of less than a microsecond would be read as none.
+                    tv_usec: match (timeout.as_secs(), timeout.subsec_micros()) {
+                        (0, 0) if !timeout.is_zero() => 1,
+                        (_, micros) => micros as _,
+                    },
+                };
+                // SAFETY: `value` is a `timeval`, the type these options take, and outlives the call.
+                let done = unsafe {
+                    libc::setsockopt(
+                        self.0.as_raw_fd(),
+                        libc::SOL_SOCKET,
+                        option,
+                        (&raw const value).cast(),
+                        size_of::<libc::timeval>() as libc::socklen_t,
+                    )
+                };
+                if done != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        }
+
+        /// Shuts both directions down: a thread blocked receiving on this end returns at once.
+        pub(crate) fn shutdown(&self) {
+            // SAFETY: `shutdown` on an open socket; a failure (already shut) changes nothing.
+            unsafe { libc::shutdown(self.0.as_raw_fd(), libc::SHUT_RDWR) };
+        }
+    }
+
+    /// Starts a worker: `program` (the host's own executable, or the operator's worker command)
+    /// with `theirs` as its channel at descriptor 3, named in [`CHANNEL_VAR`]; standard input from
+    /// `/dev/null`, standard output and error the host's. Before `exec`, in the child:
+    /// `PR_SET_NO_NEW_PRIVS` (no set-user-id gain), `PR_SET_PDEATHSIG(SIGKILL)` (the worker dies
+    /// with the thread that spawned it: callers spawn from a thread that lives as long as the
+    /// process), and every descriptor above 3 made close-on-exec (`close_range`), so the worker
+    /// inherits nothing but its standard streams and its channel. Every `LD_*` variable is left
+    /// out of its environment unless `ld_passthrough`.
+    pub(crate) fn spawn(program: &Path, theirs: OwnedFd, ld_passthrough: bool) -> io::Result<Child> {
+        // Names the hook: a link that keeps this function keeps the hook with it.
+        std::hint::black_box(&WORKER_HOOK);
+        // Standard streams are set up before the hook below runs: the channel must not be one.
+        let theirs = match theirs.as_raw_fd() {
+            0..=2 => dup_above(&theirs, CHANNEL_FD + 1)?,
+            _ => theirs,
+        };
+        let raw = theirs.as_raw_fd();
+        // SAFETY: `getpid` has no preconditions.
+        let parent = unsafe { libc::getpid() };
+        let mut command = Command::new(program);
+        command
+            .arg0("dylease-worker")
+            .env(CHANNEL_VAR, CHANNEL_FD.to_string())
+            .stdin(Stdio::null());
+        if !ld_passthrough {
+            for (key, _) in std::env::vars_os() {
+                if key.as_bytes().starts_with(b"LD_") {
+                    command.env_remove(key);
+                }
+            }
+        }
+        // SAFETY: the closure runs in the forked child before `exec` and makes only
+        // async-signal-safe system calls (`prctl`, `getppid`, `dup2`, `fcntl`, `close_range`,
+        // `getrlimit`): no allocation, no lock, nothing another thread of the parent could hold.
+        unsafe { command.pre_exec(move || in_child(raw, parent)) };
+        command.spawn()
+    }
+
+    /// The child's side of [`spawn`], before `exec`.
+    fn in_child(channel: RawFd, parent: libc::pid_t) -> io::Result<()> {
+        let check = |done: libc::c_int| match done {
+            -1 => Err(io::Error::last_os_error()),
+            _ => Ok(()),
+        };
+        // SAFETY: `prctl` with these options takes plain integers.
+        check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })?;
+        // SAFETY: as above.
+        check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) })?;
+        // The parent may have died before the option was set: then nothing would kill this child.
+        // SAFETY: `getppid` has no preconditions.
+        if unsafe { libc::getppid() } != parent {
+            return Err(io::Error::other("the host exited while its worker started"));
+        }
+        if channel == CHANNEL_FD {
+            // SAFETY: `F_SETFD` on the channel, which is open: it must survive `exec`.
+            check(unsafe { libc::fcntl(channel, libc::F_SETFD, 0) })?;
+        } else {
+            // SAFETY: `dup2` of an open descriptor; the copy at 3 is not close-on-exec.
+            check(unsafe { libc::dup2(channel, CHANNEL_FD) })?;
+        }
+        // SAFETY: the `close_range` system call takes plain integers; it marks descriptors, it
+        // does not close them, so std's own descriptors (its `exec` error pipe) keep working
+        // until `exec`.
+        let marked = unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                (CHANNEL_FD + 1) as libc::c_uint,
+                libc::c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            )
+        };
+        if marked != 0 {
+            // Kernels before 5.11: each descriptor up to the limit, one by one.
+            // SAFETY: an all-zero `rlimit` is valid, and `getrlimit` writes it.
+            let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+            // SAFETY: `limit` is writable.
+            check(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) })?;
+            let last = limit.rlim_cur.min(1 << 20) as RawFd;
+            for fd in CHANNEL_FD + 1..last {
+                // SAFETY: `F_SETFD` of a descriptor that is not open fails with `EBADF`, harmlessly.
+                unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+            }
+        }
+        Ok(())
+    }
+
+    /// A close-on-exec copy of `fd` at `lowest` or above.
+    fn dup_above(fd: &OwnedFd, lowest: RawFd) -> io::Result<OwnedFd> {
+        // SAFETY: `F_DUPFD_CLOEXEC` of an open descriptor.
+        let copy = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, lowest) };
+        if copy < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fcntl` just made `copy`, owned by nobody else.
+        Ok(unsafe { OwnedFd::from_raw_fd(copy) })
+    }
+}

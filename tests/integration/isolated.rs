@@ -1,0 +1,624 @@
+//! Isolated sets (`HostBuilder::isolated`): a set's library plugins run in a worker process,
+//! a re-execution of this very test binary. Message passes answer through it; a plugin that
+//! crashes, aborts, exits or hangs fails its set and never the host; what the platform would
+//! pin in-process never enters the host and leaves with the worker, which is reaped; the
+//! worker holds no descriptor of the host's.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use dylease::{Error, LookupFailure, Origin, PinCause, PluginHost, WorkerCause};
+
+use crate::rust_plugin::built_rust_plugins;
+use crate::support::{TestDir, await_that, mapped};
+
+/// An isolated host over the one plugin file `file`.
+fn isolated(file: &Path, deadline: Duration) -> PluginHost {
+    // SAFETY: the test's own fixture.
+    unsafe { PluginHost::builder().file(file) }
+        .isolated()
+        .call_deadline(deadline)
+        .build()
+        .unwrap()
+}
+
+/// An ordinary host over the one plugin file `file`.
+fn ordinary(file: &Path) -> PluginHost {
+    // SAFETY: the test's own fixture.
+    unsafe { PluginHost::builder().file(file) }.build().unwrap()
+}
+
+/// The text of `/proc/<pid>/maps`, lossily.
+fn maps_of(pid: u32) -> String {
+    String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/maps")).unwrap()).into_owned()
+}
+
+/// Asserts the process `pid` is gone and was reaped: no `/proc/<pid>` (a zombie keeps it),
+/// and no child of that id left to wait for.
+#[track_caller]
+fn assert_reaped(pid: u32) {
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "worker {pid} is still there (a zombie, or alive)"
+    );
+    let mut status = 0;
+    // SAFETY: `waitpid` with `WNOHANG` on a process id; it writes only `status`.
+    let waited = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) };
+    assert_eq!(waited, -1, "worker {pid} was still a child to wait for");
+    assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::ECHILD));
+}
+
+/// `lease.call(pass, input)` on a thread of its own, waited for at most 20 s: a call that
+/// never returns fails the test instead of hanging it.
+fn call_bounded(lease: &dylease::Lease, pass: &'static str, input: &'static [u8]) -> Result<Vec<u8>, Error> {
+    let (done, result) = mpsc::channel();
+    let lease = lease.clone();
+    std::thread::spawn(move || {
+        let answer = lease.call(pass, input);
+        // Before the answer: the caller's drop of its lease may be meant as the last.
+        drop(lease);
+        done.send(answer)
+    });
+    result
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the call returned within 20 s")
+}
+
+/// The worker cause of `error`, which must be a `WorkerFailed` about plugin file `file` and
+/// pass `pass` (`None`: its load).
+#[track_caller]
+fn worker_failure(error: Error, file: &Path, pass: Option<&str>) -> WorkerCause {
+    match error {
+        Error::WorkerFailed {
+            plugin,
+            pass: failed,
+            cause,
+            ..
+        } => {
+            assert_eq!(plugin, Origin::File(file.to_owned()));
+            assert_eq!(failed.as_deref(), pass);
+            *cause
+        }
+        other => panic!("expected WorkerFailed, got {other:?}: {other}"),
+    }
+}
+
+#[test]
+fn a_message_pass_answers_in_an_isolated_set_and_in_an_ordinary_one() {
+    let dir = TestDir::new("isolated-answers");
+    let file = dir.add("isolated", "libisolated.so");
+
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    let worker = lease
+        .worker_pid()
+        .expect("an isolated set with a library plugin has a worker");
+    assert_ne!(worker, std::process::id());
+    assert_eq!(lease.call("reverse", b"abc").unwrap(), b"cba");
+    assert_eq!(lease.call("reverse", b"").unwrap(), b"");
+    // The pass ran in the worker.
+    assert_eq!(lease.call("pid", b"").unwrap(), worker.to_string().as_bytes());
+    assert!(matches!(
+        lease.call("fail", b"x"),
+        Err(Error::PassFailed { status: 7, ref pass, .. }) if pass == "fail"
+    ));
+    // A failed pass leaves the set working.
+    assert_eq!(lease.call("reverse", b"xy").unwrap(), b"yx");
+    // More output than a frame carries comes back through a shared region.
+    assert_eq!(lease.call("flood", b"").unwrap(), vec![0; 70 * 1024]);
+    // An input above the most a call carries is refused before anything is copied (the
+    // vector's zeroed pages are never touched).
+    let too_large = lease.call("echo", &vec![0; 256 * 1024 * 1024 + 1]).unwrap_err();
+    assert!(matches!(too_large, Error::CallRefused { .. }), "{too_large:?}");
+    assert!(
+        too_large.to_string().contains("more than an isolated call carries"),
+        "{too_large}"
+    );
+    assert!(!mapped(&file), "the plugin is mapped in the host");
+    assert!(maps_of(worker).contains(&*file.to_string_lossy()));
+    // Many threads at once, each with its own input.
+    std::thread::scope(|scope| {
+        for n in 0..8 {
+            let lease = &lease;
+            scope.spawn(move || {
+                for i in 0..20 {
+                    let input = format!("{n}-{i}");
+                    let expected: Vec<u8> = input.bytes().rev().collect();
+                    assert_eq!(lease.call("reverse", input.as_bytes()).unwrap(), expected);
+                }
+            });
+        }
+    });
+    drop(lease);
+    assert!(!host.is_loaded());
+    assert_reaped(worker);
+
+    let host = ordinary(&file);
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.worker_pid(), None);
+    assert_eq!(lease.call("reverse", b"abc").unwrap(), b"cba");
+    assert_eq!(
+        lease.call("pid", b"").unwrap(),
+        std::process::id().to_string().as_bytes()
+    );
+    assert!(matches!(
+        lease.call("fail", b""),
+        Err(Error::PassFailed { status: 7, .. })
+    ));
+    let missing = lease.call("nothing", b"").unwrap_err();
+    assert!(matches!(missing, Error::PassLookup { .. }), "{missing:?}");
+    let pointer = lease.call("double", b"").unwrap_err();
+    assert!(
+        matches!(&pointer, Error::PassLookup { cause, .. } if matches!(**cause, LookupFailure::Untyped { .. })),
+        "{pointer:?}"
+    );
+}
+
+#[test]
+fn a_pointer_pass_is_refused_in_an_isolated_set_with_the_reason() {
+    let dir = TestDir::new("isolated-pointer");
+    let file = dir.add("isolated", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    // SAFETY: "double" is registered as `int (*)(int)`; the refusal is expected, nothing runs.
+    let refused = unsafe { lease.pass::<extern "C" fn(i32) -> i32>("double") }.unwrap_err();
+    let Error::PassLookup { cause, .. } = &refused else {
+        panic!("expected PassLookup, got {refused:?}")
+    };
+    assert_eq!(
+        **cause,
+        LookupFailure::Isolated {
+            plugin: Origin::File(file.clone())
+        }
+    );
+    let message = refused.to_string();
+    assert!(message.contains("cannot cross the process boundary"), "{message}");
+    assert!(message.contains("DYLEASE_MESSAGE_PASS"), "{message}");
+    // A message pass is refused the same way by the typed lookup: only `call` reaches it.
+    let typed = lease.get::<dylease::MessagePass>("reverse").unwrap_err();
+    assert!(
+        typed.to_string().contains("cannot cross the process boundary"),
+        "{typed}"
+    );
+    assert!(lease.passes_of::<dylease::MessagePass>().is_err());
+
+    // The same file in an ordinary set: the pointer pass works.
+    let host = ordinary(&file);
+    let lease = host.acquire().unwrap();
+    // SAFETY: "double" is registered as `int (*)(int)`.
+    let double = unsafe { lease.pass::<extern "C" fn(i32) -> i32>("double") }.unwrap();
+    assert_eq!(double(21), 42);
+}
+
+#[test]
+fn a_segfaulting_pass_fails_its_set_and_the_next_acquire_gets_a_fresh_worker() {
+    let dir = TestDir::new("isolated-segv");
+    let file = dir.add("isolated", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    let first = lease.worker_pid().unwrap();
+
+    let error = call_bounded(&lease, "crash", b"").unwrap_err();
+    let message = error.to_string();
+    assert_eq!(
+        worker_failure(error, &file, Some("crash")),
+        WorkerCause::Signal(libc::SIGSEGV)
+    );
+    for needed in ["SIGSEGV", "`crash`", &*file.to_string_lossy(), "next acquire()"] {
+        assert!(message.contains(needed), "{needed:?} missing from: {message}");
+    }
+    // The set is failed for good: every later call too, with the same cause.
+    let later = lease.call("reverse", b"ab").unwrap_err();
+    assert_eq!(
+        worker_failure(later, &file, Some("reverse")),
+        WorkerCause::Signal(libc::SIGSEGV)
+    );
+    // While a lease of the failed set lives, acquire() shares it.
+    assert_eq!(host.acquire().unwrap().worker_pid(), Some(first));
+    drop(lease);
+    assert!(!host.is_loaded());
+    assert_reaped(first);
+
+    let lease = host.acquire().unwrap();
+    let second = lease.worker_pid().unwrap();
+    assert_ne!(first, second);
+    assert_eq!(lease.call("reverse", b"ab").unwrap(), b"ba");
+    assert_eq!(lease.generation(), 2);
+}
+
+#[test]
+fn an_aborting_constructor_fails_the_acquire_naming_the_plugin() {
+    let dir = TestDir::new("isolated-abort");
+    let file = dir.add("isolated_abort_constructor", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    for _ in 0..2 {
+        let error = host.acquire().unwrap_err();
+        let message = error.to_string();
+        assert_eq!(worker_failure(error, &file, None), WorkerCause::Signal(libc::SIGABRT));
+        assert!(
+            message.contains("SIGABRT") && message.contains("while the plugin loaded"),
+            "{message}"
+        );
+        assert!(!host.is_loaded());
+        assert_eq!(host.stats().loads, 0);
+    }
+}
+
+#[test]
+fn exit_in_on_load_fails_the_acquire_with_the_status() {
+    let dir = TestDir::new("isolated-exit");
+    let file = dir.add("isolated_exit_on_load", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let error = host.acquire().unwrap_err();
+    let message = error.to_string();
+    assert_eq!(worker_failure(error, &file, None), WorkerCause::Exit(3));
+    assert!(message.contains("exited with status 3"), "{message}");
+    assert!(!host.is_loaded());
+}
+
+#[test]
+fn a_pass_past_the_deadline_kills_the_worker() {
+    let dir = TestDir::new("isolated-deadline");
+    let file = dir.add("isolated", "libisolated.so");
+    let deadline = Duration::from_millis(300);
+    let host = isolated(&file, deadline);
+    let lease = host.acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    let error = call_bounded(&lease, "spin", b"").unwrap_err();
+    let message = error.to_string();
+    assert_eq!(
+        worker_failure(error, &file, Some("spin")),
+        WorkerCause::Deadline {
+            pass: "spin".into(),
+            after: deadline
+        }
+    );
+    assert!(
+        message.contains("call deadline") && message.contains("call_deadline"),
+        "{message}"
+    );
+    let later = lease.call("reverse", b"a").unwrap_err();
+    assert!(matches!(later, Error::WorkerFailed { .. }), "{later:?}");
+    drop(lease);
+    assert_reaped(worker);
+    let lease = host.acquire().unwrap();
+    assert_ne!(lease.worker_pid(), Some(worker));
+    assert_eq!(lease.call("reverse", b"ab").unwrap(), b"ba");
+}
+
+#[test]
+fn a_worker_killed_from_outside_mid_call_fails_the_call() {
+    let dir = TestDir::new("isolated-killed");
+    let file = dir.add("isolated", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(60));
+    let lease = host.acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    let started: PathBuf = dir.path().join("started");
+    let call = {
+        let (lease, started) = (lease.clone(), started.clone());
+        std::thread::spawn(move || lease.call("mark", started.as_os_str().as_encoded_bytes()))
+    };
+    await_that("the pass runs in the worker", || started.exists());
+    // SAFETY: `kill` of the worker's process id, which is alive and not yet reaped (its set
+    // holds it), so the id is not another process's.
+    assert_eq!(unsafe { libc::kill(worker as libc::pid_t, libc::SIGKILL) }, 0);
+    await_that("the call returns", || call.is_finished());
+    let error = call.join().unwrap().unwrap_err();
+    assert_eq!(
+        worker_failure(error, &file, Some("mark")),
+        WorkerCause::Signal(libc::SIGKILL)
+    );
+    drop(lease);
+    assert_reaped(worker);
+    assert_eq!(host.acquire().unwrap().call("reverse", b"ok").unwrap(), b"ko");
+}
+
+#[test]
+fn pinned_plugins_never_enter_the_host_and_leave_with_their_worker() {
+    for (fixture, pass, expected) in [
+        ("isolated_nodelete", "reverse", &b"cba"[..]),
+        ("isolated_unique", "greet", &b"hello from a unique symbol"[..]),
+    ] {
+        let dir = TestDir::new("isolated-pinned");
+        let file = dir.add(fixture, "libpinned.so");
+        let host = isolated(&file, Duration::from_secs(30));
+        let lease = host.acquire().unwrap();
+        // The file is one the platform would keep mapped in-process.
+        let causes = lease.plugins()[0].pinning().causes();
+        assert!(
+            causes
+                .iter()
+                .any(|cause| matches!(cause, PinCause::NoDelete | PinCause::GnuUnique { .. })),
+            "{fixture}: {causes:?}"
+        );
+        let worker = lease.worker_pid().unwrap();
+        assert_eq!(lease.call(pass, b"abc").unwrap(), expected, "{fixture}");
+        assert!(maps_of(worker).contains(&*file.to_string_lossy()), "{fixture}");
+        assert!(!mapped(&file), "{fixture} is mapped in the host");
+        drop(lease);
+        assert!(!host.is_loaded());
+        assert_eq!(host.stats().pinned_libraries, 0);
+        assert_reaped(worker);
+        assert!(!mapped(&file), "{fixture} is mapped in the host");
+    }
+}
+
+#[test]
+fn the_worker_holds_only_its_standard_streams_its_channel_and_its_plugins() {
+    let dir = TestDir::new("isolated-fds");
+    let files = [
+        dir.add("isolated", "libone.so"),
+        dir.add("isolated_unique", "libtwo.so"),
+    ];
+    // A descriptor of the host's that is not close-on-exec: a worker must not inherit it.
+    let held = std::fs::File::open(&files[0]).unwrap();
+    // SAFETY: `dup` of an open descriptor; the copy (without close-on-exec) is closed below.
+    let inheritable = unsafe { libc::dup(std::os::fd::AsRawFd::as_raw_fd(&held)) };
+    assert!(inheritable > 2);
+    // SAFETY: the test's own fixtures.
+    let host = unsafe { PluginHost::builder().file(&files[0]).file(&files[1]) }
+        .isolated()
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    let (mut sockets, mut plugins) = (0, Vec::new());
+    for entry in std::fs::read_dir(format!("/proc/{worker}/fd")).unwrap() {
+        let entry = entry.unwrap();
+        let fd: i32 = entry.file_name().to_str().unwrap().parse().unwrap();
+        if fd <= 2 {
+            continue;
+        }
+        let target = std::fs::read_link(entry.path()).unwrap();
+        if target.to_string_lossy().starts_with("socket:") {
+            sockets += 1;
+        } else {
+            assert!(
+                files.contains(&target),
+                "the worker holds descriptor {fd}: {}",
+                target.display()
+            );
+            plugins.push(target);
+        }
+    }
+    assert_eq!(sockets, 1, "the worker holds one socket, its channel");
+    plugins.sort();
+    plugins.dedup();
+    assert_eq!(plugins.len(), 2, "the worker holds its plugins' descriptors");
+    // None of the host's `LD_*` variables reach the worker (cargo gives the tests some).
+    let environ = std::fs::read(format!("/proc/{worker}/environ")).unwrap();
+    assert!(std::env::vars_os().any(|(key, _)| key.as_encoded_bytes().starts_with(b"LD_")));
+    for variable in environ.split(|&b| b == 0) {
+        assert!(!variable.starts_with(b"LD_"), "{}", String::from_utf8_lossy(variable));
+    }
+    drop(lease);
+    assert_reaped(worker);
+    // SAFETY: closes the copy made above, which nothing else uses.
+    unsafe { libc::close(inheritable) };
+}
+
+/// A stand-in worker (`worker_command`) that greets the host as a worker does, then answers
+/// the first plugin's load as `ANSWER` says: a frame for a request the host never made, or
+/// bytes that are no frame.
+const HOSTILE_WORKER: &str = r#"#!/usr/bin/env python3
+import os, socket, struct, sys
+channel = socket.socket(fileno=int(os.environ["DYLEASE_WORKER_CHANNEL"]))
+hello = channel.recv(70000)
+kind, length, ident, version = struct.unpack("<IIQI", hello[:20])
+channel.send(struct.pack("<IIQII", 101, 8, ident, version, os.getpid()))
+request, _, _, _ = channel.recvmsg(70000, 256)
+kind, length, ident = struct.unpack("<IIQ", request[:16])
+if sys.argv[0].endswith("unknown-id"):
+    channel.send(struct.pack("<IIQ", 102, 0, ident + 1000))
+else:
+    channel.send(b"\x01\x02\x03")
+channel.recv(70000)
+"#;
+
+#[test]
+fn a_worker_that_breaks_the_protocol_is_killed_and_the_acquire_fails() {
+    let dir = TestDir::new("isolated-hostile");
+    let file = dir.add("isolated", "libisolated.so");
+    for (name, said) in [
+        ("unknown-id", "which is not in flight"),
+        ("garbage", "shorter than a frame header"),
+    ] {
+        let program = dir.path().join(name);
+        std::fs::write(&program, HOSTILE_WORKER).unwrap();
+        std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        // SAFETY: the test's own fixture.
+        let host = unsafe { PluginHost::builder().file(&file) }
+            .isolated()
+            .worker_command(&program)
+            .call_deadline(Duration::from_secs(20))
+            .build()
+            .unwrap();
+        let error = host.acquire().unwrap_err();
+        match worker_failure(error, &file, None) {
+            WorkerCause::Protocol(what) => assert!(what.contains(said), "{name}: {what}"),
+            other => panic!("{name}: expected a protocol failure, got {other:?}"),
+        }
+        assert!(!host.is_loaded());
+    }
+}
+
+#[test]
+fn a_worker_command_without_the_hook_fails_the_acquire_saying_so() {
+    let dir = TestDir::new("isolated-foreign");
+    let file = dir.add("isolated", "libisolated.so");
+    // SAFETY: the test's own fixture.
+    let host = unsafe { PluginHost::builder().file(&file) }
+        .isolated()
+        .worker_command("/bin/true")
+        .build()
+        .unwrap();
+    let error = host.acquire().unwrap_err();
+    let message = error.to_string();
+    match worker_failure(error, &file, None) {
+        WorkerCause::Start(why) => assert!(why.contains("links dylease"), "{why}"),
+        other => panic!("expected a start failure, got {other:?}"),
+    }
+    assert!(message.contains("/bin/true"), "{message}");
+}
+
+#[test]
+fn a_rust_plugins_message_passes_answer_in_an_ordinary_set_and_in_an_isolated_one() {
+    let dir = TestDir::new("isolated-rust");
+    let file = dir.path().join("libmessages.so");
+    std::fs::copy(built_rust_plugins().join("examples/libmessages.so"), &file).unwrap();
+    let pid_of = |lease: &dylease::Lease| String::from_utf8(lease.call("pid", b"").unwrap()).unwrap();
+
+    let host = ordinary(&file);
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.plugins()[0].name(), "messages");
+    assert_eq!(lease.call("reverse", b"abc").unwrap(), b"cba");
+    assert_eq!(pid_of(&lease), std::process::id().to_string());
+    assert_eq!(lease.call("odd", b"ab").unwrap(), b"ab");
+    assert!(matches!(
+        lease.call("odd", b"abc"),
+        Err(Error::PassFailed { status: 3, ref pass, .. }) if pass == "odd"
+    ));
+    drop(lease);
+
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    assert_eq!(lease.call("reverse", b"abc").unwrap(), b"cba");
+    assert_eq!(pid_of(&lease), worker.to_string());
+    assert_eq!(lease.call("odd", b"").unwrap(), b"");
+    assert!(matches!(
+        lease.call("odd", b"a"),
+        Err(Error::PassFailed { status: 3, .. })
+    ));
+    assert!(!mapped(&file), "the Rust plugin is mapped in the host");
+    assert!(maps_of(worker).contains(&*file.to_string_lossy()));
+    // A panic cannot unwind out of an `extern "C"` pass: it aborts the process it runs in,
+    // here the worker.
+    let error = call_bounded(&lease, "panic", b"").unwrap_err();
+    assert_eq!(
+        worker_failure(error, &file, Some("panic")),
+        WorkerCause::Signal(libc::SIGABRT)
+    );
+    drop(lease);
+    assert_reaped(worker);
+    assert_eq!(host.acquire().unwrap().call("reverse", b"xy").unwrap(), b"yx");
+}
+
+#[test]
+fn a_reload_starts_a_new_worker_while_the_old_one_drains_and_is_reaped_after_its_last_lease() {
+    let dir = TestDir::new("isolated-reload");
+    let file = dir.add("isolated", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let old = host.acquire().unwrap();
+    let first = old.worker_pid().unwrap();
+    let new = host.reload().unwrap();
+    let second = new.worker_pid().unwrap();
+    assert_ne!(first, second, "each generation has a worker of its own");
+    assert_eq!((old.generation(), new.generation()), (1, 2));
+    // Both generations serve, each from its own worker.
+    assert_eq!(old.call("pid", b"").unwrap(), first.to_string().as_bytes());
+    assert_eq!(new.call("pid", b"").unwrap(), second.to_string().as_bytes());
+    assert!(Path::new(&format!("/proc/{first}")).exists(), "the old worker drains");
+    assert_eq!(host.acquire().unwrap().worker_pid(), Some(second));
+    let stats = host.stats();
+    assert_eq!((stats.loads, stats.unloads), (2, 0));
+
+    drop(old);
+    assert_reaped(first);
+    assert_eq!(host.stats().unloads, 1);
+    assert_eq!(new.call("reverse", b"ab").unwrap(), b"ba");
+    assert_eq!(host.acquire().unwrap().worker_pid(), Some(second));
+    assert!(maps_of(second).contains(&*file.to_string_lossy()));
+    drop(new);
+    assert_reaped(second);
+    assert!(!host.is_loaded());
+}
+
+#[test]
+fn a_mebibyte_goes_through_a_shared_region_each_way_and_the_set_goes_on() {
+    let dir = TestDir::new("isolated-large");
+    let file = dir.add("isolated", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    let input: Vec<u8> = (0..1 << 20)
+        .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    for _ in 0..3 {
+        assert_eq!(lease.call("echo", &input).unwrap(), input);
+    }
+    // A large input, a small output; then small calls as before.
+    let error = lease.call("reverse", &input).unwrap_err();
+    assert!(matches!(error, Error::PassFailed { status: 2, .. }), "{error:?}");
+    assert_eq!(lease.call("reverse", b"abc").unwrap(), b"cba");
+    // No region is left open in either process.
+    for pid in [std::process::id(), worker] {
+        let regions = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .filter_map(|entry| std::fs::read_link(entry.unwrap().path()).ok())
+            .filter(|target| target.to_string_lossy().contains("dylease-message"))
+            .count();
+        assert_eq!(regions, 0, "process {pid} holds a message region");
+    }
+    drop(lease);
+    assert_reaped(worker);
+}
+
+/// A stand-in worker (`worker_command`) that greets the host, maps nothing but says it
+/// registered the message pass `echo`, and answers its first call with a shared reply whose
+/// region lies about its size as `ANSWER` (its program's name) says.
+const LYING_WORKER: &str = r#"#!/usr/bin/env python3
+import fcntl, os, socket, struct, sys
+channel = socket.socket(fileno=int(os.environ["DYLEASE_WORKER_CHANNEL"]))
+def text(s):
+    return struct.pack("<I", len(s)) + s
+hello = channel.recv(70000)
+kind, length, ident, version = struct.unpack("<IIQI", hello[:16 + 4])
+channel.send(struct.pack("<IIQII", 101, 8, ident, version, os.getpid()))
+request, _, _, _ = channel.recvmsg(70000, 256)
+kind, length, ident = struct.unpack("<IIQ", request[:16])
+mapped = text(b"liar") + text(b"1") + struct.pack("<I", 1) + text(b"echo") + struct.pack("<I", 1) + text(b"dylease.message/1")
+channel.send(struct.pack("<IIQ", 102, len(mapped), ident) + mapped)
+call, _, _, _ = channel.recvmsg(70000, 256)
+kind, length, ident = struct.unpack("<IIQ", call[:16])
+region = os.memfd_create("dylease-message", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+os.write(region, b"0123456789")
+mode = sys.argv[0].rsplit("/", 1)[-1]
+if mode == "sealed-short":
+    fcntl.fcntl(region, 1033, 2 | 4)
+announced = {"unsealed": 10, "sealed-short": 100, "huge": 1 << 40}[mode]
+reply = struct.pack("<iQ", 0, announced)
+socket.send_fds(channel, [struct.pack("<IIQ", 107, len(reply), ident) + reply], [region])
+channel.recv(70000)
+"#;
+
+#[test]
+fn a_shared_reply_whose_region_lies_about_its_size_kills_the_worker() {
+    let dir = TestDir::new("isolated-lying");
+    let file = dir.add("by_hand", "libliar.so");
+    for (name, said) in [
+        ("unsealed", "not sealed against a change of size"),
+        ("sealed-short", "announced as 100"),
+        ("huge", "more than"),
+    ] {
+        let program = dir.path().join(name);
+        std::fs::write(&program, LYING_WORKER).unwrap();
+        std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        // SAFETY: the test's own fixture, which the stand-in worker never maps.
+        let host = unsafe { PluginHost::builder().file(&file) }
+            .isolated()
+            .worker_command(&program)
+            .call_deadline(Duration::from_secs(20))
+            .build()
+            .unwrap();
+        let lease = host.acquire().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let error = call_bounded(&lease, "echo", b"x").unwrap_err();
+        match worker_failure(error, &file, Some("echo")) {
+            WorkerCause::Protocol(what) => assert!(what.contains(said), "{name}: {what}"),
+            other => panic!("{name}: expected a protocol failure, got {other:?}"),
+        }
+        drop(lease);
+        assert!(!host.is_loaded());
+    }
+}
