@@ -113,7 +113,7 @@ planted on_demand "on-demand: " "a first use that maps without the set's guard; 
   "${registry[@]}" demand::loom_models
 # Isolated sets: a worker's end that does not wake the calls waiting for their answers (nor the
 # unload waiting for the end) leaves them waiting for ever: loom reports the deadlock.
-planted dylease_broken_isolate "deadlock" "a worker's end that wakes no waiter; the isolated models must fail" \
+planted isolate "deadlock" "a worker's end that wakes no waiter; the isolated models must fail" \
   "${registry[@]}" isolate::table::loom_models
 # The slot protocol's publication order: a generation number stored Relaxed (and read Relaxed
 # by the thread cache) lets a thread that sees the new number get the older set from the slot.

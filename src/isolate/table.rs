@@ -174,7 +174,6 @@ impl<W, A, E: Clone> Table<W, A, E> {
         }
         state.ended = Some(ended);
         drop(state);
-        #[cfg(not(dylease_broken_isolate))]
         self.changed.notify_all();
     }
 
@@ -218,8 +217,8 @@ impl<W, A, E: Clone> Table<W, A, E> {
 /// the set is an `Arc` whose drop, wherever the last lease is, runs the unload. Each model
 /// checks that every call returns (a wait nobody wakes is a deadlock loom reports), that a
 /// call answers or fails with the worker's cause, and that the worker ends once, with the
-/// unload seeing its end. With `--cfg dylease_broken_isolate` (an end that wakes nobody) the
-/// models must fail.
+/// unload seeing its end. With `scripts/planted/isolate.patch` applied (an end that wakes
+/// nobody) the models must fail.
 #[cfg(all(test, loom))]
 mod loom_models {
     use std::collections::VecDeque;
