@@ -304,7 +304,7 @@ mod tests {
     /// The plugin's ABI version in its manifest, the tag or the string of a dynamic entry, and
     /// its ELF machine each change the fingerprint; a byte of its code does not (the
     /// fingerprint covers what the manifest, the linkage and the header check read, no
-    /// more). Caught: a part left out of the fingerprint.
+    /// more).
     #[test]
     fn what_the_manifest_and_the_linkage_read_is_fingerprinted_and_nothing_else() {
         let scratch = Scratch::new("fingerprint");
@@ -348,8 +348,8 @@ mod tests {
 
     /// The manifest and the linkage read after the fingerprint, of a library too large to be
     /// read whole, read nothing more: they parse the very bytes the fingerprint was made of.
-    /// Caught: the fingerprint reading other ranges than the readings (a rewrite between the
-    /// two reads would then make a fingerprint of bytes other than those parsed).
+    /// A rewrite between the two reads cannot make a fingerprint of bytes other than those
+    /// parsed.
     #[test]
     fn the_readings_after_the_fingerprint_parse_the_bytes_it_was_made_of() {
         let scratch = Scratch::new("fingerprint-reads");

@@ -636,8 +636,7 @@ mod tests {
     /// A plugin cross-built for a big-endian machine (s390x) has its manifest read in its
     /// byte order (`EI_DATA`): the same manifest as the little-endian file's, a foreign note
     /// of its own byte order skipped, while the ELF check refuses the file naming both byte
-    /// orders and machines. Caught: the reader's fields read little-endian whatever the file
-    /// (its program header entries then have a size it refuses), or the manifest read only
+    /// orders and machines: the manifest is read after the identification bytes only, not
     /// after the full header check (which refuses the file).
     #[test]
     fn a_big_endian_files_manifest_is_read_in_its_byte_order() {

@@ -490,9 +490,8 @@ mod tests {
     /// the same status with another fingerprint (a write through a shared mapping) gets a
     /// fresh parse, and the file is not cached at that status again, not even for the first
     /// fingerprint (the bytes may be written back) nor through `find`; a new status stores
-    /// it again. Caught: the fingerprint not compared (the stale parse is used), or the
-    /// entry replaced by one of the new fingerprint (a load that resolved the linkage by
-    /// status from the first entry would take the second for it).
+    /// it again (a load that resolved the linkage by status from the first entry must not
+    /// take a second one for it).
     #[test]
     fn an_entry_is_used_only_for_bytes_of_its_fingerprint() {
         let mut cache = Cache::default();
@@ -522,8 +521,7 @@ mod tests {
     /// The racy rule at the cache's own window, on an injected clock: a file loaded two
     /// seconds after its last change (FAT's timestamps are two seconds coarse) is parsed
     /// again at its next load at that time, and one loaded a window after its change is
-    /// cached. Caught: the window set to zero, or to less than two seconds (a rewrite in the
-    /// same coarse tick would keep a stale entry).
+    /// cached (a rewrite in the same coarse tick must not keep a stale entry).
     #[test]
     #[cfg(all(unix, not(target_vendor = "apple"), not(loom)))]
     fn a_file_loaded_within_the_racy_window_of_its_change_is_parsed_again() {
