@@ -111,23 +111,33 @@
 // The rooms, one job each; `docs::internals` has their table, lowest first: error, sync, sys,
 // log_scope, inspect, trust, registrar, registry, load, host, python. Each may call only the
 // rooms before it in that order. `isolate` (isolated sets) sits between load and host.
+// A room without `unsafe` forbids it, so that no module inside it can allow it; the others
+// (host, isolate, registrar, sync, sys) forbid it in each module but their listed files.
+#[forbid(unsafe_code)]
 mod error;
 // The handle types' bounds and size, and the README's examples: checked by the compiler.
+#[forbid(unsafe_code)]
 mod guarantees;
 mod host;
+#[forbid(unsafe_code)]
 mod inspect;
 // Isolated sets: a set's plugins in a worker process (above `load`, below `host`).
 mod isolate;
+#[forbid(unsafe_code)]
 mod load;
+#[forbid(unsafe_code)]
 mod log_scope;
 mod registrar;
+#[forbid(unsafe_code)]
 mod registry;
 mod sync;
 // The platform layer: every call into the platform loader, the C library and CPython; its
 // `unsafe` is allowed in three of its modules (see its module documentation).
 mod sys;
+#[forbid(unsafe_code)]
 #[cfg(all(test, unix, not(loom)))]
 mod test_dir;
+#[forbid(unsafe_code)]
 mod trust;
 
 pub use dylease_plugin::{
@@ -137,6 +147,7 @@ pub use error::{Error, LookupFailure, OpenCause, Origin, Waited, WorkerCause};
 
 // Python passes: the API is in `python` (above the host), the interpreter and the loading in
 // `load::python`.
+#[forbid(unsafe_code)]
 #[cfg(feature = "python")]
 mod python;
 /// The pyo3 dylease is built with (0.30), re-exported so that a host's Python code uses the
@@ -170,4 +181,5 @@ pub use registrar::StaticRegistrar;
 pub use trust::TrustPolicy;
 
 // Long-form documentation pages: documentation only, no code.
+#[forbid(unsafe_code)]
 pub mod docs;

@@ -34,7 +34,8 @@
 //! size) and the README's doctests; `test_dir` is the unit tests' scratch directory.
 //!
 //! `unsafe` is fenced by file: the crates deny `unsafe_code`, and only these modules allow
-//! it, each with its reason on its declaration or at its top. In the host crate, seven files
+//! it, each with its reason on its declaration or at its top; the other modules forbid it on
+//! their declarations, so that nothing inside them can allow it again. In the host crate, seven files
 //! hold `unsafe` code: `sys/raw.rs` (the C library's and the loader's calls), `sys/library.rs`
 //! (opening a library and calling its plugin's functions), `sys/python.rs` (CPython's),
 //! `registrar/c_api.rs` (the C host API, `user_data`'s `Send`/`Sync`, a pass's function typed

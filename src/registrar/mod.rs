@@ -21,8 +21,10 @@ use dylease_plugin::{PassFn, RegisterError, Registrar};
 // `user_data` (`Send` and `Sync` by the ABI's contract) and a pass's function typed again.
 #[allow(unsafe_code)]
 mod c_api;
+#[forbid(unsafe_code)]
 #[cfg(feature = "python")]
 pub(crate) mod python;
+#[forbid(unsafe_code)]
 mod table;
 
 use table::Table;

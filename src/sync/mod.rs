@@ -45,9 +45,12 @@ macro_rules! thread_locals {
 // Defined before the modules below, which are in its textual scope (`raw` names it so).
 pub(crate) use thread_locals;
 
+#[forbid(unsafe_code)]
 #[cfg(loom)]
 mod loom_slot;
+#[forbid(unsafe_code)]
 pub(crate) mod marks;
+#[forbid(unsafe_code)]
 mod once;
 // The shim's `unsafe`, fenced in one file: the loom-checked `Arc` manages its allocation
 // through raw pointers, the loom stand-in of `OnceSlot` hands out references into a loom

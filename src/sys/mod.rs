@@ -24,16 +24,19 @@
 //! - `python` (the `python` feature): detaching a thread from CPython's interpreter while
 //!   dylease waits.
 
+#[forbid(unsafe_code)]
 mod id;
 // The platform's raw calls (see above).
 #[allow(unsafe_code)]
 pub(crate) mod library;
+#[forbid(unsafe_code)]
 #[cfg(target_os = "linux")]
 pub(crate) mod linux;
 #[allow(unsafe_code)]
 pub(crate) mod raw;
 #[cfg(target_os = "linux")]
 pub(crate) use linux as imp;
+#[forbid(unsafe_code)]
 #[cfg(not(target_os = "linux"))]
 pub(crate) mod other;
 #[cfg(not(target_os = "linux"))]
@@ -42,6 +45,7 @@ pub(crate) use other as imp;
 #[cfg(feature = "python")]
 #[allow(unsafe_code)]
 pub(crate) mod python;
+#[forbid(unsafe_code)]
 #[cfg(unix)]
 pub(crate) mod walk;
 
