@@ -33,19 +33,19 @@
 //! `guarantees` holds what the compiler checks of that surface (the handle types' bounds and
 //! size) and the README's doctests; `test_dir` is the unit tests' scratch directory.
 //!
-//! `unsafe` is fenced by file: the crates deny `unsafe_code`, and only these modules allow
-//! it, each with its reason on its declaration or at its top; the other modules forbid it on
-//! their declarations, so that nothing inside them can allow it again. In the host crate,
-//! seven files hold `unsafe` code: `sys/raw.rs` (the C library's and the loader's calls), `sys/library.rs`
+//! `unsafe` is fenced by file: the crates deny `unsafe_code`, and only these modules allow it,
+//! each with its reason on its declaration or at its top; the other modules forbid it on their
+//! declarations, so that nothing inside them can allow it again. In the host crate, seven files
+//! hold `unsafe` code: `sys/raw.rs` (the C library's and the loader's calls), `sys/library.rs`
 //! (opening a library and calling its plugin's functions), `sys/python.rs` (CPython's),
 //! `registrar/c_api.rs` (the C host API, `user_data`'s `Send`/`Sync`, a pass's function typed
-//! again), `sync/raw.rs` (the shim's raw parts), `host/lease.rs` (`Lease::pass`'s untyped
-//! pass) and `isolate/sys.rs` (the call of a message pass; the worker's early hook and spawn,
-//! the channel's socket, the sealed regions); `host/sources.rs` declares the public
-//! `unsafe fn`s and holds no `unsafe` block. In `dylease-cli`, `sys.rs` holds the tool's.
-//! `scripts/house.sh` counts them. In `dylease-plugin`, `abi`, `export` and `pass_fn`.
-//! Everything else reaches the platform, a plugin's functions and raw pointers through their
-//! safe functions or their `unsafe fn`s' `# Safety` contracts.
+//! again), `sync/raw.rs` (the shim's raw parts), `host/lease.rs` (`Lease::pass`'s untyped pass)
+//! and `isolate/sys.rs` (the call of a message pass; the worker's early hook and spawn, the
+//! channel's socket, the sealed regions); `host/sources.rs` declares the public `unsafe fn`s
+//! and holds no `unsafe` block. In `dylease-cli`, `sys.rs` holds the tool's. `scripts/house.sh`
+//! counts them. In `dylease-plugin`, `abi`, `export` and `pass_fn`. Everything else reaches the
+//! platform, a plugin's functions and raw pointers through their safe functions or their
+//! `unsafe fn`s' `# Safety` contracts.
 //!
 //! # The invariants I1–I9
 //!
