@@ -183,7 +183,7 @@ pub(crate) struct LoadedPlugins {
     /// For each interface id, the positions in `passes` of the passes registered under it:
     /// plugins in load order, then pass names in byte order. Built by
     /// [`LoadedPlugins::finished`].
-    by_interface: HashMap<Box<str>, Box<[usize]>>,
+    by_interface: HashMap<Box<str>, Vec<usize>>,
     failures: Vec<LoadFailure>,
     /// The on-demand plugins not mapped at load, in load order (`PluginInfo::deferred`
     /// indexes it).
@@ -420,16 +420,17 @@ impl LoadedPlugins {
                 by_interface.entry(interface.clone()).or_default().push(at);
             }
         }
-        let passes = &self.passes;
-        self.by_interface = by_interface
-            .into_iter()
-            .map(|(interface, mut positions)| {
-                positions.sort_unstable_by(|&a, &b| {
-                    (passes[a].plugin, &*passes[a].name).cmp(&(passes[b].plugin, &*passes[b].name))
-                });
-                (interface, positions.into_boxed_slice())
-            })
-            .collect();
+        // One comparison, called rather than inlined into the sort: a set has few passes per
+        // interface, and an inlined comparison of names would be copied into every step of
+        // the sort. (Names are unique in a set, so the order is total and a stable sort's.)
+        #[inline(never)]
+        fn by_plugin_then_name(passes: &[PassInfo], a: usize, b: usize) -> std::cmp::Ordering {
+            (passes[a].plugin, &*passes[a].name).cmp(&(passes[b].plugin, &*passes[b].name))
+        }
+        for positions in by_interface.values_mut() {
+            positions.sort_by(|&a, &b| by_plugin_then_name(&self.passes, a, b));
+        }
+        self.by_interface = by_interface;
         self.demand = MapOnce::new(self.deferred.len());
         self.load_time = self.started.elapsed();
         self
