@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Origin};
 use crate::inspect::pinning::Pinning;
-use crate::load::demand::MapOnce;
+use crate::load::demand::{Demand, Plugins, Scope};
 use crate::load::pipeline::{Deferred, Registered};
 use crate::load::policy::LoadFailure;
 use crate::registrar::UserData;
@@ -185,11 +185,11 @@ pub(crate) struct LoadedPlugins {
     /// [`LoadedPlugins::finished`].
     by_interface: HashMap<Box<str>, Vec<usize>>,
     failures: Vec<LoadFailure>,
-    /// The on-demand plugins not mapped at load, in load order (`PluginInfo::deferred`
-    /// indexes it).
-    deferred: Vec<Deferred>,
-    /// Their map-once states (`load::demand`), made by [`LoadedPlugins::finished`].
-    demand: MapOnce,
+    /// The on-demand plugins not mapped at load, and their map-once states
+    /// (`load::demand`); `None` in a set without any. Behind a trait object, made only by
+    /// [`add_deferred`](Self::add_deferred): a program that builds no on-demand set links
+    /// none of its code.
+    demand: Option<Box<dyn Demand>>,
     /// The trust policy their mapping opens their files under (they were judged under it).
     pub(crate) trust: TrustPolicy,
     /// How long a use waits for another's mapping of the same plugin.
@@ -224,8 +224,7 @@ impl LoadedPlugins {
             index: HashMap::new(),
             by_interface: HashMap::new(),
             failures: Vec::new(),
-            deferred: Vec::new(),
-            demand: MapOnce::new(0),
+            demand: None,
             trust: TrustPolicy::default(),
             map_timeout: crate::load::demand::DEFAULT_MAP_TIMEOUT,
             teardown: Mutex::new(Vec::new()),
@@ -278,15 +277,17 @@ impl LoadedPlugins {
             callable: OnceSlot::new(),
         });
         let duplicates = self.add_passes(&plugin.manifest.name, &origin, passes);
+        let (name, version) = (plugin.manifest.name.clone(), plugin.manifest.version.clone());
+        let pinning = plugin.pinning.clone();
+        let demand = self.demand.get_or_insert_with(|| Box::new(Plugins::new()));
         self.plugins.push(PluginInfo {
-            name: plugin.manifest.name.clone(),
-            version: plugin.manifest.version.clone(),
+            name,
+            version,
             origin,
-            pinning: plugin.pinning.clone(),
+            pinning,
             mapped: AtomicBool::new(false),
-            deferred: Some(self.deferred.len()),
+            deferred: Some(demand.push(plugin)),
         });
-        self.deferred.push(plugin);
         duplicates
     }
 
@@ -361,25 +362,27 @@ impl LoadedPlugins {
     }
 
     /// Makes plugin `plugin` (an index into [`plugins`](Self::plugins)) mapped: nothing to do
-    /// for a plugin mapped at load; for an on-demand plugin, its first use runs `map` on its
-    /// [`Deferred`] and takes in what it registered ([`mapped`](Self::mapped)), once for the
-    /// set (`load::demand`, which says how racing uses wait, until `deadline`, and which
-    /// failures the set keeps).
+    /// for a plugin mapped at load; for an on-demand plugin, its first use maps it inside
+    /// `scope` and takes in what it registered ([`mapped`](Self::mapped)), once for the set
+    /// (`load::demand`, which says how racing uses wait, until `deadline`, and which failures
+    /// the set keeps).
     pub(crate) fn ensure_mapped(
         &self,
         plugin: usize,
         deadline: Option<Instant>,
-        map: impl FnOnce(&Deferred) -> Result<Registered, Error>,
+        scope: Scope<'_>,
     ) -> Result<(), Error> {
-        let info = &self.plugins[plugin];
-        let Some(deferred) = info.deferred else {
+        let (Some(deferred), Some(demand)) = (self.plugins[plugin].deferred, &self.demand) else {
             return Ok(());
         };
-        self.demand.ensure(deferred, &info.origin, deadline, || {
-            let registered = map(&self.deferred[deferred])?;
-            self.mapped(plugin, registered);
-            Ok(())
-        })
+        demand.ensure(self, plugin, deferred, deadline, scope)
+    }
+
+    /// Makes `demand` the set's on-demand plugins before any is added: a loom model's, which
+    /// maps them with its own step.
+    #[cfg(all(test, loom))]
+    pub(crate) fn model_demand(&mut self, demand: Box<dyn Demand>) {
+        self.demand = Some(demand);
     }
 
     /// Takes in what the mapping of on-demand plugin `plugin` (an index into
@@ -388,7 +391,7 @@ impl LoadedPlugins {
     /// the complete manifest the set was built from, so every pass of the set that is the
     /// plugin's gets its callable; a registered pass the set left out (a duplicate name under
     /// `SkipFailed`) is left out here too.
-    fn mapped(&self, plugin: usize, registered: Registered) {
+    pub(super) fn mapped(&self, plugin: usize, registered: Registered) {
         for pass in registered.passes {
             let (name, _, callable) = Callable::of(pass);
             if let Some(&at) = self.index.get(&name)
@@ -431,7 +434,9 @@ impl LoadedPlugins {
             positions.sort_by(|&a, &b| by_plugin_then_name(&self.passes, a, b));
         }
         self.by_interface = by_interface;
-        self.demand = MapOnce::new(self.deferred.len());
+        if let Some(demand) = &mut self.demand {
+            demand.finished();
+        }
         self.load_time = self.started.elapsed();
         self
     }
