@@ -400,7 +400,7 @@ impl HostBuilder {
                 policy: self.policy,
                 trust: self.trust,
                 on_demand: self.on_demand,
-                map_timeout: self.map_timeout.unwrap_or(crate::load::demand::DEFAULT_MAP_TIMEOUT),
+                map_timeout: self.map_timeout.unwrap_or(crate::load::DEFAULT_MAP_TIMEOUT),
                 #[cfg(feature = "isolate")]
                 isolation: self.isolation.begin.flatten().map(|begin| crate::isolate::Isolation {
                     begin,

@@ -8,9 +8,9 @@
 //! None of it is linked into a program that never calls `HostBuilder::on_demand`: the
 //! builder stores [`defer`] (a [`Defer`]), which only it names; the load calls it through
 //! that pointer, and only `defer` makes the set's [`Demand`], through whose vtable a lease's
-//! first use reaches the mapping. Every part an application may leave out follows this
-//! pattern: the one function that starts it is named only by the builder method that turns it
-//! on (`HostBuilder::isolated` stores `isolate::Begin` the same way).
+//! first use reaches the mapping. This is the crate's pattern for a part an application may
+//! not use: the one function that starts it is named only by the builder method that turns it
+//! on, which stores it (`HostBuilder::isolated` stores `isolate::Begin` the same way).
 //!
 //! Each on-demand plugin of a set is in one state, under the set's one lock:
 //!
@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use crate::error::{Error, Origin, Waited, time_left};
 use crate::load::pipeline::{Deferred, Judged, Registered};
-use crate::load::plugins::LoadedPlugins;
+use crate::load::plugins::{Demand, LoadedPlugins, Scope};
 use crate::log_scope::{self, count};
 use crate::sync::{Condvar, Mutex, ThreadId, current_thread};
 use crate::trust::candidate::Candidate;
@@ -74,7 +74,7 @@ pub(crate) fn defer(
             // directory spends more on formatting than on judging).
             let logged = log::log_enabled!(log::Level::Debug)
                 .then(|| (plugin.manifest.name.clone(), plugin.manifest.passes.len()));
-            let duplicates = set.add_deferred(plugin);
+            let duplicates = set.add_deferred(plugin, || Box::new(Plugins::new()));
             if let Some((name, passes)) = logged {
                 log::debug!(
                     "{}judged {origin} as `{name}`, not mapped: {}",
@@ -87,32 +87,6 @@ pub(crate) fn defer(
         Ok(Judged::Eager(candidate)) => Deferral::Now(candidate),
         Err(error) => Deferral::Judged(vec![(origin, error)]),
     }
-}
-
-/// The host's side of a first use's mapping: it runs `map` (the plugin's mapping) inside the
-/// host's marks (its re-entrancy mark, its log scope) and returns what `map` returned, or
-/// refuses to run it.
-pub(crate) type Scope<'a> = &'a dyn Fn(&dyn Fn() -> Result<Registered, Error>) -> Result<Registered, Error>;
-
-/// The on-demand plugins of a set, as the set holds them ([`LoadedPlugins`]): only a set with
-/// one has one, made by [`defer`].
-pub(crate) trait Demand: Send + Sync {
-    /// Adds an on-demand plugin, unmapped; returns its position among them.
-    fn push(&mut self, plugin: Deferred) -> usize;
-    /// The load is finished: no plugin is added after this, and each gets its state.
-    fn finished(&mut self);
-    /// Makes the `deferred`-th on-demand plugin, plugin `plugin` of `set`, mapped: its first
-    /// use maps it inside `scope`, and takes in what it registered
-    /// ([`LoadedPlugins::mapped`]), once for the set ([`MapOnce::ensure`], which says how
-    /// racing uses wait, until `deadline`, and which failures the set keeps).
-    fn ensure(
-        &self,
-        set: &LoadedPlugins,
-        plugin: usize,
-        deferred: usize,
-        deadline: Option<Instant>,
-        scope: Scope<'_>,
-    ) -> Result<(), Error>;
 }
 
 /// How an on-demand plugin is mapped: [`Deferred::map`], or a loom model's own step.
@@ -175,9 +149,6 @@ where
         })
     }
 }
-
-/// The default of [`HostBuilder::map_timeout`](crate::HostBuilder::map_timeout).
-pub(crate) const DEFAULT_MAP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// One on-demand plugin's state.
 #[derive(Debug)]
@@ -302,7 +273,7 @@ mod loom_models {
 
     use super::Plugins;
     use crate::load::pipeline::Deferred;
-    use crate::load::plugins::LoadedPlugins;
+    use crate::load::plugins::{Demand, LoadedPlugins};
     use crate::load::static_plugin::StaticPlugin;
     use crate::sync::Arc;
     use dylease_plugin::Registrar;
@@ -336,11 +307,13 @@ mod loom_models {
             });
             let mut set = LoadedPlugins::new();
             let counted_on_loads = on_loads.clone();
-            set.model_demand(Box::new(Plugins::with_map(move |_: &Deferred, _, _| {
-                counted_on_loads.fetch_add(1, SeqCst);
-                plugin.register()
-            })));
-            assert!(set.add_deferred(Deferred::for_model("p", &["pass"])).is_empty());
+            let model = move || -> Box<dyn Demand> {
+                Box::new(Plugins::with_map(move |_: &Deferred, _, _| {
+                    counted_on_loads.fetch_add(1, SeqCst);
+                    plugin.register()
+                }))
+            };
+            assert!(set.add_deferred(Deferred::for_model("p", &["pass"]), model).is_empty());
             let set = Arc::new(set.finished());
             let first_use = {
                 let set = set.clone();

@@ -29,7 +29,7 @@ pub(crate) use demand::Defer;
 pub(crate) use plan::Source;
 pub use plan::plugin_files_in;
 pub(crate) use plugins::Callable;
-pub(crate) use plugins::{Isolated, LoadedPlugins};
+pub(crate) use plugins::{DEFAULT_MAP_TIMEOUT, Isolated, LoadedPlugins};
 pub use plugins::{PassInfo, PluginInfo};
 pub use policy::{LoadFailure, LoadPolicy};
 pub(crate) use static_plugin::StaticPlugin;

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Origin};
 use crate::inspect::pinning::Pinning;
-use crate::load::demand::{Demand, Plugins, Scope};
 use crate::load::pipeline::{Deferred, Registered};
 use crate::load::policy::LoadFailure;
 use crate::registrar::UserData;
@@ -15,6 +14,9 @@ use crate::registry::teardown::{Teardown, teardown_all};
 use crate::sync::{AtomicBool, Mutex, OnceSlot, Ordering};
 use crate::trust::TrustPolicy;
 use dylease_plugin::abi::dylease_fn;
+
+/// The default of [`HostBuilder::map_timeout`](crate::HostBuilder::map_timeout).
+pub(crate) const DEFAULT_MAP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// One plugin of a set, as seen through a lease: loaded, or (in an on-demand set) declared by
 /// its manifest and mapped on first use ([`PluginInfo::is_mapped`]).
@@ -187,8 +189,8 @@ pub(crate) struct LoadedPlugins {
     failures: Vec<LoadFailure>,
     /// The on-demand plugins not mapped at load, and their map-once states
     /// (`load::demand`); `None` in a set without any. Behind a trait object, made only by
-    /// [`add_deferred`](Self::add_deferred): a program that builds no on-demand set links
-    /// none of its code.
+    /// `load::demand::defer` (through [`add_deferred`](Self::add_deferred)): a program that
+    /// builds no on-demand set links none of its code.
     demand: Option<Box<dyn Demand>>,
     /// The trust policy their mapping opens their files under (they were judged under it).
     pub(crate) trust: TrustPolicy,
@@ -226,7 +228,7 @@ impl LoadedPlugins {
             failures: Vec::new(),
             demand: None,
             trust: TrustPolicy::default(),
-            map_timeout: crate::load::demand::DEFAULT_MAP_TIMEOUT,
+            map_timeout: DEFAULT_MAP_TIMEOUT,
             teardown: Mutex::new(Vec::new()),
             started: Instant::now(),
             load_time: Duration::ZERO,
@@ -266,8 +268,8 @@ impl LoadedPlugins {
     /// Adds an on-demand plugin, unmapped, with the passes its complete manifest declares: a
     /// declared name an earlier plugin has (by registration or declaration) is left out and
     /// returned as a [`DuplicatePass`](crate::Error::DuplicatePass) error, as [`add`](Self::add)
-    /// does for registered ones.
-    pub(crate) fn add_deferred(&mut self, plugin: Deferred) -> Vec<Error> {
+    /// does for registered ones. The set's on-demand plugins are made by `new` for the first.
+    pub(crate) fn add_deferred(&mut self, plugin: Deferred, new: impl FnOnce() -> Box<dyn Demand>) -> Vec<Error> {
         let origin = Origin::File(plugin.path.clone());
         let passes = plugin.manifest.passes.iter().map(|pass| PassEntry {
             name: pass.name.as_str().into(),
@@ -279,7 +281,7 @@ impl LoadedPlugins {
         let duplicates = self.add_passes(&plugin.manifest.name, &origin, passes);
         let (name, version) = (plugin.manifest.name.clone(), plugin.manifest.version.clone());
         let pinning = plugin.pinning.clone();
-        let demand = self.demand.get_or_insert_with(|| Box::new(Plugins::new()));
+        let demand = self.demand.get_or_insert_with(new);
         self.plugins.push(PluginInfo {
             name,
             version,
@@ -376,13 +378,6 @@ impl LoadedPlugins {
             return Ok(());
         };
         demand.ensure(self, plugin, deferred, deadline, scope)
-    }
-
-    /// Makes `demand` the set's on-demand plugins before any is added: a loom model's, which
-    /// maps them with its own step.
-    #[cfg(all(test, loom))]
-    pub(crate) fn model_demand(&mut self, demand: Box<dyn Demand>) {
-        self.demand = Some(demand);
     }
 
     /// Takes in what the mapping of on-demand plugin `plugin` (an index into
@@ -496,6 +491,32 @@ impl Drop for LoadedPlugins {
     fn drop(&mut self) {
         self.unload();
     }
+}
+
+/// The host's side of a first use's mapping: it runs `map` (the plugin's mapping) inside the
+/// host's marks (its re-entrancy mark, its log scope) and returns what `map` returned, or
+/// refuses to run it.
+pub(crate) type Scope<'a> = &'a dyn Fn(&dyn Fn() -> Result<Registered, Error>) -> Result<Registered, Error>;
+
+/// The on-demand plugins of a set ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand)),
+/// as the set holds them: `load::demand` implements it, and only its `defer` makes one.
+pub(crate) trait Demand: Send + Sync {
+    /// Adds an on-demand plugin, unmapped; returns its position among them.
+    fn push(&mut self, plugin: Deferred) -> usize;
+    /// The load is finished: no plugin is added after this, and each gets its state.
+    fn finished(&mut self);
+    /// Makes the `deferred`-th on-demand plugin, plugin `plugin` of `set`, mapped: its first
+    /// use maps it inside `scope`, and takes in what it registered
+    /// ([`LoadedPlugins::mapped`]), once for the set (`load::demand`, which says how
+    /// racing uses wait, until `deadline`, and which failures the set keeps).
+    fn ensure(
+        &self,
+        set: &LoadedPlugins,
+        plugin: usize,
+        deferred: usize,
+        deadline: Option<Instant>,
+        scope: Scope<'_>,
+    ) -> Result<(), Error>;
 }
 
 /// The worker of an isolated set (`HostBuilder::isolated`) and the plugins it holds, as the
