@@ -44,7 +44,7 @@ const STRING_TAGS: [u64; 8] = [
 /// parts than the readers walk (more note bytes or segments than the manifest reader reads, a
 /// dynamic section of more than 1 MiB, a string of more than 1 MiB): a caller then has no
 /// fingerprint of it.
-pub(crate) fn fingerprint<S: ReadAt>(file: &Elf<S>, state: &mut impl Hasher) -> io::Result<()> {
+pub(crate) fn fingerprint<S: ReadAt>(file: &Elf<S>, state: &mut dyn Hasher) -> io::Result<()> {
     let len = file.file_len();
     state.write_u64(len);
     // The first page, as the header check reads it (the whole file if it is small, which the
@@ -93,7 +93,7 @@ pub(crate) fn fingerprint<S: ReadAt>(file: &Elf<S>, state: &mut impl Hasher) -> 
 
 /// The `PT_NOTE` segments inside the file, each distinct one once, as
 /// `manifest::read` walks them and within its caps.
-fn notes<S: ReadAt>(file: &Elf<S>, first: &[u8], segments: &[Segment], state: &mut impl Hasher) -> io::Result<()> {
+fn notes<S: ReadAt>(file: &Elf<S>, first: &[u8], segments: &[Segment], state: &mut dyn Hasher) -> io::Result<()> {
     // Few: a library has two or three. (More than the cap end the walk.)
     let mut walked = Vec::new();
     let mut total = 0;
@@ -124,7 +124,7 @@ fn dynamic<S: ReadAt>(
     first: &[u8],
     form: Form,
     segments: &[Segment],
-    state: &mut impl Hasher,
+    state: &mut dyn Hasher,
 ) -> io::Result<()> {
     // Where the loader reads `[vaddr, vaddr + size)`: the file-backed part of a loadable
     // segment holding all of it.

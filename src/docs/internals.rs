@@ -97,7 +97,10 @@
 //! set's teardown list is a lock, pushed to by a mapping, taken by the set's drop) and its
 //! `mapped` flag, published in that order. A use reads the callable without a lock (one
 //! `Acquire` load); only a use that finds none goes to the state machine, one state per
-//! on-demand plugin under one lock per set:
+//! on-demand plugin under one lock per set. (The `Deferred`s and their states are held behind
+//! a trait object, `load::plugins::Demand`, that only `load::demand::defer` makes; the builder's
+//! `on_demand` stores `defer` and the load calls it through that pointer, so a program that
+//! never builds an on-demand host links none of this: `scripts/binary-size.sh` checks it.)
 //!
 //! ```text
 //!   Unmapped ──first use──▶ Mapping(thread) ──ok──▶ Mapped

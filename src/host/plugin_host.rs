@@ -59,8 +59,9 @@ pub(super) struct LoadConfig {
     pub(super) sources: Box<[Source]>,
     pub(super) policy: LoadPolicy,
     pub(super) trust: TrustPolicy,
-    /// [`HostBuilder::on_demand`](crate::HostBuilder::on_demand).
-    pub(super) on_demand: bool,
+    /// [`HostBuilder::on_demand`](crate::HostBuilder::on_demand): how the load judges a
+    /// plugin file for an on-demand set.
+    pub(super) on_demand: Option<crate::load::Defer>,
     /// [`HostBuilder::map_timeout`](crate::HostBuilder::map_timeout).
     pub(crate) map_timeout: Duration,
     /// [`HostBuilder::isolated`](crate::HostBuilder::isolated) and its options (crate

@@ -11,6 +11,7 @@ use crate::error::{Error, Origin};
 use crate::log_scope::{self, count};
 use crate::trust::candidate::Candidate;
 use crate::trust::{self, TrustPolicy};
+use demand::Deferral;
 
 mod catalog;
 pub(crate) mod demand;
@@ -24,15 +25,16 @@ pub(crate) mod static_plugin;
 
 pub use catalog::CatalogEntry;
 pub(crate) use catalog::catalog;
+pub(crate) use demand::Defer;
 pub(crate) use plan::Source;
 pub use plan::plugin_files_in;
 pub(crate) use plugins::Callable;
-pub(crate) use plugins::{Isolated, LoadedPlugins};
+pub(crate) use plugins::{DEFAULT_MAP_TIMEOUT, Isolated, LoadedPlugins};
 pub use plugins::{PassInfo, PluginInfo};
 pub use policy::{LoadFailure, LoadPolicy};
 pub(crate) use static_plugin::StaticPlugin;
 
-use pipeline::{Judged, Registered, Verified};
+use pipeline::{Registered, Verified};
 
 /// Where an isolated set's plugin files go instead of this process's loader
 /// (`HostBuilder::isolated`): the `isolate` room, above this one, implements it, and the host
@@ -57,10 +59,11 @@ use plan::{Planned, plan};
 /// Every file is found and checked for trust before any is opened, so under `Strict` no
 /// plugin code runs at all when one file is missing or untrusted.
 ///
-/// With `on_demand` (`HostBuilder::on_demand`), a library plugin whose manifest is complete
-/// is judged (opened, its ELF headers and manifest read, its ABI gated; or, unchanged since
-/// the parse cache read it, judged by the status discovery read, unopened) and joins the set
-/// unmapped, with the passes it declares; its descriptor is closed. A failure of its
+/// With `on_demand` (`HostBuilder::on_demand` stores [`demand::defer`] for it), a library
+/// plugin whose manifest is complete is judged (opened, its ELF headers and manifest read, its
+/// ABI gated; or, unchanged since the parse cache read it, judged by the status discovery
+/// read, unopened) and joins the set unmapped, with the passes it declares; its descriptor is
+/// closed. A failure of its
 /// judgement, or a name its manifest declares that another plugin has, is handled by the
 /// policy as a failure of its load would be. Its dependencies, and those of every plugin
 /// of the load, are judged when it is opened to be mapped (not before any plugin is opened).
@@ -71,7 +74,7 @@ use plan::{Planned, plan};
 pub(crate) fn load(
     sources: &[Source],
     (policy, trust): (LoadPolicy, TrustPolicy),
-    on_demand: bool,
+    on_demand: Option<Defer>,
     mut isolate: Option<&mut dyn Isolate>,
     deadline: Option<Instant>,
 ) -> Result<LoadedPlugins, Error> {
@@ -80,7 +83,7 @@ pub(crate) fn load(
     let mut steps = Vec::new();
     // On demand, a plugin's dependencies are resolved when it is mapped, if ever.
     let mut checks = trust::Checks::default();
-    checks.defer_dependencies = on_demand;
+    checks.defer_dependencies = on_demand.is_some();
     for planned in plan(sources)? {
         let step = match planned {
             Planned::Unusable { path, error } => Err((Origin::File(path), error)),
@@ -102,35 +105,18 @@ pub(crate) fn load(
     }
 
     for step in steps {
-        let step = match step {
-            Ok(Step::File(candidate)) if on_demand => {
-                let origin = Origin::File(candidate.path.clone());
-                match candidate.judge(&mut checks, trust) {
-                    Ok(Judged::Deferred(plugin)) => {
-                        // What the log says, taken only if it is kept (an on-demand acquire of
-                        // a large directory spends more on formatting than on judging).
-                        let logged = log::log_enabled!(log::Level::Debug)
-                            .then(|| (plugin.manifest.name.clone(), plugin.manifest.passes.len()));
-                        let duplicates = set.add_deferred(plugin);
-                        if let Some((name, passes)) = logged {
-                            log::debug!(
-                                "{}judged {origin} as `{name}`, not mapped: {}",
-                                log_scope::prefix(),
-                                count(passes - duplicates.len(), "pass", "passes")
-                            );
-                        }
-                        let failures = duplicates.into_iter().map(|error| (origin.clone(), error));
-                        if let Err(error) = set.policy_handles(policy, failures) {
-                            drop(set);
-                            return Err(error);
-                        }
-                        continue;
+        let step = match (step, on_demand) {
+            (Ok(Step::File(candidate)), Some(defer)) => match defer(candidate, &mut checks, trust, &mut set) {
+                Deferral::Now(candidate) => Ok(Step::File(candidate)),
+                Deferral::Judged(failures) => {
+                    if let Err(error) = set.policy_handles(policy, failures) {
+                        drop(set);
+                        return Err(error);
                     }
-                    Ok(Judged::Eager(candidate)) => Ok(Step::File(candidate)),
-                    Err(error) => Err((origin, error)),
+                    continue;
                 }
-            }
-            step => step,
+            },
+            (step, _) => step,
         };
         // An isolated set's plugin files go to its worker.
         let step = match (step, isolate.as_deref_mut()) {
