@@ -33,7 +33,7 @@ pub(crate) const MAX_FRAME: usize = HEADER + MAX_PAYLOAD;
 
 /// The version of this protocol, exchanged in the handshake: a worker of another build of
 /// dylease (an operator's `worker_command`) is refused.
-pub(crate) const PROTOCOL: u32 = 2;
+pub(crate) const PROTOCOL: u32 = 3;
 
 /// What a frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,8 +48,8 @@ pub(crate) enum Kind {
     Map,
     /// Host to worker: call a message pass ([`Call`]).
     Call,
-    /// Host to worker, with one descriptor: call a message pass whose input is the sealed
-    /// region of that descriptor ([`SharedCall`]).
+    /// Host to worker, with one descriptor: call a message pass whose input is the start of
+    /// the sealed region of that descriptor ([`SharedCall`]).
     CallShared,
     /// Host to worker: run the unload hooks and exit.
     Unload,
@@ -440,6 +440,11 @@ pub(crate) struct Call<'a> {
 }
 
 impl<'a> Call<'a> {
+    /// The length of the payload [`encode`](Call::encode) would make of `pass` and `input`.
+    pub(crate) fn encoded_len(pass: &str, input: &[u8]) -> usize {
+        4 + pass.len().min(u32::MAX as usize) + input.len()
+    }
+
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut w = Writer(Vec::with_capacity(8 + self.pass.len() + self.input.len()));
         w.str(self.pass).rest(self.input);
@@ -477,18 +482,23 @@ impl<'a> Reply<'a> {
     }
 }
 
-/// A `CallShared` request: the pass, and the length of its input, which is the whole of the
-/// region that travels beside the frame.
+/// A `CallShared` request: the pass, the length of its input, which is the first `len` bytes
+/// of the region that travels beside the frame (a region the host reuses holds more: its
+/// capacity), and the host's number for that region.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SharedCall<'a> {
     pub(crate) pass: &'a str,
     pub(crate) len: u64,
+    /// The host's number for a region it reuses, the same for every call it carries and
+    /// never given to another region of the worker's (the worker may keep its mapping of it
+    /// for the calls to come); 0 for a region of this call alone.
+    pub(crate) region: u64,
 }
 
 impl<'a> SharedCall<'a> {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut w = Writer::default();
-        w.str(self.pass).u64(self.len);
+        w.str(self.pass).u64(self.len).u64(self.region);
         w.0
     }
 
@@ -497,6 +507,7 @@ impl<'a> SharedCall<'a> {
         let call = SharedCall {
             pass: r.str()?,
             len: r.u64()?,
+            region: r.u64()?,
         };
         r.end()?;
         Ok(call)
@@ -642,6 +653,7 @@ mod tests {
                 &SharedCall {
                     pass: "echo",
                     len: 1 << 20,
+                    region: 2,
                 }
                 .encode(),
             )
@@ -690,6 +702,7 @@ mod tests {
             pass: "p",
             input: &[0, 1, 2],
         };
+        assert_eq!(Call::encoded_len(call.pass, call.input), call.encode().len());
         assert_eq!(Call::decode(&call.encode()), Ok(call));
         let reply = Reply {
             status: -5,
@@ -699,6 +712,7 @@ mod tests {
         let call = SharedCall {
             pass: "p",
             len: u64::MAX,
+            region: u64::MAX - 1,
         };
         assert_eq!(SharedCall::decode(&call.encode()), Ok(call));
         let reply = SharedReply { status: -1, len: 7 };

@@ -29,7 +29,7 @@ use crate::isolate::table::{Outcome, Table};
 use crate::load::{Isolate, Isolated, LoadedPlugins};
 use crate::registrar::MAX_NAME_LEN;
 use crate::registry::teardown::Teardown;
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 use crate::trust::candidate::Candidate;
 use crate::trust::{Checks, TrustPolicy};
 
@@ -72,6 +72,33 @@ pub(crate) struct Worker {
     pid: u32,
     deadline: Duration,
     reader: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The input regions of calls that are done, for the next large inputs (at most
+    /// [`POOLED_REGIONS`], each of at most [`POOLED_CAPACITY`] bytes).
+    regions: Mutex<Vec<Pooled>>,
+    /// The number of the next input region made for the pool (`SharedCall::region`).
+    next_region: AtomicU64,
+}
+
+/// The most input regions a worker keeps for reuse: as many as calls its worker runs at once.
+const POOLED_REGIONS: usize = crate::isolate::worker::THREADS;
+
+/// The largest input region kept for reuse; a larger input travels in a region of its own,
+/// freed after its call.
+const POOLED_CAPACITY: usize = 4 << 20;
+
+/// An input region to reuse, and its number for the worker.
+#[derive(Debug)]
+struct Pooled {
+    number: u64,
+    region: sys::InputRegion,
+}
+
+/// The region of one call's input.
+enum Input {
+    /// A reused region (its capacity may exceed the input): back to the pool once answered.
+    Pooled(Pooled),
+    /// A region of its own, holding exactly the input, its bytes sealed.
+    Once(std::fs::File),
 }
 
 /// What the callers and the reader thread share: the table of requests in flight, waiting
@@ -154,6 +181,8 @@ impl Worker {
             pid,
             deadline: isolation.deadline,
             reader: Mutex::new(None),
+            regions: Mutex::new(Vec::new()),
+            next_region: AtomicU64::new(1),
         };
         if let Err(cause) = worker.greet() {
             worker.shared.kill();
@@ -291,9 +320,8 @@ impl Worker {
             pass: Some(pass.to_owned()),
             cause: Box::new(cause),
         };
-        let inline = Call { pass, input }.encode();
-        let (kind, answer, fd) = if inline.len() <= MAX_PAYLOAD {
-            self.request((Kind::Call, &inline), &[], Expect::Call, pass)
+        let (kind, answer, fd) = if Call::encoded_len(pass, input) <= MAX_PAYLOAD {
+            self.request((Kind::Call, &Call { pass, input }.encode()), &[], Expect::Call, pass)
         } else {
             if input.len() > MAX_MESSAGE {
                 return Err(refused(format!(
@@ -302,18 +330,28 @@ impl Worker {
                     input.len()
                 )));
             }
-            let region = sys::sealed_region(input)
+            let region = self
+                .input_region(input)
                 .map_err(|e| refused(format!("its input could not be put in a shared region: {e}")))?;
+            let (fd, number) = match &region {
+                Input::Pooled(pooled) => (pooled.region.file().as_fd(), pooled.number),
+                Input::Once(file) => (file.as_fd(), 0),
+            };
             let request = SharedCall {
                 pass,
                 len: input.len() as u64,
+                region: number,
             };
-            self.request(
-                (Kind::CallShared, &request.encode()),
-                &[region.as_fd()],
-                Expect::Call,
-                pass,
-            )
+            let answer = self.request((Kind::CallShared, &request.encode()), &[fd], Expect::Call, pass);
+            // The worker reads a region only until it answers: an answered call's region can
+            // take the next input. One whose call failed may still be read, and is dropped.
+            if let (Ok(_), Input::Pooled(pooled)) = (&answer, region) {
+                let mut pool = self.regions.lock();
+                if pool.len() < POOLED_REGIONS {
+                    pool.push(pooled);
+                }
+            }
+            answer
         }
         .map_err(failed)?;
         let (status, output) = match kind {
@@ -341,6 +379,39 @@ impl Worker {
         }
     }
 
+    /// A region holding `input` (more than a frame carries) for the worker: a pooled one that
+    /// fits, or a new one for the pool (its capacity `input`'s length rounded up to a power
+    /// of two), or, for an input larger than [`POOLED_CAPACITY`] or a kernel that cannot seal
+    /// a reused region, a sealed region of its own.
+    fn input_region(&self, input: &[u8]) -> std::io::Result<Input> {
+        if input.len() <= POOLED_CAPACITY {
+            let pooled = {
+                let mut pool = self.regions.lock();
+                let fitting = pool
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, pooled)| pooled.region.capacity() >= input.len())
+                    .min_by_key(|(_, pooled)| pooled.region.capacity())
+                    .map(|(at, _)| at);
+                fitting.map(|at| pool.swap_remove(at))
+            };
+            let pooled = pooled.or_else(|| {
+                let made = sys::InputRegion::new(input.len().next_power_of_two());
+                let made = made.inspect_err(|e| log::debug!("an input region to reuse could not be made: {e}"));
+                made.ok().map(|region| Pooled {
+                    number: self.next_region.fetch_add(1, Ordering::Relaxed),
+                    region,
+                })
+            });
+            if let Some(mut pooled) = pooled
+                && pooled.region.write(input)
+            {
+                return Ok(Input::Pooled(pooled));
+            }
+        }
+        sys::sealed_region(input).map(Input::Once)
+    }
+
     /// Fails the worker for a hostile answer `reason` and kills it; returns the cause.
     fn hostile(&self, reason: String) -> WorkerCause {
         let cause = self.shared.table.fail(WorkerCause::Protocol(reason));
@@ -356,6 +427,8 @@ impl Worker {
             let _ = self.channel.send(&unload, &[]);
         };
         let (failed, mut ended) = self.shared.table.unload(ask, Instant::now().checked_add(self.deadline));
+        // No call is made after the unload: the regions kept for them go.
+        self.regions.lock().clear();
         if ended.is_none() {
             log::warn!(
                 "{}the worker process {} of an isolated set did not exit within the call deadline of {:?} after \

@@ -25,7 +25,7 @@ use crate::load::PassInfo;
 use dylease_plugin::abi::{DYLEASE_MESSAGE_INTERFACE, dylease_fn, dylease_message_fn, dylease_out};
 
 #[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
-pub(crate) use process::{Channel, Region, SIZE_SEALS, sealed_region, seals, spawn};
+pub(crate) use process::{Channel, InputRegion, Region, SIZE_SEALS, sealed_region, seals, spawn};
 
 /// What [`call_message`] got back from a message pass.
 #[cfg_attr(not(all(feature = "isolate", target_os = "linux", not(loom))), allow(dead_code))]
@@ -218,6 +218,102 @@ mod process {
         Ok(file)
     }
 
+    /// A region the host writes the inputs of calls into, one call at a time, and hands the
+    /// worker again for each: an anonymous file (`memfd_create`, close-on-exec) of a fixed
+    /// `capacity`, mapped writable in the host once, then sealed: its size can change no more
+    /// (`F_SEAL_SHRINK`, `F_SEAL_GROW`), nobody can gain write access to it any more
+    /// (`F_SEAL_FUTURE_WRITE`: no `write`, no new writable mapping, no `mprotect` of a
+    /// read-only one, whatever descriptor or reopening of it is used), nor change its seals
+    /// (`F_SEAL_SEAL`). The host's own mapping, made before the seals, is then the only way
+    /// to write its bytes: the worker, which holds the descriptor, can read them and nothing
+    /// more, and the host's writes need no system call and touch no fresh page.
+    #[derive(Debug)]
+    pub(crate) struct InputRegion {
+        file: File,
+        start: *mut u8,
+        capacity: usize,
+    }
+
+    // SAFETY: the mapping is owned by the region alone (written only through `&mut self`,
+    // unmapped only by its drop), and no other process can write it (its seals): moving the
+    // region to another thread moves that ownership with it.
+    unsafe impl Send for InputRegion {}
+
+    impl InputRegion {
+        /// A new region of `capacity` bytes (> 0), its pages allocated. `Err` where the
+        /// kernel cannot seal it so (`F_SEAL_FUTURE_WRITE` came with Linux 5.1): the caller
+        /// then uses a [`sealed_region`] per call.
+        pub(crate) fn new(capacity: usize) -> io::Result<InputRegion> {
+            // SAFETY: the name is a NUL-terminated string; the flags are plain integers.
+            let fd =
+                unsafe { libc::memfd_create(c"dylease-message".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: `memfd_create` just made `fd`, owned by nobody else.
+            let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+            file.set_len(capacity as u64)?;
+            // SAFETY: a new shared mapping of the whole of an open file, placed by the kernel:
+            // it overlaps nothing of this process's.
+            let start = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    capacity,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED | libc::MAP_POPULATE,
+                    file.as_raw_fd(),
+                    0,
+                )
+            };
+            if start == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            // Unmapped by its drop from here on, whatever fails next.
+            let region = InputRegion {
+                file,
+                start: start.cast(),
+                capacity,
+            };
+            let seals = SIZE_SEALS | libc::F_SEAL_FUTURE_WRITE | libc::F_SEAL_SEAL;
+            // SAFETY: `F_ADD_SEALS` on a descriptor this function owns takes an int.
+            if unsafe { libc::fcntl(region.file.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(region)
+        }
+
+        /// How many bytes it holds.
+        pub(crate) fn capacity(&self) -> usize {
+            self.capacity
+        }
+
+        /// Writes `bytes` at its start: `false` (and nothing written) if they do not fit.
+        pub(crate) fn write(&mut self, bytes: &[u8]) -> bool {
+            if bytes.len() > self.capacity {
+                return false;
+            }
+            // SAFETY: `start` maps `capacity` writable bytes until `self` is dropped, and the
+            // file's size is sealed, so no write to them faults. `&mut self` makes this the one
+            // reference to them in this process, and no other process can write them (the
+            // seals leave this mapping the only writable one): the slice aliases nothing.
+            let mapped = unsafe { std::slice::from_raw_parts_mut(self.start, self.capacity) };
+            mapped[..bytes.len()].copy_from_slice(bytes);
+            true
+        }
+
+        /// The descriptor the worker is handed.
+        pub(crate) fn file(&self) -> &File {
+            &self.file
+        }
+    }
+
+    impl Drop for InputRegion {
+        fn drop(&mut self) {
+            // SAFETY: `start` and `capacity` are the mapping `new` made, unmapped only here.
+            unsafe { libc::munmap(self.start.cast(), self.capacity) };
+        }
+    }
+
     /// The seals of `file` (`F_GET_SEALS`); an `Err` for a file that cannot have any.
     pub(crate) fn seals(file: &File) -> io::Result<libc::c_int> {
         // SAFETY: `F_GET_SEALS` on an open descriptor takes no argument.
@@ -228,7 +324,7 @@ mod process {
         }
     }
 
-    /// A read-only shared mapping of a sealed region of `len` bytes (`len` > 0), the whole
+    /// A read-only shared mapping of a region sealed against a change of size, the whole
     /// file: unmapped when dropped.
     #[derive(Debug)]
     pub(crate) struct Region {
@@ -236,10 +332,18 @@ mod process {
         len: usize,
     }
 
+    // SAFETY: the mapping is read-only and owned by the region (unmapped only by its drop);
+    // reading it from several threads, or from another thread than the one that mapped it,
+    // is reading memory that lives as long as the region.
+    unsafe impl Send for Region {}
+    // SAFETY: as above: `&Region` only reads.
+    unsafe impl Sync for Region {}
+
     impl Region {
-        /// Maps `file`, which must be sealed against a change of size ([`SIZE_SEALS`]: a
-        /// shrink would turn a read of the mapping into `SIGBUS`) and hold exactly `len`
-        /// bytes: `Err` saying which is not so.
+        /// Maps `file` whole, which must be sealed against a change of size ([`SIZE_SEALS`]:
+        /// a shrink would turn a read of the mapping into `SIGBUS`) and hold at least `len`
+        /// bytes (`len` > 0; an [`InputRegion`] holds its capacity): `Err` saying which is
+        /// not so.
         pub(crate) fn map(file: &File, len: usize) -> io::Result<Region> {
             if seals(file)? & SIZE_SEALS != SIZE_SEALS {
                 return Err(io::Error::other(
@@ -247,17 +351,18 @@ mod process {
                 ));
             }
             let size = file.metadata()?.len();
-            if size != len as u64 || len == 0 {
+            if size < len as u64 || len == 0 {
                 return Err(io::Error::other(format!(
-                    "the region holds {size} bytes, not the {len} announced"
+                    "the region holds {size} bytes, fewer than the {len} announced"
                 )));
             }
+            let size = usize::try_from(size).map_err(|_| io::Error::other("the region is larger than memory"))?;
             // SAFETY: a new read-only shared mapping of the whole of an open file, placed by
             // the kernel: it overlaps nothing of this process's.
             let start = unsafe {
                 libc::mmap(
                     std::ptr::null_mut(),
-                    len,
+                    size,
                     libc::PROT_READ,
                     libc::MAP_SHARED | libc::MAP_POPULATE,
                     file.as_raw_fd(),
@@ -269,7 +374,7 @@ mod process {
             }
             Ok(Region {
                 start: start.cast::<u8>().cast_const(),
-                len,
+                len: size,
             })
         }
 
@@ -277,8 +382,8 @@ mod process {
         pub(crate) fn bytes(&self) -> &[u8] {
             // SAFETY: `start` maps `len` readable bytes until `self` is dropped; the file's
             // size is sealed, so no read of them faults. A writer that could still change the
-            // bytes (an unsealed writer; the host seals its own) changes what is read, never
-            // where: bytes are bytes.
+            // bytes (an unsealed writer; the host's own mapping of an `InputRegion`, which it
+            // writes between calls) changes what is read, never where: bytes are bytes.
             unsafe { std::slice::from_raw_parts(self.start, self.len) }
         }
     }

@@ -305,6 +305,45 @@ struct Calls {
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
+/// The most mappings of the host's reused input regions the worker keeps: as many as the
+/// host keeps regions for it (`remote`'s pool holds one per call thread).
+const KEPT_REGIONS: usize = THREADS;
+
+/// The worker's mappings of the host's reused input regions, by the host's number for each
+/// (`SharedCall::region`), the most recently used last: a call whose region was mapped
+/// before reads it without mapping it again.
+#[derive(Default)]
+struct Mappings(Mutex<VecDeque<(u64, Arc<sys::Region>)>>);
+
+impl Mappings {
+    /// The mapping of region `number` (0: a region of one call, never kept), received as
+    /// `fd`, holding at least `len` bytes: the one kept, or a new one, kept unless 0.
+    fn of(&self, number: u64, fd: OwnedFd, len: usize) -> std::io::Result<Arc<sys::Region>> {
+        if number != 0 {
+            let mut kept = self.0.lock();
+            if let Some(at) = kept
+                .iter()
+                .position(|(n, region)| *n == number && region.bytes().len() >= len)
+            {
+                let entry = kept.remove(at).expect("found");
+                let region = entry.1.clone();
+                kept.push_back(entry);
+                return Ok(region);
+            }
+        }
+        let region = Arc::new(sys::Region::map(&File::from(fd), len)?);
+        if number != 0 {
+            let mut kept = self.0.lock();
+            kept.retain(|(n, _)| *n != number);
+            if kept.len() == KEPT_REGIONS {
+                kept.pop_front();
+            }
+            kept.push_back((number, region.clone()));
+        }
+        Ok(region)
+    }
+}
+
 /// A call: its request's id, kind and payload, and the descriptors that came with it (a
 /// `CallShared`'s region).
 struct Job {
@@ -345,14 +384,16 @@ impl Calls {
             jobs: Mutex::new(Some(VecDeque::new())),
             changed: Condvar::new(),
         });
+        let mappings = Arc::new(Mappings::default());
         let threads = (0..THREADS)
             .filter_map(|n| {
                 let (plugins, channel, queue) = (plugins.clone(), channel.clone(), queue.clone());
+                let mappings = mappings.clone();
                 std::thread::Builder::new()
                     .name(format!("dylease-call-{n}"))
                     .spawn(move || {
                         while let Some(job) = queue.take() {
-                            let (kind, answer, region) = call(&plugins, job.kind, &job.payload, job.fds);
+                            let (kind, answer, region) = call(&plugins, &mappings, job.kind, &job.payload, job.fds);
                             let fds: Vec<_> = region.iter().map(AsFd::as_fd).collect();
                             if let Ok(reply) = frame::encode(kind, job.id, &answer) {
                                 // A host that is gone reads nothing: the loop ends with the queue.
@@ -388,7 +429,13 @@ impl Calls {
 /// descriptor): `Reply` with the pass's status and output, `ReplyShared` with the status and
 /// a sealed region holding the output when the output does not fit a frame, or `CallFailed`
 /// with why the call could not be made.
-fn call(plugins: &LoadedPlugins, kind: Kind, payload: &[u8], fds: Vec<OwnedFd>) -> (Kind, Vec<u8>, Option<File>) {
+fn call(
+    plugins: &LoadedPlugins,
+    mappings: &Mappings,
+    kind: Kind,
+    payload: &[u8],
+    fds: Vec<OwnedFd>,
+) -> (Kind, Vec<u8>, Option<File>) {
     let failed = |reason: String| (Kind::CallFailed, reason.into_bytes(), None);
     let region;
     let request = match kind {
@@ -404,13 +451,13 @@ fn call(plugins: &LoadedPlugins, kind: Kind, payload: &[u8], fds: Vec<OwnedFd>) 
                 Ok(len) if len <= MAX_MESSAGE => len,
                 _ => return failed(format!("the call announced {} bytes of input", shared.len)),
             };
-            region = match sys::Region::map(&File::from(fd), len) {
+            region = match mappings.of(shared.region, fd, len) {
                 Ok(region) => region,
                 Err(e) => return failed(format!("the call's region could not be read: {e}")),
             };
             Call {
                 pass: shared.pass,
-                input: region.bytes(),
+                input: &region.bytes()[..len],
             }
         }
         _ => match Call::decode(payload) {

@@ -545,24 +545,34 @@ fn a_mebibyte_goes_through_a_shared_region_each_way_and_the_set_goes_on() {
     let input: Vec<u8> = (0..1 << 20)
         .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
         .collect();
-    for _ in 0..3 {
+    // Each time other bytes, through the same region (the host reuses it, the worker keeps
+    // its mapping): each answer is its own input.
+    for round in 0..3u8 {
+        let input: Vec<u8> = input.iter().map(|b| b ^ round).collect();
         assert_eq!(lease.call("echo", &input).unwrap(), input);
     }
     // A large input, a small output; then small calls as before.
     let error = lease.call("reverse", &input).unwrap_err();
     assert!(matches!(error, Error::PassFailed { status: 2, .. }), "{error:?}");
     assert_eq!(lease.call("reverse", b"abc").unwrap(), b"cba");
-    // No region is left open in either process.
-    for pid in [std::process::id(), worker] {
-        let regions = std::fs::read_dir(format!("/proc/{pid}/fd"))
+    // No region is left open in the worker; the host keeps the one its calls took turns
+    // with, for the next large input, until the set unloads.
+    let regions = |pid: u32| {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
             .unwrap()
             .filter_map(|entry| std::fs::read_link(entry.unwrap().path()).ok())
             .filter(|target| target.to_string_lossy().contains("dylease-message"))
-            .count();
-        assert_eq!(regions, 0, "process {pid} holds a message region");
-    }
+            .count()
+    };
+    assert_eq!(regions(worker), 0, "the worker holds a message region");
+    assert_eq!(regions(std::process::id()), 1, "the host holds other than one region");
     drop(lease);
     assert_reaped(worker);
+    assert_eq!(
+        regions(std::process::id()),
+        0,
+        "the host holds a region after the unload"
+    );
 }
 
 /// A stand-in worker (`worker_command`) that greets the host, maps nothing but says it
@@ -621,4 +631,80 @@ fn a_shared_reply_whose_region_lies_about_its_size_kills_the_worker() {
         drop(lease);
         assert!(!host.is_loaded());
     }
+}
+
+/// A stand-in worker (`worker_command`) that greets the host and says it registered the
+/// message pass `echo`; answers its first call (a shared one) with `one` and, once it has so
+/// handed the region back, tries every way to write to it: `write` on the descriptor
+/// received, `ftruncate`, a writable shared mapping, and `write` through a reopening of
+/// `/proc/self/fd/N`. It answers the second call with what each attempt did, whether the
+/// region came back, and the first 8 bytes it reads of the second call's input.
+const WRITING_WORKER: &str = r#"#!/usr/bin/env python3
+import mmap, os, socket, struct
+channel = socket.socket(fileno=int(os.environ["DYLEASE_WORKER_CHANNEL"]))
+def text(s):
+    return struct.pack("<I", len(s)) + s
+hello = channel.recv(70000)
+kind, length, ident, version = struct.unpack("<IIQI", hello[:16 + 4])
+channel.send(struct.pack("<IIQII", 101, 8, ident, version, os.getpid()))
+request, _, _, _ = channel.recvmsg(70000, 256)
+kind, length, ident = struct.unpack("<IIQ", request[:16])
+mapped = text(b"writer") + text(b"1") + struct.pack("<I", 1) + text(b"echo") + struct.pack("<I", 1) + text(b"dylease.message/1")
+channel.send(struct.pack("<IIQ", 102, len(mapped), ident) + mapped)
+def reply(ident, output):
+    payload = struct.pack("<i", 0) + output
+    channel.send(struct.pack("<IIQ", 104, len(payload), ident) + payload)
+def attempt(action):
+    try:
+        action()
+        return b"wrote"
+    except OSError:
+        return b"denied"
+def reopened_write(fd):
+    again = os.open("/proc/self/fd/%d" % fd, os.O_RDWR)
+    os.pwrite(again, b"worker", 0)
+call, fds, _, _ = socket.recv_fds(channel, 70000, 4)
+first = fds[0]
+reply(struct.unpack("<IIQ", call[:16])[2], b"one")
+report = [
+    b"write=" + attempt(lambda: os.pwrite(first, b"worker", 0)),
+    b"truncate=" + attempt(lambda: os.ftruncate(first, 0)),
+    b"mmap=" + attempt(lambda: mmap.mmap(first, 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)),
+    b"reopen=" + attempt(lambda: reopened_write(first)),
+]
+call, fds, _, _ = socket.recv_fds(channel, 70000, 4)
+same = os.fstat(fds[0]).st_ino == os.fstat(first).st_ino
+report.append(b"same=" + (b"yes" if same else b"no"))
+report.append(b"head=" + os.pread(fds[0], 8, 0).hex().encode())
+reply(struct.unpack("<IIQ", call[:16])[2], b" ".join(report))
+channel.recv(70000)
+"#;
+
+#[test]
+fn a_reused_input_region_can_be_written_by_the_host_alone() {
+    let dir = TestDir::new("isolated-writing");
+    let file = dir.add("by_hand", "libwriter.so");
+    let program = dir.path().join("writer");
+    std::fs::write(&program, WRITING_WORKER).unwrap();
+    std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // SAFETY: the test's own fixture, which the stand-in worker never maps.
+    let host = unsafe { PluginHost::builder().file(&file) }
+        .isolated()
+        .worker_command(&program)
+        .call_deadline(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap();
+    let first = vec![1u8; 1 << 20];
+    let second: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+    assert_eq!(lease.call("echo", &first).unwrap(), b"one");
+    let report = String::from_utf8(lease.call("echo", &second).unwrap()).unwrap();
+    let head: String = second[..8].iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(
+        report,
+        format!("write=denied truncate=denied mmap=denied reopen=denied same=yes head={head}"),
+        "the worker wrote to a region the host reuses, or did not get it back"
+    );
+    drop(lease);
+    assert!(!host.is_loaded());
 }
