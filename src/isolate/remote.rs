@@ -15,7 +15,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, OpenCause, Origin, WorkerCause};
@@ -108,7 +108,7 @@ enum Input {
 #[derive(Debug)]
 struct Shared {
     table: Table<Expect, Answer, Option<ExitStatus>>,
-    child: Mutex<Child>,
+    child: sys::Process,
 }
 
 /// What a request expects back.
@@ -172,7 +172,7 @@ impl Worker {
         let pid = child.id();
         let shared = Arc::new(Shared {
             table: Table::new(),
-            child: Mutex::new(child),
+            child,
         });
         let channel = Arc::new(channel);
         let worker = Worker {
@@ -472,9 +472,9 @@ impl Worker {
 }
 
 impl Shared {
-    /// Sends the worker `SIGKILL` (nothing if it was reaped: std's `Child` knows).
+    /// Sends the worker `SIGKILL` (nothing if it was reaped).
     fn kill(&self) {
-        let _ = self.child.lock().kill();
+        self.child.kill();
     }
 
     /// Reaps the worker, bounded: waits [`REAP`] for it to exit, kills it, waits [`REAP`]
@@ -482,10 +482,12 @@ impl Shared {
     fn reap(&self) -> Option<ExitStatus> {
         let started = Instant::now();
         let mut killed = false;
-        // A worker whose channel closed is usually exiting: its status comes within microseconds.
+        // A worker whose channel closed is usually exiting: its exit wakes the wait on its
+        // process descriptor; without one, its status is looked for after short sleeps.
         let mut pause = Duration::from_micros(20);
+        let mut woken = false;
         loop {
-            match self.child.lock().try_wait() {
+            match self.child.try_wait() {
                 Ok(Some(status)) => return Some(status),
                 Ok(None) => {}
                 Err(_) => return None,
@@ -498,8 +500,18 @@ impl Shared {
             if waited >= 2 * REAP {
                 return None;
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(20));
+            let phase = if killed { 2 * REAP } else { REAP };
+            // A wake without an exit to reap (an interrupted wait) sleeps before the next, so
+            // that no wait turns into a spin.
+            woken = match woken {
+                false => self.child.wait_exit(phase.saturating_sub(waited)),
+                true => None,
+            }
+            .unwrap_or_else(|| {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+                false
+            });
         }
     }
 
