@@ -53,6 +53,9 @@ pub(crate) enum Kind {
     CallShared,
     /// Host to worker: run the unload hooks and exit.
     Unload,
+    /// Host to worker, after it saw a `Depend` or `Map` fail: take the next ones again (the
+    /// worker answers each after a failure with `Skipped` until then). Not answered.
+    Resume,
     /// Worker to host, answering `Hello`: the protocol version and the worker's process id.
     Welcome,
     /// Worker to host, answering `Depend`: the library is held for the next `Map`.
@@ -61,6 +64,10 @@ pub(crate) enum Kind {
     Mapped,
     /// Worker to host, answering `Map` or `Depend`: why the plugin failed ([`MapFailure`]).
     MapFailed,
+    /// Worker to host, answering `Map` or `Depend` after one failed (until `Resume`): not
+    /// done, so that no plugin sent after a failed one runs before the host has seen the
+    /// failure. No payload.
+    Skipped,
     /// Worker to host, answering `Call`: the pass's status and output ([`Reply`]).
     Reply,
     /// Worker to host, answering `Call`: why the worker could not make the call (a UTF-8
@@ -72,13 +79,14 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    const ALL: [(Kind, u32); 13] = [
+    const ALL: [(Kind, u32); 15] = [
         (Kind::Hello, 1),
         (Kind::Map, 2),
         (Kind::Call, 3),
         (Kind::Unload, 4),
         (Kind::Depend, 5),
         (Kind::CallShared, 6),
+        (Kind::Resume, 7),
         (Kind::Welcome, 101),
         (Kind::Mapped, 102),
         (Kind::MapFailed, 103),
@@ -86,6 +94,7 @@ impl Kind {
         (Kind::CallFailed, 105),
         (Kind::Held, 106),
         (Kind::ReplyShared, 107),
+        (Kind::Skipped, 108),
     ];
 
     fn code(self) -> u32 {
@@ -642,6 +651,8 @@ mod tests {
             encode(Kind::Map, 1, &request.encode()).unwrap(),
             encode(Kind::Depend, 6, &depend.encode()).unwrap(),
             encode(Kind::Held, 6, &[]).unwrap(),
+            encode(Kind::Skipped, 8, &[]).unwrap(),
+            encode(Kind::Resume, 0, &[]).unwrap(),
             encode(Kind::Mapped, 1, &mapped.encode()).unwrap(),
             encode(Kind::MapFailed, 2, &failure.encode()).unwrap(),
             encode(Kind::Call, 3, &call.encode()).unwrap(),

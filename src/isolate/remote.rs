@@ -26,6 +26,7 @@ use crate::isolate::frame::{
 };
 use crate::isolate::sys::{self, Channel};
 use crate::isolate::table::{Outcome, Table};
+use crate::load::pipeline::Prepared;
 use crate::load::{Isolate, Isolated, LoadedPlugins};
 use crate::registrar::MAX_NAME_LEN;
 use crate::registry::teardown::Teardown;
@@ -123,8 +124,8 @@ impl Expect {
     fn accepts(self, kind: Kind) -> bool {
         matches!(
             (self, kind),
-            (Expect::Depend, Kind::Held | Kind::MapFailed)
-                | (Expect::Map, Kind::Mapped | Kind::MapFailed)
+            (Expect::Depend, Kind::Held | Kind::MapFailed | Kind::Skipped)
+                | (Expect::Map, Kind::Mapped | Kind::MapFailed | Kind::Skipped)
                 | (Expect::Call, Kind::Reply | Kind::ReplyShared | Kind::CallFailed)
         )
     }
@@ -304,6 +305,57 @@ impl Worker {
                 Err(cause)
             }
         }
+    }
+
+    /// Sends a request without waiting for its answer: its id, for [`wait`](Worker::wait).
+    fn open(
+        &self,
+        (kind, payload): (Kind, &[u8]),
+        fds: &[std::os::fd::BorrowedFd<'_>],
+        expect: Expect,
+    ) -> Result<u64, WorkerCause> {
+        let frame = |id| {
+            frame::encode(kind, id, payload)
+                .map_err(|len| WorkerCause::Protocol(format!("a request of {len} bytes, more than a frame carries")))
+        };
+        // A failed send (a worker that died, or stopped reading past the deadline) is seen
+        // in the wait, as in `request`.
+        self.shared.table.open(expect, |id| {
+            if let Err(e) = self.channel.send(&frame(id)?, fds) {
+                log::debug!("the request to worker {} could not be sent: {e}", self.pid);
+            }
+            Ok(())
+        })
+    }
+
+    /// Waits, at most the call deadline from now, for the answer of the request `id` that
+    /// [`open`](Worker::open) sent. `what` names the request for a deadline's error.
+    fn wait(&self, id: u64, what: &str) -> Result<Answer, WorkerCause> {
+        let expired = || WorkerCause::Deadline {
+            pass: what.to_owned(),
+            after: self.deadline,
+        };
+        match self
+            .shared
+            .table
+            .wait(id, Instant::now().checked_add(self.deadline), expired)
+        {
+            Outcome::Answered(answer) => Ok(answer),
+            Outcome::Failed(cause) => Err(cause),
+            Outcome::Expired(cause) => {
+                self.shared.kill();
+                Err(cause)
+            }
+        }
+    }
+
+    /// Sends a frame of `kind` with no payload that the worker does not answer (`Resume`).
+    fn tell(&self, kind: Kind) -> Result<(), WorkerCause> {
+        let frame = frame::encode(kind, 0, &[]).map_err(|_| WorkerCause::Protocol("an empty frame".to_owned()))?;
+        if let Err(e) = self.channel.send(&frame, &[]) {
+            log::debug!("a {kind:?} to worker {} could not be sent: {e}", self.pid);
+        }
+        Ok(())
     }
 
     /// Calls the message pass `pass` (of plugin `plugin`) with `input`: in the frame, or, when
@@ -605,12 +657,49 @@ impl Isolated for Remote {
     }
 }
 
-/// One load of an isolated host's plugin files: its worker, started at the first file.
+/// One load of an isolated host's plugin files: its worker, started at the first file, and
+/// the files handed over whose outcome the load has not taken yet.
+///
+/// Every file's requests (its `Depend`s, then its `Map`) are sent as soon as it is handed
+/// over and checked, without waiting for the answers of those before it: the worker maps one
+/// while the host checks the next, and no round trip is waited for in between. The answers
+/// are read in order, as the load takes each outcome. A file the host's checks refuse stops
+/// the sending there (none after it is sent before its failure is taken: under a strict
+/// policy, none of them would run in-process either); so does a failure in the worker, which
+/// then answers every request after the failed one `Skipped`, until the host, having read
+/// them all, sends `Resume` and those files again.
 #[derive(Debug)]
 pub(crate) struct Isolating<'a> {
     isolation: &'a Isolation,
     worker: Option<Arc<Worker>>,
     hosted: Vec<usize>,
+    /// The files handed over whose outcome was not taken, first handed over first.
+    queue: std::collections::VecDeque<Entry>,
+    /// Whether the worker answers `Skipped`: a request of this load failed there, and no
+    /// `Resume` was sent since.
+    skipping: bool,
+}
+
+/// A plugin file of a load, from its handing over to its outcome.
+#[derive(Debug)]
+enum Entry {
+    /// Handed over, not checked yet.
+    Waiting(Candidate),
+    /// Checked, not sent (or sent and skipped by the worker: to be sent again).
+    Prepared(Box<(Candidate, Prepared)>),
+    /// Sent: the ids of its requests, to read the answers of.
+    Sent(Box<Sent>),
+    /// Failed before it was sent.
+    Failed(Origin, Error),
+}
+
+/// A plugin file whose requests were sent.
+#[derive(Debug)]
+struct Sent {
+    candidate: Candidate,
+    prepared: Prepared,
+    /// Its `Depend`s, in order, then its `Map`.
+    requests: Vec<u64>,
 }
 
 impl<'a> Isolating<'a> {
@@ -619,20 +708,61 @@ impl<'a> Isolating<'a> {
             isolation,
             worker: None,
             hosted: Vec::new(),
+            queue: std::collections::VecDeque::new(),
+            skipping: false,
         }
     }
 
-    fn load_one(
+    /// Checks and sends the files handed over, first to last, up to the first that fails
+    /// (it is left for its outcome to be taken: no file after it is sent before that).
+    fn send_ahead(&mut self, checks: &mut Checks, trust: TrustPolicy) {
+        for at in 0..self.queue.len() {
+            match self.queue.get(at) {
+                Some(Entry::Sent(_)) => continue,
+                Some(Entry::Failed(..)) | None => return,
+                Some(Entry::Waiting(_) | Entry::Prepared(_)) => {}
+            }
+            let next = match self.queue.remove(at) {
+                Some(Entry::Waiting(mut candidate)) => match candidate.prepare(checks, trust) {
+                    Ok(prepared) => self.transmit(candidate, prepared, trust),
+                    Err(error) => Entry::Failed(Origin::File(candidate.path), error),
+                },
+                Some(Entry::Prepared(prepared)) => {
+                    let (candidate, prepared) = *prepared;
+                    self.transmit(candidate, prepared, trust)
+                }
+                Some(sent_or_failed) => sent_or_failed,
+                None => return,
+            };
+            let failed = matches!(next, Entry::Failed(..));
+            self.queue.insert(at, next);
+            if failed {
+                return;
+            }
+        }
+    }
+
+    /// Sends the requests of the checked file `candidate` (starting the worker at the first
+    /// file): `Entry::Sent`, or `Entry::Failed` with why they could not be sent.
+    fn transmit(&mut self, candidate: Candidate, prepared: Prepared, trust: TrustPolicy) -> Entry {
+        match self.send_requests(&candidate, &prepared, trust) {
+            Ok(requests) => Entry::Sent(Box::new(Sent {
+                candidate,
+                prepared,
+                requests,
+            })),
+            Err(error) => Entry::Failed(Origin::File(candidate.path), error),
+        }
+    }
+
+    fn send_requests(
         &mut self,
-        candidate: &mut Candidate,
-        checks: &mut Checks,
+        candidate: &Candidate,
+        prepared: &Prepared,
         trust: TrustPolicy,
-        set: &mut LoadedPlugins,
-    ) -> Result<Vec<Error>, Error> {
-        let origin = Origin::File(candidate.path.clone());
-        let prepared = candidate.prepare(checks, trust)?;
+    ) -> Result<Vec<u64>, Error> {
         let failed = |cause| Error::WorkerFailed {
-            plugin: origin.clone(),
+            plugin: Origin::File(candidate.path.clone()),
             pass: None,
             cause: Box::new(cause),
         };
@@ -648,11 +778,15 @@ impl<'a> Isolating<'a> {
                 self.worker.insert(worker).clone()
             }
         };
+        if std::mem::take(&mut self.skipping) {
+            worker.tell(Kind::Resume).map_err(failed)?;
+        }
         let origin_dir = prepared.linkage.names_origin();
         let directory = match origin_dir {
             true => Some(directory_of(&candidate.resolved, &candidate.path)?),
             false => None,
         };
+        let mut requests = Vec::with_capacity(prepared.dependencies.len() + 1);
         // The libraries it needs, dependencies first, each with its directory: the worker maps
         // them before the plugin, as the host would.
         for dependency in &prepared.dependencies {
@@ -663,19 +797,9 @@ impl<'a> Isolating<'a> {
                 ino: dependency.identity.ino,
                 loads: dependency.loads.clone(),
             };
-            let (kind, answer, _) = worker
-                .request(
-                    (Kind::Depend, &request.encode()),
-                    &[dependency.file.as_fd(), directory.as_fd()],
-                    Expect::Depend,
-                    "",
-                )
-                .map_err(load_deadline)
-                .map_err(failed)?;
-            if kind == Kind::MapFailed {
-                let failure = MapFailure::decode(&answer).map_err(|reason| failed(worker.hostile(reason)))?;
-                return Err(error_of(failure, &candidate.path));
-            }
+            let fds = [dependency.file.as_fd(), directory.as_fd()];
+            let id = worker.open((Kind::Depend, &request.encode()), &fds, Expect::Depend);
+            requests.push(id.map_err(failed)?);
         }
         let metadata = &prepared.checked.metadata;
         let request = MapRequest {
@@ -692,14 +816,68 @@ impl<'a> Isolating<'a> {
         let fds: Vec<_> = std::iter::once(file)
             .chain(directory.as_ref().map(AsFd::as_fd))
             .collect();
-        let (kind, answer, _) = worker
-            .request((Kind::Map, &request.encode()), &fds, Expect::Map, "")
-            .map_err(load_deadline)
-            .map_err(failed)?;
-        if kind == Kind::MapFailed {
-            let failure = MapFailure::decode(&answer).map_err(|reason| failed(worker.hostile(reason)))?;
-            return Err(error_of(failure, &candidate.path));
+        let id = worker.open((Kind::Map, &request.encode()), &fds, Expect::Map);
+        requests.push(id.map_err(failed)?);
+        Ok(requests)
+    }
+
+    /// The outcome of the first file handed over whose outcome was not taken (sending it,
+    /// and those after it, if a failure stopped the sending before them).
+    fn take(&mut self, checks: &mut Checks, trust: TrustPolicy, set: &mut LoadedPlugins) -> Vec<(Origin, Error)> {
+        self.send_ahead(checks, trust);
+        match self.queue.pop_front() {
+            Some(Entry::Sent(sent)) => {
+                let origin = Origin::File(sent.candidate.path.clone());
+                match self.receive(*sent, set) {
+                    Ok(duplicates) => duplicates.into_iter().map(|e| (origin.clone(), e)).collect(),
+                    Err(error) => vec![(origin, error)],
+                }
+            }
+            Some(Entry::Failed(origin, error)) => vec![(origin, error)],
+            // `send_ahead` leaves the first entry sent or failed; there is one per `send`.
+            Some(Entry::Waiting(_) | Entry::Prepared(_)) | None => Vec::new(),
         }
+    }
+
+    /// Reads the answers of `sent`'s requests and adds the plugin the worker mapped to `set`;
+    /// its duplicate passes are returned. After a failure the worker skips what was sent
+    /// after it: those answers are read here too, and those files made ready to be sent
+    /// again.
+    fn receive(&mut self, sent: Sent, set: &mut LoadedPlugins) -> Result<Vec<Error>, Error> {
+        let Sent {
+            candidate,
+            prepared,
+            requests,
+        } = sent;
+        let origin = Origin::File(candidate.path.clone());
+        let failed = |cause| Error::WorkerFailed {
+            plugin: origin.clone(),
+            pass: None,
+            cause: Box::new(cause),
+        };
+        let worker = self.worker.clone().expect("a file was sent, so its worker started");
+        let mut failure = None;
+        let mut mapped = None;
+        for id in requests {
+            let (kind, answer, _) = self.answer(&worker, id).map_err(failed)?;
+            match kind {
+                Kind::MapFailed if failure.is_none() => {
+                    let decoded = MapFailure::decode(&answer).map_err(|reason| failed(worker.hostile(reason)))?;
+                    failure = Some(error_of(decoded, &candidate.path));
+                }
+                Kind::Mapped => mapped = Some(answer),
+                _ => {}
+            }
+        }
+        if let Some(error) = failure {
+            self.requeue_skipped(&worker);
+            return Err(error);
+        }
+        let Some(answer) = mapped else {
+            return Err(failed(
+                worker.hostile("it answered a plugin's load with no Mapped".to_owned()),
+            ));
+        };
         let mapped = Mapped::decode(&answer)
             .and_then(checked_names)
             .map_err(|reason| failed(worker.hostile(reason)))?;
@@ -711,6 +889,61 @@ impl<'a> Isolating<'a> {
         let duplicates = set.add_remote(origin, (mapped.name, mapped.version), mapped.passes, prepared.pinning);
         self.hosted.push(at);
         Ok(duplicates)
+    }
+
+    /// The answer of request `id`, which must agree with what the worker does after a
+    /// failure: after a `MapFailed`, `Skipped` and only that until `Resume`; a worker that
+    /// says otherwise is hostile. A `Depend` is answered `Held` or `MapFailed`, a `Map`
+    /// `Mapped` or `MapFailed` (the table checks the kinds).
+    fn answer(&mut self, worker: &Worker, id: u64) -> Result<Answer, WorkerCause> {
+        let answer = worker.wait(id, "").map_err(load_deadline)?;
+        let skipped = answer.0 == Kind::Skipped;
+        if skipped != self.skipping {
+            return Err(worker.hostile(match skipped {
+                true => format!("it answered request {id} with a Skipped frame, though no load failed"),
+                false => format!(
+                    "it answered request {id} with a {:?} frame after a load failed, not Skipped",
+                    answer.0
+                ),
+            }));
+        }
+        self.skipping |= answer.0 == Kind::MapFailed;
+        Ok(answer)
+    }
+
+    /// After a failure: reads the answers (all `Skipped`) of every file sent after it, and
+    /// makes those files ready to be sent again, after a `Resume`. A file whose answers do
+    /// not come (the worker failed meanwhile) fails with the worker's cause.
+    fn requeue_skipped(&mut self, worker: &Worker) {
+        for at in 0..self.queue.len() {
+            let entry = match self.queue.remove(at) {
+                Some(Entry::Sent(sent)) => {
+                    let Sent {
+                        candidate,
+                        prepared,
+                        requests,
+                    } = *sent;
+                    match requests
+                        .into_iter()
+                        .try_for_each(|id| self.answer(worker, id).map(drop))
+                    {
+                        Ok(()) => Entry::Prepared(Box::new((candidate, prepared))),
+                        Err(cause) => {
+                            let origin = Origin::File(candidate.path);
+                            let error = Error::WorkerFailed {
+                                plugin: origin.clone(),
+                                pass: None,
+                                cause: Box::new(cause),
+                            };
+                            Entry::Failed(origin, error)
+                        }
+                    }
+                }
+                Some(other) => other,
+                None => return,
+            };
+            self.queue.insert(at, entry);
+        }
     }
 
     /// Hands the worker to `set`, which unloads it with its other plugins; nothing if no
@@ -786,22 +1019,19 @@ impl Load for Isolating<'_> {
 }
 
 impl Isolate for Isolating<'_> {
-    /// Loads `candidate` into the worker: the checks a load makes before it maps a file
-    /// (`Candidate::prepare`), then the checked descriptor sent to the worker, which maps it
-    /// and registers its passes; they join `set` without callables (a lease calls them through
-    /// the worker). Returns the failures, as the load policy takes them.
-    fn load(
-        &mut self,
-        mut candidate: Candidate,
-        checks: &mut Checks,
-        trust: TrustPolicy,
-        set: &mut LoadedPlugins,
-    ) -> Vec<(Origin, Error)> {
-        let origin = Origin::File(candidate.path.clone());
-        match self.load_one(&mut candidate, checks, trust, set) {
-            Ok(duplicates) => duplicates.into_iter().map(|e| (origin.clone(), e)).collect(),
-            Err(error) => vec![(origin, error)],
-        }
+    /// Takes `candidate` for the worker: checked (`Candidate::prepare`, the checks a load
+    /// makes before it maps a file) and its checked descriptor sent to the worker, which maps
+    /// it and registers its passes, as soon as every file before it is sent.
+    fn send(&mut self, candidate: Candidate, checks: &mut Checks, trust: TrustPolicy) {
+        self.queue.push_back(Entry::Waiting(candidate));
+        self.send_ahead(checks, trust);
+    }
+
+    /// The outcome of the first file not taken: its passes join `set` without callables (a
+    /// lease calls them through the worker). Returns the failures, as the load policy takes
+    /// them.
+    fn load(&mut self, checks: &mut Checks, trust: TrustPolicy, set: &mut LoadedPlugins) -> Vec<(Origin, Error)> {
+        self.take(checks, trust, set)
     }
 }
 

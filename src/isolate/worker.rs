@@ -4,7 +4,9 @@
 //!
 //! The main thread answers the host's frames in order: the handshake; for each plugin, a
 //! `Depend` per library it needs (held: the file's descriptor and its directory's) and a
-//! `Map`, mapped from the descriptor that came with the frame by the usual path (the
+//! `Map` (the host sends those of every plugin before it reads the answers; after one fails,
+//! the next are answered `Skipped`, not done, until the host's `Resume`), mapped from the
+//! descriptor that came with the frame by the usual path (the
 //! registry, the held libraries first, dependencies before dependents, the instance's
 //! `on_load`, `register_passes`: `load::pipeline::map_received`). No path is opened: a file
 //! whose `$ORIGIN` matters (every such library, and a plugin whose run path uses it) is given
@@ -54,6 +56,9 @@ pub(crate) fn run(channel: Channel) -> i32 {
     let mut calls: Option<Calls> = None;
     // The libraries of the `Depend` frames since the last `Map`.
     let mut held: Vec<Held> = Vec::new();
+    // Whether a `Depend` or `Map` failed since the last `Resume`: the host sends the next ones
+    // before it sees the answers, and none may run before it has seen the failure.
+    let mut skipping = false;
     loop {
         let received = match channel.recv(&mut buffer) {
             Ok(received) => received,
@@ -71,8 +76,18 @@ pub(crate) fn run(channel: Channel) -> i32 {
         };
         let answer = match frame.kind {
             // Plugins are mapped before the first call; the set is fixed from then on.
+            Kind::Depend | Kind::Map if calls.is_none() && skipping => {
+                if frame.kind == Kind::Map {
+                    held.clear();
+                }
+                (Kind::Skipped, Vec::new())
+            }
             Kind::Depend if calls.is_none() => hold(frame.payload, received.fds, &mut held),
             Kind::Map if calls.is_none() => map(frame.payload, received.fds, std::mem::take(&mut held), &mut plugins),
+            Kind::Resume if calls.is_none() => {
+                (skipping, held) = (false, Vec::new());
+                continue;
+            }
             Kind::Call | Kind::CallShared => {
                 let calls = calls.get_or_insert_with(|| {
                     let loaded = std::mem::replace(&mut plugins, LoadedPlugins::new()).finished();
@@ -89,6 +104,7 @@ pub(crate) fn run(channel: Channel) -> i32 {
             Kind::Unload => break,
             _ => return 3,
         };
+        skipping |= answer.0 == Kind::MapFailed;
         let Ok(reply) = frame::encode(answer.0, frame.id, &answer.1) else {
             return 3;
         };

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use dylease::{Error, LookupFailure, Origin, PinCause, PluginHost, WorkerCause};
+use dylease::{Error, LoadPolicy, LookupFailure, Origin, PinCause, PluginHost, WorkerCause};
 
 use crate::rust_plugin::built_rust_plugins;
 use crate::support::{TestDir, await_that, mapped};
@@ -402,8 +402,8 @@ fn the_worker_holds_only_its_standard_streams_its_channel_and_its_plugins() {
 }
 
 /// A stand-in worker (`worker_command`) that greets the host as a worker does, then answers
-/// the first plugin's load as `ANSWER` says: a frame for a request the host never made, or
-/// bytes that are no frame.
+/// the first plugin's load as `ANSWER` says: a frame for a request the host never made,
+/// `Skipped` (which only follows a failure), or bytes that are no frame.
 const HOSTILE_WORKER: &str = r#"#!/usr/bin/env python3
 import os, socket, struct, sys
 channel = socket.socket(fileno=int(os.environ["DYLEASE_WORKER_CHANNEL"]))
@@ -414,6 +414,8 @@ request, _, _, _ = channel.recvmsg(70000, 256)
 kind, length, ident = struct.unpack("<IIQ", request[:16])
 if sys.argv[0].endswith("unknown-id"):
     channel.send(struct.pack("<IIQ", 102, 0, ident + 1000))
+elif sys.argv[0].endswith("skipped"):
+    channel.send(struct.pack("<IIQ", 108, 0, ident))
 else:
     channel.send(b"\x01\x02\x03")
 channel.recv(70000)
@@ -426,6 +428,7 @@ fn a_worker_that_breaks_the_protocol_is_killed_and_the_acquire_fails() {
     for (name, said) in [
         ("unknown-id", "which is not in flight"),
         ("garbage", "shorter than a frame header"),
+        ("skipped", "Skipped frame, though no load failed"),
     ] {
         let program = dir.path().join(name);
         std::fs::write(&program, HOSTILE_WORKER).unwrap();
@@ -712,4 +715,48 @@ fn a_reused_input_region_can_be_written_by_the_host_alone() {
     );
     drop(lease);
     assert!(!host.is_loaded());
+}
+
+#[test]
+fn no_plugin_after_a_failed_one_runs_under_strict_and_the_others_load_under_skip_failed() {
+    let dir = TestDir::new("isolated-order");
+    let files = [
+        dir.add("hooks_on_load_fails", "liba.so"),
+        dir.add("by_hand_marker", "libb.so"),
+        dir.add("isolated", "libc.so"),
+    ];
+    // What the second plugin's constructor creates, in whatever process maps it.
+    let ran = PathBuf::from(format!("{}.ran", files[1].display()));
+    let host = |policy| {
+        // SAFETY: the test's own fixtures.
+        unsafe { PluginHost::builder().file(&files[0]).file(&files[1]).file(&files[2]) }
+            .isolated()
+            .policy(policy)
+            .build()
+            .unwrap()
+    };
+    // The host sends every plugin before it reads the first answer; the worker must not map
+    // those after the one that failed.
+    let error = host(LoadPolicy::Strict).acquire().unwrap_err();
+    assert!(matches!(error, Error::OnLoadFailed { code: -3, .. }), "{error:?}");
+    assert!(!ran.exists(), "a plugin sent after the failed one was mapped");
+    // Skipping the failed one, the others are sent again and load, in order.
+    let host = host(LoadPolicy::SkipFailed);
+    let lease = host.acquire().unwrap();
+    assert!(ran.exists());
+    let origins: Vec<_> = lease.plugins().iter().map(|plugin| plugin.origin().clone()).collect();
+    assert_eq!(
+        origins,
+        [Origin::File(files[1].clone()), Origin::File(files[2].clone())]
+    );
+    assert_eq!(lease.call("echo", b"x").unwrap(), b"x");
+    let failures: Vec<_> = lease
+        .failures()
+        .iter()
+        .map(|f| (f.origin().clone(), f.error()))
+        .collect();
+    assert!(
+        matches!(&failures[..], [(Origin::File(path), Error::OnLoadFailed { code: -3, .. })] if path == &files[0]),
+        "{failures:?}"
+    );
 }
