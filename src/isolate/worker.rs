@@ -315,10 +315,14 @@ fn map(payload: &[u8], fds: Vec<OwnedFd>, mut held: Vec<Held>, plugins: &mut Loa
     }
 }
 
-/// The threads that run calls, fed through a queue.
+/// The threads that run calls, fed through a queue: started one at a time, when a call comes
+/// and no thread is free, up to [`THREADS`].
 struct Calls {
     queue: Arc<Queue>,
     threads: Vec<std::thread::JoinHandle<()>>,
+    plugins: Arc<LoadedPlugins>,
+    channel: Arc<Channel>,
+    mappings: Arc<Mappings>,
 }
 
 /// The most mappings of the host's reused input regions the worker keeps: as many as the
@@ -369,11 +373,19 @@ struct Job {
     fds: Vec<OwnedFd>,
 }
 
-/// The calls not yet taken by a thread; `None` once the worker unloads.
+/// The calls not yet taken by a thread.
 #[derive(Default)]
 struct Queue {
-    jobs: Mutex<Option<VecDeque<Job>>>,
+    jobs: Mutex<Jobs>,
     changed: Condvar,
+}
+
+#[derive(Default)]
+struct Jobs {
+    /// The calls not yet taken; `None` once the worker unloads.
+    queued: Option<VecDeque<Job>>,
+    /// How many threads wait for a call.
+    idle: usize,
 }
 
 impl Queue {
@@ -381,7 +393,7 @@ impl Queue {
     fn take(&self) -> Option<Job> {
         let mut jobs = self.jobs.lock();
         loop {
-            match jobs.as_mut() {
+            match jobs.queued.as_mut() {
                 None => return None,
                 Some(queued) => {
                     if let Some(job) = queued.pop_front() {
@@ -389,7 +401,9 @@ impl Queue {
                     }
                 }
             }
+            jobs.idle += 1;
             jobs = self.changed.wait(jobs);
+            jobs.idle -= 1;
         }
     }
 }
@@ -397,35 +411,58 @@ impl Queue {
 impl Calls {
     fn start(plugins: Arc<LoadedPlugins>, channel: Arc<Channel>) -> Calls {
         let queue = Arc::new(Queue {
-            jobs: Mutex::new(Some(VecDeque::new())),
+            jobs: Mutex::new(Jobs {
+                queued: Some(VecDeque::new()),
+                idle: 0,
+            }),
             changed: Condvar::new(),
         });
-        let mappings = Arc::new(Mappings::default());
-        let threads = (0..THREADS)
-            .filter_map(|n| {
-                let (plugins, channel, queue) = (plugins.clone(), channel.clone(), queue.clone());
-                let mappings = mappings.clone();
-                std::thread::Builder::new()
-                    .name(format!("dylease-call-{n}"))
-                    .spawn(move || {
-                        while let Some(job) = queue.take() {
-                            let (kind, answer, region) = call(&plugins, &mappings, job.kind, &job.payload, job.fds);
-                            let fds: Vec<_> = region.iter().map(AsFd::as_fd).collect();
-                            if let Ok(reply) = frame::encode(kind, job.id, &answer) {
-                                // A host that is gone reads nothing: the loop ends with the queue.
-                                let _ = channel.send(&reply, &fds);
-                            }
-                        }
-                    })
-                    .ok()
-            })
-            .collect();
-        Calls { queue, threads }
+        Calls {
+            queue,
+            threads: Vec::with_capacity(THREADS),
+            plugins,
+            channel,
+            mappings: Arc::new(Mappings::default()),
+        }
     }
 
-    fn submit(&self, job: Job) {
-        if let Some(jobs) = self.queue.jobs.lock().as_mut() {
-            jobs.push_back(job);
+    /// Starts one more thread, if it can (a thread that cannot be started leaves the calls
+    /// to those that run; with none, the call waits for the unload, which the host's
+    /// deadline brings).
+    fn add_thread(&mut self) {
+        let (plugins, channel, queue) = (self.plugins.clone(), self.channel.clone(), self.queue.clone());
+        let mappings = self.mappings.clone();
+        let started = std::thread::Builder::new()
+            .name(format!("dylease-call-{}", self.threads.len()))
+            .spawn(move || {
+                while let Some(job) = queue.take() {
+                    let (kind, answer, region) = call(&plugins, &mappings, job.kind, &job.payload, job.fds);
+                    let fds: Vec<_> = region.iter().map(AsFd::as_fd).collect();
+                    if let Ok(reply) = frame::encode(kind, job.id, &answer) {
+                        // A host that is gone reads nothing: the loop ends with the queue.
+                        let _ = channel.send(&reply, &fds);
+                    }
+                }
+            });
+        if let Ok(thread) = started {
+            self.threads.push(thread);
+        }
+    }
+
+    fn submit(&mut self, job: Job) {
+        let busy = {
+            let mut jobs = self.queue.jobs.lock();
+            let idle = jobs.idle;
+            match jobs.queued.as_mut() {
+                Some(queued) => {
+                    queued.push_back(job);
+                    queued.len() > idle
+                }
+                None => false,
+            }
+        };
+        if busy && self.threads.len() < THREADS {
+            self.add_thread();
         }
         self.queue.changed.notify_all();
     }
@@ -433,7 +470,7 @@ impl Calls {
     /// Lets the threads finish the calls they run, and ends them (calls still queued are
     /// dropped: their callers' set is unloading).
     fn stop(mut self) {
-        *self.queue.jobs.lock() = None;
+        self.queue.jobs.lock().queued = None;
         self.queue.changed.notify_all();
         for thread in self.threads.drain(..) {
             let _ = thread.join();

@@ -300,6 +300,8 @@ fn a_worker_killed_from_outside_mid_call_fails_the_call() {
         std::thread::spawn(move || lease.call("mark", started.as_os_str().as_encoded_bytes()))
     };
     await_that("the pass runs in the worker", || started.exists());
+    // Meanwhile another call is answered, by another of the worker's threads.
+    assert_eq!(call_bounded(&lease, "reverse", b"ab").unwrap(), b"ba");
     // SAFETY: `kill` of the worker's process id, which is alive and not yet reaped (its set
     // holds it), so the id is not another process's.
     assert_eq!(unsafe { libc::kill(worker as libc::pid_t, libc::SIGKILL) }, 0);
