@@ -33,12 +33,13 @@
 //! - A changed reload of 16 plugins, the old generation's drain included, is 1.14× a cold
 //!   load on tmpfs and 2.61× on ext4, where the drain, which frees the replaced files' inodes,
 //!   is 57% of it.
-//! - In an [isolated](super::isolation) set (the `isolate` feature), a small call is 1.09× a
-//!   raw socket-pair round trip with another process; 1 MiB of input goes through a shared
-//!   region at 0.074× the throughput of a `memcpy` (target 0.5, not met), and acquiring,
-//!   calling and dropping an isolated set of 16 is 2.7× the in-process cycle plus a bare
-//!   process spawn (target 1.3×, not met): BENCHMARKS.md, "Isolated sets", says where the
-//!   time goes.
+//! - In an [isolated](super::isolation) set (the `isolate` feature), a small call is a round
+//!   trip of four wake-ups, 1.3–1.7× a raw socket-pair ping-pong with another process when
+//!   that crosses the two CPUs and about 20× when it stays on one; 1 MiB of input goes
+//!   through a reused shared region at 0.25× the throughput of a `memcpy` (target 0.5, not
+//!   met: the round trip alone is about twice the copy), and acquiring, calling and dropping
+//!   an isolated set of 16 is 1.9× the in-process cycle plus a bare process spawn (target
+//!   1.3×, not met): BENCHMARKS.md, "Isolated sets", says where the time goes.
 //!
 //! # Binary cost
 //!
@@ -54,8 +55,8 @@
 //! | an eager set and an on-demand set | +25 KiB: only a program that calls `HostBuilder::on_demand` pays for it (the judgement at the load, the map-once state, the first use's mapping): the builder stores the function that starts it, and nothing else names it |
 //! | an eager set, an on-demand set and `catalog()` | 672 KiB (budget 676 KiB) |
 //! | the `watch` feature | only with the feature on (notify and the watcher thread) |
-//! | the `isolate` feature, `HostBuilder::isolated` not called | +78 KiB: the worker's side (its early hook in `.init_array`, which the linker keeps whatever calls it, and the worker's loop, mapping, shared regions and call threads): any program built with the feature can be re-run as a worker |
-//! | an isolated set (`HostBuilder::isolated`) | +281 KiB: the worker's side and the host's (the spawn through `std::process::Command`, the channel and its reader thread, the frames, the dependencies' and regions' descriptors), linked only by a program that calls `isolated()` |
+//! | the `isolate` feature, `HostBuilder::isolated` not called | +73 KiB: the worker's side (its early hook in `.init_array`, which the linker keeps whatever calls it, and the worker's loop, mapping, shared regions and call threads): any program built with the feature can be re-run as a worker |
+//! | an isolated set (`HostBuilder::isolated`) | +279 KiB: the worker's side and the host's (the spawn through `posix_spawn`, or `std::process::Command` where the C library lacks its close-from action, the channel and its reader thread, the frames, the dependencies' and regions' descriptors), linked only by a program that calls `isolated()` |
 //!
 //! Without the feature a program carries none of the worker; `Lease::call` (message passes
 //! in an ordinary set) and the errors of isolated sets are in every program. The script also

@@ -40,15 +40,17 @@ use pipeline::{Registered, Verified};
 /// (`HostBuilder::isolated`): the `isolate` room, above this one, implements it, and the host
 /// hands it to [`load`].
 pub(crate) trait Isolate {
-    /// Loads the plugin file `candidate`, trusted by the trust check, into the set's worker,
-    /// adding it to `set`; returns its failures, as the load policy takes them.
-    fn load(
-        &mut self,
-        candidate: Candidate,
-        checks: &mut trust::Checks,
-        trust: TrustPolicy,
-        set: &mut LoadedPlugins,
-    ) -> Vec<(Origin, Error)>;
+    /// Hands over the plugin file `candidate`, trusted by the trust check, for the set's
+    /// worker: its load may start now (its checks, then the worker's mapping), while the
+    /// load hands over the next. Its outcome is taken by [`load`](Isolate::load), in the
+    /// order the files were handed over.
+    fn send(&mut self, candidate: Candidate, checks: &mut trust::Checks, trust: TrustPolicy);
+
+    /// The outcome of the first file handed over whose outcome was not taken: it joins
+    /// `set`; returns its failures, as the load policy takes them. No plugin handed over
+    /// after a failed one runs before its failure is taken.
+    fn load(&mut self, checks: &mut trust::Checks, trust: TrustPolicy, set: &mut LoadedPlugins)
+    -> Vec<(Origin, Error)>;
 }
 use plan::{Planned, plan};
 
@@ -104,6 +106,18 @@ pub(crate) fn load(
         }
     }
 
+    // An isolated set's plugin files are all handed to its worker before the first outcome
+    // is taken: the worker maps each while the host checks the next.
+    if let Some(isolate) = isolate.as_deref_mut() {
+        for step in &mut steps {
+            if let Ok(Step::File(_)) = step
+                && let Ok(Step::File(candidate)) = std::mem::replace(step, Ok(Step::Isolated))
+            {
+                isolate.send(candidate, &mut checks, trust);
+            }
+        }
+    }
+
     for step in steps {
         let step = match (step, on_demand) {
             (Ok(Step::File(candidate)), Some(defer)) => match defer(candidate, &mut checks, trust, &mut set) {
@@ -120,8 +134,8 @@ pub(crate) fn load(
         };
         // An isolated set's plugin files go to its worker.
         let step = match (step, isolate.as_deref_mut()) {
-            (Ok(Step::File(candidate)), Some(isolate)) => {
-                let failures = isolate.load(candidate, &mut checks, trust, &mut set);
+            (Ok(Step::Isolated), Some(isolate)) => {
+                let failures = isolate.load(&mut checks, trust, &mut set);
                 if let Err(error) = set.policy_handles(policy, failures) {
                     drop(set);
                     return Err(error);
@@ -193,6 +207,9 @@ impl LoadedPlugins {
 )]
 enum Step<'host> {
     File(Candidate),
+    /// A file handed to an isolated set's worker (`Isolate::send`): its outcome is the
+    /// isolate's.
+    Isolated,
     Static(&'host StaticPlugin),
     #[cfg(feature = "python")]
     Python(crate::load::python::discover::PyCandidate),
@@ -212,6 +229,7 @@ impl Step<'_> {
                 let registered = candidate.open(checks, trust, deadline).and_then(Verified::register);
                 registered.map_err(|error| (origin, error))
             }
+            Step::Isolated => unreachable!("an isolated set's files are taken by its isolate, never registered here"),
             Step::Static(plugin) => plugin
                 .register()
                 .map_err(|error| (Origin::Static(plugin.name.clone()), error)),
