@@ -14,6 +14,8 @@
 #     scripts/mutants.sh src/load/python/instance.rs   # the Python instance, with its feature
 #
 #   MUTANTS_RETRY_TIMEOUT=0 scripts/mutants.sh   # no second run of the mutants that timed out
+#   MUTANTS_FEATURES=isolate MUTANTS_TESTS="isolate:: isolated::" \
+#     scripts/mutants.sh src/isolate/frame.rs src/isolate/table.rs   # isolated sets' protocol
 #
 # A member crate instead of the host's: MUTANTS_PACKAGE names it, the files are its own, and
 # its whole test suite runs (`cargo test -p`; the lists of test modules above do not apply):
