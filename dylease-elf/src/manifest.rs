@@ -733,7 +733,7 @@ mod tests {
         let len = bytes.len() as u64;
         let (outcome, read) = counted(bytes);
         assert_eq!(outcome.unwrap(), Some(math(false, vec![DeclaredPass::new("a", None)])));
-        assert!(read <= 2 * len, "{read} bytes read of a file of {len}");
+        assert!(size <= read && read <= 2 * len, "{read} bytes read of a file of {len}");
         // Without a manifest likewise.
         let gnu = note(b"GNU\0", 3, &vec![0x5a; 300 << 10], 4);
         let bytes = raw(&vec![(0, gnu.len() as u64, 4); 3000], &gnu);
@@ -761,11 +761,14 @@ mod tests {
         // As many as the cap: read (zeros are empty notes of no owner).
         let entries: Vec<_> = (0..4).map(|i| (i, MAX_NOTE_BYTES / 4, 4)).collect();
         assert_eq!(manifest(&raw(&entries, &vec![0; 1 << 20])).unwrap(), None);
-        // Small segments, many of them.
-        let entries: Vec<_> = (0..MAX_NOTE_SEGMENTS as u64 + 1).map(|i| (4 * i, 12, 4)).collect();
-        let bytes = raw(&entries, &vec![0; 4 * entries.len() + 12]);
+        // Small segments, many of them: as many as the cap (read), then one more.
+        let small = |count: usize| {
+            let entries: Vec<_> = (0..count as u64).map(|i| (4 * i, 12, 4)).collect();
+            raw(&entries, &vec![0; 4 * entries.len() + 12])
+        };
+        assert_eq!(manifest(&small(MAX_NOTE_SEGMENTS)).unwrap(), None);
         assert_eq!(
-            refusal(&bytes),
+            refusal(&small(MAX_NOTE_SEGMENTS + 1)),
             format!(
                 "its program headers list more than {MAX_NOTE_SEGMENTS} PT_NOTE segments, more than this reader reads in search of a dylease manifest"
             )
@@ -849,6 +852,19 @@ mod tests {
         assert_eq!(manifest(&file(&[(4, notes)])).unwrap(), Some(math(false, passes)));
     }
 
+    /// A string of length 0 is the empty string, even as the descriptor's last field (its
+    /// length the last 4 bytes): here an empty interface, so an untyped pass.
+    #[test]
+    fn a_string_of_length_zero_is_empty_even_as_the_last_field() {
+        let mut zero = pass("a", "");
+        zero.truncate(4 + 8);
+        zero.extend_from_slice(&0u32.to_le_bytes());
+        let mut notes = dylease(NT_PLUGIN, &plugin(1, 0, "math", "1.0.0"), 4);
+        notes.extend(dylease(NT_PASS, &zero, 4));
+        let expected = math(false, vec![DeclaredPass::new("a", None)]);
+        assert_eq!(manifest(&file(&[(4, notes)])), Ok(Some(expected)));
+    }
+
     #[test]
     fn each_corruption_is_refused_with_its_cause() {
         let plugin_note = dylease(NT_PLUGIN, &plugin(1, 0, "math", "1.0.0"), 4);
@@ -874,7 +890,17 @@ mod tests {
         let mut long = pass("a", "");
         long[4..8].copy_from_slice(&1000u32.to_le_bytes());
         let reason = refusal(&one(dylease(NT_PASS, &long, 4)));
-        assert!(reason.contains("pass name of 1000 bytes, more than"), "{reason}");
+        assert!(
+            reason.contains("pass name of 1000 bytes, more than the 12 left in its descriptor"),
+            "{reason}"
+        );
+        // Past it by one byte.
+        long[4..8].copy_from_slice(&13u32.to_le_bytes());
+        let reason = refusal(&one(dylease(NT_PASS, &long, 4)));
+        assert!(
+            reason.contains("pass name of 13 bytes, more than the 12 left"),
+            "{reason}"
+        );
         // A descriptor too short for its fields.
         let reason = refusal(&file(&[(4, dylease(NT_PLUGIN, &[1, 0, 0, 0, 2, 0], 4))]));
         assert!(reason.contains("is truncated: its ABI version"), "{reason}");

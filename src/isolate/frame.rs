@@ -728,6 +728,19 @@ mod tests {
         assert_eq!(SharedCall::decode(&call.encode()), Ok(call));
         let reply = SharedReply { status: -1, len: 7 };
         assert_eq!(SharedReply::decode(&reply.encode()), Ok(reply));
+        let failure = MapFailure {
+            tag: 4,
+            number: -2,
+            reason: "the reason".into(),
+            pass: "p".into(),
+        };
+        assert_eq!(MapFailure::decode(&failure.encode()), Ok(failure.clone()));
+        assert_eq!(read_greeting(&greeting(4242)), Ok((PROTOCOL, 4242)));
+        // Bytes left over after the last field: refused.
+        let extra = read_greeting(&[greeting(1), vec![0]].concat());
+        assert!(extra.unwrap_err().contains("left over"));
+        let extra = MapFailure::decode(&[failure.encode(), vec![0]].concat());
+        assert!(extra.unwrap_err().contains("left over"));
         let frame = encode(Kind::Reply, 9, b"xy").unwrap();
         assert_eq!(
             decode(&frame),
@@ -759,6 +772,10 @@ mod tests {
         huge[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(decode(&huge).unwrap_err().contains("more than"));
         assert_eq!(encode(Kind::Call, 1, &vec![0; MAX_PAYLOAD + 1]), Err(MAX_PAYLOAD + 1));
+        // 64 KiB of payload: carried.
+        assert_eq!(MAX_PAYLOAD, 64 << 10);
+        let full = encode(Kind::Call, 1, &vec![7; MAX_PAYLOAD]).unwrap();
+        assert_eq!(decode(&full).unwrap().payload.len(), MAX_PAYLOAD);
     }
 
     #[test]
@@ -772,6 +789,14 @@ mod tests {
         let mut w = Writer::default();
         w.str("a").u64(1).u64(2).u32(u32::MAX);
         assert!(DependRequest::decode(&w.0).unwrap_err().contains("too short"));
+        // One more than the bytes left hold: a range of 16 bytes with 15 left, a pass of at
+        // least 12 with 11 left.
+        let mut w = Writer::default();
+        w.str("a").u64(1).u64(2).u32(1).rest(&[0; 15]);
+        assert!(DependRequest::decode(&w.0).unwrap_err().contains("too short"));
+        let mut w = Writer::default();
+        w.str("n").str("v").u32(1).rest(&[0; 11]);
+        assert!(Mapped::decode(&w.0).unwrap_err().contains("too short"));
     }
 
     /// Random bytes, and valid frames mutated (bytes flipped, cut, extended, lengths
