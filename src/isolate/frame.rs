@@ -18,6 +18,11 @@
 use std::path::PathBuf;
 
 /// The bytes of a frame's header.
+/// The threads a worker runs calls on, so the most calls in flight at once it answers: a pass
+/// that runs long keeps one of them, the others serve other calls meanwhile (the host keeps as
+/// many input regions per worker).
+pub(crate) const THREADS: usize = 4;
+
 pub(crate) const HEADER: usize = 16;
 
 /// The most payload one frame carries: a call's input or output larger than this travels in a

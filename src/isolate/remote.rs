@@ -81,7 +81,7 @@ pub(crate) struct Worker {
 }
 
 /// The most input regions a worker keeps for reuse: as many as calls its worker runs at once.
-const POOLED_REGIONS: usize = crate::isolate::worker::THREADS;
+const POOLED_REGIONS: usize = crate::isolate::frame::THREADS;
 
 /// The largest input region kept for reuse; a larger input travels in a region of its own,
 /// freed after its call.

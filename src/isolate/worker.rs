@@ -37,9 +37,7 @@ use crate::sync::{Arc, Condvar, Mutex};
 use crate::trust::candidate::Dependency;
 use dylease_plugin::abi::DYLEASE_MESSAGE_INTERFACE;
 
-/// The threads that run calls: a pass that runs long keeps one of them, the others serve
-/// other calls meanwhile.
-pub(crate) const THREADS: usize = 4;
+use crate::isolate::frame::THREADS;
 
 /// How long the worker waits for the host's greeting: the host sends it right after the
 /// spawn.
