@@ -1,8 +1,8 @@
 //! Isolated sets (`HostBuilder::isolated`): a set's library plugins run in a worker process,
 //! a re-execution of this very test binary. Message passes answer through it; a plugin that
 //! crashes, aborts, exits or hangs fails its set and never the host; what the platform would
-//! pin in-process never enters the host and leaves with the worker, which is reaped; the
-//! worker holds no descriptor of the host's.
+//! pin in-process never enters the host and leaves with the worker, which is reaped after its
+//! plugins' unload code ran; the worker holds no descriptor of the host's.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -11,7 +11,7 @@ use std::time::Duration;
 use dylease::{Error, LoadPolicy, LookupFailure, Origin, PinCause, PluginHost, WorkerCause};
 
 use crate::rust_plugin::built_rust_plugins;
-use crate::support::{TestDir, await_that, mapped};
+use crate::support::{TestDir, await_that, beside, mapped};
 
 /// An isolated host over the one plugin file `file`.
 fn isolated(file: &Path, deadline: Duration) -> PluginHost {
@@ -81,6 +81,17 @@ fn worker_failure(error: Error, file: &Path, pass: Option<&str>) -> WorkerCause 
             *cause
         }
         other => panic!("expected WorkerFailed, got {other:?}: {other}"),
+    }
+}
+
+/// The hooks the plugin at `file` logged so far, in order, in whatever process ran them
+/// (`<file>.log`, see `tests/plugins/events.h`): empty before any.
+fn events(file: &Path) -> Vec<String> {
+    let log = beside(file, ".log");
+    match std::fs::read_to_string(&log) {
+        Ok(text) => text.lines().map(str::to_owned).collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => panic!("cannot read {}: {e}", log.display()),
     }
 }
 
@@ -761,4 +772,33 @@ fn no_plugin_after_a_failed_one_runs_under_strict_and_the_others_load_under_skip
         matches!(&failures[..], [(Origin::File(path), Error::OnLoadFailed { code: -3, .. })] if path == &files[0]),
         "{failures:?}"
     );
+}
+
+#[test]
+fn a_plugins_on_unload_runs_once_in_the_worker_when_the_last_lease_drops() {
+    let dir = TestDir::new("isolated-on-unload");
+    let file = dir.add("hooks", "libhooks.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    let worker = lease
+        .worker_pid()
+        .expect("an isolated set with a library plugin has a worker");
+    // Its hooks ran in the worker: the plugin was never mapped here.
+    assert!(!mapped(&file), "the plugin is mapped in the host");
+    assert!(maps_of(worker).contains(&*file.to_string_lossy()));
+    assert_eq!(events(&file), ["on_load", "register"]);
+    let other = lease.clone();
+    drop(lease);
+    assert_eq!(
+        events(&file),
+        ["on_load", "register"],
+        "unloaded while a lease was left"
+    );
+    // The last lease: the worker is asked to unload its plugins and exit, and the drop
+    // returns once it was reaped (an unload that never ends is killed at the call deadline,
+    // so this is bounded).
+    drop(other);
+    assert!(!host.is_loaded());
+    assert_eq!(events(&file), ["on_load", "register", "on_unload"]);
+    assert_reaped(worker);
 }
