@@ -225,20 +225,30 @@ impl Library {
             shown,
             plugin: None,
         };
-        let replaced = library.names.as_mut().is_some_and(|names| {
-            imp::opened(names, head);
-            imp::maps_checked_file(names) == Some(false)
-        });
-        if replaced {
-            let (_, closed) = library.close();
-            closed.settle();
-            return Err(OpenFailure::Other(format!(
+        let compared = match library.names.as_mut() {
+            Some(names) => {
+                imp::opened(names, head);
+                imp::maps_checked_file(names)
+            }
+            None => Ok(None),
+        };
+        let refusal = match compared {
+            Ok(Some(false)) => format!(
                 "the file at `{}` was replaced while the loader mapped it (its directory's owner renamed \
                  another file in): refused",
                 checked.resolved.display()
-            )));
-        }
-        Ok(library)
+            ),
+            Err(e) => format!(
+                "the mapping of `{}` could not be compared with the checked file, as the loader was \
+                 given its directory's name: /proc/self/maps: {e}{}: refused",
+                checked.resolved.display(),
+                descriptor_hint(&e)
+            ),
+            Ok(_) => return Ok(library),
+        };
+        let (_, closed) = library.close();
+        closed.settle();
+        Err(OpenFailure::Other(refusal))
     }
 
     /// The open library: `inner` is taken only by [`Library::unmap`], which nothing follows.

@@ -171,40 +171,40 @@ pub(crate) fn lies_in(names: &Names, loads: &[std::ops::Range<u64>], address: us
 }
 
 /// Whether the mapping is of the checked file, where the loader was given another name for
-/// it (read from `/proc/self/maps` at its load address); `None` where it was given the
+/// it (read from `/proc/self/maps` at its load address); `Ok(None)` where it was given the
 /// checked descriptor itself.
 ///
 /// The mapping looked at is the one holding the object's dynamic section (`l_ld`), which
 /// lies in the file the loader mapped, wherever that file's segments put it (`l_addr` is only
 /// the load bias: no mapping starts there when the first segment's address is not 0). Fails
-/// closed: no mapping there, an anonymous one, or no answer from `/proc/self/maps` is
-/// `Some(false)`, as another file is.
-pub(crate) fn maps_checked_file(names: &Names) -> Option<bool> {
+/// closed: no mapping there, or an anonymous one, is `Some(false)`, as another file is; and
+/// `/proc/self/maps` that cannot be opened or read is an error of its own (out of
+/// descriptors, most often), so that the refusal names what happened, not a replacement.
+pub(crate) fn maps_checked_file(names: &Names) -> io::Result<Option<bool>> {
     if !names.through_dir {
-        return None;
+        return Ok(None);
     }
     let Some(address) = names.dynamic else {
-        return Some(false);
+        return Ok(Some(false));
     };
-    let Ok(maps) = ProcMaps::open() else {
-        return Some(false);
-    };
+    let maps = ProcMaps::open()?;
     let mapped = match maps.query(address) {
         Some(found) => found,
-        None => mapping_in_text(maps.into_file(), address),
+        None => mapping_in_text(maps.into_file(), address)?,
     };
-    Some(mapped == Some(names.file))
+    Ok(Some(mapped == Some(names.file)))
 }
 
 /// As `ProcMaps::query`, from the text of `/proc/self/maps` (`start-end perms offset
-/// major:minor inode path`, one line per mapping): for kernels without the ioctl. `None` if
-/// nothing is mapped at `address`, or the text cannot be read. Read as bytes: a path, the
-/// last field, is any bytes a file name may hold, not necessarily UTF-8.
-fn mapping_in_text(mut maps: std::fs::File, address: usize) -> Option<(u64, u64)> {
+/// major:minor inode path`, one line per mapping): for kernels without the ioctl. `Ok(None)`
+/// if nothing is mapped at `address`. Read as bytes: a path, the last field, is any bytes a
+/// file name may hold, not necessarily UTF-8.
+fn mapping_in_text(mut maps: std::fs::File, address: usize) -> io::Result<Option<(u64, u64)>> {
     let mut text = Vec::new();
-    io::Read::read_to_end(&mut maps, &mut text).ok()?;
-    text.split(|&byte| byte == b'\n')
-        .find_map(|line| mapping_at(line, address))
+    io::Read::read_to_end(&mut maps, &mut text)?;
+    Ok(text
+        .split(|&byte| byte == b'\n')
+        .find_map(|line| mapping_at(line, address)))
 }
 
 /// The (dev, ino) of the mapping one line of `/proc/self/maps` describes, if it contains
@@ -311,7 +311,7 @@ mod tests {
         let file = std::fs::File::open(&path).unwrap();
         let metadata = file.metadata().unwrap();
         let page = crate::sys::raw::testing::MappedPage::of(&file);
-        let found = mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), page.address());
+        let found = mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), page.address()).unwrap();
         drop(page);
         assert_eq!(found, Some((metadata.dev(), metadata.ino())));
     }
@@ -349,13 +349,13 @@ mod tests {
                 assert!(version < (6, 11), "kernel {release:?} did not answer PROCMAP_QUERY");
                 return;
             };
-            let from_text = mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), start);
+            let from_text = mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), start).unwrap();
             assert_eq!(queried, from_text, "{line}");
             assert_eq!(queried.map(|(_, ino)| ino), Some(inode), "{line}");
             // An address inside the mapping finds it too.
             let inside = start + (end - start) / 2;
             assert_eq!(maps.query(inside), Some(queried), "{line}");
-            let text_inside = mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), inside);
+            let text_inside = mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), inside).unwrap();
             assert_eq!(text_inside, queried, "{line}");
             compared += 1;
         }
@@ -363,7 +363,7 @@ mod tests {
         // Nothing is ever mapped at address 0 (`vm.mmap_min_addr`).
         assert_eq!(maps.query(0), Some(None));
         assert_eq!(
-            mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), 0),
+            mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), 0).unwrap(),
             None
         );
     }
