@@ -262,8 +262,8 @@ mod tests {
     use crate::consts::*;
     use crate::manifest::build::raw;
     use crate::manifest::{MAX_NOTE_BYTES, MAX_NOTE_SEGMENTS};
-    use crate::testing::{Scratch, compile};
-    use crate::{Elf, ReadAt};
+    use crate::testing::{Counted, Scratch, compile};
+    use crate::Elf;
 
     fn of(bytes: &[u8]) -> u64 {
         try_of(bytes).unwrap()
@@ -346,19 +346,6 @@ mod tests {
         assert_eq!(changed(&|b| b[code] ^= 0xff), base, "a byte of code");
     }
 
-    /// A file counting the reads made of it.
-    struct Counted {
-        bytes: Vec<u8>,
-        reads: std::cell::Cell<usize>,
-    }
-
-    impl ReadAt for Counted {
-        fn read_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
-            self.reads.set(self.reads.get() + 1);
-            self.bytes.as_slice().read_at(buffer, offset)
-        }
-    }
-
     /// The manifest and the linkage read after the fingerprint, of a library too large to be
     /// read whole, read nothing more: they parse the very bytes the fingerprint was made of.
     /// A rewrite between the two reads cannot make a fingerprint of bytes other than those
@@ -374,6 +361,16 @@ mod tests {
         ];
         let bytes = compile(&scratch.0, &["tests/plugins/macros.c"], &args);
         assert!(bytes.len() > 64 << 10, "{} bytes: read whole", bytes.len());
+        assert_no_reads_after_the_fingerprint(bytes, |elf| {
+            assert!(elf.manifest().unwrap().is_some());
+            elf.linkage().unwrap();
+        });
+    }
+
+    /// Fingerprints the library `bytes`, then asserts that `then`'s readings of it read
+    /// nothing more than the fingerprint did.
+    #[track_caller]
+    fn assert_no_reads_after_the_fingerprint(bytes: Vec<u8>, then: impl FnOnce(&Elf<&Counted>)) {
         let len = bytes.len() as u64;
         let file = Counted {
             bytes,
@@ -383,8 +380,7 @@ mod tests {
         elf.fingerprint(&mut DefaultHasher::new()).unwrap();
         let before = file.reads.get();
         assert!(before > 0, "no read counted");
-        assert!(elf.manifest().unwrap().is_some());
-        elf.linkage().unwrap();
+        then(&elf);
         assert_eq!(file.reads.get(), before, "more reads");
     }
 
@@ -560,16 +556,8 @@ mod tests {
         assert!(bytes.len() > 64 << 10, "{} bytes: read whole", bytes.len());
         let strtab = u64::from_le_bytes(bytes[dynamic_entry(&bytes, DT_STRTAB) + 8..][..8].try_into().unwrap());
         assert!(strtab > 4096, "the string table at {strtab}, in the first page");
-        let len = bytes.len() as u64;
-        let file = Counted {
-            bytes,
-            reads: Default::default(),
-        };
-        let elf = Elf::new(&file, len);
-        elf.fingerprint(&mut DefaultHasher::new()).unwrap();
-        let before = file.reads.get();
-        assert!(before > 0, "no read counted");
-        elf.linkage().unwrap();
-        assert_eq!(file.reads.get(), before, "more reads");
+        assert_no_reads_after_the_fingerprint(bytes, |elf| {
+            elf.linkage().unwrap();
+        });
     }
 }

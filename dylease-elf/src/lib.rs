@@ -299,7 +299,7 @@ mod refusals {
 #[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
 mod tests {
     use super::*;
-    use crate::testing::{Scratch, compile};
+    use crate::testing::{Counted, Scratch, compile};
 
     fn pins(bytes: &[u8], exempt: &[&str]) -> Pins {
         let elf = Elf::new(bytes, bytes.len() as u64);
@@ -338,19 +338,6 @@ mod tests {
         // The entry point counts as an export unless exempted.
         let counted = pins(&plain, &[]);
         assert_eq!(counted.exports.unwrap().count, exports.count + 1);
-    }
-
-    /// A file counting the reads made of it.
-    struct Counted {
-        bytes: Vec<u8>,
-        reads: std::cell::Cell<usize>,
-    }
-
-    impl ReadAt for Counted {
-        fn read_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
-            self.reads.set(self.reads.get() + 1);
-            self.bytes.as_slice().read_at(buffer, offset)
-        }
     }
 
     /// The host reads a manifest after the checks, which read the file whole if it is small
