@@ -259,11 +259,11 @@ impl Segment {
 mod tests {
     use std::hash::{DefaultHasher, Hasher};
 
+    use crate::Elf;
     use crate::consts::*;
     use crate::manifest::build::raw;
     use crate::manifest::{MAX_NOTE_BYTES, MAX_NOTE_SEGMENTS};
     use crate::testing::{Counted, Scratch, compile};
-    use crate::Elf;
 
     fn of(bytes: &[u8]) -> u64 {
         try_of(bytes).unwrap()
