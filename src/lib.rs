@@ -94,8 +94,8 @@
 #![deny(unsafe_code)]
 
 // The rooms, one job each; `docs::internals` has their table, lowest first: error, sync, sys,
-// log_scope, inspect, trust, registrar, registry, load, host, python. Each may call only the
-// rooms before it in that order. `isolate` (isolated sets) sits between load and host.
+// log_scope, inspect, provenance, trust, registrar, registry, load, host, python. Each may call
+// only the rooms before it in that order. `isolate` (isolated sets) sits between load and host.
 mod error;
 mod host;
 mod inspect;
@@ -103,6 +103,7 @@ mod inspect;
 mod isolate;
 mod load;
 mod log_scope;
+mod provenance;
 mod registrar;
 mod registry;
 mod sync;

@@ -20,6 +20,8 @@ mod plugin_host;
 mod policy;
 mod reentry;
 mod set;
+// `HostBuilder::require_signed`.
+mod signed;
 // The public `unsafe fn`s: the builder methods that name native code, and `init_global`.
 mod sources;
 mod stats;

@@ -59,6 +59,8 @@ pub(super) struct LoadConfig {
     pub(super) sources: Box<[Source]>,
     pub(super) policy: LoadPolicy,
     pub(super) trust: TrustPolicy,
+    /// [`HostBuilder::require_signed`](crate::HostBuilder::require_signed).
+    pub(super) signatures: Option<Arc<crate::provenance::Keyring>>,
     /// [`HostBuilder::on_demand`](crate::HostBuilder::on_demand).
     pub(super) on_demand: bool,
     /// [`HostBuilder::map_timeout`](crate::HostBuilder::map_timeout).
@@ -78,7 +80,7 @@ impl LoadConfig {
         let isolate = isolating.as_mut().map(|isolating| isolating.isolate());
         let mut set = crate::load::load(
             &self.sources,
-            (self.policy, self.trust),
+            (self.policy, self.trust, self.signatures.as_ref()),
             self.on_demand,
             isolate,
             deadline,
@@ -265,7 +267,7 @@ impl PluginHost {
     ///
     /// [`Manifest`]: crate::Manifest
     pub fn catalog(&self) -> Result<Vec<CatalogEntry>, Error> {
-        crate::load::catalog(&self.config.sources, self.config.trust)
+        crate::load::catalog(&self.config.sources, self.config.trust, self.config.signatures.as_ref())
     }
 
     /// Whether a set of this host is loaded (or still unloading). Observes, decides nothing.

@@ -621,7 +621,8 @@ impl<'a> Isolating<'a> {
             strict: trust == TrustPolicy::Strict,
             loads: prepared.linkage.loads.clone(),
         };
-        let fd = prepared.checked.file().as_fd();
+        // A signed plugin's bytes stay held (`prepared.provenance`) until the worker answers.
+        let fd = prepared.provenance.source(prepared.checked.file()).as_fd();
         let (kind, answer) = worker
             .request((Kind::Map, &request.encode()), Some(fd), Expect::Map, "")
             .map_err(|cause| match cause {

@@ -20,6 +20,7 @@ mod plugins;
 mod policy;
 #[cfg(feature = "python")]
 pub(crate) mod python;
+mod signed;
 pub(crate) mod static_plugin;
 
 pub use catalog::CatalogEntry;
@@ -70,7 +71,11 @@ use plan::{Planned, plan};
 /// plugin is refused.
 pub(crate) fn load(
     sources: &[Source],
-    (policy, trust): (LoadPolicy, TrustPolicy),
+    (policy, trust, signatures): (
+        LoadPolicy,
+        TrustPolicy,
+        Option<&crate::sync::Arc<crate::provenance::Keyring>>,
+    ),
     on_demand: bool,
     mut isolate: Option<&mut dyn Isolate>,
     deadline: Option<Instant>,
@@ -81,6 +86,7 @@ pub(crate) fn load(
     // On demand, a plugin's dependencies are resolved when it is mapped, if ever.
     let mut checks = trust::Checks::default();
     checks.defer_dependencies = on_demand;
+    checks.signatures = signatures.cloned();
     for planned in plan(sources)? {
         let step = match planned {
             Planned::Unusable { path, error } => Err((Origin::File(path), error)),

@@ -84,6 +84,9 @@ pub(crate) struct Checks {
     /// Whether this load asked, before its first open of a library instance, that it is not
     /// in a `fork()`ed child (`load::pipeline`): once per load.
     pub(crate) not_forked: bool,
+    /// The keyring every file this load maps or runs must be signed for
+    /// (`HostBuilder::require_signed`; `provenance`), if the host requires signatures.
+    pub(crate) signatures: Option<crate::sync::Arc<crate::provenance::Keyring>>,
     /// This process's effective user, asked once.
     #[cfg(unix)]
     euid: Option<u32>,

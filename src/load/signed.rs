@@ -1,0 +1,128 @@
+//! Signed plugins in a load ([`HostBuilder::require_signed`](crate::HostBuilder::require_signed)):
+//! the verification of a library plugin and of the libraries it needs, made where the ABI
+//! gate is (`Candidate::prepare`, after the manifest is read from the checked descriptor and
+//! before anything is mapped), and what it holds until the mapping (`provenance`).
+
+use std::fs::File;
+
+use dylease_elf::Linkage;
+use dylease_sign::Verified;
+
+use crate::error::Error;
+use crate::inspect::manifest::Manifest;
+use crate::provenance::{Held, hold_library, not_held};
+use crate::trust::candidate::{Candidate, Dependency, Opened};
+use crate::trust::{Checks, TrustPolicy};
+
+/// What a signed plugin's load holds until the loader mapped it: its file and each library
+/// it needs, verified and held still (`provenance::Held`). Empty where the host does not
+/// require signatures.
+#[derive(Debug, Default)]
+pub(crate) struct Provenance {
+    plugin: Option<Held>,
+    /// Held for as long as the plugin's (the dependencies are mapped first, by the same call).
+    #[allow(dead_code, reason = "held for its drop, which releases the leases")]
+    dependencies: Vec<Held>,
+}
+
+impl Provenance {
+    /// The descriptor the loader must map for the plugin: its sealed copy where it has one,
+    /// else the checked descriptor `checked`.
+    pub(crate) fn source<'a>(&'a self, checked: &'a File) -> &'a File {
+        self.plugin.as_ref().and_then(Held::sealed).unwrap_or(checked)
+    }
+
+    /// Whether the loader maps a sealed copy of the plugin: it is then given the copy's
+    /// descriptor, never its directory's name for it (`$ORIGIN` is no directory of the
+    /// plugin's then).
+    pub(crate) fn sealed(&self) -> bool {
+        self.plugin.as_ref().is_some_and(|held| held.sealed().is_some())
+    }
+
+    /// What the verification of the plugin's own file found.
+    pub(crate) fn signature(&self) -> Option<&Verified> {
+        self.plugin.as_ref().map(Held::verified)
+    }
+}
+
+/// Verifies the plugin `candidate`, opened as `checked` (its `linkage` and `manifest` read
+/// from that descriptor), and the libraries it needs that dylease maps (`dependencies`: the
+/// sealed copy of one replaces its descriptor), against the keyring of `checks`; nothing
+/// where the host requires no signature. The plugin must be signed under its manifest's name
+/// if it has a manifest; a library it needs, under any name (its own minimum serial holds).
+pub(crate) fn verify(
+    checks: &Checks,
+    (candidate, trust): (&Candidate, TrustPolicy),
+    (checked, linkage, manifest): (&Opened, &Linkage, Option<&Manifest>),
+    dependencies: &mut [Dependency],
+) -> Result<Provenance, Error> {
+    let Some(keyring) = &checks.signatures else {
+        return Ok(Provenance::default());
+    };
+    let plugin = candidate.path.as_path();
+    if trust == TrustPolicy::Permissive
+        && let Some(searched) = searched_by_loader(linkage)
+    {
+        return Err(not_held(
+            plugin,
+            plugin,
+            format!(
+                "{searched}, which the loader would search for a library nobody verified: under \
+                 TrustPolicy::Permissive dylease maps (and verifies) no library a plugin needs; use \
+                 TrustPolicy::Strict, under which the libraries found through a run path are verified too, or \
+                 link the plugin without a run path"
+            ),
+        ));
+    }
+    let expected = manifest.map(|manifest| manifest.name.as_str());
+    let held = hold_library(
+        keyring,
+        (checked.file(), &checked.metadata),
+        (plugin, &candidate.path),
+        expected,
+    )?;
+    let mut held_dependencies = Vec::with_capacity(dependencies.len());
+    for dependency in dependencies {
+        let metadata = dependency.file.metadata().map_err(|e| Error::Io {
+            path: dependency.found.clone(),
+            context: "cannot read the status of a library the plugin needs",
+            source: e,
+        })?;
+        let held = hold_library(
+            keyring,
+            (&dependency.file, &metadata),
+            (plugin, &dependency.found),
+            None,
+        )?;
+        if let Some(copy) = held.sealed() {
+            dependency.file = copy.try_clone().map_err(|e| Error::Io {
+                path: dependency.found.clone(),
+                context: "cannot hold the sealed copy of a library the plugin needs",
+                source: e,
+            })?;
+            dependency.sealed = true;
+        }
+        held_dependencies.push(held);
+    }
+    Ok(Provenance {
+        plugin: Some(held),
+        dependencies: held_dependencies,
+    })
+}
+
+/// What in `linkage` makes the loader search for (or open by path) a library, if anything:
+/// a run path, a needed name that is a path, an auxiliary or filter library, an audit
+/// library.
+fn searched_by_loader(linkage: &Linkage) -> Option<String> {
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    if let Some(runpath) = linkage.runpath.as_deref().or(linkage.rpath.as_deref()) {
+        return Some(format!("it names the run path `{}`", text(runpath)));
+    }
+    if let Some(path) = linkage.needed.iter().find(|name| name.contains(&b'/')) {
+        return Some(format!("it needs the library `{}` by path", text(path)));
+    }
+    if let Some((tag, name)) = linkage.filtees.first().or(linkage.audit.first()) {
+        return Some(format!("its {tag} entry names `{}`", text(name)));
+    }
+    None
+}
