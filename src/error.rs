@@ -321,18 +321,17 @@ pub enum Error {
     Signature {
         /// The plugin: its library file, or its Python file or package, as discovered.
         path: PathBuf,
-        /// The file refused: the plugin's, a library it needs, or a file of a Python plugin
-        /// (its source, or its signed index).
-        file: PathBuf,
         /// The id of the key the refused signature names; `None` when none was read (the
         /// file is unsigned, its signature block is damaged, or its bytes were not held).
         key: Option<dylease_sign::KeyId>,
-        /// What is wrong, naming the file, and the fix: whom to have sign it, or which key to
-        /// trust.
+        /// What is wrong, naming the file refused (the plugin's, a library it needs, or a file
+        /// of a Python plugin: a source, or its signed index), and the fix: whom to have sign
+        /// it, or which key to trust.
         reason: String,
-        /// The verification's own refusal (its [`cause`](dylease_sign::SignatureError::cause)
-        /// says precisely why), or `None` when the bytes could not be held still to be
-        /// verified. Its message is part of `reason`.
+        /// The verification's own refusal: the file refused
+        /// ([`path`](dylease_sign::SignatureError::path)) and precisely why
+        /// ([`cause`](dylease_sign::SignatureError::cause)); `None` when the bytes could not be
+        /// held still to be verified. Its message is part of `reason`.
         refusal: Option<Box<dylease_sign::SignatureError>>,
     },
     /// Another error carried as it is: a plugin's own

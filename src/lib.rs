@@ -118,6 +118,13 @@ mod trust;
 pub use dylease_plugin::{
     Interface, LibraryRegistrar, MessagePass, PassFn, RegisterError, Registrar, UnsafePassFn, abi, export_plugin,
 };
+/// The provenance checks of signed plugins ([`HostBuilder::require_signed`], [`docs::signing`]):
+/// the crate `dylease-sign`, whole, at this one path. A host needs [`Keyring`](sign::Keyring)
+/// (with [`PublicKey`](sign::PublicKey) and [`KeyId`](sign::KeyId)) to configure, and
+/// [`SignatureError`](sign::SignatureError) and [`Cause`](sign::Cause) to read a refusal
+/// ([`Error::Signature`]); tools sign with [`SigningKey`](sign::SigningKey),
+/// [`sign_file`](sign::sign_file) and [`sign_index`](sign::sign_index).
+pub use dylease_sign as sign;
 pub use error::{Error, LookupFailure, OpenCause, Origin, Waited, WorkerCause};
 
 // Python passes: the API is in `python` (above the host), the interpreter and the loading in

@@ -65,7 +65,6 @@ pub(crate) fn verify(
     {
         return Err(not_held(
             plugin,
-            plugin,
             format!(
                 "{searched}, which the loader would search for a library nobody verified: under \
                  TrustPolicy::Permissive dylease maps (and verifies) no library a plugin needs; use \

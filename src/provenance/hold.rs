@@ -85,14 +85,14 @@ pub(crate) fn hold_library(
     let kind = match lease_or_copy(file, metadata, shown) {
         Ok(Ok(lease)) => Kind::Leased(lease),
         Ok(Err(reason)) => {
-            let copy = copy_unchanged(file, metadata, shown).map_err(|reason| not_held(plugin, shown, reason))?;
+            let copy = copy_unchanged(file, metadata, shown).map_err(|reason| not_held(plugin, reason))?;
             log::debug!(
                 "{prefix}`{}` is verified and mapped as a sealed copy in memory: {reason}",
                 shown.display()
             );
             Kind::Sealed(copy)
         }
-        Err(reason) => return Err(not_held(plugin, shown, reason)),
+        Err(reason) => return Err(not_held(plugin, reason)),
     };
     let mut held: &File = match &kind {
         Kind::Leased(Lease(file)) | Kind::Sealed(file) => file,

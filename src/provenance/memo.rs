@@ -20,9 +20,12 @@ use crate::sync::Mutex;
 const CAPACITY: usize = 256;
 
 /// The checks that passed, oldest first, and the same as a set.
+type Passed = (VecDeque<[u8; 32]>, HashSet<[u8; 32]>);
+
+/// The process's memo.
 #[derive(Debug, Default)]
 struct Memo {
-    passed: Mutex<(VecDeque<[u8; 32]>, HashSet<[u8; 32]>)>,
+    passed: Mutex<Passed>,
 }
 
 impl CheckMemo for Memo {

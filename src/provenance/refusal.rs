@@ -12,8 +12,7 @@ use crate::error::Error;
 /// the key its signature names, and what the host's operator can do.
 pub(crate) fn refused(plugin: &Path, refusal: SignatureError, keyring: &Keyring) -> Error {
     let key = refusal.key();
-    let file = refusal.path().to_owned();
-    let shown = file.display();
+    let shown = refusal.path().display();
     let host_fix = match refusal.cause() {
         Cause::Unsigned => format!(
             "no signature was found; sign it with `dylease sign {shown} --key KEYFILE` (after `strip`, which \
@@ -40,19 +39,18 @@ pub(crate) fn refused(plugin: &Path, refusal: SignatureError, keyring: &Keyring)
     };
     Error::Signature {
         path: plugin.to_owned(),
-        file,
         key,
         reason: format!("{refusal}; {host_fix}"),
         refusal: Some(Box::new(refusal)),
     }
 }
 
-/// The refusal of the plugin `plugin` because the bytes of its file `file` could not be held
-/// still to be verified (`reason`, with its fix).
-pub(crate) fn not_held(plugin: &Path, file: &Path, reason: String) -> Error {
+/// The refusal of the plugin `plugin` because the bytes of one of its files could not be held
+/// still to be verified, or would not be the bytes mapped: `reason`, naming the file, with the
+/// fix.
+pub(crate) fn not_held(plugin: &Path, reason: String) -> Error {
     Error::Signature {
         path: plugin.to_owned(),
-        file: file.to_owned(),
         key: None,
         reason,
         refusal: None,

@@ -62,6 +62,19 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
                 .map(String::from)
                 .into(),
         ),
+        // Signed loads (signed.rs): the constructor writes a string the test rewrites in place.
+        "by_hand_marker_text" => (
+            vec!["by_hand.c"],
+            [
+                "-DMARK_CONSTRUCTOR",
+                "-DMANIFEST",
+                "-DMARK_TEXT=\"verified-bytes!!\"",
+                "-Wl,--no-as-needed",
+                "-ldl",
+            ]
+            .map(String::from)
+            .into(),
+        ),
         "by_hand_marker_future_abi" => (
             vec!["by_hand.c"],
             [
