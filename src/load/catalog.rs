@@ -163,14 +163,9 @@ fn signature(
     let linkage = opened.check(&candidate.path)?;
     let mut dependencies = match candidate.dependencies.take() {
         Some(dependencies) => dependencies,
-        None if trust == TrustPolicy::Strict => {
-            checks
-                .resolve(&candidate.resolved, &linkage)
-                .map_err(|reason| Error::Untrusted {
-                    path: candidate.path.clone(),
-                    reason,
-                })?
-        }
+        None if trust == TrustPolicy::Strict => checks
+            .resolve(&candidate.resolved, &linkage)
+            .map_err(|refused| refused.into_error(candidate.path.clone()))?,
         None => Vec::new(),
     };
     let provenance = signed::verify(

@@ -163,11 +163,9 @@ impl Candidate {
             Some(dependencies) => dependencies,
             // Resolved for the descriptor the loader maps (its linkage, from the parse cache
             // for its status or read from it), if the trust check's does not hold for it.
-            None if trust == TrustPolicy::Strict => {
-                checks
-                    .resolve(&self.resolved, &linkage)
-                    .map_err(|refused| refused.into_error(self.path.clone()))?
-            }
+            None if trust == TrustPolicy::Strict => checks
+                .resolve(&self.resolved, &linkage)
+                .map_err(|refused| refused.into_error(self.path.clone()))?,
             None => Vec::new(),
         };
         let provenance = signed::verify(
