@@ -20,9 +20,8 @@ pub(crate) fn refused(plugin: &Path, refusal: SignatureError, keyring: &Keyring)
             trusted(keyring)
         ),
         Cause::UnknownKey(id) => format!(
-            "to accept it, trust key {id}'s public key in the host's keyring (`Keyring::trust`; `dylease verify \
-             {shown} --keyring PUBFILE` tells whether a public key file is the one), or have it signed with a \
-             key this host trusts ({})",
+            "this host trusts {}; `dylease verify {shown} --keyring PUBFILE` tells whether a public key file \
+             holds key {id}",
             trusted(keyring)
         ),
         Cause::RevokedKey(id) => format!(
