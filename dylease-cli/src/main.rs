@@ -10,7 +10,9 @@
 //! atomically (a checked temporary file renamed into place), prints the manifest and pin
 //! prediction of what it installs, and refuses a plugin that declares a pass another plugin
 //! of the directory declares. `dylease header` prints `include/dylease.h`
-//! for C builds (`--version-script`: `include/dylease.map`, the linker version script). The
+//! for C builds (`--version-script`: `include/dylease.map`, the linker version script).
+//! `dylease keygen`, `sign` and `verify` make a publisher's keys, sign plugins and verify them
+//! as a host built with `HostBuilder::require_signed` would. The
 //! crate `dylease-cli` of dylease's workspace; its features forward to dylease's (`python`):
 //!
 //! ```sh
@@ -200,6 +202,9 @@ For each plugin:
                 manifest claims is printed, not checked. A plugin built without one prints
                 \"no manifest\": only `dylease check` (which runs its code) can say which
                 passes it registers.
+  signature     who signed it: the key id and the release (name, version, serial) its
+                signature claims, \"verified\" with --keyring (a host built with
+                HostBuilder::require_signed over those keys), or \"unsigned\".
   problem, fix  why a host would refuse it before running any of its code: the trust check,
                 dylease's ELF check, a corrupt manifest, an ABI version the host does not
                 speak; with the fix `check` gives.
@@ -241,6 +246,8 @@ JSON output (--json): one document on standard output, in the style of `check --
         \"manifest\": null | {\"name\": string, \"version\": string,
                       \"abi_version\": int | null, \"complete\": bool,
                       \"passes\": [{\"name\": string, \"interface\": string | null}]},
+        \"signature\": null | {\"key\": string, \"name\": string, \"version\": string,
+                       \"serial\": int, \"verified\": bool},   null: unsigned
         \"problem\": null | {\"cause\": string, \"file\": string | null,
                      \"file_bytes\": [int] | null, \"message\": string, \"fix\": string},
         \"pinning\": {\"expected\": bool,     it will stay mapped after its unload
@@ -255,8 +262,9 @@ Paths and \"cause\" of a problem are as in `check --help` (non-UTF-8 names escap
 their exact bytes in \"path_bytes\" / \"file_bytes\"); a refusal's \"cause\" is one of headers,
 manifest (dylease's reading of the manifest refused it: corrupt, a pass declared twice, a
 format version it does not read), open (the file kept being replaced while it was read),
-abi-mismatch, untrusted, invalid-plugin (with --python: a source that does not parse), io,
-python (a source's: a Python plugin given without --python, which reads it), other.";
+abi-mismatch, untrusted, signature (with --keyring: its signature does not verify),
+invalid-plugin (with --python: a source that does not parse), io, python (a source's: a
+Python plugin given without --python, which reads it), other.";
 
 #[derive(Debug, Args)]
 struct CheckCopyArgs {
@@ -508,7 +516,7 @@ reading of its manifest refused it: corrupt, a pass declared twice, a format ver
 dylease does not read), open (the platform loader refused it), untrusted (the trust check
 refused it), missing-entry, abi-mismatch, invalid-plugin, invalid-pass, register-failed,
 manifest-mismatch (it registered other passes, or another name or version, than its
-manifest declares), duplicate-pass, io, reentrant, other.";
+manifest declares), duplicate-pass, signature, io, reentrant, other.";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
