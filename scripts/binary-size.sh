@@ -12,8 +12,8 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 # The budget, in bytes: what `docs::performance` ("Binary cost") accounts for, part by part.
-budget=$((720 * 1024))
-budget_three=$((740 * 1024))
+budget=$((740 * 1024))
+budget_three=$((760 * 1024))
 
 work="$root/target/binary-size"
 mkdir -p "$work/with/src" "$work/without/src" "$work/catalog/src" "$work/on_demand/src" "$work/three/src"

@@ -60,7 +60,7 @@ pub(super) struct LoadConfig {
     pub(super) policy: LoadPolicy,
     pub(super) trust: TrustPolicy,
     /// [`HostBuilder::require_signed`](crate::HostBuilder::require_signed).
-    pub(super) signatures: Option<Arc<crate::provenance::Keyring>>,
+    pub(super) signatures: Option<Arc<crate::provenance::Signatures>>,
     /// [`HostBuilder::on_demand`](crate::HostBuilder::on_demand).
     pub(super) on_demand: bool,
     /// [`HostBuilder::map_timeout`](crate::HostBuilder::map_timeout).

@@ -1,8 +1,9 @@
 //! [`HostBuilder::require_signed`]: the host's provenance policy (`provenance`).
 
 use crate::host::builder::HostBuilder;
-use crate::provenance::{Keyring, remember_checks};
+use crate::provenance::Signatures;
 use crate::sync::Arc;
+use dylease_sign::Keyring;
 
 impl HostBuilder {
     /// Requires every plugin file this host runs to carry a valid signature by a key of
@@ -59,9 +60,8 @@ impl HostBuilder {
     /// let lease = host.acquire()?; // every plugin verified before any of its code ran
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn require_signed(mut self, mut keyring: Keyring) -> Self {
-        remember_checks(&mut keyring);
-        self.signatures = Some(Arc::new(keyring));
+    pub fn require_signed(mut self, keyring: Keyring) -> Self {
+        self.signatures = Some(Arc::new(Signatures::new(keyring)));
         self
     }
 }

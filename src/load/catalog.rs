@@ -7,7 +7,7 @@ use crate::error::{Error, Origin};
 use crate::inspect::manifest::Manifest;
 use crate::inspect::pinning::Pinning;
 use crate::load::plan::{Planned, Source, plan};
-use crate::provenance::Keyring;
+use crate::provenance::Signatures;
 use crate::sync::Arc;
 use crate::trust::candidate::{Candidate, Opened};
 use crate::trust::{Checks, TrustPolicy, open_checked};
@@ -94,7 +94,7 @@ impl CatalogEntry {
 pub(crate) fn catalog(
     sources: &[Source],
     trust: TrustPolicy,
-    signatures: Option<&Arc<Keyring>>,
+    signatures: Option<&Arc<Signatures>>,
 ) -> Result<Vec<CatalogEntry>, Error> {
     let mut checks = Checks::default();
     checks.signatures = signatures.cloned();

@@ -74,7 +74,7 @@ pub(crate) fn load(
     (policy, trust, signatures): (
         LoadPolicy,
         TrustPolicy,
-        Option<&crate::sync::Arc<crate::provenance::Keyring>>,
+        Option<&crate::sync::Arc<crate::provenance::Signatures>>,
     ),
     on_demand: bool,
     mut isolate: Option<&mut dyn Isolate>,

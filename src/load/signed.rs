@@ -10,16 +10,22 @@ use dylease_sign::Verified;
 
 use crate::error::Error;
 use crate::inspect::manifest::Manifest;
-use crate::provenance::{Held, hold_library, not_held};
+use crate::provenance::{Held, Signatures, not_held};
 use crate::trust::candidate::{Candidate, Dependency, Opened};
 use crate::trust::{Checks, TrustPolicy};
 
 /// What a signed plugin's load holds until the loader mapped it: its file and each library
 /// it needs, verified and held still (`provenance::Held`). Empty where the host does not
 /// require signatures.
+///
+/// Boxed, and empty without signatures: a load without them carries one pointer and no
+/// inlined teardown of what signatures hold.
 #[derive(Debug, Default)]
-pub(crate) struct Provenance {
-    plugin: Option<Held>,
+pub(crate) struct Provenance(Option<Box<Holds>>);
+
+#[derive(Debug)]
+struct Holds {
+    plugin: Held,
     /// Held for as long as the plugin's (the dependencies are mapped first, by the same call).
     #[allow(dead_code, reason = "held for its drop, which releases the leases")]
     dependencies: Vec<Held>,
@@ -29,19 +35,22 @@ impl Provenance {
     /// The descriptor the loader must map for the plugin: its sealed copy where it has one,
     /// else the checked descriptor `checked`.
     pub(crate) fn source<'a>(&'a self, checked: &'a File) -> &'a File {
-        self.plugin.as_ref().and_then(Held::sealed).unwrap_or(checked)
+        self.0
+            .as_ref()
+            .and_then(|holds| holds.plugin.sealed())
+            .unwrap_or(checked)
     }
 
     /// Whether the loader maps a sealed copy of the plugin: it is then given the copy's
     /// descriptor, never its directory's name for it (`$ORIGIN` is no directory of the
     /// plugin's then).
     pub(crate) fn sealed(&self) -> bool {
-        self.plugin.as_ref().is_some_and(|held| held.sealed().is_some())
+        self.0.as_ref().is_some_and(|holds| holds.plugin.sealed().is_some())
     }
 
     /// What the verification of the plugin's own file found.
     pub(crate) fn signature(&self) -> Option<&Verified> {
-        self.plugin.as_ref().map(Held::verified)
+        self.0.as_ref().map(|holds| holds.plugin.verified())
     }
 }
 
@@ -52,13 +61,26 @@ impl Provenance {
 /// if it has a manifest; a library it needs, under any name (its own minimum serial holds).
 pub(crate) fn verify(
     checks: &Checks,
+    candidate: (&Candidate, TrustPolicy),
+    read: (&Opened, &Linkage, Option<&Manifest>),
+    dependencies: &mut [Dependency],
+) -> Result<Provenance, Error> {
+    match &checks.signatures {
+        None => Ok(Provenance::default()),
+        Some(signatures) => verify_signed(signatures, candidate, read, dependencies),
+    }
+}
+
+/// [`verify`] for a host that requires signatures: out of line and cold, so that a load
+/// without them carries none of it.
+#[cold]
+#[inline(never)]
+fn verify_signed(
+    signatures: &Signatures,
     (candidate, trust): (&Candidate, TrustPolicy),
     (checked, linkage, manifest): (&Opened, &Linkage, Option<&Manifest>),
     dependencies: &mut [Dependency],
 ) -> Result<Provenance, Error> {
-    let Some(keyring) = &checks.signatures else {
-        return Ok(Provenance::default());
-    };
     let plugin = candidate.path.as_path();
     if trust == TrustPolicy::Permissive
         && let Some(searched) = searched_by_loader(linkage)
@@ -74,12 +96,7 @@ pub(crate) fn verify(
         ));
     }
     let expected = manifest.map(|manifest| manifest.name.as_str());
-    let held = hold_library(
-        keyring,
-        (checked.file(), &checked.metadata),
-        (plugin, &candidate.path),
-        expected,
-    )?;
+    let held = signatures.hold_library((checked.file(), &checked.metadata), (plugin, &candidate.path), expected)?;
     let mut held_dependencies = Vec::with_capacity(dependencies.len());
     for dependency in dependencies {
         let metadata = dependency.file.metadata().map_err(|e| Error::Io {
@@ -87,12 +104,7 @@ pub(crate) fn verify(
             context: "cannot read the status of a library the plugin needs",
             source: e,
         })?;
-        let held = hold_library(
-            keyring,
-            (&dependency.file, &metadata),
-            (plugin, &dependency.found),
-            None,
-        )?;
+        let held = signatures.hold_library((&dependency.file, &metadata), (plugin, &dependency.found), None)?;
         if let Some(copy) = held.sealed() {
             dependency.file = copy.try_clone().map_err(|e| Error::Io {
                 path: dependency.found.clone(),
@@ -103,10 +115,10 @@ pub(crate) fn verify(
         }
         held_dependencies.push(held);
     }
-    Ok(Provenance {
-        plugin: Some(held),
+    Ok(Provenance(Some(Box::new(Holds {
+        plugin: held,
         dependencies: held_dependencies,
-    })
+    }))))
 }
 
 /// What in `linkage` makes the loader search for (or open by path) a library, if anything:

@@ -75,7 +75,7 @@ impl Held {
 /// `plugin` (as discovered) expected to be signed as `expected` (its manifest's name, if it
 /// has one): holds its bytes still (a lease, or a sealed copy: see the module documentation),
 /// digests what is held, checks the signature. Keep the result until the library is mapped.
-pub(crate) fn hold_library(
+pub(super) fn hold_library(
     keyring: &Keyring,
     (file, metadata): (&File, &Metadata),
     (plugin, shown): (&Path, &Path),
@@ -196,7 +196,7 @@ fn copy_unchanged(file: &File, metadata: &Metadata, shown: &Path) -> Result<File
 /// directory, with the bytes read. `plugin` is the plugin's file or package as discovered,
 /// `expected` its name if its manifest gives one.
 #[cfg(feature = "python")]
-pub(crate) fn verify_files<'a>(
+pub(super) fn verify_files<'a>(
     keyring: &Keyring,
     index: Option<impl std::io::Read>,
     (plugin, index_path): (&Path, &Path),

@@ -4,10 +4,13 @@
 //! call `inspect`, `log_scope`, `sys` and `sync` (and the shared `error`), never `trust` or a
 //! room above it; the verification itself is `dylease-sign`'s (`Keyring`).
 //!
+//! - `policy`: [`Signatures`], a host's keyring and the verifications, reached through
+//!   function pointers that only `HostBuilder::require_signed` names (a program that never
+//!   requires signatures links no cryptography).
 //! - `hold`: a library file held still from its digest to its mapping: a read lease on the
 //!   checked descriptor, or a sealed copy in memory that the loader maps instead
-//!   ([`hold_library`], [`Held`]); and a file set (a Python plugin's sources, read into
-//!   memory before any of them runs) checked against its signed index ([`verify_files`]).
+//!   ([`Held`]); and a file set (a Python plugin's sources, read into memory before any of
+//!   them runs) checked against its signed index.
 //! - `refusal`: the errors that name the file refused, the key its signature names and the
 //!   fix.
 //! - `memo`: the process's memo of the Ed25519 checks that passed (`Keyring::remember_checks`),
@@ -17,11 +20,9 @@
 
 mod hold;
 mod memo;
+mod policy;
 mod refusal;
 
-pub(crate) use dylease_sign::Keyring;
-#[cfg(feature = "python")]
-pub(crate) use hold::verify_files;
-pub(crate) use hold::{Held, hold_library};
-pub(crate) use memo::remember_checks;
+pub(crate) use hold::Held;
+pub(crate) use policy::Signatures;
 pub(crate) use refusal::not_held;

@@ -86,7 +86,7 @@ pub(crate) struct Checks {
     pub(crate) not_forked: bool,
     /// The keyring every file this load maps or runs must be signed for
     /// (`HostBuilder::require_signed`; `provenance`), if the host requires signatures.
-    pub(crate) signatures: Option<crate::sync::Arc<crate::provenance::Keyring>>,
+    pub(crate) signatures: Option<crate::sync::Arc<crate::provenance::Signatures>>,
     /// This process's effective user, asked once.
     #[cfg(unix)]
     euid: Option<u32>,

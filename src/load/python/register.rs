@@ -35,8 +35,8 @@ impl PyCandidate {
             None
         });
         // The sources read are the sources run: verified here, before any of them runs.
-        if let Some(keyring) = &checks.signatures {
-            self.verify_sources(keyring, &staged, manifest.as_ref())?;
+        if let Some(signatures) = &checks.signatures {
+            self.verify_sources(signatures, &staged, manifest.as_ref())?;
         }
         let key = instance::key(&self.identity, &staged);
         let file = FileRef {

@@ -14,16 +14,16 @@ use crate::error::{Error, Origin};
 use crate::inspect::manifest::Manifest;
 use crate::load::python::discover::PyCandidate;
 use crate::load::python::instance::Staged;
-use crate::provenance::{Keyring, verify_files};
+use crate::provenance::Signatures;
 use crate::trust::{Checks, TrustPolicy};
 
 impl PyCandidate {
     /// Checks `staged`, the sources this load read and will execute, against the plugin's
-    /// signed index under `keyring`; the plugin must be signed under its manifest's name
+    /// signed index under `signatures`; the plugin must be signed under its manifest's name
     /// where `manifest` gives one.
     pub(super) fn verify_sources(
         &self,
-        keyring: &Keyring,
+        signatures: &Signatures,
         staged: &Staged,
         manifest: Option<&Manifest>,
     ) -> Result<Verified, Error> {
@@ -45,16 +45,16 @@ impl PyCandidate {
             PathBuf::from(self.path.file_name().unwrap_or_default())
         });
         let relative: Vec<PathBuf> = relative.collect();
-        let files = relative
+        let files: Vec<(&Path, &[u8])> = relative
             .iter()
             .zip(&staged.files)
-            .map(|(path, (_, _, source))| (path.as_path(), source.as_bytes()));
-        verify_files(
-            keyring,
+            .map(|(path, (_, _, source))| (path.as_path(), source.as_bytes()))
+            .collect();
+        signatures.verify_files(
             index,
             (&self.path, &index_path),
             manifest.map(|manifest| manifest.name.as_str()),
-            files,
+            &files,
         )
     }
 
@@ -91,7 +91,7 @@ impl PyCandidate {
         let staged = self.read(checks, trust)?;
         let manifest = staged.manifest(&Origin::File(self.path.clone()))?;
         let signature = match &checks.signatures {
-            Some(keyring) => Some(self.verify_sources(keyring, &staged, manifest.as_ref())?),
+            Some(signatures) => Some(self.verify_sources(signatures, &staged, manifest.as_ref())?),
             None => None,
         };
         Ok((manifest, signature))
