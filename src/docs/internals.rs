@@ -75,7 +75,9 @@
 //!   once, not following a symlink; the trust and ELF checks read that descriptor, the
 //!   registry knows the instance by its (dev, ino), and the loader maps that descriptor. An
 //!   instance never maps another file than its identity names, and no identity names two
-//!   files while its instance lives.
+//!   files while its instance lives. (A host that requires signatures maps, for a file it
+//!   can take no read lease on, a sealed copy of that descriptor's bytes, verified, under the
+//!   file's identity: `provenance`, `docs::signing`.)
 //!
 //! # On-demand sets: the map-once state (`load::demand`)
 //!
