@@ -95,6 +95,10 @@
 //!   private to the process, not shared with the page cache (memory: one copy of the file
 //!   per process while it is mapped).
 //!
+//! Both are Linux's: on other platforms the loader opens files by path and nothing holds their
+//! bytes still, so a host that requires signatures refuses every library plugin there, saying
+//! so.
+//!
 //! A Python plugin's sources are read into memory from the checked descriptors before any of
 //! them runs, checked against the signed index, and compiled from those bytes: no lease is
 //! needed, nothing is read again.
