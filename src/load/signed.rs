@@ -4,6 +4,7 @@
 //! before anything is mapped), and what it holds until the mapping (`provenance`).
 
 use std::fs::File;
+use std::path::Path;
 
 use dylease_elf::Linkage;
 use dylease_sign::Verified;
@@ -97,28 +98,41 @@ fn verify_signed(
     }
     let expected = manifest.map(|manifest| manifest.name.as_str());
     let held = signatures.hold_library((checked.file(), &checked.metadata), (plugin, &candidate.path), expected)?;
-    let mut held_dependencies = Vec::with_capacity(dependencies.len());
-    for dependency in dependencies {
-        let metadata = dependency.file.metadata().map_err(|e| Error::Io {
-            path: dependency.found.clone(),
-            context: "cannot read the status of a library the plugin needs",
-            source: e,
-        })?;
-        let held = signatures.hold_library((&dependency.file, &metadata), (plugin, &dependency.found), None)?;
-        if let Some(copy) = held.sealed() {
-            dependency.file = copy.try_clone().map_err(|e| Error::Io {
-                path: dependency.found.clone(),
-                context: "cannot hold the sealed copy of a library the plugin needs",
-                source: e,
-            })?;
-            dependency.sealed = true;
-        }
-        held_dependencies.push(held);
-    }
+    let held_dependencies = dependencies
+        .iter_mut()
+        .map(|dependency| hold_dependency(signatures, plugin, dependency))
+        .collect::<Result<Vec<Held>, Error>>()?;
     Ok(Provenance(Some(Box::new(Holds {
         plugin: held,
         dependencies: held_dependencies,
     }))))
+}
+
+/// Verifies `dependency`, a library the plugin `plugin` needs, and holds it still; its sealed
+/// copy, if it has one, replaces its descriptor (the loader is given the copy).
+#[cfg(unix)]
+fn hold_dependency(signatures: &Signatures, plugin: &Path, dependency: &mut Dependency) -> Result<Held, Error> {
+    let metadata = dependency.file.metadata().map_err(|e| Error::Io {
+        path: dependency.found.clone(),
+        context: "cannot read the status of a library the plugin needs",
+        source: e,
+    })?;
+    let held = signatures.hold_library((&dependency.file, &metadata), (plugin, &dependency.found), None)?;
+    if let Some(copy) = held.sealed() {
+        dependency.file = copy.try_clone().map_err(|e| Error::Io {
+            path: dependency.found.clone(),
+            context: "cannot hold the sealed copy of a library the plugin needs",
+            source: e,
+        })?;
+        dependency.sealed = true;
+    }
+    Ok(held)
+}
+
+/// No library is mapped by dylease for a plugin where there is no trust check.
+#[cfg(not(unix))]
+fn hold_dependency(_: &Signatures, _: &Path, dependency: &mut Dependency) -> Result<Held, Error> {
+    match *dependency {}
 }
 
 /// What in `linkage` makes the loader search for (or open by path) a library, if anything:
