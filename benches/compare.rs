@@ -40,6 +40,17 @@
 //!   (`Keyring::verify_file`, its signature check remembered) against `sha2`'s SHA-256 of the
 //!   same bytes in memory (`cargo bench -p dylease-sign --bench digest` has the absolute
 //!   throughputs).
+//! - `isolated`: calls of a message pass in an isolated set (`HostBuilder::isolated`): a small
+//!   message (8 bytes each way) against a raw ping-pong of the same bytes with a forked child
+//!   over a `SOCK_SEQPACKET` socket pair (the floor of any round trip between processes) and
+//!   against the same pass called in an ordinary set; 1 MiB in (through a sealed shared
+//!   region) with a short answer, and 1 MiB each way, against a `memcpy` of 1 MiB.
+//! - `isolated_cold`: `acquire()` of an isolated set of 16 plugins (the worker's start, the
+//!   16 mapped in it), one call, and the drop of the last lease (the worker's unload and
+//!   reap) against the same cycle of an eager set in the process plus a bare `posix_spawn` +
+//!   `waitpid` of `/bin/true`.
+//! - `isolated_threads`: small calls from 1, 2 and 4 threads at once on one lease of an
+//!   isolated set: calls per second.
 //! - `reload`: a changed reload of 16 plugins (every file replaced by rename, not timed; then
 //!   `reload()` and the drop of the old generation's last lease, its drain) against a cold
 //!   load and unload of 16, on a tmpfs (`$DYLEASE_BENCH_DIR`, else `/dev/shm`) and on the
@@ -79,6 +90,8 @@ mod cc;
 mod common;
 #[path = "common/interleave.rs"]
 mod interleave;
+#[path = "common/isolated.rs"]
+mod isolated;
 #[path = "../tests/support/loader.rs"]
 mod loader;
 #[path = "common/plugins.rs"]
@@ -93,12 +106,15 @@ use plugins::{
 #[global_allocator]
 static ALLOC: common::CountingAlloc = common::CountingAlloc;
 
-const GROUPS: [&str; 10] = [
+const GROUPS: [&str; 13] = [
     "acquire_hot",
     "acquire_hot_2_threads",
     "acquire_hosts",
     "cold_cycle",
     "cold_dependencies",
+    "isolated",
+    "isolated_cold",
+    "isolated_threads",
     "load_scaling",
     "manifest",
     "on_demand",
@@ -518,6 +534,170 @@ fn cold_dependencies(options: &Options) {
     let _ = std::fs::remove_dir_all(&base);
 }
 
+/// The groups of isolated sets (`isolated`, `isolated_cold`, `isolated_threads`), over plugins
+/// built once for them.
+fn isolated_groups(options: &Options) {
+    let dir = isolated::message_plugins(&plugins::default_base(), COLD_PLUGINS);
+    let single = dir.join("single");
+    std::fs::create_dir_all(&single).unwrap();
+    let plugin = isolated::isolated_plugin(&single);
+    settle();
+    if options.runs("isolated") {
+        isolated_calls(options, &plugin);
+    }
+    if options.runs("isolated_cold") {
+        isolated_cold(options, &dir);
+    }
+    if options.runs("isolated_threads") {
+        isolated_threads(options, &plugin);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An isolated host over `file`, and an ordinary one.
+fn isolated_and_ordinary(file: &std::path::Path) -> (PluginHost, PluginHost) {
+    // SAFETY: the bench's own plugin, tests/plugins/isolated.c.
+    let isolated = unsafe { PluginHost::builder().file(file) }.isolated().build().unwrap();
+    // SAFETY: as above.
+    let ordinary = unsafe { PluginHost::builder().file(file) }.build().unwrap();
+    (isolated, ordinary)
+}
+
+fn isolated_calls(options: &Options, plugin: &std::path::Path) {
+    const MIB: usize = 1 << 20;
+    let (isolated, ordinary) = isolated_and_ordinary(plugin);
+    let (remote, local) = (isolated.acquire().unwrap(), ordinary.acquire().unwrap());
+    let worker = remote.worker_pid().expect("an isolated set has a worker");
+    let small = *b"12345678";
+    assert_eq!(remote.call("echo", &small).unwrap(), small);
+    assert_eq!(local.call("echo", &small).unwrap(), small);
+    let large: Vec<u8> = (0..MIB).map(|i| i as u8).collect();
+    assert_eq!(remote.call("size", &large).unwrap(), MIB.to_string().as_bytes());
+    assert_eq!(remote.call("echo", &large).unwrap(), large);
+    let mut ping = isolated::PingPong::start();
+    assert_eq!(ping.round_trip(&small), small.len());
+    let mut copy = vec![0u8; MIB];
+    let iters = options.iters(2000);
+    let large_iters = options.iters(200);
+    let mut arms = vec![
+        Arm::looped("isolated_call", iters, || {
+            black_box(remote.call("echo", black_box(&small)).unwrap());
+        }),
+        Arm::looped("in_process_call", iters, || {
+            black_box(local.call("echo", black_box(&small)).unwrap());
+        }),
+        Arm::looped("socketpair_ping_pong", iters, || {
+            black_box(ping.round_trip(black_box(&small)));
+        }),
+        Arm::looped("isolated_1mib_in", large_iters, || {
+            black_box(remote.call("size", black_box(&large)).unwrap());
+        }),
+        Arm::looped("isolated_1mib_each_way", large_iters, || {
+            black_box(remote.call("echo", black_box(&large)).unwrap());
+        }),
+        Arm::looped("memcpy_1mib", large_iters, || {
+            copy.copy_from_slice(black_box(&large));
+            black_box(&mut copy);
+        }),
+    ];
+    let rounds = interleave::run(options.rounds, &mut arms);
+    drop(arms);
+    assert_eq!(remote.worker_pid(), Some(worker), "the worker was replaced while timed");
+    emit_ratio("isolated", 1, &rounds, "isolated_call", "socketpair_ping_pong");
+    emit_ratio("isolated", 1, &rounds, "isolated_call", "in_process_call");
+    // Throughput against memcpy's: memcpy's time over the call's.
+    emit_ratio("isolated", 1, &rounds, "memcpy_1mib", "isolated_1mib_in");
+    emit_ratio("isolated", 1, &rounds, "memcpy_1mib", "isolated_1mib_each_way");
+}
+
+fn isolated_cold(options: &Options, dir: &std::path::Path) {
+    // SAFETY: the bench's own plugins, built from numbered.c.
+    let isolated = unsafe { PluginHost::builder().dir(dir) }.isolated().build().unwrap();
+    // SAFETY: as above.
+    let eager = unsafe { PluginHost::builder().dir(dir) }.build().unwrap();
+    let cycle = |host: &PluginHost| {
+        let lease = host.acquire().expect("the plugins load");
+        assert_eq!(lease.plugins().len(), COLD_PLUGINS);
+        black_box(lease.call("m7", b"x").unwrap());
+        drop(lease);
+    };
+    for host in [&isolated, &eager] {
+        let generation = host.generation();
+        cycle(host);
+        assert_eq!(
+            host.generation(),
+            generation + 1,
+            "the cycle did not load a new generation"
+        );
+        assert!(!host.is_loaded());
+    }
+    isolated::spawn_and_wait();
+    let iters = options.iters(10);
+    let mut arms = vec![
+        Arm::looped("isolated_cycle", iters, || cycle(&isolated)),
+        Arm::looped("eager_cycle", iters, || cycle(&eager)),
+        Arm::looped("spawn_wait", iters, isolated::spawn_and_wait),
+    ];
+    let rounds = interleave::run(options.rounds, &mut arms);
+    drop(arms);
+    let summary = rounds.per_round(|time| Some(time("isolated_cycle")? / (time("eager_cycle")? + time("spawn_wait")?)));
+    emit(
+        "isolated_cold",
+        1,
+        "isolated_cycle ÷ (eager_cycle + spawn_wait)",
+        "×",
+        &summary,
+        &[
+            ("isolated_cycle", rounds.median_ns("isolated_cycle")),
+            ("eager_cycle", rounds.median_ns("eager_cycle")),
+            ("spawn_wait", rounds.median_ns("spawn_wait")),
+        ],
+    );
+    emit_ratio("isolated_cold", 1, &rounds, "isolated_cycle", "eager_cycle");
+}
+
+fn isolated_threads(options: &Options, plugin: &std::path::Path) {
+    let (isolated, _) = isolated_and_ordinary(plugin);
+    let lease = isolated.acquire().unwrap();
+    let iters = options.iters(1000);
+    let calls = |threads: usize| {
+        let lease = &lease;
+        move |iters: u64| {
+            let start = Instant::now();
+            std::thread::scope(|scope| {
+                for _ in 0..threads {
+                    scope.spawn(move || {
+                        for _ in 0..iters {
+                            black_box(lease.call("echo", black_box(b"12345678")).unwrap());
+                        }
+                    });
+                }
+            });
+            Some(start.elapsed())
+        }
+    };
+    let mut arms = vec![
+        Arm::new("threads_1", iters, calls(1)),
+        Arm::new("threads_2", iters, calls(2)),
+        Arm::new("threads_4", iters, calls(4)),
+    ];
+    let rounds = interleave::run(options.rounds, &mut arms);
+    drop(arms);
+    for threads in [1, 2, 4] {
+        let arm = format!("threads_{threads}");
+        // Each iteration is one call on each thread.
+        let summary = rounds.per_round(|time| Some(threads as f64 * 1e9 / time(&arm)?));
+        emit(
+            "isolated_threads",
+            threads,
+            "calls per second",
+            "calls/s",
+            &summary,
+            &[(&arm, rounds.median_ns(&arm))],
+        );
+    }
+}
+
 /// The cost of manifests: the cold cycle of `COLD_PLUGINS` plugins with and without manifest
 /// notes (the host reads one more block of each file, and compares what it registered), and
 /// the catalog of the largest directory against its eager load.
@@ -870,6 +1050,12 @@ fn main() {
     }
     if options.runs("cold_dependencies") {
         cold_dependencies(&options);
+    }
+    if ["isolated", "isolated_cold", "isolated_threads"]
+        .iter()
+        .any(|g| options.runs(g))
+    {
+        isolated_groups(&options);
     }
     let file_groups = [
         "cold_cycle",

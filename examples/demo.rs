@@ -16,6 +16,13 @@
 //! `examples/rust-plugin`) with a nested `cargo build`. With the `python` feature
 //! (`cargo run -p dylease-demo --features python`) the hosts also load a Python pass,
 //! `examples/plugins/simplify.py`, into the same sets.
+//!
+//! A third component, a filter service, runs a plugin it does not trust to behave
+//! (`examples/plugins/filters.c`, whose `crash` pass writes through a NULL pointer) in an
+//! isolated host (`HostBuilder::isolated`, the crate feature `isolate`): its set's plugins run
+//! in a worker process. The crash ends the worker, fails that set's calls with an error
+//! naming the plugin, the pass and the signal, and leaves the process and the graph session
+//! running; the next `acquire()` gets a fresh worker.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -159,9 +166,10 @@ fn plugin_lines(lease: &Lease) -> String {
     lines
 }
 
-/// Builds the C, C++ and Rust example plugins into a fresh directory; returns it and the
-/// library files.
-fn build_plugins() -> Result<(PathBuf, Vec<PathBuf>), String> {
+/// Builds the C, C++ and Rust example plugins into a fresh directory; returns it, the library
+/// files, and the filter plugin, built into a subdirectory (which the session's host, over the
+/// directory alone, does not load).
+fn build_plugins() -> Result<(PathBuf, Vec<PathBuf>, PathBuf), String> {
     let root = cc::crate_root();
     let sources = root.join("examples/plugins");
     let dir = std::env::temp_dir().join(format!("dylease-demo-{}", std::process::id()));
@@ -192,7 +200,12 @@ fn build_plugins() -> Result<(PathBuf, Vec<PathBuf>), String> {
     println!("  Rust  examples/plugins/folding.rs (cargo build)         -> libfolding.so");
     libs.push(build_rust_plugin(&dir.join("libfolding.so"))?);
     python::install(&sources, &dir)?;
-    Ok((dir, libs))
+
+    println!("  C     examples/plugins/filters.c                         -> isolated/libfilters.so");
+    let isolated = dir.join("isolated");
+    std::fs::create_dir_all(&isolated).map_err(|e| format!("cannot create {}: {e}", isolated.display()))?;
+    let filters = cc::compile_plugin(&[&sources.join("filters.c")], &isolated.join("libfilters.so"), &recipe)?;
+    Ok((dir, libs, filters))
 }
 
 /// Builds the example Rust plugin with cargo, in a target directory of its own next to this
@@ -284,6 +297,59 @@ fn single_op_compile(dir: &Path, op: i32, pass: &str) -> Result<String, dylease:
     ))
 }
 
+/// The filter service: a component whose plugin may crash, in an isolated host of its own.
+/// Its plugin crashes in a pass while the graph session (`session`) goes on working; the
+/// crash is reported, and the next `acquire()` gets a fresh worker. Tells what it does with
+/// `say`.
+fn filter_service(file: &Path, session: &Lease, say: &dyn Fn(&str, &str)) -> Result<(), dylease::Error> {
+    // SAFETY: the file is the example plugin this program just built; it runs in a worker.
+    let host = unsafe { PluginHost::builder().name("filters").file(file) }
+        .isolated()
+        .build()?;
+    let lease = host.acquire()?;
+    let first = lease.worker_pid().unwrap_or_default();
+    let shouted = lease.call("shout", b"isolate me")?;
+    let here = match mapped(file) {
+        Some(true) => "mapped",
+        Some(false) => "not mapped",
+        None => "unknown on this platform",
+    };
+    say(
+        "filters",
+        &format!(
+            "its isolated host's acquire() started worker process {first}, which maps libfilters.so (in this \
+             process: {here}); `shout` \"isolate me\" -> {:?}",
+            String::from_utf8_lossy(&shouted)
+        ),
+    );
+    // The pass crashes: its worker dies of SIGSEGV, this process does not.
+    let crashed = lease.call("crash", b"").map(drop).unwrap_err();
+    say("filters", &format!("`crash` -> Err: {crashed}"));
+    let mut graph = Graph { nodes: 40, rewrites: 0 };
+    let ran = run_all_passes(session, &mut graph);
+    say(
+        "graph-session",
+        &format!("unharmed: runs all {ran} passes meanwhile: {graph:?}"),
+    );
+    drop(lease);
+    let reaped = match Path::new(&format!("/proc/{first}")).exists() {
+        false => "gone",
+        true => "still there",
+    };
+    let lease = host.acquire()?;
+    let shouted = lease.call("shout", b"back again")?;
+    say(
+        "filters",
+        &format!(
+            "dropped the failed set's lease (worker {first}: {reaped}); acquire() started worker process {}: \
+             `shout` \"back again\" -> {:?}",
+            lease.worker_pid().unwrap_or_default(),
+            String::from_utf8_lossy(&shouted)
+        ),
+    );
+    Ok(())
+}
+
 /// What an on-demand host's `acquire()` mapped (`at_acquire`, by name), of `total` plugins,
 /// as a phrase.
 fn mapped_at_acquire(at_acquire: &[String], total: usize) -> String {
@@ -301,7 +367,7 @@ fn mapped_at_acquire(at_acquire: &[String], total: usize) -> String {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (dir, libs) = build_plugins()?;
+    let (dir, libs, filters) = build_plugins()?;
     let start = Instant::now();
     // The logger lives as long as the program: leaked once, as `log` asks of a `'static` one.
     if log::set_logger(Box::leak(Box::new(Logger(start)))).is_ok() {
@@ -341,6 +407,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ),
         );
     }
+
+    filter_service(&filters, &lease, &say)?;
 
     let before = Graph { nodes: 40, rewrites: 0 };
     let mut graph = before;

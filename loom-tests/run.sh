@@ -3,7 +3,7 @@
 # interleaving up to a preemption bound. Then checks that the models can fail: with each
 # deliberately planted bug compiled in (a broken upgrade, a registry that reopens a busy file,
 # a loader given the path, a generation published Relaxed, an on-demand first use without the
-# set's guard), a model must catch it.
+# set's guard, an isolated worker's end that wakes no waiter), a model must catch it.
 #
 #   loom-tests/run.sh                          # the CI bound (4)
 #   LOOM_MAX_PREEMPTIONS=5 loom-tests/run.sh   # a deeper run before a release
@@ -43,7 +43,9 @@ each_model() {
   done
 }
 # The host protocol, through the public API (loom-tests/tests), then the library registry
-# with a model of the platform loader (the crate's own loom tests, src/registry/mod.rs).
+# with a model of the platform loader, on-demand mapping and the isolated sets' side of the
+# worker protocol with a model of the worker (the crate's own loom tests: src/registry/mod.rs,
+# src/load/demand.rs, src/isolate/table.rs).
 each_model "" -p dylease-loom-tests --test models
 each_model "" -p dylease-loom-tests --test recipe
 each_model loom_models -p dylease --lib
@@ -92,6 +94,10 @@ planted dylease_broken_identity "I9: " "a loader that maps the path, not the che
 # plugin twice when two first uses race.
 planted dylease_broken_on_demand "on-demand: " "a first use that maps without the set's guard; the on-demand model must fail" \
   "${registry[@]}" demand::loom_models
+# Isolated sets: a worker's end that does not wake the calls waiting for their answers (nor the
+# unload waiting for the end) leaves them waiting for ever: loom reports the deadlock.
+planted dylease_broken_isolate "deadlock" "a worker's end that wakes no waiter; the isolated models must fail" \
+  "${registry[@]}" isolate::table::loom_models
 # The slot protocol's publication order: a generation number stored Relaxed (and read Relaxed
 # by the thread cache) lets a thread that sees the new number get the older set from the slot.
 planted dylease_broken_publication "I1: generation" "a generation published without Release; model 10b must fail" \

@@ -88,6 +88,15 @@ def target(group, threads, quantity):
         return (None, 2.5, "≤ 2.5×")
     if group.startswith("reload/"):
         return (None, None, "reported")
+    if (group, quantity) == ("isolated", "isolated_call ÷ socketpair_ping_pong"):
+        return (None, 1.5, "≤ 1.5×")
+    if (group, quantity) == ("isolated", "memcpy_1mib ÷ isolated_1mib_in"):
+        # Throughput: memcpy's time over the call's.
+        return (0.5, None, "≥ 0.5")
+    if (group, quantity) == ("isolated_cold", "isolated_cycle ÷ (eager_cycle + spawn_wait)"):
+        return (None, 1.3, "≤ 1.3×")
+    if group.startswith("isolated"):
+        return (None, None, "reported")
     return None
 
 
@@ -174,7 +183,7 @@ for key in order:
         else:
             ok = (low is None or overall >= low) and (high is None or overall <= high)
             met = "yes" if ok else "**no**"
-        verdicts.append([f"{group}{' (2 threads)' if threads > 1 else ''}: {quantity}", fmt(overall, unit),
+        verdicts.append([f"{group}{f' ({threads} threads)' if threads > 1 else ''}: {quantity}", fmt(overall, unit),
                          label, met, ", ".join(fmt(m, unit).rstrip("×") for m in medians)])
 
 

@@ -61,6 +61,8 @@ for target in "${targets[@]}"; do
     continue
   fi
   check "$target" dylease --lib
+  # Isolated sets (their worker and socket code) exist only with the feature.
+  check "$target" dylease --lib --features isolate
   check "$target" dylease-plugin --lib
   for cli in "${cli_targets[@]}"; do
     [ "$cli" = "$target" ] && check "$target" dylease-cli --bin dylease

@@ -52,9 +52,11 @@ printf '\n[patch.crates-io]\ndylease-elf = { path = "../dylease-elf-%s" }\ndylea
   "$elf_version" "$plugin_version" >>Cargo.toml
 export DYLEASE_PLUGIN_CRATE="$work/dylease-plugin-$plugin_version"
 
-step "cargo test, in the unpacked package"
+# The package has no dev-dependency on itself, which turns `watch` and `isolate` on for the
+# workspace's tests and examples: name them here, as a user running them would.
+step "cargo test --features watch,isolate, in the unpacked package"
 log="$work/test.log"
-cargo test 2>&1 | tee "$log"
+cargo test --features watch,isolate 2>&1 | tee "$log"
 # Gated tests announce themselves: show that they ran the fallback rather than nothing.
 grep -q "^test rust_plugin::a_rust_plugin_built_with_export_plugin_loads_and_its_pass_is_callable ... ok" "$log" || {
   echo "package-check: the Rust-plugin test did not run in the package" >&2
@@ -62,7 +64,7 @@ grep -q "^test rust_plugin::a_rust_plugin_built_with_export_plugin_loads_and_its
 }
 
 step "demo, in the unpacked package"
-cargo run --quiet --example demo
+cargo run --quiet --features isolate --example demo
 
 step "dylease-cli, built from its package against the packages above"
 cd "$work/dylease-cli-$cli_version"

@@ -72,9 +72,9 @@ pub enum OpenCause {
     /// only the file it judged, so it refuses the new one without mapping it. [`reload`](crate::PluginHost::reload) loads the new
     /// file. None of the new file's code ran.
     ReplacedSinceAcquire,
-    /// An isolated set ([`HostBuilder::isolated`](crate::HostBuilder::isolated)) cannot load
-    /// it (yet): it needs a library that dylease maps itself from a checked descriptor, or it
-    /// is a Python plugin. The reason says which and what to do; none of its code ran.
+    /// An isolated set ([`docs::isolation`](crate::docs::isolation)) cannot load it: it is a
+    /// Python plugin (the worker would need an interpreter of its own; not yet), or the worker
+    /// process refused what the host sent for it. The reason says which and what to do.
     Isolation,
 }
 
@@ -272,9 +272,10 @@ pub enum Error {
         /// What is wrong and how to fix it.
         reason: String,
     },
-    /// The worker process of an isolated set ([`HostBuilder::isolated`](crate::HostBuilder::isolated))
-    /// failed: it died (a signal, an exit), broke the channel's protocol, or was killed because
-    /// a call ran past the [call deadline](crate::HostBuilder::call_deadline). The host process
+    /// The worker process of an isolated set (`HostBuilder::isolated`, crate feature `isolate`:
+    /// [`docs::isolation`](crate::docs::isolation)) failed: it died (a signal, an exit), broke
+    /// the channel's protocol, or was killed because a call ran past the call deadline
+    /// (`HostBuilder::call_deadline`). The host process
     /// is unharmed. During a load (`pass` is `None`) the `acquire()` (or `reload()`) fails and
     /// leaves nothing loaded; the next one starts a fresh worker. During a call, the set is
     /// failed for good: every call in flight and every later call of the set gets this error;
@@ -302,7 +303,8 @@ pub enum Error {
         status: i32,
     },
     /// A message pass ([`Lease::call`](crate::Lease::call)) could not be called: in an isolated
-    /// set, its input or its output is larger than a call carries. The set is unharmed.
+    /// set, its input or its output is larger than a call carries (256 MiB), or the worker
+    /// could not make the call. The set is unharmed.
     #[non_exhaustive]
     CallRefused {
         /// The plugin of the pass.
@@ -592,7 +594,7 @@ pub enum LookupFailure {
         plugin: Origin,
     },
     /// The pass is a pointer pass of a plugin that runs in the worker process of an isolated
-    /// set ([`HostBuilder::isolated`](crate::HostBuilder::isolated)): a function pointer cannot
+    /// set ([`docs::isolation`](crate::docs::isolation)): a function pointer cannot
     /// cross the process boundary. Register it as a message pass and call it with
     /// [`Lease::call`](crate::Lease::call).
     Isolated {
@@ -671,7 +673,7 @@ pub enum WorkerCause {
     Deadline {
         /// The pass called; empty for a plugin's load.
         pass: String,
-        /// The deadline ([`HostBuilder::call_deadline`](crate::HostBuilder::call_deadline)).
+        /// The deadline (`HostBuilder::call_deadline`).
         after: std::time::Duration,
     },
     /// It sent what the channel's protocol does not allow (a corrupt or unexpected message):

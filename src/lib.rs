@@ -70,13 +70,15 @@
 //! builder method) vouches for its code, as running a program vouches for the program. What
 //! it checks before running any of a file's code is that the file is an ELF library for this
 //! machine and, under the default [`TrustPolicy::Strict`], that no other user could have
-//! chosen it. An isolated host ([`HostBuilder::isolated`]) runs its plugins in a worker
+//! chosen it. An isolated host (crate feature `isolate`, [`docs::isolation`]) runs its plugins in a worker
 //! process: that contains their crashes, hangs and pins, not their privileges.
 //!
 //! # Features
 //!
 //! - `watch`: `HostBuilder::watch`, reload when a plugin directory or file changes (adds
 //!   `notify`).
+//! - `isolate`: isolated sets (`HostBuilder::isolated`), each set's plugins in a worker
+//!   process of its own ([`docs::isolation`]).
 //! - `python`: Python passes (`HostBuilder::python_dir`, `Lease::get_py`), an embedded CPython
 //!   through pyo3 (re-exported as `dylease::pyo3`); the build needs Python's development files.
 //!

@@ -46,7 +46,7 @@ pub(crate) fn check<S: ReadAt>(file: &Elf<S>) -> Result<(), String> {
 
 /// How much of a library the first read takes: a page, which holds the headers of ordinary
 /// libraries.
-const FIRST_READ: usize = 4096;
+pub(crate) const FIRST_READ: usize = 4096;
 
 /// Where a sound ELF header says its program header table is, and how to read it.
 #[derive(Debug)]
@@ -60,10 +60,11 @@ struct Table {
     end: u64,
 }
 
-/// Checks the ELF header (`head`: the file's first bytes, at most 64 of them; `len`: the
-/// file's length). `Ok(table)`: sound so far, and the program header table lies inside the
-/// file.
-fn header(head: &[u8], len: u64) -> Result<Table, String> {
+/// The form (class and byte order) the identification bytes at the start of `head` (the
+/// file's first bytes; `len`: the file's length) name: `Err` if they are not an ELF file's.
+/// Any class and byte order: what reads the file without running it (its manifest) reads a
+/// file built for another machine too.
+pub(crate) fn identify(head: &[u8], len: u64) -> Result<Form, String> {
     if head.len() < 4 || head[..4] != *b"\x7fELF" {
         return Err("it is not an ELF shared library (it does not begin with the ELF magic bytes)".into());
     }
@@ -73,27 +74,39 @@ fn header(head: &[u8], len: u64) -> Result<Table, String> {
         Some(other) => return Err(format!("its ELF class byte is invalid ({other})")),
         None => return Err(truncated(len, 5)),
     };
-    if wide != Form::NATIVE.wide {
-        let (bits, this_bits) = if wide { (64, 32) } else { (32, 64) };
-        return Err(format!(
-            "it is a {bits}-bit ELF file, but this process is {this_bits}-bit"
-        ));
-    }
     let big_endian = match head.get(5) {
         Some(1) => false,
         Some(2) => true,
         Some(other) => return Err(format!("its ELF byte-order byte is invalid ({other})")),
         None => return Err(truncated(len, 6)),
     };
-    if big_endian != Form::NATIVE.big_endian {
-        let (it, this) = if big_endian {
-            ("big", "little")
-        } else {
-            ("little", "big")
-        };
+    Ok(Form { wide, big_endian })
+}
+
+/// [`identify`] of the file's first bytes. A file that cannot be read passes, as it does
+/// [`check`]: the reading that follows reports that.
+pub(crate) fn identified<S: ReadAt>(file: &Elf<S>) -> Result<(), String> {
+    let mut head = [0; EHDR_LEN_64];
+    let want = head.len().min(usize::try_from(file.file_len()).unwrap_or(EHDR_LEN_64));
+    let Ok(got) = file.read_exactly(&mut head[..want], 0) else {
+        return Ok(());
+    };
+    identify(&head[..got], file.file_len()).map(drop)
+}
+
+/// Checks the ELF header (`head`: the file's first bytes, at most 64 of them; `len`: the
+/// file's length). `Ok(table)`: sound so far, and the program header table lies inside the
+/// file.
+fn header(head: &[u8], len: u64) -> Result<Table, String> {
+    let Form { wide, big_endian } = identify(head, len)?;
+    if wide != Form::NATIVE.wide {
+        let (bits, this_bits) = if wide { (64, 32) } else { (32, 64) };
         return Err(format!(
-            "it is a {it}-endian ELF file, but this process is {this}-endian"
+            "it is a {bits}-bit ELF file, but this process is {this_bits}-bit"
         ));
+    }
+    if big_endian != Form::NATIVE.big_endian {
+        return Err(byte_order(head, Form { wide, big_endian }));
     }
     let header_len = if wide { EHDR_LEN_64 } else { EHDR_LEN_32 };
     if head.len() < header_len {
@@ -112,8 +125,8 @@ fn header(head: &[u8], len: u64) -> Result<Table, String> {
     {
         return Err(format!(
             "it is built for {} (ELF machine {machine}), but this process runs on {} (ELF machine {this})",
-            machine_name(machine),
-            machine_name(this),
+            machine_name(machine, wide),
+            machine_name(this, Form::NATIVE.wide),
         ));
     }
     let (phoff, phentsize, phnum) = form.program_headers(head);
@@ -180,6 +193,28 @@ fn truncated(len: u64, needed: u64) -> String {
     format!("the file is truncated: it has {len} bytes, but its ELF headers describe at least {needed}")
 }
 
+/// The refusal of a file of the other byte order (`form`, its first bytes `head`), naming its
+/// machine and this process's: a plugin cross-built for s390x or ppc64 on a little-endian
+/// host, say.
+fn byte_order(head: &[u8], form: Form) -> String {
+    let order = |big_endian: bool| if big_endian { "big" } else { "little" };
+    // e_machine, in the file's byte order: the file's first 20 bytes hold it.
+    let machine = (head.len() >= 20).then(|| form.u16(head, 18));
+    let it = match machine {
+        Some(machine) => format!(" ({}, ELF machine {machine})", machine_name(machine, form.wide)),
+        None => String::new(),
+    };
+    let this = match THIS_MACHINE {
+        Some(this) => format!(" ({}, ELF machine {this})", machine_name(this, Form::NATIVE.wide)),
+        None => String::new(),
+    };
+    format!(
+        "it is built for a {}-endian machine{it}, but this process runs on a {}-endian one{this}",
+        order(form.big_endian),
+        order(Form::NATIVE.big_endian)
+    )
+}
+
 /// The ELF machine number of this process's architecture, where it is known.
 const THIS_MACHINE: Option<u16> = if cfg!(target_arch = "x86_64") {
     Some(62)
@@ -201,8 +236,11 @@ const THIS_MACHINE: Option<u16> = if cfg!(target_arch = "x86_64") {
     None
 };
 
-fn machine_name(machine: u16) -> String {
+/// The architecture ELF machine `machine` names, in a file of class `wide` (64-bit) where
+/// the class tells two apart (s390 and s390x).
+fn machine_name(machine: u16, wide: bool) -> String {
     match machine {
+        22 if wide => "s390x".into(),
         3 => "x86".into(),
         8 => "MIPS".into(),
         20 => "PowerPC".into(),

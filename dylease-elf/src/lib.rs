@@ -43,6 +43,7 @@
 #![deny(missing_docs)]
 
 mod consts;
+mod fingerprint;
 mod header;
 mod layout;
 pub mod manifest;
@@ -87,9 +88,15 @@ impl<S: ReadAt> Elf<S> {
     }
 
     /// The plugin's manifest, read from its `dylease` notes in the `PT_NOTE` segments that
-    /// lie inside the file (see [`manifest`] for the format), after the header check:
-    /// `Ok(None)` when it has no dylease note. The section headers are not read, and no
-    /// byte outside the note segments (and the headers that locate them) is.
+    /// lie inside the file (see [`manifest`] for the format): `Ok(None)` when it has no
+    /// dylease note. The section headers are not read, and no byte outside the note segments
+    /// (and the headers that locate them) is.
+    ///
+    /// A file built for another machine has its manifest read too: only its identification
+    /// bytes are checked (the ELF magic, a valid class and byte order), not the machine, and
+    /// every field is read in the file's byte order (`EI_DATA`), so that the manifest of a
+    /// plugin cross-built for a big-endian machine (s390x, ppc64) can be shown beside
+    /// [`Elf::check`]'s refusal of it.
     ///
     /// Refused with the cause: a dylease note truncated by its segment's end, a string
     /// length past its record, a name that is not UTF-8, two plugin records that disagree, a
@@ -99,8 +106,29 @@ impl<S: ReadAt> Elf<S> {
     /// [`manifest::MAX_NOTE_BYTES`]). A damaged note of another owner is not refused. Each
     /// segment is read once, however many program headers list it.
     pub fn manifest(&self) -> Result<Option<Manifest>, Refusal> {
-        header::check(self).map_err(Refusal)?;
+        header::identified(self).map_err(Refusal)?;
         manifest::read(self).map_err(Refusal)
+    }
+
+    /// Feeds `state` with what the header check, [`Elf::manifest`] and [`Elf::linkage`] read
+    /// of the file, and nothing else: its length, its ELF header and program header table,
+    /// the bytes of its `PT_NOTE` segments, its dynamic section up to `DT_NULL` (where the
+    /// loader reads it) and the strings of the dynamic entries the [`Linkage`] holds. A
+    /// caller that keeps those readings of a file (a cache keyed by the file's status, say)
+    /// reads a few KB of it again at a later opening, fingerprints them, and parses the file
+    /// again if the fingerprint differs: its bytes changed without its status showing it (a
+    /// write through a shared mapping).
+    ///
+    /// Not fed: the tables only the structural check and [`Elf::pins`] read (symbols, hash
+    /// tables, relocations, version records, unwind tables) and the code. The bytes read are
+    /// kept by this `Elf`, so that the readings made of it afterwards read the same bytes.
+    ///
+    /// `Err` if the file cannot be read, or holds in these parts more than the readers walk
+    /// (note segments past [`manifest::MAX_NOTE_BYTES`] or [`manifest::MAX_NOTE_SEGMENTS`], a
+    /// dynamic section or a linkage string of more than 1 MiB): there is no fingerprint to
+    /// compare then.
+    pub fn fingerprint(&self, state: &mut impl std::hash::Hasher) -> std::io::Result<()> {
+        fingerprint::fingerprint(self, state)
     }
 }
 

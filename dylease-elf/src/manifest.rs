@@ -118,8 +118,9 @@ impl DeclaredPass {
     }
 }
 
-/// Reads the manifest from the `PT_NOTE` segments of a file that passed the header check,
-/// one segment at a time. `Err` says what is wrong, as a phrase.
+/// Reads the manifest from the `PT_NOTE` segments of a file whose identification bytes passed
+/// (`header::identify`: any machine, class and byte order), one segment at a time, every field
+/// in the file's byte order. `Err` says what is wrong, as a phrase.
 pub(crate) fn read(file: &dyn Bytes) -> Result<Option<Manifest>, String> {
     let len = file.len();
     let ident = file.bytes(0, crate::consts::EHDR_LEN_32 as u64)?;
@@ -455,15 +456,30 @@ fn parse_pass(form: Form, desc: &[u8]) -> Result<DeclaredPass, String> {
     })
 }
 
-/// Files with manifest notes, built byte by byte (64-bit, little-endian, x86_64), for the
-/// tests.
+/// Files with manifest notes, built byte by byte (64-bit, little-endian, x86_64; and, in
+/// [`build::big`], big-endian s390x), for the tests.
 #[cfg(test)]
 pub(crate) mod build {
     use super::*;
 
+    /// The byte order of the fields written: little-endian (`false`) or big-endian.
+    type BigEndian = bool;
+
+    fn u16_in(big: BigEndian, value: u16) -> [u8; 2] {
+        if big { value.to_be_bytes() } else { value.to_le_bytes() }
+    }
+
+    fn u32_in(big: BigEndian, value: u32) -> [u8; 4] {
+        if big { value.to_be_bytes() } else { value.to_le_bytes() }
+    }
+
+    fn u64_in(big: BigEndian, value: u64) -> [u8; 8] {
+        if big { value.to_be_bytes() } else { value.to_le_bytes() }
+    }
+
     /// A string field: its length (with the NUL) and its bytes, padded to 4.
-    pub(crate) fn string(text: &str) -> Vec<u8> {
-        let mut bytes = ((text.len() + 1) as u32).to_le_bytes().to_vec();
+    fn string_in(big: BigEndian, text: &str) -> Vec<u8> {
+        let mut bytes = u32_in(big, (text.len() + 1) as u32).to_vec();
         bytes.extend_from_slice(text.as_bytes());
         bytes.push(0);
         bytes.resize(4 + round_up(text.len() + 1, 4), 0);
@@ -471,27 +487,39 @@ pub(crate) mod build {
     }
 
     pub(crate) fn plugin(format: u32, flags: u32, name: &str, version: &str) -> Vec<u8> {
+        plugin_in(false, format, flags, name, version)
+    }
+
+    fn plugin_in(big: BigEndian, format: u32, flags: u32, name: &str, version: &str) -> Vec<u8> {
         let mut desc = [format, 2, flags]
             .iter()
-            .flat_map(|v| v.to_le_bytes())
+            .flat_map(|&v| u32_in(big, v))
             .collect::<Vec<u8>>();
-        desc.extend(string(name));
-        desc.extend(string(version));
+        desc.extend(string_in(big, name));
+        desc.extend(string_in(big, version));
         desc
     }
 
     pub(crate) fn pass(name: &str, interface: &str) -> Vec<u8> {
-        let mut desc = 0u32.to_le_bytes().to_vec();
-        desc.extend(string(name));
-        desc.extend(string(interface));
+        pass_in(false, name, interface)
+    }
+
+    fn pass_in(big: BigEndian, name: &str, interface: &str) -> Vec<u8> {
+        let mut desc = u32_in(big, 0).to_vec();
+        desc.extend(string_in(big, name));
+        desc.extend(string_in(big, interface));
         desc
     }
 
     /// One note of `owner`, padded to `align`.
     pub(crate) fn note(owner: &[u8], kind: u32, desc: &[u8], align: usize) -> Vec<u8> {
+        note_in(false, owner, kind, desc, align)
+    }
+
+    fn note_in(big: BigEndian, owner: &[u8], kind: u32, desc: &[u8], align: usize) -> Vec<u8> {
         let mut bytes = Vec::new();
         for field in [owner.len() as u32, desc.len() as u32, kind] {
-            bytes.extend_from_slice(&field.to_le_bytes());
+            bytes.extend_from_slice(&u32_in(big, field));
         }
         bytes.extend_from_slice(owner);
         bytes.resize(round_up(bytes.len(), align), 0);
@@ -507,26 +535,32 @@ pub(crate) mod build {
     /// A shared-object header and one PT_NOTE program header per segment (its alignment, its
     /// bytes), the segments following the table.
     pub(crate) fn file(segments: &[(u64, Vec<u8>)]) -> Vec<u8> {
+        file_in(false, 62, segments)
+    }
+
+    /// As [`file`], in the byte order `big`, for ELF machine `machine`.
+    fn file_in(big: BigEndian, machine: u16, segments: &[(u64, Vec<u8>)]) -> Vec<u8> {
         let mut bytes = vec![0u8; 64];
         bytes[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        bytes[5] = if big { 2 } else { 1 };
         bytes[6] = 1;
-        bytes[16..18].copy_from_slice(&3u16.to_le_bytes());
-        bytes[18..20].copy_from_slice(&62u16.to_le_bytes());
-        bytes[32..40].copy_from_slice(&64u64.to_le_bytes());
-        bytes[52..54].copy_from_slice(&64u16.to_le_bytes());
-        bytes[54..56].copy_from_slice(&56u16.to_le_bytes());
-        bytes[56..58].copy_from_slice(&(segments.len() as u16).to_le_bytes());
+        bytes[16..18].copy_from_slice(&u16_in(big, 3));
+        bytes[18..20].copy_from_slice(&u16_in(big, machine));
+        bytes[32..40].copy_from_slice(&u64_in(big, 64));
+        bytes[52..54].copy_from_slice(&u16_in(big, 64));
+        bytes[54..56].copy_from_slice(&u16_in(big, 56));
+        bytes[56..58].copy_from_slice(&u16_in(big, segments.len() as u16));
         let mut offset = round_up(64 + 56 * segments.len(), 8) as u64;
         for (align, data) in segments {
             let mut entry = [0u8; 56];
-            entry[..4].copy_from_slice(&PT_NOTE.to_le_bytes());
-            entry[4..8].copy_from_slice(&4u32.to_le_bytes());
-            entry[8..16].copy_from_slice(&offset.to_le_bytes());
-            entry[16..24].copy_from_slice(&offset.to_le_bytes());
-            entry[24..32].copy_from_slice(&offset.to_le_bytes());
-            entry[32..40].copy_from_slice(&(data.len() as u64).to_le_bytes());
-            entry[40..48].copy_from_slice(&(data.len() as u64).to_le_bytes());
-            entry[48..56].copy_from_slice(&align.to_le_bytes());
+            entry[..4].copy_from_slice(&u32_in(big, PT_NOTE));
+            entry[4..8].copy_from_slice(&u32_in(big, 4));
+            entry[8..16].copy_from_slice(&u64_in(big, offset));
+            entry[16..24].copy_from_slice(&u64_in(big, offset));
+            entry[24..32].copy_from_slice(&u64_in(big, offset));
+            entry[32..40].copy_from_slice(&u64_in(big, data.len() as u64));
+            entry[40..48].copy_from_slice(&u64_in(big, data.len() as u64));
+            entry[48..56].copy_from_slice(&u64_in(big, *align));
             bytes.extend_from_slice(&entry);
             offset += round_up(data.len(), 8) as u64;
         }
@@ -535,6 +569,32 @@ pub(crate) mod build {
             bytes.extend_from_slice(data);
         }
         bytes
+    }
+
+    /// The same builders for a big-endian file of a 64-bit s390 (s390x, ELF machine 22), as
+    /// a plugin cross-built for it has.
+    pub(crate) mod big {
+        use super::*;
+
+        pub(crate) fn plugin(format: u32, flags: u32, name: &str, version: &str) -> Vec<u8> {
+            plugin_in(true, format, flags, name, version)
+        }
+
+        pub(crate) fn pass(name: &str, interface: &str) -> Vec<u8> {
+            pass_in(true, name, interface)
+        }
+
+        pub(crate) fn dylease(kind: u32, desc: &[u8], align: usize) -> Vec<u8> {
+            note_in(true, NOTE_NAME, kind, desc, align)
+        }
+
+        pub(crate) fn note(owner: &[u8], kind: u32, desc: &[u8], align: usize) -> Vec<u8> {
+            note_in(true, owner, kind, desc, align)
+        }
+
+        pub(crate) fn file(segments: &[(u64, Vec<u8>)]) -> Vec<u8> {
+            file_in(true, 22, segments)
+        }
     }
 
     /// A shared-object header and one PT_NOTE program header per entry (its offset in
@@ -610,6 +670,32 @@ mod tests {
                 ]
             ))
         );
+    }
+
+    /// A plugin cross-built for a big-endian machine (s390x) has its manifest read in its
+    /// byte order (`EI_DATA`): the same manifest as the little-endian file's, a foreign note
+    /// of its own byte order skipped, while the ELF check refuses the file naming both byte
+    /// orders and machines. Caught: the reader's fields read little-endian whatever the file
+    /// (its program header entries then have a size it refuses), or the manifest read only
+    /// after the full header check (which refuses the file).
+    #[test]
+    fn a_big_endian_files_manifest_is_read_in_its_byte_order() {
+        let mut notes = big::dylease(NT_PLUGIN, &big::plugin(1, FLAG_COMPLETE, "math", "1.0.0"), 4);
+        notes.extend(big::note(b"GNU\0", 3, &[1, 2, 3, 4, 5, 6, 7, 8], 4));
+        notes.extend(big::dylease(NT_PASS, &big::pass("a", ""), 4));
+        notes.extend(big::dylease(NT_PASS, &big::pass("b", "num.v1"), 4));
+        let bytes = big::file(&[(4, notes)]);
+        assert_eq!(manifest(&bytes).unwrap(), manifest(&sound()).unwrap());
+        let checked = Elf::new(&bytes[..], bytes.len() as u64).check().unwrap_err();
+        assert_eq!(
+            checked.reason(),
+            "it is built for a big-endian machine (s390x, ELF machine 22), but this process runs on a \
+             little-endian one (x86_64, ELF machine 62)"
+        );
+        // Only the identification bytes are checked before the notes are read.
+        let mut not_elf = bytes.clone();
+        not_elf[5] = 7;
+        assert_eq!(refusal(&not_elf), "its ELF byte-order byte is invalid (7)");
     }
 
     #[test]

@@ -141,6 +141,10 @@
 //!
 //! - `watch`: [`reload`](super::reload) on changes of a plugin directory or file (adds
 //!   `notify`).
+//! - `isolate`: isolated sets ([`isolation`](super::isolation)), each set's plugins in a
+//!   worker process of its own (`HostBuilder::isolated` and its options,
+//!   `PluginSet::worker_pid`). Off by default: a program built with it carries the worker
+//!   ([`performance`](super::performance#binary-cost) says how much).
 //! - `python`: Python passes ([`python`](super::python)), an embedded CPython through
 //!   [pyo3](https://docs.rs/pyo3), which dylease re-exports as `dylease::pyo3` so that a host
 //!   names the same pyo3 types dylease was built with (`Py`, `PyResult`, conversions for

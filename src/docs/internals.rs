@@ -341,23 +341,37 @@
 //! again and must find it at the same status, or refuses it (`ReplacedSinceAcquire`). A file replaced by rename is a new inode; one rewritten in
 //! place has a new ctime, which no system call sets back.
 //!
-//! - **Racy rule.** An entry is stored only if the wall clock, read before the file is parsed,
+//! - **Fingerprint.** A write through a shared mapping (`MAP_SHARED`) keeps the status (tmpfs
+//!   never updates the times for it; ext4 only at the first write to a clean page). So
+//!   `Opened::new` also reads again, from the descriptor, what the cached ELF verdict,
+//!   manifest and linkage were read from (the ELF and program headers, the `PT_NOTE`
+//!   segments, the dynamic section and the linkage's strings: `dylease_elf::Elf::fingerprint`,
+//!   a few KB, the whole file if it is at most 64 KiB) and hashes it with std's SipHash under
+//!   a per-process random key; the entry is used only for that fingerprint
+//!   (`Opened::parse_was_cached`). Another fingerprint at the same status: parsed again, and the
+//!   file not cached at that status again (its entry stays, "unstable", found by neither
+//!   `lookup` nor `find`). A strict load keeps a closure it resolved by status only for a
+//!   descriptor that took that entry, and an on-demand first use refuses a file whose
+//!   manifest differs from the one its set was built from (`ReplacedSinceAcquire`): the set
+//!   hands the mapping's callables to its passes by name. The hash need not be
+//!   cryptographic: only a user who may write the file can change it, and that user chooses
+//!   its code anyway; the fingerprint keeps the host's verdicts about the file true.
+//! - **Racy rule.** An entry is stored only if the wall clock, read before the file is read,
 //!   is at least `RACY_WINDOW` (2.1 s) past the file's ctime: a same-size rewrite within one
 //!   timestamp tick of the last change (a kernel tick, or the 1–2 s of ext3, HFS+ and FAT)
 //!   could otherwise keep the whole key. Younger files are parsed at each load.
 //! - **Bound.** At most 4096 files, one entry per (device, inode): a changed file's entry is
 //!   replaced, and the least recently used entry goes when the cache is full.
-//! - **Not covered** (a cached verdict may then describe older bytes): a file system that
-//!   does not update the ctime on writes, NFS attribute caching, writes through a shared
-//!   mapping whose times the kernel updates late, a file system more than 2.1 s coarse, and
-//!   a wall clock stepped back. There a corrupt rewrite the key cannot see may reach the
-//!   loader unchecked (what the structural check guards against is a crash in the loader),
-//!   and one that adds a needed library or a run path leaves them unjudged, to the loader's
-//!   own search, for as long as the entry lives (the walk judged what the cached linkage
-//!   names): a run path into a directory others can write would let them choose a library
-//!   this process maps. Only a user who may write the file (root or this process's own user:
-//!   the trust check refuses any other) can make such a rewrite, and only where the key
-//!   misses it; a file installed by rename, as `dylease install` does, is never missed.
+//! - **Not covered** (a cached verdict may then describe older bytes): the tables only the
+//!   structural check and the pin prediction read (symbols, hash tables, relocations,
+//!   version records, unwind tables), rewritten where neither the key nor the fingerprint
+//!   sees it (a file system that does not update the ctime on writes, NFS attribute caching,
+//!   a shared mapping, a file system more than 2.1 s coarse, a wall clock stepped back).
+//!   There a corrupt rewrite may reach the loader unchecked (what the structural check guards
+//!   against is a crash in the loader); the ABI gate, the manifest comparison and the
+//!   dependency walk judge what the file holds when it is opened. Only a user who may write
+//!   the file (root or this process's own user: the trust check refuses any other) can make
+//!   such a rewrite; a file installed by rename, as `dylease install` does, is never missed.
 //! - **Never cached: trust.** The walk of the file, its directories, its run paths and every
 //!   dependency runs at every load (`trust`), on what the linkage names, cached or
 //!   not. A failure to read the file (an I/O error) is not stored either. The cache answers

@@ -18,6 +18,8 @@
 //! - [`manifests`]: what a plugin declares in its file, read without running it, and
 //!   [`PluginHost::catalog`](crate::PluginHost::catalog).
 //! - [`python`]: Python plugins (the `python` feature).
+//! - [`isolation`]: isolated sets (the `isolate` feature): each set's plugins in a worker
+//!   process, whose crash, hang or pinned library never reaches the host; message passes.
 //! - [`observability`]: the log, [`Stats`](crate::Stats), waiting for an orderly unload.
 //! - [`faq`]: short answers to the questions users ask first.
 //!
@@ -52,6 +54,7 @@ pub mod cli;
 pub mod comparison;
 pub mod faq;
 pub mod internals;
+pub mod isolation;
 pub mod manifests;
 pub mod observability;
 pub mod on_demand;

@@ -33,23 +33,33 @@
 //! - A changed reload of 16 plugins, the old generation's drain included, is 1.14× a cold
 //!   load on tmpfs and 2.61× on ext4, where the drain, which frees the replaced files' inodes,
 //!   is 57% of it.
+//! - In an [isolated](super::isolation) set (the `isolate` feature), a small call is 1.09× a
+//!   raw socket-pair round trip with another process; 1 MiB of input goes through a shared
+//!   region at 0.074× the throughput of a `memcpy` (target 0.5, not met), and acquiring,
+//!   calling and dropping an isolated set of 16 is 2.7× the in-process cycle plus a bare
+//!   process spawn (target 1.3×, not met): BENCHMARKS.md, "Isolated sets", says where the
+//!   time goes.
 //!
 //! # Binary cost
 //!
-//! A default-features application that builds a host and acquires a lease pays **728 KiB** of
+//! A default-features application that builds a host and acquires a lease pays **657 KiB** of
 //! stripped release binary for dylease (`scripts/binary-size.sh` measures it against the same
-//! program without dylease, and fails above its budget of 740 KiB; CI runs it). Part by part,
+//! program without dylease, and fails above its budget of 660 KiB; CI runs it). Part by part,
 //! by the same script:
 //!
 //! | Program | Over the program without dylease |
 //! | --- | --- |
-//! | an eager set | 728 KiB, of which 64 KiB are isolated sets' and 28 KiB signed plugins' (below) |
-//! | an eager set and `catalog()` | +20 KiB: only a program that calls `catalog()` pays for it |
+//! | an eager set | 657 KiB, of which 28 KiB are signed plugins' (below) |
+//! | an eager set and `catalog()` | +15 KiB: only a program that calls `catalog()` pays for it |
 //! | an eager set and an on-demand set | +0 KiB: the on-demand judgement and first-use mapping share the load path, so every program carries them |
-//! | an eager set, an on-demand set and `catalog()` | 751 KiB (budget 760 KiB) |
+//! | an eager set, an on-demand set and `catalog()` | 674 KiB (budget 680 KiB) |
 //! | the `watch` feature | only with the feature on (notify and the watcher thread) |
 //! | signed plugins (`HostBuilder::require_signed`) | 28 KiB in every program: the verification step of the load path (out of line), `Error::Signature` and the keyring's types; the cryptography (SHA-256, Ed25519 with its base-point tables), the leases and sealed copies, only in a program that calls `require_signed`: +137 KiB |
-//! | isolated sets (`HostBuilder::isolated`) | 64 KiB in every program: the worker's side (its early hook in `.init_array`, which the linker keeps whatever calls it, and the worker's loop, mapping and call threads: any program that links dylease can be re-run as a worker), the new errors and `Lease::call`; the host's side (the spawn, the channel's reader) only in a program that calls `HostBuilder::isolated` |
+//! | the `isolate` feature, `HostBuilder::isolated` not called | +73 KiB: the worker's side (its early hook in `.init_array`, which the linker keeps whatever calls it, and the worker's loop, mapping, shared regions and call threads): any program built with the feature can be re-run as a worker |
+//! | an isolated set (`HostBuilder::isolated`) | +279 KiB: the worker's side and the host's (the spawn through `std::process::Command`, the channel and its reader thread, the frames, the dependencies' and regions' descriptors), linked only by a program that calls `isolated()` |
+//!
+//! Without the feature a program carries none of the worker; `Lease::call` (message passes
+//! in an ordinary set) and the errors of isolated sets are in every program.
 //!
 //! Of the code
 //! (about 412 KiB of `.text`, by `cargo bloat --release` of that program; the rest is its

@@ -47,6 +47,7 @@
 //! | One library instance per process: two hosts over one directory never unload what the other uses | two hosts sharing a stateful C plugin (state freed in `on_unload`): 20 single-op cycles of one host while the other holds a lease, both orders of leaving; four threads churning two hosts (no pass sees torn-down state, set-ups equal tear-downs); loom registry models with a model of the platform loader (I1, I7) |
 //! | `on_load` state is fresh in every instance, even in a pinned library | a `-z nodelete` v2 plugin: state made in `on_load` is fresh in generations 1, 2 and 3 on one mapping |
 //! | On-demand sets map a plugin once per set, on first use, and unload it with the set | the on-demand loom model; `on_demand::` tests: nothing in `/proc/self/maps` after `acquire()`, one plugin after one `get`, two threads' first use behind a barrier register once, a file replaced after the acquire is refused with none of its code run, a failed mapping is kept |
+//! | An isolated set's calls always return, and its worker ends once | the isolated loom models (below); `isolated::` tests: a pass that segfaults, aborts, exits, hangs past the deadline or whose worker is killed from outside fails its calls and never the host; a worker that breaks the protocol or whose shared region lies is killed; the worker is reaped after the set's last lease (`/proc/<pid>` gone, no child left to wait for) |
 //! | The entry point must be the library's own | a library without one that links against a plugin is `MissingEntry`; under `SkipFailed` the plugin registers and unloads once |
 //!
 //! Unloading is proven, never assumed: a zero from `dlclose` proves nothing, so the tests
@@ -95,6 +96,7 @@
 //! | registry: one host's last release races the other host's open | I1, I7, every handle closed |
 //! | registry: one host holds the instance while the other cycles | the other's sets share it: no `on_unload` under a holder |
 //! | on-demand: two threads' first use of one unmapped plugin of one set (`src/load/demand.rs`, the set's real map-once state, once-set callables and teardown list; the mapping step a model's) | it is mapped once and its `on_load` runs once, both threads see its callable, and it unloads once, with the set |
+//! | isolated sets: two calls in flight, the worker living, dying in a call or killed from outside, and the set's last lease dropped by either caller (`src/isolate/table.rs`, the set's real table of requests and the worker's end; the worker and the channel a model's) | every call returns, answered with its own answer or failed with the worker's signal, later calls fail at once; the worker ends once and the unload, once, sees its end |
 //!
 //! The invariants I1–I9 are defined in [`internals`](super::internals). Each model runs in a
 //! process of its own, so a model that fails (or aborts, as loom failures can) does not keep
@@ -105,7 +107,9 @@
 //! dylease_broken_registry`, a registry that does not wait for a busy file, and requires a
 //! registry model to fail with an I1 or I7 violation; and with `--cfg
 //! dylease_broken_on_demand`, a first use that maps without the set's guard, and requires the
-//! on-demand model to fail. Weakening any one ordering of the lease count (the upgrade's
+//! on-demand model to fail; and with `--cfg dylease_broken_isolate`, a worker's end that wakes
+//! none of the calls and unload waiting for it, and requires the isolated models to fail
+//! (loom reports the deadlock). Weakening any one ordering of the lease count (the upgrade's
 //! Acquire, the Release that publishes a new set, the Acquire fence before a set is dropped),
 //! removing the wait for the previous unload, or letting a weak lease upgrade without its
 //! generation's tag also makes a model fail (checked by hand when the models were written;

@@ -112,13 +112,17 @@
 //! kept for the process, keyed by the status of the descriptor to be mapped (device, inode,
 //! size, modification and change times in ns, birth time), so a file loaded again unchanged
 //! is not parsed again. A file changed less than 2.1 s before it is opened is not cached (a
-//! same-size rewrite within one timestamp tick could keep its status), and a file system that
-//! does not update the change time, NFS attribute caching or writes through a shared mapping
-//! can hide a change from the key (a change only a user allowed to write the file can make:
-//! root or this process's own user); there a rewrite in place that adds a needed library or a
-//! run path goes unjudged while the entry lives. Install by rename (as `dylease install`
-//! does), which is never missed. The trust check is never cached: it runs at every load, on
-//! what the linkage names. ([`internals`](super::internals) has the cache's protocol.)
+//! same-size rewrite within one timestamp tick could keep its status). Since a write through a
+//! shared mapping keeps the status, every load also reads again what the cached verdict,
+//! manifest and linkage were read from (the headers, the note segments, the dynamic section
+//! and its strings: a few KB) and parses the file again if those bytes changed: a manifest's
+//! ABI version or a needed library written that way is judged at the next load. Where a file
+//! system does not update the change time, or NFS caches attributes, a rewrite of the other
+//! tables (symbols, relocations) can still hide from the key (a change only a user allowed to
+//! write the file can make: root or this process's own user). Install by rename (as `dylease
+//! install` does), which is never missed. The trust check is never cached: it runs at every
+//! load, on what the linkage names. ([`internals`](super::internals) has the cache's
+//! protocol.)
 //!
 //! # The file that runs is the file that was checked
 //!

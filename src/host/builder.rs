@@ -38,15 +38,24 @@ pub struct HostBuilder {
     pub(super) on_demand: bool,
     /// [`HostBuilder::map_timeout`]; `None` for the default.
     pub(super) map_timeout: Option<Duration>,
-    /// [`HostBuilder::isolated`]: how its loads start (`None` inside where isolated sets are
-    /// not supported).
-    pub(super) isolated: Option<Option<crate::isolate::Begin>>,
+    /// [`HostBuilder::isolated`] and its options (crate feature `isolate`).
+    #[cfg(feature = "isolate")]
+    pub(super) isolation: IsolationOptions,
+}
+
+/// What [`HostBuilder::isolated`] and its options set (crate feature `isolate`).
+#[cfg(feature = "isolate")]
+#[derive(Debug, Default)]
+pub(super) struct IsolationOptions {
+    /// How its loads start, once [`HostBuilder::isolated`] was called (`None` inside where
+    /// isolated sets are not supported).
+    begin: Option<Option<crate::isolate::Begin>>,
     /// [`HostBuilder::call_deadline`]; `None` for the default.
-    pub(super) call_deadline: Option<Duration>,
+    call_deadline: Option<Duration>,
     /// [`HostBuilder::worker_command`].
-    pub(super) worker_command: Option<std::path::PathBuf>,
+    worker_command: Option<std::path::PathBuf>,
     /// [`HostBuilder::worker_env_passthrough`].
-    pub(super) worker_env_passthrough: bool,
+    worker_env_passthrough: bool,
 }
 
 impl HostBuilder {
@@ -176,8 +185,8 @@ impl HostBuilder {
     /// every load does (discovery, the trust check, the ELF and manifest checks), then hands
     /// the checked descriptor to the worker, which maps that very file (never a path) and runs
     /// its constructors, `on_load` and `register_passes`. The set's last lease drop has the
-    /// worker run the `on_unload` hooks and exit, and reaps it. The module documentation of
-    /// isolation (in the crate's source, `src/isolate/mod.rs`) has the whole story; in short:
+    /// worker run the `on_unload` hooks and exit, and reaps it. (Crate feature `isolate`.)
+    /// [`docs::isolation`](crate::docs::isolation) has the whole story; in short:
     ///
     /// - **Choose it** for plugins that may crash, abort, call `exit()` or hang (a fault fails
     ///   the set with [`Error::WorkerFailed`], naming the plugin, the pass, the signal or exit
@@ -191,8 +200,8 @@ impl HostBuilder {
     ///   [`passes_of`](crate::Lease::passes_of) refuse the worker's pointer passes, saying so.
     ///   Static plugins stay in the host, and their passes work as usual.
     /// - **What it costs**: a process start on the set's first `acquire()` and an exit at its
-    ///   unload; a socket round trip per call, and the copies of input and output (each at
-    ///   most 64 KiB in this version).
+    ///   unload; a socket round trip per call, and the copies of input and output (above
+    ///   64 KiB through a sealed shared memory region; at most 256 MiB each).
     /// - **It isolates faults, not privileges**: the worker runs as the host's user and can do
     ///   what the host can. It starts with `PR_SET_NO_NEW_PRIVS`, no descriptor of the host's
     ///   but its standard streams, none of the host's `LD_*` variables, and dies with the host.
@@ -200,10 +209,13 @@ impl HostBuilder {
     ///   before `main` and turns that process into a worker, so every program and test binary
     ///   that builds an isolated host has workers without set-up. [`worker_command`](Self::worker_command)
     ///   names another.
-    /// - **Not yet**: a plugin that needs a library dylease maps itself from a checked
-    ///   descriptor (one found through its run path under [`TrustPolicy::Strict`]) is refused
-    ///   ([`OpenCause::Isolation`](crate::OpenCause::Isolation)), as are Python plugins; an
-    ///   isolated host cannot be [`on_demand`](Self::on_demand); Linux only.
+    /// - **Dependencies** a plugin needs from its run path (under [`TrustPolicy::Strict`])
+    ///   are checked by the host and mapped in the worker from the host's descriptors, before
+    ///   the plugin, as an ordinary set maps them in the host.
+    /// - **Not yet**: Python plugins are refused
+    ///   ([`OpenCause::Isolation`](crate::OpenCause::Isolation)): the worker would need an
+    ///   interpreter of its own; an isolated host cannot be [`on_demand`](Self::on_demand);
+    ///   Linux only.
     ///
     /// # Example
     ///
@@ -223,12 +235,13 @@ impl HostBuilder {
     /// }
     /// # Ok::<(), dylease::Error>(())
     /// ```
+    #[cfg(feature = "isolate")]
     pub fn isolated(mut self) -> Self {
         #[cfg(all(target_os = "linux", not(loom)))]
         let begin = Some(crate::isolate::begin as crate::isolate::Begin);
         #[cfg(not(all(target_os = "linux", not(loom))))]
         let begin = None;
-        self.isolated = Some(begin);
+        self.isolation.begin = Some(begin);
         self
     }
 
@@ -236,9 +249,10 @@ impl HostBuilder {
     /// call still running then kills the worker, and fails the set with
     /// [`Error::WorkerFailed`] ([`WorkerCause::Deadline`](crate::WorkerCause::Deadline)).
     /// The same bound applies to the worker's start, to each plugin's load in it, and to its
-    /// unload (after which it is killed). 30 s by default.
+    /// unload (after which it is killed). 30 s by default. (Crate feature `isolate`.)
+    #[cfg(feature = "isolate")]
     pub fn call_deadline(mut self, deadline: Duration) -> Self {
-        self.call_deadline = Some(deadline);
+        self.isolation.call_deadline = Some(deadline);
         self
     }
 
@@ -247,21 +261,25 @@ impl HostBuilder {
     /// program embedding dylease through a library another runtime loads), or to start
     /// workers through a wrapper of the operator's. It must run dylease's worker hook, which
     /// runs before its `main` (`main` never runs in a worker): any program that links dylease
-    /// and names this method keeps it, such as one whose `main` is
+    /// with the `isolate` feature keeps it, such as one whose `main` is
     /// `std::hint::black_box(dylease::PluginHost::builder().isolated());`, built from the same
-    /// version of dylease as the host (the handshake refuses another). A program without the hook fails the `acquire()` with
-    /// [`WorkerCause::Start`](crate::WorkerCause::Start).
+    /// version of dylease as the host (the handshake refuses another). A program without the
+    /// hook fails the `acquire()` with [`WorkerCause::Start`](crate::WorkerCause::Start).
+    /// (Crate feature `isolate`.)
+    #[cfg(feature = "isolate")]
     pub fn worker_command(mut self, program: impl Into<std::path::PathBuf>) -> Self {
-        self.worker_command = Some(program.into());
+        self.isolation.worker_command = Some(program.into());
         self
     }
 
     /// Passes the host's `LD_*` environment variables (`LD_PRELOAD`, `LD_LIBRARY_PATH`, …) to
     /// an isolated host's workers ([`isolated`](Self::isolated)), which by default get none of
     /// them: a preloaded sanitizer or tracer of the host's then runs in its workers too, and a
-    /// plugin's system libraries may be found through the host's `LD_LIBRARY_PATH`.
+    /// plugin's system libraries may be found through the host's `LD_LIBRARY_PATH`. (Crate
+    /// feature `isolate`.)
+    #[cfg(feature = "isolate")]
     pub fn worker_env_passthrough(mut self) -> Self {
-        self.worker_env_passthrough = true;
+        self.isolation.worker_env_passthrough = true;
         self
     }
 
@@ -335,8 +353,9 @@ impl HostBuilder {
     /// [`Error::Config`] if a static plugin has an empty name or one longer than 256 bytes, or
     /// two static plugins share a name.
     /// With `watch` (crate feature `watch`), [`Error::Io`] naming a directory that cannot
-    /// be watched. [`Error::Config`] for an [isolated](Self::isolated) host that is also
-    /// [on-demand](Self::on_demand), or on a platform other than Linux.
+    /// be watched. With `isolate`, [`Error::Config`] for an isolated host
+    /// (`HostBuilder::isolated`) that is also [on-demand](Self::on_demand), or on a platform
+    /// other than Linux.
     pub fn build(self) -> Result<PluginHost, Error> {
         self.validate()?;
         match self.watch {
@@ -347,7 +366,8 @@ impl HostBuilder {
 
     /// The checks of [`HostBuilder::build`].
     fn validate(&self) -> Result<(), Error> {
-        if self.isolated.is_some() {
+        #[cfg(feature = "isolate")]
+        if self.isolation.begin.is_some() {
             crate::isolate::supported(self.on_demand).map_err(|reason| Error::Config { reason })?;
         }
         let mut names = std::collections::HashSet::new();
@@ -382,11 +402,15 @@ impl HostBuilder {
                 signatures: self.signatures,
                 on_demand: self.on_demand,
                 map_timeout: self.map_timeout.unwrap_or(crate::load::demand::DEFAULT_MAP_TIMEOUT),
-                isolation: self.isolated.flatten().map(|begin| crate::isolate::Isolation {
+                #[cfg(feature = "isolate")]
+                isolation: self.isolation.begin.flatten().map(|begin| crate::isolate::Isolation {
                     begin,
-                    command: self.worker_command,
-                    deadline: self.call_deadline.unwrap_or(crate::isolate::DEFAULT_CALL_DEADLINE),
-                    ld_passthrough: self.worker_env_passthrough,
+                    command: self.isolation.worker_command,
+                    deadline: self
+                        .isolation
+                        .call_deadline
+                        .unwrap_or(crate::isolate::DEFAULT_CALL_DEADLINE),
+                    ld_passthrough: self.isolation.worker_env_passthrough,
                 }),
             }),
             generations: Arc::new(Generations::new(self.unload, self.name)),

@@ -2,13 +2,15 @@
 //! of its worker.
 
 use crate::error::{Error, LookupFailure};
-use crate::host::{Lease, PluginSet};
+use crate::host::Lease;
+#[cfg(feature = "isolate")]
+use crate::host::PluginSet;
 use dylease_plugin::abi::DYLEASE_MESSAGE_INTERFACE;
 
 impl Lease {
     /// Calls the message pass `pass` with `input` and returns its output: in an ordinary set
-    /// directly, in an isolated set ([`HostBuilder::isolated`](crate::HostBuilder::isolated))
-    /// through the set's worker process. A message pass is registered under the interface
+    /// directly, in an isolated set (`HostBuilder::isolated`, crate feature `isolate`: see
+    /// [`docs::isolation`](crate::docs::isolation)) through the set's worker process. A message pass is registered under the interface
     /// `dylease.message/1` (`DYLEASE_MESSAGE_PASS` in C, [`MessagePass`](crate::MessagePass)
     /// in Rust); the same plugin file serves both kinds of set.
     ///
@@ -23,12 +25,12 @@ impl Lease {
     ///   of pass than a message pass.
     /// - [`Error::PassFailed`] if the pass returned a non-zero status (its own).
     /// - [`Error::CallRefused`] if the call could not be made: in an isolated set, an input or
-    ///   an output larger than 64 KiB (in this version).
+    ///   an output larger than 256 MiB (above 64 KiB they travel in a sealed shared region).
     /// - [`Error::WorkerFailed`] in an isolated set whose worker died (a signal, an exit), broke
-    ///   the channel's protocol or was killed at the [call
-    ///   deadline](crate::HostBuilder::call_deadline), during this call or before it: the set
-    ///   stays failed; its other leases get the same error, and once the last of them is
-    ///   dropped, the next `acquire()` starts a fresh worker.
+    ///   the channel's protocol or was killed at the call deadline
+    ///   (`HostBuilder::call_deadline`), during this call or before it: the set stays failed;
+    ///   its other leases get the same error, and once the last of them is dropped, the next
+    ///   `acquire()` starts a fresh worker.
     /// - In an on-demand set, the errors of mapping the pass's plugin ([`Lease::get`]'s).
     ///
     /// # Example
@@ -78,6 +80,7 @@ impl Lease {
             }
             None => return Err(lookup(LookupFailure::Untyped { plugin: plugin() })),
         }
+        #[cfg(feature = "isolate")]
         if let Some(isolated) = self.isolated()
             && isolated.hosts(info.plugin_index())
         {
@@ -100,11 +103,13 @@ impl Lease {
     }
 }
 
+#[cfg(feature = "isolate")]
 impl PluginSet {
     /// The process id of the worker that holds this set's plugins, in an isolated set
     /// ([`HostBuilder::isolated`](crate::HostBuilder::isolated)) with at least one library
     /// plugin; `None` otherwise. The worker lives exactly as long as the set: it exits (and is
-    /// reaped) when the set's last lease is dropped, or earlier if it fails.
+    /// reaped) when the set's last lease is dropped, or earlier if it fails. (Crate feature
+    /// `isolate`.)
     pub fn worker_pid(&self) -> Option<u32> {
         self.isolated().map(|isolated| isolated.pid())
     }

@@ -65,7 +65,9 @@ pub(super) struct LoadConfig {
     pub(super) on_demand: bool,
     /// [`HostBuilder::map_timeout`](crate::HostBuilder::map_timeout).
     pub(crate) map_timeout: Duration,
-    /// [`HostBuilder::isolated`](crate::HostBuilder::isolated) and its options.
+    /// [`HostBuilder::isolated`](crate::HostBuilder::isolated) and its options (crate
+    /// feature `isolate`).
+    #[cfg(feature = "isolate")]
     pub(super) isolation: Option<crate::isolate::Isolation>,
 }
 
@@ -76,8 +78,12 @@ impl LoadConfig {
     /// An isolated host's plugin files are loaded into a worker process (`isolate`), which
     /// the set holds once the load succeeded; a failed load ends it.
     pub(super) fn load(&self, deadline: Option<Instant>) -> Result<LoadedPlugins, Error> {
+        #[cfg(feature = "isolate")]
         let mut isolating = self.isolation.as_ref().map(|isolation| (isolation.begin)(isolation));
+        #[cfg(feature = "isolate")]
         let isolate = isolating.as_mut().map(|isolating| isolating.isolate());
+        #[cfg(not(feature = "isolate"))]
+        let isolate = None;
         let mut set = crate::load::load(
             &self.sources,
             (self.policy, self.trust, self.signatures.as_ref()),
@@ -86,6 +92,7 @@ impl LoadConfig {
             deadline,
         )?;
         set.map_timeout = self.map_timeout;
+        #[cfg(feature = "isolate")]
         if let Some(isolating) = isolating {
             isolating.finish(&mut set);
         }

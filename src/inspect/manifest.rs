@@ -261,6 +261,21 @@ mod tests {
         assert!(retyped.contains("registered pass `a` (interface `j/1`)"), "{retyped}");
     }
 
+    /// A pass declared under an interface but registered untyped is a difference, complete
+    /// manifest or not, named with both (declared `i/1`, registered untyped). Caught: a
+    /// comparison that looks only at the registered passes' interfaces (an untyped
+    /// registration then matches any declaration by its name).
+    #[test]
+    fn a_pass_declared_typed_but_registered_untyped_is_refused_naming_both() {
+        for complete in [true, false] {
+            let retyped = compare(&manifest(complete), "p", &[("a", None), ("b", None)]).unwrap_err();
+            assert!(
+                retyped.contains("registered pass `b` (untyped), but its manifest declares it (interface `i/1`)"),
+                "complete {complete}: {retyped}"
+            );
+        }
+    }
+
     #[test]
     fn an_incomplete_manifest_allows_other_passes_but_not_another_name_abi_or_interface() {
         let incomplete = manifest(false);

@@ -4,7 +4,7 @@
 //! resolves), the manifest (or its refusal) and the pin prediction. Not a failure to read the
 //! file (an I/O error is no verdict on its bytes), and never trust (below).
 //!
-//! # The key
+//! # The key, and the fingerprint
 //!
 //! An entry is made for, and found by, the status of the descriptor that will be mapped (the
 //! `fstat`/`statx` of that descriptor, `Opened::metadata`): device and inode, size,
@@ -14,35 +14,48 @@
 //! opening it; the first use opens the file and holds it to the identity judged, and the
 //! mapping looks its entry up by the descriptor's status again. A strict load's trust check
 //! looks the linkage up the same way, to resolve the file's dependencies without opening it;
-//! the load opens the file and keeps that resolution only for a descriptor of that status. A
-//! file replaced by rename is another inode; a file rewritten in place changes its ctime
-//! (which no system call sets back: restoring the mtime with `utimensat` changes the ctime
-//! too); a deleted file whose inode is reused has another birth time, or ctime.
+//! the load opens the file and keeps that resolution only for a descriptor of that status
+//! whose entry it found. A file replaced by rename is another inode; a file rewritten in place
+//! with `write` changes its ctime (which no system call sets back: restoring the mtime with
+//! `utimensat` changes the ctime too); a deleted file whose inode is reused has another birth
+//! time, or ctime.
+//!
+//! A write through a shared mapping (`MAP_SHARED`) changes the bytes without the status
+//! showing it: Linux updates the times only when a clean page is first written (ext4: a page
+//! written again before writeback keeps them), and on tmpfs never. So every descriptor looked
+//! up also reads again what the entry's ELF verdict, manifest and linkage were read from (its
+//! ELF header and program headers, its note segments, its dynamic section and the linkage's
+//! strings: a few KB, `dylease_elf::Elf::fingerprint`) and hashes it; the entry is used only
+//! if that fingerprint is the one it was made with. A descriptor of the same status with
+//! another fingerprint is parsed again, and its file is not cached again at that status (its
+//! entry is kept as "unstable": found by neither [`lookup`] nor [`find`]): a file written
+//! through a mapping is parsed at every load until its status changes. The hash is std's
+//! SipHash, keyed once per process at random: not a cryptographic digest, which it need not
+//! be, since only a user who may write the file (the trust check passes a file only if no
+//! user but root and this process's own may) can change its bytes, and that user chooses the
+//! code it runs anyway; the fingerprint keeps the host's own verdicts about the file true, and
+//! a random key keeps even that user from crafting two files of one fingerprint in advance.
 //!
 //! **The racy rule.** Timestamps come from a coarse clock (a kernel tick, or a whole second
 //! or two on ext3, HFS+, FAT and some network servers), so a same-size rewrite within one
 //! tick of the last change can leave every field of the key as it was. As git's index does
 //! ("racy clean"), an entry is stored only if the wall clock, read before any byte of the file
-//! is parsed, is at least [`RACY_WINDOW`] past the file's ctime: any later write then falls in
+//! is read, is at least [`RACY_WINDOW`] past the file's ctime: any later write then falls in
 //! a later tick and changes the ctime. A file changed less than that before it is opened is
 //! parsed at each load until it is old enough (only a cost, never a wrong answer).
 //!
-//! Where the key does not see a change, a cached verdict may describe older bytes: a file
-//! system that does not update the ctime on writes (some FUSE and network file systems), NFS
-//! with attribute caching (the client may serve an older status for `actimeo` seconds while
-//! another client rewrites the file), writes through a shared mapping (`MAP_SHARED`), whose
-//! times the kernel may update only at writeback, a file system whose clock is more than
-//! [`RACY_WINDOW`] coarse, and a wall clock stepped backwards. The loader then maps what the
-//! file holds now: the structural check exists to stop a corrupt file from crashing the
-//! process inside the loader, so on such file systems a corrupt rewrite the key cannot see
-//! may reach the loader; and the dependency walk judges the libraries and run paths the
-//! cached linkage names, so a rewrite the key cannot see that adds a needed library or a run
-//! path goes unjudged, and the loader searches for it by its own rules, for as long as the
-//! entry lives: a run path into a directory other users can write would then let them
-//! choose a library this process maps, which a fresh read would have refused. Only a user
-//! who may write the file can make such a rewrite (the trust check passes a file only if no
-//! user but root and this process's own may write it), and only where the key misses it.
-//! Install plugins by rename, as `dylease install` does: a new inode is never missed.
+//! Where neither the key nor the fingerprint sees a change, a cached verdict may describe
+//! older bytes: the tables only the structural check and the pin prediction read (symbols,
+//! hash tables, relocations, version records, unwind tables), on a file system that does not
+//! update the ctime on writes (some FUSE and network file systems), NFS with attribute caching
+//! (the client may serve an older status for `actimeo` seconds while another client rewrites
+//! the file), through a shared mapping, on a file system whose clock is more than
+//! [`RACY_WINDOW`] coarse, or under a wall clock stepped backwards. The structural check exists
+//! to stop a corrupt file from crashing the process inside the loader, so there a corrupt
+//! rewrite of those tables may reach the loader. The ABI gate, the manifest comparison and the
+//! dependency walk always judge what the file holds when it is opened, a write racing the
+//! load itself aside (the loader maps the file after any check could read it). Install
+//! plugins by rename, as `dylease install` does: a new inode is never missed.
 //!
 //! # What it does not answer
 //!
@@ -60,6 +73,7 @@
 
 use std::collections::HashMap;
 use std::fs::Metadata;
+use std::hash::{BuildHasher, Hasher, RandomState};
 use std::time::{Duration, SystemTime};
 
 /// Whether a verdict is about the file's bytes, not a failure to read them: a refusal whose
@@ -69,7 +83,7 @@ pub(crate) fn about_the_bytes<T>(verdict: &Result<T, String>) -> bool {
     !matches!(verdict, Err(reason) if reason.contains("cannot read it: "))
 }
 
-use dylease_elf::Linkage;
+use dylease_elf::{Elf, Linkage, ReadAt};
 
 use crate::inspect::manifest::Manifest;
 use crate::inspect::pinning::Pinning;
@@ -234,11 +248,35 @@ crate::sync::lazy_static! {
 
 #[derive(Debug, Default)]
 struct Cache {
-    /// By (device, inode): the status the entry was made for, the entry, and when it was
-    /// last used (a count of lookups).
-    entries: HashMap<(u64, u64), (Key, Arc<Parsed>, u64)>,
+    /// By (device, inode).
+    entries: HashMap<(u64, u64), Entry>,
     /// Lookups so far.
     clock: u64,
+}
+
+/// One file's entry.
+#[derive(Debug)]
+struct Entry {
+    /// The status the entry was made for.
+    key: Key,
+    /// The fingerprint of the bytes its parse reads ([`fingerprint`]); `None` once a
+    /// descriptor of the file at this very status had another: the file's bytes change
+    /// without its status showing it, and it is not cached at this status again.
+    fingerprint: Option<u64>,
+    parsed: Arc<Parsed>,
+    /// When it was last used (a count of lookups).
+    used: u64,
+}
+
+/// What a look-up found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// The entry for the status, made of bytes of the same fingerprint.
+    Hit,
+    /// None for the status (or one of a file not cached at this status).
+    Miss,
+    /// An entry for the status, but made of bytes of another fingerprint.
+    Changed,
 }
 
 impl Cache {
@@ -251,22 +289,32 @@ impl Cache {
     /// The stored entry for `key`, if there is one.
     fn find(&mut self, key: &Key) -> Option<Arc<Parsed>> {
         let now = self.tick();
-        let (stored, parsed, used) = self.entries.get_mut(&(key.dev, key.ino))?;
-        if stored != key {
+        let entry = self.entries.get_mut(&(key.dev, key.ino))?;
+        if entry.key != *key || entry.fingerprint.is_none() {
             return None;
         }
-        *used = now;
-        Some(parsed.clone())
+        entry.used = now;
+        Some(entry.parsed.clone())
     }
 
-    /// The entry for `key`, a new one if there is none it can trust; stored if `settled`.
-    fn entry(&mut self, key: Key, settled: bool) -> (Arc<Parsed>, bool) {
+    /// The entry for `key` if its bytes have `fingerprint`; otherwise a new one, stored if
+    /// `settled` (and the file was not seen changing at this status).
+    fn entry(&mut self, key: Key, fingerprint: u64, settled: bool) -> (Arc<Parsed>, Found) {
         let now = self.tick();
         let id = (key.dev, key.ino);
-        if let Some((stored, parsed, used)) = self.entries.get_mut(&id) {
-            if *stored == key {
-                *used = now;
-                return (parsed.clone(), true);
+        if let Some(entry) = self.entries.get_mut(&id) {
+            if entry.key == key {
+                entry.used = now;
+                return match entry.fingerprint {
+                    Some(made) if made == fingerprint => (entry.parsed.clone(), Found::Hit),
+                    Some(_) => {
+                        // Written without its status showing it: never trusted at this
+                        // status again, by a look-up or by `find`.
+                        entry.fingerprint = None;
+                        (Arc::new(Parsed::default()), Found::Changed)
+                    }
+                    None => (Arc::new(Parsed::default()), Found::Miss),
+                };
             }
             // The file changed since: its entry can never be found again.
             self.entries.remove(&id);
@@ -277,30 +325,73 @@ impl Cache {
                 let oldest = self
                     .entries
                     .iter()
-                    .min_by_key(|(_, (_, _, used))| *used)
+                    .min_by_key(|(_, entry)| entry.used)
                     .map(|(id, _)| *id);
                 if let Some(oldest) = oldest {
                     self.entries.remove(&oldest);
                 }
             }
-            self.entries.insert(id, (key, parsed.clone(), now));
+            self.entries.insert(
+                id,
+                Entry {
+                    key,
+                    fingerprint: Some(fingerprint),
+                    parsed: parsed.clone(),
+                    used: now,
+                },
+            );
         }
-        (parsed, false)
+        (parsed, Found::Miss)
     }
 }
 
+crate::sync::lazy_static! {
+    /// The key of the fingerprints' hash, drawn once per process.
+    static KEYS: RandomState = RandomState::new();
+}
+
+/// The fingerprint of what the checks of `elf` read (`Elf::fingerprint`, hashed with this
+/// process's key); `None` if there is none (the file cannot be read, or is larger in those
+/// parts than the readers walk).
+pub(crate) fn fingerprint<S: ReadAt>(elf: &Elf<S>) -> Option<u64> {
+    let mut state = KEYS.build_hasher();
+    elf.fingerprint(&mut state).ok()?;
+    Some(state.finish())
+}
+
 /// What parsing the file `metadata` describes decided so far, shared with every other
-/// descriptor of it opened at the same status; and whether it came from the cache. Call it
-/// right after reading `metadata` from the descriptor, before reading any of the file.
-pub(crate) fn lookup(metadata: &Metadata) -> (Arc<Parsed>, bool) {
+/// descriptor of it opened at the same status whose bytes have the same fingerprint; and
+/// whether it came from the cache. `fingerprint` reads the file (`fingerprint` of the
+/// descriptor's reader): call this right after reading `metadata` from the descriptor, before
+/// reading any of the file.
+pub(crate) fn lookup(metadata: &Metadata, fingerprint: impl FnOnce() -> Option<u64>) -> (Arc<Parsed>, bool) {
     #[cfg(all(unix, not(target_vendor = "apple")))]
     if ENABLED.load(Ordering::Relaxed) {
-        let key = Key::of(metadata);
-        let settled = settled(key.changed(), SystemTime::now(), RACY_WINDOW);
-        return CACHE.lock().entry(key, settled);
+        return lookup_at(metadata, SystemTime::now(), fingerprint);
     }
-    let _ = metadata;
+    let _ = (metadata, fingerprint);
     (Arc::new(Parsed::default()), false)
+}
+
+/// [`lookup`], at the wall-clock time `now`, read before any byte of the file.
+#[cfg(all(unix, not(target_vendor = "apple")))]
+fn lookup_at(metadata: &Metadata, now: SystemTime, fingerprint: impl FnOnce() -> Option<u64>) -> (Arc<Parsed>, bool) {
+    let key = Key::of(metadata);
+    let settled = settled(key.changed(), now, RACY_WINDOW);
+    let Some(fingerprint) = fingerprint() else {
+        return (Arc::new(Parsed::default()), false);
+    };
+    let (parsed, found) = CACHE.lock().entry(key, fingerprint, settled);
+    if found == Found::Changed {
+        log::debug!(
+            "{}the file of device {} inode {} changed without its status showing it (a write through a \
+             shared mapping?): parsed again, and not cached at this status",
+            crate::log_scope::prefix(),
+            key.dev,
+            key.ino
+        );
+    }
+    (parsed, found == Found::Hit)
 }
 
 /// The key of the file `metadata` describes, where the cache is kept (ELF platforms).
@@ -317,8 +408,8 @@ pub(crate) fn key(metadata: &Metadata) -> Option<Key> {
 /// What parsing the file whose status is `key` decided, if the cache holds an entry for
 /// exactly that status (made by an earlier [`lookup`]); nothing is added. For a caller that
 /// read the status without opening the file (discovery's: an `fstatat` of the entry, or a
-/// `stat` of a symlink's target), and that opens the file
-/// and holds it to the same identity before it maps it.
+/// `stat` of a symlink's target), and that opens the file and holds it to the same identity
+/// before it maps it (where [`lookup`] compares the fingerprint of the descriptor's bytes).
 pub(crate) fn find(key: &Key) -> Option<Arc<Parsed>> {
     if !ENABLED.load(Ordering::Relaxed) {
         return None;
@@ -368,21 +459,24 @@ mod tests {
     #[test]
     fn only_settled_entries_are_found_again_and_only_for_the_same_status() {
         let mut cache = Cache::default();
-        let (first, hit) = cache.entry(key(7, 10), false);
-        assert!(!hit);
-        let (again, hit) = cache.entry(key(7, 10), true);
-        assert!(!hit, "an unsettled entry was stored");
+        let (first, found) = cache.entry(key(7, 10), 1, false);
+        assert_eq!(found, Found::Miss);
+        let (again, found) = cache.entry(key(7, 10), 1, true);
+        assert_eq!(found, Found::Miss, "an unsettled entry was stored");
         assert!(!Arc::ptr_eq(&first, &again));
-        let (found, hit) = cache.entry(key(7, 10), true);
-        assert!(hit && Arc::ptr_eq(&found, &again));
-        let (changed, hit) = cache.entry(key(7, 11), true);
+        let (same, found) = cache.entry(key(7, 10), 1, true);
+        assert!(found == Found::Hit && Arc::ptr_eq(&same, &again));
+        let (changed, found) = cache.entry(key(7, 11), 1, true);
         assert!(
-            !hit && !Arc::ptr_eq(&changed, &again),
+            found == Found::Miss && !Arc::ptr_eq(&changed, &again),
             "a rewritten file (new ctime) was found"
         );
         assert_eq!(cache.entries.len(), 1, "the changed file's old entry stayed");
-        let (other, hit) = cache.entry(key(8, 11), true);
-        assert!(!hit && !Arc::ptr_eq(&other, &changed), "another inode was found");
+        let (other, found) = cache.entry(key(8, 11), 1, true);
+        assert!(
+            found == Found::Miss && !Arc::ptr_eq(&other, &changed),
+            "another inode was found"
+        );
         // `find` answers only for the stored status, and adds nothing.
         assert!(
             cache
@@ -394,20 +488,83 @@ mod tests {
         assert_eq!(cache.entries.len(), 2, "find added an entry");
     }
 
+    /// An entry is used only for bytes of the fingerprint it was made with: a descriptor of
+    /// the same status with another fingerprint (a write through a shared mapping) gets a
+    /// fresh parse, and the file is not cached at that status again, not even for the first
+    /// fingerprint (the bytes may be written back) nor through `find`; a new status stores
+    /// it again. Caught: the fingerprint not compared (the stale parse is used), or the
+    /// entry replaced by one of the new fingerprint (a load that resolved the linkage by
+    /// status from the first entry would take the second for it).
+    #[test]
+    fn an_entry_is_used_only_for_bytes_of_its_fingerprint() {
+        let mut cache = Cache::default();
+        let (made, _) = cache.entry(key(7, 10), 1, true);
+        assert_eq!(cache.entry(key(7, 10), 1, true).1, Found::Hit);
+        let (other, found) = cache.entry(key(7, 10), 2, true);
+        assert!(
+            found == Found::Changed && !Arc::ptr_eq(&other, &made),
+            "the stale parse was used"
+        );
+        for fingerprint in [2, 1] {
+            let (parsed, found) = cache.entry(key(7, 10), fingerprint, true);
+            assert!(
+                found == Found::Miss && !Arc::ptr_eq(&parsed, &made) && !Arc::ptr_eq(&parsed, &other),
+                "fingerprint {fingerprint}: a file seen changing at this status was cached"
+            );
+        }
+        assert!(cache.find(&key(7, 10)).is_none(), "found by status");
+        let (changed, _) = cache.entry(key(7, 11), 3, true);
+        let (again, found) = cache.entry(key(7, 11), 3, true);
+        assert!(
+            found == Found::Hit && Arc::ptr_eq(&changed, &again),
+            "a new status not cached"
+        );
+    }
+
+    /// The racy rule at the cache's own window, on an injected clock: a file loaded two
+    /// seconds after its last change (FAT's timestamps are two seconds coarse) is parsed
+    /// again at its next load at that time, and one loaded a window after its change is
+    /// cached. Caught: the window set to zero, or to less than two seconds (a rewrite in the
+    /// same coarse tick would keep a stale entry).
+    #[test]
+    #[cfg(all(unix, not(target_vendor = "apple"), not(loom)))]
+    fn a_file_loaded_within_the_racy_window_of_its_change_is_parsed_again() {
+        let dir = crate::test_dir::TestDir::new("racy-window");
+        let path = dir.join("lib.so");
+        std::fs::write(&path, b"bytes").unwrap();
+        let metadata = std::fs::metadata(&path).unwrap();
+        let changed = Key::of(&metadata).changed().unwrap();
+        let within = changed + Duration::from_secs(2);
+        let (first, _) = lookup_at(&metadata, within, || Some(1));
+        let (again, hit) = lookup_at(&metadata, within, || Some(1));
+        assert!(
+            !hit && !Arc::ptr_eq(&first, &again),
+            "a file loaded within the racy window of its change was cached"
+        );
+        let past = changed + RACY_WINDOW;
+        let (stored, _) = lookup_at(&metadata, past, || Some(1));
+        let (found, hit) = lookup_at(&metadata, past, || Some(1));
+        assert!(hit && Arc::ptr_eq(&stored, &found), "a settled file was not cached");
+    }
+
     /// The cache holds at most `MAX_ENTRIES` files and drops the one used least recently.
     /// Caught: no bound, or dropping the most recently used entry.
     #[test]
     fn the_least_recently_used_entry_goes_when_the_cache_is_full() {
         let mut cache = Cache::default();
         for ino in 0..MAX_ENTRIES as u64 {
-            cache.entry(key(ino, 10), true);
+            cache.entry(key(ino, 10), 1, true);
         }
         // Inode 0 is used again (found, as an on-demand acquire finds it): inode 1 is now the
         // least recently used.
         assert!(cache.find(&key(0, 10)).is_some());
-        cache.entry(key(u64::MAX, 10), true);
+        cache.entry(key(u64::MAX, 10), 1, true);
         assert_eq!(cache.entries.len(), MAX_ENTRIES);
-        assert!(cache.entry(key(0, 10), true).1, "the entry just used was dropped");
+        assert_eq!(
+            cache.entry(key(0, 10), 1, true).1,
+            Found::Hit,
+            "the entry just used was dropped"
+        );
         assert!(
             !cache.entries.contains_key(&(1, 1)),
             "the least recently used entry stayed"
@@ -424,15 +581,16 @@ mod tests {
         let metadata = std::fs::metadata("/").unwrap();
         assert!(settled(Key::of(&metadata).changed(), SystemTime::now(), RACY_WINDOW));
         set_enabled(false);
-        let (first, hit) = lookup(&metadata);
-        let (second, again) = lookup(&metadata);
+        let unread = || -> Option<u64> { panic!("the cache read the file while off") };
+        let (first, hit) = lookup(&metadata, unread);
+        let (second, again) = lookup(&metadata, unread);
         set_enabled(true);
         assert!(
             !hit && !again && !Arc::ptr_eq(&first, &second),
             "the cache answered while off"
         );
-        let (kept, _) = lookup(&metadata);
-        let (found, hit) = lookup(&metadata);
+        let (kept, _) = lookup(&metadata, || Some(1));
+        let (found, hit) = lookup(&metadata, || Some(1));
         assert!(
             hit && Arc::ptr_eq(&kept, &found),
             "the cache did not answer once on again"

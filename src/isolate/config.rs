@@ -28,7 +28,7 @@ pub(crate) trait Load {
 pub(crate) type Begin = for<'a> fn(&'a Isolation) -> Box<dyn Load + 'a>;
 
 /// How an isolated host runs its workers (`HostBuilder::isolated` and its options).
-#[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
+#[cfg_attr(not(all(feature = "isolate", target_os = "linux", not(loom))), allow(dead_code))]
 #[derive(Debug, Clone)]
 pub(crate) struct Isolation {
     /// Starts each load.
@@ -43,7 +43,7 @@ pub(crate) struct Isolation {
 
 impl Isolation {
     /// The program a worker runs.
-    #[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
+    #[cfg_attr(not(all(feature = "isolate", target_os = "linux", not(loom))), allow(dead_code))]
     pub(crate) fn program(&self) -> &Path {
         self.command.as_deref().unwrap_or(Path::new("/proc/self/exe"))
     }
@@ -51,7 +51,7 @@ impl Isolation {
 
 /// Why an isolated host cannot be built here, if it cannot: `Err` with the reason.
 pub(crate) fn supported(on_demand: bool) -> Result<(), String> {
-    if !cfg!(all(target_os = "linux", not(loom))) {
+    if !cfg!(all(feature = "isolate", target_os = "linux", not(loom))) {
         return Err("isolated sets need Linux (their workers map plugins through /proc/self/fd)".to_owned());
     }
     if on_demand {

@@ -20,52 +20,72 @@ use std::path::PathBuf;
 /// The bytes of a frame's header.
 pub(crate) const HEADER: usize = 16;
 
-/// The most payload one frame carries: a call's input or output larger than this is refused
-/// with an error in this version (a shared `memfd` for large payloads is future work).
+/// The most payload one frame carries: a call's input or output larger than this travels in a
+/// sealed shared region beside its frame (`CallShared`, `ReplyShared`).
 pub(crate) const MAX_PAYLOAD: usize = 64 * 1024;
+
+/// The most bytes a call's input, or its output, carries in a shared region: a larger one is
+/// refused (the reader allocates what a region announces, so it is bounded).
+pub(crate) const MAX_MESSAGE: usize = 256 << 20;
 
 /// The largest frame.
 pub(crate) const MAX_FRAME: usize = HEADER + MAX_PAYLOAD;
 
 /// The version of this protocol, exchanged in the handshake: a worker of another build of
 /// dylease (an operator's `worker_command`) is refused.
-pub(crate) const PROTOCOL: u32 = 1;
+pub(crate) const PROTOCOL: u32 = 3;
 
 /// What a frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     /// Host to worker, first: the protocol version and the host's process id.
     Hello,
-    /// Host to worker, with one descriptor: map this checked plugin file ([`MapRequest`]).
+    /// Host to worker, with the file's descriptor and its directory's (a sealed copy's alone):
+    /// hold this checked library, which the next `Map`'s plugin needs ([`DependRequest`]).
+    Depend,
+    /// Host to worker, with one descriptor (two with its directory's): map this checked plugin
+    /// file, after the libraries of the `Depend` frames since the last `Map` ([`MapRequest`]).
     Map,
     /// Host to worker: call a message pass ([`Call`]).
     Call,
+    /// Host to worker, with one descriptor: call a message pass whose input is the sealed
+    /// region of that descriptor ([`SharedCall`]).
+    CallShared,
     /// Host to worker: run the unload hooks and exit.
     Unload,
     /// Worker to host, answering `Hello`: the protocol version and the worker's process id.
     Welcome,
+    /// Worker to host, answering `Depend`: the library is held for the next `Map`.
+    Held,
     /// Worker to host, answering `Map`: what the plugin registered ([`Mapped`]).
     Mapped,
-    /// Worker to host, answering `Map`: why the plugin failed ([`MapFailure`]).
+    /// Worker to host, answering `Map` or `Depend`: why the plugin failed ([`MapFailure`]).
     MapFailed,
     /// Worker to host, answering `Call`: the pass's status and output ([`Reply`]).
     Reply,
     /// Worker to host, answering `Call`: why the worker could not make the call (a UTF-8
     /// reason).
     CallFailed,
+    /// Worker to host, with one descriptor, answering `Call`: the pass's status, and its
+    /// output in the region of that descriptor ([`SharedReply`]).
+    ReplyShared,
 }
 
 impl Kind {
-    const ALL: [(Kind, u32); 9] = [
+    const ALL: [(Kind, u32); 13] = [
         (Kind::Hello, 1),
         (Kind::Map, 2),
         (Kind::Call, 3),
         (Kind::Unload, 4),
+        (Kind::Depend, 5),
+        (Kind::CallShared, 6),
         (Kind::Welcome, 101),
         (Kind::Mapped, 102),
         (Kind::MapFailed, 103),
         (Kind::Reply, 104),
         (Kind::CallFailed, 105),
+        (Kind::Held, 106),
+        (Kind::ReplyShared, 107),
     ];
 
     fn code(self) -> u32 {
@@ -217,21 +237,57 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// A `Map` request: the checked plugin file (its descriptor travels beside the frame) and
-/// what the worker needs to map it as the host would.
+/// A `Map` request: the checked plugin file (its descriptor travels beside the frame, and,
+/// when `origin`, its directory's after it; when `sealed`, the descriptor is the sealed copy
+/// a host that requires signatures verified) and what the worker needs to map it as the host
+/// would.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct MapRequest {
     /// The path as discovered: what errors name.
     pub(crate) shown: PathBuf,
     /// Where it was found, symlinks resolved (for the loader's messages).
     pub(crate) resolved: PathBuf,
-    /// The identity the host read from the descriptor: the one received must have it.
+    /// The identity the host read from the descriptor: the one received must have it (unless
+    /// `sealed`).
     pub(crate) dev: u64,
     pub(crate) ino: u64,
     /// Whether the host's trust check is on.
     pub(crate) strict: bool,
+    /// Whether its run paths or needed names use `$ORIGIN`: the loader is then given it by
+    /// its name in its directory, whose descriptor comes second. Never with `sealed`.
+    pub(crate) origin: bool,
+    /// Whether the descriptor is a sealed copy of the file of identity (`dev`, `ino`), which
+    /// the host verified (`HostBuilder::require_signed`): the worker checks its seals instead
+    /// of its identity, and the loader is given the copy itself (it is in no directory).
+    pub(crate) sealed: bool,
+    /// How many of the libraries of the last `Depend` frames it needs (the last ones sent);
+    /// any sent before them are left (those of a plugin whose load failed).
+    pub(crate) dependencies: u32,
     /// Its loadable segments, as the ELF check read them.
     pub(crate) loads: Vec<std::ops::Range<u64>>,
+}
+
+/// Writes `loads`: their count, then each range.
+fn write_loads(w: &mut Writer, loads: &[std::ops::Range<u64>]) {
+    w.u32(loads.len() as u32);
+    for load in loads {
+        w.u64(load.start).u64(load.end);
+    }
+}
+
+/// Reads what [`write_loads`] wrote.
+fn read_loads(r: &mut Reader<'_>) -> Result<Vec<std::ops::Range<u64>>, String> {
+    let count = r.u32()? as usize;
+    // Each range takes 16 bytes: a count the payload cannot hold is refused before any
+    // allocation.
+    if count > r.0.len() / 16 {
+        return Err(format!("{count} segments announced in a payload too short for them"));
+    }
+    let mut loads = Vec::with_capacity(count);
+    for _ in 0..count {
+        loads.push(r.u64()?..r.u64()?);
+    }
+    Ok(loads)
 }
 
 impl MapRequest {
@@ -243,10 +299,10 @@ impl MapRequest {
             .u64(self.dev)
             .u64(self.ino)
             .u32(self.strict.into())
-            .u32(self.loads.len() as u32);
-        for load in &self.loads {
-            w.u64(load.start).u64(load.end);
-        }
+            .u32(self.origin.into())
+            .u32(self.sealed.into())
+            .u32(self.dependencies);
+        write_loads(&mut w, &self.loads);
         w.0
     }
 
@@ -255,17 +311,9 @@ impl MapRequest {
         let mut r = Reader(payload);
         let shown = PathBuf::from(std::ffi::OsStr::from_bytes(r.bytes()?));
         let resolved = PathBuf::from(std::ffi::OsStr::from_bytes(r.bytes()?));
-        let (dev, ino, strict) = (r.u64()?, r.u64()?, r.u32()? != 0);
-        let count = r.u32()? as usize;
-        // Each range takes 16 bytes: a count the payload cannot hold is refused before any
-        // allocation.
-        if count > r.0.len() / 16 {
-            return Err(format!("{count} segments announced in a payload too short for them"));
-        }
-        let mut loads = Vec::with_capacity(count);
-        for _ in 0..count {
-            loads.push(r.u64()?..r.u64()?);
-        }
+        let (dev, ino, strict, origin) = (r.u64()?, r.u64()?, r.u32()? != 0, r.u32()? != 0);
+        let (sealed, dependencies) = (r.u32()? != 0, r.u32()?);
+        let loads = read_loads(&mut r)?;
         r.end()?;
         Ok(MapRequest {
             shown,
@@ -273,6 +321,58 @@ impl MapRequest {
             dev,
             ino,
             strict,
+            origin,
+            sealed,
+            dependencies,
+            loads,
+        })
+    }
+}
+
+/// A `Depend` request: a library the next plugin needs, found in a run path and checked by
+/// the host (its descriptor travels beside the frame, its directory's after it), which the
+/// worker maps before that plugin, as the host maps it (`registry::opener`): by its name in
+/// its directory, so that `$ORIGIN` is that directory; or, when `sealed`, the sealed copy a
+/// host that requires signatures verified, alone, given to the loader as itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DependRequest {
+    /// Where the host found it: its directory and its name there (for messages, and the name
+    /// the worker gives the loader in the directory received).
+    pub(crate) found: PathBuf,
+    /// The identity the host read from the descriptor: the one received must have it (unless
+    /// `sealed`).
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+    /// Whether the descriptor is a sealed copy of that file (see [`MapRequest::sealed`]).
+    pub(crate) sealed: bool,
+    /// Its loadable segments, as the ELF check read them.
+    pub(crate) loads: Vec<std::ops::Range<u64>>,
+}
+
+impl DependRequest {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut w = Writer::default();
+        w.bytes(self.found.as_os_str().as_bytes())
+            .u64(self.dev)
+            .u64(self.ino)
+            .u32(self.sealed.into());
+        write_loads(&mut w, &self.loads);
+        w.0
+    }
+
+    pub(crate) fn decode(payload: &[u8]) -> Result<DependRequest, String> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut r = Reader(payload);
+        let found = PathBuf::from(std::ffi::OsStr::from_bytes(r.bytes()?));
+        let (dev, ino, sealed) = (r.u64()?, r.u64()?, r.u32()? != 0);
+        let loads = read_loads(&mut r)?;
+        r.end()?;
+        Ok(DependRequest {
+            found,
+            dev,
+            ino,
+            sealed,
             loads,
         })
     }
@@ -398,6 +498,58 @@ impl<'a> Reply<'a> {
     }
 }
 
+/// A `CallShared` request: the pass, and the length of its input, which is the whole of the
+/// region that travels beside the frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SharedCall<'a> {
+    pub(crate) pass: &'a str,
+    pub(crate) len: u64,
+}
+
+impl<'a> SharedCall<'a> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.str(self.pass).u64(self.len);
+        w.0
+    }
+
+    pub(crate) fn decode(payload: &'a [u8]) -> Result<SharedCall<'a>, String> {
+        let mut r = Reader(payload);
+        let call = SharedCall {
+            pass: r.str()?,
+            len: r.u64()?,
+        };
+        r.end()?;
+        Ok(call)
+    }
+}
+
+/// A `ReplyShared`: the pass's status, and the length of its output, which is the whole of
+/// the region that travels beside the frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SharedReply {
+    pub(crate) status: i32,
+    pub(crate) len: u64,
+}
+
+impl SharedReply {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.i32(self.status).u64(self.len);
+        w.0
+    }
+
+    pub(crate) fn decode(payload: &[u8]) -> Result<SharedReply, String> {
+        let mut r = Reader(payload);
+        let reply = SharedReply {
+            status: r.i32()?,
+            len: r.u64()?,
+        };
+        r.end()?;
+        Ok(reply)
+    }
+}
+
 /// The `Hello` and `Welcome` payloads: the protocol version and the sender's process id.
 pub(crate) fn greeting(pid: u32) -> Vec<u8> {
     let mut w = Writer::default();
@@ -448,10 +600,13 @@ mod tests {
         }
         let payload = bytes.get(HEADER..).unwrap_or(bytes);
         let _ = MapRequest::decode(payload);
+        let _ = DependRequest::decode(payload);
         let _ = Mapped::decode(payload);
         let _ = MapFailure::decode(payload);
         let _ = Call::decode(payload);
         let _ = Reply::decode(payload);
+        let _ = SharedCall::decode(payload);
+        let _ = SharedReply::decode(payload);
         let _ = read_greeting(payload);
     }
 
@@ -463,7 +618,17 @@ mod tests {
             dev: 7,
             ino: 42,
             strict: true,
+            origin: true,
+            sealed: false,
+            dependencies: 1,
             loads: vec![0..4096, 4096..8192],
+        };
+        let depend = DependRequest {
+            found: "/opt/plugins/lib/libdep.so".into(),
+            dev: 7,
+            ino: 43,
+            sealed: true,
+            loads: vec![0..4096, 8192..9000],
         };
         let mapped = Mapped {
             name: "x".into(),
@@ -487,11 +652,33 @@ mod tests {
         vec![
             encode(Kind::Hello, 0, &greeting(1)).unwrap(),
             encode(Kind::Map, 1, &request.encode()).unwrap(),
+            encode(Kind::Depend, 6, &depend.encode()).unwrap(),
+            encode(Kind::Held, 6, &[]).unwrap(),
             encode(Kind::Mapped, 1, &mapped.encode()).unwrap(),
             encode(Kind::MapFailed, 2, &failure.encode()).unwrap(),
             encode(Kind::Call, 3, &call.encode()).unwrap(),
             encode(Kind::Reply, 3, &reply.encode()).unwrap(),
             encode(Kind::CallFailed, 4, b"no such pass").unwrap(),
+            encode(
+                Kind::CallShared,
+                7,
+                &SharedCall {
+                    pass: "echo",
+                    len: 1 << 20,
+                }
+                .encode(),
+            )
+            .unwrap(),
+            encode(
+                Kind::ReplyShared,
+                7,
+                &SharedReply {
+                    status: 0,
+                    len: 1 << 20,
+                }
+                .encode(),
+            )
+            .unwrap(),
             encode(Kind::Unload, 5, &[]).unwrap(),
         ]
     }
@@ -504,9 +691,20 @@ mod tests {
             dev: u64::MAX,
             ino: 1,
             strict: false,
+            origin: false,
+            sealed: true,
+            dependencies: u32::MAX,
             loads: vec![0..1, 2..3],
         };
         assert_eq!(MapRequest::decode(&request.encode()), Ok(request));
+        let depend = DependRequest {
+            found: "/abs/plugins/lib/libdep.so".into(),
+            dev: 3,
+            ino: u64::MAX,
+            sealed: false,
+            loads: vec![],
+        };
+        assert_eq!(DependRequest::decode(&depend.encode()), Ok(depend));
         let mapped = Mapped {
             name: "n".into(),
             version: String::new(),
@@ -523,6 +721,13 @@ mod tests {
             output: &[],
         };
         assert_eq!(Reply::decode(&reply.encode()), Ok(reply));
+        let call = SharedCall {
+            pass: "p",
+            len: u64::MAX,
+        };
+        assert_eq!(SharedCall::decode(&call.encode()), Ok(call));
+        let reply = SharedReply { status: -1, len: 7 };
+        assert_eq!(SharedReply::decode(&reply.encode()), Ok(reply));
         let frame = encode(Kind::Reply, 9, b"xy").unwrap();
         assert_eq!(
             decode(&frame),
@@ -562,8 +767,19 @@ mod tests {
         w.str("n").str("v").u32(u32::MAX);
         assert!(Mapped::decode(&w.0).unwrap_err().contains("too short"));
         let mut w = Writer::default();
-        w.str("a").str("b").u64(1).u64(2).u32(0).u32(u32::MAX);
+        w.str("a")
+            .str("b")
+            .u64(1)
+            .u64(2)
+            .u32(0)
+            .u32(0)
+            .u32(0)
+            .u32(0)
+            .u32(u32::MAX);
         assert!(MapRequest::decode(&w.0).unwrap_err().contains("too short"));
+        let mut w = Writer::default();
+        w.str("a").u64(1).u64(2).u32(0).u32(u32::MAX);
+        assert!(DependRequest::decode(&w.0).unwrap_err().contains("too short"));
     }
 
     /// Random bytes, and valid frames mutated (bytes flipped, cut, extended, lengths

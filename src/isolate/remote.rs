@@ -11,8 +11,7 @@
 //! the deadline, the unload waits the deadline and then kills, and a reap after the channel
 //! closed waits a few seconds, kills, and gives up after a few more (logged).
 
-use std::collections::HashMap;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -21,14 +20,45 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, OpenCause, Origin, WorkerCause};
 use crate::isolate::config::{Isolation, Load};
-use crate::isolate::frame::{self, Call, Kind, MAX_FRAME, MAX_PAYLOAD, MapFailure, MapRequest, Mapped, Reply};
+use crate::isolate::frame::{
+    self, Call, DependRequest, Kind, MAX_FRAME, MAX_MESSAGE, MAX_PAYLOAD, MapFailure, MapRequest, Mapped, Reply,
+    SharedCall, SharedReply,
+};
 use crate::isolate::sys::{self, Channel};
+use crate::isolate::table::{Outcome, Table};
 use crate::load::{Isolate, Isolated, LoadedPlugins};
 use crate::registrar::MAX_NAME_LEN;
 use crate::registry::teardown::Teardown;
-use crate::sync::{Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{Arc, Mutex};
 use crate::trust::candidate::Candidate;
 use crate::trust::{Checks, TrustPolicy};
+
+/// An answer: its frame's kind, its payload and the descriptor that came with it.
+type Answer = (Kind, Vec<u8>, Option<OwnedFd>);
+
+/// The `len` bytes of the worker's region `fd` (a `ReplyShared`'s output), read once: `Err`
+/// with what is wrong with it (no region, a length above [`MAX_MESSAGE`], a size other than
+/// `len`, no seal against a change of size, a short read).
+fn read_region(fd: Option<OwnedFd>, len: u64) -> Result<Vec<u8>, String> {
+    use std::os::unix::fs::FileExt;
+    let region = std::fs::File::from(fd.ok_or("it sent a shared reply without its region")?);
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|&len| len <= MAX_MESSAGE)
+        .ok_or_else(|| format!("it announced {len} bytes of output, more than {MAX_MESSAGE}"))?;
+    let seals = sys::seals(&region).map_err(|e| format!("its output region has no seals: {e}"))?;
+    let size = region.metadata().map(|m| m.len()).map_err(|e| e.to_string())?;
+    if seals & sys::SIZE_SEALS != sys::SIZE_SEALS || size != len as u64 {
+        return Err(format!(
+            "its output region of {size} bytes, announced as {len}, is not sealed against a change of size"
+        ));
+    }
+    let mut output = vec![0; len];
+    region
+        .read_exact_at(&mut output, 0)
+        .map_err(|e| format!("its output region could not be read: {e}"))?;
+    Ok(output)
+}
 
 /// How long a reap waits for a worker whose channel closed, before it kills it; and again
 /// after the kill, before it gives up.
@@ -44,38 +74,20 @@ pub(crate) struct Worker {
     reader: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
-/// What the callers and the reader thread share.
+/// What the callers and the reader thread share: the table of requests in flight, waiting
+/// for answers of the kinds their [`Expect`] accepts (the frame's kind and payload, and the
+/// descriptor that came with it: a `ReplyShared`'s region); the worker's end is its status
+/// if it was reaped. And the worker's process.
 #[derive(Debug)]
 struct Shared {
-    state: Mutex<State>,
-    changed: Condvar,
+    table: Table<Expect, Answer, Option<ExitStatus>>,
     child: Mutex<Child>,
-    next_id: AtomicU64,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    /// The requests in flight, by id.
-    pending: HashMap<u64, Slot>,
-    /// Why the worker failed, once it did: for good.
-    failed: Option<WorkerCause>,
-    /// Whether the host asked it to unload (its exit is then expected).
-    unloading: bool,
-    /// Set by the reader thread when it ends: the worker's status if it was reaped.
-    ended: Option<Option<ExitStatus>>,
-}
-
-/// One request in flight.
-#[derive(Debug)]
-enum Slot {
-    /// Waiting for an answer of one of these kinds.
-    Waiting(Expect),
-    Answered(Kind, Vec<u8>),
 }
 
 /// What a request expects back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Expect {
+    Depend,
     Map,
     Call,
 }
@@ -84,7 +96,9 @@ impl Expect {
     fn accepts(self, kind: Kind) -> bool {
         matches!(
             (self, kind),
-            (Expect::Map, Kind::Mapped | Kind::MapFailed) | (Expect::Call, Kind::Reply | Kind::CallFailed)
+            (Expect::Depend, Kind::Held | Kind::MapFailed)
+                | (Expect::Map, Kind::Mapped | Kind::MapFailed)
+                | (Expect::Call, Kind::Reply | Kind::ReplyShared | Kind::CallFailed)
         )
     }
 }
@@ -130,10 +144,8 @@ impl Worker {
             .map_err(|e| start_failed(&format!("cannot run `{shown}`"), e))?;
         let pid = child.id();
         let shared = Arc::new(Shared {
-            state: Mutex::new(State::default()),
-            changed: Condvar::new(),
+            table: Table::new(),
             child: Mutex::new(child),
-            next_id: AtomicU64::new(1),
         });
         let channel = Arc::new(channel);
         let worker = Worker {
@@ -183,7 +195,7 @@ impl Worker {
             .set_timeouts(Some(self.deadline), Some(self.deadline))
             .map_err(|e| protocol(format!("the channel refused its bounds: {e}")))?;
         self.channel
-            .send(&hello, None)
+            .send(&hello, &[])
             .map_err(|e| protocol(format!("the greeting could not be sent: {e}")))?;
         let mut buffer = vec![0; MAX_FRAME + 1];
         let received = self.channel.recv(&mut buffer).map_err(|e| match e.kind() {
@@ -236,95 +248,91 @@ impl Worker {
     fn request(
         &self,
         (kind, payload): (Kind, &[u8]),
-        fd: Option<std::os::fd::BorrowedFd<'_>>,
+        fds: &[std::os::fd::BorrowedFd<'_>],
         expect: Expect,
         what: &str,
-    ) -> Result<(Kind, Vec<u8>), WorkerCause> {
-        let started = Instant::now();
-        let deadline = started.checked_add(self.deadline);
-        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let frame = frame::encode(kind, id, payload)
-            .map_err(|len| WorkerCause::Protocol(format!("a request of {len} bytes, more than a frame carries")))?;
-        {
-            let mut state = self.shared.state.lock();
-            if let Some(cause) = &state.failed {
-                return Err(cause.clone());
-            }
-            state.pending.insert(id, Slot::Waiting(expect));
-        }
+    ) -> Result<Answer, WorkerCause> {
+        let deadline = Instant::now().checked_add(self.deadline);
         // A failed send (a worker that died, or stopped reading past the deadline) is seen
-        // below: the reader thread records the worker's end, or the deadline passes.
-        let sent = self.channel.send(&frame, fd);
-        let mut state = self.shared.state.lock();
-        loop {
-            if let Some(Slot::Answered(..)) = state.pending.get(&id) {
-                let Some(Slot::Answered(kind, answer)) = state.pending.remove(&id) else {
-                    unreachable!("just looked at")
-                };
-                return Ok((kind, answer));
+        // in the wait: the reader thread records the worker's end, or the deadline passes.
+        let send = |id| {
+            let frame = frame::encode(kind, id, payload)
+                .map_err(|len| WorkerCause::Protocol(format!("a request of {len} bytes, more than a frame carries")))?;
+            if let Err(e) = self.channel.send(&frame, fds) {
+                log::debug!("the request to worker {} could not be sent: {e}", self.pid);
             }
-            if let Some(cause) = &state.failed {
-                let cause = cause.clone();
-                state.pending.remove(&id);
-                return Err(cause);
-            }
-            let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-            if left.is_some_and(|left| left.is_zero()) {
-                state.pending.remove(&id);
-                let cause = WorkerCause::Deadline {
-                    pass: what.to_owned(),
-                    after: self.deadline,
-                };
-                if let Err(e) = &sent {
-                    log::debug!("the request to worker {} could not be sent: {e}", self.pid);
-                }
-                let cause = Shared::fail(&mut state, cause);
-                self.shared.changed.notify_all();
-                drop(state);
+            Ok(())
+        };
+        let expired = || WorkerCause::Deadline {
+            pass: what.to_owned(),
+            after: self.deadline,
+        };
+        match self.shared.table.request(expect, send, deadline, expired) {
+            Outcome::Answered(answer) => Ok(answer),
+            Outcome::Failed(cause) => Err(cause),
+            Outcome::Expired(cause) => {
                 self.shared.kill();
-                return Err(cause);
+                Err(cause)
             }
-            state = match left {
-                Some(left) => self.shared.changed.wait_timeout(state, left),
-                None => self.shared.changed.wait(state),
-            };
         }
     }
 
-    /// Calls the message pass `pass` (of plugin `plugin`) with `input`.
+    /// Calls the message pass `pass` (of plugin `plugin`) with `input`: in the frame, or, when
+    /// it does not fit one, in a sealed shared region beside it (at most [`MAX_MESSAGE`]
+    /// bytes); the output comes back the same way.
     pub(crate) fn call(&self, plugin: &Origin, pass: &str, input: &[u8]) -> Result<Vec<u8>, Error> {
-        let payload = Call { pass, input }.encode();
-        if payload.len() > MAX_PAYLOAD {
-            return Err(Error::CallRefused {
-                plugin: plugin.clone(),
-                pass: pass.to_owned(),
-                reason: format!(
-                    "its input of {} bytes is more than an isolated call carries ({} bytes with the pass name, in \
-                     this version of dylease); split the input, or call the pass in an ordinary set",
-                    input.len(),
-                    MAX_PAYLOAD
-                ),
-            });
-        }
+        let refused = |reason: String| Error::CallRefused {
+            plugin: plugin.clone(),
+            pass: pass.to_owned(),
+            reason,
+        };
         let failed = |cause| Error::WorkerFailed {
             plugin: plugin.clone(),
             pass: Some(pass.to_owned()),
             cause: Box::new(cause),
         };
-        let (kind, answer) = self
-            .request((Kind::Call, &payload), None, Expect::Call, pass)
-            .map_err(failed)?;
-        if kind == Kind::CallFailed {
-            let reason = String::from_utf8_lossy(&answer).into_owned();
-            return Err(Error::CallRefused {
-                plugin: plugin.clone(),
-                pass: pass.to_owned(),
-                reason: format!("the worker refused the call: {reason}"),
-            });
+        let inline = Call { pass, input }.encode();
+        let (kind, answer, fd) = if inline.len() <= MAX_PAYLOAD {
+            self.request((Kind::Call, &inline), &[], Expect::Call, pass)
+        } else {
+            if input.len() > MAX_MESSAGE {
+                return Err(refused(format!(
+                    "its input of {} bytes is more than an isolated call carries ({MAX_MESSAGE} bytes); split the \
+                     input, or call the pass in an ordinary set",
+                    input.len()
+                )));
+            }
+            let region = sys::sealed_region(input)
+                .map_err(|e| refused(format!("its input could not be put in a shared region: {e}")))?;
+            let request = SharedCall {
+                pass,
+                len: input.len() as u64,
+            };
+            self.request(
+                (Kind::CallShared, &request.encode()),
+                &[region.as_fd()],
+                Expect::Call,
+                pass,
+            )
         }
-        let reply = Reply::decode(&answer).map_err(|reason| failed(self.hostile(reason)))?;
-        match reply.status {
-            0 => Ok(reply.output.to_vec()),
+        .map_err(failed)?;
+        let (status, output) = match kind {
+            Kind::CallFailed => {
+                let reason = String::from_utf8_lossy(&answer).into_owned();
+                return Err(refused(format!("the worker refused the call: {reason}")));
+            }
+            Kind::ReplyShared => {
+                let read =
+                    SharedReply::decode(&answer).and_then(|reply| Ok((reply.status, read_region(fd, reply.len)?)));
+                read.map_err(|reason| failed(self.hostile(reason)))?
+            }
+            _ => {
+                let reply = Reply::decode(&answer).map_err(|reason| failed(self.hostile(reason)))?;
+                (reply.status, reply.output.to_vec())
+            }
+        };
+        match status {
+            0 => Ok(output),
             status => Err(Error::PassFailed {
                 plugin: plugin.clone(),
                 pass: pass.to_owned(),
@@ -335,8 +343,7 @@ impl Worker {
 
     /// Fails the worker for a hostile answer `reason` and kills it; returns the cause.
     fn hostile(&self, reason: String) -> WorkerCause {
-        let cause = Shared::fail(&mut self.shared.state.lock(), WorkerCause::Protocol(reason));
-        self.shared.changed.notify_all();
+        let cause = self.shared.table.fail(WorkerCause::Protocol(reason));
         self.shared.kill();
         cause
     }
@@ -344,16 +351,11 @@ impl Worker {
     /// Asks the worker to run its plugins' unload code and exit, and reaps it: waits for it at
     /// most the call deadline, then kills it. Logs an unload that did not end in a clean exit.
     pub(crate) fn unload(&self) {
-        let failed = {
-            let mut state = self.shared.state.lock();
-            state.unloading = true;
-            state.failed.clone()
-        };
-        if failed.is_none() {
+        let ask = || {
             let unload = frame::encode(Kind::Unload, 0, &[]).expect("an empty payload fits");
-            let _ = self.channel.send(&unload, None);
-        }
-        let mut ended = self.wait_ended(Instant::now().checked_add(self.deadline));
+            let _ = self.channel.send(&unload, &[]);
+        };
+        let (failed, mut ended) = self.shared.table.unload(ask, Instant::now().checked_add(self.deadline));
         if ended.is_none() {
             log::warn!(
                 "{}the worker process {} of an isolated set did not exit within the call deadline of {:?} after \
@@ -366,7 +368,10 @@ impl Worker {
             // A worker whose channel another process still holds does not end the reader's
             // wait by dying: the host's end is shut, which does.
             self.channel.shutdown();
-            ended = self.wait_ended(Instant::now().checked_add(2 * REAP + Duration::from_secs(1)));
+            ended = self
+                .shared
+                .table
+                .wait_ended(Instant::now().checked_add(2 * REAP + Duration::from_secs(1)));
         }
         match ended {
             Some(status) => {
@@ -391,34 +396,9 @@ impl Worker {
             ),
         }
     }
-
-    /// Waits until the reader thread ended (the worker's channel closed and it was reaped, or
-    /// not), at most until `deadline`: `Some` with the reaped status, if any.
-    fn wait_ended(&self, deadline: Option<Instant>) -> Option<Option<ExitStatus>> {
-        let mut state = self.shared.state.lock();
-        loop {
-            if let Some(ended) = state.ended {
-                return Some(ended);
-            }
-            let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-            if left.is_some_and(|left| left.is_zero()) {
-                return None;
-            }
-            state = match left {
-                Some(left) => self.shared.changed.wait_timeout(state, left),
-                None => self.shared.changed.wait(state),
-            };
-        }
-    }
 }
 
 impl Shared {
-    /// Records `cause` as the worker's failure unless it already failed; returns the cause
-    /// recorded.
-    fn fail(state: &mut MutexGuard<'_, State>, cause: WorkerCause) -> WorkerCause {
-        state.failed.get_or_insert(cause).clone()
-    }
-
     /// Sends the worker `SIGKILL` (nothing if it was reaped: std's `Child` knows).
     fn kill(&self) {
         let _ = self.child.lock().kill();
@@ -429,7 +409,8 @@ impl Shared {
     fn reap(&self) -> Option<ExitStatus> {
         let started = Instant::now();
         let mut killed = false;
-        let mut pause = Duration::from_millis(1);
+        // A worker whose channel closed is usually exiting: its status comes within microseconds.
+        let mut pause = Duration::from_micros(20);
         loop {
             match self.child.lock().try_wait() {
                 Ok(Some(status)) => return Some(status),
@@ -468,59 +449,41 @@ impl Shared {
             if received.truncated {
                 break Some(format!("it sent a message larger than {MAX_FRAME} bytes"));
             }
-            if !received.fds.is_empty() {
-                break Some("it sent a descriptor, which a worker never does".to_owned());
-            }
-            let answered = frame::decode(&buffer[..received.len]).and_then(|frame| self.answer(frame));
+            let answered = frame::decode(&buffer[..received.len]).and_then(|frame| self.answer(frame, received.fds));
             if let Err(reason) = answered {
                 break Some(reason);
             }
         };
         if let Some(reason) = hostile {
-            Shared::fail(&mut self.state.lock(), WorkerCause::Protocol(reason));
-            self.changed.notify_all();
+            self.table.fail(WorkerCause::Protocol(reason));
             self.kill();
         }
         let status = self.reap();
-        let mut state = self.state.lock();
-        if !state.unloading || state.failed.is_some() {
-            let cause = match status {
-                Some(status) => WorkerCause::of(status),
-                None => WorkerCause::Protocol("it closed its channel and could not be reaped".to_owned()),
-            };
-            Shared::fail(&mut state, cause);
-        }
-        state.ended = Some(status);
-        drop(state);
-        self.changed.notify_all();
+        self.table.end(status, |status| match status {
+            Some(status) => WorkerCause::of(*status),
+            None => WorkerCause::Protocol("it closed its channel and could not be reaped".to_owned()),
+        });
     }
 
-    /// Hands `frame` to the request it answers: `Err` with why it answers none.
-    fn answer(&self, frame: frame::Frame<'_>) -> Result<(), String> {
-        let mut state = self.state.lock();
-        match state.pending.get_mut(&frame.id) {
-            Some(slot) => match *slot {
-                Slot::Waiting(expect) if expect.accepts(frame.kind) => {
-                    *slot = Slot::Answered(frame.kind, frame.payload.to_vec());
-                }
-                Slot::Waiting(expect) => {
-                    return Err(format!(
-                        "it answered request {} ({expect:?}) with a {:?} frame",
-                        frame.id, frame.kind
-                    ));
-                }
-                Slot::Answered(..) => return Err(format!("it answered request {} twice", frame.id)),
-            },
-            None => {
-                return Err(format!(
-                    "it sent a {:?} frame for request {}, which is not in flight",
-                    frame.kind, frame.id
-                ));
-            }
-        }
-        drop(state);
-        self.changed.notify_all();
-        Ok(())
+    /// Hands `frame`, and the descriptors that came with it, to the request it answers: `Err`
+    /// with why it answers none, or why it came with descriptors (only a `ReplyShared` brings
+    /// one, its region).
+    fn answer(&self, frame: frame::Frame<'_>, fds: Vec<OwnedFd>) -> Result<(), String> {
+        let fd = match (frame.kind, <[OwnedFd; 1]>::try_from(fds)) {
+            (Kind::ReplyShared, Ok([fd])) => Some(fd),
+            (Kind::ReplyShared, Err(_)) => return Err("it sent a shared reply without exactly one region".to_owned()),
+            (_, Err(fds)) if fds.is_empty() => None,
+            (kind, _) => return Err(format!("it sent a descriptor with a {kind:?} frame")),
+        };
+        let accept = |expect: &Expect| match expect.accepts(frame.kind) {
+            true => Ok((frame.kind, frame.payload.to_vec(), fd)),
+            false => Err(format!(
+                "it answered request {} ({expect:?}) with a {:?} frame",
+                frame.id, frame.kind
+            )),
+        };
+        self.table
+            .answer(frame.id, &format!("a {:?} frame", frame.kind), accept)
     }
 }
 
@@ -583,18 +546,6 @@ impl<'a> Isolating<'a> {
     ) -> Result<Vec<Error>, Error> {
         let origin = Origin::File(candidate.path.clone());
         let prepared = candidate.prepare(checks, trust)?;
-        if let Some(dependency) = prepared.dependencies.first() {
-            return Err(Error::Open {
-                path: candidate.path.clone(),
-                reason: format!(
-                    "it needs `{}`, a library outside the system's directories that dylease maps from a checked \
-                     descriptor before the plugin; an isolated set does not map such libraries yet (its worker \
-                     maps plugins whose dependencies are all system libraries): load it in an ordinary set",
-                    dependency.found.display()
-                ),
-                cause: OpenCause::Isolation,
-            });
-        }
         let failed = |cause| Error::WorkerFailed {
             plugin: origin.clone(),
             pass: None,
@@ -612,6 +563,40 @@ impl<'a> Isolating<'a> {
                 self.worker.insert(worker).clone()
             }
         };
+        // A sealed copy is in no directory: the worker gives the loader its descriptor itself.
+        let sealed = prepared.provenance.sealed();
+        let origin_dir = prepared.linkage.names_origin() && !sealed;
+        let directory = match origin_dir {
+            true => Some(directory_of(&candidate.resolved, &candidate.path)?),
+            false => None,
+        };
+        // The libraries it needs, dependencies first, each with its directory: the worker maps
+        // them before the plugin, as the host would.
+        // (A dependency's `file` is its sealed copy where it has one, and comes alone.)
+        for dependency in &prepared.dependencies {
+            let directory = match dependency.sealed {
+                false => Some(directory_of(&dependency.found, &candidate.path)?),
+                true => None,
+            };
+            let request = DependRequest {
+                found: dependency.found.clone(),
+                dev: dependency.identity.dev,
+                ino: dependency.identity.ino,
+                sealed: dependency.sealed,
+                loads: dependency.loads.clone(),
+            };
+            let fds: Vec<_> = std::iter::once(dependency.file.as_fd())
+                .chain(directory.as_ref().map(AsFd::as_fd))
+                .collect();
+            let (kind, answer, _) = worker
+                .request((Kind::Depend, &request.encode()), &fds, Expect::Depend, "")
+                .map_err(load_deadline)
+                .map_err(failed)?;
+            if kind == Kind::MapFailed {
+                let failure = MapFailure::decode(&answer).map_err(|reason| failed(worker.hostile(reason)))?;
+                return Err(error_of(failure, &candidate.path));
+            }
+        }
         let metadata = &prepared.checked.metadata;
         let request = MapRequest {
             shown: candidate.path.clone(),
@@ -619,20 +604,21 @@ impl<'a> Isolating<'a> {
             dev: metadata.dev(),
             ino: metadata.ino(),
             strict: trust == TrustPolicy::Strict,
+            origin: origin_dir,
+            sealed,
+            dependencies: prepared.dependencies.len() as u32,
             loads: prepared.linkage.loads.clone(),
         };
-        // A signed plugin's bytes stay held (`prepared.provenance`) until the worker answers.
-        let fd = prepared.provenance.source(prepared.checked.file()).as_fd();
-        let (kind, answer) = worker
-            .request((Kind::Map, &request.encode()), Some(fd), Expect::Map, "")
-            .map_err(|cause| match cause {
-                // The deadline of a load is its plugin's, not a pass's.
-                WorkerCause::Deadline { after, .. } => WorkerCause::Deadline {
-                    pass: String::new(),
-                    after,
-                },
-                cause => cause,
-            })
+        // The worker maps the bytes a host that requires signatures verified: the checked
+        // descriptor (its read lease, like each dependency's, is held by `prepared.provenance`
+        // until the worker answers), or the sealed copy made of it.
+        let file = prepared.provenance.source(prepared.checked.file()).as_fd();
+        let fds: Vec<_> = std::iter::once(file)
+            .chain(directory.as_ref().map(AsFd::as_fd))
+            .collect();
+        let (kind, answer, _) = worker
+            .request((Kind::Map, &request.encode()), &fds, Expect::Map, "")
+            .map_err(load_deadline)
             .map_err(failed)?;
         if kind == Kind::MapFailed {
             let failure = MapFailure::decode(&answer).map_err(|reason| failed(worker.hostile(reason)))?;
@@ -666,6 +652,46 @@ impl<'a> Isolating<'a> {
             );
         }
     }
+}
+
+/// The deadline of a load is its plugin's, not a pass's: a [`WorkerCause::Deadline`] of a
+/// `Depend` or `Map` request names no pass.
+fn load_deadline(cause: WorkerCause) -> WorkerCause {
+    match cause {
+        WorkerCause::Deadline { after, .. } => WorkerCause::Deadline {
+            pass: String::new(),
+            after,
+        },
+        cause => cause,
+    }
+}
+
+/// The directory of `file` (a checked library of plugin `plugin`), opened as the loader's
+/// layer opens it to name the file in it (`O_PATH`, symlinks in its path followed), for the
+/// worker: the loader there is given the file by its name in that directory, so that its
+/// `$ORIGIN` is the directory, and the worker opens no path of its own.
+fn directory_of(file: &Path, plugin: &Path) -> Result<std::fs::File, Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let failed = |reason: String| Error::Open {
+        path: plugin.to_owned(),
+        reason,
+        cause: OpenCause::Isolation,
+    };
+    let directory = file
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .ok_or_else(|| failed(format!("`{}` names no directory", file.display())))?;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(directory)
+        .map_err(|e| {
+            failed(format!(
+                "cannot open `{}`, the directory of `{}`, for its worker process: {e}",
+                directory.display(),
+                file.display()
+            ))
+        })
 }
 
 /// Starts one load of an isolated set (the `Begin` of `HostBuilder::isolated`).

@@ -1,7 +1,8 @@
 //! The platform calls of isolated sets, and every `unsafe` of them: the worker's early hook,
 //! the spawn of a worker (the part that runs in the child before `exec`), the channel's
 //! socket (`socketpair`, `sendmsg`/`recvmsg` with `SCM_RIGHTS`, whose descriptors std's Unix
-//! sockets cannot carry on stable Rust), and the call of a message pass.
+//! sockets cannot carry on stable Rust), the sealed shared regions of large messages
+//! (`memfd_create`, seals, a read-only mapping), and the call of a message pass.
 //!
 //! # The early hook
 //!
@@ -15,18 +16,19 @@
 //! there. Otherwise (no variable, or one that names anything else) it returns and the
 //! program starts as usual. The hook sits in the same module as [`spawn`], which names it:
 //! a program whose link keeps the code that spawns workers keeps the hook (and, as the linker
-//! keeps `.init_array` with the object it is in, so do most programs that link dylease).
+//! keeps `.init_array` with the object it is in, so does every program built with the crate
+//! feature `isolate`; without it, none of this module's process code is compiled).
 
 use std::ffi::c_void;
 
 use crate::load::PassInfo;
 use dylease_plugin::abi::{DYLEASE_MESSAGE_INTERFACE, dylease_fn, dylease_message_fn, dylease_out};
 
-#[cfg(all(target_os = "linux", not(loom)))]
-pub(crate) use process::{Channel, spawn};
+#[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
+pub(crate) use process::{Channel, Region, SIZE_SEALS, sealed_region, seals, spawn};
 
 /// What [`call_message`] got back from a message pass.
-#[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
+#[cfg_attr(not(all(feature = "isolate", target_os = "linux", not(loom))), allow(dead_code))]
 #[derive(Debug)]
 pub(crate) struct Called {
     /// What the pass returned: 0 for success.
@@ -112,11 +114,13 @@ unsafe fn call_message(func: dylease_fn, user_data: *mut c_void, input: &[u8], l
 }
 
 /// The worker process: its hook, its spawn and its channel (Linux only).
-#[cfg(all(target_os = "linux", not(loom)))]
+#[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 mod process {
+    use std::fs::File;
     use std::io;
     use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
     use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::FileExt;
     use std::os::unix::process::CommandExt;
     use std::path::Path;
     use std::process::{Child, Command, Stdio};
@@ -188,6 +192,104 @@ mod process {
         option(libc::SO_TYPE) == Some(libc::SOCK_SEQPACKET) && option(libc::SO_DOMAIN) == Some(libc::AF_UNIX)
     }
 
+    /// The seals a region's reader relies on: its size can change no more.
+    pub(crate) const SIZE_SEALS: libc::c_int = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
+
+    /// A new anonymous file (`memfd_create`, close-on-exec) holding `bytes`, sealed: its size
+    /// and its bytes can change no more, nor its seals (`F_SEAL_SHRINK`, `F_SEAL_GROW`,
+    /// `F_SEAL_WRITE`, `F_SEAL_SEAL`). The region of a message too large for a frame: the
+    /// other side reads exactly what was written, and may map it without fear of a shrink.
+    pub(crate) fn sealed_region(bytes: &[u8]) -> io::Result<File> {
+        // SAFETY: the name is a NUL-terminated string; the flags are plain integers.
+        let fd =
+            unsafe { libc::memfd_create(c"dylease-message".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `memfd_create` just made `fd`, owned by nobody else.
+        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        file.set_len(bytes.len() as u64)?;
+        file.write_all_at(bytes, 0)?;
+        let seals = SIZE_SEALS | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL;
+        // SAFETY: `F_ADD_SEALS` on a descriptor this function owns takes an int.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(file)
+    }
+
+    /// The seals of `file` (`F_GET_SEALS`); an `Err` for a file that cannot have any.
+    pub(crate) fn seals(file: &File) -> io::Result<libc::c_int> {
+        // SAFETY: `F_GET_SEALS` on an open descriptor takes no argument.
+        let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+        match seals {
+            -1 => Err(io::Error::last_os_error()),
+            seals => Ok(seals),
+        }
+    }
+
+    /// A read-only shared mapping of a sealed region of `len` bytes (`len` > 0), the whole
+    /// file: unmapped when dropped.
+    #[derive(Debug)]
+    pub(crate) struct Region {
+        start: *const u8,
+        len: usize,
+    }
+
+    impl Region {
+        /// Maps `file`, which must be sealed against a change of size ([`SIZE_SEALS`]: a
+        /// shrink would turn a read of the mapping into `SIGBUS`) and hold exactly `len`
+        /// bytes: `Err` saying which is not so.
+        pub(crate) fn map(file: &File, len: usize) -> io::Result<Region> {
+            if seals(file)? & SIZE_SEALS != SIZE_SEALS {
+                return Err(io::Error::other(
+                    "the region is not sealed against a change of its size",
+                ));
+            }
+            let size = file.metadata()?.len();
+            if size != len as u64 || len == 0 {
+                return Err(io::Error::other(format!(
+                    "the region holds {size} bytes, not the {len} announced"
+                )));
+            }
+            // SAFETY: a new read-only shared mapping of the whole of an open file, placed by
+            // the kernel: it overlaps nothing of this process's.
+            let start = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ,
+                    libc::MAP_SHARED | libc::MAP_POPULATE,
+                    file.as_raw_fd(),
+                    0,
+                )
+            };
+            if start == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(Region {
+                start: start.cast::<u8>().cast_const(),
+                len,
+            })
+        }
+
+        /// The mapped bytes.
+        pub(crate) fn bytes(&self) -> &[u8] {
+            // SAFETY: `start` maps `len` readable bytes until `self` is dropped; the file's
+            // size is sealed, so no read of them faults. A writer that could still change the
+            // bytes (an unsealed writer; the host seals its own) changes what is read, never
+            // where: bytes are bytes.
+            unsafe { std::slice::from_raw_parts(self.start, self.len) }
+        }
+    }
+
+    impl Drop for Region {
+        fn drop(&mut self) {
+            // SAFETY: `start` and `len` are the mapping `map` made, unmapped only here.
+            unsafe { libc::munmap(self.start.cast_mut().cast(), self.len) };
+        }
+    }
+
     /// Ends the process now, with `code`, running none of the program's exit handlers: a worker
     /// never returns into the host program's code.
     pub(crate) fn exit_now(code: i32) -> ! {
@@ -211,8 +313,9 @@ mod process {
         pub(crate) truncated: bool,
     }
 
-    /// The most descriptors one message may bring: more are cut (`truncated`), never left open.
-    const MAX_FDS: usize = 4;
+    /// The most descriptors one message carries: more are cut on receipt (`truncated`), never
+    /// left open.
+    pub(crate) const MAX_FDS: usize = 4;
 
     impl Channel {
         /// A connected pair: this end, and the other end's descriptor (both close-on-exec).
@@ -237,9 +340,16 @@ mod process {
             Ok((Channel(ours), theirs))
         }
 
-        /// Sends one message, and `fd` with it if given. Never raises `SIGPIPE`: a closed other
-        /// end is an `Err` (`BrokenPipe`). A send timeout (`set_timeouts`) is an `Err` too.
-        pub(crate) fn send(&self, message: &[u8], fd: Option<BorrowedFd<'_>>) -> io::Result<()> {
+        /// Sends one message, and the descriptors `fds` with it (at most [`MAX_FDS`]). Never
+        /// raises `SIGPIPE`: a closed other end is an `Err` (`BrokenPipe`). A send timeout
+        /// (`set_timeouts`) is an `Err` too.
+        pub(crate) fn send(&self, message: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+            if fds.len() > MAX_FDS {
+                return Err(io::Error::other(format!(
+                    "{} descriptors for one message, more than {MAX_FDS}",
+                    fds.len()
+                )));
+            }
             let mut iov = libc::iovec {
                 iov_base: message.as_ptr().cast_mut().cast(),
                 iov_len: message.len(),
@@ -249,9 +359,11 @@ mod process {
             let mut header: libc::msghdr = unsafe { std::mem::zeroed() };
             header.msg_iov = &raw mut iov;
             header.msg_iovlen = 1;
-            if let Some(fd) = fd {
+            if !fds.is_empty() {
+                let bytes = size_of_val(fds) as u32;
                 // SAFETY: `CMSG_SPACE` only computes a size.
-                let space = unsafe { libc::CMSG_SPACE(size_of::<libc::c_int>() as u32) } as usize;
+                let space = unsafe { libc::CMSG_SPACE(bytes) } as usize;
+                debug_assert!(space <= size_of_val(&control));
                 header.msg_control = control.as_mut_ptr().cast();
                 // `socklen_t` on musl, `size_t` on glibc.
                 header.msg_controllen = space as _;
@@ -259,8 +371,8 @@ mod process {
                 // for `cmsghdr`, so the first header fits.
                 let cmsg = unsafe { libc::CMSG_FIRSTHDR(&header) };
                 // SAFETY: `CMSG_LEN` only computes a size.
-                let len = unsafe { libc::CMSG_LEN(size_of::<libc::c_int>() as u32) } as usize;
-                // SAFETY: `control` is large enough for one header and one int, so
+                let len = unsafe { libc::CMSG_LEN(bytes) } as usize;
+                // SAFETY: `control` is large enough for one header and `MAX_FDS` ints, so
                 // `CMSG_FIRSTHDR` returned a pointer to its start, aligned for `cmsghdr`.
                 let control_message = unsafe { &mut *cmsg };
                 control_message.cmsg_level = libc::SOL_SOCKET;
@@ -268,9 +380,11 @@ mod process {
                 control_message.cmsg_len = len as _;
                 // SAFETY: `CMSG_DATA` of that header points inside `control`, after it.
                 let data = unsafe { libc::CMSG_DATA(cmsg) }.cast::<libc::c_int>();
-                // SAFETY: one int fits at `data` (the space asked for above); unaligned, as
-                // `CMSG_DATA` promises no alignment.
-                unsafe { std::ptr::write_unaligned(data, fd.as_raw_fd()) };
+                for (i, fd) in fds.iter().enumerate() {
+                    // SAFETY: `fds.len()` ints fit at `data` (the space asked for above);
+                    // unaligned, as `CMSG_DATA` promises no alignment.
+                    unsafe { std::ptr::write_unaligned(data.wrapping_add(i), fd.as_raw_fd()) };
+                }
             }
             loop {
                 // SAFETY: `header` points to `iov` (the live `message`) and to `control`, both of

@@ -2,26 +2,39 @@
 //! from the early hook (`sys`), which ends the process when [`run`] returns: the program's
 //! `main` never runs here.
 //!
-//! The main thread answers the host's frames in order: the handshake; one `Map` per plugin,
-//! mapped from the descriptor that came with the frame by the usual path (the registry, the
-//! instance's `on_load`, `register_passes`: `load::pipeline::map_received`), never by a path;
-//! then `Call`s, each run on one of [`THREADS`] threads, so that one long pass does not hold
-//! up unrelated calls; and last `Unload` (or the host's end of the channel closing): the
-//! plugins' unload code in reverse load order, then exit status 0. The host is the parent
-//! that checked every file this process maps: a frame from it that does not decode ends the
-//! worker (status 3), which the host reports.
+//! The main thread answers the host's frames in order: the handshake; for each plugin, a
+//! `Depend` per library it needs (held: the file's descriptor and its directory's, or the
+//! sealed copy a host that requires signatures verified) and a `Map`, mapped from the
+//! descriptor that came with the frame by the usual path (the registry, the held libraries
+//! first, dependencies before dependents, the instance's `on_load`, `register_passes`:
+//! `load::pipeline::map_received`). No path is opened: a file whose `$ORIGIN` matters (every
+//! such library, and a plugin whose run path uses it) is given to the loader as
+//! `/proc/self/fd/D/<name>`, D the directory descriptor the host sent, as the host itself
+//! names it; a sealed copy as `/proc/self/fd/N`; glibc then answers the plugin's needed names
+//! with the libraries mapped before it, by their sonames. Then `Call`s, each run on one of
+//! [`THREADS`] threads, so that one long pass does not hold up unrelated calls; and last
+//! `Unload` (or the host's end of the channel closing): the plugins' unload code in reverse
+//! load order, then exit status 0. The host is the parent that checked every file this
+//! process maps: a frame from it that does not decode ends the worker (status 3), which the
+//! host reports.
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::isolate::frame::{self, Call, Kind, MAX_FRAME, MAX_PAYLOAD, MapRequest, Mapped, Reply};
+use crate::isolate::frame::{
+    self, Call, DependRequest, Kind, MAX_FRAME, MAX_MESSAGE, MAX_PAYLOAD, MapRequest, Mapped, Reply, SharedCall,
+    SharedReply,
+};
 use crate::isolate::remote::failure_of;
 use crate::isolate::sys::{self, Channel};
 use crate::load::LoadedPlugins;
+use crate::load::pipeline::Received;
 use crate::sync::{Arc, Condvar, Mutex};
+use crate::trust::candidate::Dependency;
 use dylease_plugin::abi::DYLEASE_MESSAGE_INTERFACE;
 
 /// The threads that run calls: a pass that runs long keeps one of them, the others serve
@@ -41,6 +54,8 @@ pub(crate) fn run(channel: Channel) -> i32 {
     }
     let mut plugins = LoadedPlugins::new();
     let mut calls: Option<Calls> = None;
+    // The libraries of the `Depend` frames since the last `Map`.
+    let mut held: Vec<Held> = Vec::new();
     loop {
         let received = match channel.recv(&mut buffer) {
             Ok(received) => received,
@@ -58,13 +73,19 @@ pub(crate) fn run(channel: Channel) -> i32 {
         };
         let answer = match frame.kind {
             // Plugins are mapped before the first call; the set is fixed from then on.
-            Kind::Map if calls.is_none() => map(frame.payload, received.fds, &mut plugins),
-            Kind::Call => {
+            Kind::Depend if calls.is_none() => hold(frame.payload, received.fds, &mut held),
+            Kind::Map if calls.is_none() => map(frame.payload, received.fds, std::mem::take(&mut held), &mut plugins),
+            Kind::Call | Kind::CallShared => {
                 let calls = calls.get_or_insert_with(|| {
                     let loaded = std::mem::replace(&mut plugins, LoadedPlugins::new()).finished();
                     Calls::start(Arc::new(loaded), channel.clone())
                 });
-                calls.submit(frame.id, frame.payload.to_vec());
+                calls.submit(Job {
+                    id: frame.id,
+                    kind: frame.kind,
+                    payload: frame.payload.to_vec(),
+                    fds: received.fds,
+                });
                 continue;
             }
             Kind::Unload => break,
@@ -73,7 +94,7 @@ pub(crate) fn run(channel: Channel) -> i32 {
         let Ok(reply) = frame::encode(answer.0, frame.id, &answer.1) else {
             return 3;
         };
-        if channel.send(&reply, None).is_err() {
+        if channel.send(&reply, &[]).is_err() {
             break;
         }
     }
@@ -97,46 +118,190 @@ fn handshake(channel: &Channel, buffer: &mut [u8]) -> Result<(), ()> {
         return Err(());
     }
     let welcome = frame::encode(Kind::Welcome, frame.id, &frame::greeting(std::process::id())).map_err(drop)?;
-    channel.send(&welcome, None).map_err(drop)?;
+    channel.send(&welcome, &[]).map_err(drop)?;
     // From now on a wait for the host is as long as the host's life (it closes the channel,
     // or its death kills this process).
     channel.set_timeouts(None, None).map_err(drop)
 }
 
-/// Maps the plugin of a `Map` request from the one descriptor that came with it.
-fn map(payload: &[u8], fds: Vec<OwnedFd>, plugins: &mut LoadedPlugins) -> (Kind, Vec<u8>) {
-    let refused = |reason: String| {
-        let failure = failure_of(&Error::Config { reason });
-        (Kind::MapFailed, failure.encode())
+/// A library of a `Depend` request, held for the next `Map`: the checked file the host sent,
+/// named for the loader in the directory the host sent with it (a sealed copy is given to
+/// the loader as itself).
+struct Held {
+    dependency: Dependency,
+    /// The directory it is named in (`/proc/self/fd/D/<name>`): open until it is mapped.
+    directory: Option<OwnedFd>,
+    /// That name, and the path the host found it at, for messages.
+    names: (PathBuf, PathBuf),
+}
+
+/// Why the worker refused a request: `MapFailed`, with `reason`.
+fn refused(reason: String) -> (Kind, Vec<u8>) {
+    let failure = failure_of(&Error::Config { reason });
+    (Kind::MapFailed, failure.encode())
+}
+
+/// Checks that `file` is the file of identity (`dev`, `ino`) the host checked as `shown`, or,
+/// when `sealed`, a copy of it whose bytes and size can change no more (the host verified
+/// that copy's bytes: `HostBuilder::require_signed`).
+fn same_file(file: &File, (dev, ino): (u64, u64), sealed: bool, shown: &Path) -> Result<(), String> {
+    if sealed {
+        let needed = libc::F_SEAL_WRITE | sys::SIZE_SEALS;
+        return match sys::seals(file) {
+            Ok(seals) if seals & needed == needed => Ok(()),
+            _ => Err(format!(
+                "the descriptor received for `{}` is not a sealed copy of it",
+                shown.display()
+            )),
+        };
+    }
+    let received = file.metadata().map(|m| (m.dev(), m.ino()));
+    match received {
+        Ok(identity) if identity == (dev, ino) => Ok(()),
+        _ => Err(format!(
+            "the descriptor received for `{}` is not the file the host checked",
+            shown.display()
+        )),
+    }
+}
+
+/// `directory` (a descriptor received from the host) and `name` as the loader's name of the
+/// file in it: `/proc/self/fd/D/<name>`, whose `$ORIGIN` is that directory. `Err` if it is no
+/// directory or `name` names none.
+fn named_in(directory: &OwnedFd, name: &Path) -> Result<PathBuf, String> {
+    let is_directory = File::from(directory.try_clone().map_err(|e| e.to_string())?)
+        .metadata()
+        .is_ok_and(|m| m.is_dir());
+    let Some(file_name) = name.file_name().filter(|_| is_directory) else {
+        return Err(format!(
+            "the directory received for `{}` is not one, or the path names no file",
+            name.display()
+        ));
     };
+    Ok(Path::new(&format!("/proc/self/fd/{}", directory.as_raw_fd())).join(file_name))
+}
+
+/// Holds the library of a `Depend` request, from the descriptors that came with it (the
+/// file's and its directory's; a sealed copy's alone), for the next `Map`.
+fn hold(payload: &[u8], fds: Vec<OwnedFd>, held: &mut Vec<Held>) -> (Kind, Vec<u8>) {
+    let request = match DependRequest::decode(payload) {
+        Ok(request) => request,
+        Err(reason) => return refused(format!("the worker could not read the host's request: {reason}")),
+    };
+    let expected = 2 - usize::from(request.sealed);
+    if fds.len() != expected {
+        return refused(format!(
+            "the host's request came with {} descriptors, not {expected}",
+            fds.len()
+        ));
+    }
+    let mut fds = fds.into_iter();
+    let file = File::from(fds.next().expect("counted"));
+    let directory = fds.next();
+    if let Err(reason) = same_file(&file, (request.dev, request.ino), request.sealed, &request.found) {
+        return refused(reason);
+    }
+    let found = match &directory {
+        Some(directory) => match named_in(directory, &request.found) {
+            Ok(found) => found,
+            Err(reason) => return refused(reason),
+        },
+        None => request.found.clone(),
+    };
+    held.push(Held {
+        dependency: Dependency {
+            found: found.clone(),
+            file,
+            identity: crate::sys::FileId {
+                dev: request.dev,
+                ino: request.ino,
+            },
+            loads: request.loads,
+            sealed: request.sealed,
+        },
+        directory,
+        names: (found, request.found),
+    });
+    (Kind::Held, Vec::new())
+}
+
+/// Maps the plugin of a `Map` request from the descriptor that came with it (and its
+/// directory's, when it uses `$ORIGIN`), after the libraries `held` it needs.
+fn map(payload: &[u8], fds: Vec<OwnedFd>, mut held: Vec<Held>, plugins: &mut LoadedPlugins) -> (Kind, Vec<u8>) {
     let request = match MapRequest::decode(payload) {
         Ok(request) => request,
         Err(reason) => return refused(format!("the worker could not read the host's request: {reason}")),
     };
-    let Ok::<[OwnedFd; 1], _>([fd]) = fds.try_into() else {
-        return refused("the host's request came without exactly one descriptor".to_owned());
-    };
-    let file = File::from(fd);
-    let received = file.metadata().map(|m| (m.dev(), m.ino()));
-    if received.as_ref().ok() != Some(&(request.dev, request.ino)) {
+    // Those of an earlier plugin whose load failed are not this one's.
+    let Some(first) = held.len().checked_sub(request.dependencies as usize) else {
         return refused(format!(
-            "the descriptor received for `{}` is not the file the host checked",
+            "the host's request names {} libraries, {} were sent",
+            request.dependencies,
+            held.len()
+        ));
+    };
+    let held = held.split_off(first);
+    if request.origin && request.sealed {
+        return refused(format!(
+            "the host's request names a directory for `{}`, a sealed copy, which is in none",
             request.shown.display()
         ));
     }
+    let expected = 1 + usize::from(request.origin);
+    if fds.len() != expected {
+        return refused(format!(
+            "the host's request came with {} descriptors, not {expected}",
+            fds.len()
+        ));
+    }
+    let mut fds = fds.into_iter();
+    let file = File::from(fds.next().expect("counted"));
+    let directory = fds.next();
+    if let Err(reason) = same_file(&file, (request.dev, request.ino), request.sealed, &request.shown) {
+        return refused(reason);
+    }
+    let resolved = match &directory {
+        Some(directory) => match named_in(directory, &request.resolved) {
+            Ok(named) => named,
+            Err(reason) => return refused(reason),
+        },
+        None => request.resolved.clone(),
+    };
     let identity = crate::sys::checked_identity(crate::sys::FileId {
         dev: request.dev,
         ino: request.ino,
     });
-    let mapped = crate::load::pipeline::map_received(
-        (&request.shown, &request.resolved),
-        &file,
-        &identity,
-        &request.loads,
-        request.strict,
-    );
-    // The loader keeps its own copy of the descriptor while the library is mapped.
-    drop(file);
+    // The loader's names in received directories mean nothing to the host: the paths it
+    // found the files at do.
+    let mut names: Vec<(PathBuf, PathBuf)> = Vec::with_capacity(held.len() + 1);
+    if directory.is_some() {
+        names.push((resolved.clone(), request.resolved.clone()));
+    }
+    let mut dependencies = Vec::with_capacity(held.len());
+    let mut directories = Vec::with_capacity(held.len());
+    for Held {
+        dependency,
+        directory,
+        names: named,
+    } in held
+    {
+        dependencies.push(dependency);
+        directories.push(directory);
+        names.push(named);
+    }
+    let mapped = crate::load::pipeline::map_received(Received {
+        shown: &request.shown,
+        resolved: &resolved,
+        file: &file,
+        identity: &identity,
+        origin: request.origin,
+        loads: &request.loads,
+        strict: request.strict,
+        dependencies: &dependencies,
+    });
+    // The loader keeps its own copies of the descriptors (the files' and their directories')
+    // while the libraries are mapped.
+    drop((file, directory, dependencies, directories));
     match mapped {
         Ok(registered) => {
             let mapped = Mapped {
@@ -153,7 +318,15 @@ fn map(payload: &[u8], fds: Vec<OwnedFd>, plugins: &mut LoadedPlugins) -> (Kind,
             drop(plugins.add(registered));
             (Kind::Mapped, mapped.encode())
         }
-        Err(error) => (Kind::MapFailed, failure_of(&error).encode()),
+        Err(error) => {
+            let mut failure = failure_of(&error);
+            for (given, found) in &names {
+                failure.reason = failure
+                    .reason
+                    .replace(&*given.to_string_lossy(), &found.to_string_lossy());
+            }
+            (Kind::MapFailed, failure.encode())
+        }
     }
 }
 
@@ -163,8 +336,14 @@ struct Calls {
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
-/// A call: its request's id and its payload.
-type Job = (u64, Vec<u8>);
+/// A call: its request's id, kind and payload, and the descriptors that came with it (a
+/// `CallShared`'s region).
+struct Job {
+    id: u64,
+    kind: Kind,
+    payload: Vec<u8>,
+    fds: Vec<OwnedFd>,
+}
 
 /// The calls not yet taken by a thread; `None` once the worker unloads.
 #[derive(Default)]
@@ -203,11 +382,12 @@ impl Calls {
                 std::thread::Builder::new()
                     .name(format!("dylease-call-{n}"))
                     .spawn(move || {
-                        while let Some((id, payload)) = queue.take() {
-                            let (kind, answer) = call(&plugins, &payload);
-                            if let Ok(reply) = frame::encode(kind, id, &answer) {
+                        while let Some(job) = queue.take() {
+                            let (kind, answer, region) = call(&plugins, job.kind, &job.payload, job.fds);
+                            let fds: Vec<_> = region.iter().map(AsFd::as_fd).collect();
+                            if let Ok(reply) = frame::encode(kind, job.id, &answer) {
                                 // A host that is gone reads nothing: the loop ends with the queue.
-                                let _ = channel.send(&reply, None);
+                                let _ = channel.send(&reply, &fds);
                             }
                         }
                     })
@@ -217,9 +397,9 @@ impl Calls {
         Calls { queue, threads }
     }
 
-    fn submit(&self, id: u64, payload: Vec<u8>) {
+    fn submit(&self, job: Job) {
         if let Some(jobs) = self.queue.jobs.lock().as_mut() {
-            jobs.push_back((id, payload));
+            jobs.push_back(job);
         }
         self.queue.changed.notify_all();
     }
@@ -235,13 +415,39 @@ impl Calls {
     }
 }
 
-/// Runs one call: `Reply` with the pass's status and output, or `CallFailed` with why the
-/// call could not be made.
-fn call(plugins: &LoadedPlugins, payload: &[u8]) -> (Kind, Vec<u8>) {
-    let failed = |reason: String| (Kind::CallFailed, reason.into_bytes());
-    let request = match Call::decode(payload) {
-        Ok(request) => request,
-        Err(reason) => return failed(format!("the worker could not read the call: {reason}")),
+/// Runs one call (a `Call`, or a `CallShared` whose input is the region of its one
+/// descriptor): `Reply` with the pass's status and output, `ReplyShared` with the status and
+/// a sealed region holding the output when the output does not fit a frame, or `CallFailed`
+/// with why the call could not be made.
+fn call(plugins: &LoadedPlugins, kind: Kind, payload: &[u8], fds: Vec<OwnedFd>) -> (Kind, Vec<u8>, Option<File>) {
+    let failed = |reason: String| (Kind::CallFailed, reason.into_bytes(), None);
+    let region;
+    let request = match kind {
+        Kind::CallShared => {
+            let shared = match SharedCall::decode(payload) {
+                Ok(shared) => shared,
+                Err(reason) => return failed(format!("the worker could not read the call: {reason}")),
+            };
+            let Ok::<[OwnedFd; 1], _>([fd]) = fds.try_into() else {
+                return failed("the call's region did not come with it".to_owned());
+            };
+            let len = match usize::try_from(shared.len) {
+                Ok(len) if len <= MAX_MESSAGE => len,
+                _ => return failed(format!("the call announced {} bytes of input", shared.len)),
+            };
+            region = match sys::Region::map(&File::from(fd), len) {
+                Ok(region) => region,
+                Err(e) => return failed(format!("the call's region could not be read: {e}")),
+            };
+            Call {
+                pass: shared.pass,
+                input: region.bytes(),
+            }
+        }
+        _ => match Call::decode(payload) {
+            Ok(request) => request,
+            Err(reason) => return failed(format!("the worker could not read the call: {reason}")),
+        },
     };
     let Some(index) = plugins.pass_position(request.pass) else {
         return failed(format!("the worker has no pass `{}`", request.pass));
@@ -250,20 +456,31 @@ fn call(plugins: &LoadedPlugins, payload: &[u8]) -> (Kind, Vec<u8>) {
     if info.interface() != Some(DYLEASE_MESSAGE_INTERFACE) {
         return failed(format!("pass `{}` is not a message pass", request.pass));
     }
-    // Room for the status in front of the output.
-    let Some(called) = sys::call_message_pass(info, request.input, MAX_PAYLOAD - 4) else {
+    let Some(called) = sys::call_message_pass(info, request.input, MAX_MESSAGE) else {
         return failed(format!("pass `{}` is not callable in the worker", request.pass));
     };
     if called.overflowed {
         return failed(format!(
-            "pass `{}` wrote more than {} bytes of output, the most one reply carries",
-            request.pass,
-            MAX_PAYLOAD - 4
+            "pass `{}` wrote more than {MAX_MESSAGE} bytes of output, the most one reply carries",
+            request.pass
         ));
     }
     let reply = Reply {
         status: called.status,
         output: &called.output,
     };
-    (Kind::Reply, reply.encode())
+    // Room for the status in front of the output.
+    if called.output.len() <= MAX_PAYLOAD - 4 {
+        return (Kind::Reply, reply.encode(), None);
+    }
+    match sys::sealed_region(&called.output) {
+        Ok(region) => {
+            let reply = SharedReply {
+                status: called.status,
+                len: called.output.len() as u64,
+            };
+            (Kind::ReplyShared, reply.encode(), Some(region))
+        }
+        Err(e) => failed(format!("its output could not be put in a shared region: {e}")),
+    }
 }

@@ -34,7 +34,10 @@ impl CatalogEntry {
 
     /// What the plugin's file declares about it, if it carries a manifest (see [`Manifest`]).
     /// `None` for a library built without one, a Python plugin whose name is not a literal,
-    /// a static plugin, and a file refused before its manifest could be read.
+    /// a static plugin, and a file refused before its manifest could be read (by the trust
+    /// check, or as no ELF file). A library the ELF check refuses still shows its manifest:
+    /// one built for another machine, a big-endian one say, is described beside the reason
+    /// this host cannot load it.
     pub fn manifest(&self) -> Option<&Manifest> {
         self.manifest.as_ref()
     }
@@ -105,14 +108,23 @@ pub(crate) fn catalog(
             let origin = Origin::File(candidate.path.clone());
             let judged = checks.check(trust, &mut candidate).and_then(|()| {
                 let (opened, _, _) = open_checked(&mut candidate, &mut checks, trust)?;
-                opened.verify(&candidate.path)?;
-                let pinning = opened.pinning();
-                Ok((opened.manifest(&candidate.path), pinning, opened))
+                // The manifest is read whatever the ELF check says of the file: a plugin built
+                // for another machine (a big-endian one, say) is described, with the reason
+                // this host cannot load it.
+                let verdict = opened.verify(&candidate.path);
+                let pinning = if verdict.is_ok() {
+                    opened.pinning()
+                } else {
+                    Pinning::default()
+                };
+                Ok((verdict, opened.manifest(&candidate.path), pinning, opened))
             });
             match judged {
-                Ok((Ok(manifest), pinning, opened)) => {
+                Ok((verdict, Ok(manifest), pinning, opened)) => {
                     let mut entry = CatalogEntry {
-                        refusal: manifest.as_ref().and_then(|m| m.gate(&candidate.path).err()),
+                        refusal: verdict
+                            .err()
+                            .or_else(|| manifest.as_ref().and_then(|m| m.gate(&candidate.path).err())),
                         manifest: manifest.as_ref().map(|manifest| (**manifest).clone()),
                         pinning,
                         ..CatalogEntry::new(origin)
@@ -125,9 +137,9 @@ pub(crate) fn catalog(
                     }
                     entry
                 }
-                Ok((Err(refusal), pinning, _)) => CatalogEntry {
+                Ok((verdict, Err(refusal), pinning, _)) => CatalogEntry {
                     pinning,
-                    ..CatalogEntry::refused(origin, refusal)
+                    ..CatalogEntry::refused(origin, verdict.err().unwrap_or(refusal))
                 },
                 Err(refusal) => CatalogEntry::refused(origin, refusal),
             }

@@ -153,8 +153,9 @@ pub(crate) fn load(
                 let path = plugin.path().to_owned();
                 let refused = Error::Open {
                     path: path.clone(),
-                    reason: "Python plugins do not run in isolated sets yet: load it with a host that is not \
-                             isolated"
+                    reason: "Python plugins do not run in isolated sets yet: a Python plugin runs in the \
+                             host's embedded interpreter, and the worker process would need an interpreter of \
+                             its own; load it with a host that is not isolated"
                         .to_owned(),
                     cause: crate::error::OpenCause::Isolation,
                 };

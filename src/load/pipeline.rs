@@ -187,34 +187,44 @@ impl Candidate {
     }
 }
 
-/// Maps, in an isolated set's worker (`isolate::worker`), the plugin file the host prepared
-/// ([`Candidate::prepare`]) and sent: `file` is the descriptor the host checked, received
-/// over the channel, with the identity `identity` the host read from it. It is mapped by the
-/// usual path (the process-wide registry, the instance's `on_load`, the set's
-/// `register_passes`), by that descriptor, never by a path: `shown` and `resolved` only
-/// name it in messages. Its manifest was compared by the host, not here.
-#[cfg(all(target_os = "linux", not(loom)))]
-pub(crate) fn map_received(
-    (shown, resolved): (&std::path::Path, &std::path::Path),
-    file: &std::fs::File,
-    identity: &Identity,
-    loads: &[std::ops::Range<u64>],
-    strict: bool,
-) -> Result<Registered, Error> {
+/// A plugin file that an isolated set's worker (`isolate::worker`) received, prepared by the
+/// host ([`Candidate::prepare`]): `file` is the descriptor the host checked, received over
+/// the channel, with the identity `identity` the host read from it; `dependencies` are the
+/// libraries it needs, received the same way. `shown` only names it in messages; `resolved`
+/// is the name the loader is given for it in its directory when `origin` (a name in a
+/// directory descriptor the host sent). Its manifest was compared by the host, not here.
+#[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
+#[derive(Debug)]
+pub(crate) struct Received<'a> {
+    pub(crate) shown: &'a std::path::Path,
+    pub(crate) resolved: &'a std::path::Path,
+    pub(crate) file: &'a std::fs::File,
+    pub(crate) identity: &'a Identity,
+    pub(crate) origin: bool,
+    pub(crate) loads: &'a [std::ops::Range<u64>],
+    pub(crate) strict: bool,
+    pub(crate) dependencies: &'a [Dependency],
+}
+
+/// Maps a plugin file an isolated set's worker received ([`Received`]) by the usual path (the
+/// process-wide registry, its dependencies first, the instance's `on_load`, the set's
+/// `register_passes`), by its descriptor, never by a path the worker opened.
+#[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
+pub(crate) fn map_received(received: Received<'_>) -> Result<Registered, Error> {
     let file = FileRef {
-        shown,
-        resolved,
-        identity,
-        source: Some(file),
-        origin: false,
-        loads,
-        strict,
-        dependencies: &[],
+        shown: received.shown,
+        resolved: received.resolved,
+        identity: received.identity,
+        source: Some(received.file),
+        origin: received.origin,
+        loads: received.loads,
+        strict: received.strict,
+        dependencies: received.dependencies,
         deadline: None,
     };
     let instance = library_instance(file, None)?;
     Verified {
-        path: shown.to_owned(),
+        path: received.shown.to_owned(),
         instance,
         pinning: Pinning::default(),
         manifest: None,
@@ -403,9 +413,15 @@ impl Deferred {
             return Err(candidate.replaced_since_acquire());
         }
         candidate.checked = self.checked;
-        candidate
-            .open(&mut checks, trust, deadline)
-            .and_then(Verified::register)
+        let replaced = candidate.replaced_since_acquire();
+        let verified = candidate.open(&mut checks, trust, deadline)?;
+        // The set lists the passes of the manifest judged at acquire, and hands the mapping's
+        // callables to them by name: the file must declare the same now (a write through a
+        // shared mapping keeps the file's status, which `open` holds it to).
+        if verified.manifest.as_deref() != Some(&*self.manifest) {
+            return Err(replaced);
+        }
+        verified.register()
     }
 }
 

@@ -293,7 +293,7 @@ impl LoadedPlugins {
     /// Adds a plugin that an isolated set's worker loaded (`isolate`), with the passes it
     /// registered there: they have no callable in this process (a lease calls them through the
     /// worker). A name an earlier plugin has is left out and returned, as by [`add`](Self::add).
-    #[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
+    #[cfg_attr(not(all(feature = "isolate", target_os = "linux", not(loom))), allow(dead_code))]
     pub(crate) fn add_remote(
         &mut self,
         origin: Origin,
@@ -322,7 +322,7 @@ impl LoadedPlugins {
 
     /// Makes this an isolated set: `isolated` holds its worker, whose `teardown` (the
     /// worker's unload) runs with the set's other plugins' teardowns.
-    #[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
+    #[cfg_attr(not(all(feature = "isolate", target_os = "linux", not(loom))), allow(dead_code))]
     pub(crate) fn isolate(&mut self, isolated: Box<dyn Isolated>, teardown: Teardown) {
         self.isolated = Some(isolated);
         self.teardown.lock().push(teardown);
@@ -494,6 +494,8 @@ impl Drop for LoadedPlugins {
 
 /// The worker of an isolated set (`HostBuilder::isolated`) and the plugins it holds, as the
 /// set and its leases see it: the `isolate` room, above this one, implements it.
+// Without the crate feature `isolate` no set has a worker; only `hosts` is asked.
+#[cfg_attr(not(feature = "isolate"), allow(dead_code))]
 pub(crate) trait Isolated: Send + Sync + fmt::Debug {
     /// Whether plugin `plugin` (an index into the set's plugins) runs in the worker.
     fn hosts(&self, plugin: usize) -> bool;

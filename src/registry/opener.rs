@@ -133,13 +133,22 @@ impl Drop for Dependencies {
     }
 }
 
+/// No dependency is mapped by dylease where there is no trust check to resolve one.
+#[cfg(not(unix))]
+fn map_dependencies(file: FileRef<'_>) -> Result<Dependencies, Error> {
+    match file.dependencies.first() {
+        Some(dependency) => match *dependency {},
+        None => Ok(Dependencies::default()),
+    }
+}
+
 /// Maps the dependencies of the plugin `file` (resolved and checked by the trust check),
 /// dependencies first, each shared with every other plugin that needs the same file.
+#[cfg(unix)]
 fn map_dependencies(file: FileRef<'_>) -> Result<Dependencies, Error> {
     let mut mapped = Dependencies(Vec::with_capacity(file.dependencies.len()));
     for dependency in file.dependencies {
-        #[allow(clippy::clone_on_copy, clippy::useless_conversion)]
-        let identity = crate::sys::checked_identity(dependency.identity.clone());
+        let identity = crate::sys::checked_identity(dependency.identity);
         let needed = FileRef {
             shown: &dependency.found,
             resolved: &dependency.found,

@@ -67,6 +67,9 @@ pub(crate) struct Opened {
     pub(crate) elf: Elf<File>,
     pub(crate) metadata: Metadata,
     parsed: Arc<Parsed>,
+    /// Whether `parsed` is the parse cache's entry for this status, made of bytes of the
+    /// fingerprint this descriptor's have.
+    from_cache: bool,
     /// What the library makes the loader look up, decided once for this descriptor (the
     /// dependency walk and the load ask both): from the parse cache, or read from it.
     linkage: std::cell::OnceCell<Result<Arc<Linkage>, String>>,
@@ -89,15 +92,26 @@ impl Candidate {
 
 impl Opened {
     /// The file `file`, whose status `metadata` was just read from it (before any of its
-    /// bytes: the parse cache's racy rule needs it so).
+    /// bytes: the parse cache's racy rule needs it so). The parse cache's entry for that
+    /// status is taken if the fingerprint of what the checks read of the file, read now from
+    /// this descriptor, is the entry's (`parse_cache::lookup`).
     pub(crate) fn new(file: File, metadata: Metadata) -> Opened {
-        let (parsed, _) = parse_cache::lookup(&metadata);
+        let elf = Elf::new(file, metadata.len());
+        let (parsed, from_cache) = parse_cache::lookup(&metadata, || parse_cache::fingerprint(&elf));
         Opened {
-            elf: Elf::new(file, metadata.len()),
+            elf,
             metadata,
             parsed,
+            from_cache,
             linkage: std::cell::OnceCell::new(),
         }
+    }
+
+    /// Whether what was decided of this descriptor is the parse cache's entry for its status
+    /// (the entry a look-up by that status, `parse_cache::find`, answers with), its bytes of
+    /// the fingerprint the entry was made with.
+    pub(crate) fn parse_was_cached(&self) -> bool {
+        self.from_cache
     }
 
     /// This descriptor without the bytes read of it, if nothing more is left to read: its
@@ -113,12 +127,14 @@ impl Opened {
             elf,
             metadata,
             parsed,
+            from_cache,
             linkage,
         } = self;
         Opened {
             elf: Elf::new(elf.into_source(), metadata.len()),
             metadata,
             parsed,
+            from_cache,
             linkage,
         }
     }

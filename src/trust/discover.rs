@@ -149,7 +149,9 @@ pub(crate) fn libraries_in(dir: &Path) -> Result<Vec<Found>, Error> {
                     Candidate {
                         path: path.clone(),
                         resolved,
-                        identity,
+                        // A file's identity is `Copy` on Unix, a path elsewhere.
+                        #[allow(clippy::clone_on_copy)]
+                        identity: identity.clone(),
                         checked: None,
                         discovered: (!is_link).then(|| crate::trust::candidate::status(&metadata)).flatten(),
                         listed: parse_cache::key(&metadata),

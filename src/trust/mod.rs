@@ -256,9 +256,13 @@ pub(crate) fn open_checked(
                 ));
             }
         };
+        // The closure resolved from the cache's linkage for the status discovery read holds
+        // for a descriptor of that status whose bytes the entry still describes (its
+        // fingerprint: a write through a shared mapping keeps the status).
         let resolved_for_this = candidate.resolved_by_status
             && candidate.listed.is_some()
-            && candidate.listed == crate::inspect::parse_cache::key(&file.metadata);
+            && candidate.listed == crate::inspect::parse_cache::key(&file.metadata)
+            && file.parse_was_cached();
         if reopened && !resolved_for_this {
             // The closure was resolved for another descriptor or status, if at all: the load
             // resolves it again for this one (`Candidate::open`).

@@ -1756,3 +1756,82 @@ fn an_origin_plugin_in_a_directory_others_may_only_traverse_loads() {
         },
     );
 }
+
+/// The descriptors process `pid` holds, as the paths they link to.
+fn descriptors_of(pid: u32) -> Vec<PathBuf> {
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|entry| fs::read_link(entry.unwrap().path()).ok())
+        .collect()
+}
+
+#[test]
+fn an_isolated_plugins_dependencies_are_mapped_in_its_worker_from_the_hosts_descriptors_and_never_in_the_host() {
+    let _serial = one_at_a_time();
+    // plugins/libuses_dep.so (run path `$ORIGIN/lib`) needs lib/libdep.so, which needs
+    // lib/inner/libisoinner.so through its own run path, `$ORIGIN/inner`.
+    let dir = TestDir::new("deps_isolated");
+    let inner_dir = dir.sub("plugins/lib/inner");
+    let inner = dependency_as(&inner_dir, "libisoinner.so", Some("libisoinner.so"), 2, false, &[]);
+    let libs = dir.sub("plugins/lib");
+    let inner_link = inner_dir.display().to_string();
+    let dep = dependency_as(
+        &libs,
+        "libdep.so",
+        Some("libdep.so"),
+        8,
+        false,
+        &[
+            "-L",
+            &inner_link,
+            "-lisoinner",
+            "-Wl,-rpath,$ORIGIN/inner",
+            "-Wl,--enable-new-dtags",
+        ],
+    );
+    let plugin = compile(
+        "uses_dep.c",
+        &dir.sub("plugins").join("libuses_dep.so"),
+        &[
+            "-DMESSAGE_PASS",
+            "-Wl,--no-as-needed",
+            "-L",
+            &libs.display().to_string(),
+            "-ldep",
+            "-Wl,-rpath,$ORIGIN/lib",
+            "-Wl,--enable-new-dtags",
+        ],
+    );
+    // SAFETY: the libraries are this suite's own fixtures, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&plugin) }
+        .isolated()
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap_or_else(|e| panic!("{e}"));
+    let worker = lease.worker_pid().unwrap();
+    assert_eq!(lease.call("dep_value_message", b"").unwrap(), b"8");
+    let maps = String::from_utf8_lossy(&fs::read(format!("/proc/{worker}/maps")).unwrap()).into_owned();
+    for file in [&plugin, &dep, &inner] {
+        assert!(
+            maps.contains(&*file.to_string_lossy()),
+            "{} is not mapped in the worker",
+            file.display()
+        );
+        assert!(!mapped(file), "{} is mapped in the host", file.display());
+    }
+    // dylease mapped each library from the descriptor it checked, named in its directory's
+    // descriptor (which the loader's own search would not hold open).
+    let held = descriptors_of(worker);
+    for file in [&plugin, &dep, &inner, &libs, &inner_dir, &dir.path().join("plugins")] {
+        assert!(
+            held.contains(file),
+            "the worker holds no descriptor of {}: {held:?}",
+            file.display()
+        );
+    }
+    drop(lease);
+    drop(host);
+    for file in [&plugin, &dep, &inner] {
+        assert!(!mapped(file), "{} is mapped in the host", file.display());
+    }
+}

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use dylease::{Error, LookupFailure, Origin, PinCause, PluginHost, WorkerCause};
 
+use crate::rust_plugin::built_rust_plugins;
 use crate::support::{TestDir, await_that, mapped};
 
 /// An isolated host over the one plugin file `file`.
@@ -104,9 +105,12 @@ fn a_message_pass_answers_in_an_isolated_set_and_in_an_ordinary_one() {
     ));
     // A failed pass leaves the set working.
     assert_eq!(lease.call("reverse", b"xy").unwrap(), b"yx");
-    let too_much = lease.call("flood", b"").unwrap_err();
-    assert!(matches!(too_much, Error::CallRefused { .. }), "{too_much:?}");
-    let too_large = lease.call("reverse", &vec![0; 70 * 1024]).unwrap_err();
+    // More output than a frame carries comes back through a shared region.
+    assert_eq!(lease.call("flood", b"").unwrap(), vec![0; 70 * 1024]);
+    // An input above the most a call carries is refused before anything is copied (the
+    // vector's zeroed pages are never touched).
+    let too_large = lease.call("echo", &vec![0; 256 * 1024 * 1024 + 1]).unwrap_err();
+    assert!(matches!(too_large, Error::CallRefused { .. }), "{too_large:?}");
     assert!(
         too_large.to_string().contains("more than an isolated call carries"),
         "{too_large}"
@@ -401,8 +405,8 @@ const HOSTILE_WORKER: &str = r#"#!/usr/bin/env python3
 import os, socket, struct, sys
 channel = socket.socket(fileno=int(os.environ["DYLEASE_WORKER_CHANNEL"]))
 hello = channel.recv(70000)
-kind, length, ident = struct.unpack("<IIQ", hello[:16])
-channel.send(struct.pack("<IIQII", 101, 8, ident, 1, os.getpid()))
+kind, length, ident, version = struct.unpack("<IIQI", hello[:20])
+channel.send(struct.pack("<IIQII", 101, 8, ident, version, os.getpid()))
 request, _, _, _ = channel.recvmsg(70000, 256)
 kind, length, ident = struct.unpack("<IIQ", request[:16])
 if sys.argv[0].endswith("unknown-id"):
@@ -456,4 +460,165 @@ fn a_worker_command_without_the_hook_fails_the_acquire_saying_so() {
         other => panic!("expected a start failure, got {other:?}"),
     }
     assert!(message.contains("/bin/true"), "{message}");
+}
+
+#[test]
+fn a_rust_plugins_message_passes_answer_in_an_ordinary_set_and_in_an_isolated_one() {
+    let dir = TestDir::new("isolated-rust");
+    let file = dir.path().join("libmessages.so");
+    std::fs::copy(built_rust_plugins().join("examples/libmessages.so"), &file).unwrap();
+    let pid_of = |lease: &dylease::Lease| String::from_utf8(lease.call("pid", b"").unwrap()).unwrap();
+
+    let host = ordinary(&file);
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.plugins()[0].name(), "messages");
+    assert_eq!(lease.call("reverse", b"abc").unwrap(), b"cba");
+    assert_eq!(pid_of(&lease), std::process::id().to_string());
+    assert_eq!(lease.call("odd", b"ab").unwrap(), b"ab");
+    assert!(matches!(
+        lease.call("odd", b"abc"),
+        Err(Error::PassFailed { status: 3, ref pass, .. }) if pass == "odd"
+    ));
+    drop(lease);
+
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    assert_eq!(lease.call("reverse", b"abc").unwrap(), b"cba");
+    assert_eq!(pid_of(&lease), worker.to_string());
+    assert_eq!(lease.call("odd", b"").unwrap(), b"");
+    assert!(matches!(
+        lease.call("odd", b"a"),
+        Err(Error::PassFailed { status: 3, .. })
+    ));
+    assert!(!mapped(&file), "the Rust plugin is mapped in the host");
+    assert!(maps_of(worker).contains(&*file.to_string_lossy()));
+    // A panic cannot unwind out of an `extern "C"` pass: it aborts the process it runs in,
+    // here the worker.
+    let error = call_bounded(&lease, "panic", b"").unwrap_err();
+    assert_eq!(
+        worker_failure(error, &file, Some("panic")),
+        WorkerCause::Signal(libc::SIGABRT)
+    );
+    drop(lease);
+    assert_reaped(worker);
+    assert_eq!(host.acquire().unwrap().call("reverse", b"xy").unwrap(), b"yx");
+}
+
+#[test]
+fn a_reload_starts_a_new_worker_while_the_old_one_drains_and_is_reaped_after_its_last_lease() {
+    let dir = TestDir::new("isolated-reload");
+    let file = dir.add("isolated", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let old = host.acquire().unwrap();
+    let first = old.worker_pid().unwrap();
+    let new = host.reload().unwrap();
+    let second = new.worker_pid().unwrap();
+    assert_ne!(first, second, "each generation has a worker of its own");
+    assert_eq!((old.generation(), new.generation()), (1, 2));
+    // Both generations serve, each from its own worker.
+    assert_eq!(old.call("pid", b"").unwrap(), first.to_string().as_bytes());
+    assert_eq!(new.call("pid", b"").unwrap(), second.to_string().as_bytes());
+    assert!(Path::new(&format!("/proc/{first}")).exists(), "the old worker drains");
+    assert_eq!(host.acquire().unwrap().worker_pid(), Some(second));
+    let stats = host.stats();
+    assert_eq!((stats.loads, stats.unloads), (2, 0));
+
+    drop(old);
+    assert_reaped(first);
+    assert_eq!(host.stats().unloads, 1);
+    assert_eq!(new.call("reverse", b"ab").unwrap(), b"ba");
+    assert_eq!(host.acquire().unwrap().worker_pid(), Some(second));
+    assert!(maps_of(second).contains(&*file.to_string_lossy()));
+    drop(new);
+    assert_reaped(second);
+    assert!(!host.is_loaded());
+}
+
+#[test]
+fn a_mebibyte_goes_through_a_shared_region_each_way_and_the_set_goes_on() {
+    let dir = TestDir::new("isolated-large");
+    let file = dir.add("isolated", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    let input: Vec<u8> = (0..1 << 20)
+        .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    for _ in 0..3 {
+        assert_eq!(lease.call("echo", &input).unwrap(), input);
+    }
+    // A large input, a small output; then small calls as before.
+    let error = lease.call("reverse", &input).unwrap_err();
+    assert!(matches!(error, Error::PassFailed { status: 2, .. }), "{error:?}");
+    assert_eq!(lease.call("reverse", b"abc").unwrap(), b"cba");
+    // No region is left open in either process.
+    for pid in [std::process::id(), worker] {
+        let regions = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .filter_map(|entry| std::fs::read_link(entry.unwrap().path()).ok())
+            .filter(|target| target.to_string_lossy().contains("dylease-message"))
+            .count();
+        assert_eq!(regions, 0, "process {pid} holds a message region");
+    }
+    drop(lease);
+    assert_reaped(worker);
+}
+
+/// A stand-in worker (`worker_command`) that greets the host, maps nothing but says it
+/// registered the message pass `echo`, and answers its first call with a shared reply whose
+/// region lies about its size as `ANSWER` (its program's name) says.
+const LYING_WORKER: &str = r#"#!/usr/bin/env python3
+import fcntl, os, socket, struct, sys
+channel = socket.socket(fileno=int(os.environ["DYLEASE_WORKER_CHANNEL"]))
+def text(s):
+    return struct.pack("<I", len(s)) + s
+hello = channel.recv(70000)
+kind, length, ident, version = struct.unpack("<IIQI", hello[:16 + 4])
+channel.send(struct.pack("<IIQII", 101, 8, ident, version, os.getpid()))
+request, _, _, _ = channel.recvmsg(70000, 256)
+kind, length, ident = struct.unpack("<IIQ", request[:16])
+mapped = text(b"liar") + text(b"1") + struct.pack("<I", 1) + text(b"echo") + struct.pack("<I", 1) + text(b"dylease.message/1")
+channel.send(struct.pack("<IIQ", 102, len(mapped), ident) + mapped)
+call, _, _, _ = channel.recvmsg(70000, 256)
+kind, length, ident = struct.unpack("<IIQ", call[:16])
+region = os.memfd_create("dylease-message", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+os.write(region, b"0123456789")
+mode = sys.argv[0].rsplit("/", 1)[-1]
+if mode == "sealed-short":
+    fcntl.fcntl(region, 1033, 2 | 4)
+announced = {"unsealed": 10, "sealed-short": 100, "huge": 1 << 40}[mode]
+reply = struct.pack("<iQ", 0, announced)
+socket.send_fds(channel, [struct.pack("<IIQ", 107, len(reply), ident) + reply], [region])
+channel.recv(70000)
+"#;
+
+#[test]
+fn a_shared_reply_whose_region_lies_about_its_size_kills_the_worker() {
+    let dir = TestDir::new("isolated-lying");
+    let file = dir.add("by_hand", "libliar.so");
+    for (name, said) in [
+        ("unsealed", "not sealed against a change of size"),
+        ("sealed-short", "announced as 100"),
+        ("huge", "more than"),
+    ] {
+        let program = dir.path().join(name);
+        std::fs::write(&program, LYING_WORKER).unwrap();
+        std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        // SAFETY: the test's own fixture, which the stand-in worker never maps.
+        let host = unsafe { PluginHost::builder().file(&file) }
+            .isolated()
+            .worker_command(&program)
+            .call_deadline(Duration::from_secs(20))
+            .build()
+            .unwrap();
+        let lease = host.acquire().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let error = call_bounded(&lease, "echo", b"x").unwrap_err();
+        match worker_failure(error, &file, Some("echo")) {
+            WorkerCause::Protocol(what) => assert!(what.contains(said), "{name}: {what}"),
+            other => panic!("{name}: expected a protocol failure, got {other:?}"),
+        }
+        drop(lease);
+        assert!(!host.is_loaded());
+    }
 }

@@ -15,7 +15,7 @@ use dylease::{Error, OpenCause, PluginHost};
 use log::Level;
 
 use crate::logger;
-use crate::support::{TestDir, assert_unloaded};
+use crate::support::{TestDir, assert_unloaded, loader_has};
 
 /// Longer than the cache's racy window (`inspect::parse_cache::RACY_WINDOW`, 2.1 s): a file last
 /// changed this long ago is cached on its next load.
@@ -259,4 +259,454 @@ fn an_unchanged_on_demand_plugin_is_judged_without_being_opened_and_its_first_us
     crate::on_demand::assert_replaced_since_acquire(&error, &lib);
     assert!(!crate::support::mapped(&lib), "the replacement was mapped");
     assert_eq!(fs::read_to_string(&events).unwrap(), ran, "the replacement's code ran");
+}
+
+/// A file mapped shared and writable (`MAP_SHARED`), as its owner may map it: writes through
+/// the mapping change the file's bytes without a `write` system call.
+struct SharedMapping {
+    at: *mut u8,
+    len: usize,
+    _file: fs::File,
+}
+
+impl SharedMapping {
+    fn new(path: &Path) -> SharedMapping {
+        let file = fs::File::options().read(true).write(true).open(path).unwrap();
+        let len = file.metadata().unwrap().len() as usize;
+        // SAFETY: a new mapping of an open descriptor, at an address the kernel chooses; the
+        // result is checked.
+        let at = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                0,
+            )
+        };
+        assert_ne!(at, libc::MAP_FAILED, "mmap: {}", std::io::Error::last_os_error());
+        SharedMapping {
+            at: at.cast(),
+            len,
+            _file: file,
+        }
+    }
+
+    /// Writes `bytes` at `offset` through the mapping.
+    fn write(&self, offset: usize, bytes: &[u8]) {
+        assert!(offset + bytes.len() <= self.len);
+        for (n, &byte) in bytes.iter().enumerate() {
+            // SAFETY: inside the mapping (asserted), which is writable and lives as long as
+            // `self`.
+            unsafe { self.at.add(offset + n).write_volatile(byte) };
+        }
+    }
+}
+
+impl Drop for SharedMapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping this value made, not used after this.
+        unsafe { libc::munmap(self.at.cast(), self.len) };
+    }
+}
+
+/// One cold cycle of a file this test maps itself (so only the loader's view says whether
+/// the host unloaded it).
+fn mapped_cycle(host: &PluginHost, lib: &Path) {
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.plugins().len(), 1);
+    drop(lease);
+    assert!(!loader_has(lib), "the loader still has {}", lib.display());
+}
+
+/// Where the ABI version of the plugin record of the manifest the header writes is in a
+/// 64-bit little-endian library's bytes: `n_type` 1, the owner, format version 1, then ABI
+/// version 2 (this test's own reading of the format, not the crate's).
+fn manifest_abi_offset(bytes: &[u8]) -> usize {
+    let record = [
+        &1u32.to_le_bytes()[..],
+        b"dylease\0",
+        &1u32.to_le_bytes(),
+        &2u32.to_le_bytes(),
+    ]
+    .concat();
+    let at = bytes
+        .windows(record.len())
+        .position(|w| w == record)
+        .expect("a plugin record");
+    at + 16
+}
+
+/// Where the dynamic entry tagged `tag` is in a 64-bit little-endian library's bytes (the
+/// last PT_DYNAMIC's entries, read by this test).
+fn dynamic_entry(bytes: &[u8], tag: u64) -> usize {
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let (phoff, phnum) = (word(32) as usize, u16::from_le_bytes([bytes[56], bytes[57]]) as usize);
+    let dynamic = (0..phnum)
+        .map(|i| phoff + 56 * i)
+        .filter(|&entry| u32::from_le_bytes(bytes[entry..entry + 4].try_into().unwrap()) == 2)
+        .map(|entry| word(entry + 8) as usize)
+        .next_back()
+        .expect("a PT_DYNAMIC");
+    (0..)
+        .map(|i| dynamic + 16 * i)
+        .take_while(|&at| word(at) != 0)
+        .find(|&at| word(at) == tag)
+        .unwrap_or_else(|| panic!("no dynamic entry tagged {tag}"))
+}
+
+/// Everything of `path`'s status the parse cache's key holds (device, inode, size, times in
+/// nanoseconds), read now.
+fn status_of(path: &Path) -> [i64; 8] {
+    use std::os::unix::fs::MetadataExt;
+    let m = fs::metadata(path).unwrap();
+    [
+        m.dev() as i64,
+        m.ino() as i64,
+        m.size() as i64,
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+        m.nlink() as i64,
+    ]
+}
+
+/// Whether `dir` is on a tmpfs.
+fn on_tmpfs(dir: &Path) -> bool {
+    let name = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str())).unwrap();
+    let mut stat = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: `name` is NUL-terminated, `stat` writable.
+    if unsafe { libc::statfs(name.as_ptr(), stat.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: `statfs` succeeded and filled it.
+    unsafe { stat.assume_init() }.f_type == libc::TMPFS_MAGIC
+}
+
+/// A tmpfs directory this process may create files in: `/dev/shm`, else another tmpfs mount
+/// point from `/proc/self/mounts`. None: the test fails, naming the root-only test that mounts
+/// a tmpfs of its own.
+fn a_tmpfs() -> std::path::PathBuf {
+    let writable = |dir: &Path| {
+        let name = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str())).unwrap();
+        // SAFETY: `name` is NUL-terminated.
+        unsafe { libc::access(name.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+    };
+    let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let candidates = std::iter::once("/dev/shm".to_owned()).chain(
+        mounts
+            .lines()
+            .filter_map(|line| line.split_whitespace().nth(1).map(str::to_owned)),
+    );
+    candidates
+        .map(std::path::PathBuf::from)
+        .find(|dir| on_tmpfs(dir) && writable(dir))
+        .expect(
+            "no tmpfs this process can write to (/dev/shm is none): run the root-only \
+             `parse_cache::writes_through_a_shared_mapping_on_a_tmpfs_of_its_own_are_seen` \
+             (cargo test -- --ignored)",
+        )
+}
+
+/// A directory of this test's own, mode 0755, under `base`, removed on drop.
+struct Under(std::path::PathBuf);
+
+impl Under {
+    fn new(base: &Path, test: &str) -> Under {
+        let dir = base.join(format!("dylease-{test}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        fs::set_permissions(&dir, Permissions::from_mode(0o755)).unwrap();
+        Under(dir)
+    }
+
+    fn sub(&self, name: &str, mode: u32) -> std::path::PathBuf {
+        let dir = self.0.join(name);
+        fs::create_dir_all(&dir).unwrap();
+        fs::set_permissions(&dir, Permissions::from_mode(mode)).unwrap();
+        dir
+    }
+}
+
+impl Drop for Under {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A cached plugin whose manifest's ABI version is changed from 2 to 99 through a shared
+/// mapping of its file on `base` (a tmpfs: no write there changes the file's times) is
+/// refused at its next load, naming version 99, before any of its code runs; and at the one
+/// after it (the file is not cached at that status again). An on-demand host, which judges an
+/// unchanged status from the cache without opening the file, refuses its first use the same
+/// way.
+fn an_abi_version_written_through_a_shared_mapping_is_judged(base: &Path) {
+    logger::install();
+    assert!(on_tmpfs(base), "{} is not a tmpfs", base.display());
+    let dir = Under::new(base, "parse-cache-mapped-abi");
+    let plugins = dir.sub("plugins", 0o755);
+    let lib = plugins.join("libmapped.so");
+    fs::copy(crate::support::fixture("by_hand_marker_manifest"), &lib).unwrap();
+    fs::set_permissions(&lib, Permissions::from_mode(0o755)).unwrap();
+    let demand = plugins.join("libdemand.so");
+    fs::copy(crate::support::fixture("demand_mapped"), &demand).unwrap();
+    fs::set_permissions(&demand, Permissions::from_mode(0o755)).unwrap();
+    let marker = crate::support::beside(&lib, ".ran");
+    let (abi, demand_abi) = (
+        manifest_abi_offset(&fs::read(&lib).unwrap()),
+        manifest_abi_offset(&fs::read(&demand).unwrap()),
+    );
+    let (mapping, demand_mapping) = (SharedMapping::new(&lib), SharedMapping::new(&demand));
+    // The owner's first write through the mapping (of the same value): on a disk file system
+    // the one that could change the file's times, before the racy window passes.
+    mapping.write(abi, &2u32.to_le_bytes());
+    demand_mapping.write(demand_abi, &2u32.to_le_bytes());
+    std::thread::sleep(SETTLE);
+
+    let host = host(&lib);
+    mapped_cycle(&host, &lib);
+    mapped_cycle(&host, &lib);
+    assert_eq!((parsed(&lib), cached(&lib)), (1, 1), "the file is cached");
+    // SAFETY: the directory holds this suite's own fixtures, whose initialisation code is sound.
+    let on_demand = unsafe { PluginHost::builder().file(&demand) }
+        .on_demand()
+        .build()
+        .unwrap();
+    drop(on_demand.acquire().unwrap());
+    drop(on_demand.acquire().unwrap());
+    fs::remove_file(&marker).unwrap();
+
+    let before = (status_of(&lib), status_of(&demand));
+    mapping.write(abi, &99u32.to_le_bytes());
+    demand_mapping.write(demand_abi, &99u32.to_le_bytes());
+    assert_eq!(
+        (status_of(&lib), status_of(&demand)),
+        before,
+        "the writes through the mapping changed the files' status: the test proves nothing"
+    );
+    for load in ["the next load", "the load after it"] {
+        let error = host.acquire().map(drop).unwrap_err();
+        assert!(
+            matches!(&error, Error::AbiMismatch { path, found: 99, declared: true, .. } if path == &lib),
+            "{load}: {error:?}"
+        );
+        assert!(error.to_string().contains("99"), "{error}");
+        assert!(!marker.exists(), "{load}: the plugin's constructor ran");
+        assert!(!loader_has(&lib), "{load}: the loader has it");
+    }
+    assert_eq!(parsed(&lib), 3, "the rewritten file was not parsed at each load");
+
+    let lease = on_demand.acquire().unwrap();
+    let events = crate::support::beside(&demand, ".log");
+    let ran = fs::read_to_string(&events).unwrap_or_default();
+    // SAFETY: the pass is an `int (*)(int)`; it is looked up, not called.
+    let error = unsafe { lease.pass::<unsafe extern "C" fn(i32) -> i32>("mapped_pass") }.unwrap_err();
+    let Error::MapFailed { cause, .. } = &error else {
+        panic!("{error:?}")
+    };
+    assert!(
+        matches!(&**cause, Error::AbiMismatch { path, found: 99, .. } if path == &demand),
+        "{cause:?}"
+    );
+    assert_eq!(fs::read_to_string(&events).unwrap_or_default(), ran, "its code ran");
+    drop(lease);
+    drop((mapping, demand_mapping));
+    assert_unloaded(&lib);
+    assert_unloaded(&demand);
+}
+
+/// A cached plugin whose dynamic section gains a DT_NEEDED through a shared mapping of its
+/// file on `base` (its DT_SONAME entry, naming a library by path in a directory other users
+/// may write, retagged) has that library judged at its next load: refused (the trust check
+/// refuses a needed library named by path), and the planted library never runs.
+fn a_needed_library_written_through_a_shared_mapping_is_judged(base: &Path) {
+    logger::install();
+    assert!(on_tmpfs(base), "{} is not a tmpfs", base.display());
+    let dir = Under::new(base, "parse-cache-mapped-needed");
+    let open = dir.sub("open", 0o777);
+    let planted = crate::support::compile_settled(
+        "dep.c",
+        &open.join("libplanted.so"),
+        &["-DDEP_VALUE=9", "-DMARK_CONSTRUCTOR", "-Wl,--no-as-needed", "-ldl"],
+    );
+    let planted_marker = crate::support::beside(&planted, ".ran");
+    let plugins = dir.sub("plugins", 0o755);
+    let lib = crate::support::compile_settled(
+        "by_hand.c",
+        &plugins.join("libsoname.so"),
+        &[&format!("-Wl,-soname,{}", planted.display())],
+    );
+    let tag = dynamic_entry(&fs::read(&lib).unwrap(), 14);
+    let mapping = SharedMapping::new(&lib);
+    mapping.write(tag, &14u64.to_le_bytes());
+    std::thread::sleep(SETTLE);
+
+    let host = host(&lib);
+    mapped_cycle(&host, &lib);
+    mapped_cycle(&host, &lib);
+    assert_eq!((parsed(&lib), cached(&lib)), (1, 1), "the file is cached");
+    let before = status_of(&lib);
+    // DT_SONAME (14) becomes DT_NEEDED (1): the plugin now needs the planted library, by path.
+    mapping.write(tag, &1u64.to_le_bytes());
+    assert_eq!(
+        status_of(&lib),
+        before,
+        "the write through the mapping changed the file's status: the test proves nothing"
+    );
+    let error = host.acquire().map(drop).unwrap_err();
+    let message = error.to_string();
+    assert!(
+        matches!(&error, Error::Untrusted { path, .. } if path == &lib)
+            && message.contains(&format!("the needed library `{}`", planted.display())),
+        "{error:?}"
+    );
+    assert!(!planted_marker.exists(), "the planted library ran");
+    assert!(!crate::support::mapped(&planted), "the planted library is mapped");
+    drop(mapping);
+    assert_unloaded(&lib);
+}
+
+/// The interface `test.int_op/2`: what a rewritten manifest may declare a pass of
+/// `demand.c` as, which registers it under `test.int_op/1`.
+struct IntOp2;
+// SAFETY: never called; a lookup under it must fail.
+unsafe impl dylease::Interface for IntOp2 {
+    const ID: &'static str = "test.int_op/2";
+    type Fn = unsafe extern "C" fn(i32) -> i32;
+}
+
+/// An on-demand plugin judged at its acquire by a manifest declaring its pass
+/// `mapped_pass_a` of interface `test.int_op/2`, whose manifest is written back through a
+/// shared mapping on `base` to the interface it registers (`test.int_op/1`) before its first
+/// use: the set lists what the acquire judged, and the mapping must declare the same, or the
+/// callable registered under one interface would be handed out under the other. The first
+/// use is refused as a file changed since the acquire.
+fn a_manifest_rewritten_after_an_on_demand_acquire_is_refused_at_first_use(base: &Path) {
+    logger::install();
+    assert!(on_tmpfs(base), "{} is not a tmpfs", base.display());
+    let dir = Under::new(base, "parse-cache-mapped-demand");
+    let plugins = dir.sub("plugins", 0o755);
+    let lib = plugins.join("libretyped.so");
+    fs::copy(crate::support::fixture("demand_retyped"), &lib).unwrap();
+    fs::set_permissions(&lib, Permissions::from_mode(0o755)).unwrap();
+    // The pass record of `retyped_pass_a`: its name (14 bytes, padded to 16), then its
+    // interface, `test.int_op/1` (14 bytes).
+    let record = b"retyped_pass_a\0\0\x0e\0\0\0test.int_op/";
+    let bytes = fs::read(&lib).unwrap();
+    let version = bytes
+        .windows(record.len())
+        .position(|w| w == record)
+        .expect("the pass record")
+        + record.len();
+    assert_eq!(bytes[version], b'1');
+    let mapping = SharedMapping::new(&lib);
+    mapping.write(version, b"2");
+    std::thread::sleep(SETTLE);
+    // SAFETY: the directory holds this suite's own fixtures, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib) }.on_demand().build().unwrap();
+    let lease = host.acquire().unwrap();
+    assert_eq!(
+        lease
+            .passes()
+            .iter()
+            .find(|p| p.name() == "retyped_pass_a")
+            .and_then(|p| p.interface()),
+        Some("test.int_op/2")
+    );
+    let before = status_of(&lib);
+    mapping.write(version, b"1");
+    assert_eq!(
+        status_of(&lib),
+        before,
+        "the write changed the file's status: the test proves nothing"
+    );
+    // SAFETY: the pass is an `int (*)(int)`; it is looked up, not called.
+    let error = unsafe { lease.pass::<unsafe extern "C" fn(i32) -> i32>("retyped_pass_a") }.map(drop);
+    let typed = lease.get::<IntOp2>("retyped_pass_a").map(drop);
+    let error = error.unwrap_err();
+    crate::on_demand::assert_replaced_since_acquire(&error, &lib);
+    assert!(
+        typed.is_err(),
+        "a pass registered as `test.int_op/1` was handed out as `test.int_op/2`"
+    );
+    drop(lease);
+    drop(mapping);
+    assert_unloaded(&lib);
+}
+
+/// A manifest rewritten through a shared mapping between an on-demand acquire and the first
+/// use. Caught: the mapping's manifest not compared with the one the set was built from (the
+/// pass is handed out under the interface the acquire judged, not the one it registered).
+#[test]
+fn a_manifest_written_through_a_shared_mapping_after_an_on_demand_acquire_is_refused_at_first_use() {
+    a_manifest_rewritten_after_an_on_demand_acquire_is_refused_at_first_use(&a_tmpfs());
+}
+
+/// A manifest's ABI version written through a shared mapping (`MAP_SHARED`), which on a
+/// tmpfs changes no time of the file (on ext4, only the first write to a clean page does): the
+/// parse cache must not take the file's unchanged status for unchanged bytes. Caught: the
+/// cached manifest used without reading again what it was read from (ABI version 99 is
+/// accepted).
+#[test]
+fn an_abi_version_written_through_a_shared_mapping_is_refused_at_the_next_load() {
+    an_abi_version_written_through_a_shared_mapping_is_judged(&a_tmpfs());
+}
+
+/// A DT_NEEDED written through a shared mapping, as above. Caught: the cached linkage used
+/// without reading again what it was read from (the new DT_NEEDED goes unjudged, and the
+/// planted library runs).
+#[test]
+fn a_needed_library_written_through_a_shared_mapping_is_judged_at_the_next_load() {
+    a_needed_library_written_through_a_shared_mapping_is_judged(&a_tmpfs());
+}
+
+/// All three, on a tmpfs this test mounts in a mount namespace of its thread: for a machine whose
+/// `/dev/shm` is not a tmpfs (and none other is writable).
+#[test]
+#[ignore = "needs root"]
+fn writes_through_a_shared_mapping_on_a_tmpfs_of_its_own_are_seen() {
+    crate::bounded::bounded("the tmpfs of its own", Duration::from_secs(60), || {
+        // SAFETY: `unshare` has no memory preconditions; CLONE_NEWNS gives this thread (and
+        // only it: it also unshares the file system attributes) a mount namespace of its own.
+        let unshared = unsafe { libc::unshare(libc::CLONE_NEWNS) };
+        assert_eq!(
+            unshared,
+            0,
+            "unshare: {} (run as root)",
+            std::io::Error::last_os_error()
+        );
+        let c = |s: &str| std::ffi::CString::new(s).unwrap();
+        // SAFETY: NUL-terminated strings that outlive the call, or NULL.
+        let private = unsafe {
+            libc::mount(
+                c("none").as_ptr(),
+                c("/").as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(private, 0, "mount: {}", std::io::Error::last_os_error());
+        let scratch = crate::support::TestDir::new("own_tmpfs");
+        let base = scratch.path().to_owned();
+        let target = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(base.as_os_str())).unwrap();
+        // SAFETY: as above.
+        let mounted = unsafe {
+            libc::mount(
+                c("tmpfs").as_ptr(),
+                target.as_ptr(),
+                c("tmpfs").as_ptr(),
+                0,
+                c("mode=0755").as_ptr().cast(),
+            )
+        };
+        assert_eq!(mounted, 0, "mount tmpfs: {}", std::io::Error::last_os_error());
+        an_abi_version_written_through_a_shared_mapping_is_judged(&base);
+        a_needed_library_written_through_a_shared_mapping_is_judged(&base);
+        a_manifest_rewritten_after_an_on_demand_acquire_is_refused_at_first_use(&base);
+        // SAFETY: a NUL-terminated path that outlives the call.
+        unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+    });
 }

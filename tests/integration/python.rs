@@ -141,6 +141,28 @@ fn last_lease_drop_unloads_and_the_next_load_executes_again() {
 }
 
 #[test]
+fn a_python_plugin_is_refused_in_an_isolated_set_saying_why() {
+    let dir = TestDir::new("py-isolated");
+    let file = write(dir.path(), "counter.py", &counter("i", 1));
+    // SAFETY: the test's own plugin.
+    let host = unsafe { PluginHost::builder().python_file(&file) }
+        .isolated()
+        .build()
+        .unwrap();
+    let error = host.acquire().unwrap_err();
+    assert!(
+        matches!(&error, Error::Open { path, cause: dylease::OpenCause::Isolation, .. } if *path == file),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    for needed in ["isolated", "interpreter of its own", "not isolated"] {
+        assert!(message.contains(needed), "{needed:?} missing from: {message}");
+    }
+    // None of its code ran.
+    assert!(log(dir.path()).is_empty());
+}
+
+#[test]
 fn two_hosts_share_one_instance() {
     let dir = TestDir::new("py-share");
     let file = write(dir.path(), "shared.py", &counter("s", 2));

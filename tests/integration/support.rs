@@ -88,6 +88,7 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
             .into(),
         ),
         "by_hand_ghost_manifest" => (vec!["by_hand.c"], vec!["-DGHOST_MANIFEST".into()]),
+        "by_hand_retyped_manifest" => (vec!["by_hand.c"], vec!["-DRETYPED_MANIFEST".into()]),
         // dladdr, as for by_hand_marker.
         "swap_on_load" => (vec!["swap_on_load.c"], vec!["-Wl,--no-as-needed".into(), "-ldl".into()]),
         "truncate_on_load" => (

@@ -209,3 +209,95 @@ fn a_file_rewritten_in_place_after_the_check_is_read_and_checked_again() {
     assert_unloaded(&first);
     assert_unloaded(&checked);
 }
+
+/// An on-demand host under `Permissive` over a directory holding the plugin `libq.so`
+/// (`demand_q`, complete manifest), acquired: the plugin is judged (its identity kept) and
+/// not mapped. Then `swap` replaces it, and its first use opens the path again: the open of a
+/// file judged earlier whose directory this load's walk did not pass, by `no_follow`
+/// (`O_NOFOLLOW | O_NONBLOCK`). Returns the first use's outcome (`None` if it did not finish
+/// within [`PATIENCE`]: the thread is left behind, after `unblock` ran) and the plugin's path.
+fn first_use_after(
+    dir: &TestDir,
+    swap: impl FnOnce(&Path),
+    unblock: impl FnOnce(&Path),
+) -> (Option<Result<(), Error>>, PathBuf) {
+    let plugins = dir.sub("plugins");
+    let lib = plugins.join("libq.so");
+    fs::copy(crate::support::fixture("demand_q"), &lib).unwrap();
+    // SAFETY: the directory holds this suite's own fixture, whose initialisation code is sound.
+    let host = unsafe { PluginHost::builder().dir(&plugins) }
+        .trust(dylease::TrustPolicy::Permissive)
+        .on_demand()
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap();
+    assert!(
+        !lease.plugins()[0].is_mapped(),
+        "mapped at the acquire: the test proves nothing"
+    );
+    swap(&lib);
+    let (done, outcome) = mpsc::channel();
+    thread::spawn(move || {
+        // SAFETY: the pass is an `int (*)(int)`; it is looked up, not called.
+        let used = unsafe { lease.pass::<unsafe extern "C" fn(i32) -> i32>("q_pass") }.map(drop);
+        let _ = done.send(used);
+    });
+    let outcome = outcome.recv_timeout(PATIENCE).ok();
+    if outcome.is_none() {
+        unblock(&lib);
+    }
+    (outcome, lib)
+}
+
+/// A FIFO swapped in for an on-demand plugin after its acquire, right before its first use's
+/// open: the first use fails, as a file replaced since the acquire, instead of blocking (an
+/// open of a FIFO for reading waits for a writer). Caught: that open without `O_NONBLOCK`.
+#[test]
+fn a_fifo_swapped_in_before_an_on_demand_first_use_fails_it_instead_of_blocking() {
+    let dir = TestDir::new("swapped_fifo_first_use");
+    let (outcome, lib) = first_use_after(
+        &dir,
+        |lib| {
+            let stage = dir.path().join("stage.fifo");
+            let name = CString::new(stage.as_os_str().as_bytes()).unwrap();
+            // SAFETY: `name` is a NUL-terminated path that outlives the call.
+            assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
+            fs::rename(&stage, lib).unwrap();
+        },
+        |lib| {
+            // Let the blocked open go (it waits for a writer).
+            let _ = OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(lib);
+        },
+    );
+    let outcome = outcome.expect("opening a FIFO swapped in before the first use blocked it");
+    assert!(fs::symlink_metadata(&lib).unwrap().file_type().is_fifo());
+    crate::on_demand::assert_replaced_since_acquire(&outcome.unwrap_err(), &lib);
+}
+
+/// A symlink to another user's library swapped in for an on-demand plugin after its acquire,
+/// right before its first use's open: the first use fails, as a file replaced since the
+/// acquire, and none of that library's code runs. (The identity the acquire judged refuses
+/// the library too once it is opened, so this holds with or without `O_NOFOLLOW`: the FIFO
+/// test is the one that catches that open's flags.)
+#[test]
+fn a_symlink_to_another_library_swapped_in_before_an_on_demand_first_use_runs_none_of_it() {
+    let dir = TestDir::new("swapped_symlink_first_use");
+    let theirs = dir.add("demand_evil", "libevil.so");
+    let (outcome, lib) = first_use_after(
+        &dir,
+        |lib| {
+            let stage = dir.path().join("stage.link");
+            symlink(&theirs, &stage).unwrap();
+            fs::rename(&stage, lib).unwrap();
+        },
+        |_| {},
+    );
+    let outcome = outcome.expect("the first use did not finish");
+    assert!(fs::symlink_metadata(&lib).unwrap().file_type().is_symlink());
+    crate::on_demand::assert_replaced_since_acquire(&outcome.unwrap_err(), &lib);
+    assert!(
+        !crate::support::beside(&theirs, ".log").exists(),
+        "the swapped-in library's code ran"
+    );
+    assert_unloaded(&theirs);
+}

@@ -19,7 +19,9 @@
  *   -DFUTURE_ABI=n       the descriptor and the manifest's plugin record (with -DMANIFEST) say
  *                        ABI version n, as the header of a later dylease would write them
  *   -DGHOST_MANIFEST     writes a complete manifest declaring the passes it registers and one
- *                        more, "ghost", that it never registers */
+ *                        more, "ghost", that it never registers
+ *   -DRETYPED_MANIFEST   writes a complete manifest declaring "seven" of interface
+ *                        "test.int_op/1", which it registers untyped */
 #ifdef MARK_CONSTRUCTOR
 #include "events.h"
 #endif
@@ -116,6 +118,11 @@ DYLEASE_PLUGIN_NOTE_(NAME, "1", 1u)
 DYLEASE_PASS_NOTE("seven", "", 0)
 DYLEASE_PASS_NOTE("registrations", "", 1)
 DYLEASE_PASS_NOTE("ghost", "", 2)
+#endif
+#ifdef RETYPED_MANIFEST
+DYLEASE_PLUGIN_NOTE_(NAME, "1", 1u)
+DYLEASE_PASS_NOTE("seven", "test.int_op/1", 0)
+DYLEASE_PASS_NOTE("registrations", "", 1)
 #endif
 
 const dylease_plugin *dylease_plugin_v1(void) {

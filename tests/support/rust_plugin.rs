@@ -1,7 +1,7 @@
 //! Builds the example Rust plugins with a nested cargo, in a target directory of its own (so it
 //! never waits on the lock of the build that runs it): the library `examples/plugins/folding.rs`
-//! and the two failing plugins built as its examples (`no_device.rs`, `panicking.rs`). Shared
-//! by the tests and the demo.
+//! and the plugins built as its examples (the failing `no_device.rs` and `panicking.rs`, and
+//! `messages.rs`, with message passes). Shared by the tests and the demo.
 //!
 //! In the repository it is the workspace member `examples/rust-plugin`. A packaged crate holds
 //! no workspace member, only the source: there a manifest for it is written next to the target
@@ -15,7 +15,7 @@ use std::process::Command;
 const NAME: &str = "dylease-example-rust-plugin";
 
 /// The file name of the example plugin's library in the directory [`build_rust_plugins`]
-/// returns (`libdylease_example_rust_plugin.so` on Linux); the failing plugins are
+/// returns (`libdylease_example_rust_plugin.so` on Linux); the plugins built as examples are
 /// `examples/lib<name>.so` there.
 pub(crate) fn library_name() -> String {
     format!(
@@ -63,7 +63,7 @@ pub(crate) fn build_rust_plugins(target: &Path, offline: bool) -> Result<PathBuf
         let _ = writeln!(
             std::io::stderr(),
             "note: examples/rust-plugin is not here (a packaged crate holds no workspace member); \
-             building examples/plugins/{{folding,no_device,panicking}}.rs with a manifest written to {}",
+             building examples/plugins/{{folding,no_device,panicking,messages}}.rs with a manifest written to {}",
             target.display()
         );
         standalone_manifest(root, target)?
@@ -98,11 +98,13 @@ fn standalone_manifest(root: &Path, target: &Path) -> Result<PathBuf, String> {
          [dependencies]\ndylease-plugin = {{ path = {} }}\n\n\
          [[example]]\nname = \"no_device\"\ncrate-type = [\"cdylib\"]\npath = {}\n\n\
          [[example]]\nname = \"panicking\"\ncrate-type = [\"cdylib\"]\npath = {}\n\n\
+         [[example]]\nname = \"messages\"\ncrate-type = [\"cdylib\"]\npath = {}\n\n\
          # Not a member of any workspace above it.\n[workspace]\n",
         toml_path(&root.join("examples/plugins/folding.rs")),
         toml_path(&plugin_crate(root)?),
         toml_path(&root.join("examples/plugins/no_device.rs")),
         toml_path(&root.join("examples/plugins/panicking.rs")),
+        toml_path(&root.join("examples/plugins/messages.rs")),
     );
     let path = dir.join("Cargo.toml");
     std::fs::write(&path, manifest).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
