@@ -103,6 +103,14 @@
 //! them runs, checked against the signed index, and compiled from those bytes: no lease is
 //! needed, nothing is read again.
 //!
+//! Isolated sets (`HostBuilder::isolated`, the `isolate` feature: [`isolation`](super::isolation))
+//! verify in the host and map in the worker process: the host sends the worker the very
+//! descriptor it verified, for the plugin and each library it needs (the leased checked
+//! descriptor, or the sealed copy, which the worker checks is sealed and gives its loader as
+//! `/proc/self/fd/N`), and holds each lease until the worker has answered; the worker opens
+//! no path and verifies nothing itself. `/proc/PID/maps` of the worker shows what it would
+//! show in the host.
+//!
 //! On-demand sets ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand)) verify each
 //! plugin when it is judged at `acquire()` (so an on-demand acquire reads every plugin file:
 //! it is not judged by its status as without signatures), and again, held still, when a first
