@@ -57,7 +57,7 @@
 //! Not covered by either: the system's libraries and `LD_LIBRARY_PATH` (the process owner's
 //! choice), a withheld newer release (a minimum serial is the host's configuration), and
 //! what a plugin does once it runs (dylease cannot sandbox it; see
-//! [`HostBuilder::isolated`](crate::HostBuilder::isolated) for faults).
+//! [isolated sets](super::isolation) for faults).
 //!
 //! # The bytes that run are the bytes verified
 //!
