@@ -14,6 +14,15 @@
 #     scripts/mutants.sh src/load/python/instance.rs   # the Python instance, with its feature
 #
 #   MUTANTS_RETRY_TIMEOUT=0 scripts/mutants.sh   # no second run of the mutants that timed out
+#   MUTANTS_FEATURES=isolate MUTANTS_TESTS="isolate:: isolated::" \
+#     scripts/mutants.sh src/isolate/frame.rs src/isolate/table.rs   # isolated sets' protocol
+#
+# A member crate instead of the host's: MUTANTS_PACKAGE names it, the files are its own, and
+# its whole test suite runs (`cargo test -p`; the lists of test modules above do not apply):
+#
+#   MUTANTS_PACKAGE=dylease-elf scripts/mutants.sh dylease-elf/src/manifest.rs \
+#     dylease-elf/src/fingerprint.rs              # the manifest reader and the fingerprint
+#   MUTANTS_PACKAGE=dylease-sign scripts/mutants.sh dylease-sign/src/*.rs   # the provenance checks
 #
 # Prints caught / missed / timeout / unviable per file, then the missed mutants. A timeout
 # counts as caught by cargo-mutants, but here it is reported apart: each mutant that timed out
@@ -29,11 +38,16 @@ if ! command -v cargo-mutants >/dev/null; then
 fi
 
 files=("$@")
+package="${MUTANTS_PACKAGE:-}"
+if [ -n "$package" ] && [ "${#files[@]}" -eq 0 ]; then
+  echo "MUTANTS_PACKAGE=$package: name the files of $package to mutate" >&2
+  exit 1
+fi
 if [ "${#files[@]}" -eq 0 ]; then
   files=(src/host/generations.rs src/host/keeper.rs src/host/thread_cache.rs src/registry/mod.rs
     src/trust/mod.rs src/trust/walk.rs src/trust/deps.rs src/trust/policy.rs
     src/sys/library.rs src/sys/linux/loader.rs src/sys/linux/identity.rs
-    src/sys/linux/rights.rs src/sys/walk.rs src/host/lease.rs
+    src/sys/raw.rs src/sys/walk.rs src/host/lease.rs
     src/host/set.rs src/inspect/parse_cache.rs)
 fi
 file_args=()
@@ -83,6 +97,13 @@ export DYLEASE_TEST_ACQUIRE_BOUND_SECS="${DYLEASE_TEST_ACQUIRE_BOUND_SECS:-10}"
 run() {
   local output=$1 timeout=$2
   shift 2
+  if [ -n "$package" ]; then
+    # The member's own suite: unit, integration and doc tests. (Not `--include-ignored`: it
+    # would run the doctests marked `ignore` too, which are not meant to compile.)
+    nice -n 19 cargo mutants --package "$package" "${file_args[@]}" "${features[@]}" --jobs 1 \
+      --minimum-test-timeout "$timeout" --build-timeout 900 --output "$output" "$@"
+    return
+  fi
   nice -n 19 cargo mutants "${file_args[@]}" "${features[@]}" --jobs 1 --minimum-test-timeout "$timeout" \
     --build-timeout 900 --output "$output" "$@" \
     -- --lib --test integration --test keeper_thread -- "${ignored[@]}" \

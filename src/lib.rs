@@ -57,15 +57,27 @@
 //!
 //! This crate uses `unsafe`: loading a plugin runs its initialisation code in your process,
 //! calling a pass calls foreign code through a function pointer, and the plugin ABI is C. The
-//! `unsafe` code sits in a few fenced modules, each block with a `// SAFETY:` reason, and the
-//! compiler keeps the list: the crate denies `unsafe_code`, and only the fenced modules allow
-//! it, each on its declaration or at its top with the reason: the platform layer
-//! (`sys`: the loader, C library and CPython calls), the calls into a plugin's functions
-//! (`registry::opener`), the registration side of the plugin ABI (`registrar`), the
-//! synchronisation shim (`sync`), the typed access to a pass (`host::lease`), the public
-//! `unsafe fn`s that name native code (`host::sources`), and the worker process of isolated
-//! sets (`isolate::sys`: its early hook and spawn, the channel's socket, the call of a message
-//! pass).
+//! `unsafe` code sits in seven files, each block with a `// SAFETY:` reason, and the compiler
+//! keeps the list: the crate denies `unsafe_code`, and only these modules allow it, each on
+//! its declaration or at its top with the reason:
+//!
+//! - `sys/raw.rs`: the C library's and the platform loader's calls (`openat`, `fstatat`,
+//!   `dlopen`, `dladdr1`, `dl_iterate_phdr`, ...), wrapped in safe functions where the call is
+//!   safe to wrap;
+//! - `sys/library.rs`: opening a plugin library and calling its functions (entry point,
+//!   `on_load`, `register_passes`, `on_unload`), behind safe methods of the open library,
+//!   whose opening acts on the word the `unsafe` builder methods gave;
+//! - `sys/python.rs`: CPython's calls that pyo3 has no safe form of;
+//! - `registrar/c_api.rs`: the C host API a plugin registers through, and a pass's function
+//!   typed again once its interface is checked;
+//! - `sync/raw.rs`: the synchronisation shim's raw parts (the loom-checked `Arc`, the
+//!   re-entrancy marks' list through stack frames);
+//! - `host/lease.rs`: [`Lease::pass`], which types an untyped pass on its caller's word;
+//! - `isolate/sys.rs`: the call of a message pass, and the worker process of isolated sets
+//!   (its early hook and spawn, the channel's socket, the sealed regions of large messages).
+//!
+//! `host/sources.rs` declares the public `unsafe fn`s that name native code, and holds no
+//! `unsafe` block.
 //! dylease cannot sandbox a plugin: naming a directory or file as a plugin source (an `unsafe`
 //! builder method) vouches for its code, as running a program vouches for the program. What
 //! it checks before running any of a file's code is that the file is an ELF library for this
@@ -80,7 +92,8 @@
 //! - `isolate`: isolated sets (`HostBuilder::isolated`), each set's plugins in a worker
 //!   process of its own ([`docs::isolation`]).
 //! - `python`: Python passes (`HostBuilder::python_dir`, `Lease::get_py`), an embedded CPython
-//!   through pyo3 (re-exported as `dylease::pyo3`); the build needs Python's development files.
+//!   through pyo3 (re-exported as `dylease::pyo3`, with its version policy there); the build
+//!   needs Python's development files.
 //!
 //! The `dylease` command-line tool (`check`, `install`, `header`) is the crate `dylease-cli`
 //! of dylease's workspace.
@@ -98,23 +111,35 @@
 // The rooms, one job each; `docs::internals` has their table, lowest first: error, sync, sys,
 // log_scope, inspect, provenance, trust, registrar, registry, load, host, python. Each may call
 // only the rooms before it in that order. `isolate` (isolated sets) sits between load and host.
+// A room without `unsafe` forbids it, so that no module inside it can allow it; the others
+// (host, isolate, registrar, sync, sys) forbid it in each module but their listed files.
+#[forbid(unsafe_code)]
 mod error;
+// The handle types' bounds and size, and the README's examples: checked by the compiler.
+#[forbid(unsafe_code)]
+mod guarantees;
 mod host;
+#[forbid(unsafe_code)]
 mod inspect;
 // Isolated sets: a set's plugins in a worker process (above `load`, below `host`).
 mod isolate;
+#[forbid(unsafe_code)]
 mod load;
+#[forbid(unsafe_code)]
 mod log_scope;
+#[forbid(unsafe_code)]
 mod provenance;
 mod registrar;
+#[forbid(unsafe_code)]
 mod registry;
 mod sync;
-// The platform layer: every call into the platform loader, the C library and CPython, behind
-// small wrappers with `# Safety` contracts (see its module documentation).
-#[allow(unsafe_code)]
+// The platform layer: every call into the platform loader, the C library and CPython; its
+// `unsafe` is allowed in three of its modules (see its module documentation).
 mod sys;
+#[forbid(unsafe_code)]
 #[cfg(all(test, unix, not(loom)))]
 mod test_dir;
+#[forbid(unsafe_code)]
 mod trust;
 
 pub use dylease_plugin::{
@@ -131,8 +156,16 @@ pub use error::{Error, LookupFailure, OpenCause, Origin, Waited, WorkerCause};
 
 // Python passes: the API is in `python` (above the host), the interpreter and the loading in
 // `load::python`.
+#[forbid(unsafe_code)]
 #[cfg(feature = "python")]
 mod python;
+/// The pyo3 dylease is built with (0.30), re-exported so that a host's Python code uses the
+/// same pyo3 as [`PyPass`] and [`PyInterface`]: two versions of pyo3 in one program would be
+/// two sets of types, and a `Bound` of one is not a `Bound` of the other.
+///
+/// Version policy: before dylease 1.0, a pyo3 bump that changes its major or minor version
+/// (0.30 to 0.31) is a minor version of dylease, named in the changelog; a pyo3 patch version
+/// is not.
 #[cfg(feature = "python")]
 pub use pyo3;
 #[cfg(feature = "python")]
@@ -156,28 +189,6 @@ pub use load::{CatalogEntry, LoadFailure, LoadPolicy, PassInfo, PluginInfo};
 pub use registrar::StaticRegistrar;
 pub use trust::TrustPolicy;
 
-// The guarantees the handle types make, checked at compile time.
-mod guarantees {
-    use super::*;
-    use static_assertions::{assert_eq_size, assert_impl_all, assert_not_impl_any};
-
-    assert_impl_all!(Lease: Send, Sync, Clone, std::panic::UnwindSafe, std::panic::RefUnwindSafe);
-    assert_impl_all!(PluginHost: std::panic::UnwindSafe, std::panic::RefUnwindSafe);
-    assert_eq_size!(Lease, usize);
-    assert_impl_all!(WeakLease: Send, Sync, Clone, std::panic::UnwindSafe);
-    assert_not_impl_any!(WeakLease: core::ops::Deref);
-    assert_not_impl_any!(StaticRegistrar: Send, Sync);
-    assert_not_impl_any!(LibraryRegistrar<'static>: Send, Sync);
-    assert_impl_all!(PluginHost: Send, Sync);
-    assert_impl_all!(PluginSet: Send, Sync);
-    assert_impl_all!(OwnedPass<extern "C" fn(i32) -> i32>: Send, Sync, Clone);
-    assert_impl_all!(Error: Send, Sync, std::error::Error);
-}
-
-/// The README's examples, compiled as doctests so they stay true.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct ReadmeDoctests;
-
 // Long-form documentation pages: documentation only, no code.
+#[forbid(unsafe_code)]
 pub mod docs;

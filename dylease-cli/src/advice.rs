@@ -251,6 +251,10 @@ fn open_fix(reason: &str) -> String {
         "this process ran out of file descriptors: each loaded plugin keeps one open, so raise the limit \
          (`ulimit -n`, or LimitNOFILE= for a systemd service)"
             .to_owned()
+    } else if reason.contains("ENFILE") {
+        "the system ran out of open files (every process's together), not this process: close what holds \
+         many files open, or raise the system's limit (`sysctl fs.file-max`); `ulimit -n` does not help"
+            .to_owned()
     } else if reason.contains("cannot open shared object file") {
         "a library the plugin depends on cannot be found (`ldd` on the plugin shows which): install it \
          where the system finds libraries, or put it beside the plugin (or below it) and build the plugin \
@@ -355,4 +359,25 @@ pub(crate) fn pinned(pinning: &[dylease::Pinning]) -> String {
          so state a constructor set up and `on_unload` freed is gone from then on; move it to `on_load` \
          (DYLEASE_PLUGIN_WITH_HOOKS, or `on_load` in export_plugin!)"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::open_fix;
+
+    /// A process out of descriptors is told to raise its own limit; a system out of them is
+    /// told that its own limit would not help, and which limit would.
+    #[test]
+    fn each_limit_of_open_files_gets_its_own_fix() {
+        let process = open_fix(
+            "Too many open files (os error 24) (EMFILE: this process has as many files open as `ulimit -n` allows)",
+        );
+        assert!(process.contains("`ulimit -n`"), "{process}");
+        let system =
+            open_fix("Too many open files in system (os error 23) (ENFILE: the system's table of open files is full)");
+        assert!(
+            system.contains("fs.file-max") && system.contains("does not help"),
+            "{system}"
+        );
+    }
 }

@@ -20,7 +20,7 @@
 //! ```
 
 #![deny(missing_docs)]
-// Every `unsafe` operation is in `sys`, behind safe functions.
+// Every `unsafe` operation is in `sys`, behind safe functions; the other modules forbid it.
 #![deny(unsafe_code)]
 
 use std::io::{self, Write as _};
@@ -30,18 +30,29 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+#[forbid(unsafe_code)]
 mod advice;
+#[forbid(unsafe_code)]
 mod check;
+#[forbid(unsafe_code)]
 mod inspect;
+#[forbid(unsafe_code)]
 mod install;
+#[forbid(unsafe_code)]
 mod names;
+#[forbid(unsafe_code)]
 mod python;
+#[forbid(unsafe_code)]
 mod report;
+#[forbid(unsafe_code)]
 mod rewrite;
+#[forbid(unsafe_code)]
 mod sign;
+#[forbid(unsafe_code)]
 mod stdout;
 #[allow(unsafe_code)]
 mod sys;
+#[forbid(unsafe_code)]
 mod wrap;
 
 /// Checks dylease plugins the way a host loads them.
@@ -395,6 +406,7 @@ const HEADER: &str = include_str!("../include/dylease.h");
 /// The linker version script for plugins, as packaged with this crate.
 const VERSION_SCRIPT: &str = include_str!("../include/dylease.map");
 
+#[forbid(unsafe_code)]
 mod sdk;
 
 #[derive(Debug, Args)]

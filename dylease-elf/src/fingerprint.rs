@@ -44,7 +44,7 @@ const STRING_TAGS: [u64; 8] = [
 /// parts than the readers walk (more note bytes or segments than the manifest reader reads, a
 /// dynamic section of more than 1 MiB, a string of more than 1 MiB): a caller then has no
 /// fingerprint of it.
-pub(crate) fn fingerprint<S: ReadAt>(file: &Elf<S>, state: &mut impl Hasher) -> io::Result<()> {
+pub(crate) fn fingerprint<S: ReadAt>(file: &Elf<S>, state: &mut dyn Hasher) -> io::Result<()> {
     let len = file.file_len();
     state.write_u64(len);
     // The first page, as the header check reads it (the whole file if it is small, which the
@@ -93,7 +93,7 @@ pub(crate) fn fingerprint<S: ReadAt>(file: &Elf<S>, state: &mut impl Hasher) -> 
 
 /// The `PT_NOTE` segments inside the file, each distinct one once, as
 /// `manifest::read` walks them and within its caps.
-fn notes<S: ReadAt>(file: &Elf<S>, first: &[u8], segments: &[Segment], state: &mut impl Hasher) -> io::Result<()> {
+fn notes<S: ReadAt>(file: &Elf<S>, first: &[u8], segments: &[Segment], state: &mut dyn Hasher) -> io::Result<()> {
     // Few: a library has two or three. (More than the cap end the walk.)
     let mut walked = Vec::new();
     let mut total = 0;
@@ -124,7 +124,7 @@ fn dynamic<S: ReadAt>(
     first: &[u8],
     form: Form,
     segments: &[Segment],
-    state: &mut impl Hasher,
+    state: &mut dyn Hasher,
 ) -> io::Result<()> {
     // Where the loader reads `[vaddr, vaddr + size)`: the file-backed part of a loadable
     // segment holding all of it.
@@ -259,13 +259,26 @@ impl Segment {
 mod tests {
     use std::hash::{DefaultHasher, Hasher};
 
-    use crate::testing::{Scratch, compile};
-    use crate::{Elf, ReadAt};
+    use crate::Elf;
+    use crate::consts::*;
+    use crate::manifest::build::raw;
+    use crate::manifest::{MAX_NOTE_BYTES, MAX_NOTE_SEGMENTS};
+    use crate::testing::{Counted, Scratch, compile};
 
     fn of(bytes: &[u8]) -> u64 {
+        try_of(bytes).unwrap()
+    }
+
+    /// The fingerprint of `bytes`, read through a source that is not a slice (so that a file
+    /// larger than 64 KiB is read in parts, not whole), or why there is none.
+    fn try_of(bytes: &[u8]) -> std::io::Result<u64> {
+        let file = Counted {
+            bytes: bytes.to_vec(),
+            reads: Default::default(),
+        };
         let mut state = DefaultHasher::new();
-        Elf::new(bytes, bytes.len() as u64).fingerprint(&mut state).unwrap();
-        state.finish()
+        Elf::new(&file, bytes.len() as u64).fingerprint(&mut state)?;
+        Ok(state.finish())
     }
 
     /// Where `needle` is in `bytes` (once).
@@ -304,7 +317,7 @@ mod tests {
     /// The plugin's ABI version in its manifest, the tag or the string of a dynamic entry, and
     /// its ELF machine each change the fingerprint; a byte of its code does not (the
     /// fingerprint covers what the manifest, the linkage and the header check read, no
-    /// more). Caught: a part left out of the fingerprint.
+    /// more).
     #[test]
     fn what_the_manifest_and_the_linkage_read_is_fingerprinted_and_nothing_else() {
         let scratch = Scratch::new("fingerprint");
@@ -333,23 +346,10 @@ mod tests {
         assert_eq!(changed(&|b| b[code] ^= 0xff), base, "a byte of code");
     }
 
-    /// A file counting the reads made of it.
-    struct Counted {
-        bytes: Vec<u8>,
-        reads: std::cell::Cell<usize>,
-    }
-
-    impl ReadAt for Counted {
-        fn read_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
-            self.reads.set(self.reads.get() + 1);
-            self.bytes.as_slice().read_at(buffer, offset)
-        }
-    }
-
     /// The manifest and the linkage read after the fingerprint, of a library too large to be
     /// read whole, read nothing more: they parse the very bytes the fingerprint was made of.
-    /// Caught: the fingerprint reading other ranges than the readings (a rewrite between the
-    /// two reads would then make a fingerprint of bytes other than those parsed).
+    /// A rewrite between the two reads cannot make a fingerprint of bytes other than those
+    /// parsed.
     #[test]
     fn the_readings_after_the_fingerprint_parse_the_bytes_it_was_made_of() {
         let scratch = Scratch::new("fingerprint-reads");
@@ -361,6 +361,16 @@ mod tests {
         ];
         let bytes = compile(&scratch.0, &["tests/plugins/macros.c"], &args);
         assert!(bytes.len() > 64 << 10, "{} bytes: read whole", bytes.len());
+        assert_no_reads_after_the_fingerprint(bytes, |elf| {
+            assert!(elf.manifest().unwrap().is_some());
+            elf.linkage().unwrap();
+        });
+    }
+
+    /// Fingerprints the library `bytes`, then asserts that `then`'s readings of it read
+    /// nothing more than the fingerprint did.
+    #[track_caller]
+    fn assert_no_reads_after_the_fingerprint(bytes: Vec<u8>, then: impl FnOnce(&Elf<&Counted>)) {
         let len = bytes.len() as u64;
         let file = Counted {
             bytes,
@@ -369,8 +379,185 @@ mod tests {
         let elf = Elf::new(&file, len);
         elf.fingerprint(&mut DefaultHasher::new()).unwrap();
         let before = file.reads.get();
-        assert!(elf.manifest().unwrap().is_some());
-        elf.linkage().unwrap();
+        assert!(before > 0, "no read counted");
+        then(&elf);
         assert_eq!(file.reads.get(), before, "more reads");
+    }
+
+    /// A 64-bit little-endian library built byte by byte: one loadable segment mapping the
+    /// whole file at address 0 (so addresses are offsets), a dynamic section holding
+    /// DT_STRTAB and DT_STRSZ, then `entries`, then DT_NULL, padded with zeros to
+    /// `dynamic_size` bytes when that is larger; then `strings` as the string table, whose
+    /// DT_STRSZ is its length.
+    fn linked(entries: &[(u64, u64)], dynamic_size: usize, strings: &[u8]) -> Vec<u8> {
+        let mut bytes = raw(&[], &[]);
+        bytes[56..58].copy_from_slice(&2u16.to_le_bytes());
+        let table = bytes.len();
+        let dynamic_at = table + 2 * 56;
+        let count = entries.len() + 3;
+        let dynamic_len = (16 * count).max(dynamic_size);
+        let strings_at = dynamic_at + dynamic_len;
+        let len = strings_at + strings.len();
+        let header = |kind: u32, offset: usize, size: usize| {
+            let mut entry = [0u8; 56];
+            entry[..4].copy_from_slice(&kind.to_le_bytes());
+            entry[4..8].copy_from_slice(&(PF_R | PF_W).to_le_bytes());
+            for at in [8, 16, 24] {
+                entry[at..at + 8].copy_from_slice(&(offset as u64).to_le_bytes());
+            }
+            entry[32..40].copy_from_slice(&(size as u64).to_le_bytes());
+            entry[40..48].copy_from_slice(&(size as u64).to_le_bytes());
+            entry[48..56].copy_from_slice(&8u64.to_le_bytes());
+            entry
+        };
+        bytes.extend_from_slice(&header(PT_LOAD, 0, len));
+        bytes.extend_from_slice(&header(PT_DYNAMIC, dynamic_at, dynamic_len));
+        let all = [(DT_STRTAB, strings_at as u64), (DT_STRSZ, strings.len() as u64)]
+            .into_iter()
+            .chain(entries.iter().copied())
+            .chain([(DT_NULL, 0)]);
+        for (tag, value) in all {
+            bytes.extend_from_slice(&tag.to_le_bytes());
+            bytes.extend_from_slice(&value.to_le_bytes());
+        }
+        bytes.resize(strings_at, 0);
+        bytes.extend_from_slice(strings);
+        bytes
+    }
+
+    /// `bytes` with the byte at `at` changed.
+    fn changed(bytes: &[u8], at: usize) -> Vec<u8> {
+        let mut bytes = bytes.to_vec();
+        bytes[at] ^= 0x20;
+        bytes
+    }
+
+    /// The fingerprint walks the `PT_NOTE` segments as the manifest reader does and within
+    /// its caps: a file the reader refuses for too many note segments or note bytes has no
+    /// fingerprint, one at the caps has one, and segments outside the file, empty ones and
+    /// repeated ones are not counted. Caught: the caps not applied, applied one too early,
+    /// the bytes not added up, and those segments counted.
+    #[test]
+    fn note_segments_are_walked_within_the_manifest_readers_caps() {
+        // Overlapping segments of 300 KiB (four make more than the bytes cap).
+        let zeros = vec![0u8; 300 << 10];
+        let size = zeros.len() as u64;
+        let entries: Vec<_> = (0..8).map(|i| (4 * i, size - 4 * i, 4)).collect();
+        assert!(try_of(&raw(&entries, &zeros)).is_err(), "more note bytes than the cap");
+        let entries: Vec<_> = (0..4).map(|i| (i, MAX_NOTE_BYTES / 4, 4)).collect();
+        try_of(&raw(&entries, &vec![0; 1 << 20])).expect("as many note bytes as the cap");
+        // Small segments: as many as the cap, then one more.
+        let small = |count: u64| {
+            let entries: Vec<_> = (0..count).map(|i| (4 * i, 12, 4)).collect();
+            raw(&entries, &vec![0; 4 * entries.len() + 12])
+        };
+        try_of(&small(MAX_NOTE_SEGMENTS as u64)).expect("as many note segments as the cap");
+        assert!(
+            try_of(&small(MAX_NOTE_SEGMENTS as u64 + 1)).is_err(),
+            "one segment more"
+        );
+        // Empty segments, repeated ones and ones past the file's end are not counted.
+        let mut entries: Vec<_> = (0..4000).map(|i| (4 * i, 0, 4)).collect();
+        entries.extend(vec![(0, 12, 4); 4000]);
+        entries.extend((0..4000).map(|i| (1 << 30, 12 + i, 4)));
+        try_of(&raw(&entries, &vec![0; 16_000])).expect("segments not counted");
+    }
+
+    /// The dynamic section is fingerprinted up to its DT_NULL, with the strings of the
+    /// entries the linkage reads, each up to its NUL (or the end of the string table) and
+    /// no further; what lies after DT_NULL, and a string only another entry's value points
+    /// at, is not. Caught: the walk going on past DT_NULL, every entry's value taken for a
+    /// string, a string read from the wrong place or of the wrong length (in a string table
+    /// read whole, and in one larger than the fingerprint reads whole), and a string
+    /// without its NUL refused.
+    #[test]
+    fn the_linkages_strings_are_fingerprinted_up_to_their_nul_and_nothing_past_dt_null() {
+        for table_size in [128, 300 << 10] {
+            let mut strings = vec![b'.'; table_size];
+            let mut put = |at: usize, text: &[u8]| {
+                strings[at..at + text.len()].copy_from_slice(text);
+                at
+            };
+            let needed = put(1, b"libneeded.so\0");
+            let other = put(20, b"unrelated\0");
+            let after = put(40, b"libafter.so\0");
+            let soname = put(table_size * 2 / 3, b"libsoname.so\0");
+            // The last string, without its NUL.
+            let last = put(table_size - 7, b"liblast");
+            let entries = [
+                (DT_NEEDED, needed as u64),
+                (DT_FLAGS, other as u64),
+                (DT_SONAME, soname as u64),
+                (DT_RUNPATH, last as u64),
+                (DT_NULL, 0),
+                (DT_NEEDED, after as u64),
+            ];
+            let bytes = linked(&entries, 0, &strings);
+            let base = of(&bytes);
+            assert_eq!(of(&bytes), base);
+            let strings_at = bytes.len() - table_size;
+            for (name, at) in [("needed", needed), ("soname", soname), ("last", last)] {
+                for i in [0, 6] {
+                    let at = strings_at + at + i;
+                    assert_ne!(of(&changed(&bytes, at)), base, "{table_size}: {name} at {i}");
+                }
+            }
+            // After the NUL of the soname, and the string of DT_FLAGS's value.
+            let unseen = [("past a NUL", soname + 13), ("other", other)];
+            for (name, at) in unseen {
+                assert_eq!(of(&changed(&bytes, strings_at + at)), base, "{table_size}: {name}");
+            }
+            // The entry after DT_NULL, and its string.
+            let dynamic_at = 64 + 2 * 56;
+            let after_null = dynamic_at + 16 * 7;
+            assert_eq!(of(&changed(&bytes, after_null)), base, "{table_size}: after DT_NULL");
+            let after_string = changed(&bytes, strings_at + after);
+            assert_eq!(of(&after_string), base, "{table_size}: string after DT_NULL");
+        }
+    }
+
+    /// A dynamic section of 1 MiB is fingerprinted, one larger is not (no fingerprint); a
+    /// string of 1 MiB without a NUL is not either. Caught: the bounds applied one too
+    /// early or not at all, and a part of the file read in full taken for a short read.
+    #[test]
+    fn a_dynamic_section_or_a_string_larger_than_the_readers_walk_has_no_fingerprint() {
+        let strings = b"\0libsoname.so\0";
+        let at_cap = linked(&[(DT_SONAME, 1)], 1 << 20, strings);
+        let base = of(&at_cap);
+        let soname = at_cap.len() - strings.len() + 4;
+        assert_ne!(
+            of(&changed(&at_cap, soname)),
+            base,
+            "the soname of a 1 MiB dynamic section"
+        );
+        let beyond = linked(&[(DT_SONAME, 1)], (1 << 20) + 16, strings);
+        assert!(try_of(&beyond).is_err(), "a dynamic section of more than 1 MiB");
+        let mut long = vec![b'x'; (1 << 20) + 300];
+        long[0] = 0;
+        assert!(
+            try_of(&linked(&[(DT_SONAME, 1)], 0, &long)).is_err(),
+            "a string of 1 MiB"
+        );
+    }
+
+    /// In a library whose string table lies past the first page, the linkage read after the
+    /// fingerprint reads nothing more: the fingerprint read the string table whole, as the
+    /// linkage reads it. Caught: the table's strings read one by one.
+    #[test]
+    fn a_string_table_past_the_first_page_is_read_whole_once() {
+        let scratch = Scratch::new("fingerprint-strings");
+        let source = scratch.0.join("named.c");
+        let functions: String = (0..400)
+            .map(|i| format!("void dylease_fingerprint_function_number_{i}(void) {{}}\n"))
+            .collect();
+        std::fs::write(&source, functions).unwrap();
+        let args = ["-Wl,-z,separate-code", "-Wl,-z,max-page-size=65536"];
+        let bytes = compile(&scratch.0, &[source.to_str().unwrap()], &args);
+        assert!(bytes.len() > 64 << 10, "{} bytes: read whole", bytes.len());
+        let strtab = u64::from_le_bytes(bytes[dynamic_entry(&bytes, DT_STRTAB) + 8..][..8].try_into().unwrap());
+        assert!(strtab > 4096, "the string table at {strtab}, in the first page");
+        assert_no_reads_after_the_fingerprint(bytes, |elf| {
+            elf.linkage().unwrap();
+        });
     }
 }

@@ -53,7 +53,6 @@ mod testing;
 
 use std::fmt;
 
-pub use manifest::{DeclaredPass, Manifest};
 pub use source::{Elf, ReadAt};
 
 impl<S: ReadAt> Elf<S> {
@@ -128,7 +127,8 @@ impl<S: ReadAt> Elf<S> {
     /// dynamic section or a linkage string of more than 1 MiB): there is no fingerprint to
     /// compare then.
     pub fn fingerprint(&self, state: &mut impl std::hash::Hasher) -> std::io::Result<()> {
-        fingerprint::fingerprint(self, state)
+        // One walk for every hasher, which it calls rather than inlines.
+        fingerprint::fingerprint(self, state as &mut dyn std::hash::Hasher)
     }
 }
 
@@ -203,6 +203,45 @@ impl Linkage {
     }
 }
 
+/// A plugin's manifest, merged from its manifest notes: see [`manifest`] for the format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Manifest {
+    /// The format version of its plugin records ([`manifest::FORMAT_VERSION`]).
+    pub format: u32,
+    /// The plugin ABI version it was built for.
+    pub abi_version: u32,
+    /// The plugin's name.
+    pub name: String,
+    /// The plugin's version.
+    pub version: String,
+    /// Whether [`Manifest::passes`] lists every pass the plugin registers ([`manifest::FLAG_COMPLETE`]);
+    /// if not, it may register others.
+    pub complete: bool,
+    /// The passes its pass records declare, in the order of the file.
+    pub passes: Vec<DeclaredPass>,
+}
+
+/// A pass a manifest declares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeclaredPass {
+    /// The pass's name.
+    pub name: String,
+    /// The interface it is typed with, or `None` for an untyped pass.
+    pub interface: Option<String>,
+}
+
+impl DeclaredPass {
+    /// A declared pass of this name and interface.
+    pub fn new(name: impl Into<String>, interface: Option<String>) -> DeclaredPass {
+        DeclaredPass {
+            name: name.into(),
+            interface,
+        }
+    }
+}
+
 /// What makes glibc keep a library mapped after its last `dlclose`, as its file shows: see
 /// [`Elf::pins`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -260,7 +299,7 @@ mod refusals {
 #[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
 mod tests {
     use super::*;
-    use crate::testing::{Scratch, compile};
+    use crate::testing::{Counted, Scratch, compile};
 
     fn pins(bytes: &[u8], exempt: &[&str]) -> Pins {
         let elf = Elf::new(bytes, bytes.len() as u64);
@@ -299,19 +338,6 @@ mod tests {
         // The entry point counts as an export unless exempted.
         let counted = pins(&plain, &[]);
         assert_eq!(counted.exports.unwrap().count, exports.count + 1);
-    }
-
-    /// A file counting the reads made of it.
-    struct Counted {
-        bytes: Vec<u8>,
-        reads: std::cell::Cell<usize>,
-    }
-
-    impl ReadAt for Counted {
-        fn read_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
-            self.reads.set(self.reads.get() + 1);
-            self.bytes.as_slice().read_at(buffer, offset)
-        }
     }
 
     /// The host reads a manifest after the checks, which read the file whole if it is small

@@ -1,6 +1,6 @@
 //! A plugin's manifest: what a plugin is (its plugin ABI version, name, version and passes),
 //! written into its file as ELF notes, so that a host learns it without running any of the
-//! plugin's code. [`crate::Elf::manifest`] reads it.
+//! plugin's code. [`crate::Elf::manifest`] reads it into a [`crate::Manifest`].
 //!
 //! # The format, version 1
 //!
@@ -60,6 +60,7 @@ use std::collections::HashSet;
 
 use crate::consts::PT_NOTE;
 use crate::source::{Bytes, Form};
+use crate::{DeclaredPass, Manifest};
 
 /// The note name (owner) of every manifest note, with its terminating NUL.
 pub const NOTE_NAME: &[u8; 8] = b"dylease\0";
@@ -77,46 +78,6 @@ pub const MAX_NOTE_BYTES: u64 = 1 << 20;
 /// The most `PT_NOTE` segments (distinct, not empty) the reader walks: a file whose program
 /// headers list more is refused.
 pub const MAX_NOTE_SEGMENTS: usize = 1024;
-
-/// A plugin's manifest, merged from its manifest notes: see the [module](self) for the
-/// format.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Manifest {
-    /// The format version of its plugin records ([`FORMAT_VERSION`]).
-    pub format: u32,
-    /// The plugin ABI version it was built for.
-    pub abi_version: u32,
-    /// The plugin's name.
-    pub name: String,
-    /// The plugin's version.
-    pub version: String,
-    /// Whether [`Manifest::passes`] lists every pass the plugin registers ([`FLAG_COMPLETE`]);
-    /// if not, it may register others.
-    pub complete: bool,
-    /// The passes its pass records declare, in the order of the file.
-    pub passes: Vec<DeclaredPass>,
-}
-
-/// A pass a manifest declares.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct DeclaredPass {
-    /// The pass's name.
-    pub name: String,
-    /// The interface it is typed with, or `None` for an untyped pass.
-    pub interface: Option<String>,
-}
-
-impl DeclaredPass {
-    /// A declared pass of this name and interface.
-    pub fn new(name: impl Into<String>, interface: Option<String>) -> DeclaredPass {
-        DeclaredPass {
-            name: name.into(),
-            interface,
-        }
-    }
-}
 
 /// Reads the manifest from the `PT_NOTE` segments of a file whose identification bytes passed
 /// (`header::identify`: any machine, class and byte order), one segment at a time, every field
@@ -675,8 +636,7 @@ mod tests {
     /// A plugin cross-built for a big-endian machine (s390x) has its manifest read in its
     /// byte order (`EI_DATA`): the same manifest as the little-endian file's, a foreign note
     /// of its own byte order skipped, while the ELF check refuses the file naming both byte
-    /// orders and machines. Caught: the reader's fields read little-endian whatever the file
-    /// (its program header entries then have a size it refuses), or the manifest read only
+    /// orders and machines: the manifest is read after the identification bytes only, not
     /// after the full header check (which refuses the file).
     #[test]
     fn a_big_endian_files_manifest_is_read_in_its_byte_order() {
@@ -773,7 +733,7 @@ mod tests {
         let len = bytes.len() as u64;
         let (outcome, read) = counted(bytes);
         assert_eq!(outcome.unwrap(), Some(math(false, vec![DeclaredPass::new("a", None)])));
-        assert!(read <= 2 * len, "{read} bytes read of a file of {len}");
+        assert!(size <= read && read <= 2 * len, "{read} bytes read of a file of {len}");
         // Without a manifest likewise.
         let gnu = note(b"GNU\0", 3, &vec![0x5a; 300 << 10], 4);
         let bytes = raw(&vec![(0, gnu.len() as u64, 4); 3000], &gnu);
@@ -801,11 +761,14 @@ mod tests {
         // As many as the cap: read (zeros are empty notes of no owner).
         let entries: Vec<_> = (0..4).map(|i| (i, MAX_NOTE_BYTES / 4, 4)).collect();
         assert_eq!(manifest(&raw(&entries, &vec![0; 1 << 20])).unwrap(), None);
-        // Small segments, many of them.
-        let entries: Vec<_> = (0..MAX_NOTE_SEGMENTS as u64 + 1).map(|i| (4 * i, 12, 4)).collect();
-        let bytes = raw(&entries, &vec![0; 4 * entries.len() + 12]);
+        // Small segments, many of them: as many as the cap (read), then one more.
+        let small = |count: usize| {
+            let entries: Vec<_> = (0..count as u64).map(|i| (4 * i, 12, 4)).collect();
+            raw(&entries, &vec![0; 4 * entries.len() + 12])
+        };
+        assert_eq!(manifest(&small(MAX_NOTE_SEGMENTS)).unwrap(), None);
         assert_eq!(
-            refusal(&bytes),
+            refusal(&small(MAX_NOTE_SEGMENTS + 1)),
             format!(
                 "its program headers list more than {MAX_NOTE_SEGMENTS} PT_NOTE segments, more than this reader reads in search of a dylease manifest"
             )
@@ -889,6 +852,19 @@ mod tests {
         assert_eq!(manifest(&file(&[(4, notes)])).unwrap(), Some(math(false, passes)));
     }
 
+    /// A string of length 0 is the empty string, even as the descriptor's last field (its
+    /// length the last 4 bytes): here an empty interface, so an untyped pass.
+    #[test]
+    fn a_string_of_length_zero_is_empty_even_as_the_last_field() {
+        let mut zero = pass("a", "");
+        zero.truncate(4 + 8);
+        zero.extend_from_slice(&0u32.to_le_bytes());
+        let mut notes = dylease(NT_PLUGIN, &plugin(1, 0, "math", "1.0.0"), 4);
+        notes.extend(dylease(NT_PASS, &zero, 4));
+        let expected = math(false, vec![DeclaredPass::new("a", None)]);
+        assert_eq!(manifest(&file(&[(4, notes)])), Ok(Some(expected)));
+    }
+
     #[test]
     fn each_corruption_is_refused_with_its_cause() {
         let plugin_note = dylease(NT_PLUGIN, &plugin(1, 0, "math", "1.0.0"), 4);
@@ -914,7 +890,17 @@ mod tests {
         let mut long = pass("a", "");
         long[4..8].copy_from_slice(&1000u32.to_le_bytes());
         let reason = refusal(&one(dylease(NT_PASS, &long, 4)));
-        assert!(reason.contains("pass name of 1000 bytes, more than"), "{reason}");
+        assert!(
+            reason.contains("pass name of 1000 bytes, more than the 12 left in its descriptor"),
+            "{reason}"
+        );
+        // Past it by one byte.
+        long[4..8].copy_from_slice(&13u32.to_le_bytes());
+        let reason = refusal(&one(dylease(NT_PASS, &long, 4)));
+        assert!(
+            reason.contains("pass name of 13 bytes, more than the 12 left"),
+            "{reason}"
+        );
         // A descriptor too short for its fields.
         let reason = refusal(&file(&[(4, dylease(NT_PLUGIN, &[1, 0, 0, 0, 2, 0], 4))]));
         assert!(reason.contains("is truncated: its ABI version"), "{reason}");

@@ -1,7 +1,9 @@
-//! What the tests over real libraries share: a scratch directory, and the C and C++ test
-//! plugins of the workspace compiled into it.
+//! What the tests over real libraries share: a scratch directory, the C and C++ test plugins
+//! of the workspace compiled into it, and a file that counts the reads made of it.
 
 use std::path::{Path, PathBuf};
+
+use crate::ReadAt;
 use std::process::Command;
 
 /// A directory of a test's own under the system's temporary directory, removed with it.
@@ -44,4 +46,17 @@ pub(crate) fn compile(dir: &Path, sources: &[&str], args: &[&str]) -> Vec<u8> {
         .unwrap_or_else(|e| panic!("cannot run the compiler {cc:?}: {e}"));
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     std::fs::read(&out).unwrap()
+}
+
+/// A file counting the reads made of it.
+pub(crate) struct Counted {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) reads: std::cell::Cell<usize>,
+}
+
+impl ReadAt for Counted {
+    fn read_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        self.reads.set(self.reads.get() + 1);
+        self.bytes.as_slice().read_at(buffer, offset)
+    }
 }

@@ -343,6 +343,29 @@ mod tests {
         assert!(parsed.message().starts_with(b"dylease-signature-v1\0"));
     }
 
+    /// The block lengths a trailer may give: from the smallest block (no statement) to 64
+    /// KiB, and no longer than the file; one byte outside any of these is corrupt, naming why.
+    #[test]
+    fn a_trailers_block_length_is_taken_within_its_bounds_and_refused_one_byte_past_them() {
+        let trailer = |len: u64| {
+            let mut trailer = [0; TRAILER_LEN];
+            trailer[..8].copy_from_slice(&len.to_le_bytes());
+            trailer[8..].copy_from_slice(&TRAILER_MAGIC);
+            trailer
+        };
+        let refusal = |len: u64, file_len: u64| match block_len(&trailer(len), file_len) {
+            Err(Cause::Corrupt(reason)) => reason,
+            other => panic!("a block of {len} in {file_len} bytes: {other:?}"),
+        };
+        let (smallest, longest) = (FIXED_LEN as u64, MAX_BLOCK_LEN);
+        assert_eq!(longest, 64 << 10);
+        assert_eq!(block_len(&trailer(smallest), smallest).unwrap(), smallest);
+        assert_eq!(block_len(&trailer(longest), longest).unwrap(), longest);
+        assert!(refusal(smallest - 1, longest).ends_with("shorter than the smallest block"));
+        assert!(refusal(longest + 1, longest + 1).ends_with("longer than the longest block (64 KiB)"));
+        assert!(refusal(longest, longest - 1).ends_with("longer than the file (it was truncated)"));
+    }
+
     #[test]
     fn the_longest_release_fits_and_a_longer_one_is_refused() {
         let key = SigningKey::from_seed(&[3; 32]);

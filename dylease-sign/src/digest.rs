@@ -56,4 +56,32 @@ mod tests {
         // A reader that ends first says how much it gave.
         assert_eq!(sha256(&mut &bytes[..10], Some(100)).unwrap().1, 10);
     }
+
+    /// A reader answering each read from a script: bytes, or a failure.
+    struct Scripted(std::collections::VecDeque<Result<&'static [u8], io::ErrorKind>>);
+
+    impl Read for Scripted {
+        fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+            match self.0.pop_front() {
+                None => Ok(0),
+                Some(Ok(bytes)) => {
+                    buffer[..bytes.len()].copy_from_slice(bytes);
+                    Ok(bytes.len())
+                }
+                Some(Err(kind)) => Err(kind.into()),
+            }
+        }
+    }
+
+    /// A read interrupted by a signal is made again; any other failure of the reader is the
+    /// digest's, even when the reader would give bytes after it.
+    #[test]
+    fn an_interrupted_read_is_made_again_and_another_failure_is_returned() {
+        let abc: [u8; 32] = Sha256::digest(b"abc").into();
+        let mut interrupted = Scripted([Err(io::ErrorKind::Interrupted), Ok(&b"abc"[..])].into());
+        assert_eq!(sha256(&mut interrupted, None).unwrap(), (abc, 3));
+        let mut failing = Scripted([Err(io::ErrorKind::PermissionDenied), Ok(&b"abc"[..])].into());
+        let error = sha256(&mut failing, None).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::PermissionDenied);
+    }
 }

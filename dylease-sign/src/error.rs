@@ -260,3 +260,38 @@ impl std::error::Error for SignError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    /// A failure to read or write is the error's source, for a verification and for signing
+    /// (other causes have none), and signing's errors are sentences naming the file or the
+    /// cause and what to do.
+    #[test]
+    fn an_io_failure_is_the_source_and_signing_errors_say_what_to_do() {
+        let failure = || io::Error::other("the disk is gone");
+        let refused = SignatureError::new("libgreeter.so", Cause::Io(failure()));
+        assert_eq!(refused.source().unwrap().to_string(), "the disk is gone");
+        assert!(
+            SignatureError::new("libgreeter.so", Cause::ContentChanged)
+                .source()
+                .is_none()
+        );
+        let failed = SignError::Io {
+            path: "libgreeter.so".into(),
+            error: failure(),
+        };
+        assert_eq!(failed.source().unwrap().to_string(), "the disk is gone");
+        assert_eq!(failed.to_string(), "libgreeter.so: the disk is gone");
+        assert!(SignError::NoFiles.source().is_none());
+        assert_eq!(
+            SignError::NoFiles.to_string(),
+            "a signed index needs at least one file: give the files to sign"
+        );
+        let twice = SignError::DuplicatePath("lib/a.so".into()).to_string();
+        assert_eq!(twice, "lib/a.so is given twice: list each file of the set once");
+    }
+}

@@ -308,5 +308,11 @@ mod tests {
                 .unwrap_err()
                 .contains("update")
         );
+        // A first line of no index format is not taken for a newer one.
+        let other = index.replace("dylease-index 1", "dylease-manifest 1");
+        assert_eq!(
+            parse(other.as_bytes()).unwrap_err(),
+            "its first line is not `dylease-index 1`"
+        );
     }
 }

@@ -389,6 +389,40 @@ mod tests {
         let seed_hex = &key.to_secret_text()[SECRET_KEY_PREFIX.len()..];
         assert!(!shown.contains(seed_hex), "{shown}");
         assert!(shown.contains(&key.id().to_string()), "{shown}");
+        // A public key's shows its id and its text.
+        let public = key.public_key();
+        let shown = format!("{public:?}");
+        assert!(
+            shown.contains(&key.id().to_string()) && shown.contains(&public.to_string()),
+            "{shown}"
+        );
+    }
+
+    /// A key written to a new file reads back as the same key, from a file only its owner
+    /// may read; an existing file is never overwritten.
+    #[test]
+    fn a_key_written_to_a_new_file_reads_back_and_is_never_written_over() {
+        let dir = std::env::temp_dir().join(format!("dylease-sign-key-file-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("release.key");
+        let key = SigningKey::from_seed(&[5; 32]);
+        key.write_new_file(&path).unwrap();
+        let read = SigningKey::read_file(&path).unwrap();
+        assert_eq!(read.to_secret_text(), key.to_secret_text());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+        let other = SigningKey::from_seed(&[6; 32]);
+        let error = other.write_new_file(&path).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(
+            SigningKey::read_file(&path).unwrap().to_secret_text(),
+            key.to_secret_text()
+        );
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

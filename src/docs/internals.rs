@@ -15,27 +15,38 @@
 //! | Room | What it owns | What it may call |
 //! |---|---|---|
 //! | `error` | the error type and what it names (`Origin`, `Waited`), and `time_left`, the one reckoning of a deadline into [`Error::TimedOut`](crate::Error::TimedOut) | nothing of the crate |
-//! | `sync` | the synchronisation shim (std's or loom's types), `OnceSlot`, and `marks` (a thread's re-entrancy marks, a list through its stack frames) | `error` |
-//! | `sys` | the platform layer: every call into the platform loader, the C library and CPython, one module per platform behind the alias `imp` (`linux`: `loader`, `rights`, `identity`; `other`), `library` (an open library over them), `walk` (the `openat` walk), `id` (`FileId`), `python` (CPython's detach calls) | `sync` |
+//! | `sync` | the synchronisation shim (std's or loom's types), `once` (`OnceSlot`), `loom_slot` (the slot's atomic stand-in under loom) and `marks` (a thread's re-entrancy marks, a list through its stack frames), over `raw` (the loom-checked `Arc`, the loom `OnceSlot`'s cell, the marks' list) | `error` |
+//! | `sys` | the platform layer: every call into the platform loader, the C library and CPython: `raw` (the raw calls, wrapped safe where they can be), one module per platform behind the alias `imp` (`linux`: `loader`, `identity`, `hold` (a read lease, a sealed copy); `other`), `library` (an open library over them, and the calls into its plugin's functions), `walk` (the `openat` walk), `id` (`FileId`), `python` (CPython's detach calls) | `sync` |
 //! | `log_scope` | the name of the host a thread loads or unloads for, that every log line carries, and the warnings said once | `sync` |
 //! | `inspect` | what is read of a file without running it: `manifest`, `pinning` (the prediction of a library staying mapped), `parse_cache` (both, cached by file status) | `log_scope`, `sys`, `sync` |
 //! | `provenance` | signed plugins (`HostBuilder::require_signed`): `hold` (a library's bytes held still from its digest to its mapping: a read lease on the checked descriptor, or a sealed copy in memory; a Python plugin's sources checked against their signed index), `memo` (the process's memo of the Ed25519 checks that passed); the verification is `dylease-sign`'s | `inspect` and below |
 //! | `trust` | `discover` (the plugin files of a directory, file or variable), `candidate` (a file found and, once opened, the descriptor its checks read), and the trust check: `policy`, `walk`, `deps` (the dependencies, resolved from checked descriptors) | `provenance` and below |
-//! | `registrar` | registration: the `StaticRegistrar` of static plugins, the state both routes fill in (`table`), the C host API (`c_api`), a Python pass's callable (`python`) | `sync` |
-//! | `registry` | the process-wide instances (the registry protocol below), `opener` (the platform loader as the registry's opener: the descriptor check, `on_load`, `register_passes`, `on_unload`), `teardown` (unloading a set's plugins) | `registrar`, `trust`, `inspect` and below |
+//! | `registrar` | registration: the `StaticRegistrar` of static plugins, the state both routes fill in (`table`), the C host API and a pass's function typed again (`c_api`), a Python pass's callable (`python`) | `sync`, `sys::library` (the `HostApi` it implements, the bounded C string reader) |
+//! | `registry` | the process-wide instances (the registry protocol below), `opener` (the platform loader as the registry's opener: the descriptor check, and when `on_load`, `register_passes` and `on_unload` run, through `sys::library`), `teardown` (unloading a set's plugins) | `registrar`, `trust`, `inspect` and below |
 //! | `load` | one load attempt: `plan` (sources to the ordered plugins, `plugin_files_in`), `pipeline` (one plugin from file to registered passes, as typestates), `plugins` (a loaded set's contents), `policy`, `demand` (on-demand mapping), `static_plugin`, `catalog` (every plugin judged, none loaded), and `python`, the loading side of Python plugins (`discover`, `check`, `read`, `register`, `instance`, `interpreter`) | every room in the rows above |
-//! | `isolate` | isolated sets (`HostBuilder::isolated`): `config` (the builder's options), `frame` (the channel's frames and payloads, bounds-checked), `remote` (the host's side: the worker process, its reader thread, the load of plugin files into it), `worker` (the worker process's side: maps the received descriptors, runs calls on its threads, unloads), `sys` (the worker's early hook and spawn, the socket with `SCM_RIGHTS`, the call of a message pass); its module documentation is the user's page | every room in the rows above |
-//! | `host` | `plugin_host`, `builder`, `sources` (the public `unsafe fn`s that name native or Python code, and `init_global`), `policy` (`UnloadPolicy`), `global`, `generations` (the slot protocol below), `thread_cache` (its first path), `keeper` (the host's own lease under `UnloadPolicy::After` and `WithHost`, and the keeper thread), `set` (one generation; its drop reaches the host only through the `Teardown` the generations hand it), `lease`, `stats`, `reentry`, `watch` (a watcher that calls back after a change; `plugin_host` holds the glue) | every room in the rows above |
+//! | `isolate` | isolated sets (`HostBuilder::isolated`): `config` (the builder's options), `frame` (the channel's frames and payloads, bounds-checked), `remote` (the host's side: the worker process, its reader thread, the load of plugin files into it), `worker` (the worker process's side: maps the received descriptors, runs calls on its threads, unloads), `table` (the requests in flight and the worker's end, behind closures, which the loom models drive), `sys` (the worker's early hook and spawn, the socket with `SCM_RIGHTS`, the sealed regions of large messages, the call of a message pass); its module documentation is the user's page | every room in the rows above |
+//! | `host` | `plugin_host`, `builder`, `sources` (the public `unsafe fn`s that name native or Python code, and `init_global`), `policy` (`UnloadPolicy`), `global`, `generations` (the slot protocol below), `thread_cache` (its first path), `keeper` (the host's own lease under `UnloadPolicy::After` and `WithHost`, and the keeper thread), `set` (one generation; its drop reaches the host only through the `Teardown` the generations hand it), `lease`, `call` (`Lease::call` of a message pass, in process or in a set's worker), `stats`, `reentry`, `watch` (a watcher that calls back after a change; `plugin_host` holds the glue) | every room in the rows above |
 //! | `python` | the user API of Python passes (`PyInterface`, `PyPass`, `Lease::get_py`) | every room in the rows above |
-//! | `dylease-elf` (crate) | the ELF header and structural checks, the linkage the trust check resolves and the facts the pinning prediction reads, through one reader that keeps what it read of the descriptor the loader maps | no host code (the compiler holds it) |
+//! | `dylease-elf` (crate) | the ELF header and structural checks (`header`, `layout`), the manifest's notes in the file's byte order (`manifest`), the linkage the trust check resolves and the facts the pinning prediction reads, and the `fingerprint` of the bytes those read, through one reader (`source`) that keeps what it read of the descriptor the loader maps | no host code (the compiler holds it) |
 //! | `dylease-plugin` (crate) | the plugin side of the ABI, re-exported by the host: `abi` (the C header's declarations), `export` (`export_plugin!`, `LibraryRegistrar`), `pass_fn` (`Interface`, `PassFn`, `UnsafePassFn`), `registrar` (the `Registrar` trait, `RegisterError`) | no host code; the host's `StaticRegistrar` implements its trait, and host code imports its items from it, not through the root's re-exports |
 //!
-//! `unsafe` is fenced: the crates deny `unsafe_code`, and only these modules allow it, each
-//! with its reason: `sys`, `registry::opener` and `isolate::sys` (allowed on their
-//! declarations, in the crate root, `registry` and `isolate`), `registrar`'s `c_api` and `table`, `sync`'s `once`, `loom_arc`
-//! and `marks`, `host::lease` and `host::sources`; in `dylease-plugin`, `abi`, `export` and
-//! `pass_fn`. Everything else reaches the platform, a plugin's functions and raw pointers
-//! through their safe functions or their `unsafe fn`s' `# Safety` contracts.
+//! Outside the rooms: `lib.rs` declares the modules and the public surface only;
+//! `guarantees` holds what the compiler checks of that surface (the handle types' bounds and
+//! size) and the README's doctests; `test_dir` is the unit tests' scratch directory.
+//!
+//! `unsafe` is fenced by file: the crates deny `unsafe_code`, and only these modules allow it,
+//! each with its reason on its declaration or at its top; the other modules forbid it on their
+//! declarations, so that nothing inside them can allow it again. In the host crate, seven files
+//! hold `unsafe` code: `sys/raw.rs` (the C library's and the loader's calls), `sys/library.rs`
+//! (opening a library and calling its plugin's functions), `sys/python.rs` (CPython's),
+//! `registrar/c_api.rs` (the C host API, `user_data`'s `Send`/`Sync`, a pass's function typed
+//! again), `sync/raw.rs` (the shim's raw parts), `host/lease.rs` (`Lease::pass`'s untyped pass)
+//! and `isolate/sys.rs` (the call of a message pass; the worker's early hook and spawn, the
+//! channel's socket, the sealed regions); `host/sources.rs` declares the public `unsafe fn`s
+//! and holds no `unsafe` block. In `dylease-cli`, `sys.rs` holds the tool's. `scripts/house.sh`
+//! counts them. In `dylease-plugin`, `abi`, `export` and `pass_fn`. Everything else reaches the
+//! platform, a plugin's functions and raw pointers through their safe functions or their
+//! `unsafe fn`s' `# Safety` contracts.
 //!
 //! # The invariants I1–I9
 //!
@@ -89,7 +100,10 @@
 //! set's teardown list is a lock, pushed to by a mapping, taken by the set's drop) and its
 //! `mapped` flag, published in that order. A use reads the callable without a lock (one
 //! `Acquire` load); only a use that finds none goes to the state machine, one state per
-//! on-demand plugin under one lock per set:
+//! on-demand plugin under one lock per set. (The `Deferred`s and their states are held behind
+//! a trait object, `load::plugins::Demand`, that only `load::demand::defer` makes; the builder's
+//! `on_demand` stores `defer` and the load calls it through that pointer, so a program that
+//! never builds an on-demand host links none of this: `scripts/binary-size.sh` checks it.)
 //!
 //! ```text
 //!   Unmapped ──first use──▶ Mapping(thread) ──ok──▶ Mapped
@@ -118,7 +132,8 @@
 //! I6 (the mapping registers into this set's table only), I8 and I9 (judged under the trust
 //! policy at acquire, and the file mapped must be the file judged). The loom model
 //! `load::demand::loom_models` checks that two first uses map once, run `on_load` once and
-//! unload once with the set (planted bug: `dylease_broken_on_demand`, the guard skipped).
+//! unload once with the set (planted bug: `scripts/planted/on_demand.patch`, the guard
+//! skipped).
 //!
 //! # The registry protocol: one instance per file (`registry`)
 //!
@@ -183,8 +198,8 @@
 //! a store is ordered after that store's earlier writes, which arc-swap does not promise. No
 //! model relies on it: each asserts what the thread read, not what it read later.) Loom model 10b
 //! checks the publication order from a thread that never synchronised with the reload; with
-//! the planted bug `--cfg dylease_broken_publication` (the number stored and read Relaxed) it
-//! fails, which `loom-tests/run.sh` checks.
+//! the planted bug `scripts/planted/publication.patch` (the number stored and read Relaxed)
+//! it fails, which `loom-tests/run.sh` checks.
 //!
 //! The cache holds `Weak`s only, so it never keeps plugins loaded (I3). Host ids come from a
 //! process-wide counter and are never reused (an address is, after a host is dropped, and a

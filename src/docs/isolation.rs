@@ -65,22 +65,26 @@
 //!
 //! # What it costs
 //!
-//! Measured by `benches/compare.rs` ([`BENCHMARKS.md`], "Isolated sets"), on a 2-core guest
-//! that was busy (its raw round trip between two processes was 76 µs):
+//! Measured by `benches/compare.rs` ([`BENCHMARKS.md`], "Isolated sets"), on a 2-core guest,
+//! mostly quiet:
 //!
-//! - **A worker per set**: its start (a `fork` and `exec` of the program, its libraries
-//!   mapped, the handshake) is added to the set's first `acquire()`, each plugin's load is a
-//!   round trip to the worker, and the worker's exit is added to the unload. An isolated set
-//!   of 16 plugins took 4.4 ms to acquire, call once and drop: 6.6× the same cycle in the
-//!   process, 2.7× that cycle plus a bare `posix_spawn` and `waitpid`.
-//! - **Each call is a round trip** over the worker's socket: a message each way and the
-//!   scheduler's wake-ups of both processes, plus the copies of the input and the output
-//!   (for a large input, the host's copy into a shared region, which the worker maps; for a
-//!   large output, the worker's copy into a region and the host's out of it), instead of a
-//!   direct call. A small call took 1.09× a raw socket-pair ping-pong with another process
-//!   (and about 1,700× a direct call); 4 caller threads made 3.1× the calls per second of one.
-//!   A call with 1 MiB of input took 14× a `memcpy` of 1 MiB, most of it the shared region's
-//!   setup (fresh pages each call).
+//! - **A worker per set**: its start (a `posix_spawn` of the program, its libraries mapped,
+//!   the handshake) is added to the set's first `acquire()`; the plugins' loads are sent to
+//!   the worker all at once and their answers read in order, so the worker maps one while the
+//!   host checks the next; the worker's unload of its plugins and its exit are added to the
+//!   unload. An isolated set of 16 plugins took 2.8–2.9 ms to acquire, call once and drop:
+//!   4.2× the same cycle in the process, 1.9× that cycle plus a bare `posix_spawn` and
+//!   `waitpid`.
+//! - **Each call is a round trip** over the worker's socket: a message each way and four
+//!   wake-ups (the caller, the worker's reading thread, its call thread, the host's reader
+//!   thread), plus the copies of the input and the output (for a large input, the host's copy
+//!   into a shared region it keeps for the next calls, which the worker keeps mapped; for a
+//!   large output, the worker's copy into a fresh region and the host's out of it), instead of
+//!   a direct call. A small call took about 77 µs there when its threads ran on both CPUs
+//!   (about 1,800× a direct call; a raw socket-pair ping-pong with another process took
+//!   3.3 µs on one CPU, 56–65 µs across the two); 4 caller threads made about 3× the calls
+//!   per second of one. A call with 1 MiB of input took 4× a `memcpy` of 1 MiB: the copy into
+//!   the region and the round trip.
 //! - **Memory**: the worker's own address space (the program's libraries, the plugins).
 //! - **Binary**: the `isolate` feature adds the worker to every program built with it, and
 //!   the host's side to one that calls `isolated()`
@@ -116,16 +120,21 @@
 //! - Its standard output and error (a plugin's prints appear where the host's do); standard
 //!   input is `/dev/null`.
 //! - No other descriptor of the host's: only its channel, and the descriptors of the plugin
-//!   and dependency files (and of their directories) the host sends. Every descriptor above 3 is made close-on-exec in the child
-//!   before the `exec`.
+//!   and dependency files (and of their directories) and of the input regions the host
+//!   sends. The worker is started by `posix_spawn`, whose file actions close every
+//!   descriptor above 3 before the `exec` (with a C library that lacks that action, glibc
+//!   before 2.34, a `fork` whose child makes them close-on-exec instead).
 //! - The host's environment without its `LD_*` variables (`LD_PRELOAD`, `LD_LIBRARY_PATH`,
 //!   …) unless `HostBuilder::worker_env_passthrough()`, and without the channel's variable,
 //!   removed as the worker starts.
 //! - Not the host's state: the program is executed anew and its `main` never runs, so a
 //!   logger the host installed is not installed in the worker (the worker's own log records
 //!   go nowhere; the host logs what it learns from the worker).
-//! - `PR_SET_NO_NEW_PRIVS` (no set-user-id gain through `exec`), and `PR_SET_PDEATHSIG`: the
-//!   worker is killed if the host process dies.
+//! - `PR_SET_NO_NEW_PRIVS` (no set-user-id gain through `exec`: the host's thread that
+//!   spawns workers, which does nothing else, takes it before the first, and every worker
+//!   inherits it), and `PR_SET_PDEATHSIG`: the worker is killed if the host process dies
+//!   (set by the worker's hook before it reads its channel; a host that died before that
+//!   closed its end of the channel, and the worker exits on reading it).
 //!
 //! # It isolates faults, not privileges
 //!
@@ -217,9 +226,15 @@
 //!
 //! - **Payloads**: a call's input, and its output, travel in the socket's message up to
 //!   64 KiB, and above that in a shared memory region (`memfd_create`, sealed against any
-//!   change of its size, and the host's against writes, passed beside the message): the
-//!   reader checks the seals and that the region holds exactly the bytes announced, and a
-//!   worker whose region lies is killed. Each is at most 256 MiB; a larger input is refused
+//!   change of its size, passed beside the message). An input region is the host's: it
+//!   keeps up to four of them (of up to 4 MiB each) per worker and writes each call's input
+//!   through its own mapping, made before it sealed the region against any new write access
+//!   (`F_SEAL_FUTURE_WRITE`: the worker can read it, never write it, whatever descriptor it
+//!   opens) and against new seals; it reuses a region only once the call that used it is
+//!   answered, and the worker keeps its mapping of each. A larger input gets a region of its
+//!   own, sealed against writes. The worker checks the seals and that the region holds the
+//!   bytes announced; the host checks that the worker's output region is sealed and holds
+//!   exactly the bytes announced, and reads it once. A worker whose region lies is killed. Each is at most 256 MiB; a larger input is refused
 //!   with [`Error::CallRefused`](crate::Error::CallRefused) before anything is copied, and
 //!   the set goes on.
 //! - **Pointer passes** of a worker's plugins are refused (above); a static plugin's passes

@@ -33,53 +33,65 @@
 //! - A changed reload of 16 plugins, the old generation's drain included, is 1.14× a cold
 //!   load on tmpfs and 2.61× on ext4, where the drain, which frees the replaced files' inodes,
 //!   is 57% of it.
-//! - In an [isolated](super::isolation) set (the `isolate` feature), a small call is 1.09× a
-//!   raw socket-pair round trip with another process; 1 MiB of input goes through a shared
-//!   region at 0.074× the throughput of a `memcpy` (target 0.5, not met), and acquiring,
-//!   calling and dropping an isolated set of 16 is 2.7× the in-process cycle plus a bare
-//!   process spawn (target 1.3×, not met): BENCHMARKS.md, "Isolated sets", says where the
-//!   time goes.
+//! - In an [isolated](super::isolation) set (the `isolate` feature), a small call is a round
+//!   trip of four wake-ups, 1.3–1.7× a raw socket-pair ping-pong with another process when
+//!   that crosses the two CPUs and about 20× when it stays on one; 1 MiB of input goes
+//!   through a reused shared region at 0.25× the throughput of a `memcpy` (target 0.5, not
+//!   met: the round trip alone is about twice the copy), and acquiring, calling and dropping
+//!   an isolated set of 16 is 1.9× the in-process cycle plus a bare process spawn (target
+//!   1.3×, not met): BENCHMARKS.md, "Isolated sets", says where the time goes.
 //!
 //! # Binary cost
 //!
-//! A default-features application that builds a host and acquires a lease pays **698 KiB** of
+//! A default-features application that builds a host and acquires a lease pays **633 KiB** of
 //! stripped release binary for dylease (`scripts/binary-size.sh` measures it against the same
-//! program without dylease, and fails above its budget of 660 KiB, which signed plugins' share
-//! of every program puts it over; CI runs it). Part by part, by the same script:
+//! program without dylease, and fails above its budget of 638 KiB; CI runs it). Part by part,
+//! by the same script:
 //!
 //! | Program | Over the program without dylease |
 //! | --- | --- |
-//! | an eager set | 698 KiB, of which 41 KiB are signed plugins' (below) |
-//! | an eager set and `catalog()` | +20 KiB: only a program that calls `catalog()` pays for it |
-//! | an eager set and an on-demand set | +0 KiB: the on-demand judgement and first-use mapping share the load path, so every program carries them |
-//! | an eager set, an on-demand set and `catalog()` | 721 KiB (budget 680 KiB) |
+//! | an eager set | 633 KiB (budget 638 KiB) |
+//! | an eager set and `catalog()` | +16 KiB: only a program that calls `catalog()` pays for it |
+//! | an eager set and an on-demand set | +25 KiB: only a program that calls `HostBuilder::on_demand` pays for it (the judgement at the load, the map-once state, the first use's mapping): the builder stores the function that starts it, and nothing else names it |
+//! | an eager set, an on-demand set and `catalog()` | 678 KiB (budget 682 KiB) |
 //! | the `watch` feature | only with the feature on (notify and the watcher thread) |
-//! | signed plugins (`HostBuilder::require_signed`) | 41 KiB in every program: the verification step of the load path (out of line), `Error::Signature`, the keyring's types and the catalog's signer; the cryptography (SHA-256, Ed25519 with its base-point tables), the leases and sealed copies, only in a program that calls `require_signed`: +147 KiB |
-//! | the `isolate` feature, `HostBuilder::isolated` not called | +73 KiB: the worker's side (its early hook in `.init_array`, which the linker keeps whatever calls it, and the worker's loop, mapping, shared regions and call threads): any program built with the feature can be re-run as a worker |
-//! | an isolated set (`HostBuilder::isolated`) | +278 KiB: the worker's side and the host's (the spawn through `std::process::Command`, the channel and its reader thread, the frames, the dependencies' and regions' descriptors), linked only by a program that calls `isolated()` |
+//! | the `isolate` feature, `HostBuilder::isolated` not called | +89 KiB: the worker's side (its early hook in `.init_array`, which the linker keeps whatever calls it, and the worker's loop, mapping, shared regions and call threads): any program built with the feature can be re-run as a worker |
+//! | an isolated set (`HostBuilder::isolated`) | +325 KiB: the worker's side and the host's (the spawn through `posix_spawn`, or `std::process::Command` where the C library lacks its close-from action, the channel and its reader thread, the frames, the dependencies' and regions' descriptors), linked only by a program that calls `isolated()` |
+//!
+//! Since the figures before them (627 KiB, 672 KiB, +73 KiB and +279 KiB), the eager and
+//! three-part programs grew by 6 KiB with the move of `unsafe` into the platform layer's
+//! small safe functions and the typed lookup of message passes (not yet traced further), and
+//! the isolate parts by 16 KiB and 46 KiB over the same merges (the reused input regions,
+//! the `posix_spawn` start and the pipelined map requests among them).
 //!
 //! Without the feature a program carries none of the worker; `Lease::call` (message passes
-//! in an ordinary set) and the errors of isolated sets are in every program.
+//! in an ordinary set) and the errors of isolated sets are in every program. The script also
+//! fails if a program that uses `catalog()` or an on-demand set is not larger than the eager
+//! one by at least 4 KiB: the eager program would then carry that part unused.
 //!
-//! Of the code
-//! (about 412 KiB of `.text`, by `cargo bloat --release` of that program; the rest is its
-//! messages, unwind tables and relocations), what each part buys:
+//! Of the eager program's code (about 480 KiB of `.text` over the program without dylease,
+//! by `cargo bloat --release` of both, grouped by crate and module; the rest is its messages,
+//! unwind tables and relocations), what each part buys:
 //!
 //! | Part | `.text` | What it buys |
 //! | --- | --- | --- |
-//! | trust check and dependency resolver (`trust`) | 48 KiB | no code another user chose runs, dependencies mapped from checked descriptors |
-//! | ELF checks and the manifest reader (`dylease-elf`) | 93 KiB | no crash inside `dlopen` on a malformed or truncated file; pin prediction; the manifest, read without running the plugin (19 KiB of it) |
-//! | registry, loader and platform layer (`registry`, `sys::library`, `registry::opener`, `sys`) | 51 KiB | one instance per file process-wide, the checked file mapped, unload proven |
-//! | discovery, registration, pipeline, teardown, pinning, errors | 85 KiB | the load itself, and errors that name the file and the fix; the ABI gate and comparison of manifests, the catalog and the judgement of on-demand plugins |
-//! | manifests on the host side, parse cache (`inspect::manifest`, `inspect::parse_cache`) | 12 KiB | what a plugin declares, compared with what it registers; unchanged files not parsed again |
-//! | host (`host::*`, `sync`) | 13 KiB | lock-free `acquire`, generations, unload policies |
-//! | generic and std code instantiated for dylease (sorting, formatting, collections, the on-demand state's locking) | 103 KiB | shared by all of the above |
+//! | trust check, dependency resolver and discovery (`trust`) | 59 KiB | no code another user chose runs, dependencies mapped from checked descriptors |
+//! | ELF checks and the manifest reader (`dylease-elf`) | 97 KiB | no crash inside `dlopen` on a malformed or truncated file; pin prediction; the manifest, read without running the plugin (13 KiB of it), in either byte order; the fingerprint that holds the parse cache to the bytes it parsed (4 KiB) |
+//! | registry, loader and platform layer (`registry`, `sys`) | 47 KiB | one instance per file process-wide, the checked file mapped, unload proven |
+//! | registration, pipeline, teardown, pinning, errors (`load`, `registrar`, `inspect::pinning`, `error`, `log_scope`) | 52 KiB | the load itself, and errors that name the file and the fix; the ABI gate and comparison of manifests |
+//! | manifests on the host side, parse cache (`inspect::manifest`, `inspect::parse_cache`) | 15 KiB | what a plugin declares, compared with what it registers; unchanged files not parsed again |
+//! | host (`host::*`, `sync`) | 14 KiB | lock-free `acquire`, generations, unload policies |
+//! | generic code instantiated in dylease (drop glue, hash maps, sorting, iterators, formatting) | 119 KiB | shared by all of the above |
+//! | the standard library's code that only dylease uses (threads, file-system calls, formatting of numbers and durations, hashing) | 64 KiB | as above |
 //!
-//! Manifests (the reader, the host's gate and comparison, `catalog()`), on-demand sets and the
-//! parse cache account for 87 KiB of the total. It is above the 400 KiB a first release aimed
-//! at: reaching that would mean dropping a part of the table (the ELF checks or the dependency
-//! resolver are the large ones), which the security model needs.
+//! The three-part program (694 KB, 678 KiB) is above the 600 KB aimed at for it. What keeps
+//! it there is the eager load's own code, which every program needs: the ELF checks and the
+//! dependency resolver are the large parts, and the security model needs both. The largest
+//! duplicates left are the registry's two instantiations (its opener of plugins and its
+//! opener of dependencies, about 10 KiB) and the drop glue of `Error`, of which each codegen
+//! unit of the crate has its own copy.
 //!
+
 //! The size of the public API is counted by `scripts/public-items.py` (over `cargo doc
 //! --no-deps -p dylease-plugin -p dylease -p dylease-elf`: the items of every public module,
 //! with their inherent and trait methods), which prints the counts per crate.

@@ -101,19 +101,27 @@
 //! The invariants I1–I9 are defined in [`internals`](super::internals). Each model runs in a
 //! process of its own, so a model that fails (or aborts, as loom failures can) does not keep
 //! the models after it from running; the script lists every failed model. It also proves that
-//! the models can fail: it rebuilds with `--cfg dylease_broken_upgrade`, a loom
-//! `Weak::upgrade` that checks for zero and then increments, and requires model 2 to fail
-//! (loom reports the set being read while it is dropped); with `--cfg
-//! dylease_broken_registry`, a registry that does not wait for a busy file, and requires a
-//! registry model to fail with an I1 or I7 violation; and with `--cfg
-//! dylease_broken_on_demand`, a first use that maps without the set's guard, and requires the
-//! on-demand model to fail; and with `--cfg dylease_broken_isolate`, a worker's end that wakes
-//! none of the calls and unload waiting for it, and requires the isolated models to fail
-//! (loom reports the deadlock). Weakening any one ordering of the lease count (the upgrade's
-//! Acquire, the Release that publishes a new set, the Acquire fence before a set is dropped),
+//! the models can fail. Each planted bug is a patch, `scripts/planted/<name>.patch`: the
+//! script copies the working tree to `target/loom/planted/<name>`, applies the patch there
+//! (`git apply scripts/planted/<name>.patch`), rebuilds the models with `--cfg loom` and
+//! requires the model that guards against the bug to fail with the violation it asserts:
+//!
+//! - `upgrade`: a loom `Weak::upgrade` that checks for zero and then increments; model 2
+//!   fails (loom reports the set being read while it is dropped, or I1/I2 fails).
+//! - `registry`: a registry that does not wait for a busy file; a registry model fails with
+//!   an I1 or I7 violation.
+//! - `identity`: a loader that maps the file the path names, not the checked descriptor's;
+//!   the rename model fails with I9.
+//! - `on_demand`: a first use that maps without the set's guard; the on-demand model fails.
+//! - `publication`: a generation number stored and read `Relaxed`; model 10b fails.
+//! - `isolate`: an isolated worker's end that wakes none of the calls and the unload waiting
+//!   for it; the isolated models fail (loom reports the deadlock).
+//!
+//! The shipped source holds none of them. Weakening any other ordering of the lease count
+//! (the Release that publishes a new set, the Acquire fence before a set is dropped),
 //! removing the wait for the previous unload, or letting a weak lease upgrade without its
 //! generation's tag also makes a model fail (checked by hand when the models were written;
-//! only the broken upgrade is rebuilt on every run).
+//! the patches above are the ones run every time).
 //!
 //! Code of your own that holds leases can be model-checked the same way
 //! ([`recipes`](super::recipes#model-checking-your-own-code-with-loom)).

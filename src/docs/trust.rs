@@ -7,9 +7,10 @@
 //! default ([`TrustPolicy::Strict`](crate::TrustPolicy::Strict)) dylease also refuses files
 //! that other users could have changed. This crate uses `unsafe`, fenced in small modules,
 //! each block with the reason it is sound; the crate denies `unsafe_code` and allows it only
-//! in the platform layer, the calls into a plugin, the registration side of the plugin ABI,
-//! the synchronisation shim, a pass's typed access and the `unsafe` builder methods, each
-//! with the reason (`grep -rn 'allow(unsafe_code)' src`).
+//! in the platform layer's raw calls, the calls into a plugin's library, CPython's calls, the
+//! registration side of the plugin ABI, the synchronisation shim's raw parts, the untyped
+//! pass lookup, the call of a message pass and the worker of isolated sets, and the `unsafe`
+//! builder methods, each with the reason (`grep -rn 'allow(unsafe_code)' src`).
 //!
 //! Every bad input is refused with an error that names the file (or static plugin) and the
 //! cause, and a failed load has closed every library it opened: nothing stays loaded, and the

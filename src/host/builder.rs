@@ -34,8 +34,10 @@ pub struct HostBuilder {
     pub(super) name: Option<String>,
     /// The debounce of [`HostBuilder::watch`] (crate feature `watch`; `None` without it).
     pub(super) watch: Option<Duration>,
-    /// [`HostBuilder::on_demand`].
-    pub(super) on_demand: bool,
+    /// [`HostBuilder::on_demand`]: how the load judges a plugin file for an on-demand set
+    /// (`load::demand`), named only there, so that a program that never calls it links none
+    /// of on-demand sets' code.
+    pub(super) on_demand: Option<crate::load::Defer>,
     /// [`HostBuilder::map_timeout`]; `None` for the default.
     pub(super) map_timeout: Option<Duration>,
     /// [`HostBuilder::isolated`] and its options (crate feature `isolate`).
@@ -167,7 +169,7 @@ impl HostBuilder {
     /// # Ok::<(), dylease::Error>(())
     /// ```
     pub fn on_demand(mut self) -> Self {
-        self.on_demand = true;
+        self.on_demand = Some(crate::load::demand::defer);
         self
     }
 
@@ -368,7 +370,7 @@ impl HostBuilder {
     fn validate(&self) -> Result<(), Error> {
         #[cfg(feature = "isolate")]
         if self.isolation.begin.is_some() {
-            crate::isolate::supported(self.on_demand).map_err(|reason| Error::Config { reason })?;
+            crate::isolate::supported(self.on_demand.is_some()).map_err(|reason| Error::Config { reason })?;
         }
         let mut names = std::collections::HashSet::new();
         for source in &self.sources {
@@ -401,7 +403,7 @@ impl HostBuilder {
                 trust: self.trust,
                 signatures: self.signatures,
                 on_demand: self.on_demand,
-                map_timeout: self.map_timeout.unwrap_or(crate::load::demand::DEFAULT_MAP_TIMEOUT),
+                map_timeout: self.map_timeout.unwrap_or(crate::load::DEFAULT_MAP_TIMEOUT),
                 #[cfg(feature = "isolate")]
                 isolation: self.isolation.begin.flatten().map(|begin| crate::isolate::Isolation {
                     begin,

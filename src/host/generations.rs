@@ -28,12 +28,7 @@ use crate::sys::wait_detached;
 
 /// How a new generation number is published: Release, after the slot's `Weak`, so that a
 /// thread that sees the number (Acquire, in its thread cache) finds the new set in the slot.
-/// Relaxed under the planted bug `--cfg dylease_broken_publication`, only with loom
-/// (`loom-tests/run.sh`), which model 10 must catch.
-#[cfg(not(all(loom, dylease_broken_publication)))]
 const PUBLISH: Ordering = Ordering::Release;
-#[cfg(all(loom, dylease_broken_publication))]
-const PUBLISH: Ordering = Ordering::Relaxed;
 
 /// The state of one host that its sets point back to, so a set can mark itself unloaded even
 /// after the `PluginHost` value is gone.

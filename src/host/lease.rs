@@ -1,6 +1,7 @@
 //! Leases: the RAII handles that keep a plugin set loaded, and the passes reached through
 //! them.
-// `unsafe` here: restores a pass's function-pointer type from the ABI's untyped one.
+// `unsafe` here: `Lease::pass`, a public `unsafe fn`, types an untyped pass on its caller's
+// word. A typed pass is typed again by the pass table's safe `PassFunc::typed`.
 #![allow(unsafe_code)]
 
 use core::ffi::c_void;
@@ -240,9 +241,10 @@ impl Lease {
             let callable = self.passes()[index]
                 .callable()
                 .expect("every provider was mapped above, and a mapping is never undone while a lease lives");
-            debug_assert_eq!(self.passes()[index].interface(), Some(I::ID));
-            // SAFETY: as in `typed_pass`.
-            let func = unsafe { I::Fn::from_raw(callable.func) };
+            let func = callable
+                .func
+                .typed::<I>()
+                .expect("the passes of an interface were registered under it");
             Pass {
                 func,
                 index,
@@ -254,11 +256,11 @@ impl Lease {
     /// The pass at `index`, which was registered (or declared) under `I::ID`, its plugin
     /// mapped if it was not.
     fn typed_pass<I: Interface>(&self, index: usize) -> Result<Pass<'_, I::Fn>, Error> {
-        debug_assert_eq!(self.passes()[index].interface(), Some(I::ID));
         let callable = self.callable(index)?;
-        // SAFETY: the pass was registered under `I::ID`, and `I`'s implementer guarantees
-        // that every pass registered under that id has the signature `I::Fn`.
-        let func = unsafe { I::Fn::from_raw(callable.func) };
+        let func = callable
+            .func
+            .typed::<I>()
+            .expect("the pass was found under its registered interface");
         Ok(Pass {
             func,
             index,
@@ -373,7 +375,7 @@ impl Lease {
         })?;
         let callable = self.callable(index)?;
         // SAFETY: the caller guarantees `F` is the signature the pass was registered with.
-        let func = unsafe { F::from_raw(callable.func) };
+        let func = unsafe { callable.func.untyped::<F>() };
         Ok(Pass {
             func,
             index,

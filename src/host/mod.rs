@@ -9,23 +9,35 @@
 //! (`lease`), and the process-wide host of [`global()`] (`global`). `watch` (feature `watch`)
 //! is a watcher over sources that the host starts; it names no host type.
 
+#[forbid(unsafe_code)]
 mod builder;
 // `Lease::call` (message passes) and what a set tells of its worker.
+#[forbid(unsafe_code)]
 mod call;
+#[forbid(unsafe_code)]
 mod generations;
+#[forbid(unsafe_code)]
 mod global;
+#[forbid(unsafe_code)]
 mod keeper;
 mod lease;
+#[forbid(unsafe_code)]
 mod plugin_host;
+#[forbid(unsafe_code)]
 mod policy;
+#[forbid(unsafe_code)]
 mod reentry;
+#[forbid(unsafe_code)]
 mod set;
 // `HostBuilder::require_signed`.
 mod signed;
 // The public `unsafe fn`s: the builder methods that name native code, and `init_global`.
 mod sources;
+#[forbid(unsafe_code)]
 mod stats;
+#[forbid(unsafe_code)]
 mod thread_cache;
+#[forbid(unsafe_code)]
 #[cfg(feature = "watch")]
 mod watch;
 /// Without the `watch` feature: no builder can ask for a watcher, and none is started.

@@ -61,8 +61,9 @@ pub(super) struct LoadConfig {
     pub(super) trust: TrustPolicy,
     /// [`HostBuilder::require_signed`](crate::HostBuilder::require_signed).
     pub(super) signatures: Option<Arc<crate::provenance::Signatures>>,
-    /// [`HostBuilder::on_demand`](crate::HostBuilder::on_demand).
-    pub(super) on_demand: bool,
+    /// [`HostBuilder::on_demand`](crate::HostBuilder::on_demand): how the load judges a
+    /// plugin file for an on-demand set.
+    pub(super) on_demand: Option<crate::load::Defer>,
     /// [`HostBuilder::map_timeout`](crate::HostBuilder::map_timeout).
     pub(crate) map_timeout: Duration,
     /// [`HostBuilder::isolated`](crate::HostBuilder::isolated) and its options (crate

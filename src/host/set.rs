@@ -136,14 +136,14 @@ impl PluginSet {
     /// scope, bounded by the host's `map_timeout`.
     pub(crate) fn ensure_mapped(&self, plugin: usize) -> Result<(), Error> {
         let deadline = Instant::now().checked_add(self.contents.map_timeout);
-        let (host, trust) = (&*self.host, self.contents.trust);
-        self.contents.ensure_mapped(plugin, deadline, |deferred| {
+        let host = &*self.host;
+        self.contents.ensure_mapped(plugin, deadline, &|map| {
             inside_host(host.host_id(), |already| {
                 if already {
                     return Err(Error::Reentrant);
                 }
                 crate::log_scope::with_host(host.host_name(), || {
-                    let registered = deferred.map(trust, deadline)?;
+                    let registered = map()?;
                     log::debug!(
                         "{}mapped {} on first use as `{}`",
                         crate::log_scope::prefix(),

@@ -10,18 +10,13 @@ use crate::host::set::PluginSet;
 use crate::sync::{Arc, AtomicU64, Ordering, Weak};
 
 /// How many hosts one thread's cache remembers: eight hosts used in turn all stay cached; a
-/// ninth evicts an entry (round robin), which then takes the slot path. Measured (the
-/// repository's BENCHMARKS.md, `acquire_hosts`): up to 8 hosts used in turn cost what one host
-/// does (0.91×); from 9 hosts on every acquire takes the slot path (2.8× one host, flat to 64).
+/// ninth evicts an entry (round robin), which then takes the slot path (what each costs:
+/// `acquire_hosts` in BENCHMARKS.md).
 const CACHE_ENTRIES: usize = 8;
 
 /// How a lookup reads the host's current generation: Acquire, pairing with the Release that
-/// publishes it after the slot's `Weak`. Relaxed under the planted bug
-/// `--cfg dylease_broken_publication` (only with loom; see `generations`).
-#[cfg(not(all(loom, dylease_broken_publication)))]
+/// publishes it after the slot's `Weak`.
 const OBSERVE: Ordering = Ordering::Acquire;
-#[cfg(all(loom, dylease_broken_publication))]
-const OBSERVE: Ordering = Ordering::Relaxed;
 
 struct Entry {
     /// 0: unused (host ids start at 1).

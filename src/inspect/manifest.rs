@@ -262,9 +262,8 @@ mod tests {
     }
 
     /// A pass declared under an interface but registered untyped is a difference, complete
-    /// manifest or not, named with both (declared `i/1`, registered untyped). Caught: a
-    /// comparison that looks only at the registered passes' interfaces (an untyped
-    /// registration then matches any declaration by its name).
+    /// manifest or not, named with both (declared `i/1`, registered untyped): an untyped
+    /// registration does not match a typed declaration by its name alone.
     #[test]
     fn a_pass_declared_typed_but_registered_untyped_is_refused_naming_both() {
         for complete in [true, false] {

@@ -434,8 +434,7 @@ mod tests {
 
     /// The racy rule, on an injected clock: an entry made within one window of the file's
     /// last change (or before it, by a clock behind the file system's) is not trusted; one
-    /// made a window or more after is. Caught: `settled` always true (a same-tick rewrite
-    /// would keep a stale entry), or comparing against the mtime's window the wrong way round.
+    /// made a window or more after is (a same-tick rewrite must not keep a stale entry).
     #[test]
     fn an_entry_made_within_one_window_of_the_change_is_not_trusted() {
         let changed = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
@@ -454,8 +453,7 @@ mod tests {
 
     /// An unsettled entry is not stored (the next lookup parses again); a settled one is
     /// found again for the same status, and not for another ctime or inode; a changed file's
-    /// old entry is dropped. Caught: storing unsettled entries, or a key compared on its
-    /// (dev, ino) alone.
+    /// old entry is dropped.
     #[test]
     fn only_settled_entries_are_found_again_and_only_for_the_same_status() {
         let mut cache = Cache::default();
@@ -492,9 +490,8 @@ mod tests {
     /// the same status with another fingerprint (a write through a shared mapping) gets a
     /// fresh parse, and the file is not cached at that status again, not even for the first
     /// fingerprint (the bytes may be written back) nor through `find`; a new status stores
-    /// it again. Caught: the fingerprint not compared (the stale parse is used), or the
-    /// entry replaced by one of the new fingerprint (a load that resolved the linkage by
-    /// status from the first entry would take the second for it).
+    /// it again (a load that resolved the linkage by status from the first entry must not
+    /// take a second one for it).
     #[test]
     fn an_entry_is_used_only_for_bytes_of_its_fingerprint() {
         let mut cache = Cache::default();
@@ -524,8 +521,7 @@ mod tests {
     /// The racy rule at the cache's own window, on an injected clock: a file loaded two
     /// seconds after its last change (FAT's timestamps are two seconds coarse) is parsed
     /// again at its next load at that time, and one loaded a window after its change is
-    /// cached. Caught: the window set to zero, or to less than two seconds (a rewrite in the
-    /// same coarse tick would keep a stale entry).
+    /// cached (a rewrite in the same coarse tick must not keep a stale entry).
     #[test]
     #[cfg(all(unix, not(target_vendor = "apple"), not(loom)))]
     fn a_file_loaded_within_the_racy_window_of_its_change_is_parsed_again() {
@@ -548,7 +544,6 @@ mod tests {
     }
 
     /// The cache holds at most `MAX_ENTRIES` files and drops the one used least recently.
-    /// Caught: no bound, or dropping the most recently used entry.
     #[test]
     fn the_least_recently_used_entry_goes_when_the_cache_is_full() {
         let mut cache = Cache::default();
@@ -573,7 +568,7 @@ mod tests {
 
     /// Turned off (`set_enabled(false)`, the benches' uncached arm), the cache neither
     /// answers nor keeps: every look-up of a settled file is a new entry; turned on again, it
-    /// keeps and answers. Caught: `set_enabled` ignoring its argument.
+    /// keeps and answers.
     #[test]
     fn a_cache_turned_off_neither_answers_nor_keeps() {
         // The root directory: its status changed long before this test (its key is all the

@@ -363,9 +363,8 @@ mod tests {
 
     /// A pinned library that a later unload really unmapped is forgotten: when a later
     /// mapping of the same file stays mapped again, it is counted again and its file warned
-    /// about again (at `warn`, not `debug`). Caught: either of the two removals in
-    /// `after_unload`'s `Some(false)` arm deleted (the mapping's: not counted again; the
-    /// file's: only a `debug` line).
+    /// about again (at `warn`, not `debug`): `after_unload`'s `Some(false)` arm removes both
+    /// the mapping (so it is counted again) and the file (so it is warned about again).
     #[test]
     fn a_pinned_file_that_really_unloaded_is_forgotten_and_warned_about_again() {
         let path = "/pinning-unit-test/libforgotten.so";

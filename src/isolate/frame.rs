@@ -18,6 +18,11 @@
 use std::path::PathBuf;
 
 /// The bytes of a frame's header.
+/// The threads a worker runs calls on, so the most calls in flight at once it answers: a pass
+/// that runs long keeps one of them, the others serve other calls meanwhile (the host keeps as
+/// many input regions per worker).
+pub(crate) const THREADS: usize = 4;
+
 pub(crate) const HEADER: usize = 16;
 
 /// The most payload one frame carries: a call's input or output larger than this travels in a
@@ -33,7 +38,7 @@ pub(crate) const MAX_FRAME: usize = HEADER + MAX_PAYLOAD;
 
 /// The version of this protocol, exchanged in the handshake: a worker of another build of
 /// dylease (an operator's `worker_command`) is refused.
-pub(crate) const PROTOCOL: u32 = 3;
+pub(crate) const PROTOCOL: u32 = 4;
 
 /// What a frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,11 +53,14 @@ pub(crate) enum Kind {
     Map,
     /// Host to worker: call a message pass ([`Call`]).
     Call,
-    /// Host to worker, with one descriptor: call a message pass whose input is the sealed
-    /// region of that descriptor ([`SharedCall`]).
+    /// Host to worker, with one descriptor: call a message pass whose input is the start of
+    /// the sealed region of that descriptor ([`SharedCall`]).
     CallShared,
     /// Host to worker: run the unload hooks and exit.
     Unload,
+    /// Host to worker, after it saw a `Depend` or `Map` fail: take the next ones again (the
+    /// worker answers each after a failure with `Skipped` until then). Not answered.
+    Resume,
     /// Worker to host, answering `Hello`: the protocol version and the worker's process id.
     Welcome,
     /// Worker to host, answering `Depend`: the library is held for the next `Map`.
@@ -61,6 +69,10 @@ pub(crate) enum Kind {
     Mapped,
     /// Worker to host, answering `Map` or `Depend`: why the plugin failed ([`MapFailure`]).
     MapFailed,
+    /// Worker to host, answering `Map` or `Depend` after one failed (until `Resume`): not
+    /// done, so that no plugin sent after a failed one runs before the host has seen the
+    /// failure. No payload.
+    Skipped,
     /// Worker to host, answering `Call`: the pass's status and output ([`Reply`]).
     Reply,
     /// Worker to host, answering `Call`: why the worker could not make the call (a UTF-8
@@ -72,13 +84,14 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    const ALL: [(Kind, u32); 13] = [
+    const ALL: [(Kind, u32); 15] = [
         (Kind::Hello, 1),
         (Kind::Map, 2),
         (Kind::Call, 3),
         (Kind::Unload, 4),
         (Kind::Depend, 5),
         (Kind::CallShared, 6),
+        (Kind::Resume, 7),
         (Kind::Welcome, 101),
         (Kind::Mapped, 102),
         (Kind::MapFailed, 103),
@@ -86,6 +99,7 @@ impl Kind {
         (Kind::CallFailed, 105),
         (Kind::Held, 106),
         (Kind::ReplyShared, 107),
+        (Kind::Skipped, 108),
     ];
 
     fn code(self) -> u32 {
@@ -461,6 +475,11 @@ pub(crate) struct Call<'a> {
 }
 
 impl<'a> Call<'a> {
+    /// The length of the payload [`encode`](Call::encode) would make of `pass` and `input`.
+    pub(crate) fn encoded_len(pass: &str, input: &[u8]) -> usize {
+        4 + pass.len().min(u32::MAX as usize) + input.len()
+    }
+
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut w = Writer(Vec::with_capacity(8 + self.pass.len() + self.input.len()));
         w.str(self.pass).rest(self.input);
@@ -498,18 +517,23 @@ impl<'a> Reply<'a> {
     }
 }
 
-/// A `CallShared` request: the pass, and the length of its input, which is the whole of the
-/// region that travels beside the frame.
+/// A `CallShared` request: the pass, the length of its input, which is the first `len` bytes
+/// of the region that travels beside the frame (a region the host reuses holds more: its
+/// capacity), and the host's number for that region.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SharedCall<'a> {
     pub(crate) pass: &'a str,
     pub(crate) len: u64,
+    /// The host's number for a region it reuses, the same for every call it carries and
+    /// never given to another region of the worker's (the worker may keep its mapping of it
+    /// for the calls to come); 0 for a region of this call alone.
+    pub(crate) region: u64,
 }
 
 impl<'a> SharedCall<'a> {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut w = Writer::default();
-        w.str(self.pass).u64(self.len);
+        w.str(self.pass).u64(self.len).u64(self.region);
         w.0
     }
 
@@ -518,6 +542,7 @@ impl<'a> SharedCall<'a> {
         let call = SharedCall {
             pass: r.str()?,
             len: r.u64()?,
+            region: r.u64()?,
         };
         r.end()?;
         Ok(call)
@@ -654,6 +679,8 @@ mod tests {
             encode(Kind::Map, 1, &request.encode()).unwrap(),
             encode(Kind::Depend, 6, &depend.encode()).unwrap(),
             encode(Kind::Held, 6, &[]).unwrap(),
+            encode(Kind::Skipped, 8, &[]).unwrap(),
+            encode(Kind::Resume, 0, &[]).unwrap(),
             encode(Kind::Mapped, 1, &mapped.encode()).unwrap(),
             encode(Kind::MapFailed, 2, &failure.encode()).unwrap(),
             encode(Kind::Call, 3, &call.encode()).unwrap(),
@@ -665,6 +692,7 @@ mod tests {
                 &SharedCall {
                     pass: "echo",
                     len: 1 << 20,
+                    region: 2,
                 }
                 .encode(),
             )
@@ -715,6 +743,7 @@ mod tests {
             pass: "p",
             input: &[0, 1, 2],
         };
+        assert_eq!(Call::encoded_len(call.pass, call.input), call.encode().len());
         assert_eq!(Call::decode(&call.encode()), Ok(call));
         let reply = Reply {
             status: -5,
@@ -724,10 +753,24 @@ mod tests {
         let call = SharedCall {
             pass: "p",
             len: u64::MAX,
+            region: u64::MAX - 1,
         };
         assert_eq!(SharedCall::decode(&call.encode()), Ok(call));
         let reply = SharedReply { status: -1, len: 7 };
         assert_eq!(SharedReply::decode(&reply.encode()), Ok(reply));
+        let failure = MapFailure {
+            tag: 4,
+            number: -2,
+            reason: "the reason".into(),
+            pass: "p".into(),
+        };
+        assert_eq!(MapFailure::decode(&failure.encode()), Ok(failure.clone()));
+        assert_eq!(read_greeting(&greeting(4242)), Ok((PROTOCOL, 4242)));
+        // Bytes left over after the last field: refused.
+        let extra = read_greeting(&[greeting(1), vec![0]].concat());
+        assert!(extra.unwrap_err().contains("left over"));
+        let extra = MapFailure::decode(&[failure.encode(), vec![0]].concat());
+        assert!(extra.unwrap_err().contains("left over"));
         let frame = encode(Kind::Reply, 9, b"xy").unwrap();
         assert_eq!(
             decode(&frame),
@@ -759,6 +802,10 @@ mod tests {
         huge[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(decode(&huge).unwrap_err().contains("more than"));
         assert_eq!(encode(Kind::Call, 1, &vec![0; MAX_PAYLOAD + 1]), Err(MAX_PAYLOAD + 1));
+        // 64 KiB of payload: carried.
+        assert_eq!(MAX_PAYLOAD, 64 << 10);
+        let full = encode(Kind::Call, 1, &vec![7; MAX_PAYLOAD]).unwrap();
+        assert_eq!(decode(&full).unwrap().payload.len(), MAX_PAYLOAD);
     }
 
     #[test]
@@ -780,6 +827,14 @@ mod tests {
         let mut w = Writer::default();
         w.str("a").u64(1).u64(2).u32(0).u32(u32::MAX);
         assert!(DependRequest::decode(&w.0).unwrap_err().contains("too short"));
+        // One more than the bytes left hold: a range of 16 bytes with 15 left, a pass of at
+        // least 12 with 11 left.
+        let mut w = Writer::default();
+        w.str("a").u64(1).u64(2).u32(1).rest(&[0; 15]);
+        assert!(DependRequest::decode(&w.0).unwrap_err().contains("too short"));
+        let mut w = Writer::default();
+        w.str("n").str("v").u32(1).rest(&[0; 11]);
+        assert!(Mapped::decode(&w.0).unwrap_err().contains("too short"));
     }
 
     /// Random bytes, and valid frames mutated (bytes flipped, cut, extended, lengths

@@ -20,14 +20,18 @@
 //! crate feature `isolate`; the rest needs it, and the worker's process code (`frame`,
 //! `remote`, `worker`, `sys::process`) needs Linux too and is left out under `--cfg loom`.
 
+#[forbid(unsafe_code)]
 #[cfg(feature = "isolate")]
 mod config;
+#[forbid(unsafe_code)]
 #[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 pub(crate) mod frame;
+#[forbid(unsafe_code)]
 #[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 mod remote;
 // The set's side of the protocol (the requests in flight, the worker's end), which the loom
 // models drive.
+#[forbid(unsafe_code)]
 #[cfg(feature = "isolate")]
 #[cfg_attr(not(all(target_os = "linux", not(loom))), allow(dead_code))]
 mod table;
@@ -35,6 +39,7 @@ mod table;
 // socket, and the call of a message pass (see its module documentation).
 #[allow(unsafe_code)]
 mod sys;
+#[forbid(unsafe_code)]
 #[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 mod worker;
 

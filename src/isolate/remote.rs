@@ -15,7 +15,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, OpenCause, Origin, WorkerCause};
@@ -26,10 +26,11 @@ use crate::isolate::frame::{
 };
 use crate::isolate::sys::{self, Channel};
 use crate::isolate::table::{Outcome, Table};
+use crate::load::pipeline::Prepared;
 use crate::load::{Isolate, Isolated, LoadedPlugins};
 use crate::registrar::MAX_NAME_LEN;
 use crate::registry::teardown::Teardown;
-use crate::sync::{Arc, Mutex};
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
 use crate::trust::candidate::Candidate;
 use crate::trust::{Checks, TrustPolicy};
 
@@ -72,6 +73,33 @@ pub(crate) struct Worker {
     pid: u32,
     deadline: Duration,
     reader: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The input regions of calls that are done, for the next large inputs (at most
+    /// [`POOLED_REGIONS`], each of at most [`POOLED_CAPACITY`] bytes).
+    regions: Mutex<Vec<Pooled>>,
+    /// The number of the next input region made for the pool (`SharedCall::region`).
+    next_region: AtomicU64,
+}
+
+/// The most input regions a worker keeps for reuse: as many as calls its worker runs at once.
+const POOLED_REGIONS: usize = crate::isolate::frame::THREADS;
+
+/// The largest input region kept for reuse; a larger input travels in a region of its own,
+/// freed after its call.
+const POOLED_CAPACITY: usize = 4 << 20;
+
+/// An input region to reuse, and its number for the worker.
+#[derive(Debug)]
+struct Pooled {
+    number: u64,
+    region: sys::InputRegion,
+}
+
+/// The region of one call's input.
+enum Input {
+    /// A reused region (its capacity may exceed the input): back to the pool once answered.
+    Pooled(Pooled),
+    /// A region of its own, holding exactly the input, its bytes sealed.
+    Once(std::fs::File),
 }
 
 /// What the callers and the reader thread share: the table of requests in flight, waiting
@@ -81,7 +109,7 @@ pub(crate) struct Worker {
 #[derive(Debug)]
 struct Shared {
     table: Table<Expect, Answer, Option<ExitStatus>>,
-    child: Mutex<Child>,
+    child: sys::Process,
 }
 
 /// What a request expects back.
@@ -96,8 +124,8 @@ impl Expect {
     fn accepts(self, kind: Kind) -> bool {
         matches!(
             (self, kind),
-            (Expect::Depend, Kind::Held | Kind::MapFailed)
-                | (Expect::Map, Kind::Mapped | Kind::MapFailed)
+            (Expect::Depend, Kind::Held | Kind::MapFailed | Kind::Skipped)
+                | (Expect::Map, Kind::Mapped | Kind::MapFailed | Kind::Skipped)
                 | (Expect::Call, Kind::Reply | Kind::ReplyShared | Kind::CallFailed)
         )
     }
@@ -145,7 +173,7 @@ impl Worker {
         let pid = child.id();
         let shared = Arc::new(Shared {
             table: Table::new(),
-            child: Mutex::new(child),
+            child,
         });
         let channel = Arc::new(channel);
         let worker = Worker {
@@ -154,6 +182,8 @@ impl Worker {
             pid,
             deadline: isolation.deadline,
             reader: Mutex::new(None),
+            regions: Mutex::new(Vec::new()),
+            next_region: AtomicU64::new(1),
         };
         if let Err(cause) = worker.greet() {
             worker.shared.kill();
@@ -277,6 +307,57 @@ impl Worker {
         }
     }
 
+    /// Sends a request without waiting for its answer: its id, for [`wait`](Worker::wait).
+    fn open(
+        &self,
+        (kind, payload): (Kind, &[u8]),
+        fds: &[std::os::fd::BorrowedFd<'_>],
+        expect: Expect,
+    ) -> Result<u64, WorkerCause> {
+        let frame = |id| {
+            frame::encode(kind, id, payload)
+                .map_err(|len| WorkerCause::Protocol(format!("a request of {len} bytes, more than a frame carries")))
+        };
+        // A failed send (a worker that died, or stopped reading past the deadline) is seen
+        // in the wait, as in `request`.
+        self.shared.table.open(expect, |id| {
+            if let Err(e) = self.channel.send(&frame(id)?, fds) {
+                log::debug!("the request to worker {} could not be sent: {e}", self.pid);
+            }
+            Ok(())
+        })
+    }
+
+    /// Waits, at most the call deadline from now, for the answer of the request `id` that
+    /// [`open`](Worker::open) sent. `what` names the request for a deadline's error.
+    fn wait(&self, id: u64, what: &str) -> Result<Answer, WorkerCause> {
+        let expired = || WorkerCause::Deadline {
+            pass: what.to_owned(),
+            after: self.deadline,
+        };
+        match self
+            .shared
+            .table
+            .wait(id, Instant::now().checked_add(self.deadline), expired)
+        {
+            Outcome::Answered(answer) => Ok(answer),
+            Outcome::Failed(cause) => Err(cause),
+            Outcome::Expired(cause) => {
+                self.shared.kill();
+                Err(cause)
+            }
+        }
+    }
+
+    /// Sends a frame of `kind` with no payload that the worker does not answer (`Resume`).
+    fn tell(&self, kind: Kind) -> Result<(), WorkerCause> {
+        let frame = frame::encode(kind, 0, &[]).map_err(|_| WorkerCause::Protocol("an empty frame".to_owned()))?;
+        if let Err(e) = self.channel.send(&frame, &[]) {
+            log::debug!("a {kind:?} to worker {} could not be sent: {e}", self.pid);
+        }
+        Ok(())
+    }
+
     /// Calls the message pass `pass` (of plugin `plugin`) with `input`: in the frame, or, when
     /// it does not fit one, in a sealed shared region beside it (at most [`MAX_MESSAGE`]
     /// bytes); the output comes back the same way.
@@ -291,9 +372,8 @@ impl Worker {
             pass: Some(pass.to_owned()),
             cause: Box::new(cause),
         };
-        let inline = Call { pass, input }.encode();
-        let (kind, answer, fd) = if inline.len() <= MAX_PAYLOAD {
-            self.request((Kind::Call, &inline), &[], Expect::Call, pass)
+        let (kind, answer, fd) = if Call::encoded_len(pass, input) <= MAX_PAYLOAD {
+            self.request((Kind::Call, &Call { pass, input }.encode()), &[], Expect::Call, pass)
         } else {
             if input.len() > MAX_MESSAGE {
                 return Err(refused(format!(
@@ -302,18 +382,28 @@ impl Worker {
                     input.len()
                 )));
             }
-            let region = sys::sealed_region(input)
+            let region = self
+                .input_region(input)
                 .map_err(|e| refused(format!("its input could not be put in a shared region: {e}")))?;
+            let (fd, number) = match &region {
+                Input::Pooled(pooled) => (pooled.region.file().as_fd(), pooled.number),
+                Input::Once(file) => (file.as_fd(), 0),
+            };
             let request = SharedCall {
                 pass,
                 len: input.len() as u64,
+                region: number,
             };
-            self.request(
-                (Kind::CallShared, &request.encode()),
-                &[region.as_fd()],
-                Expect::Call,
-                pass,
-            )
+            let answer = self.request((Kind::CallShared, &request.encode()), &[fd], Expect::Call, pass);
+            // The worker reads a region only until it answers: an answered call's region can
+            // take the next input. One whose call failed may still be read, and is dropped.
+            if let (Ok(_), Input::Pooled(pooled)) = (&answer, region) {
+                let mut pool = self.regions.lock();
+                if pool.len() < POOLED_REGIONS {
+                    pool.push(pooled);
+                }
+            }
+            answer
         }
         .map_err(failed)?;
         let (status, output) = match kind {
@@ -341,6 +431,39 @@ impl Worker {
         }
     }
 
+    /// A region holding `input` (more than a frame carries) for the worker: a pooled one that
+    /// fits, or a new one for the pool (its capacity `input`'s length rounded up to a power
+    /// of two), or, for an input larger than [`POOLED_CAPACITY`] or a kernel that cannot seal
+    /// a reused region, a sealed region of its own.
+    fn input_region(&self, input: &[u8]) -> std::io::Result<Input> {
+        if input.len() <= POOLED_CAPACITY {
+            let pooled = {
+                let mut pool = self.regions.lock();
+                let fitting = pool
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, pooled)| pooled.region.capacity() >= input.len())
+                    .min_by_key(|(_, pooled)| pooled.region.capacity())
+                    .map(|(at, _)| at);
+                fitting.map(|at| pool.swap_remove(at))
+            };
+            let pooled = pooled.or_else(|| {
+                let made = sys::InputRegion::new(input.len().next_power_of_two());
+                let made = made.inspect_err(|e| log::debug!("an input region to reuse could not be made: {e}"));
+                made.ok().map(|region| Pooled {
+                    number: self.next_region.fetch_add(1, Ordering::Relaxed),
+                    region,
+                })
+            });
+            if let Some(mut pooled) = pooled
+                && pooled.region.write(input)
+            {
+                return Ok(Input::Pooled(pooled));
+            }
+        }
+        sys::sealed_region(input).map(Input::Once)
+    }
+
     /// Fails the worker for a hostile answer `reason` and kills it; returns the cause.
     fn hostile(&self, reason: String) -> WorkerCause {
         let cause = self.shared.table.fail(WorkerCause::Protocol(reason));
@@ -356,6 +479,8 @@ impl Worker {
             let _ = self.channel.send(&unload, &[]);
         };
         let (failed, mut ended) = self.shared.table.unload(ask, Instant::now().checked_add(self.deadline));
+        // No call is made after the unload: the regions kept for them go.
+        self.regions.lock().clear();
         if ended.is_none() {
             log::warn!(
                 "{}the worker process {} of an isolated set did not exit within the call deadline of {:?} after \
@@ -399,9 +524,9 @@ impl Worker {
 }
 
 impl Shared {
-    /// Sends the worker `SIGKILL` (nothing if it was reaped: std's `Child` knows).
+    /// Sends the worker `SIGKILL` (nothing if it was reaped).
     fn kill(&self) {
-        let _ = self.child.lock().kill();
+        self.child.kill();
     }
 
     /// Reaps the worker, bounded: waits [`REAP`] for it to exit, kills it, waits [`REAP`]
@@ -409,10 +534,12 @@ impl Shared {
     fn reap(&self) -> Option<ExitStatus> {
         let started = Instant::now();
         let mut killed = false;
-        // A worker whose channel closed is usually exiting: its status comes within microseconds.
+        // A worker whose channel closed is usually exiting: its exit wakes the wait on its
+        // process descriptor; without one, its status is looked for after short sleeps.
         let mut pause = Duration::from_micros(20);
+        let mut woken = false;
         loop {
-            match self.child.lock().try_wait() {
+            match self.child.try_wait() {
                 Ok(Some(status)) => return Some(status),
                 Ok(None) => {}
                 Err(_) => return None,
@@ -425,8 +552,18 @@ impl Shared {
             if waited >= 2 * REAP {
                 return None;
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(20));
+            let phase = if killed { 2 * REAP } else { REAP };
+            // A wake without an exit to reap (an interrupted wait) sleeps before the next, so
+            // that no wait turns into a spin.
+            woken = match woken {
+                false => self.child.wait_exit(phase.saturating_sub(waited)),
+                true => None,
+            }
+            .unwrap_or_else(|| {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+                false
+            });
         }
     }
 
@@ -520,12 +657,49 @@ impl Isolated for Remote {
     }
 }
 
-/// One load of an isolated host's plugin files: its worker, started at the first file.
+/// One load of an isolated host's plugin files: its worker, started at the first file, and
+/// the files handed over whose outcome the load has not taken yet.
+///
+/// Every file's requests (its `Depend`s, then its `Map`) are sent as soon as it is handed
+/// over and checked, without waiting for the answers of those before it: the worker maps one
+/// while the host checks the next, and no round trip is waited for in between. The answers
+/// are read in order, as the load takes each outcome. A file the host's checks refuse stops
+/// the sending there (none after it is sent before its failure is taken: under a strict
+/// policy, none of them would run in-process either); so does a failure in the worker, which
+/// then answers every request after the failed one `Skipped`, until the host, having read
+/// them all, sends `Resume` and those files again.
 #[derive(Debug)]
 pub(crate) struct Isolating<'a> {
     isolation: &'a Isolation,
     worker: Option<Arc<Worker>>,
     hosted: Vec<usize>,
+    /// The files handed over whose outcome was not taken, first handed over first.
+    queue: std::collections::VecDeque<Entry>,
+    /// Whether the worker answers `Skipped`: a request of this load failed there, and no
+    /// `Resume` was sent since.
+    skipping: bool,
+}
+
+/// A plugin file of a load, from its handing over to its outcome.
+#[derive(Debug)]
+enum Entry {
+    /// Handed over, not checked yet.
+    Waiting(Candidate),
+    /// Checked, not sent (or sent and skipped by the worker: to be sent again).
+    Prepared(Box<(Candidate, Prepared)>),
+    /// Sent: the ids of its requests, to read the answers of.
+    Sent(Box<Sent>),
+    /// Failed before it was sent.
+    Failed(Origin, Error),
+}
+
+/// A plugin file whose requests were sent.
+#[derive(Debug)]
+struct Sent {
+    candidate: Candidate,
+    prepared: Prepared,
+    /// Its `Depend`s, in order, then its `Map`.
+    requests: Vec<u64>,
 }
 
 impl<'a> Isolating<'a> {
@@ -534,20 +708,61 @@ impl<'a> Isolating<'a> {
             isolation,
             worker: None,
             hosted: Vec::new(),
+            queue: std::collections::VecDeque::new(),
+            skipping: false,
         }
     }
 
-    fn load_one(
+    /// Checks and sends the files handed over, first to last, up to the first that fails
+    /// (it is left for its outcome to be taken: no file after it is sent before that).
+    fn send_ahead(&mut self, checks: &mut Checks, trust: TrustPolicy) {
+        for at in 0..self.queue.len() {
+            match self.queue.get(at) {
+                Some(Entry::Sent(_)) => continue,
+                Some(Entry::Failed(..)) | None => return,
+                Some(Entry::Waiting(_) | Entry::Prepared(_)) => {}
+            }
+            let next = match self.queue.remove(at) {
+                Some(Entry::Waiting(mut candidate)) => match candidate.prepare(checks, trust) {
+                    Ok(prepared) => self.transmit(candidate, prepared, trust),
+                    Err(error) => Entry::Failed(Origin::File(candidate.path), error),
+                },
+                Some(Entry::Prepared(prepared)) => {
+                    let (candidate, prepared) = *prepared;
+                    self.transmit(candidate, prepared, trust)
+                }
+                Some(sent_or_failed) => sent_or_failed,
+                None => return,
+            };
+            let failed = matches!(next, Entry::Failed(..));
+            self.queue.insert(at, next);
+            if failed {
+                return;
+            }
+        }
+    }
+
+    /// Sends the requests of the checked file `candidate` (starting the worker at the first
+    /// file): `Entry::Sent`, or `Entry::Failed` with why they could not be sent.
+    fn transmit(&mut self, candidate: Candidate, prepared: Prepared, trust: TrustPolicy) -> Entry {
+        match self.send_requests(&candidate, &prepared, trust) {
+            Ok(requests) => Entry::Sent(Box::new(Sent {
+                candidate,
+                prepared,
+                requests,
+            })),
+            Err(error) => Entry::Failed(Origin::File(candidate.path), error),
+        }
+    }
+
+    fn send_requests(
         &mut self,
-        candidate: &mut Candidate,
-        checks: &mut Checks,
+        candidate: &Candidate,
+        prepared: &Prepared,
         trust: TrustPolicy,
-        set: &mut LoadedPlugins,
-    ) -> Result<Vec<Error>, Error> {
-        let origin = Origin::File(candidate.path.clone());
-        let prepared = candidate.prepare(checks, trust)?;
+    ) -> Result<Vec<u64>, Error> {
         let failed = |cause| Error::WorkerFailed {
-            plugin: origin.clone(),
+            plugin: Origin::File(candidate.path.clone()),
             pass: None,
             cause: Box::new(cause),
         };
@@ -563,6 +778,9 @@ impl<'a> Isolating<'a> {
                 self.worker.insert(worker).clone()
             }
         };
+        if std::mem::take(&mut self.skipping) {
+            worker.tell(Kind::Resume).map_err(failed)?;
+        }
         // A sealed copy is in no directory: the worker gives the loader its descriptor itself.
         let sealed = prepared.provenance.sealed();
         let origin_dir = prepared.linkage.names_origin() && !sealed;
@@ -570,6 +788,7 @@ impl<'a> Isolating<'a> {
             true => Some(directory_of(&candidate.resolved, &candidate.path)?),
             false => None,
         };
+        let mut requests = Vec::with_capacity(prepared.dependencies.len() + 1);
         // The libraries it needs, dependencies first, each with its directory: the worker maps
         // them before the plugin, as the host would.
         // (A dependency's `file` is its sealed copy where it has one, and comes alone.)
@@ -588,14 +807,8 @@ impl<'a> Isolating<'a> {
             let fds: Vec<_> = std::iter::once(dependency.file.as_fd())
                 .chain(directory.as_ref().map(AsFd::as_fd))
                 .collect();
-            let (kind, answer, _) = worker
-                .request((Kind::Depend, &request.encode()), &fds, Expect::Depend, "")
-                .map_err(load_deadline)
-                .map_err(failed)?;
-            if kind == Kind::MapFailed {
-                let failure = MapFailure::decode(&answer).map_err(|reason| failed(worker.hostile(reason)))?;
-                return Err(error_of(failure, &candidate.path));
-            }
+            let id = worker.open((Kind::Depend, &request.encode()), &fds, Expect::Depend);
+            requests.push(id.map_err(failed)?);
         }
         let metadata = &prepared.checked.metadata;
         let request = MapRequest {
@@ -616,14 +829,68 @@ impl<'a> Isolating<'a> {
         let fds: Vec<_> = std::iter::once(file)
             .chain(directory.as_ref().map(AsFd::as_fd))
             .collect();
-        let (kind, answer, _) = worker
-            .request((Kind::Map, &request.encode()), &fds, Expect::Map, "")
-            .map_err(load_deadline)
-            .map_err(failed)?;
-        if kind == Kind::MapFailed {
-            let failure = MapFailure::decode(&answer).map_err(|reason| failed(worker.hostile(reason)))?;
-            return Err(error_of(failure, &candidate.path));
+        let id = worker.open((Kind::Map, &request.encode()), &fds, Expect::Map);
+        requests.push(id.map_err(failed)?);
+        Ok(requests)
+    }
+
+    /// The outcome of the first file handed over whose outcome was not taken (sending it,
+    /// and those after it, if a failure stopped the sending before them).
+    fn take(&mut self, checks: &mut Checks, trust: TrustPolicy, set: &mut LoadedPlugins) -> Vec<(Origin, Error)> {
+        self.send_ahead(checks, trust);
+        match self.queue.pop_front() {
+            Some(Entry::Sent(sent)) => {
+                let origin = Origin::File(sent.candidate.path.clone());
+                match self.receive(*sent, set) {
+                    Ok(duplicates) => duplicates.into_iter().map(|e| (origin.clone(), e)).collect(),
+                    Err(error) => vec![(origin, error)],
+                }
+            }
+            Some(Entry::Failed(origin, error)) => vec![(origin, error)],
+            // `send_ahead` leaves the first entry sent or failed; there is one per `send`.
+            Some(Entry::Waiting(_) | Entry::Prepared(_)) | None => Vec::new(),
         }
+    }
+
+    /// Reads the answers of `sent`'s requests and adds the plugin the worker mapped to `set`;
+    /// its duplicate passes are returned. After a failure the worker skips what was sent
+    /// after it: those answers are read here too, and those files made ready to be sent
+    /// again.
+    fn receive(&mut self, sent: Sent, set: &mut LoadedPlugins) -> Result<Vec<Error>, Error> {
+        let Sent {
+            candidate,
+            prepared,
+            requests,
+        } = sent;
+        let origin = Origin::File(candidate.path.clone());
+        let failed = |cause| Error::WorkerFailed {
+            plugin: origin.clone(),
+            pass: None,
+            cause: Box::new(cause),
+        };
+        let worker = self.worker.clone().expect("a file was sent, so its worker started");
+        let mut failure = None;
+        let mut mapped = None;
+        for id in requests {
+            let (kind, answer, _) = self.answer(&worker, id).map_err(failed)?;
+            match kind {
+                Kind::MapFailed if failure.is_none() => {
+                    let decoded = MapFailure::decode(&answer).map_err(|reason| failed(worker.hostile(reason)))?;
+                    failure = Some(error_of(decoded, &candidate.path));
+                }
+                Kind::Mapped => mapped = Some(answer),
+                _ => {}
+            }
+        }
+        if let Some(error) = failure {
+            self.requeue_skipped(&worker);
+            return Err(error);
+        }
+        let Some(answer) = mapped else {
+            return Err(failed(
+                worker.hostile("it answered a plugin's load with no Mapped".to_owned()),
+            ));
+        };
         let mapped = Mapped::decode(&answer)
             .and_then(checked_names)
             .map_err(|reason| failed(worker.hostile(reason)))?;
@@ -635,6 +902,61 @@ impl<'a> Isolating<'a> {
         let duplicates = set.add_remote(origin, (mapped.name, mapped.version), mapped.passes, prepared.pinning);
         self.hosted.push(at);
         Ok(duplicates)
+    }
+
+    /// The answer of request `id`, which must agree with what the worker does after a
+    /// failure: after a `MapFailed`, `Skipped` and only that until `Resume`; a worker that
+    /// says otherwise is hostile. A `Depend` is answered `Held` or `MapFailed`, a `Map`
+    /// `Mapped` or `MapFailed` (the table checks the kinds).
+    fn answer(&mut self, worker: &Worker, id: u64) -> Result<Answer, WorkerCause> {
+        let answer = worker.wait(id, "").map_err(load_deadline)?;
+        let skipped = answer.0 == Kind::Skipped;
+        if skipped != self.skipping {
+            return Err(worker.hostile(match skipped {
+                true => format!("it answered request {id} with a Skipped frame, though no load failed"),
+                false => format!(
+                    "it answered request {id} with a {:?} frame after a load failed, not Skipped",
+                    answer.0
+                ),
+            }));
+        }
+        self.skipping |= answer.0 == Kind::MapFailed;
+        Ok(answer)
+    }
+
+    /// After a failure: reads the answers (all `Skipped`) of every file sent after it, and
+    /// makes those files ready to be sent again, after a `Resume`. A file whose answers do
+    /// not come (the worker failed meanwhile) fails with the worker's cause.
+    fn requeue_skipped(&mut self, worker: &Worker) {
+        for at in 0..self.queue.len() {
+            let entry = match self.queue.remove(at) {
+                Some(Entry::Sent(sent)) => {
+                    let Sent {
+                        candidate,
+                        prepared,
+                        requests,
+                    } = *sent;
+                    match requests
+                        .into_iter()
+                        .try_for_each(|id| self.answer(worker, id).map(drop))
+                    {
+                        Ok(()) => Entry::Prepared(Box::new((candidate, prepared))),
+                        Err(cause) => {
+                            let origin = Origin::File(candidate.path);
+                            let error = Error::WorkerFailed {
+                                plugin: origin.clone(),
+                                pass: None,
+                                cause: Box::new(cause),
+                            };
+                            Entry::Failed(origin, error)
+                        }
+                    }
+                }
+                Some(other) => other,
+                None => return,
+            };
+            self.queue.insert(at, entry);
+        }
     }
 
     /// Hands the worker to `set`, which unloads it with its other plugins; nothing if no
@@ -710,22 +1032,19 @@ impl Load for Isolating<'_> {
 }
 
 impl Isolate for Isolating<'_> {
-    /// Loads `candidate` into the worker: the checks a load makes before it maps a file
-    /// (`Candidate::prepare`), then the checked descriptor sent to the worker, which maps it
-    /// and registers its passes; they join `set` without callables (a lease calls them through
-    /// the worker). Returns the failures, as the load policy takes them.
-    fn load(
-        &mut self,
-        mut candidate: Candidate,
-        checks: &mut Checks,
-        trust: TrustPolicy,
-        set: &mut LoadedPlugins,
-    ) -> Vec<(Origin, Error)> {
-        let origin = Origin::File(candidate.path.clone());
-        match self.load_one(&mut candidate, checks, trust, set) {
-            Ok(duplicates) => duplicates.into_iter().map(|e| (origin.clone(), e)).collect(),
-            Err(error) => vec![(origin, error)],
-        }
+    /// Takes `candidate` for the worker: checked (`Candidate::prepare`, the checks a load
+    /// makes before it maps a file) and its checked descriptor sent to the worker, which maps
+    /// it and registers its passes, as soon as every file before it is sent.
+    fn send(&mut self, candidate: Candidate, checks: &mut Checks, trust: TrustPolicy) {
+        self.queue.push_back(Entry::Waiting(candidate));
+        self.send_ahead(checks, trust);
+    }
+
+    /// The outcome of the first file not taken: its passes join `set` without callables (a
+    /// lease calls them through the worker). Returns the failures, as the load policy takes
+    /// them.
+    fn load(&mut self, checks: &mut Checks, trust: TrustPolicy, set: &mut LoadedPlugins) -> Vec<(Origin, Error)> {
+        self.take(checks, trust, set)
     }
 }
 

@@ -1,5 +1,6 @@
 //! The platform calls of isolated sets, and every `unsafe` of them: the worker's early hook,
-//! the spawn of a worker (the part that runs in the child before `exec`), the channel's
+//! the spawn of a worker (`posix_spawn`, or the part of a `fork` that runs in the child
+//! before `exec`) and the wait for its end (a process descriptor), the channel's
 //! socket (`socketpair`, `sendmsg`/`recvmsg` with `SCM_RIGHTS`, whose descriptors std's Unix
 //! sockets cannot carry on stable Rust), the sealed shared regions of large messages
 //! (`memfd_create`, seals, a read-only mapping), and the call of a message pass.
@@ -22,10 +23,11 @@
 use std::ffi::c_void;
 
 use crate::load::PassInfo;
-use dylease_plugin::abi::{DYLEASE_MESSAGE_INTERFACE, dylease_fn, dylease_message_fn, dylease_out};
+use dylease_plugin::MessagePass;
+use dylease_plugin::abi::{dylease_message_fn, dylease_out};
 
 #[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
-pub(crate) use process::{Channel, Region, SIZE_SEALS, sealed_region, seals, spawn};
+pub(crate) use process::{Channel, InputRegion, Process, Region, SIZE_SEALS, sealed_region, seals, spawn};
 
 /// What [`call_message`] got back from a message pass.
 #[cfg_attr(not(all(feature = "isolate", target_os = "linux", not(loom))), allow(dead_code))]
@@ -73,27 +75,22 @@ unsafe extern "C" fn append(out: *mut dylease_out, bytes: *const u8, len: usize)
 /// bytes of its output; `None` if it is not a native message pass (registered under
 /// `dylease.message/1`) or its plugin is not mapped.
 pub(crate) fn call_message_pass(pass: &PassInfo, input: &[u8], limit: usize) -> Option<Called> {
-    if pass.interface() != Some(DYLEASE_MESSAGE_INTERFACE) || pass.is_python() {
-        return None;
-    }
     let callable = pass.callable()?;
-    // SAFETY: the pass was registered under `dylease.message/1` (checked above), whose
-    // signature is `dylease_message_fn` (what `MessagePass` and the header's
-    // `DYLEASE_MESSAGE_PASS` promise); a pass with a callable belongs to a mapped plugin,
-    // which stays mapped while its set lives, and `pass` borrows from the set.
-    Some(unsafe { call_message(callable.func, callable.user_data.0, input, limit) })
+    // `typed` checks the interface it was registered under (and that it is native).
+    let func = callable.func.typed::<MessagePass>()?;
+    // SAFETY: a pass with a callable belongs to a mapped plugin, which stays mapped while its
+    // set lives, and `pass` borrows from the set.
+    Some(unsafe { call_message(func, callable.user_data.0, input, limit) })
 }
 
-/// Calls the message pass `func` with `user_data` and `input`, collecting at most `limit`
+/// Calls the message pass `pass` with `user_data` and `input`, collecting at most `limit`
 /// bytes of output.
 ///
 /// # Safety
 ///
-/// `func` was registered under `dylease.message/1` (so has the signature
-/// [`dylease_message_fn`]), and the library it belongs to stays mapped during the call.
-unsafe fn call_message(func: dylease_fn, user_data: *mut c_void, input: &[u8], limit: usize) -> Called {
-    // SAFETY: the caller's contract: the pass has this signature.
-    let pass = unsafe { std::mem::transmute::<dylease_fn, dylease_message_fn>(func) };
+/// The library `pass` belongs to stays mapped during the call, and `user_data` is the one it
+/// was registered with.
+unsafe fn call_message(pass: dylease_message_fn, user_data: *mut c_void, input: &[u8], limit: usize) -> Called {
     let mut sink = Sink {
         output: Vec::new(),
         limit,
@@ -103,7 +100,7 @@ unsafe fn call_message(func: dylease_fn, user_data: *mut c_void, input: &[u8], l
         ctx: (&raw mut sink).cast(),
         write: append,
     };
-    // SAFETY: the caller's contract (the pass is mapped and of this signature); `input` is
+    // SAFETY: the caller's contract (the pass is mapped, `user_data` its own); `input` is
     // live for the call, and `out` with its `Sink` outlives it.
     let status = unsafe { pass(input.as_ptr(), input.len(), &raw mut out, user_data) };
     Called {
@@ -123,7 +120,7 @@ mod process {
     use std::os::unix::fs::FileExt;
     use std::os::unix::process::CommandExt;
     use std::path::Path;
-    use std::process::{Child, Command, Stdio};
+    use std::process::{Command, Stdio};
     use std::time::Duration;
 
     /// The environment variable that makes a process a worker: the number of its channel's
@@ -143,6 +140,10 @@ mod process {
         let Some(channel) = channel_from_env() else {
             return;
         };
+        // The worker dies with the host's thread that spawned it ([`spawn`]); a host that ended
+        // before this closed its end of the channel, which the worker reads next, and exits.
+        // SAFETY: `prctl` with these options takes plain integers.
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
         // A panic must not unwind out of the C runtime's call: it ends the worker with status 101,
         // which the host reports.
         let code = std::panic::catch_unwind(|| super::super::worker::run(channel)).unwrap_or(101);
@@ -218,6 +219,102 @@ mod process {
         Ok(file)
     }
 
+    /// A region the host writes the inputs of calls into, one call at a time, and hands the
+    /// worker again for each: an anonymous file (`memfd_create`, close-on-exec) of a fixed
+    /// `capacity`, mapped writable in the host once, then sealed: its size can change no more
+    /// (`F_SEAL_SHRINK`, `F_SEAL_GROW`), nobody can gain write access to it any more
+    /// (`F_SEAL_FUTURE_WRITE`: no `write`, no new writable mapping, no `mprotect` of a
+    /// read-only one, whatever descriptor or reopening of it is used), nor change its seals
+    /// (`F_SEAL_SEAL`). The host's own mapping, made before the seals, is then the only way
+    /// to write its bytes: the worker, which holds the descriptor, can read them and nothing
+    /// more, and the host's writes need no system call and touch no fresh page.
+    #[derive(Debug)]
+    pub(crate) struct InputRegion {
+        file: File,
+        start: *mut u8,
+        capacity: usize,
+    }
+
+    // SAFETY: the mapping is owned by the region alone (written only through `&mut self`,
+    // unmapped only by its drop), and no other process can write it (its seals): moving the
+    // region to another thread moves that ownership with it.
+    unsafe impl Send for InputRegion {}
+
+    impl InputRegion {
+        /// A new region of `capacity` bytes (> 0), its pages allocated. `Err` where the
+        /// kernel cannot seal it so (`F_SEAL_FUTURE_WRITE` came with Linux 5.1): the caller
+        /// then uses a [`sealed_region`] per call.
+        pub(crate) fn new(capacity: usize) -> io::Result<InputRegion> {
+            // SAFETY: the name is a NUL-terminated string; the flags are plain integers.
+            let fd =
+                unsafe { libc::memfd_create(c"dylease-message".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: `memfd_create` just made `fd`, owned by nobody else.
+            let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+            file.set_len(capacity as u64)?;
+            // SAFETY: a new shared mapping of the whole of an open file, placed by the kernel:
+            // it overlaps nothing of this process's.
+            let start = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    capacity,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED | libc::MAP_POPULATE,
+                    file.as_raw_fd(),
+                    0,
+                )
+            };
+            if start == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            // Unmapped by its drop from here on, whatever fails next.
+            let region = InputRegion {
+                file,
+                start: start.cast(),
+                capacity,
+            };
+            let seals = SIZE_SEALS | libc::F_SEAL_FUTURE_WRITE | libc::F_SEAL_SEAL;
+            // SAFETY: `F_ADD_SEALS` on a descriptor this function owns takes an int.
+            if unsafe { libc::fcntl(region.file.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(region)
+        }
+
+        /// How many bytes it holds.
+        pub(crate) fn capacity(&self) -> usize {
+            self.capacity
+        }
+
+        /// Writes `bytes` at its start: `false` (and nothing written) if they do not fit.
+        pub(crate) fn write(&mut self, bytes: &[u8]) -> bool {
+            if bytes.len() > self.capacity {
+                return false;
+            }
+            // SAFETY: `start` maps `capacity` writable bytes until `self` is dropped, and the
+            // file's size is sealed, so no write to them faults. `&mut self` makes this the one
+            // reference to them in this process, and no other process can write them (the
+            // seals leave this mapping the only writable one): the slice aliases nothing.
+            let mapped = unsafe { std::slice::from_raw_parts_mut(self.start, self.capacity) };
+            mapped[..bytes.len()].copy_from_slice(bytes);
+            true
+        }
+
+        /// The descriptor the worker is handed.
+        pub(crate) fn file(&self) -> &File {
+            &self.file
+        }
+    }
+
+    impl Drop for InputRegion {
+        fn drop(&mut self) {
+            // SAFETY: `start` and `capacity` are the mapping `new` made, unmapped only here.
+            unsafe { libc::munmap(self.start.cast(), self.capacity) };
+        }
+    }
+
     /// The seals of `file` (`F_GET_SEALS`); an `Err` for a file that cannot have any.
     pub(crate) fn seals(file: &File) -> io::Result<libc::c_int> {
         // SAFETY: `F_GET_SEALS` on an open descriptor takes no argument.
@@ -228,7 +325,7 @@ mod process {
         }
     }
 
-    /// A read-only shared mapping of a sealed region of `len` bytes (`len` > 0), the whole
+    /// A read-only shared mapping of a region sealed against a change of size, the whole
     /// file: unmapped when dropped.
     #[derive(Debug)]
     pub(crate) struct Region {
@@ -236,10 +333,18 @@ mod process {
         len: usize,
     }
 
+    // SAFETY: the mapping is read-only and owned by the region (unmapped only by its drop);
+    // reading it from several threads, or from another thread than the one that mapped it,
+    // is reading memory that lives as long as the region.
+    unsafe impl Send for Region {}
+    // SAFETY: as above: `&Region` only reads.
+    unsafe impl Sync for Region {}
+
     impl Region {
-        /// Maps `file`, which must be sealed against a change of size ([`SIZE_SEALS`]: a
-        /// shrink would turn a read of the mapping into `SIGBUS`) and hold exactly `len`
-        /// bytes: `Err` saying which is not so.
+        /// Maps `file` whole, which must be sealed against a change of size ([`SIZE_SEALS`]:
+        /// a shrink would turn a read of the mapping into `SIGBUS`) and hold at least `len`
+        /// bytes (`len` > 0; an [`InputRegion`] holds its capacity): `Err` saying which is
+        /// not so.
         pub(crate) fn map(file: &File, len: usize) -> io::Result<Region> {
             if seals(file)? & SIZE_SEALS != SIZE_SEALS {
                 return Err(io::Error::other(
@@ -247,17 +352,18 @@ mod process {
                 ));
             }
             let size = file.metadata()?.len();
-            if size != len as u64 || len == 0 {
+            if size < len as u64 || len == 0 {
                 return Err(io::Error::other(format!(
-                    "the region holds {size} bytes, not the {len} announced"
+                    "the region holds {size} bytes, fewer than the {len} announced"
                 )));
             }
+            let size = usize::try_from(size).map_err(|_| io::Error::other("the region is larger than memory"))?;
             // SAFETY: a new read-only shared mapping of the whole of an open file, placed by
             // the kernel: it overlaps nothing of this process's.
             let start = unsafe {
                 libc::mmap(
                     std::ptr::null_mut(),
-                    len,
+                    size,
                     libc::PROT_READ,
                     libc::MAP_SHARED | libc::MAP_POPULATE,
                     file.as_raw_fd(),
@@ -269,7 +375,7 @@ mod process {
             }
             Ok(Region {
                 start: start.cast::<u8>().cast_const(),
-                len,
+                len: size,
             })
         }
 
@@ -277,8 +383,8 @@ mod process {
         pub(crate) fn bytes(&self) -> &[u8] {
             // SAFETY: `start` maps `len` readable bytes until `self` is dropped; the file's
             // size is sealed, so no read of them faults. A writer that could still change the
-            // bytes (an unsealed writer; the host seals its own) changes what is read, never
-            // where: bytes are bytes.
+            // bytes (an unsealed writer; the host's own mapping of an `InputRegion`, which it
+            // writes between calls) changes what is read, never where: bytes are bytes.
             unsafe { std::slice::from_raw_parts(self.start, self.len) }
         }
     }
@@ -503,20 +609,151 @@ mod process {
 
     /// Starts a worker: `program` (the host's own executable, or the operator's worker command)
     /// with `theirs` as its channel at descriptor 3, named in [`CHANNEL_VAR`]; standard input from
-    /// `/dev/null`, standard output and error the host's. Before `exec`, in the child:
-    /// `PR_SET_NO_NEW_PRIVS` (no set-user-id gain), `PR_SET_PDEATHSIG(SIGKILL)` (the worker dies
-    /// with the thread that spawned it: callers spawn from a thread that lives as long as the
-    /// process), and every descriptor above 3 made close-on-exec (`close_range`), so the worker
-    /// inherits nothing but its standard streams and its channel. Every `LD_*` variable is left
-    /// out of its environment unless `ld_passthrough`.
-    pub(crate) fn spawn(program: &Path, theirs: OwnedFd, ld_passthrough: bool) -> io::Result<Child> {
+    /// `/dev/null`, standard output and error the host's; every other descriptor closed before
+    /// `exec`, so the worker inherits nothing but its standard streams and its channel; every
+    /// `LD_*` variable left out of its environment unless `ld_passthrough`; and no set-user-id
+    /// gain (`PR_SET_NO_NEW_PRIVS`, which the calling thread takes for good, and every process it
+    /// starts with it: callers spawn from a thread of their own that does nothing else). The
+    /// worker dies with the thread that spawned it (`PR_SET_PDEATHSIG(SIGKILL)`, which its hook
+    /// sets, first thing, before it reads its channel: callers spawn from a thread that lives
+    /// as long as the process).
+    ///
+    /// The start is a `posix_spawn` (the C library's `vfork`-like clone: no copy of the host's
+    /// page tables) whose file actions place the channel and close the rest
+    /// (`posix_spawn_file_actions_addclosefrom_np`, glibc 2.34). Where the C library has no
+    /// such action, a `fork` whose child makes every descriptor above 3 close-on-exec
+    /// (`close_range`) and sets the death signal itself before `exec`.
+    pub(crate) fn spawn(program: &Path, theirs: OwnedFd, ld_passthrough: bool) -> io::Result<Process> {
         // Names the hook: a link that keeps this function keeps the hook with it.
         std::hint::black_box(&WORKER_HOOK);
-        // Standard streams are set up before the hook below runs: the channel must not be one.
+        // SAFETY: `prctl` with these options takes plain integers; it affects this thread (and
+        // what it starts) alone.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // The channel must be none of the standard streams, nor at 3 itself: the child gets a
+        // copy at 3 made by `dup2`, which the closing of the rest leaves alone.
         let theirs = match theirs.as_raw_fd() {
-            0..=2 => dup_above(&theirs, CHANNEL_FD + 1)?,
+            0..=CHANNEL_FD => dup_above(&theirs, CHANNEL_FD + 1)?,
             _ => theirs,
         };
+        let pid = match close_from_action() {
+            Some(close_from) => spawn_direct(program, &theirs, ld_passthrough, close_from)?,
+            None => spawn_forked(program, theirs, ld_passthrough)?,
+        };
+        Ok(Process::new(pid))
+    }
+
+    /// `posix_spawn_file_actions_addclosefrom_np`, where the C library has it.
+    type CloseFrom = unsafe extern "C" fn(*mut libc::posix_spawn_file_actions_t, libc::c_int) -> libc::c_int;
+
+    /// The C library's `posix_spawn_file_actions_addclosefrom_np`, looked up once (the
+    /// program runs wherever its C library lacks it).
+    fn close_from_action() -> Option<CloseFrom> {
+        static FOUND: std::sync::OnceLock<Option<CloseFrom>> = std::sync::OnceLock::new();
+        *FOUND.get_or_init(|| {
+            // SAFETY: `dlsym` with `RTLD_DEFAULT` and a NUL-terminated name only looks the name up.
+            let symbol =
+                unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"posix_spawn_file_actions_addclosefrom_np".as_ptr()) };
+            // SAFETY: the symbol of that name is glibc's function of this signature
+            // (`int (posix_spawn_file_actions_t *, int)`).
+            (!symbol.is_null()).then(|| unsafe { std::mem::transmute::<*mut libc::c_void, CloseFrom>(symbol) })
+        })
+    }
+
+    /// The worker's environment: the host's, less [`CHANNEL_VAR`] and (unless
+    /// `ld_passthrough`) every `LD_*` variable, plus [`CHANNEL_VAR`] naming descriptor 3.
+    fn worker_env(ld_passthrough: bool) -> io::Result<Vec<std::ffi::CString>> {
+        let mut env = Vec::new();
+        for (key, value) in std::env::vars_os() {
+            let key = key.as_bytes();
+            if key == CHANNEL_VAR.as_bytes() || (!ld_passthrough && key.starts_with(b"LD_")) {
+                continue;
+            }
+            let variable = [key, b"=", value.as_bytes()].concat();
+            env.push(std::ffi::CString::new(variable).map_err(io::Error::other)?);
+        }
+        env.push(std::ffi::CString::new(format!("{CHANNEL_VAR}={CHANNEL_FD}")).map_err(io::Error::other)?);
+        Ok(env)
+    }
+
+    /// [`spawn`] by `posix_spawnp`, with `close_from` closing every descriptor above 3.
+    fn spawn_direct(
+        program: &Path,
+        theirs: &OwnedFd,
+        ld_passthrough: bool,
+        close_from: CloseFrom,
+    ) -> io::Result<libc::pid_t> {
+        let path = std::ffi::CString::new(program.as_os_str().as_bytes()).map_err(io::Error::other)?;
+        let env = worker_env(ld_passthrough)?;
+        let mut envp: Vec<*mut libc::c_char> = env.iter().map(|v| v.as_ptr().cast_mut()).collect();
+        envp.push(std::ptr::null_mut());
+        let argv = [c"dylease-worker".as_ptr().cast_mut(), std::ptr::null_mut()];
+        let check = |code: libc::c_int| match code {
+            0 => Ok(()),
+            code => Err(io::Error::from_raw_os_error(code)),
+        };
+        let mut actions = std::mem::MaybeUninit::<libc::posix_spawn_file_actions_t>::uninit();
+        // SAFETY: `actions` is writable; `init` fills it.
+        check(unsafe { libc::posix_spawn_file_actions_init(actions.as_mut_ptr()) })?;
+        let mut attributes = std::mem::MaybeUninit::<libc::posix_spawnattr_t>::uninit();
+        // SAFETY: as above, for the attributes.
+        if let Err(e) = check(unsafe { libc::posix_spawnattr_init(attributes.as_mut_ptr()) }) {
+            // SAFETY: `actions` was initialised above and is destroyed once.
+            unsafe { libc::posix_spawn_file_actions_destroy(actions.as_mut_ptr()) };
+            return Err(e);
+        }
+        let (actions, attributes) = (actions.as_mut_ptr(), attributes.as_mut_ptr());
+        let spawned = (|| {
+            // SAFETY: `actions` is initialised; the path is NUL-terminated and outlives the call.
+            check(unsafe {
+                libc::posix_spawn_file_actions_addopen(actions, 0, c"/dev/null".as_ptr(), libc::O_RDONLY, 0)
+            })?;
+            // SAFETY: `actions` is initialised; `theirs` is open, and above 3.
+            check(unsafe { libc::posix_spawn_file_actions_adddup2(actions, theirs.as_raw_fd(), CHANNEL_FD) })?;
+            // SAFETY: `close_from` is glibc's action of this signature; `actions` is initialised.
+            check(unsafe { close_from(actions, CHANNEL_FD + 1) })?;
+            // The child starts with no signal blocked and `SIGPIPE` at its default, as
+            // `std::process::Command` starts its children.
+            let mut signals = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+            // SAFETY: `signals` is writable; `sigemptyset` fills it.
+            unsafe { libc::sigemptyset(signals.as_mut_ptr()) };
+            // SAFETY: `attributes` is initialised, `signals` too, and is copied.
+            check(unsafe { libc::posix_spawnattr_setsigmask(attributes, signals.as_ptr()) })?;
+            // SAFETY: `signals` is initialised; `SIGPIPE` is a signal.
+            unsafe { libc::sigaddset(signals.as_mut_ptr(), libc::SIGPIPE) };
+            // SAFETY: as for the mask.
+            check(unsafe { libc::posix_spawnattr_setsigdefault(attributes, signals.as_ptr()) })?;
+            let flags = (libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF) as libc::c_short;
+            // SAFETY: `attributes` is initialised.
+            check(unsafe { libc::posix_spawnattr_setflags(attributes, flags) })?;
+            let mut pid: libc::pid_t = 0;
+            // SAFETY: every pointer is live for the call: the NUL-terminated path, `argv` and
+            // `envp` (NUL-terminated strings, each list ended by a null pointer), the initialised
+            // actions and attributes; `pid` is writable.
+            check(unsafe {
+                libc::posix_spawnp(
+                    &mut pid,
+                    path.as_ptr(),
+                    actions,
+                    attributes,
+                    argv.as_ptr(),
+                    envp.as_ptr(),
+                )
+            })?;
+            Ok(pid)
+        })();
+        // SAFETY: initialised above, destroyed once, after its last use.
+        unsafe { libc::posix_spawn_file_actions_destroy(actions) };
+        // SAFETY: as above.
+        unsafe { libc::posix_spawnattr_destroy(attributes) };
+        spawned
+    }
+
+    /// [`spawn`] by `fork` and `exec` (`std::process::Command`), for a C library without the
+    /// file action that closes the rest: the child sets what the worker's hook would and
+    /// closes the rest itself.
+    fn spawn_forked(program: &Path, theirs: OwnedFd, ld_passthrough: bool) -> io::Result<libc::pid_t> {
         let raw = theirs.as_raw_fd();
         // SAFETY: `getpid` has no preconditions.
         let parent = unsafe { libc::getpid() };
@@ -536,7 +773,90 @@ mod process {
         // async-signal-safe system calls (`prctl`, `getppid`, `dup2`, `fcntl`, `close_range`,
         // `getrlimit`): no allocation, no lock, nothing another thread of the parent could hold.
         unsafe { command.pre_exec(move || in_child(raw, parent)) };
-        command.spawn()
+        // Its status is read by process id (`Process`), as the direct start's: std's handle
+        // is not kept (dropping it neither waits nor kills).
+        let child = command.spawn()?;
+        drop(theirs);
+        Ok(child.id() as libc::pid_t)
+    }
+
+    /// A worker process, until reaped: its id, a descriptor of it where the kernel gives one
+    /// (`pidfd_open`, Linux 5.3: its exit can be waited for with a bound), and its status
+    /// once reaped (after which it is never signalled: its id may be another's).
+    #[derive(Debug)]
+    pub(crate) struct Process {
+        pid: libc::pid_t,
+        pidfd: Option<OwnedFd>,
+        status: std::sync::Mutex<Option<std::process::ExitStatus>>,
+    }
+
+    impl Process {
+        fn new(pid: libc::pid_t) -> Process {
+            // SAFETY: `pidfd_open` of a child not yet reaped (so its id is still its own) takes
+            // plain integers.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            // SAFETY: a descriptor `pidfd_open` just made, owned by nobody else.
+            let pidfd = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+            Process {
+                pid,
+                pidfd,
+                status: std::sync::Mutex::new(None),
+            }
+        }
+
+        /// Its process id.
+        pub(crate) fn id(&self) -> u32 {
+            self.pid as u32
+        }
+
+        fn status(&self) -> std::sync::MutexGuard<'_, Option<std::process::ExitStatus>> {
+            self.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        }
+
+        /// Sends it `SIGKILL`, unless it was reaped.
+        pub(crate) fn kill(&self) {
+            let status = self.status();
+            if status.is_none() {
+                // SAFETY: `kill` takes plain integers; the process is not reaped (checked under
+                // the lock that the reap takes), so `pid` is still this child's.
+                unsafe { libc::kill(self.pid, libc::SIGKILL) };
+            }
+        }
+
+        /// Its status if it has ended (reaping it), `None` if it runs; `Err` if it cannot be
+        /// waited for.
+        pub(crate) fn try_wait(&self) -> io::Result<Option<std::process::ExitStatus>> {
+            use std::os::unix::process::ExitStatusExt;
+            let mut status = self.status();
+            if let Some(ended) = *status {
+                return Ok(Some(ended));
+            }
+            let mut raw = 0;
+            // SAFETY: `waitpid` of this child with `WNOHANG`; `raw` is writable.
+            match unsafe { libc::waitpid(self.pid, &mut raw, libc::WNOHANG) } {
+                0 => Ok(None),
+                -1 => Err(io::Error::last_os_error()),
+                _ => Ok(Some(*status.insert(std::process::ExitStatus::from_raw(raw)))),
+            }
+        }
+
+        /// Waits at most `limit` for it to end: `true` if it may have (try [`try_wait`]),
+        /// `false` if `limit` passed; `None` if it cannot be waited for so (no process
+        /// descriptor): the caller sleeps instead.
+        ///
+        /// [`try_wait`]: Process::try_wait
+        pub(crate) fn wait_exit(&self, limit: Duration) -> Option<bool> {
+            let pidfd = self.pidfd.as_ref()?;
+            let mut poll = libc::pollfd {
+                fd: pidfd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let millis = limit.as_millis().clamp(1, libc::c_int::MAX as u128) as libc::c_int;
+            // SAFETY: `poll` is one writable `pollfd`, of an open descriptor.
+            let ready = unsafe { libc::poll(&mut poll, 1, millis) };
+            Some(ready != 0)
+        }
     }
 
     /// The child's side of [`spawn`], before `exec`.

@@ -8,7 +8,8 @@
 //! - A caller opens a request (an id and what it waits for), sends it, and waits until it is
 //!   answered, the worker has failed, or the deadline passes (then it records the failure
 //!   itself and its caller kills the worker). A request opened after the failure is refused
-//!   at once.
+//!   at once. A load opens several before it waits for the first (`open`, then `wait` for
+//!   each in turn); a call opens one and waits (`request`).
 //! - The reader thread hands each answer to its request, or refuses one that answers no
 //!   request in flight; it records the worker's failure (a hostile message, its death) and,
 //!   last, its end, once.
@@ -101,18 +102,40 @@ impl<W, A, E: Clone> Table<W, A, E> {
         deadline: Option<Instant>,
         expired: impl FnOnce() -> WorkerCause,
     ) -> Outcome<A> {
+        match self.open(waiting, send) {
+            Ok(id) => self.wait(id, deadline, expired),
+            Err(cause) => Outcome::Failed(cause),
+        }
+    }
+
+    /// Opens a request waiting for `waiting` and sends it with `send` (given its id): `Ok`
+    /// with the id, whose answer [`wait`](Table::wait) returns; `Err` if the worker had
+    /// failed, or `send` did (the request is then closed). Several requests may be open at
+    /// once, and their answers waited for later, each once.
+    pub(crate) fn open(
+        &self,
+        waiting: W,
+        send: impl FnOnce(u64) -> Result<(), WorkerCause>,
+    ) -> Result<u64, WorkerCause> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         {
             let mut state = self.state.lock();
             if let Some(cause) = &state.failed {
-                return Outcome::Failed(cause.clone());
+                return Err(cause.clone());
             }
             state.pending.insert(id, Slot::Waiting(waiting));
         }
         if let Err(cause) = send(id) {
             self.state.lock().pending.remove(&id);
-            return Outcome::Failed(cause);
+            return Err(cause);
         }
+        Ok(id)
+    }
+
+    /// Waits for the answer of the open request `id`, at most until `deadline`, and closes
+    /// it. At the deadline the worker is failed with `expired()`, and the caller is to kill
+    /// it.
+    pub(crate) fn wait(&self, id: u64, deadline: Option<Instant>, expired: impl FnOnce() -> WorkerCause) -> Outcome<A> {
         let mut state = self.state.lock();
         loop {
             if let Some(Slot::Answered(_)) = state.pending.get(&id) {
@@ -174,7 +197,6 @@ impl<W, A, E: Clone> Table<W, A, E> {
         }
         state.ended = Some(ended);
         drop(state);
-        #[cfg(not(dylease_broken_isolate))]
         self.changed.notify_all();
     }
 
@@ -218,8 +240,8 @@ impl<W, A, E: Clone> Table<W, A, E> {
 /// the set is an `Arc` whose drop, wherever the last lease is, runs the unload. Each model
 /// checks that every call returns (a wait nobody wakes is a deadlock loom reports), that a
 /// call answers or fails with the worker's cause, and that the worker ends once, with the
-/// unload seeing its end. With `--cfg dylease_broken_isolate` (an end that wakes nobody) the
-/// models must fail.
+/// unload seeing its end. With `scripts/planted/isolate.patch` applied (an end that wakes
+/// nobody) the models must fail.
 #[cfg(all(test, loom))]
 mod loom_models {
     use std::collections::VecDeque;

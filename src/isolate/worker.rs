@@ -4,19 +4,20 @@
 //!
 //! The main thread answers the host's frames in order: the handshake; for each plugin, a
 //! `Depend` per library it needs (held: the file's descriptor and its directory's, or the
-//! sealed copy a host that requires signatures verified) and a `Map`, mapped from the
-//! descriptor that came with the frame by the usual path (the registry, the held libraries
-//! first, dependencies before dependents, the instance's `on_load`, `register_passes`:
-//! `load::pipeline::map_received`). No path is opened: a file whose `$ORIGIN` matters (every
-//! such library, and a plugin whose run path uses it) is given to the loader as
-//! `/proc/self/fd/D/<name>`, D the directory descriptor the host sent, as the host itself
-//! names it; a sealed copy as `/proc/self/fd/N`; glibc then answers the plugin's needed names
-//! with the libraries mapped before it, by their sonames. Then `Call`s, each run on one of
-//! [`THREADS`] threads, so that one long pass does not hold up unrelated calls; and last
-//! `Unload` (or the host's end of the channel closing): the plugins' unload code in reverse
-//! load order, then exit status 0. The host is the parent that checked every file this
-//! process maps: a frame from it that does not decode ends the worker (status 3), which the
-//! host reports.
+//! sealed copy a host that requires signatures verified) and a `Map` (the host sends those of
+//! every plugin before it reads the answers; after one fails, the next are answered
+//! `Skipped`, not done, until the host's `Resume`), mapped from the descriptor that came with
+//! the frame by the usual path (the registry, the held libraries first, dependencies before
+//! dependents, the instance's `on_load`, `register_passes`: `load::pipeline::map_received`).
+//! No path is opened: a file whose `$ORIGIN` matters (every such library, and a plugin whose
+//! run path uses it) is given to the loader as `/proc/self/fd/D/<name>`, D the directory
+//! descriptor the host sent, as the host itself names it; a sealed copy as
+//! `/proc/self/fd/N`; glibc then answers the plugin's needed names with the libraries mapped
+//! before it, by their sonames. Then `Call`s, each run on one of [`THREADS`] threads, so that
+//! one long pass does not hold up unrelated calls; and last `Unload` (or the host's end of
+//! the channel closing): the plugins' unload code in reverse load order, then exit status 0.
+//! The host is the parent that checked every file this process maps: a frame from it that
+//! does not decode ends the worker (status 3), which the host reports.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -37,9 +38,7 @@ use crate::sync::{Arc, Condvar, Mutex};
 use crate::trust::candidate::Dependency;
 use dylease_plugin::abi::DYLEASE_MESSAGE_INTERFACE;
 
-/// The threads that run calls: a pass that runs long keeps one of them, the others serve
-/// other calls meanwhile.
-pub(crate) const THREADS: usize = 4;
+use crate::isolate::frame::THREADS;
 
 /// How long the worker waits for the host's greeting: the host sends it right after the
 /// spawn.
@@ -56,6 +55,9 @@ pub(crate) fn run(channel: Channel) -> i32 {
     let mut calls: Option<Calls> = None;
     // The libraries of the `Depend` frames since the last `Map`.
     let mut held: Vec<Held> = Vec::new();
+    // Whether a `Depend` or `Map` failed since the last `Resume`: the host sends the next ones
+    // before it sees the answers, and none may run before it has seen the failure.
+    let mut skipping = false;
     loop {
         let received = match channel.recv(&mut buffer) {
             Ok(received) => received,
@@ -73,8 +75,18 @@ pub(crate) fn run(channel: Channel) -> i32 {
         };
         let answer = match frame.kind {
             // Plugins are mapped before the first call; the set is fixed from then on.
+            Kind::Depend | Kind::Map if calls.is_none() && skipping => {
+                if frame.kind == Kind::Map {
+                    held.clear();
+                }
+                (Kind::Skipped, Vec::new())
+            }
             Kind::Depend if calls.is_none() => hold(frame.payload, received.fds, &mut held),
             Kind::Map if calls.is_none() => map(frame.payload, received.fds, std::mem::take(&mut held), &mut plugins),
+            Kind::Resume if calls.is_none() => {
+                (skipping, held) = (false, Vec::new());
+                continue;
+            }
             Kind::Call | Kind::CallShared => {
                 let calls = calls.get_or_insert_with(|| {
                     let loaded = std::mem::replace(&mut plugins, LoadedPlugins::new()).finished();
@@ -91,6 +103,7 @@ pub(crate) fn run(channel: Channel) -> i32 {
             Kind::Unload => break,
             _ => return 3,
         };
+        skipping |= answer.0 == Kind::MapFailed;
         let Ok(reply) = frame::encode(answer.0, frame.id, &answer.1) else {
             return 3;
         };
@@ -310,7 +323,7 @@ fn map(payload: &[u8], fds: Vec<OwnedFd>, mut held: Vec<Held>, plugins: &mut Loa
                 passes: registered
                     .passes
                     .iter()
-                    .map(|pass| (pass.name.to_string(), pass.interface.as_deref().map(str::to_owned)))
+                    .map(|pass| (pass.name.to_string(), pass.func.interface().map(str::to_owned)))
                     .collect(),
             };
             // A name registered by an earlier plugin is left out here as the host leaves it
@@ -330,10 +343,53 @@ fn map(payload: &[u8], fds: Vec<OwnedFd>, mut held: Vec<Held>, plugins: &mut Loa
     }
 }
 
-/// The threads that run calls, fed through a queue.
+/// The threads that run calls, fed through a queue: started one at a time, when a call comes
+/// and no thread is free, up to [`THREADS`].
 struct Calls {
     queue: Arc<Queue>,
     threads: Vec<std::thread::JoinHandle<()>>,
+    plugins: Arc<LoadedPlugins>,
+    channel: Arc<Channel>,
+    mappings: Arc<Mappings>,
+}
+
+/// The most mappings of the host's reused input regions the worker keeps: as many as the
+/// host keeps regions for it (`remote`'s pool holds one per call thread).
+const KEPT_REGIONS: usize = THREADS;
+
+/// The worker's mappings of the host's reused input regions, by the host's number for each
+/// (`SharedCall::region`), the most recently used last: a call whose region was mapped
+/// before reads it without mapping it again.
+#[derive(Default)]
+struct Mappings(Mutex<VecDeque<(u64, Arc<sys::Region>)>>);
+
+impl Mappings {
+    /// The mapping of region `number` (0: a region of one call, never kept), received as
+    /// `fd`, holding at least `len` bytes: the one kept, or a new one, kept unless 0.
+    fn of(&self, number: u64, fd: OwnedFd, len: usize) -> std::io::Result<Arc<sys::Region>> {
+        if number != 0 {
+            let mut kept = self.0.lock();
+            if let Some(at) = kept
+                .iter()
+                .position(|(n, region)| *n == number && region.bytes().len() >= len)
+            {
+                let entry = kept.remove(at).expect("found");
+                let region = entry.1.clone();
+                kept.push_back(entry);
+                return Ok(region);
+            }
+        }
+        let region = Arc::new(sys::Region::map(&File::from(fd), len)?);
+        if number != 0 {
+            let mut kept = self.0.lock();
+            kept.retain(|(n, _)| *n != number);
+            if kept.len() == KEPT_REGIONS {
+                kept.pop_front();
+            }
+            kept.push_back((number, region.clone()));
+        }
+        Ok(region)
+    }
 }
 
 /// A call: its request's id, kind and payload, and the descriptors that came with it (a
@@ -345,11 +401,19 @@ struct Job {
     fds: Vec<OwnedFd>,
 }
 
-/// The calls not yet taken by a thread; `None` once the worker unloads.
+/// The calls not yet taken by a thread.
 #[derive(Default)]
 struct Queue {
-    jobs: Mutex<Option<VecDeque<Job>>>,
+    jobs: Mutex<Jobs>,
     changed: Condvar,
+}
+
+#[derive(Default)]
+struct Jobs {
+    /// The calls not yet taken; `None` once the worker unloads.
+    queued: Option<VecDeque<Job>>,
+    /// How many threads wait for a call.
+    idle: usize,
 }
 
 impl Queue {
@@ -357,7 +421,7 @@ impl Queue {
     fn take(&self) -> Option<Job> {
         let mut jobs = self.jobs.lock();
         loop {
-            match jobs.as_mut() {
+            match jobs.queued.as_mut() {
                 None => return None,
                 Some(queued) => {
                     if let Some(job) = queued.pop_front() {
@@ -365,7 +429,9 @@ impl Queue {
                     }
                 }
             }
+            jobs.idle += 1;
             jobs = self.changed.wait(jobs);
+            jobs.idle -= 1;
         }
     }
 }
@@ -373,33 +439,58 @@ impl Queue {
 impl Calls {
     fn start(plugins: Arc<LoadedPlugins>, channel: Arc<Channel>) -> Calls {
         let queue = Arc::new(Queue {
-            jobs: Mutex::new(Some(VecDeque::new())),
+            jobs: Mutex::new(Jobs {
+                queued: Some(VecDeque::new()),
+                idle: 0,
+            }),
             changed: Condvar::new(),
         });
-        let threads = (0..THREADS)
-            .filter_map(|n| {
-                let (plugins, channel, queue) = (plugins.clone(), channel.clone(), queue.clone());
-                std::thread::Builder::new()
-                    .name(format!("dylease-call-{n}"))
-                    .spawn(move || {
-                        while let Some(job) = queue.take() {
-                            let (kind, answer, region) = call(&plugins, job.kind, &job.payload, job.fds);
-                            let fds: Vec<_> = region.iter().map(AsFd::as_fd).collect();
-                            if let Ok(reply) = frame::encode(kind, job.id, &answer) {
-                                // A host that is gone reads nothing: the loop ends with the queue.
-                                let _ = channel.send(&reply, &fds);
-                            }
-                        }
-                    })
-                    .ok()
-            })
-            .collect();
-        Calls { queue, threads }
+        Calls {
+            queue,
+            threads: Vec::with_capacity(THREADS),
+            plugins,
+            channel,
+            mappings: Arc::new(Mappings::default()),
+        }
     }
 
-    fn submit(&self, job: Job) {
-        if let Some(jobs) = self.queue.jobs.lock().as_mut() {
-            jobs.push_back(job);
+    /// Starts one more thread, if it can (a thread that cannot be started leaves the calls
+    /// to those that run; with none, the call waits for the unload, which the host's
+    /// deadline brings).
+    fn add_thread(&mut self) {
+        let (plugins, channel, queue) = (self.plugins.clone(), self.channel.clone(), self.queue.clone());
+        let mappings = self.mappings.clone();
+        let started = std::thread::Builder::new()
+            .name(format!("dylease-call-{}", self.threads.len()))
+            .spawn(move || {
+                while let Some(job) = queue.take() {
+                    let (kind, answer, region) = call(&plugins, &mappings, job.kind, &job.payload, job.fds);
+                    let fds: Vec<_> = region.iter().map(AsFd::as_fd).collect();
+                    if let Ok(reply) = frame::encode(kind, job.id, &answer) {
+                        // A host that is gone reads nothing: the loop ends with the queue.
+                        let _ = channel.send(&reply, &fds);
+                    }
+                }
+            });
+        if let Ok(thread) = started {
+            self.threads.push(thread);
+        }
+    }
+
+    fn submit(&mut self, job: Job) {
+        let busy = {
+            let mut jobs = self.queue.jobs.lock();
+            let idle = jobs.idle;
+            match jobs.queued.as_mut() {
+                Some(queued) => {
+                    queued.push_back(job);
+                    queued.len() > idle
+                }
+                None => false,
+            }
+        };
+        if busy && self.threads.len() < THREADS {
+            self.add_thread();
         }
         self.queue.changed.notify_all();
     }
@@ -407,7 +498,7 @@ impl Calls {
     /// Lets the threads finish the calls they run, and ends them (calls still queued are
     /// dropped: their callers' set is unloading).
     fn stop(mut self) {
-        *self.queue.jobs.lock() = None;
+        self.queue.jobs.lock().queued = None;
         self.queue.changed.notify_all();
         for thread in self.threads.drain(..) {
             let _ = thread.join();
@@ -419,7 +510,13 @@ impl Calls {
 /// descriptor): `Reply` with the pass's status and output, `ReplyShared` with the status and
 /// a sealed region holding the output when the output does not fit a frame, or `CallFailed`
 /// with why the call could not be made.
-fn call(plugins: &LoadedPlugins, kind: Kind, payload: &[u8], fds: Vec<OwnedFd>) -> (Kind, Vec<u8>, Option<File>) {
+fn call(
+    plugins: &LoadedPlugins,
+    mappings: &Mappings,
+    kind: Kind,
+    payload: &[u8],
+    fds: Vec<OwnedFd>,
+) -> (Kind, Vec<u8>, Option<File>) {
     let failed = |reason: String| (Kind::CallFailed, reason.into_bytes(), None);
     let region;
     let request = match kind {
@@ -435,13 +532,13 @@ fn call(plugins: &LoadedPlugins, kind: Kind, payload: &[u8], fds: Vec<OwnedFd>) 
                 Ok(len) if len <= MAX_MESSAGE => len,
                 _ => return failed(format!("the call announced {} bytes of input", shared.len)),
             };
-            region = match sys::Region::map(&File::from(fd), len) {
+            region = match mappings.of(shared.region, fd, len) {
                 Ok(region) => region,
                 Err(e) => return failed(format!("the call's region could not be read: {e}")),
             };
             Call {
                 pass: shared.pass,
-                input: region.bytes(),
+                input: &region.bytes()[..len],
             }
         }
         _ => match Call::decode(payload) {

@@ -11,6 +11,7 @@ use crate::error::{Error, Origin};
 use crate::log_scope::{self, count};
 use crate::trust::candidate::Candidate;
 use crate::trust::{self, TrustPolicy};
+use demand::Deferral;
 
 mod catalog;
 pub(crate) mod demand;
@@ -25,29 +26,32 @@ pub(crate) mod static_plugin;
 
 pub use catalog::CatalogEntry;
 pub(crate) use catalog::catalog;
+pub(crate) use demand::Defer;
 pub(crate) use plan::Source;
 pub use plan::plugin_files_in;
 pub(crate) use plugins::Callable;
-pub(crate) use plugins::{Isolated, LoadedPlugins};
+pub(crate) use plugins::{DEFAULT_MAP_TIMEOUT, Isolated, LoadedPlugins};
 pub use plugins::{PassInfo, PluginInfo};
 pub use policy::{LoadFailure, LoadPolicy};
 pub(crate) use static_plugin::StaticPlugin;
 
-use pipeline::{Judged, Registered, Verified};
+use pipeline::{Registered, Verified};
 
 /// Where an isolated set's plugin files go instead of this process's loader
 /// (`HostBuilder::isolated`): the `isolate` room, above this one, implements it, and the host
 /// hands it to [`load`].
 pub(crate) trait Isolate {
-    /// Loads the plugin file `candidate`, trusted by the trust check, into the set's worker,
-    /// adding it to `set`; returns its failures, as the load policy takes them.
-    fn load(
-        &mut self,
-        candidate: Candidate,
-        checks: &mut trust::Checks,
-        trust: TrustPolicy,
-        set: &mut LoadedPlugins,
-    ) -> Vec<(Origin, Error)>;
+    /// Hands over the plugin file `candidate`, trusted by the trust check, for the set's
+    /// worker: its load may start now (its checks, then the worker's mapping), while the
+    /// load hands over the next. Its outcome is taken by [`load`](Isolate::load), in the
+    /// order the files were handed over.
+    fn send(&mut self, candidate: Candidate, checks: &mut trust::Checks, trust: TrustPolicy);
+
+    /// The outcome of the first file handed over whose outcome was not taken: it joins
+    /// `set`; returns its failures, as the load policy takes them. No plugin handed over
+    /// after a failed one runs before its failure is taken.
+    fn load(&mut self, checks: &mut trust::Checks, trust: TrustPolicy, set: &mut LoadedPlugins)
+    -> Vec<(Origin, Error)>;
 }
 use plan::{Planned, plan};
 
@@ -58,10 +62,11 @@ use plan::{Planned, plan};
 /// Every file is found and checked for trust before any is opened, so under `Strict` no
 /// plugin code runs at all when one file is missing or untrusted.
 ///
-/// With `on_demand` (`HostBuilder::on_demand`), a library plugin whose manifest is complete
-/// is judged (opened, its ELF headers and manifest read, its ABI gated; or, unchanged since
-/// the parse cache read it, judged by the status discovery read, unopened) and joins the set
-/// unmapped, with the passes it declares; its descriptor is closed. A failure of its
+/// With `on_demand` (`HostBuilder::on_demand` stores [`demand::defer`] for it), a library
+/// plugin whose manifest is complete is judged (opened, its ELF headers and manifest read, its
+/// ABI gated; or, unchanged since the parse cache read it, judged by the status discovery
+/// read, unopened) and joins the set unmapped, with the passes it declares; its descriptor is
+/// closed. A failure of its
 /// judgement, or a name its manifest declares that another plugin has, is handled by the
 /// policy as a failure of its load would be. Its dependencies, and those of every plugin
 /// of the load, are judged when it is opened to be mapped (not before any plugin is opened).
@@ -76,7 +81,7 @@ pub(crate) fn load(
         TrustPolicy,
         Option<&crate::sync::Arc<crate::provenance::Signatures>>,
     ),
-    on_demand: bool,
+    on_demand: Option<Defer>,
     mut isolate: Option<&mut dyn Isolate>,
     deadline: Option<Instant>,
 ) -> Result<LoadedPlugins, Error> {
@@ -85,7 +90,7 @@ pub(crate) fn load(
     let mut steps = Vec::new();
     // On demand, a plugin's dependencies are resolved when it is mapped, if ever.
     let mut checks = trust::Checks::default();
-    checks.defer_dependencies = on_demand;
+    checks.defer_dependencies = on_demand.is_some();
     checks.signatures = signatures.cloned();
     for planned in plan(sources)? {
         let step = match planned {
@@ -107,41 +112,36 @@ pub(crate) fn load(
         }
     }
 
-    for step in steps {
-        let step = match step {
-            Ok(Step::File(candidate)) if on_demand => {
-                let origin = Origin::File(candidate.path.clone());
-                match candidate.judge(&mut checks, trust) {
-                    Ok(Judged::Deferred(plugin)) => {
-                        // What the log says, taken only if it is kept (an on-demand acquire of
-                        // a large directory spends more on formatting than on judging).
-                        let logged = log::log_enabled!(log::Level::Debug)
-                            .then(|| (plugin.manifest.name.clone(), plugin.manifest.passes.len()));
-                        let duplicates = set.add_deferred(plugin);
-                        if let Some((name, passes)) = logged {
-                            log::debug!(
-                                "{}judged {origin} as `{name}`, not mapped: {}",
-                                log_scope::prefix(),
-                                count(passes - duplicates.len(), "pass", "passes")
-                            );
-                        }
-                        let failures = duplicates.into_iter().map(|error| (origin.clone(), error));
-                        if let Err(error) = set.policy_handles(policy, failures) {
-                            drop(set);
-                            return Err(error);
-                        }
-                        continue;
-                    }
-                    Ok(Judged::Eager(candidate)) => Ok(Step::File(candidate)),
-                    Err(error) => Err((origin, error)),
-                }
+    // An isolated set's plugin files are all handed to its worker before the first outcome
+    // is taken: the worker maps each while the host checks the next.
+    if let Some(isolate) = isolate.as_deref_mut() {
+        for step in &mut steps {
+            if let Ok(Step::File(_)) = step
+                && let Ok(Step::File(candidate)) = std::mem::replace(step, Ok(Step::Isolated))
+            {
+                isolate.send(candidate, &mut checks, trust);
             }
-            step => step,
+        }
+    }
+
+    for step in steps {
+        let step = match (step, on_demand) {
+            (Ok(Step::File(candidate)), Some(defer)) => match defer(candidate, &mut checks, trust, &mut set) {
+                Deferral::Now(candidate) => Ok(Step::File(candidate)),
+                Deferral::Judged(failures) => {
+                    if let Err(error) = set.policy_handles(policy, failures) {
+                        drop(set);
+                        return Err(error);
+                    }
+                    continue;
+                }
+            },
+            (step, _) => step,
         };
         // An isolated set's plugin files go to its worker.
         let step = match (step, isolate.as_deref_mut()) {
-            (Ok(Step::File(candidate)), Some(isolate)) => {
-                let failures = isolate.load(candidate, &mut checks, trust, &mut set);
+            (Ok(Step::Isolated), Some(isolate)) => {
+                let failures = isolate.load(&mut checks, trust, &mut set);
                 if let Err(error) = set.policy_handles(policy, failures) {
                     drop(set);
                     return Err(error);
@@ -213,6 +213,9 @@ impl LoadedPlugins {
 )]
 enum Step<'host> {
     File(Candidate),
+    /// A file handed to an isolated set's worker (`Isolate::send`): its outcome is the
+    /// isolate's.
+    Isolated,
     Static(&'host StaticPlugin),
     #[cfg(feature = "python")]
     Python(crate::load::python::discover::PyCandidate),
@@ -232,6 +235,7 @@ impl Step<'_> {
                 let registered = candidate.open(checks, trust, deadline).and_then(Verified::register);
                 registered.map_err(|error| (origin, error))
             }
+            Step::Isolated => unreachable!("an isolated set's files are taken by its isolate, never registered here"),
             Step::Static(plugin) => plugin
                 .register()
                 .map_err(|error| (Origin::Static(plugin.name.clone()), error)),

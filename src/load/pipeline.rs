@@ -7,8 +7,8 @@
 //! opener's `start`, which is where the descriptor is checked: `registry::opener`). Every failure
 //! drops what the step held: an instance whose last holder goes out of scope unloads
 //! (`registry::teardown`). Plugins compiled into the host skip the first two states
-//! (`load::static_plugin`). The call of the plugin's `register_passes` is the descriptor's
-//! (`registry::opener`), whose functions only it can reach.
+//! (`load::static_plugin`). The call of the plugin's `register_passes` is the instance's
+//! library's (`registry::opener::PluginLibrary`), which alone holds the plugin's functions.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -431,7 +431,7 @@ impl Verified {
         let origin = Origin::File(self.path);
         let descriptor = self.instance.plugin();
         let mut registrar = StaticRegistrar::new(origin.clone());
-        let code = descriptor.register(&mut registrar);
+        let code = self.instance.library().register(&mut registrar);
         let Finished { passes, report, .. } = registrar.finish();
         let (name, version) = (descriptor.name.clone(), descriptor.version.clone());
         let abi_version = descriptor.abi_version;
@@ -464,7 +464,7 @@ impl Verified {
         let teardown = Teardown::of_instance(origin.clone(), self.instance, self.pinning.clone());
         let checked = passes.and_then(|passes| match &self.manifest {
             Some(manifest) => {
-                let registered = passes.iter().map(|p| (&*p.name, p.interface.as_deref()));
+                let registered = passes.iter().map(|p| (&*p.name, p.func.interface()));
                 let descriptor = (Some(abi_version), name.as_str(), version.as_str());
                 manifest.compare(&origin, descriptor, registered).map(|()| passes)
             }

@@ -7,14 +7,15 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Origin};
 use crate::inspect::pinning::Pinning;
-use crate::load::demand::MapOnce;
 use crate::load::pipeline::{Deferred, Registered};
 use crate::load::policy::LoadFailure;
-use crate::registrar::UserData;
+use crate::registrar::{PassFunc, UserData};
 use crate::registry::teardown::{Teardown, teardown_all};
 use crate::sync::{AtomicBool, Mutex, OnceSlot, Ordering};
 use crate::trust::TrustPolicy;
-use dylease_plugin::abi::dylease_fn;
+
+/// The default of [`HostBuilder::map_timeout`](crate::HostBuilder::map_timeout).
+pub(crate) const DEFAULT_MAP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// One plugin of a set, as seen through a lease: loaded, or (in an on-demand set) declared by
 /// its manifest and mapped on first use ([`PluginInfo::is_mapped`]).
@@ -108,7 +109,8 @@ pub struct PassInfo {
 /// What calls a pass: set when its plugin is mapped.
 #[derive(Debug)]
 pub(crate) struct Callable {
-    pub(crate) func: dylease_fn,
+    /// The pass's function, typed again only through it (`PassFunc::typed`).
+    pub(crate) func: PassFunc,
     pub(crate) user_data: UserData,
     /// A Python pass's callable (`load::python`); then `func` is a placeholder.
     #[cfg(feature = "python")]
@@ -116,10 +118,9 @@ pub(crate) struct Callable {
 }
 
 impl Callable {
-    fn of(pass: crate::registrar::Collected) -> (Box<str>, Option<Box<str>>, Callable) {
+    fn of(pass: crate::registrar::Collected) -> (Box<str>, Callable) {
         (
             pass.name,
-            pass.interface,
             Callable {
                 func: pass.func,
                 user_data: pass.user_data,
@@ -183,13 +184,13 @@ pub(crate) struct LoadedPlugins {
     /// For each interface id, the positions in `passes` of the passes registered under it:
     /// plugins in load order, then pass names in byte order. Built by
     /// [`LoadedPlugins::finished`].
-    by_interface: HashMap<Box<str>, Box<[usize]>>,
+    by_interface: HashMap<Box<str>, Vec<usize>>,
     failures: Vec<LoadFailure>,
-    /// The on-demand plugins not mapped at load, in load order (`PluginInfo::deferred`
-    /// indexes it).
-    deferred: Vec<Deferred>,
-    /// Their map-once states (`load::demand`), made by [`LoadedPlugins::finished`].
-    demand: MapOnce,
+    /// The on-demand plugins not mapped at load, and their map-once states
+    /// (`load::demand`); `None` in a set without any. Behind a trait object, made only by
+    /// `load::demand::defer` (through [`add_deferred`](Self::add_deferred)): a program that
+    /// builds no on-demand set links none of its code.
+    demand: Option<Box<dyn Demand>>,
     /// The trust policy their mapping opens their files under (they were judged under it).
     pub(crate) trust: TrustPolicy,
     /// How long a use waits for another's mapping of the same plugin.
@@ -224,10 +225,9 @@ impl LoadedPlugins {
             index: HashMap::new(),
             by_interface: HashMap::new(),
             failures: Vec::new(),
-            deferred: Vec::new(),
-            demand: MapOnce::new(0),
+            demand: None,
             trust: TrustPolicy::default(),
-            map_timeout: crate::load::demand::DEFAULT_MAP_TIMEOUT,
+            map_timeout: DEFAULT_MAP_TIMEOUT,
             teardown: Mutex::new(Vec::new()),
             started: Instant::now(),
             load_time: Duration::ZERO,
@@ -242,10 +242,10 @@ impl LoadedPlugins {
         let passes = plugin.passes.into_iter().map(|pass| {
             #[cfg(feature = "python")]
             let python = pass.python.is_some();
-            let (name, interface, callable) = Callable::of(pass);
+            let (name, callable) = Callable::of(pass);
             PassEntry {
                 name,
-                interface,
+                interface: callable.func.interface().map(Into::into),
                 #[cfg(feature = "python")]
                 python,
                 callable: OnceSlot::with(callable),
@@ -267,8 +267,8 @@ impl LoadedPlugins {
     /// Adds an on-demand plugin, unmapped, with the passes its complete manifest declares: a
     /// declared name an earlier plugin has (by registration or declaration) is left out and
     /// returned as a [`DuplicatePass`](crate::Error::DuplicatePass) error, as [`add`](Self::add)
-    /// does for registered ones.
-    pub(crate) fn add_deferred(&mut self, plugin: Deferred) -> Vec<Error> {
+    /// does for registered ones. The set's on-demand plugins are made by `new` for the first.
+    pub(crate) fn add_deferred(&mut self, plugin: Deferred, new: impl FnOnce() -> Box<dyn Demand>) -> Vec<Error> {
         let origin = Origin::File(plugin.path.clone());
         let passes = plugin.manifest.passes.iter().map(|pass| PassEntry {
             name: pass.name.as_str().into(),
@@ -278,15 +278,17 @@ impl LoadedPlugins {
             callable: OnceSlot::new(),
         });
         let duplicates = self.add_passes(&plugin.manifest.name, &origin, passes);
+        let (name, version) = (plugin.manifest.name.clone(), plugin.manifest.version.clone());
+        let pinning = plugin.pinning.clone();
+        let demand = self.demand.get_or_insert_with(new);
         self.plugins.push(PluginInfo {
-            name: plugin.manifest.name.clone(),
-            version: plugin.manifest.version.clone(),
+            name,
+            version,
             origin,
-            pinning: plugin.pinning.clone(),
+            pinning,
             mapped: AtomicBool::new(false),
-            deferred: Some(self.deferred.len()),
+            deferred: Some(demand.push(plugin)),
         });
-        self.deferred.push(plugin);
         duplicates
     }
 
@@ -361,25 +363,20 @@ impl LoadedPlugins {
     }
 
     /// Makes plugin `plugin` (an index into [`plugins`](Self::plugins)) mapped: nothing to do
-    /// for a plugin mapped at load; for an on-demand plugin, its first use runs `map` on its
-    /// [`Deferred`] and takes in what it registered ([`mapped`](Self::mapped)), once for the
-    /// set (`load::demand`, which says how racing uses wait, until `deadline`, and which
-    /// failures the set keeps).
+    /// for a plugin mapped at load; for an on-demand plugin, its first use maps it inside
+    /// `scope` and takes in what it registered ([`mapped`](Self::mapped)), once for the set
+    /// (`load::demand`, which says how racing uses wait, until `deadline`, and which failures
+    /// the set keeps).
     pub(crate) fn ensure_mapped(
         &self,
         plugin: usize,
         deadline: Option<Instant>,
-        map: impl FnOnce(&Deferred) -> Result<Registered, Error>,
+        scope: Scope<'_>,
     ) -> Result<(), Error> {
-        let info = &self.plugins[plugin];
-        let Some(deferred) = info.deferred else {
+        let (Some(deferred), Some(demand)) = (self.plugins[plugin].deferred, &self.demand) else {
             return Ok(());
         };
-        self.demand.ensure(deferred, &info.origin, deadline, || {
-            let registered = map(&self.deferred[deferred])?;
-            self.mapped(plugin, registered);
-            Ok(())
-        })
+        demand.ensure(self, plugin, deferred, deadline, scope)
     }
 
     /// Takes in what the mapping of on-demand plugin `plugin` (an index into
@@ -388,9 +385,9 @@ impl LoadedPlugins {
     /// the complete manifest the set was built from, so every pass of the set that is the
     /// plugin's gets its callable; a registered pass the set left out (a duplicate name under
     /// `SkipFailed`) is left out here too.
-    fn mapped(&self, plugin: usize, registered: Registered) {
+    pub(super) fn mapped(&self, plugin: usize, registered: Registered) {
         for pass in registered.passes {
-            let (name, _, callable) = Callable::of(pass);
+            let (name, callable) = Callable::of(pass);
             if let Some(&at) = self.index.get(&name)
                 && self.passes[at].plugin == plugin
             {
@@ -420,17 +417,20 @@ impl LoadedPlugins {
                 by_interface.entry(interface.clone()).or_default().push(at);
             }
         }
-        let passes = &self.passes;
-        self.by_interface = by_interface
-            .into_iter()
-            .map(|(interface, mut positions)| {
-                positions.sort_unstable_by(|&a, &b| {
-                    (passes[a].plugin, &*passes[a].name).cmp(&(passes[b].plugin, &*passes[b].name))
-                });
-                (interface, positions.into_boxed_slice())
-            })
-            .collect();
-        self.demand = MapOnce::new(self.deferred.len());
+        // One comparison, called rather than inlined into the sort: a set has few passes per
+        // interface, and an inlined comparison of names would be copied into every step of
+        // the sort. (Names are unique in a set, so the order is total and a stable sort's.)
+        #[inline(never)]
+        fn by_plugin_then_name(passes: &[PassInfo], a: usize, b: usize) -> std::cmp::Ordering {
+            (passes[a].plugin, &*passes[a].name).cmp(&(passes[b].plugin, &*passes[b].name))
+        }
+        for positions in by_interface.values_mut() {
+            positions.sort_by(|&a, &b| by_plugin_then_name(&self.passes, a, b));
+        }
+        self.by_interface = by_interface;
+        if let Some(demand) = &mut self.demand {
+            demand.finished();
+        }
         self.load_time = self.started.elapsed();
         self
     }
@@ -490,6 +490,32 @@ impl Drop for LoadedPlugins {
     fn drop(&mut self) {
         self.unload();
     }
+}
+
+/// The host's side of a first use's mapping: it runs `map` (the plugin's mapping) inside the
+/// host's marks (its re-entrancy mark, its log scope) and returns what `map` returned, or
+/// refuses to run it.
+pub(crate) type Scope<'a> = &'a dyn Fn(&dyn Fn() -> Result<Registered, Error>) -> Result<Registered, Error>;
+
+/// The on-demand plugins of a set ([`HostBuilder::on_demand`](crate::HostBuilder::on_demand)),
+/// as the set holds them: `load::demand` implements it, and only its `defer` makes one.
+pub(crate) trait Demand: Send + Sync {
+    /// Adds an on-demand plugin, unmapped; returns its position among them.
+    fn push(&mut self, plugin: Deferred) -> usize;
+    /// The load is finished: no plugin is added after this, and each gets its state.
+    fn finished(&mut self);
+    /// Makes the `deferred`-th on-demand plugin, plugin `plugin` of `set`, mapped: its first
+    /// use maps it inside `scope`, and takes in what it registered
+    /// ([`LoadedPlugins::mapped`]), once for the set (`load::demand`, which says how
+    /// racing uses wait, until `deadline`, and which failures the set keeps).
+    fn ensure(
+        &self,
+        set: &LoadedPlugins,
+        plugin: usize,
+        deferred: usize,
+        deadline: Option<Instant>,
+        scope: Scope<'_>,
+    ) -> Result<(), Error>;
 }
 
 /// The worker of an isolated set (`HostBuilder::isolated`) and the plugins it holds, as the

@@ -1,42 +1,59 @@
-//! The C host API of registration: the callbacks `add_pass`, `add_typed_pass` and `report`
-//! a library plugin's `register_passes` calls, the table that hands them over, and reading
-//! the C strings they are given.
+//! The registration side of the plugin ABI, where it is raw: the callbacks `add_pass`,
+//! `add_typed_pass` and `report` a library plugin's `register_passes` calls, the table that
+//! hands them over (the [`HostApi`] a library calls `register_passes` with), the pass's
+//! opaque `user_data`, and a pass's function typed again ([`PassFunc`]).
 
 use core::ffi::{c_char, c_void};
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::registrar::table::{
-    INTERFACE_TOO_LONG, MAX_NAME_LEN, MAX_REPORT_LEN, NAME_TOO_LONG, Refusal, Table, UserData, shortened,
+    INTERFACE_TOO_LONG, MAX_NAME_LEN, MAX_REPORT_LEN, NAME_TOO_LONG, PassFunc, Refusal, Table, UserData, shortened,
 };
+use crate::sys::library::{HostApi, bounded_c_str};
 use dylease_plugin::abi::{dylease_fn, dylease_host_api, dylease_host_api_abi1, dylease_registrar};
+use dylease_plugin::{Interface, PassFn};
 
-/// The bytes of a NUL-terminated string, reading at most `max + 1` of them: `None` if the
-/// string is longer than `max` bytes. Never reads past the terminating NUL, so an absurdly
-/// long string costs no more than a short one.
-///
-/// # Safety
-///
-/// `ptr` points to a NUL-terminated string that stays valid for `'a`.
-pub(crate) unsafe fn bounded_c_str<'a>(ptr: *const c_char, max: usize) -> Option<&'a [u8]> {
-    let mut len = 0;
-    // SAFETY: the string is NUL-terminated and the loop stops at its NUL, so every byte read
-    // is part of it (and `wrapping_add` stays within it).
-    while unsafe { *ptr.wrapping_add(len) } != 0 {
-        if len == max {
+// SAFETY: dylease only stores and returns the pointer; whoever dereferences it does so in
+// `unsafe` code under the plugin ABI's contract that it is usable from any thread.
+unsafe impl Send for UserData {}
+// SAFETY: as above: shared access only copies the pointer value.
+unsafe impl Sync for UserData {}
+
+// The way back from a pass's untyped function to its type. `PassFunc` is made in `table`,
+// where a registration is recorded; its fields are the registrar room's alone.
+impl PassFunc {
+    /// The function as `I::Fn`, if it is a native pass registered under `I::ID`.
+    #[inline]
+    pub(crate) fn typed<I: Interface>(&self) -> Option<I::Fn> {
+        if !self.native || self.interface.as_deref() != Some(I::ID) {
             return None;
         }
-        len += 1;
+        // SAFETY: the pass was registered under `I::ID` (a `PassFunc` is made only where its
+        // registration is recorded, `table`, with the interface it was registered under), and
+        // `I`'s implementer guarantees (`Interface`'s contract) that every pass registered
+        // under that id has the signature `I::Fn`. A Python pass (`native` false) is never
+        // typed: its function is a placeholder.
+        Some(unsafe { I::Fn::from_raw(self.func) })
     }
-    // SAFETY: the `len` bytes before the NUL are part of the string, valid for `'a`.
-    Some(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
+
+    /// The function as `F`.
+    ///
+    /// # Safety
+    ///
+    /// `F` is the signature the pass was registered with.
+    #[inline]
+    pub(crate) unsafe fn untyped<F: PassFn>(&self) -> F {
+        // SAFETY: the caller's contract.
+        unsafe { F::from_raw(self.func) }
+    }
 }
 
 /// The host API table handed to the C `register_passes` of a plugin built for ABI
 /// `version` (1 or 2): a table that says the plugin's own version, because a version-1
 /// plugin refuses any other. Version 1's table is a prefix of version 2's, and
 /// `register_passes` reads only as much of it as its `abi_version` says exists.
-pub(crate) fn host_api(version: u32) -> *const dylease_host_api {
+fn host_api(version: u32) -> *const dylease_host_api {
     static HOST_API_ABI1: dylease_host_api_abi1 = dylease_host_api_abi1 {
         abi_version: 1,
         add_pass: c_add_pass,
@@ -54,9 +71,24 @@ pub(crate) fn host_api(version: u32) -> *const dylease_host_api {
     }
 }
 
+// SAFETY: for each version this host speaks (1 and 2), `host_api` returns that version's
+// static table, of its layout and valid for the whole program; `with_raw` calls `call` once,
+// on this thread, with the registrar pointer the table's functions accept during that call
+// only (`active`).
+unsafe impl HostApi for Table {
+    fn with_call(
+        &mut self,
+        version: u32,
+        call: &mut dyn FnMut(*const dylease_host_api, *mut dylease_registrar) -> i32,
+    ) -> i32 {
+        let api = host_api(version);
+        with_raw(self, |raw| call(api, raw))
+    }
+}
+
 /// Runs `register` with `table` as the opaque pointer of the C ABI. Only during this call,
 /// and only on this thread, does `add_pass` accept that pointer.
-pub(crate) fn with_raw<R>(table: &mut Table, register: impl FnOnce(*mut dylease_registrar) -> R) -> R {
+fn with_raw<R>(table: &mut Table, register: impl FnOnce(*mut dylease_registrar) -> R) -> R {
     struct Deactivate(*mut dylease_registrar);
     impl Drop for Deactivate {
         fn drop(&mut self) {

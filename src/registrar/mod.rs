@@ -1,7 +1,8 @@
 //! The registrar room: the registration side of the plugin ABI, what a plugin's registration
 //! fills in (the pass table, `table`; the C host API, `c_api`; a Python pass's callable,
-//! `python`). It may call `sync` (and the shared `error` and `dylease_plugin`), nothing else
-//! of the crate.
+//! `python`). It may call `sync` and `sys::library` (the `HostApi` it implements, the
+//! bounded C string reader), and the shared `error` and `dylease_plugin`, nothing else of the
+//! crate.
 //!
 //! Registration: the [`StaticRegistrar`] that static plugins fill in directly. Its state, and the
 //! checks every pass goes through, are in [`table`], which the C host API (`add_pass`,
@@ -12,22 +13,22 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::error::{Error, Origin};
-use dylease_plugin::abi::{dylease_host_api, dylease_registrar};
+use crate::sys::library::HostApi;
 use dylease_plugin::{PassFn, RegisterError, Registrar};
 
 // The registration side of the plugin ABI, fenced here: the C callbacks and the C strings
-// they read (`c_api`), and the pass's opaque `user_data`, `Send` and `Sync` by the ABI's
-// contract (`table`).
+// they read, the host API a plugin's `register_passes` is handed, the pass's opaque
+// `user_data` (`Send` and `Sync` by the ABI's contract) and a pass's function typed again.
 #[allow(unsafe_code)]
 mod c_api;
+#[forbid(unsafe_code)]
 #[cfg(feature = "python")]
 pub(crate) mod python;
-#[allow(unsafe_code)]
+#[forbid(unsafe_code)]
 mod table;
 
-pub(crate) use c_api::bounded_c_str;
 use table::Table;
-pub(crate) use table::{Collected, Finished, MAX_NAME_LEN, TOO_LONG, UnloadHook, UserData};
+pub(crate) use table::{Collected, Finished, MAX_NAME_LEN, PassFunc, TOO_LONG, UnloadHook, UserData};
 
 /// The [`Registrar`] a host hands a static plugin's register function
 /// ([`HostBuilder::static_plugin`](crate::HostBuilder::static_plugin)): it collects the
@@ -174,15 +175,10 @@ impl StaticRegistrar {
         self.table.finish()
     }
 
-    /// The host API table for a plugin built for ABI `version`: see [`c_api::host_api`].
-    pub(crate) fn host_api(version: u32) -> *const dylease_host_api {
-        c_api::host_api(version)
-    }
-
-    /// Runs `register` with this registration as the opaque pointer of the C ABI: see
-    /// [`c_api::with_raw`].
-    pub(crate) fn with_raw<R>(&mut self, register: impl FnOnce(*mut dylease_registrar) -> R) -> R {
-        c_api::with_raw(&mut self.table, register)
+    /// This registration as a library plugin's `register_passes` is handed it: the C host
+    /// API of `c_api`.
+    pub(crate) fn host_api(&mut self) -> &mut impl HostApi {
+        &mut self.table
     }
 }
 

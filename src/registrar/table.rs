@@ -13,23 +13,59 @@ use dylease_plugin::abi::dylease_fn;
 /// [`Pass::user_data`](crate::Pass::user_data).
 ///
 /// The plugin ABI requires it to stay valid, and usable from any thread, until the plugin
-/// is unloaded; dylease itself never dereferences it.
+/// is unloaded; dylease itself never dereferences it (`Send` and `Sync` by that contract: see
+/// `c_api`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct UserData(pub(crate) *mut c_void);
 
-// SAFETY: dylease only stores and returns the pointer; whoever dereferences it does so in
-// `unsafe` code under the plugin ABI's contract that it is usable from any thread.
-unsafe impl Send for UserData {}
-// SAFETY: as above: shared access only copies the pointer value.
-unsafe impl Sync for UserData {}
+/// A pass's function as the plugin ABI carries it (`dylease_fn`, untyped), with the interface
+/// it was registered under. Its type comes back through [`PassFunc::typed`], which checks
+/// that interface, or through the `unsafe` [`PassFunc::untyped`], on the caller's word (both
+/// in `c_api`).
+#[derive(Debug)]
+pub(crate) struct PassFunc {
+    pub(super) func: dylease_fn,
+    pub(super) interface: Option<Box<str>>,
+    /// `false` for a Python pass, whose function is a placeholder (it has no native
+    /// signature): never typed.
+    pub(super) native: bool,
+}
+
+impl PassFunc {
+    /// The pass `func`, registered under `interface`: made where a registration is recorded
+    /// ([`Table::add_raw`], which both registration routes go through), so that the two stay
+    /// together.
+    fn registered(func: dylease_fn, interface: Option<Box<str>>) -> PassFunc {
+        PassFunc {
+            func,
+            interface,
+            native: true,
+        }
+    }
+
+    /// A Python pass registered under `interface`: a placeholder that is never typed.
+    #[cfg(feature = "python")]
+    pub(crate) fn python(interface: Box<str>) -> PassFunc {
+        PassFunc {
+            func: crate::registrar::python::placeholder,
+            interface: Some(interface),
+            native: false,
+        }
+    }
+
+    /// The interface it was registered under; `None` for an untyped pass.
+    pub(crate) fn interface(&self) -> Option<&str> {
+        self.interface.as_deref()
+    }
+}
 
 /// One pass collected during registration.
 #[derive(Debug)]
 pub(crate) struct Collected {
     pub(crate) name: Box<str>,
-    /// The pass signature it implements; `None` for an untyped pass.
-    pub(crate) interface: Option<Box<str>>,
-    pub(crate) func: dylease_fn,
+    /// Its function, with the pass signature it implements (`PassFunc::interface`; `None`
+    /// for an untyped pass).
+    pub(crate) func: PassFunc,
     pub(crate) user_data: UserData,
     /// A Python pass's callable (then `func` is a placeholder).
     #[cfg(feature = "python")]
@@ -146,8 +182,7 @@ impl Table {
                 self.names.insert(name.into());
                 self.passes.push(Collected {
                     name: name.into(),
-                    interface: interface.map(Into::into),
-                    func,
+                    func: PassFunc::registered(func, interface.map(Into::into)),
                     user_data,
                     #[cfg(feature = "python")]
                     python: None,

@@ -34,10 +34,6 @@ use crate::error::{Error, Waited, time_left};
 use crate::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use crate::trust::candidate::Identity;
 
-// The calls into a plugin, fenced here: opens its library (`sys::library`, on the word of
-// whoever named it through an `unsafe` builder method), calls its entry point,
-// `register_passes`, `on_load` and `on_unload`, and reads its descriptor.
-#[allow(unsafe_code)]
 pub(crate) mod opener;
 pub(crate) mod teardown;
 
@@ -85,7 +81,7 @@ pub(crate) trait Opener: Send + Sync + Sized + 'static {
     fn handle(library: &Self::Library) -> usize;
     /// The first use of a new instance: checks the plugin and runs its `on_load`. On `Err`
     /// nothing of the plugin has to be undone, and the library is closed.
-    fn start(&self, library: &Self::Library, file: FileRef<'_>) -> Result<Self::Plugin, Error>;
+    fn start(&self, library: &mut Self::Library, file: FileRef<'_>) -> Result<Self::Plugin, Error>;
     /// The last use of an instance: runs `on_unload` if `registered` (a set's registration
     /// succeeded on it, or its `on_load` did), then closes the library.
     fn finish(&self, plugin: Self::Plugin, library: Self::Library, registered: bool) -> Self::Closing;
@@ -162,6 +158,15 @@ impl<O: Opener> fmt::Debug for LibraryInstance<O> {
 }
 
 impl<O: Opener> LibraryInstance<O> {
+    /// The open library of this instance.
+    pub(crate) fn library(&self) -> &O::Library {
+        &self
+            .parts
+            .as_ref()
+            .expect("an instance is finished only by its last owner")
+            .0
+    }
+
     /// The checked plugin (descriptor) of this instance.
     pub(crate) fn plugin(&self) -> &O::Plugin {
         &self
@@ -272,7 +277,7 @@ impl<O: Opener> Drop for Unmark<O> {
         let mut state = self.registry.state.lock();
         state.unmark(&self.identity);
         // std's condition variable makes a system call even when nobody waits: wake only
-        // when someone does (measured: two `futex` calls per plugin in a cold load).
+        // when someone does.
         let waiting = state.waiters > 0;
         drop(state);
         if waiting {
@@ -349,9 +354,7 @@ impl<O: Opener> Registry<O> {
     fn find_or_mark(this: &Arc<Self>, file: FileRef<'_>, deadline: Option<Instant>) -> Result<Claim<O>, Error> {
         let mut state = this.state.lock();
         loop {
-            // The planted bug of `loom-tests/run.sh`: without the wait, a model must fail.
-            let waits_for_busy = !cfg!(all(loom, dylease_broken_registry));
-            if !(waits_for_busy && state.is_busy(file)) {
+            if !state.is_busy(file) {
                 let found = match state.by_identity.get(file.identity) {
                     Some(handle) => Registry::find(&state, *handle),
                     None => Found::Absent,
@@ -385,7 +388,7 @@ impl<O: Opener> Registry<O> {
         unmark: Unmark<O>,
     ) -> Result<Option<Arc<LibraryInstance<O>>>, Error> {
         // Declared after `unmark`, so dropped (closed) before it on every exit (I1, I5).
-        let library = this.opener.open(file)?;
+        let mut library = this.opener.open(file)?;
         let handle = O::handle(&library);
         let found = {
             let state = this.state.lock();
@@ -422,7 +425,7 @@ impl<O: Opener> Registry<O> {
         }
         // Plugin code (`on_load`) runs outside the lock (I4); the file stays busy, so
         // other openers of it wait for this one.
-        let plugin = this.opener.start(&library, file)?;
+        let plugin = this.opener.start(&mut library, file)?;
         let instance = Arc::new(LibraryInstance {
             registry: Arc::clone(this),
             handle,
@@ -542,7 +545,7 @@ mod loom_models {
             1
         }
 
-        fn start(&self, _library: &Handle, _file: FileRef<'_>) -> Result<(), Error> {
+        fn start(&self, _library: &mut Handle, _file: FileRef<'_>) -> Result<(), Error> {
             let mut mapping = self.0.mapping.lock().unwrap();
             // I7: one on_load per instance: never over the live state of another instance.
             assert!(!mapping.state, "I7: on_load ran on a mapping whose state is alive");
@@ -615,8 +618,7 @@ mod loom_models {
 
     /// The loader's view of two files that one path names in turn: file 1, then file 2
     /// renamed over it between another host's check and its map (I9). The loader maps what
-    /// it is given: the checked descriptor's file (with `dylease_broken_identity`, the file
-    /// the path names when it opens, as `dlopen` of the path would).
+    /// it is given: the checked descriptor's file.
     #[derive(Default)]
     struct Renamed {
         /// Which file the path names now.
@@ -645,11 +647,7 @@ mod loom_models {
         fn settle(&self, (): ()) {}
 
         fn open(&self, file: FileRef<'_>) -> Result<Mapped, Error> {
-            let mapped = if cfg!(dylease_broken_identity) {
-                self.0.at_path.load(SeqCst)
-            } else {
-                usize::try_from(file.identity.ino).unwrap()
-            };
+            let mapped = usize::try_from(file.identity.ino).unwrap();
             self.0.refs.lock().unwrap()[mapped] += 1;
             Ok(Mapped(Arc::clone(&self.0), mapped))
         }
@@ -659,7 +657,7 @@ mod loom_models {
             library.1
         }
 
-        fn start(&self, library: &Mapped, _file: FileRef<'_>) -> Result<usize, Error> {
+        fn start(&self, library: &mut Mapped, _file: FileRef<'_>) -> Result<usize, Error> {
             Ok(library.1)
         }
 
@@ -812,7 +810,7 @@ mod tests {
             7
         }
 
-        fn start(&self, _library: &Handle, file: FileRef<'_>) -> Result<u64, Error> {
+        fn start(&self, _library: &mut Handle, file: FileRef<'_>) -> Result<u64, Error> {
             self.0.started.fetch_add(1, SeqCst);
             Ok(file.identity.ino)
         }
@@ -843,9 +841,9 @@ mod tests {
 
     /// I9: when the loader hands back the mapping of a live instance of another file, the
     /// load of this file fails, naming it, and the other file's instance goes on as it was
-    /// (not shared, not finished, its handle still open, still found for its own file).
-    /// Caught: the refusal replaced with sharing (in `open_marked`, the guard
-    /// `if instance.identity == *file.identity` removed from the first `Found::Live` arm).
+    /// (not shared, not finished, its handle still open, still found for its own file): the
+    /// guard `if instance.identity == *file.identity` of `open_marked`'s first `Found::Live`
+    /// arm.
     #[test]
     fn the_live_instance_of_another_file_is_never_shared_i9() {
         let calls = std::sync::Arc::new(Calls::default());
@@ -903,9 +901,7 @@ mod tests {
     /// is closed, and its file is forgotten, so that the next instance of the file is opened
     /// and started again at once (a file still known would be shared dead, or waited for).
     /// A released instance dropped unsettled settles all the same. And the `Debug` of the
-    /// registry, an instance and a released one say what they are. Caught: the instance's or
-    /// the released one's `Drop` made a no-op, the identity entry kept when it is its own
-    /// (`==` as `!=`), one of those `Debug`s emptied.
+    /// registry, an instance and a released one say what they are.
     #[test]
     fn a_dropped_instance_finishes_and_its_file_is_opened_again_at_once() {
         let calls = std::sync::Arc::new(Calls::default());

@@ -1,22 +1,19 @@
 //! The platform loader as the [registry](super::registry)'s [`Opener`]: [`Dlopen`] opens a
-//! checked plugin file, resolves its entry point and checks the [`Descriptor`] it returns,
-//! runs the instance's `on_load` and `on_unload`, and calls its `register_passes` for a set
-//! ([`Descriptor::register`]). [`library_instance`] finds or opens an instance in the
-//! process-wide registry of the library instances it opens.
+//! checked plugin file, checks the [`Descriptor`] its entry point returns, runs the
+//! instance's `on_load` and `on_unload`, and calls its `register_passes` for a set
+//! ([`PluginLibrary::register`]). [`library_instance`] finds or opens an instance in the
+//! process-wide registry of the library instances it opens. The calls into the plugin's code
+//! are `sys::library`'s safe methods: this file holds no `unsafe`.
 
-use core::ffi::c_char;
 use std::path::Path;
 use std::time::Instant;
 
 use crate::error::{Error, OpenCause, Origin};
-use crate::registrar::{MAX_NAME_LEN, StaticRegistrar, TOO_LONG, bounded_c_str};
+use crate::registrar::{MAX_NAME_LEN, StaticRegistrar, TOO_LONG};
 use crate::registry::{FileRef, LibraryInstance, Opener, Registry};
 use crate::sync::Arc;
-use crate::sys::library::{Checked, Closed, Library, OpenFailure, Unmapped};
-use ::dylease_plugin::abi::{
-    DYLEASE_ABI_VERSION, DYLEASE_OLDEST_ABI_VERSION, dylease_on_load_fn, dylease_on_unload_fn, dylease_plugin,
-    dylease_plugin_abi1, dylease_register_fn,
-};
+use crate::sys::library::{CText, Checked, Closed, DescriptorFault, Library, OpenFailure, Unmapped};
+use ::dylease_plugin::abi::DYLEASE_ABI_VERSION;
 
 crate::sync::lazy_static! {
     /// The process-wide registry of library instances.
@@ -45,70 +42,22 @@ pub(crate) fn library_instance(
     Registry::instance(&REGISTRY, file, deadline)
 }
 
-/// What the checked descriptor of a library instance says.
+/// What the checked descriptor of a library instance says. Its functions stay with the
+/// library ([`PluginLibrary`]), which calls them.
 #[derive(Debug)]
 pub(crate) struct Descriptor {
-    /// The descriptor's functions: code of the instance's library, which stays open as long
-    /// as the instance exists. Private: only [`verify`] sets it, from the descriptor of the
-    /// open library, and only [`Descriptor::register`] calls it.
-    register_passes: dylease_register_fn,
-    hooks: InstanceHooks,
     /// The descriptor's ABI version: which host API table `register_passes` gets.
     pub(crate) abi_version: u32,
     pub(crate) name: String,
     pub(crate) version: String,
-}
-
-impl Descriptor {
-    /// Calls the plugin's `register_passes` with `registrar` as its registration, returning
-    /// the plugin's code (0: success).
-    pub(crate) fn register(&self, registrar: &mut StaticRegistrar) -> i32 {
-        let register = self.register_passes;
-        let api = StaticRegistrar::host_api(self.abi_version);
-        // SAFETY: `register` comes from the verified descriptor of the instance's library (set
-        // only by `verify`), which stays open while its instance, holding `self`, exists; the
-        // API table is static and of the plugin's own version, and the registrar outlives the
-        // call, on this thread.
-        registrar.with_raw(|raw| unsafe { register(api, raw) })
-    }
-}
-
-/// A library instance's own lifecycle code, from its descriptor: `on_load` (ABI version 2)
-/// runs once per instance, before its first `register_passes` (in [`Dlopen::start`]);
-/// `on_unload` once per instance, after the last set using it is gone, before it is closed
-/// (in [`Dlopen::finish`]). Once `on_load` succeeded, `on_unload` runs exactly once whatever
-/// fails later; a failed `on_load` means no `on_unload`. Without an `on_load` (every version-1
-/// plugin), `on_unload` is owed once a set's `register_passes` succeeded on the instance: a
-/// plugin whose registration failed undid its own work.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct InstanceHooks {
-    on_load: Option<dylease_on_load_fn>,
-    on_unload: Option<dylease_on_unload_fn>,
-}
-
-impl InstanceHooks {
-    /// Runs `on_load`, if the plugin has one, for the new instance of the library at `path`.
-    ///
-    /// # Safety
-    ///
-    /// The library these hooks came from is open, and this instance's `on_load` has not run.
-    unsafe fn run_on_load(&self, path: &Path) -> Result<(), Error> {
-        let Some(on_load) = self.on_load else { return Ok(()) };
-        // SAFETY: `on_load` comes from the verified descriptor of the open library (the
-        // caller's contract); the ABI calls it once per instance, before `register_passes`.
-        match unsafe { on_load() } {
-            0 => Ok(()),
-            code => Err(Error::OnLoadFailed {
-                path: path.to_owned(),
-                code,
-            }),
-        }
-    }
-
-    /// Whether `on_unload` is owed whatever the registrations did: when `on_load` ran.
-    fn unload_owed_after_on_load(&self) -> bool {
-        self.on_load.is_some()
-    }
+    /// Whether it has an `on_load` (ABI version 2). An instance's `on_load` runs once,
+    /// before its first `register_passes` (in [`Dlopen::start`]); its `on_unload` once, after
+    /// the last set using it is gone, before it is closed (in [`Dlopen::finish`]). Once
+    /// `on_load` succeeded, `on_unload` runs exactly once whatever fails later; a failed
+    /// `on_load` means no `on_unload`. Without an `on_load` (every version-1 plugin),
+    /// `on_unload` is owed once a set's `register_passes` succeeded on the instance: a plugin
+    /// whose registration failed undid its own work.
+    has_on_load: bool,
 }
 
 /// An open plugin library and the dependencies dylease mapped for it (the dependency
@@ -118,6 +67,16 @@ impl InstanceHooks {
 pub(crate) struct PluginLibrary {
     library: Library,
     dependencies: Dependencies,
+}
+
+impl PluginLibrary {
+    /// Calls the plugin's `register_passes` with `registrar` as its registration, returning
+    /// the plugin's code (0: success).
+    pub(crate) fn register(&self, registrar: &mut StaticRegistrar) -> i32 {
+        // `None` only for a library whose descriptor was not read, or has no
+        // `register_passes`: the instance's start refused both.
+        self.library.register_passes(registrar.host_api()).unwrap_or(-1)
+    }
 }
 
 /// The dependency instances a plugin library holds, in mapping order (each after the
@@ -235,12 +194,10 @@ impl Opener for DependencyLoader {
             strict: true,
             follow: file.origin,
         };
-        // SAFETY: the host's configuration named the plugin that needs this library, and its
-        // user vouches for the code the plugin runs, its libraries' included (see the crate
-        // docs, "`unsafe`"); the trust check passed this file. Called outside the registry's
-        // lock, with the host's re-entrancy mark set.
-        let library = unsafe { Library::open(checked) };
-        library.map_err(|failure| match failure {
+        // The host's configuration named the plugin that needs this library, and its user
+        // vouches for the code the plugin runs, its libraries' included (see the crate docs,
+        // "`unsafe`"); the trust check passed this file.
+        Library::open(checked).map_err(|failure| match failure {
             OpenFailure::Replaced(reason) => Error::Open {
                 path: file.shown.to_owned(),
                 reason,
@@ -267,7 +224,7 @@ impl Opener for DependencyLoader {
         library.handle()
     }
 
-    fn start(&self, _: &Library, _: FileRef<'_>) -> Result<(), Error> {
+    fn start(&self, _: &mut Library, _: FileRef<'_>) -> Result<(), Error> {
         Ok(())
     }
 
@@ -315,12 +272,9 @@ impl Opener for Dlopen {
         // Its dependencies first, so that the loader finds each already loaded by its soname
         // and searches for none of them.
         let dependencies = map_dependencies(file)?;
-        // SAFETY: the host's configuration named this file as a plugin; by naming it, the
-        // user vouches for its initialisation and termination routines (see the crate docs,
-        // "`unsafe`"). The registry calls this outside its lock, with the host's re-entrancy
-        // mark set so that a nested `acquire()` fails instead of deadlocking.
-        let library = unsafe { Library::open(checked) };
-        let library = library.map_err(|failure| match failure {
+        // The host's configuration named this file as a plugin; by naming it, the user vouches
+        // for its initialisation and termination routines (see the crate docs, "`unsafe`").
+        let library = Library::open(checked).map_err(|failure| match failure {
             OpenFailure::Replaced(reason) => Error::Open {
                 path: file.shown.to_owned(),
                 reason,
@@ -343,20 +297,25 @@ impl Opener for Dlopen {
         library.library.handle()
     }
 
-    fn start(&self, library: &PluginLibrary, file: FileRef<'_>) -> Result<Descriptor, Error> {
-        let descriptor = verify(&library.library, file.shown)?;
-        // SAFETY: `library` is open, and the registry starts each instance exactly once.
-        unsafe { descriptor.hooks.run_on_load(file.shown) }?;
-        Ok(descriptor)
+    fn start(&self, library: &mut PluginLibrary, file: FileRef<'_>) -> Result<Descriptor, Error> {
+        let descriptor = verify(&mut library.library, file.shown)?;
+        // The registry starts each instance once: `on_load` runs once per instance.
+        match library.library.on_load() {
+            None | Some(0) => Ok(descriptor),
+            Some(code) => Err(Error::OnLoadFailed {
+                path: file.shown.to_owned(),
+                code,
+            }),
+        }
     }
 
     fn finish(&self, plugin: Descriptor, library: PluginLibrary, registered: bool) -> Closed {
-        let PluginLibrary { library, dependencies } = library;
-        let owed = registered || plugin.hooks.unload_owed_after_on_load();
-        if let (true, Some(on_unload)) = (owed, plugin.hooks.on_unload) {
-            // SAFETY: `on_unload` comes from the verified descriptor of `library`, which is
-            // still open; the ABI calls it once per instance, after the last set using it.
-            unsafe { on_unload() };
+        let PluginLibrary {
+            mut library,
+            dependencies,
+        } = library;
+        if registered || plugin.has_on_load {
+            library.on_unload();
         }
         let (closed, names) = library.close();
         if let Err(reason) = closed {
@@ -377,81 +336,52 @@ impl Opener for Dlopen {
 
 /// Resolves the entry point of `library` (found as `path`), calls it, and checks the descriptor
 /// it returns.
-fn verify(library: &Library, path: &Path) -> Result<Descriptor, Error> {
-    {
-        let invalid = |reason: &str| Error::InvalidPlugin {
-            plugin: Origin::File(path.to_owned()),
-            reason: reason.to_owned(),
-        };
-        let entry = library.entry().map_err(|reason| Error::MissingEntry {
+fn verify(library: &mut Library, path: &Path) -> Result<Descriptor, Error> {
+    let invalid = |reason: &str| Error::InvalidPlugin {
+        plugin: Origin::File(path.to_owned()),
+        reason: reason.to_owned(),
+    };
+    let described = library.descriptor(MAX_NAME_LEN).map_err(|fault| match fault {
+        DescriptorFault::NoEntry(reason) => Error::MissingEntry {
             path: path.to_owned(),
             reason,
-        })?;
-        // SAFETY: `entry` has the ABI's type and `library` is open.
-        let descriptor = unsafe { entry() };
-        // SAFETY: by the ABI, a non-NULL result points to a descriptor that lives as long as
-        // the library, and `abi_version` is its first field in every ABI version.
-        let Some(abi_version) = (unsafe { descriptor.cast::<u32>().as_ref() }).copied() else {
-            return Err(invalid("`dylease_plugin_v1` returned NULL"));
-        };
-        if !(DYLEASE_OLDEST_ABI_VERSION..=DYLEASE_ABI_VERSION).contains(&abi_version) {
-            return Err(Error::AbiMismatch {
-                path: path.to_owned(),
-                found: abi_version,
-                expected: DYLEASE_ABI_VERSION,
-                declared: false,
-            });
-        }
-        // SAFETY: every accepted version's descriptor begins with version 1's fields.
-        let plugin = unsafe { &*descriptor.cast::<dylease_plugin_abi1>() };
-        let on_load = match abi_version {
-            1 => None,
-            // SAFETY: a version-2 descriptor has the layout of `dylease_plugin`.
-            _ => unsafe { &*descriptor.cast::<dylease_plugin>() }.on_load,
-        };
-        // SAFETY: by the ABI the strings are NULL or NUL-terminated and live as long as the
-        // library.
-        let name = match unsafe { c_string(plugin.name) } {
-            None => return Err(invalid("its name is NULL")),
-            Some(Err(why)) => return Err(invalid(&format!("its name {why}"))),
-            Some(Ok("")) => return Err(invalid("its name is empty")),
-            Some(Ok(name)) => name.to_owned(),
-        };
-        // SAFETY: as for the name.
-        let version = match unsafe { c_string(plugin.version) } {
-            None => String::new(),
-            Some(Err(why)) => return Err(invalid(&format!("its version {why}"))),
-            Some(Ok(version)) => version.to_owned(),
-        };
-        let Some(register_passes) = plugin.register_passes else {
-            return Err(invalid("its `register_passes` is NULL"));
-        };
-        Ok(Descriptor {
-            register_passes,
-            hooks: InstanceHooks {
-                on_load,
-                on_unload: plugin.on_unload,
-            },
-            abi_version,
-            name,
-            version,
-        })
+        },
+        DescriptorFault::Null => invalid("`dylease_plugin_v1` returned NULL"),
+        DescriptorFault::Abi(found) => Error::AbiMismatch {
+            path: path.to_owned(),
+            found,
+            expected: DYLEASE_ABI_VERSION,
+            declared: false,
+        },
+    })?;
+    let name = match text(described.name) {
+        None => return Err(invalid("its name is NULL")),
+        Some(Err(why)) => return Err(invalid(&format!("its name {why}"))),
+        Some(Ok(name)) if name.is_empty() => return Err(invalid("its name is empty")),
+        Some(Ok(name)) => name,
+    };
+    let version = match text(described.version) {
+        None => String::new(),
+        Some(Err(why)) => return Err(invalid(&format!("its version {why}"))),
+        Some(Ok(version)) => version,
+    };
+    if !described.registers {
+        return Err(invalid("its `register_passes` is NULL"));
     }
+    Ok(Descriptor {
+        abi_version: described.abi_version,
+        name,
+        version,
+        has_on_load: described.has_on_load,
+    })
 }
 
-/// Reads an optional NUL-terminated UTF-8 string of at most [`MAX_NAME_LEN`] bytes: `None`
-/// for NULL, `Err` with what is wrong with it (as a phrase: "is not valid UTF-8").
-///
-/// # Safety
-///
-/// `ptr` is NULL or points to a NUL-terminated string that stays valid for `'a`.
-unsafe fn c_string<'a>(ptr: *const c_char) -> Option<Result<&'a str, &'static str>> {
-    if ptr.is_null() {
-        return None;
+/// A string of the descriptor as UTF-8: `None` for NULL, `Err` with what is wrong with it (as
+/// a phrase: "is not valid UTF-8").
+fn text(text: CText) -> Option<Result<String, &'static str>> {
+    match text {
+        CText::Null => None,
+        CText::TooLong => Some(Err(TOO_LONG)),
+        CText::Bytes(bytes) => Some(String::from_utf8(bytes).map_err(|_| "is not valid UTF-8")),
     }
-    // SAFETY: the caller's contract.
-    Some(match unsafe { bounded_c_str(ptr, MAX_NAME_LEN) } {
-        None => Err(TOO_LONG),
-        Some(bytes) => std::str::from_utf8(bytes).map_err(|_| "is not valid UTF-8"),
-    })
 }

@@ -22,7 +22,7 @@
 use loom::sync::Mutex;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 
-use super::loom_arc::{Arc, Weak};
+use super::raw::arc::{Arc, Weak};
 
 /// A `Weak<T>`, swapped atomically (see the module's documentation).
 pub(crate) struct LoomSlot<T> {

@@ -6,7 +6,7 @@
 //! names `std::sync`, `arc_swap` or loom. (The file watcher, `host::watch`, which no loom
 //! model explores, uses std's channel and a `std::sync::Mutex` directly; tests may too.) Under
 //! `--cfg loom` the backing types are loom's, plus a loom-checked `Arc`/`Weak` pair
-//! (`loom_arc`, which loom lacks) and a stand-in for arc-swap's slot (`loom_slot`, a loom
+//! (`raw::arc`, which loom lacks) and a stand-in for arc-swap's slot (`loom_slot`, a loom
 //! atomic that promises what arc-swap does and no more), so the models in `loom-tests/` and
 //! the crate's own loom tests explore the crate's real code.
 //!
@@ -15,18 +15,48 @@
 //! slot), [`OnceSlot`], a value set once and read without a lock (loom-tracked under `--cfg
 //! loom`), and [`marks`], marks of the ids a thread is inside.
 
-// The shim's `unsafe`, fenced here: the loom-checked `Arc` manages its allocation through
-// raw pointers, the loom stand-in of `OnceSlot` hands out references into a loom cell, and
-// this thread's marks are a list through stack frames.
-#[cfg(loom)]
-#[allow(unsafe_code)]
-mod loom_arc;
+/// Declares a thread-local that loom sees as per-thread under `--cfg loom` (std's
+/// thread-locals would be shared by all loom threads, which run on one OS thread).
+///
+/// `const` form: a `Cell` without drop glue, usable while a thread exits. Otherwise: any
+/// value; reach it with `try_with`, which fails once the thread's locals are being destroyed.
+macro_rules! thread_locals {
+    ($(#[$attr:meta])* static $name:ident: Cell<$t:ty> = const $init:expr;) => {
+        #[cfg(not(loom))]
+        std::thread_local! {
+            $(#[$attr])* static $name: std::cell::Cell<$t> = const { std::cell::Cell::new($init) };
+        }
+        #[cfg(loom)]
+        loom::thread_local! {
+            $(#[$attr])* static $name: std::cell::Cell<$t> = std::cell::Cell::new($init);
+        }
+    };
+    ($(#[$attr:meta])* static $name:ident: $t:ty = $init:expr;) => {
+        #[cfg(not(loom))]
+        std::thread_local! {
+            $(#[$attr])* static $name: $t = $init;
+        }
+        #[cfg(loom)]
+        loom::thread_local! {
+            $(#[$attr])* static $name: $t = $init;
+        }
+    };
+}
+// Defined before the modules below, which are in its textual scope (`raw` names it so).
+pub(crate) use thread_locals;
+
+#[forbid(unsafe_code)]
 #[cfg(loom)]
 mod loom_slot;
-#[allow(unsafe_code)]
+#[forbid(unsafe_code)]
 pub(crate) mod marks;
-#[allow(unsafe_code)]
+#[forbid(unsafe_code)]
 mod once;
+// The shim's `unsafe`, fenced in one file: the loom-checked `Arc` manages its allocation
+// through raw pointers, the loom stand-in of `OnceSlot` hands out references into a loom
+// cell, and this thread's marks are a list through stack frames.
+#[allow(unsafe_code)]
+mod raw;
 
 pub(crate) use once::OnceSlot;
 
@@ -60,7 +90,7 @@ mod imp {
 /// The backing types under `--cfg loom`: every access is visible to the model checker.
 #[cfg(loom)]
 mod imp {
-    pub(crate) use super::loom_arc::{Arc, Weak};
+    pub(crate) use super::raw::arc::{Arc, Weak};
     pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
 
@@ -155,35 +185,6 @@ impl<T> WeakSlot<T> {
         imp::slot_store(&self.0, weak);
     }
 }
-
-/// Declares a thread-local that loom sees as per-thread under `--cfg loom` (std's
-/// thread-locals would be shared by all loom threads, which run on one OS thread).
-///
-/// `const` form: a `Cell` without drop glue, usable while a thread exits. Otherwise: any
-/// value; reach it with `try_with`, which fails once the thread's locals are being destroyed.
-macro_rules! thread_locals {
-    ($(#[$attr:meta])* static $name:ident: Cell<$t:ty> = const $init:expr;) => {
-        #[cfg(not(loom))]
-        std::thread_local! {
-            $(#[$attr])* static $name: std::cell::Cell<$t> = const { std::cell::Cell::new($init) };
-        }
-        #[cfg(loom)]
-        loom::thread_local! {
-            $(#[$attr])* static $name: std::cell::Cell<$t> = std::cell::Cell::new($init);
-        }
-    };
-    ($(#[$attr:meta])* static $name:ident: $t:ty = $init:expr;) => {
-        #[cfg(not(loom))]
-        std::thread_local! {
-            $(#[$attr])* static $name: $t = $init;
-        }
-        #[cfg(loom)]
-        loom::thread_local! {
-            $(#[$attr])* static $name: $t = $init;
-        }
-    };
-}
-pub(crate) use thread_locals;
 
 /// A process-wide value made on first use: `once_cell`'s `Lazy` (loom's `lazy_static!`, reset
 /// for each explored execution, under `--cfg loom`).

@@ -1,16 +1,32 @@
-//! An open plugin library, over the platform loader of this layer (`imp`). Everything here is
-//! `unsafe` by nature: opening a library runs its initialisation routines, closing it runs its
-//! termination routines, and a symbol is only as well-typed as the plugin ABI says it is.
+//! An open plugin library, over the platform loader of this layer (`imp`, `raw`), and the
+//! calls into its code. Everything here is `unsafe` by nature: opening a library runs its
+//! initialisation routines, closing it runs its termination routines, its entry point,
+//! `on_load`, `register_passes` and `on_unload` are foreign functions, and a symbol is only as
+//! well-typed as the plugin ABI says it is.
+//!
+//! The user vouched for that code when naming its source with an `unsafe` builder method
+//! (`host::sources`): that is the word [`Library::open`] acts on. Once a [`Library`] exists,
+//! its plugin's functions are called only through its safe methods, which hold them while
+//! it is open and call each as the plugin ABI says (`on_load` and `on_unload` at most once).
 
+use core::ffi::c_char;
 use std::fs::File;
 use std::ops::Range;
 use std::path::Path;
 
-use super::{Identity, imp};
-use dylease_plugin::abi::{DYLEASE_ENTRY_SYMBOL, dylease_plugin_v1_fn};
+use super::{Identity, imp, raw};
+use ::dylease_plugin::abi::{
+    DYLEASE_ABI_VERSION, DYLEASE_ENTRY_SYMBOL, DYLEASE_OLDEST_ABI_VERSION, dylease_host_api, dylease_on_load_fn,
+    dylease_on_unload_fn, dylease_plugin, dylease_plugin_abi1, dylease_plugin_v1_fn, dylease_register_fn,
+    dylease_registrar,
+};
 
 /// The checked file a library is opened from: the descriptor the trust and ELF checks read,
 /// and where it was found.
+///
+/// It stands for a file of a source the user named with an `unsafe` builder method, or a
+/// library such a file needs: by naming it, the user vouched for its code, which
+/// [`Library::open`] runs.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Checked<'a> {
     /// The descriptor the checks read: what the loader must map.
@@ -47,6 +63,73 @@ pub(crate) struct Library {
     loads: Vec<Range<u64>>,
     /// What the loader was given, and the file it stands for, for messages.
     shown: Shown,
+    /// The plugin's own functions, from the descriptor its entry point returned
+    /// ([`Library::descriptor`]): code of this library, called only while it is open.
+    plugin: Option<PluginFunctions>,
+}
+
+/// The functions a plugin's descriptor gives the host. `on_load` and `on_unload` are taken
+/// when they run: each runs at most once per library.
+#[derive(Debug)]
+struct PluginFunctions {
+    /// The descriptor's ABI version: which host API table `register_passes` gets.
+    abi_version: u32,
+    register_passes: Option<dylease_register_fn>,
+    on_load: Option<dylease_on_load_fn>,
+    on_unload: Option<dylease_on_unload_fn>,
+}
+
+/// What the descriptor a plugin's entry point returned says of the plugin
+/// ([`Library::descriptor`]); its functions stay with the library.
+#[derive(Debug)]
+pub(crate) struct Described {
+    /// The ABI version it was built for, one this host speaks.
+    pub(crate) abi_version: u32,
+    pub(crate) name: CText,
+    pub(crate) version: CText,
+    /// Whether its `register_passes` is set (the ABI requires it).
+    pub(crate) registers: bool,
+    /// Whether it has an `on_load` (ABI version 2).
+    pub(crate) has_on_load: bool,
+}
+
+/// A string of a plugin's descriptor, read up to a bound.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum CText {
+    Null,
+    /// Longer than the bound.
+    TooLong,
+    Bytes(Vec<u8>),
+}
+
+/// Why [`Library::descriptor`] found no descriptor it can read.
+#[derive(Debug)]
+pub(crate) enum DescriptorFault {
+    /// No entry point of the library's own: why, in the loader's words.
+    NoEntry(String),
+    /// The entry point returned NULL.
+    Null,
+    /// The descriptor's ABI version, which this host does not speak.
+    Abi(u32),
+}
+
+/// What a plugin's `register_passes` is called with: a host API table and a registrar.
+///
+/// # Safety
+///
+/// [`HostApi::with_call`], given an ABI `version` this host speaks
+/// (`DYLEASE_OLDEST_ABI_VERSION..=DYLEASE_ABI_VERSION`), calls `call` once, on this thread,
+/// with a pointer to a host API table of that version (a `dylease_host_api` of that version's
+/// layout) that stays valid for the whole program, and a registrar pointer that the table's
+/// functions accept during the call (and refuse after it or from another thread): the plugin
+/// ABI's promise to a plugin's `register_passes`.
+pub(crate) unsafe trait HostApi {
+    /// Calls `call` with the table and the registrar, returning what it returns.
+    fn with_call(
+        &mut self,
+        version: u32,
+        call: &mut dyn FnMut(*const dylease_host_api, *mut dylease_registrar) -> i32,
+    ) -> i32;
 }
 
 /// Why [`Library::open`] failed.
@@ -92,12 +175,9 @@ impl Library {
     /// the mapping is then compared with the checked file: a mismatch closes it and is an
     /// `Err`.
     ///
-    /// # Safety
-    ///
     /// Opening a library runs its initialisation routines (and closing it later runs its
-    /// termination routines). The caller vouches that running that code is sound, as for
-    /// calling any unknown foreign function.
-    pub(crate) unsafe fn open(checked: Checked<'_>) -> Result<Library, OpenFailure> {
+    /// termination routines): code the user vouched for (see [`Checked`]).
+    pub(crate) fn open(checked: Checked<'_>) -> Result<Library, OpenFailure> {
         let failed = |e: std::io::Error| match e.kind() {
             std::io::ErrorKind::NotFound => OpenFailure::Replaced(e.to_string()),
             std::io::ErrorKind::PermissionDenied if checked.strict => OpenFailure::Untrusted(e.to_string()),
@@ -114,13 +194,20 @@ impl Library {
         .map_err(failed)?;
         #[cfg(all(test, target_os = "linux", target_env = "gnu", not(loom)))]
         tests::BETWEEN_NAME_AND_LOADER.with(|hook| hook.take().map(|hook| hook()));
-        // SAFETY: the caller vouches for the library's initialisation routines.
-        let opened = unsafe { imp::open(&name) };
+        // SAFETY: the file is one the user vouched for, naming its source with an `unsafe`
+        // builder method (see `Checked`): that word covers its initialisation and termination
+        // routines. The registry calls this outside its lock, with the host's re-entrancy mark
+        // set, so that a nested `acquire()` from that code fails instead of deadlocking.
+        let opened = unsafe { raw::open(&name) };
         let shown = Shown {
             given: name.to_string_lossy().into_owned(),
             file: checked.resolved.to_owned(),
         };
-        let (inner, handle) = opened.map_err(|e| {
+        let raw::Opened {
+            library: inner,
+            handle,
+            head,
+        } = opened.map_err(|e| {
             let message = shown.rewrite(&loader_message(&e));
             let hint = if message.contains("Too many open files") {
                 descriptor_hint(&std::io::Error::from_raw_os_error(imp::EMFILE))
@@ -136,22 +223,32 @@ impl Library {
             names: Some(names),
             loads: checked.loads.to_vec(),
             shown,
+            plugin: None,
         };
-        let replaced = library.names.as_mut().is_some_and(|names| {
-            // SAFETY: `handle` was just returned by the loader for this open library.
-            unsafe { imp::opened(names, handle) };
-            imp::maps_checked_file(names) == Some(false)
-        });
-        if replaced {
-            let (_, closed) = library.close();
-            closed.settle();
-            return Err(OpenFailure::Other(format!(
+        let compared = match library.names.as_mut() {
+            Some(names) => {
+                imp::opened(names, head);
+                imp::maps_checked_file(names)
+            }
+            None => Ok(None),
+        };
+        let refusal = match compared {
+            Ok(Some(false)) => format!(
                 "the file at `{}` was replaced while the loader mapped it (its directory's owner renamed \
                  another file in): refused",
                 checked.resolved.display()
-            )));
-        }
-        Ok(library)
+            ),
+            Err(e) => format!(
+                "the mapping of `{}` could not be compared with the checked file, as the loader was \
+                 given its directory's name: /proc/self/maps: {e}{}: refused",
+                checked.resolved.display(),
+                descriptor_hint(&e)
+            ),
+            Ok(_) => return Ok(library),
+        };
+        let (_, closed) = library.close();
+        closed.settle();
+        Err(OpenFailure::Other(refusal))
     }
 
     /// The open library: `inner` is taken only by [`Library::unmap`], which nothing follows.
@@ -175,9 +272,9 @@ impl Library {
     /// however many objects the process has loaded. Only a refusal asks the loader which
     /// object the symbol is in (`dladdr1`, which walks them all), to name it.
     ///
-    /// The returned pointer is valid only while `self` is open; callers keep it next to the
-    /// library and never past it.
-    pub(crate) fn entry(&self) -> Result<dylease_plugin_v1_fn, String> {
+    /// The returned pointer is valid only while `self` is open: [`Library::descriptor`] calls
+    /// it at once.
+    fn entry(&self) -> Result<dylease_plugin_v1_fn, String> {
         // SAFETY: the plugin ABI defines `dylease_plugin_v1` as a function of type
         // `dylease_plugin_v1_fn`; a library that exports the name with another type breaks
         // the ABI it claims to implement, which is the trust the host places in its plugins.
@@ -209,7 +306,87 @@ impl Library {
         if imp::lies_in(self.names.as_ref()?, &self.loads, address as usize)? {
             return Some(Ok(()));
         }
-        Some(Err(imp::object_of(address).map(|(_, name)| name)))
+        // SAFETY: `address` is a symbol the loader resolved in this open library, so it lies
+        // in it or in a library it depends on: loaded while this one is.
+        Some(Err(unsafe { raw::object_of(address) }))
+    }
+
+    /// Calls the plugin's entry point and reads the descriptor it returns: what it says of
+    /// the plugin, and its functions, which this library keeps for [`Library::on_load`],
+    /// [`Library::register_passes`] and [`Library::on_unload`]. Strings longer than
+    /// `max_text` bytes are [`CText::TooLong`].
+    pub(crate) fn descriptor(&mut self, max_text: usize) -> Result<Described, DescriptorFault> {
+        let entry = self.entry().map_err(DescriptorFault::NoEntry)?;
+        // SAFETY: `entry` is this open library's own `dylease_plugin_v1`, of the ABI's type
+        // (see `Library::entry`); the ABI lets a host call it at any time.
+        let descriptor = unsafe { entry() };
+        // SAFETY: by the ABI, a non-NULL result points to a descriptor that lives as long as
+        // the library, and `abi_version` is its first field in every ABI version.
+        let Some(abi_version) = (unsafe { descriptor.cast::<u32>().as_ref() }).copied() else {
+            return Err(DescriptorFault::Null);
+        };
+        if !(DYLEASE_OLDEST_ABI_VERSION..=DYLEASE_ABI_VERSION).contains(&abi_version) {
+            return Err(DescriptorFault::Abi(abi_version));
+        }
+        // SAFETY: every accepted version's descriptor begins with version 1's fields.
+        let plugin = unsafe { &*descriptor.cast::<dylease_plugin_abi1>() };
+        let on_load = match abi_version {
+            1 => None,
+            // SAFETY: a version-2 descriptor has the layout of `dylease_plugin`.
+            _ => unsafe { &*descriptor.cast::<dylease_plugin>() }.on_load,
+        };
+        // SAFETY: by the ABI the strings are NULL or NUL-terminated and live as long as the
+        // library, which is open.
+        let name = unsafe { c_text(plugin.name, max_text) };
+        // SAFETY: as for the name.
+        let version = unsafe { c_text(plugin.version, max_text) };
+        self.plugin = Some(PluginFunctions {
+            abi_version,
+            register_passes: plugin.register_passes,
+            on_load,
+            on_unload: plugin.on_unload,
+        });
+        Ok(Described {
+            abi_version,
+            name,
+            version,
+            registers: plugin.register_passes.is_some(),
+            has_on_load: on_load.is_some(),
+        })
+    }
+
+    /// Runs the plugin's `on_load`, once: its code (0: success), or `None` if it has none,
+    /// or it ran already.
+    pub(crate) fn on_load(&mut self) -> Option<i32> {
+        let on_load = self.plugin.as_mut()?.on_load.take()?;
+        // SAFETY: `on_load` is a function of this open library's descriptor; taken above, it
+        // runs once per library, as the ABI has it (before `register_passes`: the registry
+        // starts an instance before any set registers on it).
+        Some(unsafe { on_load() })
+    }
+
+    /// Calls the plugin's `register_passes` with `host`'s table and registrar: its code (0:
+    /// success), or `None` if its descriptor was not read or has none.
+    pub(crate) fn register_passes(&self, host: &mut impl HostApi) -> Option<i32> {
+        let plugin = self.plugin.as_ref()?;
+        let register = plugin.register_passes?;
+        // SAFETY: `register` is a function of this open library's descriptor; the table and
+        // the registrar are valid for the call (`HostApi`'s contract), and the table is of
+        // the descriptor's own ABI version, one this host speaks (`descriptor` checked it).
+        Some(host.with_call(plugin.abi_version, &mut |api, registrar| unsafe {
+            register(api, registrar)
+        }))
+    }
+
+    /// Runs the plugin's `on_unload`, once, if it has one (the caller decides whether it is
+    /// owed: see `registry::opener`).
+    pub(crate) fn on_unload(&mut self) {
+        let Some(on_unload) = self.plugin.as_mut().and_then(|plugin| plugin.on_unload.take()) else {
+            return;
+        };
+        // SAFETY: `on_unload` is a function of this open library's descriptor; taken above, it
+        // runs once per library, after the last set using it (the registry's finish).
+        unsafe { on_unload() };
     }
 
     /// Closes the library (`dlclose`), reporting the loader's complaint, if any. A zero from
@@ -322,6 +499,43 @@ pub(crate) fn descriptor_hint(error: &std::io::Error) -> &'static str {
     imp::descriptor_hint(error)
 }
 
+/// The bytes of a NUL-terminated string, reading at most `max + 1` of them: `None` if the
+/// string is longer than `max` bytes. Never reads past the terminating NUL, so an absurdly
+/// long string costs no more than a short one.
+///
+/// # Safety
+///
+/// `ptr` points to a NUL-terminated string that stays valid for `'a`.
+pub(crate) unsafe fn bounded_c_str<'a>(ptr: *const c_char, max: usize) -> Option<&'a [u8]> {
+    let mut len = 0;
+    // SAFETY: the string is NUL-terminated and the loop stops at its NUL, so every byte read
+    // is part of it (and `wrapping_add` stays within it).
+    while unsafe { *ptr.wrapping_add(len) } != 0 {
+        if len == max {
+            return None;
+        }
+        len += 1;
+    }
+    // SAFETY: the `len` bytes before the NUL are part of the string, valid for `'a`.
+    Some(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
+}
+
+/// A descriptor's string, at most `max` bytes of it.
+///
+/// # Safety
+///
+/// `ptr` is NULL or points to a NUL-terminated string valid during the call.
+unsafe fn c_text(ptr: *const c_char, max: usize) -> CText {
+    if ptr.is_null() {
+        return CText::Null;
+    }
+    // SAFETY: the caller's contract.
+    match unsafe { bounded_c_str(ptr, max) } {
+        None => CText::TooLong,
+        Some(bytes) => CText::Bytes(bytes.to_vec()),
+    }
+}
+
 /// The loader's own words, without libloading's wrapper text.
 fn loader_message(error: &libloading::Error) -> String {
     use std::error::Error as _;
@@ -418,9 +632,7 @@ mod tests {
             strict: true,
             follow: false,
         };
-        // SAFETY: both libraries are this crate's own test plugins, whose initialisation
-        // routines are sound.
-        match unsafe { Library::open(origin) } {
+        match Library::open(origin) {
             Err(OpenFailure::Replaced(why)) => assert!(why.contains("was replaced"), "{why}"),
             other => panic!("expected a replacement, got {other:?}"),
         }
@@ -434,8 +646,7 @@ mod tests {
             origin: false,
             ..origin
         };
-        // SAFETY: as above.
-        let library = unsafe { Library::open(exact) }.unwrap();
+        let library = Library::open(exact).unwrap();
         assert!(mapped(&checked_path.display().to_string()));
         let (closed, names) = library.close();
         closed.unwrap();
@@ -444,7 +655,6 @@ mod tests {
 
     /// A library dropped without `close` (a failed start, an extra handle) is closed and
     /// unmapped by its drop, and names dropped without `settle` release their descriptors.
-    /// (Caught: either `Drop` made a no-op.)
     #[test]
     fn a_library_or_its_names_dropped_unsettled_are_closed_and_released() {
         let Pair {
@@ -464,14 +674,12 @@ mod tests {
             strict: true,
             follow: false,
         };
-        // SAFETY: this crate's own test plugin, whose initialisation routines are sound.
-        let library = unsafe { Library::open(exact) }.unwrap();
+        let library = Library::open(exact).unwrap();
         assert!(mapped(&shown));
         drop(library);
         assert!(!mapped(&shown), "a library dropped without close stayed mapped");
 
-        // SAFETY: as above.
-        let (closed, names) = unsafe { Library::open(exact) }.unwrap().close();
+        let (closed, names) = Library::open(exact).unwrap().close();
         closed.unwrap();
         let given = names.given().expect("the names of a closed library");
         assert_eq!(
@@ -521,11 +729,10 @@ mod tests {
         // The `$ORIGIN` mode's last guard: the name is compared with the checked file, then
         // the loader opens it by name. A file renamed in between is what the loader maps
         // (its constructors run: that window belongs to the directory's owner), and the
-        // mapping's comparison with the checked file refuses it and closes it. (Caught: the
-        // comparison after the mapping skipped.) The second file renamed in has its first
-        // segment at 0x10000, so that no mapping starts at its load bias (`l_addr`): the
-        // comparison looks at the mapping that holds its dynamic section. (Caught: a
-        // comparison at `l_addr`, which found no mapping there and let the file through.)
+        // mapping's comparison with the checked file refuses it and closes it. The second
+        // file renamed in has its first segment at 0x10000, so that no mapping starts at its
+        // load bias (`l_addr`): the comparison looks at the mapping that holds its dynamic
+        // section (at `l_addr` it would find no mapping and let the file through).
         for (n, other_args) in [&[][..], &["-Wl,-Ttext-segment=0x10000"][..]].into_iter().enumerate() {
             renamed_in_after_the_name_was_compared(&format!("window{n}"), other_args);
         }
@@ -551,9 +758,7 @@ mod tests {
             strict: true,
             follow: false,
         };
-        // SAFETY: both libraries are this crate's own test plugins, whose initialisation
-        // routines are sound.
-        let result = unsafe { Library::open(origin) };
+        let result = Library::open(origin);
         assert!(
             BETWEEN_NAME_AND_LOADER.with(|hook| hook.take()).is_none(),
             "the hook did not run"

@@ -1,6 +1,7 @@
 //! Every platform but Linux: the loader is given the file's absolute path, and a mapping cannot be
 //! looked for. dylease is built and type-checked there, not tested: a library loads through
-//! the platform loader, without the identity guarantee of Linux's `/proc/self/fd`.
+//! the platform loader, without the identity guarantee of Linux's `/proc/self/fd`. Safe code:
+//! the calls it needs (opening a library, `geteuid`) are `sys::raw`'s.
 
 use std::io;
 use std::path::PathBuf;
@@ -33,12 +34,8 @@ pub(crate) fn answering(_: &std::ffi::OsStr) -> Option<Result<FileId, std::ffi::
     None
 }
 
-/// Nothing to record.
-///
-/// # Safety
-///
-/// None needed: nothing is read.
-pub(crate) unsafe fn opened(_: &mut Names, _: usize) {}
+/// Nothing to record: the loader's handle is not read here.
+pub(crate) fn opened(_: &mut Names, _: Option<crate::sys::raw::LinkHead>) {}
 
 /// Where the loader mapped the library is not known here.
 pub(crate) fn lies_in(_: &Names, _: &[std::ops::Range<u64>], _: usize) -> Option<bool> {
@@ -46,8 +43,8 @@ pub(crate) fn lies_in(_: &Names, _: &[std::ops::Range<u64>], _: usize) -> Option
 }
 
 /// The loader was given the path: it cannot be compared.
-pub(crate) fn maps_checked_file(_: &Names) -> Option<bool> {
-    None
+pub(crate) fn maps_checked_file(_: &Names) -> std::io::Result<Option<bool>> {
+    Ok(None)
 }
 
 /// The loader's list cannot be asked here.
@@ -69,53 +66,8 @@ pub(crate) const EMFILE: i32 = libc::EMFILE;
 #[cfg(not(unix))]
 pub(crate) const EMFILE: i32 = 24;
 
-/// Opens the library at `name`, and returns it with the loader's handle of it.
-///
-/// # Safety
-///
-/// Opening a library runs its initialisation routines (and closing it later runs its
-/// termination routines): the caller vouches for that code.
 #[cfg(unix)]
-pub(crate) unsafe fn open(name: &std::path::Path) -> Result<(libloading::Library, usize), libloading::Error> {
-    use libloading::os::unix::{Library as Unix, RTLD_LOCAL, RTLD_NOW};
-    // SAFETY: the caller vouches for the library's initialisation routines.
-    unsafe { Unix::open(Some(name), RTLD_NOW | RTLD_LOCAL) }.map(|library| {
-        let raw = library.into_raw();
-        // SAFETY: `raw` was just returned by `into_raw` of an open library, and is taken back
-        // exactly once.
-        let library = unsafe { Unix::from_raw(raw) };
-        (libloading::Library::from(library), raw as usize)
-    })
-}
-
-/// Opens the library at `name`, and returns it with the loader's handle of it.
-///
-/// # Safety
-///
-/// Opening a library runs its initialisation routines (and closing it later runs its
-/// termination routines): the caller vouches for that code.
-#[cfg(windows)]
-pub(crate) unsafe fn open(name: &std::path::Path) -> Result<(libloading::Library, usize), libloading::Error> {
-    // SAFETY: the caller vouches for the library's initialisation routines.
-    unsafe { libloading::os::windows::Library::new(name) }.map(|library| {
-        let raw = library.into_raw();
-        // SAFETY: as on Unix: the module handle is taken back exactly once.
-        let library = unsafe { libloading::os::windows::Library::from_raw(raw) };
-        (libloading::Library::from(library), raw as usize)
-    })
-}
-
-/// The loader cannot say here which object a symbol lies in.
-pub(crate) fn object_of(_: *const std::ffi::c_void) -> Option<(usize, std::ffi::CString)> {
-    None
-}
-
-/// This process's effective user.
-#[cfg(unix)]
-pub(crate) fn effective_uid() -> u32 {
-    // SAFETY: `geteuid` has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
+pub(crate) use crate::sys::raw::effective_uid;
 
 /// Whether this process runs with elevated rights given by its executable: not known here.
 pub(crate) fn secure_execution() -> bool {

@@ -65,11 +65,8 @@ mod tests {
     /// lock go before it waits for the GIL again, so a thread that holds the GIL and then
     /// takes that lock (as one that drops a lease from Python code does) gets it. Thread B,
     /// attached, waits on a condition variable; this thread takes the GIL, wakes B, sees that
-    /// it woke (B sets a flag with the lock taken back), and takes the lock, with a bound.
-    /// Caught: the wait made without detaching (B keeps the GIL: this thread gets it only
-    /// when B gives up after 30 s), and the GIL waited for with the lock held (the guard the
-    /// wait took back returned as it was, as dylease's waits did): this thread never gets the
-    /// lock, a deadlock, here a failed bound.
+    /// it woke (B sets a flag with the lock taken back), and takes the lock, with a bound: a
+    /// wait that kept the GIL, or waited for it with the lock held, would deadlock here.
     #[test]
     fn a_thread_woken_from_a_detached_wait_waits_for_the_gil_without_the_lock() {
         pyo3::Python::initialize();

@@ -1,17 +1,20 @@
 //! The system calls of the walk: `openat`, `fstat`, `fstatat` and `readlinkat` on
 //! descriptors, so that each step looks at exactly the inode the previous one led to.
 //! The trust check (`trust`) walks a path with them (Unix), and a Python package is
-//! read through one descriptor of its directory ([`Tree`]).
+//! read through one descriptor of its directory ([`Tree`]). Safe code over `sys::raw`.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+#[cfg(feature = "python")]
+use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 #[cfg(feature = "python")]
 use std::path::Path;
 use std::path::PathBuf;
 
 use crate::sys::FileId;
+use crate::sys::raw;
 
 /// Opens a directory only to walk through it and `fstat` it: no read permission needed.
 #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -29,7 +32,7 @@ pub(crate) struct Dir {
 
 impl Dir {
     pub(crate) fn root() -> io::Result<Dir> {
-        let fd = open_at(libc::AT_FDCWD, OsStr::new("/"), SEARCH | libc::O_DIRECTORY)?;
+        let fd = open_at(None, OsStr::new("/"), SEARCH | libc::O_DIRECTORY)?;
         let stat = fstat(&fd)?;
         Ok(Dir {
             path: PathBuf::from("/"),
@@ -41,7 +44,7 @@ impl Dir {
     /// The directory `name` in `parent`, not following a symlink.
     pub(crate) fn open_at(parent: &Dir, name: &OsStr, path: PathBuf) -> io::Result<Dir> {
         let fd = open_at(
-            parent.fd.as_raw_fd(),
+            Some(parent.fd.as_fd()),
             name,
             SEARCH | libc::O_DIRECTORY | libc::O_NOFOLLOW,
         )?;
@@ -63,15 +66,15 @@ pub(crate) struct Tree {
 impl Tree {
     /// The directory at `path`, not following a symlink in its last component.
     pub(crate) fn open(path: &Path) -> io::Result<(Tree, Stat)> {
-        Tree::at(libc::AT_FDCWD, path.as_os_str())
+        Tree::at(None, path.as_os_str())
     }
 
     /// The directory `name` in this one, not following a symlink.
     pub(crate) fn dir(&self, name: &OsStr) -> io::Result<(Tree, Stat)> {
-        Tree::at(self.fd.as_raw_fd(), name)
+        Tree::at(Some(self.fd.as_fd()), name)
     }
 
-    fn at(dir: libc::c_int, name: &OsStr) -> io::Result<(Tree, Stat)> {
+    fn at(dir: Option<BorrowedFd<'_>>, name: &OsStr) -> io::Result<(Tree, Stat)> {
         let fd = open_at(dir, name, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW)?;
         let stat = fstat(&fd)?;
         Ok((Tree { fd }, stat))
@@ -81,7 +84,7 @@ impl Tree {
     /// waiting on a FIFO), with its status read from the descriptor.
     pub(crate) fn file(&self, name: &OsStr) -> io::Result<(std::fs::File, Stat)> {
         let fd = open_at(
-            self.fd.as_raw_fd(),
+            Some(self.fd.as_fd()),
             name,
             libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
         )?;
@@ -91,7 +94,7 @@ impl Tree {
 
     /// The status of `name` in this directory, not following a symlink.
     pub(crate) fn stat(&self, name: &OsStr) -> io::Result<Stat> {
-        stat_in(self.fd.as_raw_fd(), name)
+        stat_in(self.fd.as_fd(), name)
     }
 
     /// The names in this directory (not `.` and `..`), in no particular order. On Linux they
@@ -227,26 +230,12 @@ fn c_name(name: &OsStr) -> io::Result<CString> {
     CString::new(name.as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the name holds a NUL byte"))
 }
 
-fn open_at(dir: libc::c_int, name: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
-    let name = c_name(name)?;
-    // SAFETY: `name` is NUL-terminated and outlives the call; `dir` is an open
-    // descriptor or `AT_FDCWD`. Opening a directory or a path runs no code.
-    let fd = unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `openat` just returned this descriptor, and nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+fn open_at(dir: Option<BorrowedFd<'_>>, name: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    raw::openat(dir, &c_name(name)?, flags)
 }
 
 fn fstat(fd: &OwnedFd) -> io::Result<Stat> {
-    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `fd` is open and `stat` is writable memory of the right type.
-    if unsafe { libc::fstat(fd.as_raw_fd(), stat.as_mut_ptr()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fstat` succeeded, so it filled `stat`.
-    Ok(Stat::of(&unsafe { stat.assume_init() }))
+    raw::fstat(fd.as_fd()).map(|stat| Stat::of(&stat))
 }
 
 /// The file `name` in `dir`, opened for reading, not following a symlink (nor waiting on a
@@ -254,7 +243,7 @@ fn fstat(fd: &OwnedFd) -> io::Result<Stat> {
 /// again.
 pub(crate) fn open_file_at(dir: &Dir, name: &OsStr) -> io::Result<std::fs::File> {
     let fd = open_at(
-        dir.fd.as_raw_fd(),
+        Some(dir.fd.as_fd()),
         name,
         libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
     )?;
@@ -263,19 +252,11 @@ pub(crate) fn open_file_at(dir: &Dir, name: &OsStr) -> io::Result<std::fs::File>
 
 /// The status of `name` in `dir`, not following a symlink.
 pub(crate) fn stat_at(dir: &Dir, name: &OsStr) -> io::Result<Stat> {
-    stat_in(dir.fd.as_raw_fd(), name)
+    stat_in(dir.fd.as_fd(), name)
 }
 
-fn stat_in(dir: libc::c_int, name: &OsStr) -> io::Result<Stat> {
-    let name = c_name(name)?;
-    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `dir` is an open descriptor, `name` is NUL-terminated, `stat` is writable.
-    let done = unsafe { libc::fstatat(dir, name.as_ptr(), stat.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
-    if done != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fstatat` succeeded, so it filled `stat`.
-    Ok(Stat::of(&unsafe { stat.assume_init() }))
+fn stat_in(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<Stat> {
+    raw::fstatat(dir, &c_name(name)?, false).map(|stat| Stat::of(&stat))
 }
 
 /// The target of the symlink `name` in `dir`.
@@ -283,19 +264,7 @@ pub(crate) fn read_link_at(dir: &Dir, name: &OsStr) -> io::Result<OsString> {
     let name = c_name(name)?;
     let mut buffer = vec![0u8; 256];
     loop {
-        // SAFETY: `dir.fd` is open, `name` is NUL-terminated, and `buffer` has
-        // `buffer.len()` writable bytes.
-        let len = unsafe {
-            libc::readlinkat(
-                dir.fd.as_raw_fd(),
-                name.as_ptr(),
-                buffer.as_mut_ptr().cast(),
-                buffer.len(),
-            )
-        };
-        let Ok(len) = usize::try_from(len) else {
-            return Err(io::Error::last_os_error());
-        };
+        let len = raw::readlinkat(dir.fd.as_fd(), &name, &mut buffer)?;
         if len < buffer.len() {
             buffer.truncate(len);
             return Ok(OsString::from_vec(buffer));
@@ -312,9 +281,8 @@ mod tree_tests {
 
     /// A package's tree follows no symlink, takes no file for a directory and waits on no
     /// FIFO: `dir` refuses a symlink to a directory and a regular file, `file` refuses a
-    /// symlink to a file and opens a FIFO at once (bounded). Caught: the flags of `Tree::at`
-    /// or `Tree::file` joined with `&` (cargo-mutants: `O_NOFOLLOW`, `O_DIRECTORY` or
-    /// `O_NONBLOCK` dropped).
+    /// symlink to a file and opens a FIFO at once (bounded): `O_NOFOLLOW`, `O_DIRECTORY` and
+    /// `O_NONBLOCK` each hold.
     #[test]
     fn a_tree_follows_no_symlink_takes_no_file_for_a_directory_and_waits_on_no_fifo() {
         let root = crate::test_dir::TestDir::new("tree");
@@ -322,9 +290,7 @@ mod tree_tests {
         std::fs::write(root.join("module.py"), b"x = 1\n").unwrap();
         std::os::unix::fs::symlink(root.join("sub"), root.join("linked_dir")).unwrap();
         std::os::unix::fs::symlink(root.join("module.py"), root.join("linked.py")).unwrap();
-        let fifo = CString::new(root.join("fifo.py").into_os_string().into_vec()).unwrap();
-        // SAFETY: `fifo` is NUL-terminated.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        raw::testing::mkfifo(&root.join("fifo.py"));
         let (tree, _) = Tree::open(&root).unwrap();
         let errno = |result: io::Result<(Tree, Stat)>| result.map(drop).map_err(|e| e.raw_os_error());
         assert_eq!(errno(tree.dir(OsStr::new("sub"))), Ok(()));

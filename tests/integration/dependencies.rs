@@ -1143,6 +1143,32 @@ fn running_out_of_descriptors_at_any_open_of_a_run_path_walk_is_a_resource_error
         }
         assert!(failed_limits >= 5, "the check failed under only {failed_limits} limits");
 
+        // The load itself, out of descriptors at each of its opens in turn. A plugin whose run
+        // path uses `$ORIGIN` is mapped through its directory's name, and that mapping is then
+        // compared with the checked file through `/proc/self/maps`, an open of its own: each
+        // failure names the limit (never a file replaced) and leaves nothing mapped.
+        let mut failed_loads = 0;
+        for n in 1..=1000 {
+            assert!(n < 1000, "the load still failed an open at its 1000th");
+            let host = strict(&plugin);
+            let (result, hit) = with_open_failing(n, || host.acquire().map(drop));
+            if !hit {
+                result.unwrap_or_else(|e| panic!("with every open served: {e}"));
+                break;
+            }
+            let message = result
+                .expect_err(&format!("open {n} failed, and the load passed"))
+                .to_string();
+            assert!(
+                message.contains("Too many open files") && !message.contains("replaced"),
+                "open {n} failed: {message}"
+            );
+            drop(host);
+            assert_unloaded(&plugin);
+            failed_loads += 1;
+        }
+        assert!(failed_loads >= 5, "the load made only {failed_loads} opens");
+
         assert_eq!(dep_value(&host), 7, "with every open served, it loads");
         return;
     }

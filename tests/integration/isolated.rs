@@ -1,17 +1,17 @@
 //! Isolated sets (`HostBuilder::isolated`): a set's library plugins run in a worker process,
 //! a re-execution of this very test binary. Message passes answer through it; a plugin that
 //! crashes, aborts, exits or hangs fails its set and never the host; what the platform would
-//! pin in-process never enters the host and leaves with the worker, which is reaped; the
-//! worker holds no descriptor of the host's.
+//! pin in-process never enters the host and leaves with the worker, which is reaped after its
+//! plugins' unload code ran; the worker holds no descriptor of the host's.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use dylease::{Error, LookupFailure, Origin, PinCause, PluginHost, WorkerCause};
+use dylease::{Error, LoadPolicy, LookupFailure, Origin, PinCause, PluginHost, WorkerCause};
 
 use crate::rust_plugin::built_rust_plugins;
-use crate::support::{TestDir, await_that, mapped};
+use crate::support::{TestDir, await_that, beside, mapped};
 
 /// An isolated host over the one plugin file `file`.
 fn isolated(file: &Path, deadline: Duration) -> PluginHost {
@@ -81,6 +81,17 @@ fn worker_failure(error: Error, file: &Path, pass: Option<&str>) -> WorkerCause 
             *cause
         }
         other => panic!("expected WorkerFailed, got {other:?}: {other}"),
+    }
+}
+
+/// The hooks the plugin at `file` logged so far, in order, in whatever process ran them
+/// (`<file>.log`, see `tests/plugins/events.h`): empty before any.
+fn events(file: &Path) -> Vec<String> {
+    let log = beside(file, ".log");
+    match std::fs::read_to_string(&log) {
+        Ok(text) => text.lines().map(str::to_owned).collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => panic!("cannot read {}: {e}", log.display()),
     }
 }
 
@@ -300,6 +311,8 @@ fn a_worker_killed_from_outside_mid_call_fails_the_call() {
         std::thread::spawn(move || lease.call("mark", started.as_os_str().as_encoded_bytes()))
     };
     await_that("the pass runs in the worker", || started.exists());
+    // Meanwhile another call is answered, by another of the worker's threads.
+    assert_eq!(call_bounded(&lease, "reverse", b"ab").unwrap(), b"ba");
     // SAFETY: `kill` of the worker's process id, which is alive and not yet reaped (its set
     // holds it), so the id is not another process's.
     assert_eq!(unsafe { libc::kill(worker as libc::pid_t, libc::SIGKILL) }, 0);
@@ -386,6 +399,9 @@ fn the_worker_holds_only_its_standard_streams_its_channel_and_its_plugins() {
     plugins.sort();
     plugins.dedup();
     assert_eq!(plugins.len(), 2, "the worker holds its plugins' descriptors");
+    // It can gain no privilege by `exec` (a set-user-id program), nor could at its own.
+    let status = std::fs::read_to_string(format!("/proc/{worker}/status")).unwrap();
+    assert!(status.lines().any(|line| line == "NoNewPrivs:\t1"), "{status}");
     // None of the host's `LD_*` variables reach the worker (cargo gives the tests some).
     let environ = std::fs::read(format!("/proc/{worker}/environ")).unwrap();
     assert!(std::env::vars_os().any(|(key, _)| key.as_encoded_bytes().starts_with(b"LD_")));
@@ -399,8 +415,8 @@ fn the_worker_holds_only_its_standard_streams_its_channel_and_its_plugins() {
 }
 
 /// A stand-in worker (`worker_command`) that greets the host as a worker does, then answers
-/// the first plugin's load as `ANSWER` says: a frame for a request the host never made, or
-/// bytes that are no frame.
+/// the first plugin's load as `ANSWER` says: a frame for a request the host never made,
+/// `Skipped` (which only follows a failure), or bytes that are no frame.
 const HOSTILE_WORKER: &str = r#"#!/usr/bin/env python3
 import os, socket, struct, sys
 channel = socket.socket(fileno=int(os.environ["DYLEASE_WORKER_CHANNEL"]))
@@ -411,6 +427,8 @@ request, _, _, _ = channel.recvmsg(70000, 256)
 kind, length, ident = struct.unpack("<IIQ", request[:16])
 if sys.argv[0].endswith("unknown-id"):
     channel.send(struct.pack("<IIQ", 102, 0, ident + 1000))
+elif sys.argv[0].endswith("skipped"):
+    channel.send(struct.pack("<IIQ", 108, 0, ident))
 else:
     channel.send(b"\x01\x02\x03")
 channel.recv(70000)
@@ -423,6 +441,7 @@ fn a_worker_that_breaks_the_protocol_is_killed_and_the_acquire_fails() {
     for (name, said) in [
         ("unknown-id", "which is not in flight"),
         ("garbage", "shorter than a frame header"),
+        ("skipped", "Skipped frame, though no load failed"),
     ] {
         let program = dir.path().join(name);
         std::fs::write(&program, HOSTILE_WORKER).unwrap();
@@ -545,24 +564,36 @@ fn a_mebibyte_goes_through_a_shared_region_each_way_and_the_set_goes_on() {
     let input: Vec<u8> = (0..1 << 20)
         .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
         .collect();
-    for _ in 0..3 {
+    // Each time other bytes, through the same region (the host reuses it, the worker keeps
+    // its mapping): each answer is its own input.
+    for round in 0..3u8 {
+        let input: Vec<u8> = input.iter().map(|b| b ^ round).collect();
         assert_eq!(lease.call("echo", &input).unwrap(), input);
     }
     // A large input, a small output; then small calls as before.
     let error = lease.call("reverse", &input).unwrap_err();
     assert!(matches!(error, Error::PassFailed { status: 2, .. }), "{error:?}");
     assert_eq!(lease.call("reverse", b"abc").unwrap(), b"cba");
-    // No region is left open in either process.
-    for pid in [std::process::id(), worker] {
-        let regions = std::fs::read_dir(format!("/proc/{pid}/fd"))
+    // No region is left open in the worker; the host keeps the one its calls took turns
+    // with, for the next large input, until the set unloads.
+    let regions = |pid: u32| {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
             .unwrap()
             .filter_map(|entry| std::fs::read_link(entry.unwrap().path()).ok())
             .filter(|target| target.to_string_lossy().contains("dylease-message"))
-            .count();
-        assert_eq!(regions, 0, "process {pid} holds a message region");
-    }
+            .count()
+    };
+    // A call thread closes its output region just after its reply is sent: soon after the
+    // host has it.
+    await_that("the worker holds no message region", || regions(worker) == 0);
+    assert_eq!(regions(std::process::id()), 1, "the host holds other than one region");
     drop(lease);
     assert_reaped(worker);
+    assert_eq!(
+        regions(std::process::id()),
+        0,
+        "the host holds a region after the unload"
+    );
 }
 
 /// A stand-in worker (`worker_command`) that greets the host, maps nothing but says it
@@ -621,4 +652,153 @@ fn a_shared_reply_whose_region_lies_about_its_size_kills_the_worker() {
         drop(lease);
         assert!(!host.is_loaded());
     }
+}
+
+/// A stand-in worker (`worker_command`) that greets the host and says it registered the
+/// message pass `echo`; answers its first call (a shared one) with `one` and, once it has so
+/// handed the region back, tries every way to write to it: `write` on the descriptor
+/// received, `ftruncate`, a writable shared mapping, and `write` through a reopening of
+/// `/proc/self/fd/N`. It answers the second call with what each attempt did, whether the
+/// region came back, and the first 8 bytes it reads of the second call's input.
+const WRITING_WORKER: &str = r#"#!/usr/bin/env python3
+import mmap, os, socket, struct
+channel = socket.socket(fileno=int(os.environ["DYLEASE_WORKER_CHANNEL"]))
+def text(s):
+    return struct.pack("<I", len(s)) + s
+hello = channel.recv(70000)
+kind, length, ident, version = struct.unpack("<IIQI", hello[:16 + 4])
+channel.send(struct.pack("<IIQII", 101, 8, ident, version, os.getpid()))
+request, _, _, _ = channel.recvmsg(70000, 256)
+kind, length, ident = struct.unpack("<IIQ", request[:16])
+mapped = text(b"writer") + text(b"1") + struct.pack("<I", 1) + text(b"echo") + struct.pack("<I", 1) + text(b"dylease.message/1")
+channel.send(struct.pack("<IIQ", 102, len(mapped), ident) + mapped)
+def reply(ident, output):
+    payload = struct.pack("<i", 0) + output
+    channel.send(struct.pack("<IIQ", 104, len(payload), ident) + payload)
+def attempt(action):
+    try:
+        action()
+        return b"wrote"
+    except OSError:
+        return b"denied"
+def reopened_write(fd):
+    again = os.open("/proc/self/fd/%d" % fd, os.O_RDWR)
+    os.pwrite(again, b"worker", 0)
+call, fds, _, _ = socket.recv_fds(channel, 70000, 4)
+first = fds[0]
+reply(struct.unpack("<IIQ", call[:16])[2], b"one")
+report = [
+    b"write=" + attempt(lambda: os.pwrite(first, b"worker", 0)),
+    b"truncate=" + attempt(lambda: os.ftruncate(first, 0)),
+    b"mmap=" + attempt(lambda: mmap.mmap(first, 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)),
+    b"reopen=" + attempt(lambda: reopened_write(first)),
+]
+call, fds, _, _ = socket.recv_fds(channel, 70000, 4)
+same = os.fstat(fds[0]).st_ino == os.fstat(first).st_ino
+report.append(b"same=" + (b"yes" if same else b"no"))
+report.append(b"head=" + os.pread(fds[0], 8, 0).hex().encode())
+reply(struct.unpack("<IIQ", call[:16])[2], b" ".join(report))
+channel.recv(70000)
+"#;
+
+#[test]
+fn a_reused_input_region_can_be_written_by_the_host_alone() {
+    let dir = TestDir::new("isolated-writing");
+    let file = dir.add("by_hand", "libwriter.so");
+    let program = dir.path().join("writer");
+    std::fs::write(&program, WRITING_WORKER).unwrap();
+    std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // SAFETY: the test's own fixture, which the stand-in worker never maps.
+    let host = unsafe { PluginHost::builder().file(&file) }
+        .isolated()
+        .worker_command(&program)
+        .call_deadline(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap();
+    let first = vec![1u8; 1 << 20];
+    let second: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+    assert_eq!(lease.call("echo", &first).unwrap(), b"one");
+    let report = String::from_utf8(lease.call("echo", &second).unwrap()).unwrap();
+    let head: String = second[..8].iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(
+        report,
+        format!("write=denied truncate=denied mmap=denied reopen=denied same=yes head={head}"),
+        "the worker wrote to a region the host reuses, or did not get it back"
+    );
+    drop(lease);
+    assert!(!host.is_loaded());
+}
+
+#[test]
+fn no_plugin_after_a_failed_one_runs_under_strict_and_the_others_load_under_skip_failed() {
+    let dir = TestDir::new("isolated-order");
+    let files = [
+        dir.add("hooks_on_load_fails", "liba.so"),
+        dir.add("by_hand_marker", "libb.so"),
+        dir.add("isolated", "libc.so"),
+    ];
+    // What the second plugin's constructor creates, in whatever process maps it.
+    let ran = PathBuf::from(format!("{}.ran", files[1].display()));
+    let host = |policy| {
+        // SAFETY: the test's own fixtures.
+        unsafe { PluginHost::builder().file(&files[0]).file(&files[1]).file(&files[2]) }
+            .isolated()
+            .policy(policy)
+            .build()
+            .unwrap()
+    };
+    // The host sends every plugin before it reads the first answer; the worker must not map
+    // those after the one that failed.
+    let error = host(LoadPolicy::Strict).acquire().unwrap_err();
+    assert!(matches!(error, Error::OnLoadFailed { code: -3, .. }), "{error:?}");
+    assert!(!ran.exists(), "a plugin sent after the failed one was mapped");
+    // Skipping the failed one, the others are sent again and load, in order.
+    let host = host(LoadPolicy::SkipFailed);
+    let lease = host.acquire().unwrap();
+    assert!(ran.exists());
+    let origins: Vec<_> = lease.plugins().iter().map(|plugin| plugin.origin().clone()).collect();
+    assert_eq!(
+        origins,
+        [Origin::File(files[1].clone()), Origin::File(files[2].clone())]
+    );
+    assert_eq!(lease.call("echo", b"x").unwrap(), b"x");
+    let failures: Vec<_> = lease
+        .failures()
+        .iter()
+        .map(|f| (f.origin().clone(), f.error()))
+        .collect();
+    assert!(
+        matches!(&failures[..], [(Origin::File(path), Error::OnLoadFailed { code: -3, .. })] if path == &files[0]),
+        "{failures:?}"
+    );
+}
+
+#[test]
+fn a_plugins_on_unload_runs_once_in_the_worker_when_the_last_lease_drops() {
+    let dir = TestDir::new("isolated-on-unload");
+    let file = dir.add("hooks", "libhooks.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    let worker = lease
+        .worker_pid()
+        .expect("an isolated set with a library plugin has a worker");
+    // Its hooks ran in the worker: the plugin was never mapped here.
+    assert!(!mapped(&file), "the plugin is mapped in the host");
+    assert!(maps_of(worker).contains(&*file.to_string_lossy()));
+    assert_eq!(events(&file), ["on_load", "register"]);
+    let other = lease.clone();
+    drop(lease);
+    assert_eq!(
+        events(&file),
+        ["on_load", "register"],
+        "unloaded while a lease was left"
+    );
+    // The last lease: the worker is asked to unload its plugins and exit, and the drop
+    // returns once it was reaped (an unload that never ends is killed at the call deadline,
+    // so this is bounded).
+    drop(other);
+    assert!(!host.is_loaded());
+    assert_eq!(events(&file), ["on_load", "register", "on_unload"]);
+    assert_reaped(worker);
 }

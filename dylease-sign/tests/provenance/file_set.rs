@@ -267,6 +267,31 @@ fn an_index_larger_than_4_mib_is_corrupt_without_being_read_whole() {
     );
 }
 
+/// An index of exactly 4 MiB is signed and verifies; one byte more is not signed.
+#[test]
+fn an_index_of_exactly_4_mib_is_signed_and_verifies_and_one_byte_more_is_not_signed() {
+    let key = key(1);
+    let sign = |paths: &[String]| sign_index(paths.iter().map(|p| (p, &b""[..])), &release(), &key);
+    // An index is its fixed lines plus a line per file: "file", the digest and the path.
+    let fixed = sign(&["a".to_owned()]).unwrap().len() - "file  a\n".len() - 64;
+    let line = |path_len: usize| "file  \n".len() + 64 + path_len;
+    let rest = (4 << 20) - fixed;
+    let count = (rest - line(100)) / line(100);
+    let last = rest - count * line(100) - line(0);
+    let paths = |last: usize| -> Vec<String> {
+        let mut paths: Vec<String> = (0..count).map(|i| format!("{i:0>100}")).collect();
+        paths.push("z".repeat(last));
+        paths
+    };
+    let index = sign(&paths(last)).unwrap();
+    assert_eq!(index.len(), 4 << 20);
+    let set = paths(last);
+    let files = set.iter().map(|p| (p.as_str(), &b""[..]));
+    let verified = keyring(&[&key]).verify_index(&index[..], Path::new(INDEX), None, files);
+    assert!(verified.is_ok(), "{:?}", verified.err());
+    assert!(matches!(sign(&paths(last + 1)), Err(SignError::IndexTooLarge(len)) if len == (4 << 20) + 1));
+}
+
 #[test]
 fn sets_that_cannot_be_listed_are_not_signed() {
     let key = key(1);

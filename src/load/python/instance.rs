@@ -175,7 +175,7 @@ impl Opener for PyOpener {
         library.handle
     }
 
-    fn start(&self, library: &PyModuleInstance, _: FileRef<'_>) -> Result<Started, Error> {
+    fn start(&self, library: &mut PyModuleInstance, _: FileRef<'_>) -> Result<Started, Error> {
         attach(|py| {
             let (module, api) = library.objects(py);
             let started = |on_load_ran| Started {

@@ -245,7 +245,7 @@ mod tests {
         let passes = registered
             .passes
             .iter()
-            .map(|pass| DeclaredPass::new(&*pass.name, pass.interface.as_deref().map(str::to_owned)))
+            .map(|pass| DeclaredPass::new(&*pass.name, pass.func.interface().map(str::to_owned)))
             .collect();
         let (name, version) = (registered.name.clone(), registered.version.clone());
         teardown_all(vec![registered.teardown]);
@@ -565,7 +565,7 @@ mod tests {
 
     /// Deeply nested source under a recursion limit an application raised is an error (or
     /// no manifest), never a crash of the process: the reader bounds the limit while it
-    /// parses, and restores it. (Caught: the bound left out, which overflows the C stack.)
+    /// parses, and restores it (without the bound, the parser overflows the C stack).
     #[test]
     fn deeply_nested_source_under_a_raised_recursion_limit_is_no_crash() {
         let source = format!("x = a{}\n", ".b".repeat(1_000_000));

@@ -11,8 +11,8 @@ use crate::load::pipeline::Registered;
 use crate::load::python::discover::PyCandidate;
 use crate::load::python::instance;
 use crate::load::python::interpreter::{attach, helpers, plugin_failed};
-use crate::registrar::python::{PyCallable, placeholder};
-use crate::registrar::{Collected, MAX_NAME_LEN, UserData};
+use crate::registrar::python::PyCallable;
+use crate::registrar::{Collected, MAX_NAME_LEN, PassFunc, UserData};
 use crate::registry::FileRef;
 use crate::registry::teardown::Teardown;
 use crate::trust::{Checks, TrustPolicy};
@@ -89,8 +89,7 @@ impl PyCandidate {
             }
             collected.push(Collected {
                 name: pass.into(),
-                interface: Some(interface.into()),
-                func: placeholder,
+                func: PassFunc::python(interface.into()),
                 user_data: UserData(std::ptr::null_mut()),
                 python: Some(PyCallable::new(func)),
             });
@@ -102,7 +101,7 @@ impl PyCandidate {
             });
         }
         if let Some(manifest) = &manifest {
-            let registered = collected.iter().map(|pass| (&*pass.name, pass.interface.as_deref()));
+            let registered = collected.iter().map(|pass| (&*pass.name, pass.func.interface()));
             manifest.compare(&origin, (None, &name, &version), registered)?;
         }
         instance.registered();

@@ -1,20 +1,19 @@
 //! Linux, holding a file's bytes still between their digest and their mapping (signed plugins,
 //! `provenance`): a read lease on the checked descriptor (`fcntl(F_SETLEASE, F_RDLCK)`), and
-//! a sealed copy in memory (`memfd_create`, `F_ADD_SEALS`) where no lease can be taken.
+//! a sealed copy in memory (`memfd_create`, `F_ADD_SEALS`) where no lease can be taken. Safe
+//! code over `sys::raw`'s calls.
 
 use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Seek as _, SeekFrom};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsFd as _;
+
+use crate::sys::raw;
 
 /// The signal the kernel sends this process when a writer's open breaks one of its leases.
 /// `SIGIO`, the default, ends a process that has no handler for it; `SIGURG`'s default action
 /// is to ignore it, and the writer's open blocks until the lease is released all the same.
 const LEASE_BREAK_SIGNAL: libc::c_int = libc::SIGURG;
-
-/// `F_SETSIG` (`<asm-generic/fcntl.h>`, 10 on every architecture Rust builds for on Linux),
-/// which the `libc` crate does not declare for every target.
-const F_SETSIG: libc::c_int = 10;
 
 /// Takes a read lease on `file`, a descriptor opened read-only: while it is held, an open of
 /// the file for writing (or a truncation) by anyone blocks in the kernel until it is released
@@ -26,27 +25,13 @@ const F_SETSIG: libc::c_int = 10;
 /// not support leases (NFS, FUSE, `/proc`) or leases are disabled
 /// (`/proc/sys/fs/leases-enable`).
 pub(crate) fn take_read_lease(file: &File) -> io::Result<()> {
-    // SAFETY: `file` is an open descriptor; F_SETSIG takes an int and only sets which signal
-    // this open file description's lease breaks send, affecting no memory of this process.
-    if unsafe { libc::fcntl(file.as_raw_fd(), F_SETSIG, LEASE_BREAK_SIGNAL) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `file` is an open descriptor; F_SETLEASE takes an int and places a lease owned
-    // by this open file description, which `release_lease` (or its close) removes.
-    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    raw::set_lease_signal(file.as_fd(), LEASE_BREAK_SIGNAL)?;
+    raw::set_lease(file.as_fd(), libc::F_RDLCK)
 }
 
 /// Releases the lease [`take_read_lease`] took on `file`: a writer blocked on it goes on.
 pub(crate) fn release_lease(file: &File) -> io::Result<()> {
-    // SAFETY: `file` is an open descriptor; F_SETLEASE with F_UNLCK removes this open file
-    // description's lease, if it has one.
-    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    raw::set_lease(file.as_fd(), libc::F_UNLCK)
 }
 
 /// Whether `error` is the refusal of a lease because the file is open for writing (or mapped
@@ -67,23 +52,12 @@ pub(crate) fn not_lease_owner(error: &io::Error) -> bool {
 /// further seals. The copy is positioned at its start.
 pub(crate) fn sealed_copy(file: &File, name: &str) -> io::Result<File> {
     let name = CString::new(name.replace('\0', "?")).expect("NUL bytes were replaced");
-    // SAFETY: `name` is NUL-terminated and outlives the call; the flags ask for a descriptor
-    // closed on exec that can be sealed.
-    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `memfd_create` returned a new descriptor, owned by nothing else.
-    let mut copy = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let mut copy = File::from(raw::memfd_sealable(&name)?);
     let mut source = file.try_clone()?;
     source.seek(SeekFrom::Start(0))?;
     io::copy(&mut source, &mut copy)?;
     let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
-    // SAFETY: `copy` is the open memfd; F_ADD_SEALS takes an int of seals and changes no
-    // memory of this process (no writable shared mapping of it exists: it fails otherwise).
-    if unsafe { libc::fcntl(copy.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    raw::add_seals(copy.as_fd(), seals)?;
     copy.seek(SeekFrom::Start(0))?;
     Ok(copy)
 }
@@ -91,6 +65,7 @@ pub(crate) fn sealed_copy(file: &File, name: &str) -> io::Result<File> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use std::io::{Read as _, Write as _};
+    use std::os::fd::AsRawFd as _;
 
     use super::*;
 
@@ -108,8 +83,7 @@ mod tests {
         let mut writer = std::fs::OpenOptions::new().write(true).open(&name).unwrap();
         assert!(writer.write_all(b"X").is_err(), "a sealed copy took a write");
         assert!(writer.set_len(1).is_err(), "a sealed copy was truncated");
-        // SAFETY: `copy` is open; F_GET_SEALS reads its seals.
-        let seals = unsafe { libc::fcntl(copy.as_raw_fd(), libc::F_GET_SEALS) };
+        let seals = crate::sys::raw::testing::seals(&copy);
         assert_eq!(seals & libc::F_SEAL_SEAL, libc::F_SEAL_SEAL);
     }
 

@@ -49,23 +49,17 @@ pub(crate) fn no_follow(options: &mut std::fs::OpenOptions) {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-
     use super::*;
 
     /// An open with `no_follow` refuses a symlink in the last component (ELOOP) and does not
-    /// wait for a writer on a FIFO. Bounded: an open that waits fails the test. Caught: the
-    /// flags dropped, or combined with `&` (cargo-mutants).
+    /// wait for a writer on a FIFO. Bounded: an open that waits fails the test.
     #[test]
     fn no_follow_neither_follows_a_symlink_nor_waits_on_a_fifo() {
         let dir = crate::test_dir::TestDir::new("no-follow");
         let (target, link, fifo) = (dir.join("target"), dir.join("link"), dir.join("fifo"));
         std::fs::write(&target, b"a file").unwrap();
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        let fifo_name = CString::new(fifo.as_os_str().as_bytes()).unwrap();
-        // SAFETY: `fifo_name` is NUL-terminated.
-        assert_eq!(unsafe { libc::mkfifo(fifo_name.as_ptr(), 0o600) }, 0);
+        crate::sys::raw::testing::mkfifo(&fifo);
         let open = |path: &std::path::Path| {
             let mut options = std::fs::OpenOptions::new();
             options.read(true);

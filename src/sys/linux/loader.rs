@@ -1,22 +1,23 @@
 //! Linux, the platform loader: the loader is given the checked descriptor (`dlopen` of a name
-//! under `/proc/self/fd`), asked where it mapped a library (its `link_map`), which object a
-//! refused symbol lies in (`dladdr1`) and whether a closed library stayed (`dl_iterate_phdr`,
-//! the process's maps).
+//! under `/proc/self/fd`), told where it mapped a library (the head of its `link_map`), asked
+//! whether that mapping is of the checked file (the process's maps) and whether a closed
+//! library stayed (`dl_iterate_phdr`). Safe code: the calls themselves are `sys::raw`'s.
 //!
 //! The loader is told which file to map by a name under `/proc/self/fd` of the checked
 //! descriptor; why, and the three traps that shape [`Names`], are in `docs::internals` ("The
 //! identity guarantee").
 
 use std::collections::HashMap;
-use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 
 use crate::sys::id::FileId;
 use crate::sys::linux::identity::Identity;
+use crate::sys::raw::{self, LinkHead, ProcMaps};
 
 crate::sync::lazy_static! {
     /// The name each kept (pinned) mapping was given, by its file's (dev, ino): the
@@ -146,49 +147,18 @@ pub(crate) fn name(
 fn stat_at(dir: &std::fs::File, name: &std::ffi::OsStr, follow: bool) -> io::Result<(u64, u64)> {
     let name = CString::new(name.as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the name holds a NUL byte"))?;
-    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `dir` is open, `name` is NUL-terminated, `stat` is writable.
-    let done = unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            stat.as_mut_ptr(),
-            if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW },
-        )
-    };
-    if done != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fstatat` succeeded, so it filled `stat`.
-    let stat = unsafe { stat.assume_init() };
+    let stat = raw::fstatat(dir.as_fd(), &name, follow)?;
     Ok((stat.st_dev, stat.st_ino))
 }
 
-/// The public head of the object `dlopen` returns: glibc's `struct link_map` (link.h), whose
-/// first fields musl's `struct dso` shares.
-#[repr(C)]
-struct LinkMap {
-    l_addr: usize,
-    l_name: *const c_char,
-    /// The address of the object's dynamic section, inside its own mapping.
-    l_ld: *const c_void,
-}
-
-/// Records where the loader mapped the library, and whether it gave an existing mapping.
-///
-/// # Safety
-///
-/// `handle` is what `dlopen` just returned for a library that is open.
-pub(crate) unsafe fn opened(names: &mut Names, handle: usize) {
-    // SAFETY: the handle is the library's `link_map`, valid while it is open (the caller's
-    // contract); only its public head is read.
-    let map = unsafe { &*(handle as *const LinkMap) };
-    names.base = Some(map.l_addr);
-    names.dynamic = (!map.l_ld.is_null()).then_some(map.l_ld as usize);
-    // SAFETY: `l_name` is the loader's NUL-terminated name of the object (or NULL).
-    let name = (!map.l_name.is_null()).then(|| unsafe { CStr::from_ptr(map.l_name) });
-    names.shared = name != Some(names.given.as_c_str());
-    names.loaded_as = names.shared.then(|| name.map(CStr::to_owned).unwrap_or_default());
+/// Records where the loader mapped the library (`head`, read from the handle it just
+/// returned), and whether it gave an existing mapping.
+pub(crate) fn opened(names: &mut Names, head: Option<LinkHead>) {
+    let Some(head) = head else { return };
+    names.base = Some(head.base);
+    names.dynamic = head.dynamic;
+    names.shared = head.name != names.given;
+    names.loaded_as = names.shared.then_some(head.name);
 }
 
 /// Whether `address` lies in the opened mapping `names` describes, whose loadable segments
@@ -201,91 +171,40 @@ pub(crate) fn lies_in(names: &Names, loads: &[std::ops::Range<u64>], address: us
 }
 
 /// Whether the mapping is of the checked file, where the loader was given another name for
-/// it (read from `/proc/self/maps` at its load address); `None` where it was given the
+/// it (read from `/proc/self/maps` at its load address); `Ok(None)` where it was given the
 /// checked descriptor itself.
 ///
 /// The mapping looked at is the one holding the object's dynamic section (`l_ld`), which
 /// lies in the file the loader mapped, wherever that file's segments put it (`l_addr` is only
 /// the load bias: no mapping starts there when the first segment's address is not 0). Fails
-/// closed: no mapping there, an anonymous one, or no answer from `/proc/self/maps` is
-/// `Some(false)`, as another file is.
-pub(crate) fn maps_checked_file(names: &Names) -> Option<bool> {
+/// closed: no mapping there, or an anonymous one, is `Some(false)`, as another file is; and
+/// `/proc/self/maps` that cannot be opened or read is an error of its own (out of
+/// descriptors, most often), so that the refusal names what happened, not a replacement.
+pub(crate) fn maps_checked_file(names: &Names) -> io::Result<Option<bool>> {
     if !names.through_dir {
-        return None;
+        return Ok(None);
     }
     let Some(address) = names.dynamic else {
-        return Some(false);
+        return Ok(Some(false));
     };
-    let Ok(maps) = std::fs::File::open("/proc/self/maps") else {
-        return Some(false);
-    };
-    let mapped = match query_mapping(&maps, address) {
+    let maps = ProcMaps::open()?;
+    let mapped = match maps.query(address) {
         Some(found) => found,
-        None => mapping_in_text(maps, address),
+        None => mapping_in_text(maps.into_file(), address)?,
     };
-    Some(mapped == Some(names.file))
+    Ok(Some(mapped == Some(names.file)))
 }
 
-/// The `struct procmap_query` of `<linux/fs.h>` (Linux 6.11).
-#[repr(C)]
-#[derive(Default)]
-struct ProcmapQuery {
-    size: u64,
-    query_flags: u64,
-    query_addr: u64,
-    vma_start: u64,
-    vma_end: u64,
-    vma_flags: u64,
-    vma_page_size: u64,
-    vma_offset: u64,
-    inode: u64,
-    dev_major: u32,
-    dev_minor: u32,
-    vma_name_size: u32,
-    build_id_size: u32,
-    vma_name_addr: u64,
-    build_id_addr: u64,
-}
-
-/// `PROCMAP_QUERY`: `_IOWR('f', 17, struct procmap_query)`.
-const PROCMAP_QUERY: libc::c_ulong =
-    (3 << 30) | ((size_of::<ProcmapQuery>() as libc::c_ulong) << 16) | (0x66 << 8) | 17;
-
-/// The (dev, ino) of what is mapped at `address` ((0, 0) for an anonymous mapping), asked of
-/// the kernel for that one address (the `PROCMAP_QUERY` ioctl of `/proc/self/maps`, Linux
-/// 6.11) instead of reading the whole table: `Some(None)` if nothing is mapped there, `None`
-/// if the kernel does not answer the ioctl.
-fn query_mapping(maps: &std::fs::File, address: usize) -> Option<Option<(u64, u64)>> {
-    let mut query = ProcmapQuery {
-        size: size_of::<ProcmapQuery>() as u64,
-        query_addr: address as u64,
-        ..ProcmapQuery::default()
-    };
-    // SAFETY: `maps` is an open `/proc/self/maps`; `query` is a `struct procmap_query` with
-    // its `size` set and no name or build-id buffer asked for (their sizes 0), which the
-    // kernel reads and fills and does not keep. A kernel without the ioctl fails it (ENOTTY)
-    // and writes nothing.
-    let done = unsafe { libc::ioctl(maps.as_raw_fd(), PROCMAP_QUERY as _, &raw mut query) };
-    if done != 0 {
-        return match io::Error::last_os_error().raw_os_error() {
-            // No mapping contains the address.
-            Some(libc::ENOENT) => Some(None),
-            _ => None,
-        };
-    }
-    // The mapping returned is the one that contains the address (no flag asks for the next).
-    Some(Some((libc::makedev(query.dev_major, query.dev_minor), query.inode)))
-}
-
-/// As [`query_mapping`], from the text of `/proc/self/maps` (`start-end perms offset
-/// major:minor inode path`, one line per mapping): for kernels without the ioctl. `None` if
-/// nothing is mapped at `address`, or the text cannot be read. Read as bytes: a path, the
-/// last field, is any bytes a file name may hold, not necessarily UTF-8.
-fn mapping_in_text(mut maps: std::fs::File, address: usize) -> Option<(u64, u64)> {
+/// As `ProcMaps::query`, from the text of `/proc/self/maps` (`start-end perms offset
+/// major:minor inode path`, one line per mapping): for kernels without the ioctl. `Ok(None)`
+/// if nothing is mapped at `address`. Read as bytes: a path, the last field, is any bytes a
+/// file name may hold, not necessarily UTF-8.
+fn mapping_in_text(mut maps: std::fs::File, address: usize) -> io::Result<Option<(u64, u64)>> {
     let mut text = Vec::new();
-    io::Read::read_to_end(&mut maps, &mut text).ok()?;
-    text.split(|&byte| byte == b'\n')
-        .find_map(|line| mapping_at(line, address))
+    io::Read::read_to_end(&mut maps, &mut text)?;
+    Ok(text
+        .split(|&byte| byte == b'\n')
+        .find_map(|line| mapping_at(line, address)))
 }
 
 /// The (dev, ino) of the mapping one line of `/proc/self/maps` describes, if it contains
@@ -314,36 +233,10 @@ fn mapping_at(line: &[u8], address: usize) -> Option<(u64, u64)> {
 /// list at the same address under the same name (kept open, that name cannot be another
 /// object's). Unlike `RTLD_NOLOAD`, the walk gives no mapping a name.
 pub(crate) fn still_mapped(names: &Names) -> Option<bool> {
-    /// What the walk looks for, and whether it found it.
-    struct Wanted<'a> {
-        base: usize,
-        name: &'a CStr,
-        found: bool,
-    }
-    /// Stops the walk (returns 1) at the object wanted.
-    ///
-    /// # Safety
-    ///
-    /// `data` points to a `Wanted` that outlives the walk, and `info` is the loader's.
-    unsafe extern "C" fn is_wanted(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
-        // SAFETY: `data` is the `Wanted` passed below, alive and unaliased for the walk.
-        let wanted = unsafe { &mut *data.cast::<Wanted<'_>>() };
-        // SAFETY: the loader passes a valid `info` for the duration of the call.
-        let info = unsafe { &*info };
-        // SAFETY: a non-NULL `dlpi_name` is the object's NUL-terminated name.
-        let named = !info.dlpi_name.is_null() && unsafe { CStr::from_ptr(info.dlpi_name) } == wanted.name;
-        wanted.found = named && info.dlpi_addr as usize == wanted.base;
-        c_int::from(wanted.found)
-    }
-    let mut wanted = Wanted {
-        base: names.base?,
-        name: names.loaded_as(),
-        found: false,
-    };
-    // SAFETY: `is_wanted` only reads what the loader hands it and writes `wanted`, which lives
-    // on this frame for the whole walk; it never unwinds.
-    unsafe { libc::dl_iterate_phdr(Some(is_wanted), (&raw mut wanted).cast()) };
-    Some(wanted.found)
+    let (base, name) = (names.base?, names.loaded_as());
+    Some(raw::any_loaded_object(&mut |address, loaded| {
+        loaded == Some(name) && address == base
+    }))
 }
 
 /// Closes the descriptors, unless the loader may still match their names to a mapping: one
@@ -387,27 +280,7 @@ pub(crate) const MATCHES_SONAME: bool = cfg!(target_env = "gnu");
 /// files of the system's library directories to compare them with loaded objects.
 pub(crate) fn answering(name: &std::ffi::OsStr) -> Option<Result<FileId, CString>> {
     let name = CString::new(name.as_bytes()).ok()?;
-    // SAFETY: with RTLD_NOLOAD the loader maps nothing, so no initialisation routine runs;
-    // `name` is NUL-terminated.
-    let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
-    if handle.is_null() {
-        // SAFETY: clears the loader's message of the failed look-up, so that no later caller
-        // reads it as its own; it has no preconditions.
-        unsafe { libc::dlerror() };
-        return None;
-    }
-    // SAFETY: the handle is the object's `link_map`, valid until the `dlclose` below; only
-    // its public head is read.
-    let map = unsafe { &*(handle as *const LinkMap) };
-    let loaded_as = if map.l_name.is_null() {
-        CString::default()
-    } else {
-        // SAFETY: `l_name` is the loader's NUL-terminated name of the object, copied at once.
-        unsafe { CStr::from_ptr(map.l_name) }.to_owned()
-    };
-    // SAFETY: `handle` came from the `dlopen` above, which raised the object's count: this
-    // drops it again, once; the object stays loaded for whoever loaded it.
-    unsafe { libc::dlclose(handle) };
+    let loaded_as = raw::loaded_as(&name)?;
     let file = std::fs::metadata(std::ffi::OsStr::from_bytes(loaded_as.as_bytes())).ok();
     Some(file.map_or(Err(loaded_as), |m| {
         Ok(FileId {
@@ -420,55 +293,6 @@ pub(crate) fn answering(name: &std::ffi::OsStr) -> Option<Result<FileId, CString
 /// `EMFILE`, the error of a process out of file descriptors.
 pub(crate) const EMFILE: i32 = libc::EMFILE;
 
-/// Opens the library the loader knows as `name` with `RTLD_NOW | RTLD_LOCAL`, and returns it
-/// with the loader's handle of its mapping.
-///
-/// # Safety
-///
-/// Opening a library runs its initialisation routines (and closing it later runs its
-/// termination routines): the caller vouches for that code.
-pub(crate) unsafe fn open(name: &std::path::Path) -> Result<(libloading::Library, usize), libloading::Error> {
-    use libloading::os::unix::{Library as Unix, RTLD_LOCAL, RTLD_NOW};
-    // SAFETY: the caller vouches for the library's initialisation routines.
-    unsafe { Unix::open(Some(name), RTLD_NOW | RTLD_LOCAL) }.map(|library| {
-        let raw = library.into_raw();
-        // SAFETY: `raw` was just returned by `into_raw` of an open library, and is taken back
-        // exactly once.
-        let library = unsafe { Unix::from_raw(raw) };
-        (libloading::Library::from(library), raw as usize)
-    })
-}
-
-/// The object `address` lies in: the loader's handle of it (its `link_map`, which is what
-/// `dlopen` returns on glibc) and the loader's name of it; `None` where the loader cannot tell.
-#[cfg(target_env = "gnu")]
-pub(crate) fn object_of(address: *const c_void) -> Option<(usize, CString)> {
-    /// glibc's `RTLD_DL_LINKMAP` (dlfcn.h), which the `libc` crate does not declare.
-    const RTLD_DL_LINKMAP: libc::c_int = 2;
-    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
-    let mut link_map: *mut c_void = std::ptr::null_mut();
-    // SAFETY: `dladdr1` only reads the loader's tables; `address` is a symbol the loader
-    // resolved in an open library; both out-pointers are writable, and with RTLD_DL_LINKMAP
-    // the extra one receives a `struct link_map *`.
-    let found = unsafe { libc::dladdr1(address, info.as_mut_ptr(), &mut link_map, RTLD_DL_LINKMAP) };
-    if found == 0 || link_map.is_null() {
-        return None;
-    }
-    // SAFETY: `dladdr1` succeeded, so it filled `info` (zeroed before: a pointer is either set
-    // or NULL).
-    let name = unsafe { info.assume_init() }.dli_fname;
-    // SAFETY: a non-NULL `dli_fname` is the loader's NUL-terminated name of the object, valid
-    // while it is loaded; it is copied at once.
-    let name = (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_owned());
-    Some((link_map as usize, name.unwrap_or_default()))
-}
-
-/// Without glibc's `dladdr1` the loader cannot say which object a symbol lies in.
-#[cfg(not(target_env = "gnu"))]
-pub(crate) fn object_of(_: *const c_void) -> Option<(usize, CString)> {
-    None
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -476,8 +300,8 @@ mod tests {
 
     /// The text of `/proc/self/maps` is read as bytes: while a file whose name is not UTF-8 is
     /// mapped, a mapping is still found in it (the fallback for kernels without
-    /// `PROCMAP_QUERY`, which would otherwise refuse every `$ORIGIN` plugin then). Caught: the
-    /// text read as a `String` (any non-UTF-8 path made it unreadable).
+    /// `PROCMAP_QUERY`, which would otherwise refuse every `$ORIGIN` plugin then): read as a
+    /// `String`, any mapped path that is not UTF-8 would make it unreadable.
     #[test]
     fn a_mapping_is_found_in_the_text_while_a_file_with_a_name_that_is_not_utf_8_is_mapped() {
         use std::os::unix::fs::MetadataExt;
@@ -486,30 +310,16 @@ mod tests {
         std::fs::write(&path, [7u8; 4096]).unwrap();
         let file = std::fs::File::open(&path).unwrap();
         let metadata = file.metadata().unwrap();
-        // SAFETY: a private read-only mapping of a whole page of a file this test owns; it is
-        // only looked up, never read, and unmapped below.
-        let address = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        assert_ne!(address, libc::MAP_FAILED);
-        let found = mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), address as usize);
-        // SAFETY: `address` is the mapping made above, of 4096 bytes, unused since.
-        assert_eq!(unsafe { libc::munmap(address, 4096) }, 0);
+        let page = crate::sys::raw::testing::MappedPage::of(&file);
+        let found = mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), page.address()).unwrap();
+        drop(page);
         assert_eq!(found, Some((metadata.dev(), metadata.ino())));
     }
 
     /// The `PROCMAP_QUERY` ioctl answers as the text of `/proc/self/maps` does, for the file
     /// mappings of this process's binary and libc (at their start and inside them: that
     /// file's (dev, ino)) and for an address nothing maps; on a kernel from 6.11 on, it is
-    /// answered. Caught: a wrong request number or layout (the ioctl fails, or reads other
-    /// fields), or a text search that matches only a mapping's start.
+    /// answered (a wrong request number or layout fails the ioctl or reads other fields).
     #[test]
     fn the_kernel_query_of_one_mapping_agrees_with_the_text_of_the_maps() {
         let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
@@ -517,7 +327,7 @@ mod tests {
             .split(|c: char| !c.is_ascii_digit())
             .map(|n| n.parse::<u32>().unwrap_or(0));
         let version = (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0));
-        let maps = std::fs::File::open("/proc/self/maps").unwrap();
+        let maps = ProcMaps::open().unwrap();
         let text = String::from_utf8_lossy(&std::fs::read("/proc/self/maps").unwrap()).into_owned();
         let mut compared = 0;
         let exe = std::env::current_exe().unwrap();
@@ -535,25 +345,25 @@ mod tests {
                 usize::from_str_radix(start, 16).unwrap(),
                 usize::from_str_radix(end, 16).unwrap(),
             );
-            let Some(queried) = query_mapping(&maps, start) else {
+            let Some(queried) = maps.query(start) else {
                 assert!(version < (6, 11), "kernel {release:?} did not answer PROCMAP_QUERY");
                 return;
             };
-            let from_text = mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), start);
+            let from_text = mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), start).unwrap();
             assert_eq!(queried, from_text, "{line}");
             assert_eq!(queried.map(|(_, ino)| ino), Some(inode), "{line}");
             // An address inside the mapping finds it too.
             let inside = start + (end - start) / 2;
-            assert_eq!(query_mapping(&maps, inside), Some(queried), "{line}");
-            let text_inside = mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), inside);
+            assert_eq!(maps.query(inside), Some(queried), "{line}");
+            let text_inside = mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), inside).unwrap();
             assert_eq!(text_inside, queried, "{line}");
             compared += 1;
         }
         assert!(compared > 3, "this process maps few files: {text}");
         // Nothing is ever mapped at address 0 (`vm.mmap_min_addr`).
-        assert_eq!(query_mapping(&maps, 0), Some(None));
+        assert_eq!(maps.query(0), Some(None));
         assert_eq!(
-            mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), 0),
+            mapping_in_text(std::fs::File::open("/proc/self/maps").unwrap(), 0).unwrap(),
             None
         );
     }
@@ -561,7 +371,6 @@ mod tests {
     /// A failure to get a descriptor says which limit was reached: the process's (EMFILE,
     /// with the fix) or the system's (ENFILE); another failure adds nothing. A test cannot
     /// fill the system's table; `sys::library`'s tests run out of the process's.
-    /// Caught: the ENFILE arm deleted (cargo-mutants).
     #[test]
     fn a_descriptor_hint_names_the_limit_that_was_reached() {
         let hint = |errno| descriptor_hint(&io::Error::from_raw_os_error(errno));
@@ -572,9 +381,8 @@ mod tests {
 
     #[test]
     fn a_library_named_through_a_sticky_directory_its_group_or_others_can_write_is_refused_under_strict() {
-        // Anyone allowed to create names there could take the library's name once it is free.
-        // (Caught planted: the refusal tested as `mode & 0o1002 == 0o1002`, which passes a
-        // sticky directory writable by its group.)
+        // Anyone allowed to create names there could take the library's name once it is free,
+        // whether the group or others may write the directory.
         use std::os::unix::fs::PermissionsExt;
         let dir = crate::test_dir::TestDir::new("sticky-name");
         let path = dir.join("libx.so");
