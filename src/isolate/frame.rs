@@ -830,11 +830,64 @@ mod tests {
         // One more than the bytes left hold: a range of 16 bytes with 15 left, a pass of at
         // least 12 with 11 left.
         let mut w = Writer::default();
-        w.str("a").u64(1).u64(2).u32(1).rest(&[0; 15]);
+        w.str("a").u64(1).u64(2).u32(0).u32(1).rest(&[0; 15]);
         assert!(DependRequest::decode(&w.0).unwrap_err().contains("too short"));
         let mut w = Writer::default();
         w.str("n").str("v").u32(1).rest(&[0; 11]);
         assert!(Mapped::decode(&w.0).unwrap_err().contains("too short"));
+    }
+
+    /// The `sealed` flag has its own word in `Map` and `Depend` payloads: set alone, it
+    /// decodes as sealed and changes nothing else; a payload cut before it is refused.
+    #[test]
+    fn the_sealed_flag_is_its_own_word() {
+        let map = MapRequest {
+            shown: "p.so".into(),
+            resolved: "/p.so".into(),
+            dev: 1,
+            ino: 2,
+            strict: true,
+            origin: false,
+            sealed: false,
+            dependencies: 3,
+            loads: vec![0..8],
+        };
+        let mut w = Writer::default();
+        w.str("p.so").str("/p.so").u64(1).u64(2).u32(1).u32(0).u32(7).u32(3);
+        write_loads(&mut w, &map.loads);
+        let decoded = MapRequest::decode(&w.0).unwrap();
+        assert_eq!(
+            decoded,
+            MapRequest {
+                sealed: true,
+                ..map.clone()
+            }
+        );
+        assert_eq!(MapRequest::decode(&map.encode()).unwrap(), map);
+        let mut w = Writer::default();
+        w.str("p.so").str("/p.so").u64(1).u64(2).u32(1).u32(0);
+        assert!(MapRequest::decode(&w.0).unwrap_err().contains("cut short"));
+        let depend = DependRequest {
+            found: "/lib/d.so".into(),
+            dev: 4,
+            ino: 5,
+            sealed: false,
+            loads: vec![],
+        };
+        let mut w = Writer::default();
+        w.str("/lib/d.so").u64(4).u64(5).u32(1);
+        write_loads(&mut w, &depend.loads);
+        let decoded = DependRequest::decode(&w.0).unwrap();
+        assert_eq!(
+            decoded,
+            DependRequest {
+                sealed: true,
+                ..depend.clone()
+            }
+        );
+        let mut w = Writer::default();
+        w.str("/lib/d.so").u64(4).u64(5);
+        assert!(DependRequest::decode(&w.0).unwrap_err().contains("cut short"));
     }
 
     /// Random bytes, and valid frames mutated (bytes flipped, cut, extended, lengths
