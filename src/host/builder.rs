@@ -29,7 +29,7 @@ pub struct HostBuilder {
     pub(super) policy: LoadPolicy,
     pub(super) trust: TrustPolicy,
     /// [`HostBuilder::require_signed`] (`host::signed`).
-    pub(super) signatures: Option<Arc<crate::provenance::Signatures>>,
+    pub(super) signatures: Option<Arc<crate::trust::Verifier>>,
     pub(super) unload: UnloadPolicy,
     pub(super) name: Option<String>,
     /// The debounce of [`HostBuilder::watch`] (crate feature `watch`; `None` without it).

@@ -60,7 +60,7 @@ pub(super) struct LoadConfig {
     pub(super) policy: LoadPolicy,
     pub(super) trust: TrustPolicy,
     /// [`HostBuilder::require_signed`](crate::HostBuilder::require_signed).
-    pub(super) signatures: Option<Arc<crate::provenance::Signatures>>,
+    pub(super) signatures: Option<Arc<crate::trust::Verifier>>,
     /// [`HostBuilder::on_demand`](crate::HostBuilder::on_demand): how the load judges a
     /// plugin file for an on-demand set.
     pub(super) on_demand: Option<crate::load::Defer>,

@@ -61,7 +61,7 @@ impl HostBuilder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn require_signed(mut self, keyring: Keyring) -> Self {
-        self.signatures = Some(Arc::new(Signatures::new(keyring)));
+        self.signatures = Some(Arc::new(crate::load::verifier(Signatures::new(keyring))));
         self
     }
 }

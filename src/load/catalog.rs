@@ -7,8 +7,8 @@ use crate::error::{Error, Origin};
 use crate::inspect::manifest::Manifest;
 use crate::inspect::pinning::Pinning;
 use crate::load::plan::{Planned, Source, plan};
-use crate::provenance::Signatures;
 use crate::sync::Arc;
+use crate::trust::Verifier;
 use crate::trust::candidate::{Candidate, Opened};
 use crate::trust::{Checks, TrustPolicy, open_checked};
 use dylease_sign::Verified;
@@ -97,7 +97,7 @@ impl CatalogEntry {
 pub(crate) fn catalog(
     sources: &[Source],
     trust: TrustPolicy,
-    signatures: Option<&Arc<Signatures>>,
+    signatures: Option<&Arc<Verifier>>,
 ) -> Result<Vec<CatalogEntry>, Error> {
     let mut checks = Checks::default();
     checks.signatures = signatures.cloned();

@@ -33,6 +33,7 @@ pub(crate) use plugins::Callable;
 pub(crate) use plugins::{DEFAULT_MAP_TIMEOUT, Isolated, LoadedPlugins};
 pub use plugins::{PassInfo, PluginInfo};
 pub use policy::{LoadFailure, LoadPolicy};
+pub(crate) use signed::verifier;
 pub(crate) use static_plugin::StaticPlugin;
 
 use pipeline::{Registered, Verified};
@@ -79,7 +80,7 @@ pub(crate) fn load(
     (policy, trust, signatures): (
         LoadPolicy,
         TrustPolicy,
-        Option<&crate::sync::Arc<crate::provenance::Signatures>>,
+        Option<&crate::sync::Arc<crate::trust::Verifier>>,
     ),
     on_demand: Option<Defer>,
     mut isolate: Option<&mut dyn Isolate>,

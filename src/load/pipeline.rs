@@ -254,7 +254,7 @@ pub(crate) struct Deferred {
     pub(crate) pinning: Pinning,
     /// The keyring it was verified with at judgement (`HostBuilder::require_signed`): its
     /// mapping verifies it again, holding its bytes still until they are mapped.
-    signatures: Option<Arc<crate::provenance::Signatures>>,
+    signatures: Option<Arc<crate::trust::Verifier>>,
 }
 
 /// What judging a plugin file for an on-demand set decided.

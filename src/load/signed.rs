@@ -3,56 +3,24 @@
 //! gate is (`Candidate::prepare`, after the manifest is read from the checked descriptor and
 //! before anything is mapped), and what it holds until the mapping (`provenance`).
 
+#[cfg(feature = "python")]
 use std::fs::File;
 use std::path::Path;
 
 use dylease_elf::Linkage;
+#[cfg(feature = "python")]
 use dylease_sign::Verified;
 
 use crate::error::Error;
 use crate::inspect::manifest::Manifest;
+pub(crate) use crate::provenance::Provenance;
 use crate::provenance::{Held, Signatures, not_held};
 use crate::trust::candidate::{Candidate, Dependency, Opened};
-use crate::trust::{Checks, TrustPolicy};
+use crate::trust::{Checks, TrustPolicy, Verifier, Verify};
 
-/// What a signed plugin's load holds until the loader mapped it: its file and each library
-/// it needs, verified and held still (`provenance::Held`). Empty where the host does not
-/// require signatures.
-///
-/// Boxed, and empty without signatures: a load without them carries one pointer and no
-/// inlined teardown of what signatures hold.
-#[derive(Debug, Default)]
-pub(crate) struct Provenance(Option<Box<Holds>>);
-
-#[derive(Debug)]
-struct Holds {
-    plugin: Held,
-    /// Held for as long as the plugin's (the dependencies are mapped first, by the same call).
-    #[allow(dead_code, reason = "held for its drop, which releases the leases")]
-    dependencies: Vec<Held>,
-}
-
-impl Provenance {
-    /// The descriptor the loader must map for the plugin: its sealed copy where it has one,
-    /// else the checked descriptor `checked`.
-    pub(crate) fn source<'a>(&'a self, checked: &'a File) -> &'a File {
-        self.0
-            .as_ref()
-            .and_then(|holds| holds.plugin.sealed())
-            .unwrap_or(checked)
-    }
-
-    /// Whether the loader maps a sealed copy of the plugin: it is then given the copy's
-    /// descriptor, never its directory's name for it (`$ORIGIN` is no directory of the
-    /// plugin's then).
-    pub(crate) fn sealed(&self) -> bool {
-        self.0.as_ref().is_some_and(|holds| holds.plugin.sealed().is_some())
-    }
-
-    /// What the verification of the plugin's own file found.
-    pub(crate) fn signature(&self) -> Option<&Verified> {
-        self.0.as_ref().map(|holds| holds.plugin.verified())
-    }
+/// What `HostBuilder::require_signed` stores: the load's verifications over `signatures`.
+pub(crate) fn verifier(signatures: Signatures) -> Verifier {
+    Verifier::new(signatures)
 }
 
 /// Verifies the plugin `candidate`, opened as `checked` (its `linkage` and `manifest` read
@@ -68,14 +36,36 @@ pub(crate) fn verify(
 ) -> Result<Provenance, Error> {
     match &checks.signatures {
         None => Ok(Provenance::default()),
-        Some(signatures) => verify_signed(signatures, candidate, read, dependencies),
+        Some(signatures) => signatures.verify(candidate, read, dependencies),
     }
 }
 
-/// [`verify`] for a host that requires signatures: out of line and cold, so that a load
-/// without them carries none of it.
-#[cold]
-#[inline(never)]
+/// The verifications of a host that requires signatures, as the load reaches them: through
+/// the [`Verifier`] that only `HostBuilder::require_signed` makes, so that a program that
+/// never requires signatures links none of them (nor the keyring's teardown).
+impl Verify for Signatures {
+    fn verify(
+        &self,
+        candidate: (&Candidate, TrustPolicy),
+        read: (&Opened, &Linkage, Option<&Manifest>),
+        dependencies: &mut [Dependency],
+    ) -> Result<Provenance, Error> {
+        verify_signed(self, candidate, read, dependencies)
+    }
+
+    #[cfg(feature = "python")]
+    fn verify_files(
+        &self,
+        index: Option<File>,
+        paths: (&Path, &Path),
+        expected: Option<&str>,
+        files: &[(&Path, &[u8])],
+    ) -> Result<Verified, Error> {
+        Signatures::verify_files(self, index, paths, expected, files)
+    }
+}
+
+/// [`verify`] for a host that requires signatures.
 fn verify_signed(
     signatures: &Signatures,
     (candidate, trust): (&Candidate, TrustPolicy),
@@ -102,10 +92,7 @@ fn verify_signed(
         .iter_mut()
         .map(|dependency| hold_dependency(signatures, plugin, dependency))
         .collect::<Result<Vec<Held>, Error>>()?;
-    Ok(Provenance(Some(Box::new(Holds {
-        plugin: held,
-        dependencies: held_dependencies,
-    }))))
+    Ok(Provenance::holding(held, held_dependencies))
 }
 
 /// Verifies `dependency`, a library the plugin `plugin` needs, and holds it still; its sealed

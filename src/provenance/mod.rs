@@ -11,6 +11,8 @@
 //!   checked descriptor, or a sealed copy in memory that the loader maps instead
 //!   ([`Held`]); and a file set (a Python plugin's sources, read into memory before any of
 //!   them runs) checked against its signed index.
+//! - `held`: [`Provenance`], what a plugin's load holds until the mapping (its file's
+//!   `Held` and its libraries').
 //! - `refusal`: the errors that name the file refused, the key its signature names and the
 //!   fix.
 //! - `memo`: the process's memo of the Ed25519 checks that passed (`Keyring::remember_checks`),
@@ -18,11 +20,13 @@
 //!
 //! `docs::signing` is the user's page: the threat model, the recipes, the costs.
 
+mod held;
 mod hold;
 mod memo;
 mod policy;
 mod refusal;
 
+pub(crate) use held::Provenance;
 pub(crate) use hold::Held;
 pub(crate) use policy::Signatures;
 pub(crate) use refusal::not_held;

@@ -14,7 +14,7 @@ use crate::error::{Error, Origin};
 use crate::inspect::manifest::Manifest;
 use crate::load::python::discover::PyCandidate;
 use crate::load::python::instance::Staged;
-use crate::provenance::Signatures;
+use crate::trust::Verifier;
 use crate::trust::{Checks, TrustPolicy};
 
 impl PyCandidate {
@@ -23,7 +23,7 @@ impl PyCandidate {
     /// where `manifest` gives one.
     pub(super) fn verify_sources(
         &self,
-        signatures: &Signatures,
+        signatures: &Verifier,
         staged: &Staged,
         manifest: Option<&Manifest>,
     ) -> Result<Verified, Error> {
