@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use dylease::sign::{Cause, KeyId, Keyring, Release, SigningKey, sign_file};
 use dylease::{Error, PluginHost, TrustPolicy};
 
-use crate::support::{TestDir, assert_unloaded, compile_settled, mapped, mapped_containing};
+use crate::support::{TestDir, assert_unloaded, compile_settled, mapped, mapped_containing, until_no_writer};
 
 /// The publishers of these tests, by seed.
 fn key(seed: u8) -> SigningKey {
@@ -32,6 +32,7 @@ fn keyring(keys: &[&SigningKey]) -> Keyring {
 /// Signs the library `lib` in place (a new file renamed over it) as serial `serial` of `name`.
 fn sign(lib: &Path, name: &str, serial: u64, key: &SigningKey) {
     sign_file(lib, lib, &Release::new(name, "1.0", serial), key).unwrap();
+    until_no_writer(lib);
 }
 
 /// A strict host of the one plugin file `lib`, requiring signatures by `keyring`.
@@ -101,6 +102,8 @@ fn flip_comment_byte(lib: &Path) {
     let mut byte = [0];
     file.read_exact_at(&mut byte, at).unwrap();
     file.write_all_at(&[byte[0] ^ 1], at).unwrap();
+    drop(file);
+    until_no_writer(lib);
 }
 
 #[test]
@@ -303,6 +306,7 @@ fn graft(lib: &Path, block: &[u8]) {
     let mut grafted = bytes[..bytes.len() - own].to_vec();
     grafted.extend(block);
     fs::write(lib, grafted).unwrap();
+    until_no_writer(lib);
 }
 
 #[test]
@@ -341,6 +345,7 @@ fn a_truncated_block_is_refused() {
     let mut cut = signed[..signed.len() - block + 20].to_vec();
     cut.extend(&signed[signed.len() - block + 30..]);
     fs::write(&lib, &cut).unwrap();
+    until_no_writer(&lib);
     let error = host(&lib, keyring(&[&key(1)])).acquire().unwrap_err();
     assert!(
         matches!(refusal(&error, &lib, &lib).1, Some(Cause::Corrupt(_))),
@@ -348,6 +353,7 @@ fn a_truncated_block_is_refused() {
     );
     // The file cut short inside its block: no trailer, no signature.
     fs::write(&lib, &signed[..signed.len() - 10]).unwrap();
+    until_no_writer(&lib);
     let error = host(&lib, keyring(&[&key(1)])).acquire().unwrap_err();
     assert!(
         matches!(refusal(&error, &lib, &lib).1, Some(Cause::Unsigned)),
@@ -704,6 +710,7 @@ fn signed_cpp_and_rust_plugins_load() {
     let built = crate::rust_plugin::built_rust_plugins();
     fs::copy(built.join(crate::rust_plugin::build::library_name()), &rust).unwrap();
     fs::set_permissions(&rust, Permissions::from_mode(0o755)).unwrap();
+    until_no_writer(&rust);
     for lib in [&cpp, &rust] {
         // SAFETY: as above; `catalog` runs none of its code.
         let unsigned = unsafe { PluginHost::builder().file(lib) }.build().unwrap();
