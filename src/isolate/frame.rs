@@ -850,7 +850,7 @@ mod tests {
             origin: false,
             sealed: false,
             dependencies: 3,
-            loads: vec![0..8],
+            loads: vec![0..8, 16..24],
         };
         let mut w = Writer::default();
         w.str("p.so").str("/p.so").u64(1).u64(2).u32(1).u32(0).u32(7).u32(3);

@@ -4,9 +4,10 @@
 //! call `inspect`, `log_scope`, `sys` and `sync` (and the shared `error`), never `trust` or a
 //! room above it; the verification itself is `dylease-sign`'s (`Keyring`).
 //!
-//! - `policy`: [`Signatures`], a host's keyring and the verifications, reached through
-//!   function pointers that only `HostBuilder::require_signed` names (a program that never
-//!   requires signatures links no cryptography).
+//! - `policy`: [`Signatures`], a host's keyring and the verifications, which a load reaches
+//!   through the trait object (`trust::Verifier`) that only `HostBuilder::require_signed`
+//!   makes (a program that never requires signatures links no cryptography, no verification
+//!   step and no keyring).
 //! - `hold`: a library file held still from its digest to its mapping: a read lease on the
 //!   checked descriptor, or a sealed copy in memory that the loader maps instead
 //!   ([`Held`]); and a file set (a Python plugin's sources, read into memory before any of
