@@ -4,7 +4,7 @@ use std::fs::File;
 
 use dylease_sign::Verified;
 
-use crate::provenance::Held;
+use crate::provenance::hold::Held;
 
 /// What a signed plugin's load holds until the loader mapped it: its file and each library
 /// it needs, verified and held still ([`Held`]). Empty where the host does not require
