@@ -32,6 +32,14 @@
 //!   host (`HostBuilder::on_demand`: the 256 files judged, one mapped) against an eager host
 //!   (all 256 mapped) and raw `dlopen` + `dlsym` + `dlclose` of the one library; beside them
 //!   the on-demand host without the trust check.
+//! - `signed`: 16 signed plugins under `HostBuilder::require_signed` against the same 16
+//!   unsigned under the default host: their first-ever load (a new file over every plugin
+//!   before each cycle, not timed, and, for the signed ones, signed with a new serial, so that
+//!   neither the parse cache nor the memo of signature checks knows them) and their repeated
+//!   cold cycle; and the verification of a signed 1 MiB library from the page cache
+//!   (`Keyring::verify_file`, its signature check remembered) against `sha2`'s SHA-256 of the
+//!   same bytes in memory (`cargo bench -p dylease-sign --bench digest` has the absolute
+//!   throughputs).
 //! - `isolated`: calls of a message pass in an isolated set (`HostBuilder::isolated`): a small
 //!   message (8 bytes each way) against a raw ping-pong of the same bytes with a forked child
 //!   over a `SOCK_SEQPACKET` socket pair (the floor of any round trip between processes) and
@@ -98,7 +106,7 @@ use plugins::{
 #[global_allocator]
 static ALLOC: common::CountingAlloc = common::CountingAlloc;
 
-const GROUPS: [&str; 12] = [
+const GROUPS: [&str; 13] = [
     "acquire_hot",
     "acquire_hot_2_threads",
     "acquire_hosts",
@@ -111,6 +119,7 @@ const GROUPS: [&str; 12] = [
     "manifest",
     "on_demand",
     "reload",
+    "signed",
 ];
 
 /// The command line, after cargo's own `--bench`.
@@ -913,6 +922,116 @@ fn on_demand(options: &Options, dirs: &PluginDirs) {
     emit_ratio("on_demand", 1, &rounds, &format!("eager_{n}"), "dlopen_one");
 }
 
+/// Signs every library of `files` with `key` as serial `serial` of its plugin (`libbenchNNN.so`
+/// is `benchNNN`).
+fn sign_all(files: &[std::path::PathBuf], key: &dylease::sign::SigningKey, serial: u64) {
+    for file in files {
+        let stem = file.file_stem().expect("a file name").to_string_lossy();
+        let name = stem.strip_prefix("lib").unwrap_or(&stem);
+        let release = dylease::sign::Release::new(name, "0.1", serial);
+        dylease::sign::sign_file(file, file, &release, key).expect("sign a bench plugin");
+    }
+}
+
+fn signed(options: &Options, dirs: &PluginDirs) {
+    use dylease::sign::{Keyring, Release, SigningKey, sign_file_bytes};
+    use sha2::{Digest as _, Sha256};
+    let files = dirs.files(COLD_PLUGINS);
+    let key = SigningKey::from_seed(&[7; 32]);
+    let keyring = || {
+        let mut keyring = Keyring::new();
+        keyring.trust(key.public_key());
+        keyring
+    };
+    let signed_host = |dir: std::path::PathBuf| {
+        // SAFETY: the bench's own plugins, compiled from tests/plugins/numbered.c.
+        unsafe { PluginHost::builder().dir(dir) }
+            .require_signed(keyring())
+            .build()
+            .expect("a host over a directory builds")
+    };
+    // Repeated cold cycles: the same files every time.
+    let unsigned = dirs.host(COLD_PLUGINS);
+    let signed_dir = ReloadDir::new(&plugins::default_base(), "compare-signed", &files);
+    sign_all(&signed_dir.files(), &key, 1);
+    let signed = signed_host(signed_dir.plugins());
+    // First-ever loads: a new file over every plugin before each cycle; the signed ones signed
+    // again with a new serial first, so that their signature checks are new too.
+    let fresh_unsigned = ReloadDir::new(&plugins::default_base(), "compare-signed-first-unsigned", &files);
+    let first_unsigned = fresh_unsigned.host(dylease::UnloadPolicy::Immediately);
+    let fresh_signed = ReloadDir::new(&plugins::default_base(), "compare-signed-first", &files);
+    let spares: Vec<std::path::PathBuf> = fresh_signed
+        .files()
+        .iter()
+        .map(|file| {
+            file.parent()
+                .unwrap()
+                .with_file_name("spares")
+                .join(file.file_name().unwrap())
+        })
+        .collect();
+    sign_all(&fresh_signed.files(), &key, 1);
+    let first_signed = signed_host(fresh_signed.plugins());
+    check_full_close(&signed, &signed_dir.files());
+    check_full_close(&first_signed, &fresh_signed.files());
+    // The digest: a signed 1 MiB image from the page cache, against SHA-256 in memory.
+    let image: Vec<u8> = (0..1usize << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let block = sign_file_bytes(&image, &Release::new("mib", "1", 1), &key).expect("sign 1 MiB");
+    let mib_path = signed_dir.plugins().with_file_name("one-mib.bin");
+    std::fs::write(&mib_path, [image.as_slice(), &block].concat()).expect("write 1 MiB");
+    let mib_keyring = keyring();
+    let mut mib_file = std::fs::File::open(&mib_path).expect("open 1 MiB");
+    mib_keyring
+        .verify_file(&mut mib_file, &mib_path, None)
+        .expect("1 MiB verifies");
+    let serial = std::cell::Cell::new(1u64);
+    let iters = options.iters(16);
+    let mut arms = vec![
+        Arm::looped("unsigned_cold", iters, || host_cycle(&unsigned)),
+        Arm::looped("signed_cold", iters, || host_cycle(&signed)),
+        Arm::new("unsigned_first_load", iters, |iters| {
+            let mut took = Duration::ZERO;
+            for _ in 0..iters {
+                fresh_unsigned.install_all();
+                let start = Instant::now();
+                host_cycle(&first_unsigned);
+                took += start.elapsed();
+            }
+            Some(took)
+        }),
+        Arm::new("signed_first_load", iters, |iters| {
+            let mut took = Duration::ZERO;
+            for _ in 0..iters {
+                serial.set(serial.get() + 1);
+                sign_all(&spares, &key, serial.get());
+                fresh_signed.install_all();
+                let start = Instant::now();
+                host_cycle(&first_signed);
+                took += start.elapsed();
+            }
+            Some(took)
+        }),
+        Arm::looped("verify_1mib", iters, || {
+            black_box(
+                mib_keyring
+                    .verify_file(&mut mib_file, &mib_path, None)
+                    .expect("verifies"),
+            );
+        }),
+        Arm::looped("sha256_1mib", iters, || {
+            black_box(Sha256::digest(black_box(&image)));
+        }),
+    ];
+    let rounds = interleave::run(options.rounds, &mut arms);
+    drop(arms);
+    assert!(!signed.is_loaded() && !first_signed.is_loaded() && !unsigned.is_loaded());
+    emit_ratio("signed", 1, &rounds, "signed_first_load", "unsigned_first_load");
+    emit_ratio("signed", 1, &rounds, "signed_cold", "unsigned_cold");
+    emit_ratio("signed", 1, &rounds, "verify_1mib", "sha256_1mib");
+}
+
 fn main() {
     let options = Options::parse().unwrap_or_else(|message| {
         eprintln!("compare: {message}");
@@ -938,7 +1057,14 @@ fn main() {
     {
         isolated_groups(&options);
     }
-    let file_groups = ["cold_cycle", "load_scaling", "manifest", "on_demand", "reload"];
+    let file_groups = [
+        "cold_cycle",
+        "load_scaling",
+        "manifest",
+        "on_demand",
+        "reload",
+        "signed",
+    ];
     if file_groups.iter().any(|g| options.runs(g)) {
         let sizes: Vec<usize> = [16, 64, options.max_plugins]
             .into_iter()
@@ -968,6 +1094,9 @@ fn main() {
         }
         if options.runs("reload") {
             reload(&options, &dirs);
+        }
+        if options.runs("signed") {
+            signed(&options, &dirs);
         }
     }
     println!(

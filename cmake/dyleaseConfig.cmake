@@ -12,6 +12,11 @@
 # keeps only the entry point dylease_plugin_v1 global. Without that script g++ exports the
 # function-local statics of inline functions and templates as GNU unique symbols, and glibc
 # never unloads such a library.
+#
+# dylease_add_plugin(<target> SOURCES <source>... SIGN_KEY <keyfile>) also signs the module
+# after each build (`dylease sign <module> --key <keyfile>`: a host built with
+# HostBuilder::require_signed loads only signed plugins); it needs the `dylease` command, found
+# on PATH or named by the cache variable DYLEASE_COMMAND.
 
 if(EXISTS "${CMAKE_CURRENT_LIST_DIR}/../include/dylease.h")
   get_filename_component(DYLEASE_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/../include" ABSOLUTE)
@@ -28,7 +33,7 @@ if(NOT EXISTS "${DYLEASE_INCLUDE_DIR}/dylease.h" OR NOT EXISTS "${DYLEASE_VERSIO
 endif()
 
 function(dylease_add_plugin target)
-  cmake_parse_arguments(PARSE_ARGV 1 DYLEASE "" "" "SOURCES")
+  cmake_parse_arguments(PARSE_ARGV 1 DYLEASE "" "SIGN_KEY" "SOURCES")
   if(NOT DYLEASE_SOURCES)
     message(FATAL_ERROR "dylease_add_plugin(${target}): give the plugin's sources with SOURCES")
   endif()
@@ -42,4 +47,15 @@ function(dylease_add_plugin target)
   target_include_directories(${target} PRIVATE "${DYLEASE_INCLUDE_DIR}")
   target_link_options(${target} PRIVATE "LINKER:--version-script=${DYLEASE_VERSION_SCRIPT}")
   set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS "${DYLEASE_VERSION_SCRIPT}")
+  if(DYLEASE_SIGN_KEY)
+    find_program(DYLEASE_COMMAND dylease)
+    if(NOT DYLEASE_COMMAND)
+      message(FATAL_ERROR "dylease_add_plugin(${target} SIGN_KEY ...): the `dylease` command signs the plugin; \
+install it (`cargo install dylease-cli`) or name it with -DDYLEASE_COMMAND=<path>")
+    endif()
+    # Last, after the link (and any strip): a signature covers the bytes before it.
+    add_custom_command(TARGET ${target} POST_BUILD
+      COMMAND "${DYLEASE_COMMAND}" sign "$<TARGET_FILE:${target}>" --key "${DYLEASE_SIGN_KEY}"
+      VERBATIM)
+  endif()
 endfunction()

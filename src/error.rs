@@ -314,6 +314,28 @@ pub enum Error {
         /// Why, and what to do.
         reason: String,
     },
+    /// The host requires signed plugins ([`HostBuilder::require_signed`](crate::HostBuilder::require_signed))
+    /// and a file the load would run carries no signature its keyring accepts: the plugin's own
+    /// file, a library it needs that dylease maps itself, or a Python plugin's source or signed
+    /// index; or that file's bytes could not be held still between their verification and
+    /// their mapping (it is open for writing, say). None of the plugin's code ran.
+    #[non_exhaustive]
+    Signature {
+        /// The plugin: its library file, or its Python file or package, as discovered.
+        path: PathBuf,
+        /// The id of the key the refused signature names; `None` when none was read (the
+        /// file is unsigned, its signature block is damaged, or its bytes were not held).
+        key: Option<dylease_sign::KeyId>,
+        /// What is wrong, naming the file refused (the plugin's, a library it needs, or a file
+        /// of a Python plugin: a source, or its signed index), and the fix: whom to have sign
+        /// it, or which key to trust.
+        reason: String,
+        /// The verification's own refusal: the file refused
+        /// ([`path`](dylease_sign::SignatureError::path)) and precisely why
+        /// ([`cause`](dylease_sign::SignatureError::cause)); `None` when the bytes could not be
+        /// held still to be verified. Its message is part of `reason`.
+        refusal: Option<Box<dylease_sign::SignatureError>>,
+    },
     /// Another error carried as it is: a plugin's own
     /// ([`RegisterError::custom`](crate::RegisterError::custom), returned with `?` where a
     /// [`Result`] of this type is expected), or a Python pass's failure.
@@ -328,6 +350,7 @@ impl Error {
             | Error::Untrusted { path, .. }
             | Error::MissingEntry { path, .. }
             | Error::AbiMismatch { path, .. }
+            | Error::Signature { path, .. }
             | Error::OnLoadFailed { path, .. } => Some(Origin::File(path.clone())),
             Error::InvalidPlugin { plugin, .. }
             | Error::InvalidPass { plugin, .. }
@@ -384,7 +407,7 @@ impl fmt::Display for Error {
             Error::Open { path, reason, .. } => {
                 write!(f, "cannot load plugin file `{}`: {reason}", path.display())
             }
-            Error::Untrusted { path, reason } => {
+            Error::Untrusted { path, reason } | Error::Signature { path, reason, .. } => {
                 write!(f, "refusing to load plugin file `{}`: {reason}", path.display())
             }
             Error::MissingEntry { path, reason } => write!(
@@ -726,6 +749,10 @@ impl std::error::Error for Error {
             } => source.source(),
             Error::Custom(error) => error.source(),
             Error::MapFailed { cause, .. } => Some(&**cause),
+            // As for `RegisterFailed`: the refusal's sentence is in `reason`.
+            Error::Signature {
+                refusal: Some(refusal), ..
+            } => refusal.source(),
             _ => None,
         }
     }

@@ -109,8 +109,8 @@
 #![deny(unsafe_code)]
 
 // The rooms, one job each; `docs::internals` has their table, lowest first: error, sync, sys,
-// log_scope, inspect, trust, registrar, registry, load, host, python. Each may call only the
-// rooms before it in that order. `isolate` (isolated sets) sits between load and host.
+// log_scope, inspect, provenance, trust, registrar, registry, load, host, python. Each may call
+// only the rooms before it in that order. `isolate` (isolated sets) sits between load and host.
 // A room without `unsafe` forbids it, so that no module inside it can allow it; the others
 // (host, isolate, registrar, sync, sys) forbid it in each module but their listed files.
 #[forbid(unsafe_code)]
@@ -127,6 +127,8 @@ mod isolate;
 mod load;
 #[forbid(unsafe_code)]
 mod log_scope;
+#[forbid(unsafe_code)]
+mod provenance;
 mod registrar;
 #[forbid(unsafe_code)]
 mod registry;
@@ -143,6 +145,13 @@ mod trust;
 pub use dylease_plugin::{
     Interface, LibraryRegistrar, MessagePass, PassFn, RegisterError, Registrar, UnsafePassFn, abi, export_plugin,
 };
+/// The provenance checks of signed plugins ([`HostBuilder::require_signed`], [`docs::signing`]):
+/// the crate `dylease-sign`, whole, at this one path. A host needs [`Keyring`](sign::Keyring)
+/// (with [`PublicKey`](sign::PublicKey) and [`KeyId`](sign::KeyId)) to configure, and
+/// [`SignatureError`](sign::SignatureError) and [`Cause`](sign::Cause) to read a refusal
+/// ([`Error::Signature`]); tools sign with [`SigningKey`](sign::SigningKey),
+/// [`sign_file`](sign::sign_file) and [`sign_index`](sign::sign_index).
+pub use dylease_sign as sign;
 pub use error::{Error, LookupFailure, OpenCause, Origin, Waited, WorkerCause};
 
 // Python passes: the API is in `python` (above the host), the interpreter and the loading in

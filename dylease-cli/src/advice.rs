@@ -140,6 +140,13 @@ pub(crate) fn for_error(error: &Error) -> Advice {
              TrustPolicy::Permissive if that is intended (and check with `--trust permissive`)",
         ),
         Error::Io { path, context, .. } => advice("io", io_fix(path, context)),
+        Error::Signature { .. } => advice(
+            "signature",
+            "the host requires signed plugins, and the problem names the file refused, the key its signature \
+             names and what to do: have its publisher sign it (`dylease sign FILE --key KEYFILE`, after `strip`), \
+             install the release that verifies, or trust the key that signed it (`--keyring PUBFILE`); `dylease \
+             verify FILE --keyring PUBFILE` shows the verdict",
+        ),
         Error::Reentrant => advice(
             "reentrant",
             "a plugin's constructor, register or unload function called acquire() on the host that is \

@@ -9,6 +9,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use dylease::sign::{KeyId, Keyring, Release};
 use dylease::{CatalogEntry, HostBuilder, Manifest, PinCause, Pinning, PluginHost};
 
 use crate::advice;
@@ -16,6 +17,7 @@ use crate::check::{self, Problem};
 use crate::names;
 use crate::python;
 use crate::report::{self, Json, bytes_json, path_json, problem_json};
+use crate::sign;
 
 /// One argument, inspected.
 #[derive(Debug)]
@@ -47,12 +49,42 @@ pub(crate) struct Entry {
     pub(crate) catalog: CatalogEntry,
     /// The catalog's refusal, with the advice `check` gives for it.
     pub(crate) refusal: Option<Problem>,
+    /// Who signed it: verified by the catalog (with `--keyring`), else as its signature
+    /// claims; `Ok(None)` when it carries none, `Err` when its signature cannot be read.
+    pub(crate) signer: Result<Option<Signer>, String>,
+}
+
+/// A plugin's signer: the key and the release, and whether a keyring verified them.
+#[derive(Debug)]
+pub(crate) struct Signer {
+    pub(crate) key: KeyId,
+    pub(crate) release: Release,
+    pub(crate) verified: bool,
 }
 
 impl Entry {
     fn new(catalog: CatalogEntry) -> Entry {
         let refusal = catalog.refusal().map(check::problem);
-        Entry { catalog, refusal }
+        let signer = match (catalog.signature(), catalog.origin().path()) {
+            (Some(verified), _) => Ok(Some(Signer {
+                key: verified.key,
+                release: verified.release.clone(),
+                verified: true,
+            })),
+            (None, Some(path)) => sign::claim(path).map(|claim| {
+                claim.map(|claim| Signer {
+                    key: claim.key,
+                    release: claim.release,
+                    verified: false,
+                })
+            }),
+            (None, None) => Ok(None),
+        };
+        Entry {
+            catalog,
+            refusal,
+            signer,
+        }
     }
 
     fn path(&self) -> Option<&Path> {
@@ -63,14 +95,19 @@ impl Entry {
 /// The catalog of each argument, with the discovery of `check` (a `.py` file or package with
 /// `--python` as `python_file`, a directory as `dir` and, with `--python`, `python_dir`, any
 /// other path as `file`) and its trust policy. Runs none of the plugins' code.
-pub(crate) fn run(paths: &[PathBuf], options: check::Options) -> Vec<Source> {
+pub(crate) fn run(paths: &[PathBuf], options: check::Options, keyring: Option<&Keyring>) -> Vec<Source> {
     paths
         .iter()
         .map(|path| {
             let outcome: Result<Vec<Entry>, Problem> = if !options.python && python::is_plugin(path) {
                 Err(python_without_flag(path))
             } else {
-                catalog(sources(options, path), options)
+                let builder = sources(options, path);
+                let builder = match keyring {
+                    Some(keyring) => builder.require_signed(keyring.clone()),
+                    None => builder,
+                };
+                catalog(builder, options)
                     .map(|entries| entries.into_iter().map(Entry::new).collect())
                     .and_then(|entries| argument_problem(path, entries))
             };
@@ -293,6 +330,9 @@ pub(crate) fn details(entry: &Entry) -> Vec<String> {
         }),
         None => {}
     }
+    if let Some(line) = signer_line(entry) {
+        lines.push(line);
+    }
     if let Some(problem) = &entry.refusal {
         let paths: Vec<&Path> = entry.path().into_iter().chain(problem.file.as_deref()).collect();
         lines.push(format!("problem: {}", names::in_message(&problem.message, &paths)));
@@ -300,6 +340,26 @@ pub(crate) fn details(entry: &Entry) -> Vec<String> {
     }
     lines.extend(pin_lines(entry.catalog.pinning()));
     lines
+}
+
+/// The line naming a plugin file's signer (none for a static plugin).
+fn signer_line(entry: &Entry) -> Option<String> {
+    entry.path()?;
+    Some(match &entry.signer {
+        Ok(Some(signer)) if signer.verified => {
+            format!("signature: {} (verified)", sign::describe(signer.key, &signer.release))
+        }
+        Ok(Some(signer)) if matches!(entry.catalog.refusal(), Some(dylease::Error::Signature { .. })) => format!(
+            "signature: {} (claimed; the keyring refused it: see the problem)",
+            sign::describe(signer.key, &signer.release)
+        ),
+        Ok(Some(signer)) => format!(
+            "signature: {} (claimed, not verified: `--keyring PUBFILE` verifies it)",
+            sign::describe(signer.key, &signer.release)
+        ),
+        Ok(None) => "signature: unsigned (`dylease sign` signs it)".to_owned(),
+        Err(problem) => format!("signature: unreadable: {problem}"),
+    })
 }
 
 /// A manifest as a phrase: "plugin `x` 1.2 (ABI version 2); declares 2 passes (complete
@@ -436,11 +496,22 @@ fn entry_json(entry: &Entry) -> Json {
         problem_json(problem, &names::in_message(&problem.message, &paths))
     });
     let pinning = entry.catalog.pinning();
+    let signature = match &entry.signer {
+        Ok(Some(signer)) => Json::Object(vec![
+            ("key", Json::Str(signer.key.to_string())),
+            ("name", Json::str(&signer.release.name)),
+            ("version", Json::str(&signer.release.version)),
+            ("serial", Json::Int(signer.release.serial)),
+            ("verified", Json::Bool(signer.verified)),
+        ]),
+        Ok(None) | Err(_) => Json::Null,
+    };
     Json::Object(vec![
         ("path", path_json(entry.path())),
         ("path_bytes", bytes_json(entry.path())),
         ("ok", Json::Bool(entry.refusal.is_none())),
         ("manifest", manifest),
+        ("signature", signature),
         ("problem", problem),
         (
             "pinning",

@@ -49,6 +49,7 @@ use std::process::{Command, Stdio};
 use dylease::{CatalogEntry, Manifest, PluginHost};
 
 use crate::check::{self, Check};
+use crate::sign::Signing;
 use crate::{inspect, names, python, report, stdout, sys};
 
 /// The hidden command a child process checks the temporary copy with.
@@ -65,16 +66,17 @@ pub(crate) fn run(
     files: &[PathBuf],
     dir: &Path,
     options: check::Options,
+    signing: &Signing,
     say: impl FnMut(&str) -> io::Result<()>,
 ) -> io::Result<bool> {
-    run_with(files, dir, options, &mut Real, say)
+    run_with(files, dir, (options, signing), &mut Real, say)
 }
 
 /// [`run`] through `seam`'s file operations and check.
 fn run_with(
     files: &[PathBuf],
     dir: &Path,
-    options: check::Options,
+    (options, signing): (check::Options, &Signing),
     seam: &mut impl Seam,
     mut say: impl FnMut(&str) -> io::Result<()>,
 ) -> io::Result<bool> {
@@ -87,7 +89,7 @@ fn run_with(
     }
     let mut ok = true;
     for file in files {
-        let text = match install(file, dir, options, seam) {
+        let text = match install(file, dir, (options, signing), seam) {
             Ok(Installed { to, what, details }) => {
                 let mut text = format!(
                     "installed `{}` as `{}` ({what})\n",
@@ -246,13 +248,18 @@ enum Refused {
 /// Installs `file` into `dir` through `seam`: copied under a temporary name, flushed,
 /// checked, renamed over its final name, and the directory flushed; the temporary copy is
 /// removed on every other way out.
-fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Seam) -> Result<Installed, Refused> {
+fn install(
+    file: &Path,
+    dir: &Path,
+    (options, signing): (check::Options, &Signing),
+    seam: &mut impl Seam,
+) -> Result<Installed, Refused> {
     let io = |what: &str, path: &Path, e: io::Error| Refused::Io(format!("{what} `{}`: {e}", names::escape(path)));
     let Some(name) = file.file_name() else {
         return Err(Refused::Io(format!("`{}` names no file", names::escape(file))));
     };
     if python::is_plugin(file) {
-        return install_python(file, name, dir, options, seam);
+        return install_python(file, name, dir, (options, signing), seam);
     }
     let suffix = std::env::consts::DLL_SUFFIX;
     if !name.to_string_lossy().ends_with(suffix) || name.len() == suffix.len() {
@@ -290,6 +297,9 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
         Err(e) => return Err(io("cannot create a temporary file in", dir, e)),
     };
     let partial = temporary.path.clone();
+    // Its signature first, on the copy that will be renamed: an unsigned or changed copy runs
+    // no code, not even in the check.
+    let signed = signing.check(&partial, file, &to).map_err(Refused::Io)?;
     let verdict = seam
         .check(&partial, options)
         .map_err(|e| io("cannot run the check of", file, e))?;
@@ -301,7 +311,8 @@ fn install(file: &Path, dir: &Path, options: check::Options, seam: &mut impl Sea
     // The host is only asked for its catalog, which maps nothing and runs none of the copy's
     // code (the check above ran it, in a process of its own).
     let copy = inspect::catalog(sys::add_file(PluginHost::builder(), &partial), options);
-    let details = compare(file, name, dir, copy, &registered, options).map_err(Refused::Collision)?;
+    let mut details = compare(file, name, dir, copy, &registered, options).map_err(Refused::Collision)?;
+    details.extend(signed);
     seam.rename(&partial, &to).map_err(|e| {
         io(
             &format!("cannot rename the checked copy of `{}` to", names::escape(file)),
@@ -506,7 +517,7 @@ fn install_python(
     file: &Path,
     name: &OsStr,
     dir: &Path,
-    options: check::Options,
+    (options, signing): (check::Options, &Signing),
     seam: &mut impl Seam,
 ) -> Result<Installed, Refused> {
     let io = |what: &str, path: &Path, e: io::Error| Refused::Io(format!("{what} `{}`: {e}", names::escape(path)));
@@ -551,6 +562,7 @@ fn install_python(
         python: true,
         ..options
     };
+    let signed = signing.check(&copy, file, &to).map_err(Refused::Io)?;
     let verdict = seam
         .check(&copy, options)
         .map_err(|e| io("cannot run the check of", file, e))?;
@@ -561,7 +573,8 @@ fn install_python(
     };
     // The host is only asked for its catalog, which executes none of the copy's code.
     let catalog = inspect::catalog(sys::add_python_file(PluginHost::builder(), &copy), options);
-    let details = compare(file, name, dir, catalog, &registered, options).map_err(Refused::Collision)?;
+    let mut details = compare(file, name, dir, catalog, &registered, options).map_err(Refused::Collision)?;
+    details.extend(signed);
     let replaces_a_directory = fs::symlink_metadata(&to).is_ok_and(|m| m.is_dir());
     if package && replaces_a_directory {
         // The old tree ends up in the temporary directory, removed with it.
@@ -1081,10 +1094,16 @@ mod tests {
     /// the installer said.
     fn install_with(source: &Path, dir: &Path, recorder: &mut Recorder) -> (bool, String) {
         let mut said = String::new();
-        let ok = run_with(&[source.to_owned()], dir, options(), recorder, |text| {
-            said.push_str(text);
-            Ok(())
-        })
+        let ok = run_with(
+            &[source.to_owned()],
+            dir,
+            (options(), &Signing::default()),
+            recorder,
+            |text| {
+                said.push_str(text);
+                Ok(())
+            },
+        )
         .unwrap();
         (ok, said)
     }

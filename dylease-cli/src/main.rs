@@ -10,7 +10,9 @@
 //! atomically (a checked temporary file renamed into place), prints the manifest and pin
 //! prediction of what it installs, and refuses a plugin that declares a pass another plugin
 //! of the directory declares. `dylease header` prints `include/dylease.h`
-//! for C builds (`--version-script`: `include/dylease.map`, the linker version script). The
+//! for C builds (`--version-script`: `include/dylease.map`, the linker version script).
+//! `dylease keygen`, `sign` and `verify` make a publisher's keys, sign plugins and verify them
+//! as a host built with `HostBuilder::require_signed` would. The
 //! crate `dylease-cli` of dylease's workspace; its features forward to dylease's (`python`):
 //!
 //! ```sh
@@ -44,6 +46,8 @@ mod python;
 mod report;
 #[forbid(unsafe_code)]
 mod rewrite;
+#[forbid(unsafe_code)]
+mod sign;
 #[forbid(unsafe_code)]
 mod stdout;
 #[allow(unsafe_code)]
@@ -83,6 +87,20 @@ enum Command {
     /// replaces a newer one.
     #[command(after_long_help = INSTALL_HELP)]
     Install(InstallArgs),
+    /// Makes a publisher's key pair for signing plugins: the secret key in KEYFILE (mode
+    /// 0600; keep it secret), the public key in KEYFILE.pub (give it to the hosts).
+    Keygen(KeygenArgs),
+    /// Signs a plugin: a library gets a signature block appended (after `strip`, which drops
+    /// it), a Python `.py` file or package a signed index of its sources (`FILE.dylease-sig`
+    /// beside the file, `.dylease-sig` in the package). Hosts built with
+    /// `HostBuilder::require_signed` load only plugins signed by a key they trust.
+    #[command(after_long_help = SIGN_HELP)]
+    Sign(sign::SignArgs),
+    /// Verifies plugins as a host that requires signatures would (`HostBuilder::require_signed`):
+    /// each library, Python file or package (a directory: each of its plugins) must be signed by
+    /// a key of the keyring, over its bytes, not revoked, at or above the minimum serial.
+    /// Runs none of their code.
+    Verify(VerifyArgs),
     /// What `install` runs in a child process to check its temporary copy: prints the verdict
     /// on standard output (anything the plugin prints goes to standard error).
     #[command(name = install::CHECK_COPY, hide = true)]
@@ -119,7 +137,51 @@ struct Sources {
 struct InspectArgs {
     #[command(flatten)]
     sources: Sources,
+
+    /// Verify each plugin's signature against these keys, as a host built with
+    /// `HostBuilder::require_signed` would (without it, the signature each plugin claims is
+    /// shown, not verified).
+    #[command(flatten)]
+    signing: sign::KeyringArgs,
 }
+
+#[derive(Debug, Args)]
+struct KeygenArgs {
+    /// The secret key file to create (never over an existing file); the public key goes to
+    /// KEYFILE.pub.
+    #[arg(long, value_name = "KEYFILE")]
+    out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct VerifyArgs {
+    /// Plugin library files, Python `.py` files and packages, and directories of them.
+    #[arg(required = true, value_name = "FILE_OR_DIR")]
+    paths: Vec<PathBuf>,
+
+    #[command(flatten)]
+    signing: sign::KeyringArgs,
+}
+
+const SIGN_HELP: &str = "\
+A library is signed in place: its bytes (the image, after `strip` and anything else that
+rewrites it) followed by a block holding the key id, the release (name, version, serial),
+the image's SHA-256 digest and the Ed25519 signature. The loader never reads past the ELF
+image, so a signed library loads anywhere; `strip` drops the block, so sign last. Signing a
+signed library again replaces its block (a new file renamed over the old one).
+
+A Python plugin is signed by an index: for a `.py` file, FILE.dylease-sig beside it; for a
+package, .dylease-sig inside it, listing every `.py` file below it (not `__pycache__` nor
+names starting with `.`) with its digest. A host that requires signatures refuses a source
+added, removed or changed since.
+
+The name defaults to the plugin's manifest name (a host requires it of a plugin with a
+manifest); a library without a manifest (one a plugin needs) needs --name. The serial orders
+releases: a host's minimum (`Keyring::require_serial`, `--min-serial`) refuses older ones;
+it defaults to the current time in seconds, so each later signing is newer.
+
+CMake: `dylease_add_plugin(NAME SOURCES... SIGN_KEY KEYFILE)` signs after each build. Cargo:
+after `cargo build --release`, `dylease sign target/release/libNAME.so --key KEYFILE`.";
 
 impl InspectArgs {
     fn options(&self) -> check::Options {
@@ -151,6 +213,9 @@ For each plugin:
                 manifest claims is printed, not checked. A plugin built without one prints
                 \"no manifest\": only `dylease check` (which runs its code) can say which
                 passes it registers.
+  signature     who signed it: the key id and the release (name, version, serial) its
+                signature claims, \"verified\" with --keyring (a host built with
+                HostBuilder::require_signed over those keys), or \"unsigned\".
   problem, fix  why a host would refuse it before running any of its code: the trust check,
                 dylease's ELF check, a corrupt manifest, an ABI version the host does not
                 speak; with the fix `check` gives.
@@ -192,6 +257,8 @@ JSON output (--json): one document on standard output, in the style of `check --
         \"manifest\": null | {\"name\": string, \"version\": string,
                       \"abi_version\": int | null, \"complete\": bool,
                       \"passes\": [{\"name\": string, \"interface\": string | null}]},
+        \"signature\": null | {\"key\": string, \"name\": string, \"version\": string,
+                       \"serial\": int, \"verified\": bool},   null: unsigned
         \"problem\": null | {\"cause\": string, \"file\": string | null,
                      \"file_bytes\": [int] | null, \"message\": string, \"fix\": string},
         \"pinning\": {\"expected\": bool,     it will stay mapped after its unload
@@ -206,8 +273,9 @@ Paths and \"cause\" of a problem are as in `check --help` (non-UTF-8 names escap
 their exact bytes in \"path_bytes\" / \"file_bytes\"); a refusal's \"cause\" is one of headers,
 manifest (dylease's reading of the manifest refused it: corrupt, a pass declared twice, a
 format version it does not read), open (the file kept being replaced while it was read),
-abi-mismatch, untrusted, invalid-plugin (with --python: a source that does not parse), io,
-python (a source's: a Python plugin given without --python, which reads it), other.";
+abi-mismatch, untrusted, signature (with --keyring: its signature does not verify),
+invalid-plugin (with --python: a source that does not parse), io, python (a source's: a
+Python plugin given without --python, which reads it), other.";
 
 #[derive(Debug, Args)]
 struct CheckCopyArgs {
@@ -255,6 +323,17 @@ struct InstallArgs {
     /// Whose files the checking host opens, as the deployment's host does (`TrustPolicy`).
     #[arg(long, value_enum, default_value_t = Trust::Strict)]
     trust: Trust,
+
+    /// Require each file to be signed by one of these keys (as `HostBuilder::require_signed`
+    /// does), verified on the copy before it is checked or renamed: an unsigned, changed or
+    /// rolled-back copy is not installed and none of its code runs.
+    #[command(flatten)]
+    signing: sign::KeyringArgs,
+
+    /// With --keyring, install a signed release older (by serial) than the signed plugin of
+    /// the same name it replaces.
+    #[arg(long)]
+    allow_rollback: bool,
 }
 
 const INSTALL_HELP: &str = "\
@@ -449,11 +528,11 @@ reading of its manifest refused it: corrupt, a pass declared twice, a format ver
 dylease does not read), open (the platform loader refused it), untrusted (the trust check
 refused it), missing-entry, abi-mismatch, invalid-plugin, invalid-pass, register-failed,
 manifest-mismatch (it registered other passes, or another name or version, than its
-manifest declares), duplicate-pass, io, reentrant, other.";
+manifest declares), duplicate-pass, signature, io, reentrant, other.";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Check(CheckArgs { sources, .. }) | Command::Inspect(InspectArgs { sources }) = &cli.command
+    if let Command::Check(CheckArgs { sources, .. }) | Command::Inspect(InspectArgs { sources, .. }) = &cli.command
         && sources.python
         && !cfg!(feature = "python")
     {
@@ -467,7 +546,11 @@ fn main() -> ExitCode {
         Command::Check(args) if args.sources.json => check_json(&args.sources.paths, args.options()),
         Command::Check(args) => check_human(&args.sources.paths, args.options()),
         Command::Inspect(args) => {
-            let sources = inspect::run(&args.sources.paths, args.options());
+            let keyring = match args.signing.keyring() {
+                Ok(keyring) => keyring,
+                Err(problem) => return usage(&problem),
+            };
+            let sources = inspect::run(&args.sources.paths, args.options(), keyring.as_ref());
             let ok = sources.iter().all(inspect::Source::ok);
             let written = if args.sources.json {
                 print(&inspect::json(&sources))
@@ -487,8 +570,31 @@ fn main() -> ExitCode {
                 policy: dylease::LoadPolicy::Strict,
                 python: false,
             };
-            install::run(&args.files, &args.dir, options, print_wrapped)
+            let signing = match args.signing.keyring() {
+                Ok(keyring) => sign::Signing {
+                    keyring,
+                    allow_rollback: args.allow_rollback,
+                },
+                Err(problem) => return usage(&problem),
+            };
+            install::run(&args.files, &args.dir, options, &signing, print_wrapped)
         }
+        Command::Keygen(args) => match sign::keygen(&args.out) {
+            Ok(report) => print(&report).map(|()| true),
+            Err(problem) => failed(&problem),
+        },
+        Command::Sign(args) => match sign::sign(&args) {
+            Ok(report) => print_wrapped(&report).map(|()| true),
+            Err(problem) => failed(&problem),
+        },
+        Command::Verify(args) => match args.signing.keyring() {
+            Ok(Some(keyring)) => {
+                let (report, ok) = sign::verify(&args.paths, &keyring);
+                print_wrapped(&report).map(|()| ok)
+            }
+            Ok(None) => return usage("verify needs the trusted keys: give --keyring PUBFILE (one per key)"),
+            Err(problem) => return usage(&problem),
+        },
         Command::CheckCopy(args) => {
             let options = check::Options {
                 trust: args.trust.policy(),
@@ -514,6 +620,18 @@ fn main() -> ExitCode {
 
 /// A usage error's status, as clap's.
 const USAGE: u8 = 2;
+
+/// A usage error the arguments' parser cannot see (a key id or a pair that does not parse).
+fn usage(problem: &str) -> ExitCode {
+    eprintln!("dylease: {problem}");
+    ExitCode::from(USAGE)
+}
+
+/// A command that failed: its problem on standard error, and status 1.
+fn failed(problem: &str) -> io::Result<bool> {
+    eprintln!("dylease: {problem}");
+    Ok(false)
+}
 
 /// 128 + SIGPIPE, as shells report a process that SIGPIPE killed.
 const BROKEN_PIPE: u8 = 141;

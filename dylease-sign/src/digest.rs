@@ -13,12 +13,16 @@ const CHUNK: usize = 64 * 1024;
 /// first).
 pub(crate) fn sha256<R: Read + ?Sized>(reader: &mut R, limit: Option<u64>) -> io::Result<([u8; 32], u64)> {
     let mut hasher = Sha256::new();
-    let mut buffer = vec![0; CHUNK];
+    // No larger than what is to be read: a small library's digest zeroes no 64 KiB.
+    let size = limit.map_or(CHUNK, |limit| {
+        usize::try_from(limit).map_or(CHUNK, |limit| limit.clamp(1, CHUNK))
+    });
+    let mut buffer = vec![0; size];
     let mut read = 0u64;
     loop {
         let want = match limit {
-            Some(limit) => usize::try_from(limit - read).map_or(CHUNK, |left| left.min(CHUNK)),
-            None => CHUNK,
+            Some(limit) => usize::try_from(limit - read).map_or(size, |left| left.min(size)),
+            None => size,
         };
         if want == 0 {
             break;

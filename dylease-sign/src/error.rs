@@ -14,6 +14,7 @@ use crate::key::KeyId;
 pub struct SignatureError {
     path: PathBuf,
     cause: Cause,
+    key: Option<KeyId>,
 }
 
 /// Why a verification refused a file.
@@ -77,7 +78,22 @@ impl SignatureError {
         SignatureError {
             path: path.into(),
             cause,
+            key: None,
         }
+    }
+
+    /// This error, saying that the signature found names the key `key` (`None`: none was
+    /// read, as for an unsigned file).
+    pub fn with_key(mut self, key: Option<KeyId>) -> SignatureError {
+        self.key = key;
+        self
+    }
+
+    /// The id of the key the refused signature names, if a signature was read (its block or
+    /// index parsed): whatever the cause, so that a host can say which key signed a file it
+    /// refuses for its name, serial or bytes.
+    pub fn key(&self) -> Option<KeyId> {
+        self.key
     }
 
     /// The file the error concerns: the signed file, the index of a file set, or one file of

@@ -7,7 +7,8 @@ use std::path::Path;
 
 use sha2::{Digest as _, Sha256};
 
-use crate::block::{self, TRAILER_LEN};
+use crate::block;
+use crate::claim::{self, CheckMemo};
 use crate::digest;
 use crate::error::{Cause, SignatureError};
 use crate::index::{self, MAX_INDEX_LEN};
@@ -35,6 +36,8 @@ pub struct Keyring {
     trusted: BTreeMap<KeyId, PublicKey>,
     revoked: BTreeSet<KeyId>,
     minimum_serial: BTreeMap<String, u64>,
+    /// Where the Ed25519 checks that passed are remembered ([`Keyring::remember_checks`]).
+    memo: Option<std::sync::Arc<dyn CheckMemo>>,
 }
 
 /// What a successful verification found: which key signed, and what release the bytes are.
@@ -75,6 +78,32 @@ impl Keyring {
         self
     }
 
+    /// Remembers the signature checks that pass in `memo`, and asks it before checking one:
+    /// whether a key signed a message is a pure function of the key's bytes, the message and
+    /// the signature, so an answer remembered under a digest of all three
+    /// ([`CheckMemo`]'s key) is the answer, whatever file the message came from. The digests
+    /// of the signed bytes (a library's image, a set's files) are never remembered: every
+    /// verification reads them again.
+    pub fn remember_checks(&mut self, memo: std::sync::Arc<dyn CheckMemo>) -> &mut Keyring {
+        self.memo = Some(memo);
+        self
+    }
+
+    /// The ids of the keys this keyring trusts (revoked ones included), in order.
+    pub fn trusted(&self) -> impl Iterator<Item = KeyId> + '_ {
+        self.trusted.keys().copied()
+    }
+
+    /// The ids this keyring revokes, in order.
+    pub fn revoked(&self) -> impl Iterator<Item = KeyId> + '_ {
+        self.revoked.iter().copied()
+    }
+
+    /// The minimum serial this keyring holds for the plugin `name`, if any.
+    pub fn minimum_serial(&self, name: &str) -> Option<u64> {
+        self.minimum_serial.get(name).copied()
+    }
+
     /// Verifies a signed library file: finds the signature block at its end (two bounded
     /// reads), checks the block's key and signature against this keyring, its name against
     /// `expected_name` (when the host knows which plugin it is loading) and its serial against
@@ -100,7 +129,7 @@ impl Keyring {
         expected_name: Option<&str>,
     ) -> Result<Verified, SignatureError> {
         self.verify_image(file, expected_name)
-            .map_err(|cause| SignatureError::new(path, cause))
+            .map_err(|(cause, key)| SignatureError::new(path, cause).with_key(key))
     }
 
     /// [`Keyring::verify_file`] over a signed library's bytes in memory.
@@ -158,6 +187,7 @@ impl Keyring {
             )));
         }
         let parsed = index::parse(&bytes).map_err(|what| refuse(Cause::Corrupt(what)))?;
+        let key = Some(parsed.key);
         self.check(
             parsed.key,
             &parsed.message(),
@@ -165,13 +195,13 @@ impl Keyring {
             &parsed.release,
             expected_name,
         )
-        .map_err(refuse)?;
+        .map_err(|cause| refuse(cause).with_key(key))?;
 
         let dir = index_path.parent().unwrap_or(Path::new(""));
         let mut seen = BTreeSet::new();
         for (path, mut reader) in files {
             let path = path.as_ref();
-            let refuse = |cause| SignatureError::new(dir.join(path), cause);
+            let refuse = |cause| SignatureError::new(dir.join(path), cause).with_key(key);
             let listed = index::listed_name(path).ok();
             let Some((&name, digest)) = listed.and_then(|name| parsed.files.get_key_value(name.as_str())) else {
                 return Err(refuse(Cause::FileNotCovered));
@@ -183,7 +213,7 @@ impl Keyring {
             seen.insert(name);
         }
         if let Some(missing) = parsed.files.keys().find(|name| !seen.contains(*name)) {
-            return Err(SignatureError::new(dir.join(missing), Cause::FileMissing));
+            return Err(SignatureError::new(dir.join(missing), Cause::FileMissing).with_key(key));
         }
         Ok(Verified {
             key: parsed.key,
@@ -192,25 +222,16 @@ impl Keyring {
         })
     }
 
+    /// [`Keyring::verify_file`]'s work; a refusal comes with the key id the block names, once
+    /// it was read.
     fn verify_image<R: Read + Seek + ?Sized>(
         &self,
         file: &mut R,
         expected_name: Option<&str>,
-    ) -> Result<Verified, Cause> {
-        let file_len = file.seek(SeekFrom::End(0))?;
-        let Some(trailer_at) = file_len.checked_sub(TRAILER_LEN as u64) else {
-            return Err(Cause::Unsigned);
-        };
-        file.seek(SeekFrom::Start(trailer_at))?;
-        let mut trailer = [0; TRAILER_LEN];
-        file.read_exact(&mut trailer)?;
-        let block_len = block::block_len(&trailer, file_len)?;
-        let image_len = file_len - block_len;
-        file.seek(SeekFrom::Start(image_len))?;
-        // `block_len` bounds the length by the largest block.
-        let mut bytes = vec![0; block_len as usize];
-        file.read_exact(&mut bytes)?;
-        let block = block::parse(&bytes).map_err(Cause::Corrupt)?;
+    ) -> Result<Verified, (Cause, Option<KeyId>)> {
+        let (image_len, bytes) = claim::read_block(file).map_err(|cause| (cause, None))?;
+        let block = block::parse(&bytes).map_err(|what| (Cause::Corrupt(what), None))?;
+        let refuse = |cause| (cause, Some(block.key));
         let statement = &block.statement;
         self.check(
             block.key,
@@ -218,27 +239,45 @@ impl Keyring {
             &block.signature,
             &statement.release,
             expected_name,
-        )?;
+        )
+        .map_err(refuse)?;
 
         if statement.image_len != image_len {
-            return Err(Cause::ContentChanged);
+            return Err(refuse(Cause::ContentChanged));
         }
-        file.seek(SeekFrom::Start(0))?;
-        let (digest, read) = digest::sha256(file, Some(image_len))?;
+        file.seek(SeekFrom::Start(0)).map_err(|e| refuse(Cause::Io(e)))?;
+        let (digest, read) = digest::sha256(file, Some(image_len)).map_err(|e| refuse(Cause::Io(e)))?;
         if read != image_len {
-            return Err(Cause::Io(std::io::Error::new(
+            return Err(refuse(Cause::Io(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
                 format!("it ended after {read} of its {image_len} signed bytes: it changed while it was verified"),
-            )));
+            ))));
         }
         if digest != statement.digest {
-            return Err(Cause::ContentChanged);
+            return Err(refuse(Cause::ContentChanged));
         }
         Ok(Verified {
             key: block.key,
             release: statement.release.clone(),
             digest,
         })
+    }
+
+    /// Whether `signature` is `public`'s signature of `message`: remembered, or checked (and
+    /// remembered if it passes).
+    fn verifies(&self, public: &PublicKey, message: &[u8], signature: &[u8; 64]) -> bool {
+        let Some(memo) = &self.memo else {
+            return public.verifies(message, signature);
+        };
+        let check = claim::check_key(public, message, signature);
+        if memo.passed(&check) {
+            return true;
+        }
+        let passed = public.verifies(message, signature);
+        if passed {
+            memo.remember(check);
+        }
+        passed
     }
 
     /// The checks of a signed statement, in the order the errors document: the key (revoked,
@@ -257,7 +296,7 @@ impl Keyring {
         let Some(public) = self.trusted.get(&key) else {
             return Err(Cause::UnknownKey(key));
         };
-        if !public.verifies(message, signature) {
+        if !self.verifies(public, message, signature) {
             return Err(Cause::BadSignature(key));
         }
         if let Some(expected) = expected_name

@@ -148,6 +148,7 @@
 #![deny(missing_docs)]
 
 mod block;
+mod claim;
 mod digest;
 mod error;
 mod hex;
@@ -157,6 +158,7 @@ mod keyring;
 mod release;
 
 pub use block::{sign_file, sign_file_bytes, strip_signature};
+pub use claim::{CheckMemo, Claim, read_claim, read_index_claim};
 pub use error::{Cause, SignError, SignatureError};
 pub use index::{INDEX_NAME, file_index_path, package_index_path, sign_index};
 pub use key::{KeyError, KeyId, PUBLIC_KEY_PREFIX, PublicKey, SECRET_KEY_PREFIX, SigningKey};

@@ -1,4 +1,5 @@
-//! The `dylease` command: `check`, `inspect`, `install` and `header`.
+//! The `dylease` command: `check`, `inspect`, `install`, `header`, and `keygen`, `sign` and
+//! `verify` for signed plugins.
 //!
 //! The tool is a crate of its own, `dylease-cli` (in the workspace's `dylease-cli/`, binary
 //! `dylease`), so the library's build does not pull in `clap`; its feature `python` turns on
@@ -122,3 +123,23 @@
 //! dylease header --version-script > third_party/dylease.map
 //! dylease header --install /opt/dylease   # header, version script, CMake package, dylease.pc
 //! ```
+//!
+//! # `dylease keygen`, `sign` and `verify`: signed plugins
+//!
+//! For hosts built with [`HostBuilder::require_signed`](crate::HostBuilder::require_signed)
+//! ([`signing`](super::signing) has the threat model and the build recipes):
+//!
+//! ```sh
+//! dylease keygen --out publisher.key                 # publisher.key (0600), publisher.key.pub
+//! dylease sign libgreeter.so --key publisher.key     # name and version from its manifest
+//! dylease sign greeter/ --key publisher.key          # a Python package: greeter/.dylease-sig
+//! dylease verify plugins/ --keyring publisher.key.pub --min-serial greeter=14
+//! dylease inspect plugins/ --keyring publisher.key.pub
+//! dylease install libgreeter.so /opt/app/plugins --keyring publisher.key.pub
+//! ```
+//!
+//! `verify` checks each plugin as such a host would, running none of its code, and exits with
+//! 1 if one is refused. `inspect` shows each plugin's signer, as claimed or, with
+//! `--keyring`, verified. `install --keyring` verifies the copy before it checks it (which
+//! runs its code) or renames it, and refuses a release older (by serial) than the signed
+//! plugin of the same name it replaces unless `--allow-rollback`.

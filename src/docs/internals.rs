@@ -16,10 +16,11 @@
 //! |---|---|---|
 //! | `error` | the error type and what it names (`Origin`, `Waited`), and `time_left`, the one reckoning of a deadline into [`Error::TimedOut`](crate::Error::TimedOut) | nothing of the crate |
 //! | `sync` | the synchronisation shim (std's or loom's types), `once` (`OnceSlot`), `loom_slot` (the slot's atomic stand-in under loom) and `marks` (a thread's re-entrancy marks, a list through its stack frames), over `raw` (the loom-checked `Arc`, the loom `OnceSlot`'s cell, the marks' list) | `error` |
-//! | `sys` | the platform layer: every call into the platform loader, the C library and CPython: `raw` (the raw calls, wrapped safe where they can be), one module per platform behind the alias `imp` (`linux`: `loader`, `identity`; `other`), `library` (an open library over them, and the calls into its plugin's functions), `walk` (the `openat` walk), `id` (`FileId`), `python` (CPython's detach calls) | `sync` |
+//! | `sys` | the platform layer: every call into the platform loader, the C library and CPython: `raw` (the raw calls, wrapped safe where they can be), one module per platform behind the alias `imp` (`linux`: `loader`, `identity`, `hold` (a read lease, a sealed copy); `other`), `library` (an open library over them, and the calls into its plugin's functions), `walk` (the `openat` walk), `id` (`FileId`), `python` (CPython's detach calls) | `sync` |
 //! | `log_scope` | the name of the host a thread loads or unloads for, that every log line carries, and the warnings said once | `sync` |
 //! | `inspect` | what is read of a file without running it: `manifest`, `pinning` (the prediction of a library staying mapped), `parse_cache` (both, cached by file status) | `log_scope`, `sys`, `sync` |
-//! | `trust` | `discover` (the plugin files of a directory, file or variable), `candidate` (a file found and, once opened, the descriptor its checks read), and the trust check: `policy`, `walk`, `deps` (the dependencies, resolved from checked descriptors) | `inspect` and below |
+//! | `provenance` | signed plugins (`HostBuilder::require_signed`): `policy` (`Signatures`, a load's verifications, reached through the `trust::Verifier` the builder stores), `held` (what a load holds until the mapping), `hold` (a library's bytes held still from its digest to its mapping: a read lease on the checked descriptor, or a sealed copy in memory; a Python plugin's sources checked against their signed index), `memo` (the process's memo of the Ed25519 checks that passed); the verification is `dylease-sign`'s | `inspect` and below |
+//! | `trust` | `discover` (the plugin files of a directory, file or variable), `candidate` (a file found and, once opened, the descriptor its checks read), and the trust check: `policy`, `walk`, `deps` (the dependencies, resolved from checked descriptors) | `provenance` and below |
 //! | `registrar` | registration: the `StaticRegistrar` of static plugins, the state both routes fill in (`table`), the C host API and a pass's function typed again (`c_api`), a Python pass's callable (`python`) | `sync`, `sys::library` (the `HostApi` it implements, the bounded C string reader) |
 //! | `registry` | the process-wide instances (the registry protocol below), `opener` (the platform loader as the registry's opener: the descriptor check, and when `on_load`, `register_passes` and `on_unload` run, through `sys::library`), `teardown` (unloading a set's plugins) | `registrar`, `trust`, `inspect` and below |
 //! | `load` | one load attempt: `plan` (sources to the ordered plugins, `plugin_files_in`), `pipeline` (one plugin from file to registered passes, as typestates), `plugins` (a loaded set's contents), `policy`, `demand` (on-demand mapping), `static_plugin`, `catalog` (every plugin judged, none loaded), and `python`, the loading side of Python plugins (`discover`, `check`, `read`, `register`, `instance`, `interpreter`) | every room in the rows above |
@@ -85,7 +86,9 @@
 //!   once, not following a symlink; the trust and ELF checks read that descriptor, the
 //!   registry knows the instance by its (dev, ino), and the loader maps that descriptor. An
 //!   instance never maps another file than its identity names, and no identity names two
-//!   files while its instance lives.
+//!   files while its instance lives. (A host that requires signatures maps, for a file it
+//!   can take no read lease on, a sealed copy of that descriptor's bytes, verified, under the
+//!   file's identity: `provenance`, `docs::signing`.)
 //!
 //! # On-demand sets: the map-once state (`load::demand`)
 //!

@@ -145,7 +145,9 @@
 //! namespaces): for one, run the worker under one with `worker_command` (a wrapper that sets
 //! up the confinement and then runs a program with the hook, passing descriptor 3 and the
 //! environment through). The trust check ([`trust`](super::trust)) still decides which files
-//! are loaded at all.
+//! are loaded at all, and a host that requires signed plugins
+//! ([`HostBuilder::require_signed`](crate::HostBuilder::require_signed)) verifies them before
+//! the worker is sent them: the worker maps the bytes the host verified ([`signing`](super::signing)).
 //!
 //! # Message passes
 //!

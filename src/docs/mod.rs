@@ -31,6 +31,9 @@
 //!   instance and what once per set; dependencies.
 //! - [`trust`]: what is checked before a plugin's code runs, in order; the file-identity
 //!   guarantee; what dylease cannot do; installing by rename.
+//! - [`signing`]: signed plugins (`HostBuilder::require_signed`): the threat model next to
+//!   ownership trust, the bytes held still from digest to mapping, signing in a CMake or Cargo
+//!   build, and the cost.
 //! - [`testing`]: each promise and the test or model that checks it, the loom models, the
 //!   memory checks, the tests that need root, and the platforms.
 //! - [`performance`]: what a lease, a load and the crate's binary cost, and how it is
@@ -43,7 +46,8 @@
 //!
 //! - [`writing_plugins`]: the C header and build recipe, [`export_plugin!`](crate::export_plugin),
 //!   ABI v2 and the upgrade path for v1 plugins, the pin prediction, the examples.
-//! - [`cli`]: the `dylease` command: `check`, `inspect`, `install`, `header`.
+//! - [`cli`]: the `dylease` command: `check`, `inspect`, `install`, `header`, `keygen`,
+//!   `sign`, `verify`.
 
 pub mod api;
 pub mod cli;
@@ -59,6 +63,7 @@ pub mod python;
 pub mod recipes;
 pub mod reload;
 pub mod sharing;
+pub mod signing;
 pub mod testing;
 pub mod trust;
 pub mod writing_plugins;

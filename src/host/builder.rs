@@ -28,6 +28,8 @@ pub struct HostBuilder {
     pub(super) sources: Vec<Source>,
     pub(super) policy: LoadPolicy,
     pub(super) trust: TrustPolicy,
+    /// [`HostBuilder::require_signed`] (`host::signed`).
+    pub(super) signatures: Option<Arc<crate::trust::Verifier>>,
     pub(super) unload: UnloadPolicy,
     pub(super) name: Option<String>,
     /// The debounce of [`HostBuilder::watch`] (crate feature `watch`; `None` without it).
@@ -399,6 +401,7 @@ impl HostBuilder {
                 sources: self.sources.into(),
                 policy: self.policy,
                 trust: self.trust,
+                signatures: self.signatures,
                 on_demand: self.on_demand,
                 map_timeout: self.map_timeout.unwrap_or(crate::load::DEFAULT_MAP_TIMEOUT),
                 #[cfg(feature = "isolate")]

@@ -29,6 +29,8 @@ mod policy;
 mod reentry;
 #[forbid(unsafe_code)]
 mod set;
+// `HostBuilder::require_signed`.
+mod signed;
 // The public `unsafe fn`s: the builder methods that name native code, and `init_global`.
 mod sources;
 #[forbid(unsafe_code)]

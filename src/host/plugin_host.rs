@@ -59,6 +59,8 @@ pub(super) struct LoadConfig {
     pub(super) sources: Box<[Source]>,
     pub(super) policy: LoadPolicy,
     pub(super) trust: TrustPolicy,
+    /// [`HostBuilder::require_signed`](crate::HostBuilder::require_signed).
+    pub(super) signatures: Option<Arc<crate::trust::Verifier>>,
     /// [`HostBuilder::on_demand`](crate::HostBuilder::on_demand): how the load judges a
     /// plugin file for an on-demand set.
     pub(super) on_demand: Option<crate::load::Defer>,
@@ -85,7 +87,7 @@ impl LoadConfig {
         let isolate = None;
         let mut set = crate::load::load(
             &self.sources,
-            (self.policy, self.trust),
+            (self.policy, self.trust, self.signatures.as_ref()),
             self.on_demand,
             isolate,
             deadline,
@@ -273,7 +275,7 @@ impl PluginHost {
     ///
     /// [`Manifest`]: crate::Manifest
     pub fn catalog(&self) -> Result<Vec<CatalogEntry>, Error> {
-        crate::load::catalog(&self.config.sources, self.config.trust)
+        crate::load::catalog(&self.config.sources, self.config.trust, self.config.signatures.as_ref())
     }
 
     /// Whether a set of this host is loaded (or still unloading). Observes, decides nothing.

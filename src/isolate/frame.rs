@@ -38,15 +38,15 @@ pub(crate) const MAX_FRAME: usize = HEADER + MAX_PAYLOAD;
 
 /// The version of this protocol, exchanged in the handshake: a worker of another build of
 /// dylease (an operator's `worker_command`) is refused.
-pub(crate) const PROTOCOL: u32 = 3;
+pub(crate) const PROTOCOL: u32 = 4;
 
 /// What a frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     /// Host to worker, first: the protocol version and the host's process id.
     Hello,
-    /// Host to worker, with the file's descriptor and its directory's: hold this checked
-    /// library, which the next `Map`'s plugin needs ([`DependRequest`]).
+    /// Host to worker, with the file's descriptor and its directory's (a sealed copy's alone):
+    /// hold this checked library, which the next `Map`'s plugin needs ([`DependRequest`]).
     Depend,
     /// Host to worker, with one descriptor (two with its directory's): map this checked plugin
     /// file, after the libraries of the `Depend` frames since the last `Map` ([`MapRequest`]).
@@ -252,7 +252,8 @@ impl<'a> Reader<'a> {
 }
 
 /// A `Map` request: the checked plugin file (its descriptor travels beside the frame, and,
-/// when `origin`, its directory's after it) and what the worker needs to map it as the host
+/// when `origin`, its directory's after it; when `sealed`, the descriptor is the sealed copy
+/// a host that requires signatures verified) and what the worker needs to map it as the host
 /// would.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct MapRequest {
@@ -260,14 +261,19 @@ pub(crate) struct MapRequest {
     pub(crate) shown: PathBuf,
     /// Where it was found, symlinks resolved (for the loader's messages).
     pub(crate) resolved: PathBuf,
-    /// The identity the host read from the descriptor: the one received must have it.
+    /// The identity the host read from the descriptor: the one received must have it (unless
+    /// `sealed`).
     pub(crate) dev: u64,
     pub(crate) ino: u64,
     /// Whether the host's trust check is on.
     pub(crate) strict: bool,
     /// Whether its run paths or needed names use `$ORIGIN`: the loader is then given it by
-    /// its name in its directory, whose descriptor comes second.
+    /// its name in its directory, whose descriptor comes second. Never with `sealed`.
     pub(crate) origin: bool,
+    /// Whether the descriptor is a sealed copy of the file of identity (`dev`, `ino`), which
+    /// the host verified (`HostBuilder::require_signed`): the worker checks its seals instead
+    /// of its identity, and the loader is given the copy itself (it is in no directory).
+    pub(crate) sealed: bool,
     /// How many of the libraries of the last `Depend` frames it needs (the last ones sent);
     /// any sent before them are left (those of a plugin whose load failed).
     pub(crate) dependencies: u32,
@@ -308,6 +314,7 @@ impl MapRequest {
             .u64(self.ino)
             .u32(self.strict.into())
             .u32(self.origin.into())
+            .u32(self.sealed.into())
             .u32(self.dependencies);
         write_loads(&mut w, &self.loads);
         w.0
@@ -319,7 +326,7 @@ impl MapRequest {
         let shown = PathBuf::from(std::ffi::OsStr::from_bytes(r.bytes()?));
         let resolved = PathBuf::from(std::ffi::OsStr::from_bytes(r.bytes()?));
         let (dev, ino, strict, origin) = (r.u64()?, r.u64()?, r.u32()? != 0, r.u32()? != 0);
-        let dependencies = r.u32()?;
+        let (sealed, dependencies) = (r.u32()? != 0, r.u32()?);
         let loads = read_loads(&mut r)?;
         r.end()?;
         Ok(MapRequest {
@@ -329,6 +336,7 @@ impl MapRequest {
             ino,
             strict,
             origin,
+            sealed,
             dependencies,
             loads,
         })
@@ -338,15 +346,19 @@ impl MapRequest {
 /// A `Depend` request: a library the next plugin needs, found in a run path and checked by
 /// the host (its descriptor travels beside the frame, its directory's after it), which the
 /// worker maps before that plugin, as the host maps it (`registry::opener`): by its name in
-/// its directory, so that `$ORIGIN` is that directory.
+/// its directory, so that `$ORIGIN` is that directory; or, when `sealed`, the sealed copy a
+/// host that requires signatures verified, alone, given to the loader as itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DependRequest {
     /// Where the host found it: its directory and its name there (for messages, and the name
     /// the worker gives the loader in the directory received).
     pub(crate) found: PathBuf,
-    /// The identity the host read from the descriptor: the one received must have it.
+    /// The identity the host read from the descriptor: the one received must have it (unless
+    /// `sealed`).
     pub(crate) dev: u64,
     pub(crate) ino: u64,
+    /// Whether the descriptor is a sealed copy of that file (see [`MapRequest::sealed`]).
+    pub(crate) sealed: bool,
     /// Its loadable segments, as the ELF check read them.
     pub(crate) loads: Vec<std::ops::Range<u64>>,
 }
@@ -355,7 +367,10 @@ impl DependRequest {
     pub(crate) fn encode(&self) -> Vec<u8> {
         use std::os::unix::ffi::OsStrExt;
         let mut w = Writer::default();
-        w.bytes(self.found.as_os_str().as_bytes()).u64(self.dev).u64(self.ino);
+        w.bytes(self.found.as_os_str().as_bytes())
+            .u64(self.dev)
+            .u64(self.ino)
+            .u32(self.sealed.into());
         write_loads(&mut w, &self.loads);
         w.0
     }
@@ -364,10 +379,16 @@ impl DependRequest {
         use std::os::unix::ffi::OsStrExt;
         let mut r = Reader(payload);
         let found = PathBuf::from(std::ffi::OsStr::from_bytes(r.bytes()?));
-        let (dev, ino) = (r.u64()?, r.u64()?);
+        let (dev, ino, sealed) = (r.u64()?, r.u64()?, r.u32()? != 0);
         let loads = read_loads(&mut r)?;
         r.end()?;
-        Ok(DependRequest { found, dev, ino, loads })
+        Ok(DependRequest {
+            found,
+            dev,
+            ino,
+            sealed,
+            loads,
+        })
     }
 }
 
@@ -623,6 +644,7 @@ mod tests {
             ino: 42,
             strict: true,
             origin: true,
+            sealed: false,
             dependencies: 1,
             loads: vec![0..4096, 4096..8192],
         };
@@ -630,6 +652,7 @@ mod tests {
             found: "/opt/plugins/lib/libdep.so".into(),
             dev: 7,
             ino: 43,
+            sealed: true,
             loads: vec![0..4096, 8192..9000],
         };
         let mapped = Mapped {
@@ -696,7 +719,8 @@ mod tests {
             dev: u64::MAX,
             ino: 1,
             strict: false,
-            origin: true,
+            origin: false,
+            sealed: true,
             dependencies: u32::MAX,
             loads: vec![0..1, 2..3],
         };
@@ -705,6 +729,7 @@ mod tests {
             found: "/abs/plugins/lib/libdep.so".into(),
             dev: 3,
             ino: u64::MAX,
+            sealed: false,
             loads: vec![],
         };
         assert_eq!(DependRequest::decode(&depend.encode()), Ok(depend));
@@ -789,19 +814,80 @@ mod tests {
         w.str("n").str("v").u32(u32::MAX);
         assert!(Mapped::decode(&w.0).unwrap_err().contains("too short"));
         let mut w = Writer::default();
-        w.str("a").str("b").u64(1).u64(2).u32(0).u32(0).u32(0).u32(u32::MAX);
+        w.str("a")
+            .str("b")
+            .u64(1)
+            .u64(2)
+            .u32(0)
+            .u32(0)
+            .u32(0)
+            .u32(0)
+            .u32(u32::MAX);
         assert!(MapRequest::decode(&w.0).unwrap_err().contains("too short"));
         let mut w = Writer::default();
-        w.str("a").u64(1).u64(2).u32(u32::MAX);
+        w.str("a").u64(1).u64(2).u32(0).u32(u32::MAX);
         assert!(DependRequest::decode(&w.0).unwrap_err().contains("too short"));
         // One more than the bytes left hold: a range of 16 bytes with 15 left, a pass of at
         // least 12 with 11 left.
         let mut w = Writer::default();
-        w.str("a").u64(1).u64(2).u32(1).rest(&[0; 15]);
+        w.str("a").u64(1).u64(2).u32(0).u32(1).rest(&[0; 15]);
         assert!(DependRequest::decode(&w.0).unwrap_err().contains("too short"));
         let mut w = Writer::default();
         w.str("n").str("v").u32(1).rest(&[0; 11]);
         assert!(Mapped::decode(&w.0).unwrap_err().contains("too short"));
+    }
+
+    /// The `sealed` flag has its own word in `Map` and `Depend` payloads: set alone, it
+    /// decodes as sealed and changes nothing else; a payload cut before it is refused.
+    #[test]
+    fn the_sealed_flag_is_its_own_word() {
+        let map = MapRequest {
+            shown: "p.so".into(),
+            resolved: "/p.so".into(),
+            dev: 1,
+            ino: 2,
+            strict: true,
+            origin: false,
+            sealed: false,
+            dependencies: 3,
+            loads: vec![0..8, 16..24],
+        };
+        let mut w = Writer::default();
+        w.str("p.so").str("/p.so").u64(1).u64(2).u32(1).u32(0).u32(7).u32(3);
+        write_loads(&mut w, &map.loads);
+        let decoded = MapRequest::decode(&w.0).unwrap();
+        assert_eq!(
+            decoded,
+            MapRequest {
+                sealed: true,
+                ..map.clone()
+            }
+        );
+        assert_eq!(MapRequest::decode(&map.encode()).unwrap(), map);
+        let mut w = Writer::default();
+        w.str("p.so").str("/p.so").u64(1).u64(2).u32(1).u32(0);
+        assert!(MapRequest::decode(&w.0).unwrap_err().contains("cut short"));
+        let depend = DependRequest {
+            found: "/lib/d.so".into(),
+            dev: 4,
+            ino: 5,
+            sealed: false,
+            loads: vec![],
+        };
+        let mut w = Writer::default();
+        w.str("/lib/d.so").u64(4).u64(5).u32(1);
+        write_loads(&mut w, &depend.loads);
+        let decoded = DependRequest::decode(&w.0).unwrap();
+        assert_eq!(
+            decoded,
+            DependRequest {
+                sealed: true,
+                ..depend.clone()
+            }
+        );
+        let mut w = Writer::default();
+        w.str("/lib/d.so").u64(4).u64(5);
+        assert!(DependRequest::decode(&w.0).unwrap_err().contains("cut short"));
     }
 
     /// Random bytes, and valid frames mutated (bytes flipped, cut, extended, lengths

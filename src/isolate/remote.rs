@@ -781,7 +781,9 @@ impl<'a> Isolating<'a> {
         if std::mem::take(&mut self.skipping) {
             worker.tell(Kind::Resume).map_err(failed)?;
         }
-        let origin_dir = prepared.linkage.names_origin();
+        // A sealed copy is in no directory: the worker gives the loader its descriptor itself.
+        let sealed = prepared.provenance.sealed();
+        let origin_dir = prepared.linkage.names_origin() && !sealed;
         let directory = match origin_dir {
             true => Some(directory_of(&candidate.resolved, &candidate.path)?),
             false => None,
@@ -789,15 +791,22 @@ impl<'a> Isolating<'a> {
         let mut requests = Vec::with_capacity(prepared.dependencies.len() + 1);
         // The libraries it needs, dependencies first, each with its directory: the worker maps
         // them before the plugin, as the host would.
+        // (A dependency's `file` is its sealed copy where it has one, and comes alone.)
         for dependency in &prepared.dependencies {
-            let directory = directory_of(&dependency.found, &candidate.path)?;
+            let directory = match dependency.sealed {
+                false => Some(directory_of(&dependency.found, &candidate.path)?),
+                true => None,
+            };
             let request = DependRequest {
                 found: dependency.found.clone(),
                 dev: dependency.identity.dev,
                 ino: dependency.identity.ino,
+                sealed: dependency.sealed,
                 loads: dependency.loads.clone(),
             };
-            let fds = [dependency.file.as_fd(), directory.as_fd()];
+            let fds: Vec<_> = std::iter::once(dependency.file.as_fd())
+                .chain(directory.as_ref().map(AsFd::as_fd))
+                .collect();
             let id = worker.open((Kind::Depend, &request.encode()), &fds, Expect::Depend);
             requests.push(id.map_err(failed)?);
         }
@@ -809,10 +818,14 @@ impl<'a> Isolating<'a> {
             ino: metadata.ino(),
             strict: trust == TrustPolicy::Strict,
             origin: origin_dir,
+            sealed,
             dependencies: prepared.dependencies.len() as u32,
             loads: prepared.linkage.loads.clone(),
         };
-        let file = prepared.checked.file().as_fd();
+        // The worker maps the bytes a host that requires signatures verified: the checked
+        // descriptor (its read lease, like each dependency's, is held by `prepared.provenance`
+        // until the worker answers), or the sealed copy made of it.
+        let file = prepared.provenance.source(prepared.checked.file()).as_fd();
         let fds: Vec<_> = std::iter::once(file)
             .chain(directory.as_ref().map(AsFd::as_fd))
             .collect();

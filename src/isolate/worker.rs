@@ -3,20 +3,21 @@
 //! `main` never runs here.
 //!
 //! The main thread answers the host's frames in order: the handshake; for each plugin, a
-//! `Depend` per library it needs (held: the file's descriptor and its directory's) and a
-//! `Map` (the host sends those of every plugin before it reads the answers; after one fails,
-//! the next are answered `Skipped`, not done, until the host's `Resume`), mapped from the
-//! descriptor that came with the frame by the usual path (the
-//! registry, the held libraries first, dependencies before dependents, the instance's
-//! `on_load`, `register_passes`: `load::pipeline::map_received`). No path is opened: a file
-//! whose `$ORIGIN` matters (every such library, and a plugin whose run path uses it) is given
-//! to the loader as `/proc/self/fd/D/<name>`, D the directory descriptor the host sent, as the
-//! host itself names it; glibc then answers the plugin's needed names with the libraries
-//! mapped before it, by their sonames. Then `Call`s, each run on one of [`THREADS`] threads, so that one long pass does not hold
-//! up unrelated calls; and last `Unload` (or the host's end of the channel closing): the
-//! plugins' unload code in reverse load order, then exit status 0. The host is the parent
-//! that checked every file this process maps: a frame from it that does not decode ends the
-//! worker (status 3), which the host reports.
+//! `Depend` per library it needs (held: the file's descriptor and its directory's, or the
+//! sealed copy a host that requires signatures verified) and a `Map` (the host sends those of
+//! every plugin before it reads the answers; after one fails, the next are answered
+//! `Skipped`, not done, until the host's `Resume`), mapped from the descriptor that came with
+//! the frame by the usual path (the registry, the held libraries first, dependencies before
+//! dependents, the instance's `on_load`, `register_passes`: `load::pipeline::map_received`).
+//! No path is opened: a file whose `$ORIGIN` matters (every such library, and a plugin whose
+//! run path uses it) is given to the loader as `/proc/self/fd/D/<name>`, D the directory
+//! descriptor the host sent, as the host itself names it; a sealed copy as
+//! `/proc/self/fd/N`; glibc then answers the plugin's needed names with the libraries mapped
+//! before it, by their sonames. Then `Call`s, each run on one of [`THREADS`] threads, so that
+//! one long pass does not hold up unrelated calls; and last `Unload` (or the host's end of
+//! the channel closing): the plugins' unload code in reverse load order, then exit status 0.
+//! The host is the parent that checked every file this process maps: a frame from it that
+//! does not decode ends the worker (status 3), which the host reports.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -137,11 +138,12 @@ fn handshake(channel: &Channel, buffer: &mut [u8]) -> Result<(), ()> {
 }
 
 /// A library of a `Depend` request, held for the next `Map`: the checked file the host sent,
-/// named for the loader in the directory the host sent with it.
+/// named for the loader in the directory the host sent with it (a sealed copy is given to
+/// the loader as itself).
 struct Held {
     dependency: Dependency,
     /// The directory it is named in (`/proc/self/fd/D/<name>`): open until it is mapped.
-    directory: OwnedFd,
+    directory: Option<OwnedFd>,
     /// That name, and the path the host found it at, for messages.
     names: (PathBuf, PathBuf),
 }
@@ -152,8 +154,20 @@ fn refused(reason: String) -> (Kind, Vec<u8>) {
     (Kind::MapFailed, failure.encode())
 }
 
-/// Checks that `file` is the file of identity (`dev`, `ino`) the host checked as `shown`.
-fn same_file(file: &File, (dev, ino): (u64, u64), shown: &Path) -> Result<(), String> {
+/// Checks that `file` is the file of identity (`dev`, `ino`) the host checked as `shown`, or,
+/// when `sealed`, a copy of it whose bytes and size can change no more (the host verified
+/// that copy's bytes: `HostBuilder::require_signed`).
+fn same_file(file: &File, (dev, ino): (u64, u64), sealed: bool, shown: &Path) -> Result<(), String> {
+    if sealed {
+        let needed = libc::F_SEAL_WRITE | sys::SIZE_SEALS;
+        return match sys::seals(file) {
+            Ok(seals) if seals & needed == needed => Ok(()),
+            _ => Err(format!(
+                "the descriptor received for `{}` is not a sealed copy of it",
+                shown.display()
+            )),
+        };
+    }
     let received = file.metadata().map(|m| (m.dev(), m.ino()));
     match received {
         Ok(identity) if identity == (dev, ino) => Ok(()),
@@ -180,23 +194,32 @@ fn named_in(directory: &OwnedFd, name: &Path) -> Result<PathBuf, String> {
     Ok(Path::new(&format!("/proc/self/fd/{}", directory.as_raw_fd())).join(file_name))
 }
 
-/// Holds the library of a `Depend` request, from the two descriptors that came with it (the
-/// file's and its directory's), for the next `Map`.
+/// Holds the library of a `Depend` request, from the descriptors that came with it (the
+/// file's and its directory's; a sealed copy's alone), for the next `Map`.
 fn hold(payload: &[u8], fds: Vec<OwnedFd>, held: &mut Vec<Held>) -> (Kind, Vec<u8>) {
     let request = match DependRequest::decode(payload) {
         Ok(request) => request,
         Err(reason) => return refused(format!("the worker could not read the host's request: {reason}")),
     };
-    let Ok::<[OwnedFd; 2], _>([fd, directory]) = fds.try_into() else {
-        return refused("the host's request came without exactly two descriptors".to_owned());
-    };
-    let file = File::from(fd);
-    if let Err(reason) = same_file(&file, (request.dev, request.ino), &request.found) {
+    let expected = 2 - usize::from(request.sealed);
+    if fds.len() != expected {
+        return refused(format!(
+            "the host's request came with {} descriptors, not {expected}",
+            fds.len()
+        ));
+    }
+    let mut fds = fds.into_iter();
+    let file = File::from(fds.next().expect("counted"));
+    let directory = fds.next();
+    if let Err(reason) = same_file(&file, (request.dev, request.ino), request.sealed, &request.found) {
         return refused(reason);
     }
-    let found = match named_in(&directory, &request.found) {
-        Ok(found) => found,
-        Err(reason) => return refused(reason),
+    let found = match &directory {
+        Some(directory) => match named_in(directory, &request.found) {
+            Ok(found) => found,
+            Err(reason) => return refused(reason),
+        },
+        None => request.found.clone(),
     };
     held.push(Held {
         dependency: Dependency {
@@ -207,6 +230,7 @@ fn hold(payload: &[u8], fds: Vec<OwnedFd>, held: &mut Vec<Held>) -> (Kind, Vec<u
                 ino: request.ino,
             },
             loads: request.loads,
+            sealed: request.sealed,
         },
         directory,
         names: (found, request.found),
@@ -230,6 +254,12 @@ fn map(payload: &[u8], fds: Vec<OwnedFd>, mut held: Vec<Held>, plugins: &mut Loa
         ));
     };
     let held = held.split_off(first);
+    if request.origin && request.sealed {
+        return refused(format!(
+            "the host's request names a directory for `{}`, a sealed copy, which is in none",
+            request.shown.display()
+        ));
+    }
     let expected = 1 + usize::from(request.origin);
     if fds.len() != expected {
         return refused(format!(
@@ -240,7 +270,7 @@ fn map(payload: &[u8], fds: Vec<OwnedFd>, mut held: Vec<Held>, plugins: &mut Loa
     let mut fds = fds.into_iter();
     let file = File::from(fds.next().expect("counted"));
     let directory = fds.next();
-    if let Err(reason) = same_file(&file, (request.dev, request.ino), &request.shown) {
+    if let Err(reason) = same_file(&file, (request.dev, request.ino), request.sealed, &request.shown) {
         return refused(reason);
     }
     let resolved = match &directory {

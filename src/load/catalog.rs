@@ -7,7 +7,13 @@ use crate::error::{Error, Origin};
 use crate::inspect::manifest::Manifest;
 use crate::inspect::pinning::Pinning;
 use crate::load::plan::{Planned, Source, plan};
+use crate::sync::Arc;
+use crate::trust::Verifier;
+use crate::trust::candidate::{Candidate, Opened};
 use crate::trust::{Checks, TrustPolicy, open_checked};
+use dylease_sign::Verified;
+
+use super::signed;
 
 /// One plugin a host would load, as [`PluginHost::catalog`](crate::PluginHost::catalog)
 /// describes it without running any of its code.
@@ -17,6 +23,7 @@ pub struct CatalogEntry {
     manifest: Option<Manifest>,
     refusal: Option<Error>,
     pinning: Pinning,
+    signature: Option<Verified>,
 }
 
 impl CatalogEntry {
@@ -53,12 +60,25 @@ impl CatalogEntry {
         &self.pinning
     }
 
+    /// Who signed the plugin, as a host that requires signatures
+    /// ([`HostBuilder::require_signed`](crate::HostBuilder::require_signed)) verified it from
+    /// its file (the key, the release: name, version, serial; the digest): `Some` once its
+    /// plugin file (or a Python plugin's signed index) passed. `None` for a host that requires
+    /// no signature, for a static plugin, and for a plugin refused (then [`refusal`] says
+    /// why: an [`Error::Signature`] for a signature's refusal, naming the key it found).
+    ///
+    /// [`refusal`]: CatalogEntry::refusal
+    pub fn signature(&self) -> Option<&Verified> {
+        self.signature.as_ref()
+    }
+
     fn new(origin: Origin) -> CatalogEntry {
         CatalogEntry {
             origin,
             manifest: None,
             refusal: None,
             pinning: Pinning::default(),
+            signature: None,
         }
     }
 
@@ -74,8 +94,13 @@ impl CatalogEntry {
 /// before running any of its code. `Err` only where a load would fail before any plugin is
 /// judged (an unusable environment variable source); a directory that cannot be read is an
 /// entry with its refusal.
-pub(crate) fn catalog(sources: &[Source], trust: TrustPolicy) -> Result<Vec<CatalogEntry>, Error> {
+pub(crate) fn catalog(
+    sources: &[Source],
+    trust: TrustPolicy,
+    signatures: Option<&Arc<Verifier>>,
+) -> Result<Vec<CatalogEntry>, Error> {
     let mut checks = Checks::default();
+    checks.signatures = signatures.cloned();
     let entries = plan(sources)?.into_iter().map(|planned| match planned {
         Planned::Unusable { path, error } => CatalogEntry::refused(Origin::File(path), error),
         Planned::Static(plugin) => CatalogEntry::new(Origin::Static(plugin.name.clone())),
@@ -92,18 +117,27 @@ pub(crate) fn catalog(sources: &[Source], trust: TrustPolicy) -> Result<Vec<Cata
                 } else {
                     Pinning::default()
                 };
-                Ok((verdict, opened.manifest(&candidate.path), pinning))
+                Ok((verdict, opened.manifest(&candidate.path), pinning, opened))
             });
             match judged {
-                Ok((verdict, Ok(manifest), pinning)) => CatalogEntry {
-                    refusal: verdict
-                        .err()
-                        .or_else(|| manifest.as_ref().and_then(|m| m.gate(&candidate.path).err())),
-                    manifest: manifest.map(|manifest| (*manifest).clone()),
-                    pinning,
-                    origin,
-                },
-                Ok((verdict, Err(refusal), pinning)) => CatalogEntry {
+                Ok((verdict, Ok(manifest), pinning, opened)) => {
+                    let mut entry = CatalogEntry {
+                        refusal: verdict
+                            .err()
+                            .or_else(|| manifest.as_ref().and_then(|m| m.gate(&candidate.path).err())),
+                        manifest: manifest.as_ref().map(|manifest| (**manifest).clone()),
+                        pinning,
+                        ..CatalogEntry::new(origin)
+                    };
+                    if entry.refusal.is_none() && checks.signatures.is_some() {
+                        match signature(&mut checks, trust, &mut candidate, &opened, manifest.as_deref()) {
+                            Ok(verified) => entry.signature = verified,
+                            Err(refusal) => entry.refusal = Some(refusal),
+                        }
+                    }
+                    entry
+                }
+                Ok((verdict, Err(refusal), pinning, _)) => CatalogEntry {
                     pinning,
                     ..CatalogEntry::refused(origin, verdict.err().unwrap_or(refusal))
                 },
@@ -115,10 +149,11 @@ pub(crate) fn catalog(sources: &[Source], trust: TrustPolicy) -> Result<Vec<Cata
             let origin = Origin::File(plugin.path().to_owned());
             let manifest = plugin
                 .check(&mut checks, trust)
-                .and_then(|()| plugin.manifest(&mut checks, trust));
+                .and_then(|()| plugin.manifest_and_signature(&mut checks, trust));
             match manifest {
-                Ok(manifest) => CatalogEntry {
+                Ok((manifest, signature)) => CatalogEntry {
                     manifest,
+                    signature,
                     ..CatalogEntry::new(origin)
                 },
                 Err(refusal) => CatalogEntry::refused(origin, refusal),
@@ -126,4 +161,30 @@ pub(crate) fn catalog(sources: &[Source], trust: TrustPolicy) -> Result<Vec<Cata
         }
     });
     Ok(entries.collect())
+}
+
+/// The verification of the plugin `candidate` (opened as `opened`) and of the libraries it
+/// needs, as its load makes it (`load::signed`), releasing what it held at once.
+fn signature(
+    checks: &mut Checks,
+    trust: TrustPolicy,
+    candidate: &mut Candidate,
+    opened: &Opened,
+    manifest: Option<&Manifest>,
+) -> Result<Option<Verified>, Error> {
+    let linkage = opened.check(&candidate.path)?;
+    let mut dependencies = match candidate.dependencies.take() {
+        Some(dependencies) => dependencies,
+        None if trust == TrustPolicy::Strict => checks
+            .resolve(&candidate.resolved, &linkage)
+            .map_err(|refused| refused.into_error(candidate.path.clone()))?,
+        None => Vec::new(),
+    };
+    let provenance = signed::verify(
+        checks,
+        (candidate, trust),
+        (opened, &linkage, manifest),
+        &mut dependencies,
+    )?;
+    Ok(provenance.signature().cloned())
 }

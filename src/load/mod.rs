@@ -21,6 +21,7 @@ mod plugins;
 mod policy;
 #[cfg(feature = "python")]
 pub(crate) mod python;
+mod signed;
 pub(crate) mod static_plugin;
 
 pub use catalog::CatalogEntry;
@@ -32,6 +33,7 @@ pub(crate) use plugins::Callable;
 pub(crate) use plugins::{DEFAULT_MAP_TIMEOUT, Isolated, LoadedPlugins};
 pub use plugins::{PassInfo, PluginInfo};
 pub use policy::{LoadFailure, LoadPolicy};
+pub(crate) use signed::verifier;
 pub(crate) use static_plugin::StaticPlugin;
 
 use pipeline::{Registered, Verified};
@@ -75,7 +77,11 @@ use plan::{Planned, plan};
 /// plugin is refused.
 pub(crate) fn load(
     sources: &[Source],
-    (policy, trust): (LoadPolicy, TrustPolicy),
+    (policy, trust, signatures): (
+        LoadPolicy,
+        TrustPolicy,
+        Option<&crate::sync::Arc<crate::trust::Verifier>>,
+    ),
     on_demand: Option<Defer>,
     mut isolate: Option<&mut dyn Isolate>,
     deadline: Option<Instant>,
@@ -86,6 +92,7 @@ pub(crate) fn load(
     // On demand, a plugin's dependencies are resolved when it is mapped, if ever.
     let mut checks = trust::Checks::default();
     checks.defer_dependencies = on_demand.is_some();
+    checks.signatures = signatures.cloned();
     for planned in plan(sources)? {
         let step = match planned {
             Planned::Unusable { path, error } => Err((Origin::File(path), error)),

@@ -26,6 +26,8 @@ use crate::sys::file_id;
 use crate::trust::candidate::{Candidate, Dependency, FileId, Identity, Opened};
 use crate::trust::{Checks, REPLACEMENTS, TrustPolicy, open_checked};
 
+use super::signed::{self, Provenance};
+
 /// A plugin file whose library instance is open and whose descriptor passed every check.
 #[derive(Debug)]
 pub(crate) struct Verified {
@@ -74,14 +76,17 @@ impl Candidate {
                 manifest,
                 dependencies,
                 pinning,
+                provenance,
             } = self.prepare(checks, trust)?;
             let strict = trust == TrustPolicy::Strict;
+            // A signed plugin's bytes are held still (`provenance`) until this iteration ends,
+            // after the mapping: the loader maps its checked descriptor, or its sealed copy.
             let file = FileRef {
                 shown: &self.path,
                 resolved: &self.resolved,
                 identity: &identity,
-                source: Some(checked.file()),
-                origin: linkage.names_origin(),
+                source: Some(provenance.source(checked.file())),
+                origin: linkage.names_origin() && !provenance.sealed(),
                 loads: &linkage.loads,
                 strict,
                 dependencies: &dependencies,
@@ -128,12 +133,17 @@ pub(crate) struct Prepared {
     /// The libraries to map before it, dependencies first (under `Strict`).
     pub(crate) dependencies: Vec<Dependency>,
     pub(crate) pinning: Pinning,
+    /// Under `HostBuilder::require_signed`, the plugin and its dependencies verified and held
+    /// still until they are mapped (`load::signed`): map `provenance.source(checked.file())`.
+    pub(crate) provenance: Provenance,
 }
 
 impl Candidate {
     /// Everything a load does before mapping the file: the open ([`open_checked`], which
-    /// checks a replaced file again), the ELF check, the manifest read and its ABI gate, and
-    /// under `Strict` the resolution of the libraries it needs, for that descriptor.
+    /// checks a replaced file again), the ELF check, the manifest read and its ABI gate,
+    /// under `Strict` the resolution of the libraries it needs, for that descriptor, and under
+    /// `HostBuilder::require_signed` the verification of the file and of those libraries
+    /// (`load::signed`).
     pub(crate) fn prepare(&mut self, checks: &mut Checks, trust: TrustPolicy) -> Result<Prepared, Error> {
         let (checked, _, identity) = open_checked(self, checks, trust)?;
         // A first use since an on-demand acquire maps the file judged then, unchanged.
@@ -149,7 +159,7 @@ impl Candidate {
         if let Some(manifest) = &manifest {
             manifest.gate(&self.path)?;
         }
-        let dependencies = match self.dependencies.take() {
+        let mut dependencies = match self.dependencies.take() {
             Some(dependencies) => dependencies,
             // Resolved for the descriptor the loader maps (its linkage, from the parse cache
             // for its status or read from it), if the trust check's does not hold for it.
@@ -158,6 +168,12 @@ impl Candidate {
                 .map_err(|refused| refused.into_error(self.path.clone()))?,
             None => Vec::new(),
         };
+        let provenance = signed::verify(
+            checks,
+            (self, trust),
+            (&checked, &linkage, manifest.as_deref()),
+            &mut dependencies,
+        )?;
         let pinning = checked.pinning();
         Ok(Prepared {
             checked,
@@ -166,6 +182,7 @@ impl Candidate {
             manifest,
             dependencies,
             pinning,
+            provenance,
         })
     }
 }
@@ -235,6 +252,9 @@ pub(crate) struct Deferred {
     pub(crate) manifest: Arc<Manifest>,
     /// Its file's prediction.
     pub(crate) pinning: Pinning,
+    /// The keyring it was verified with at judgement (`HostBuilder::require_signed`): its
+    /// mapping verifies it again, holding its bytes still until they are mapped.
+    signatures: Option<Arc<crate::trust::Verifier>>,
 }
 
 /// What judging a plugin file for an on-demand set decided.
@@ -253,7 +273,10 @@ impl Candidate {
     /// with its descriptor closed; any other comes back to be loaded as usual, its descriptor
     /// kept for that load.
     pub(crate) fn judge(mut self, checks: &mut Checks, trust: TrustPolicy) -> Result<Judged, Error> {
-        if let Some(deferred) = self.judged_by_status() {
+        // A signed plugin is verified at judgement, which reads it: never judged by status.
+        if checks.signatures.is_none()
+            && let Some(deferred) = self.judged_by_status()
+        {
             return deferred.map(Judged::Deferred);
         }
         let (checked, _, identity) = open_checked(&mut self, checks, trust)?;
@@ -261,7 +284,13 @@ impl Candidate {
         match checked.manifest(&self.path)? {
             Some(manifest) if manifest.complete => {
                 manifest.gate(&self.path)?;
+                if checks.signatures.is_some() {
+                    // Its dependencies are resolved and verified when it is mapped.
+                    let linkage = checked.check(&self.path)?;
+                    signed::verify(checks, (&self, trust), (&checked, &linkage, Some(&manifest)), &mut [])?;
+                }
                 Ok(Judged::Deferred(Deferred {
+                    signatures: checks.signatures.clone(),
                     checked: file_id(&checked.metadata),
                     status: parse_cache::key(&checked.metadata),
                     pinning: checked.pinning(),
@@ -310,6 +339,7 @@ impl Candidate {
             self.path.display()
         );
         Some(manifest.gate(&self.path).map(|()| Deferred {
+            signatures: None,
             path: std::mem::take(&mut self.path),
             resolved: std::mem::take(&mut self.resolved),
             identity: crate::sys::checked_identity(id),
@@ -344,6 +374,7 @@ impl Deferred {
                     .collect(),
             }),
             pinning: Pinning::default(),
+            signatures: None,
         }
     }
 
@@ -368,6 +399,7 @@ impl Deferred {
             since_acquire: true,
         };
         let mut checks = Checks::default();
+        checks.signatures = self.signatures.clone();
         if let Err(refused) = checks.check(trust, &mut candidate) {
             // A file gone since is that, not a failure of its trust.
             let gone = std::fs::symlink_metadata(&self.resolved).is_err_and(|e| crate::sys::is_replacement(&e));

@@ -113,7 +113,8 @@ fn map_dependencies(file: FileRef<'_>) -> Result<Dependencies, Error> {
             resolved: &dependency.found,
             identity: &identity,
             source: Some(&dependency.file),
-            origin: true,
+            // A sealed copy is given to the loader as itself: it is in no directory.
+            origin: !dependency.sealed,
             loads: &dependency.loads,
             strict: true,
             dependencies: &[],
@@ -188,10 +189,10 @@ impl Opener for DependencyLoader {
             file: source,
             identity: file.identity,
             resolved: file.resolved,
-            origin: true,
+            origin: file.origin,
             loads: file.loads,
             strict: true,
-            follow: true,
+            follow: file.origin,
         };
         // The host's configuration named the plugin that needs this library, and its user
         // vouches for the code the plugin runs, its libraries' included (see the crate docs,

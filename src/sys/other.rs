@@ -153,3 +153,35 @@ pub(crate) fn no_follow(options: &mut std::fs::OpenOptions) {
 /// Opens as the platform does by default.
 #[cfg(not(unix))]
 pub(crate) fn no_follow(_: &mut std::fs::OpenOptions) {}
+
+/// No lease is taken here: nothing holds a file's bytes still between a digest and the
+/// platform loader's open of its path (signed plugins are refused, `provenance`).
+pub(crate) fn take_read_lease(_: &std::fs::File) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "this platform has no file leases",
+    ))
+}
+
+/// Nothing to release where no lease is taken.
+pub(crate) fn release_lease(_: &std::fs::File) -> io::Result<()> {
+    Ok(())
+}
+
+/// No lease is refused for a writer here: none is taken.
+pub(crate) fn open_for_writing(_: &io::Error) -> bool {
+    false
+}
+
+/// No lease is refused for its owner here: none is taken.
+pub(crate) fn not_lease_owner(_: &io::Error) -> bool {
+    false
+}
+
+/// No sealed copy here: the platform loader opens files by path.
+pub(crate) fn sealed_copy(_: &std::fs::File, _: &str) -> io::Result<std::fs::File> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "this platform cannot map a sealed copy in memory",
+    ))
+}

@@ -8,7 +8,8 @@
 //!
 //! - Unix: `openat`, `fstat`, `fstatat` and `readlinkat` on descriptors (the trust check's
 //!   walk, `walk`), `geteuid`, and opening a library (`dlopen` through libloading).
-//! - Linux: `getauxval(AT_SECURE)`, the head of a loader handle (its `link_map`), a look-up
+//! - Linux: `getauxval(AT_SECURE)`, a read lease and its signal (`F_SETLEASE`, `F_SETSIG`),
+//!   a sealable memfd and its seals (signed plugins' held bytes), the head of a loader handle (its `link_map`), a look-up
 //!   by name that maps nothing (`dlopen` with `RTLD_NOLOAD`), the walk of the loader's list
 //!   (`dl_iterate_phdr`), the object an address lies in (`dladdr1`, glibc) and the
 //!   `PROCMAP_QUERY` ioctl of `/proc/self/maps`.
@@ -239,6 +240,59 @@ pub(crate) fn readlinkat(dir: BorrowedFd<'_>, name: &CStr, buffer: &mut [u8]) ->
     usize::try_from(len).map_err(|_| io::Error::last_os_error())
 }
 
+/// `fcntl(fd, F_SETSIG, signal)`: the signal the kernel sends this process when a lease of
+/// this open file description is broken.
+#[cfg(target_os = "linux")]
+pub(crate) fn set_lease_signal(fd: BorrowedFd<'_>, signal: libc::c_int) -> io::Result<()> {
+    /// `F_SETSIG` (`<asm-generic/fcntl.h>`, 10 on every architecture Rust builds for on
+    /// Linux), which the `libc` crate does not declare for every target.
+    const F_SETSIG: libc::c_int = 10;
+    // SAFETY: `fd` is open for the call; F_SETSIG takes an int and only sets which signal
+    // this open file description's lease breaks send, affecting no memory of this process.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), F_SETSIG, signal) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `fcntl(fd, F_SETLEASE, kind)`: places (`F_RDLCK`) or removes (`F_UNLCK`) this open file
+/// description's lease on its file.
+#[cfg(target_os = "linux")]
+pub(crate) fn set_lease(fd: BorrowedFd<'_>, kind: libc::c_int) -> io::Result<()> {
+    // SAFETY: `fd` is open for the call; F_SETLEASE takes an int and places or removes a
+    // lease owned by this open file description (its close removes it too); no memory of
+    // this process is touched.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLEASE, kind) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING)`: a new anonymous file in memory,
+/// closed on exec, that can be sealed.
+#[cfg(target_os = "linux")]
+pub(crate) fn memfd_sealable(name: &CStr) -> io::Result<OwnedFd> {
+    // SAFETY: `name` is NUL-terminated and outlives the call; the flags ask for a descriptor
+    // closed on exec that can be sealed.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `memfd_create` just returned this descriptor, and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `fcntl(fd, F_ADD_SEALS, seals)`: adds `seals` to a memfd's.
+#[cfg(target_os = "linux")]
+pub(crate) fn add_seals(fd: BorrowedFd<'_>, seals: libc::c_int) -> io::Result<()> {
+    // SAFETY: `fd` is open for the call; F_ADD_SEALS takes an int of seals and changes no
+    // memory of this process (it fails while a writable shared mapping exists).
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The loader's name of the object already loaded that the loader would answer the needed
 /// name `name` with now, if one does: `dlopen(name, RTLD_NOLOAD)` matches as the loader
 /// matches a needed name (names and sonames of loaded objects first). It maps nothing, so it
@@ -376,6 +430,15 @@ pub(crate) mod testing {
     use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;
     use std::path::Path;
+
+    /// The seals of the memfd `file` (`F_GET_SEALS`).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn seals(file: &std::fs::File) -> libc::c_int {
+        // SAFETY: `file` is open; F_GET_SEALS reads its seals and writes no memory.
+        let seals = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+        assert!(seals >= 0, "F_GET_SEALS: {}", std::io::Error::last_os_error());
+        seals
+    }
 
     /// Makes a FIFO at `path` (mode 0600).
     pub(crate) fn mkfifo(path: &Path) {

@@ -290,6 +290,9 @@ pub(crate) struct Dependency {
     pub(crate) identity: FileId,
     /// Its loadable segments (for the owner checks of the loader layer).
     pub(crate) loads: Vec<std::ops::Range<u64>>,
+    /// Whether `file` is a sealed copy of it (signed plugins, `provenance`): the loader is
+    /// then given that descriptor itself, not the name in its directory.
+    pub(crate) sealed: bool,
 }
 
 /// No library is mapped by dylease for a plugin where there is no trust check.

@@ -527,6 +527,7 @@ impl Resolver<'_> {
             file,
             identity,
             loads: linkage.loads.clone(),
+            sealed: false,
         });
         Ok(())
     }

@@ -73,6 +73,58 @@ pub(crate) fn out_of_descriptors(error: &std::io::Error) -> Option<&'static str>
     Some(crate::sys::library::descriptor_hint(error)).filter(|hint| !hint.is_empty())
 }
 
+/// A host's signature policy as a load reaches it (`HostBuilder::require_signed`): the
+/// verification of a library plugin and the libraries it needs, and of a Python plugin's
+/// sources. `load::signed` implements it for `provenance::Signatures`; a load calls it through
+/// [`Verifier`]'s trait object, whose only maker is `HostBuilder::require_signed`, so that a
+/// program that never requires signatures links none of it.
+pub(crate) trait Verify: std::fmt::Debug + Send + Sync {
+    /// Verifies the plugin `candidate`, opened as `checked` (its `linkage` and `manifest` read
+    /// from that descriptor), and the libraries it needs that dylease maps (`dependencies`: the
+    /// sealed copy of one replaces its descriptor); what it returns holds their bytes still
+    /// until the mapping.
+    fn verify(
+        &self,
+        candidate: (&Candidate, TrustPolicy),
+        read: (
+            &Opened,
+            &dylease_elf::Linkage,
+            Option<&crate::inspect::manifest::Manifest>,
+        ),
+        dependencies: &mut [candidate::Dependency],
+    ) -> Result<crate::provenance::Provenance, Error>;
+
+    /// Verifies a Python plugin's sources (`files`, by their paths in its index) against its
+    /// signed index (`index`, read from `paths.1`; `paths.0` is the plugin's).
+    #[cfg(feature = "python")]
+    fn verify_files(
+        &self,
+        index: Option<std::fs::File>,
+        paths: (&Path, &Path),
+        expected: Option<&str>,
+        files: &[(&Path, &[u8])],
+    ) -> Result<dylease_sign::Verified, Error>;
+}
+
+/// A [`Verify`] behind a pointer: its calls and its drop go through the vtable made where it
+/// is made (`HostBuilder::require_signed`), and nowhere else.
+#[derive(Debug)]
+pub(crate) struct Verifier(Box<dyn Verify>);
+
+impl Verifier {
+    pub(crate) fn new(verify: impl Verify + 'static) -> Verifier {
+        Verifier(Box::new(verify))
+    }
+}
+
+impl std::ops::Deref for Verifier {
+    type Target = dyn Verify;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
 /// The trust checks of one load: each directory is walked and checked once per load,
 /// however many plugin files it holds.
 #[derive(Debug, Default)]
@@ -84,6 +136,9 @@ pub(crate) struct Checks {
     /// Whether this load asked, before its first open of a library instance, that it is not
     /// in a `fork()`ed child (`load::pipeline`): once per load.
     pub(crate) not_forked: bool,
+    /// The keyring every file this load maps or runs must be signed for
+    /// (`HostBuilder::require_signed`; `provenance`), if the host requires signatures.
+    pub(crate) signatures: Option<crate::sync::Arc<Verifier>>,
     /// This process's effective user, asked once.
     #[cfg(unix)]
     euid: Option<u32>,

@@ -84,6 +84,8 @@ mod rust_plugin;
 mod session_and_compiler;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod sharing;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod signed;
 mod static_plugins;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod swapped_after_check;

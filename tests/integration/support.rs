@@ -62,6 +62,19 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
                 .map(String::from)
                 .into(),
         ),
+        // Signed loads (signed.rs): the constructor writes a string the test rewrites in place.
+        "by_hand_marker_text" => (
+            vec!["by_hand.c"],
+            [
+                "-DMARK_CONSTRUCTOR",
+                "-DMANIFEST",
+                "-DMARK_TEXT=\"verified-bytes!!\"",
+                "-Wl,--no-as-needed",
+                "-ldl",
+            ]
+            .map(String::from)
+            .into(),
+        ),
         "by_hand_marker_future_abi" => (
             vec!["by_hand.c"],
             [
@@ -285,6 +298,7 @@ impl TestDir {
         let to = self.0.join(file);
         fs::copy(fixture(name), &to).unwrap();
         fs::set_permissions(&to, Permissions::from_mode(0o755)).unwrap();
+        until_no_writer(&to);
         to
     }
 
@@ -451,6 +465,46 @@ pub(crate) fn built_from(source: &str, name: &str, args: &[&str]) -> PathBuf {
     fs::create_dir_all(&out_dir).unwrap();
     let source = crate_root().join("tests/plugins").join(source);
     cc::compile_plugin(&[&source], &out_dir.join(format!("lib{name}.so")), args).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Waits (at most 20 s) until no open file description has `path` open for writing. A child
+/// that another test's thread forks (a worker's spawn, a compiler's) while this test holds
+/// `path` open for writing keeps a copy of that descriptor until its `exec` closes it, and a
+/// host that requires signatures refuses a file open for writing anywhere (it cannot hold its
+/// bytes still with a read lease). The kernel grants a read lease only when no description has
+/// the file open for writing, so this takes one and releases it at once; where leases cannot
+/// be taken at all (`EINVAL`, `EACCES`) a host copies the file instead, and this returns.
+#[allow(dead_code)]
+pub(crate) fn until_no_writer(path: &Path) {
+    use std::os::fd::AsRawFd as _;
+    let file = fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let fd = file.as_raw_fd();
+    /// `F_SETSIG` (`<asm-generic/fcntl.h>`), which the `libc` crate does not declare for every
+    /// target.
+    const F_SETSIG: libc::c_int = 10;
+    // SAFETY: `fcntl(F_SETSIG)` on a descriptor this function owns: a break of the lease below
+    // (none is expected: it is released at once) is signalled by `SIGURG`, ignored by default,
+    // not `SIGIO`, which would end the process.
+    assert_eq!(unsafe { libc::fcntl(fd, F_SETSIG, libc::SIGURG) }, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        // SAFETY: `fcntl(F_SETLEASE)` on a descriptor this function owns, opened read-only.
+        if unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK) } == 0 {
+            // SAFETY: as above; releases the lease just taken.
+            assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_UNLCK) }, 0);
+            return;
+        }
+        let error = std::io::Error::last_os_error();
+        if !matches!(error.raw_os_error(), Some(libc::EAGAIN | libc::EBUSY)) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} stayed open for writing elsewhere",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// Compiles `tests/plugins/<source>` into `out` with `args`, mode 0755, its modification time

@@ -13,6 +13,8 @@
  *   -DHUGE               defines huge_name, a 1 MiB name (for -DNAME or -DEXTRA_PASS_NAME)
  *   -DMARK_CONSTRUCTOR   a constructor creates the file "<this library's path>.ran": proof that
  *                        the library's code ran
+ *   -DMARK_TEXT=s        (with -DMARK_CONSTRUCTOR) the constructor writes the string s into it:
+ *                        which bytes of the file ran
  *   -DMANIFEST           writes the manifest's plugin record, DYLEASE_MANIFEST(NAME, "1")
  *   -DFUTURE_ABI=n       the descriptor and the manifest's plugin record (with -DMANIFEST) say
  *                        ABI version n, as the header of a later dylease would write them
@@ -61,6 +63,9 @@ __attribute__((constructor)) static void mark(void) {
     if (self[0]) {
         snprintf(path, sizeof path, "%s.ran", self);
         FILE *f = fopen(path, "w");
+#ifdef MARK_TEXT
+        if (f) fputs(MARK_TEXT, f);
+#endif
         if (f) fclose(f);
     }
 }

@@ -156,3 +156,54 @@ fn pkg_config_gives_the_recipes_flags_to_a_build_without_cmake() {
     let plugins = TestDir::new("pkg_config_recipe_plugins");
     load_run_and_unload(&placed(&plugins, &built, "liblayout.so"));
 }
+
+#[test]
+fn the_cmake_recipe_with_sign_key_signs_the_plugin_after_its_build() {
+    let dir = TestDir::new("cmake_recipe_signed");
+    let prefix = dir.path().join("sdk");
+    install_sdk(&prefix);
+    let key = dir.path().join("publisher");
+    run(
+        binary().to_str().unwrap(),
+        &["keygen", "--out", key.to_str().unwrap()],
+        &[],
+    );
+    let project = dir.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    let fusion = crate::support::crate_root().join("examples/plugins/fusion.c");
+    std::fs::write(
+        project.join("CMakeLists.txt"),
+        format!(
+            "cmake_minimum_required(VERSION 3.13)\nproject(signed C)\nfind_package(dylease REQUIRED)\n\
+             dylease_add_plugin(fusion SOURCES {} SIGN_KEY {})\n",
+            fusion.display(),
+            key.display()
+        ),
+    )
+    .unwrap();
+    let build = dir.path().join("build");
+    run(
+        "cmake",
+        &[
+            "-S",
+            project.to_str().unwrap(),
+            "-B",
+            build.to_str().unwrap(),
+            &format!("-DCMAKE_PREFIX_PATH={}", prefix.display()),
+            &format!("-DDYLEASE_COMMAND={}", binary().display()),
+        ],
+        &[],
+    );
+    run("cmake", &["--build", build.to_str().unwrap()], &[]);
+    let plugins = TestDir::new("cmake_recipe_signed_plugins");
+    let lib = placed(&plugins, &build.join("libfusion.so"), "libfusion.so");
+    let mut keyring = dylease::sign::Keyring::new();
+    keyring.trust(dylease::sign::PublicKey::read_file(&key.with_file_name("publisher.pub")).unwrap());
+    // SAFETY: the library is the example plugin this test just built, whose code is sound.
+    let host = unsafe { PluginHost::builder().file(&lib) }
+        .require_signed(keyring)
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(lease.plugins()[0].name(), "fusion");
+}

@@ -32,6 +32,8 @@ mod python;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod rust_plugin;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod signing;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod trust;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod wrap;

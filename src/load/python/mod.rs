@@ -41,3 +41,4 @@ mod instance;
 pub(crate) mod interpreter;
 mod read;
 mod register;
+mod signed;

@@ -127,7 +127,9 @@ impl PyCandidate {
     /// code (see [`Staged::manifest`]); `None` if its name or version cannot be read. The
     /// sources are read from the checked files as [`register`](PyCandidate::register) reads
     /// them: call [`check`](PyCandidate::check) first. A file that does not parse is an
-    /// [`Error::InvalidPlugin`] naming the file and line.
+    /// [`Error::InvalidPlugin`] naming the file and line. (The catalog reads it with the
+    /// signature: `manifest_and_signature`.)
+    #[cfg(test)]
     pub(crate) fn manifest(&mut self, checks: &mut Checks, trust: TrustPolicy) -> Result<Option<Manifest>, Error> {
         let origin = Origin::File(self.path.clone());
         self.read(checks, trust)?.manifest(&origin)

@@ -34,6 +34,10 @@ impl PyCandidate {
             log::debug!("{error}; loading it without a manifest");
             None
         });
+        // The sources read are the sources run: verified here, before any of them runs.
+        if let Some(signatures) = &checks.signatures {
+            self.verify_sources(signatures, &staged, manifest.as_ref())?;
+        }
         let key = instance::key(&self.identity, &staged);
         let file = FileRef {
             shown: &self.path,
