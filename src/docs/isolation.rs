@@ -231,8 +231,16 @@
 //!   opens) and against new seals; it reuses a region only once the call that used it is
 //!   answered, and the worker keeps its mapping of each. A larger input gets a region of its
 //!   own, sealed against writes. The worker checks the seals and that the region holds the
-//!   bytes announced; the host checks that the worker's output region is sealed and holds
-//!   exactly the bytes announced, and reads it once. A worker whose region lies is killed. Each is at most 256 MiB; a larger input is refused
+//!   bytes announced. With each pooled input region the host keeps an output region of the
+//!   same capacity (sealed against any change of its size and of its seals, writable by the
+//!   worker, never mapped by the host), handed beside the call's input: the pass's output goes
+//!   straight into it while it fits, and the reply says only its length; the host checks that
+//!   length against the region's capacity and reads (`pread`) exactly that many bytes once,
+//!   so no byte of an earlier, longer output comes with it. An output that does not fit, or
+//!   of a call whose input fit a frame, comes in a region of the worker's own, made for it;
+//!   the host checks that such a region is sealed and holds exactly the bytes announced, and
+//!   reads it once. A worker whose region, or length, lies is killed. Each is at most
+//!   256 MiB; a larger input is refused
 //!   with [`Error::CallRefused`](crate::Error::CallRefused) before anything is copied, and
 //!   the set goes on.
 //! - **Pointer passes** of a worker's plugins are refused (above); a static plugin's passes
