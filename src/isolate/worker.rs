@@ -13,7 +13,8 @@
 //! to the loader as `/proc/self/fd/D/<name>`, D the directory descriptor the host sent, as the
 //! host itself names it; glibc then answers the plugin's needed names with the libraries
 //! mapped before it, by their sonames. Then `Call`s, each run on one of [`THREADS`] threads, so that one long pass does not hold
-//! up unrelated calls; and last `Unload` (or the host's end of the channel closing): the
+//! up unrelated calls (the first thread starts right after the handshake, while the host
+//! prepares the first plugin, so that its start does not delay the first call); and last `Unload` (or the host's end of the channel closing): the
 //! plugins' unload code in reverse load order, then exit status 0. The host is the parent
 //! that checked every file this process maps: a frame from it that does not decode ends the
 //! worker (status 3), which the host reports.
@@ -52,6 +53,9 @@ pub(crate) fn run(channel: Channel) -> i32 {
     }
     let mut plugins = LoadedPlugins::new();
     let mut calls: Option<Calls> = None;
+    // The first call thread starts now, while the host prepares the first plugin, rather
+    // than on the first call: its start is then off the path of the set's first call.
+    let mut ready = Some(Calls::start(channel.clone()));
     // The libraries of the `Depend` frames since the last `Map`.
     let mut held: Vec<Held> = Vec::new();
     // Whether a `Depend` or `Map` failed since the last `Resume`: the host sends the next ones
@@ -89,7 +93,9 @@ pub(crate) fn run(channel: Channel) -> i32 {
             Kind::Call | Kind::CallShared => {
                 let calls = calls.get_or_insert_with(|| {
                     let loaded = std::mem::replace(&mut plugins, LoadedPlugins::new()).finished();
-                    Calls::start(Arc::new(loaded), channel.clone())
+                    let calls = ready.take().unwrap_or_else(|| Calls::start(channel.clone()));
+                    calls.serve(Arc::new(loaded));
+                    calls
                 });
                 calls.submit(Job {
                     id: frame.id,
@@ -112,7 +118,7 @@ pub(crate) fn run(channel: Channel) -> i32 {
     }
     // The calls finish first; the plugins unload once nothing can call them (the last `Arc`
     // of the set unloads it: unload code in reverse load order, then the libraries closed).
-    if let Some(calls) = calls {
+    if let Some(calls) = calls.or(ready) {
         calls.stop();
     }
     drop(plugins);
@@ -318,7 +324,9 @@ fn map(payload: &[u8], fds: Vec<OwnedFd>, mut held: Vec<Held>, plugins: &mut Loa
 struct Calls {
     queue: Arc<Queue>,
     threads: Vec<std::thread::JoinHandle<()>>,
-    plugins: Arc<LoadedPlugins>,
+    /// The set the calls run in, given once the plugins are mapped (before any call is
+    /// queued).
+    plugins: Arc<std::sync::OnceLock<Arc<LoadedPlugins>>>,
     channel: Arc<Channel>,
     mappings: Arc<Mappings>,
     outputs: Arc<Outputs>,
@@ -440,7 +448,8 @@ impl Queue {
 }
 
 impl Calls {
-    fn start(plugins: Arc<LoadedPlugins>, channel: Arc<Channel>) -> Calls {
+    /// The call threads, one of them started, for the set [`serve`](Calls::serve) gives.
+    fn start(channel: Arc<Channel>) -> Calls {
         let queue = Arc::new(Queue {
             jobs: Mutex::new(Jobs {
                 queued: Some(VecDeque::new()),
@@ -448,14 +457,21 @@ impl Calls {
             }),
             changed: Condvar::new(),
         });
-        Calls {
+        let mut calls = Calls {
             queue,
             threads: Vec::with_capacity(THREADS),
-            plugins,
+            plugins: Arc::new(std::sync::OnceLock::new()),
             channel,
             mappings: Arc::new(Mappings::default()),
             outputs: Arc::new(Outputs::default()),
-        }
+        };
+        calls.add_thread();
+        calls
+    }
+
+    /// Gives the calls their set, before the first is submitted.
+    fn serve(&self, plugins: Arc<LoadedPlugins>) {
+        let _ = self.plugins.set(plugins);
     }
 
     /// Starts one more thread, if it can (a thread that cannot be started leaves the calls
@@ -468,7 +484,9 @@ impl Calls {
             .name(format!("dylease-call-{}", self.threads.len()))
             .spawn(move || {
                 while let Some(job) = queue.take() {
-                    let (kind, answer, region) = call(&plugins, (&mappings, &outputs), job.kind, &job.payload, job.fds);
+                    // Given before the first call is queued.
+                    let Some(plugins) = plugins.get() else { break };
+                    let (kind, answer, region) = call(plugins, (&mappings, &outputs), job.kind, &job.payload, job.fds);
                     let fds: Vec<_> = region.iter().map(AsFd::as_fd).collect();
                     if let Ok(reply) = frame::encode(kind, job.id, &answer) {
                         // A host that is gone reads nothing: the loop ends with the queue.
