@@ -79,8 +79,8 @@
 //!   wake-ups (the caller, the worker's reading thread, its call thread, the host's reader
 //!   thread), plus the copies of the input and the output (for a large input, the host's copy
 //!   into a shared region it keeps for the next calls, which the worker keeps mapped; for a
-//!   large output, the worker's copy into a fresh region and the host's out of it), instead of
-//!   a direct call. A small call took about 77 µs there when its threads ran on both CPUs
+//!   large output of such a call, the pass's writes into the output region kept beside it,
+//!   and the host's read out of it into the `Vec` it returns), instead of a direct call. A small call took about 77 µs there when its threads ran on both CPUs
 //!   (about 1,800× a direct call; a raw socket-pair ping-pong with another process took
 //!   3.3 µs on one CPU, 56–65 µs across the two); 4 caller threads made about 3× the calls
 //!   per second of one. A call with 1 MiB of input took 4× a `memcpy` of 1 MiB: the copy into
