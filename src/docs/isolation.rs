@@ -79,8 +79,8 @@
 //!   wake-ups (the caller, the worker's reading thread, its call thread, the host's reader
 //!   thread), plus the copies of the input and the output (for a large input, the host's copy
 //!   into a shared region it keeps for the next calls, which the worker keeps mapped; for a
-//!   large output, the worker's copy into a fresh region and the host's out of it), instead of
-//!   a direct call. A small call took about 77 µs there when its threads ran on both CPUs
+//!   large output of such a call, the pass's writes into the output region kept beside it,
+//!   and the host's read out of it into the `Vec` it returns), instead of a direct call. A small call took about 77 µs there when its threads ran on both CPUs
 //!   (about 1,800× a direct call; a raw socket-pair ping-pong with another process took
 //!   3.3 µs on one CPU, 56–65 µs across the two); 4 caller threads made about 3× the calls
 //!   per second of one. A call with 1 MiB of input took 4× a `memcpy` of 1 MiB: the copy into
@@ -233,8 +233,16 @@
 //!   opens) and against new seals; it reuses a region only once the call that used it is
 //!   answered, and the worker keeps its mapping of each. A larger input gets a region of its
 //!   own, sealed against writes. The worker checks the seals and that the region holds the
-//!   bytes announced; the host checks that the worker's output region is sealed and holds
-//!   exactly the bytes announced, and reads it once. A worker whose region lies is killed. Each is at most 256 MiB; a larger input is refused
+//!   bytes announced. With each pooled input region the host keeps an output region of the
+//!   same capacity (sealed against any change of its size and of its seals, writable by the
+//!   worker, never mapped by the host), handed beside the call's input: the pass's output goes
+//!   straight into it while it fits, and the reply says only its length; the host checks that
+//!   length against the region's capacity and reads (`pread`) exactly that many bytes once,
+//!   so no byte of an earlier, longer output comes with it. An output that does not fit, or
+//!   of a call whose input fit a frame, comes in a region of the worker's own, made for it;
+//!   the host checks that such a region is sealed and holds exactly the bytes announced, and
+//!   reads it once. A worker whose region, or length, lies is killed. Each is at most
+//!   256 MiB; a larger input is refused
 //!   with [`Error::CallRefused`](crate::Error::CallRefused) before anything is copied, and
 //!   the set goes on.
 //! - **Pointer passes** of a worker's plugins are refused (above); a static plugin's passes

@@ -87,11 +87,12 @@ impl Lease {
             return isolated.call(&plugin(), pass, input);
         }
         self.callable(index)?;
-        let called = crate::isolate::call_message_pass(info, input, usize::MAX).ok_or_else(|| Error::CallRefused {
-            plugin: plugin(),
-            pass: pass.to_owned(),
-            reason: "it is not mapped".to_owned(),
-        })?;
+        let called =
+            crate::isolate::call_message_pass(info, input, usize::MAX, &mut []).ok_or_else(|| Error::CallRefused {
+                plugin: plugin(),
+                pass: pass.to_owned(),
+                reason: "it is not mapped".to_owned(),
+            })?;
         match called.status {
             0 => Ok(called.output),
             status => Err(Error::PassFailed {

@@ -53,8 +53,8 @@ pub(crate) enum Kind {
     Map,
     /// Host to worker: call a message pass ([`Call`]).
     Call,
-    /// Host to worker, with one descriptor: call a message pass whose input is the start of
-    /// the sealed region of that descriptor ([`SharedCall`]).
+    /// Host to worker, with one descriptor (two with an output region): call a message pass
+    /// whose input is the start of the sealed region of the first ([`SharedCall`]).
     CallShared,
     /// Host to worker: run the unload hooks and exit.
     Unload,
@@ -79,7 +79,8 @@ pub(crate) enum Kind {
     /// reason).
     CallFailed,
     /// Worker to host, with one descriptor, answering `Call`: the pass's status, and its
-    /// output in the region of that descriptor ([`SharedReply`]).
+    /// output in the region of that descriptor ([`SharedReply`]); with none, answering a
+    /// `CallShared` that brought an output region: the output is at that region's start.
     ReplyShared,
 }
 
@@ -519,7 +520,8 @@ impl<'a> Reply<'a> {
 
 /// A `CallShared` request: the pass, the length of its input, which is the first `len` bytes
 /// of the region that travels beside the frame (a region the host reuses holds more: its
-/// capacity), and the host's number for that region.
+/// capacity), and the host's number for that region; and the host's number for the output
+/// region that travels as the second descriptor, if one does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SharedCall<'a> {
     pub(crate) pass: &'a str,
@@ -528,12 +530,16 @@ pub(crate) struct SharedCall<'a> {
     /// never given to another region of the worker's (the worker may keep its mapping of it
     /// for the calls to come); 0 for a region of this call alone.
     pub(crate) region: u64,
+    /// The host's number for a writable region (sealed against a change of size) that
+    /// travels beside the input's, for an output too large for a frame that fits it; never
+    /// given to another region, so the worker may keep its mapping. 0: none travels.
+    pub(crate) output: u64,
 }
 
 impl<'a> SharedCall<'a> {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut w = Writer::default();
-        w.str(self.pass).u64(self.len).u64(self.region);
+        w.str(self.pass).u64(self.len).u64(self.region).u64(self.output);
         w.0
     }
 
@@ -543,6 +549,7 @@ impl<'a> SharedCall<'a> {
             pass: r.str()?,
             len: r.u64()?,
             region: r.u64()?,
+            output: r.u64()?,
         };
         r.end()?;
         Ok(call)
@@ -550,7 +557,8 @@ impl<'a> SharedCall<'a> {
 }
 
 /// A `ReplyShared`: the pass's status, and the length of its output, which is the whole of
-/// the region that travels beside the frame.
+/// the region that travels beside the frame, or, when none does, the start of the output
+/// region of the call it answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SharedReply {
     pub(crate) status: i32,
@@ -693,6 +701,7 @@ mod tests {
                     pass: "echo",
                     len: 1 << 20,
                     region: 2,
+                    output: 3,
                 }
                 .encode(),
             )
@@ -754,6 +763,7 @@ mod tests {
             pass: "p",
             len: u64::MAX,
             region: u64::MAX - 1,
+            output: u64::MAX - 2,
         };
         assert_eq!(SharedCall::decode(&call.encode()), Ok(call));
         let reply = SharedReply { status: -1, len: 7 };

@@ -73,10 +73,11 @@ pub(crate) struct Worker {
     pid: u32,
     deadline: Duration,
     reader: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// The input regions of calls that are done, for the next large inputs (at most
-    /// [`POOLED_REGIONS`], each of at most [`POOLED_CAPACITY`] bytes).
+    /// The input regions of calls that are done, each with its output region, for the next
+    /// large inputs (at most [`POOLED_REGIONS`], each of at most [`POOLED_CAPACITY`] bytes).
     regions: Mutex<Vec<Pooled>>,
-    /// The number of the next input region made for the pool (`SharedCall::region`).
+    /// The number of the next region made for the pool (`SharedCall::region` and
+    /// `SharedCall::output`).
     next_region: AtomicU64,
 }
 
@@ -87,11 +88,13 @@ const POOLED_REGIONS: usize = crate::isolate::frame::THREADS;
 /// freed after its call.
 const POOLED_CAPACITY: usize = 4 << 20;
 
-/// An input region to reuse, and its number for the worker.
+/// An input region to reuse, and its number for the worker; and the output region that
+/// travels with it (of the same capacity), and its number, unless none could be made.
 #[derive(Debug)]
 struct Pooled {
     number: u64,
     region: sys::InputRegion,
+    output: Option<(u64, sys::OutputRegion)>,
 }
 
 /// The region of one call's input.
@@ -372,6 +375,8 @@ impl Worker {
             pass: Some(pass.to_owned()),
             cause: Box::new(cause),
         };
+        // The pooled regions of an answered call, back to the pool once its output is read.
+        let mut answered = None;
         let (kind, answer, fd) = if Call::encoded_len(pass, input) <= MAX_PAYLOAD {
             self.request((Kind::Call, &Call { pass, input }.encode()), &[], Expect::Call, pass)
         } else {
@@ -385,42 +390,55 @@ impl Worker {
             let region = self
                 .input_region(input)
                 .map_err(|e| refused(format!("its input could not be put in a shared region: {e}")))?;
-            let (fd, number) = match &region {
-                Input::Pooled(pooled) => (pooled.region.file().as_fd(), pooled.number),
-                Input::Once(file) => (file.as_fd(), 0),
+            let (fd, number, output) = match &region {
+                Input::Pooled(pooled) => (pooled.region.file().as_fd(), pooled.number, pooled.output.as_ref()),
+                Input::Once(file) => (file.as_fd(), 0, None),
             };
             let request = SharedCall {
                 pass,
                 len: input.len() as u64,
                 region: number,
+                output: output.map_or(0, |(number, _)| *number),
             };
-            let answer = self.request((Kind::CallShared, &request.encode()), &[fd], Expect::Call, pass);
-            // The worker reads a region only until it answers: an answered call's region can
-            // take the next input. One whose call failed may still be read, and is dropped.
+            let fds: &[_] = match output {
+                Some((_, output)) => &[fd, output.file().as_fd()],
+                None => &[fd],
+            };
+            let answer = self.request((Kind::CallShared, &request.encode()), fds, Expect::Call, pass);
+            // The worker reads a region only until it answers, and writes its output region
+            // only before: an answered call's regions can take the next call once its
+            // output is read. One whose call failed may still be used, and is dropped.
             if let (Ok(_), Input::Pooled(pooled)) = (&answer, region) {
-                let mut pool = self.regions.lock();
-                if pool.len() < POOLED_REGIONS {
-                    pool.push(pooled);
-                }
+                answered = Some(pooled);
             }
             answer
         }
         .map_err(failed)?;
-        let (status, output) = match kind {
+        let read = match kind {
             Kind::CallFailed => {
                 let reason = String::from_utf8_lossy(&answer).into_owned();
-                return Err(refused(format!("the worker refused the call: {reason}")));
+                Err(refused(format!("the worker refused the call: {reason}")))
             }
             Kind::ReplyShared => {
-                let read =
-                    SharedReply::decode(&answer).and_then(|reply| Ok((reply.status, read_region(fd, reply.len)?)));
-                read.map_err(|reason| failed(self.hostile(reason)))?
+                // No region with the reply: the output is in the one the call brought.
+                let output = answered.as_ref().and_then(|pooled| pooled.output.as_ref());
+                let read = SharedReply::decode(&answer).and_then(|reply| match (fd, output) {
+                    (None, Some((_, output))) => Ok((reply.status, output.read(reply.len)?)),
+                    (fd, _) => Ok((reply.status, read_region(fd, reply.len)?)),
+                });
+                read.map_err(|reason| failed(self.hostile(reason)))
             }
-            _ => {
-                let reply = Reply::decode(&answer).map_err(|reason| failed(self.hostile(reason)))?;
-                (reply.status, reply.output.to_vec())
-            }
+            _ => Reply::decode(&answer)
+                .map(|reply| (reply.status, reply.output.to_vec()))
+                .map_err(|reason| failed(self.hostile(reason))),
         };
+        if let Some(pooled) = answered {
+            let mut pool = self.regions.lock();
+            if pool.len() < POOLED_REGIONS {
+                pool.push(pooled);
+            }
+        }
+        let (status, output) = read?;
         match status {
             0 => Ok(output),
             status => Err(Error::PassFailed {
@@ -448,11 +466,17 @@ impl Worker {
                 fitting.map(|at| pool.swap_remove(at))
             };
             let pooled = pooled.or_else(|| {
-                let made = sys::InputRegion::new(input.len().next_power_of_two());
+                let capacity = input.len().next_power_of_two();
+                let made = sys::InputRegion::new(capacity);
                 let made = made.inspect_err(|e| log::debug!("an input region to reuse could not be made: {e}"));
                 made.ok().map(|region| Pooled {
                     number: self.next_region.fetch_add(1, Ordering::Relaxed),
                     region,
+                    // Without one, a large output comes in a region of the worker's per call.
+                    output: sys::OutputRegion::new(capacity)
+                        .inspect_err(|e| log::debug!("an output region to reuse could not be made: {e}"))
+                        .ok()
+                        .map(|output| (self.next_region.fetch_add(1, Ordering::Relaxed), output)),
                 })
             });
             if let Some(mut pooled) = pooled
@@ -608,8 +632,9 @@ impl Shared {
     fn answer(&self, frame: frame::Frame<'_>, fds: Vec<OwnedFd>) -> Result<(), String> {
         let fd = match (frame.kind, <[OwnedFd; 1]>::try_from(fds)) {
             (Kind::ReplyShared, Ok([fd])) => Some(fd),
-            (Kind::ReplyShared, Err(_)) => return Err("it sent a shared reply without exactly one region".to_owned()),
+            // None: the output is in the region its call brought (checked by the caller).
             (_, Err(fds)) if fds.is_empty() => None,
+            (Kind::ReplyShared, Err(_)) => return Err("it sent a shared reply with more than one region".to_owned()),
             (kind, _) => return Err(format!("it sent a descriptor with a {kind:?} frame")),
         };
         let accept = |expect: &Expect| match expect.accepts(frame.kind) {

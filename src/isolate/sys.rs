@@ -27,7 +27,9 @@ use dylease_plugin::MessagePass;
 use dylease_plugin::abi::{dylease_message_fn, dylease_out};
 
 #[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
-pub(crate) use process::{Channel, InputRegion, Process, Region, SIZE_SEALS, sealed_region, seals, spawn};
+pub(crate) use process::{
+    Channel, InputRegion, OutputMapping, OutputRegion, Process, Region, SIZE_SEALS, sealed_region, seals, spawn,
+};
 
 /// What [`call_message`] got back from a message pass.
 #[cfg_attr(not(all(feature = "isolate", target_os = "linux", not(loom))), allow(dead_code))]
@@ -35,14 +37,20 @@ pub(crate) use process::{Channel, InputRegion, Process, Region, SIZE_SEALS, seal
 pub(crate) struct Called {
     /// What the pass returned: 0 for success.
     pub(crate) status: i32,
-    /// What it appended.
+    /// What it appended, unless that is in the region the call was given.
     pub(crate) output: Vec<u8>,
+    /// How many bytes it appended at the start of the region the call was given, where its
+    /// output stays while it fits (`output` is then empty).
+    pub(crate) in_region: usize,
     /// Whether it tried to append past the limit (and was refused).
     pub(crate) overflowed: bool,
 }
 
-/// The output of one call, behind `dylease_out::ctx`.
-struct Sink {
+/// The output of one call, behind `dylease_out::ctx`: at the start of `region` while it fits
+/// there, then all of it in `output`.
+struct Sink<'a> {
+    region: &'a mut [u8],
+    in_region: usize,
     output: Vec<u8>,
     limit: usize,
     overflowed: bool,
@@ -57,41 +65,64 @@ unsafe extern "C" fn append(out: *mut dylease_out, bytes: *const u8, len: usize)
     // call (the ABI allows `write` only then, on its thread).
     let ctx = unsafe { (*out).ctx };
     // SAFETY: its `ctx` is that call's `Sink`, live and borrowed by nothing else meanwhile.
-    let sink = unsafe { &mut *ctx.cast::<Sink>() };
+    let sink = unsafe { &mut *ctx.cast::<Sink<'_>>() };
     if len == 0 {
         return 0;
     }
-    if bytes.is_null() || len > sink.limit.saturating_sub(sink.output.len()) {
+    let written = sink.in_region + sink.output.len();
+    if bytes.is_null() || len > sink.limit.saturating_sub(written) {
         sink.overflowed |= !bytes.is_null();
         return -1;
     }
-    // SAFETY: the ABI: `bytes` points to `len` readable bytes for the duration of `write`.
-    sink.output
-        .extend_from_slice(unsafe { std::slice::from_raw_parts(bytes, len) });
+    // SAFETY: the ABI: `bytes` points to `len` readable bytes for the duration of `write`;
+    // they are the pass's, not the sink's.
+    let bytes = unsafe { std::slice::from_raw_parts(bytes, len) };
+    match sink.region.get_mut(sink.in_region..written + len) {
+        Some(room) if sink.output.is_empty() => {
+            room.copy_from_slice(bytes);
+            sink.in_region += len;
+        }
+        _ => {
+            // It no longer fits the region: what is there moves to `output`, with the rest.
+            sink.output.reserve(written + len);
+            sink.output.extend_from_slice(&sink.region[..sink.in_region]);
+            sink.in_region = 0;
+            sink.output.extend_from_slice(bytes);
+        }
+    }
     0
 }
 
 /// Calls `pass`, a message pass of a mapped plugin, with `input`, collecting at most `limit`
-/// bytes of its output; `None` if it is not a native message pass (registered under
+/// bytes of its output, at the start of `region` while they fit there (an empty region: in
+/// a new `Vec`); `None` if it is not a native message pass (registered under
 /// `dylease.message/1`) or its plugin is not mapped.
-pub(crate) fn call_message_pass(pass: &PassInfo, input: &[u8], limit: usize) -> Option<Called> {
+pub(crate) fn call_message_pass(pass: &PassInfo, input: &[u8], limit: usize, region: &mut [u8]) -> Option<Called> {
     let callable = pass.callable()?;
     // `typed` checks the interface it was registered under (and that it is native).
     let func = callable.func.typed::<MessagePass>()?;
     // SAFETY: a pass with a callable belongs to a mapped plugin, which stays mapped while its
     // set lives, and `pass` borrows from the set.
-    Some(unsafe { call_message(func, callable.user_data.0, input, limit) })
+    Some(unsafe { call_message(func, callable.user_data.0, input, limit, region) })
 }
 
 /// Calls the message pass `pass` with `user_data` and `input`, collecting at most `limit`
-/// bytes of output.
+/// bytes of output (at the start of `region` while they fit).
 ///
 /// # Safety
 ///
 /// The library `pass` belongs to stays mapped during the call, and `user_data` is the one it
 /// was registered with.
-unsafe fn call_message(pass: dylease_message_fn, user_data: *mut c_void, input: &[u8], limit: usize) -> Called {
+unsafe fn call_message(
+    pass: dylease_message_fn,
+    user_data: *mut c_void,
+    input: &[u8],
+    limit: usize,
+    region: &mut [u8],
+) -> Called {
     let mut sink = Sink {
+        region,
+        in_region: 0,
         output: Vec::new(),
         limit,
         overflowed: false,
@@ -106,6 +137,7 @@ unsafe fn call_message(pass: dylease_message_fn, user_data: *mut c_void, input: 
     Called {
         status,
         output: sink.output,
+        in_region: sink.in_region,
         overflowed: sink.overflowed,
     }
 }
@@ -114,7 +146,7 @@ unsafe fn call_message(pass: dylease_message_fn, user_data: *mut c_void, input: 
 #[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 mod process {
     use std::fs::File;
-    use std::io;
+    use std::io::{self, Read, Seek};
     use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::FileExt;
@@ -312,6 +344,131 @@ mod process {
         fn drop(&mut self) {
             // SAFETY: `start` and `capacity` are the mapping `new` made, unmapped only here.
             unsafe { libc::munmap(self.start.cast(), self.capacity) };
+        }
+    }
+
+    /// A region the host hands the worker beside a call with a large input, for the call's
+    /// output, and reuses for the next such calls: an anonymous file (`memfd_create`,
+    /// close-on-exec) of a fixed `capacity`, sealed against a change of size and of its seals
+    /// (`F_SEAL_SHRINK`, `F_SEAL_GROW`, `F_SEAL_SEAL`), writable by the worker. The host never
+    /// maps it: it reads the bytes the worker's reply announces with `pread`, so a worker
+    /// that goes on writing changes what the host reads (bytes it vouches for anyway), never
+    /// where, and never faults the host.
+    #[derive(Debug)]
+    pub(crate) struct OutputRegion {
+        file: File,
+        capacity: usize,
+    }
+
+    impl OutputRegion {
+        /// A new region of `capacity` bytes (> 0), its size sealed.
+        pub(crate) fn new(capacity: usize) -> io::Result<OutputRegion> {
+            // SAFETY: the name is a NUL-terminated string; the flags are plain integers.
+            let fd =
+                unsafe { libc::memfd_create(c"dylease-message".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: `memfd_create` just made `fd`, owned by nobody else.
+            let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+            file.set_len(capacity as u64)?;
+            let seals = SIZE_SEALS | libc::F_SEAL_SEAL;
+            // SAFETY: `F_ADD_SEALS` on a descriptor this function owns takes an int.
+            if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(OutputRegion { file, capacity })
+        }
+
+        /// Its first `len` bytes, read once: `Err` if `len` is more than it holds (what a
+        /// hostile worker announces) or the read fails.
+        pub(crate) fn read(&self, len: u64) -> Result<Vec<u8>, String> {
+            let len = usize::try_from(len)
+                .ok()
+                .filter(|&len| len <= self.capacity)
+                .ok_or_else(|| format!("it announced {len} bytes of output in a region of {}", self.capacity))?;
+            // Read into the new `Vec`'s spare capacity: no zeroing of what the read overwrites.
+            // A region is read by one call at a time, so its own offset is the caller's.
+            let mut output = Vec::with_capacity(len);
+            let mut file = &self.file;
+            let read = file
+                .seek(io::SeekFrom::Start(0))
+                .and_then(|_| file.take(len as u64).read_to_end(&mut output));
+            match read {
+                Ok(read) if read == len => Ok(output),
+                Ok(read) => Err(format!("its output region held {read} bytes, not {len}")),
+                Err(e) => Err(format!("its output region could not be read: {e}")),
+            }
+        }
+
+        /// The descriptor the worker is handed.
+        pub(crate) fn file(&self) -> &File {
+            &self.file
+        }
+    }
+
+    /// The worker's writable shared mapping of an [`OutputRegion`], the whole file: unmapped
+    /// when dropped. Written only through `&mut self`: the worker hands one mapping to one
+    /// call at a time.
+    #[derive(Debug)]
+    pub(crate) struct OutputMapping {
+        start: *mut u8,
+        len: usize,
+    }
+
+    // SAFETY: the mapping is owned by the value alone (written only through `&mut self`,
+    // unmapped only by its drop): moving it to another thread moves that ownership with it.
+    unsafe impl Send for OutputMapping {}
+
+    impl OutputMapping {
+        /// Maps `file` whole, writable; it must be sealed against a change of size (a shrink
+        /// would turn a write to the mapping into `SIGBUS`) and hold at least one byte.
+        pub(crate) fn map(file: &File) -> io::Result<OutputMapping> {
+            if seals(file)? & SIZE_SEALS != SIZE_SEALS {
+                return Err(io::Error::other(
+                    "the output region is not sealed against a change of its size",
+                ));
+            }
+            let size = file.metadata()?.len();
+            let size = usize::try_from(size).map_err(|_| io::Error::other("the region is larger than memory"))?;
+            if size == 0 {
+                return Err(io::Error::other("the output region is empty"));
+            }
+            // SAFETY: a new shared mapping of the whole of an open file, placed by the kernel:
+            // it overlaps nothing of this process's.
+            let start = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    size,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    file.as_raw_fd(),
+                    0,
+                )
+            };
+            if start == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(OutputMapping {
+                start: start.cast(),
+                len: size,
+            })
+        }
+
+        /// Its bytes, to write a call's output into.
+        pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+            // SAFETY: `start` maps `len` readable and writable bytes until `self` is dropped,
+            // and the file's size is sealed, so no access to them faults; `&mut self` makes
+            // this the one reference to them in this process. The host only reads the region
+            // (`pread`, after the reply), and bytes are bytes whatever it does.
+            unsafe { std::slice::from_raw_parts_mut(self.start, self.len) }
+        }
+    }
+
+    impl Drop for OutputMapping {
+        fn drop(&mut self) {
+            // SAFETY: `start` and `len` are the mapping `map` made, unmapped only here.
+            unsafe { libc::munmap(self.start.cast(), self.len) };
         }
     }
 
@@ -916,5 +1073,65 @@ mod process {
         }
         // SAFETY: `fcntl` just made `copy`, owned by nobody else.
         Ok(unsafe { OwnedFd::from_raw_fd(copy) })
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A message pass that writes its input back in pieces of 3 bytes.
+    unsafe extern "C" fn in_pieces(input: *const u8, len: usize, out: *mut dylease_out, _: *mut c_void) -> i32 {
+        // SAFETY: the caller hands `len` readable bytes at `input`.
+        let input = unsafe { std::slice::from_raw_parts(input, len) };
+        // SAFETY: `out` is the call's live `dylease_out`.
+        let write = unsafe { (*out).write };
+        for piece in input.chunks(3) {
+            // SAFETY: `write` of the call's live `out`, called on its thread with a piece of
+            // the input, readable for the call.
+            if unsafe { write(out, piece.as_ptr(), piece.len()) } != 0 {
+                return 1;
+            }
+        }
+        0
+    }
+
+    /// `call_message` of [`in_pieces`] with `input`, a region of `room` bytes filled with
+    /// `0xee`, and `limit`: what it returned, and the region after.
+    fn called(input: &[u8], room: usize, limit: usize) -> (Called, Vec<u8>) {
+        let mut region = vec![0xee; room];
+        // SAFETY: `in_pieces` is a plain function with no library to stay mapped and no use
+        // of its user data.
+        let called = unsafe { call_message(in_pieces, std::ptr::null_mut(), input, limit, &mut region) };
+        (called, region)
+    }
+
+    #[test]
+    fn an_output_that_fits_the_region_stays_there_and_one_that_does_not_moves_whole() {
+        let input: Vec<u8> = (0..10).collect();
+        // It fits: all of it at the region's start, the rest of the region untouched.
+        let (fits, region) = called(&input, 12, usize::MAX);
+        assert_eq!((fits.status, fits.in_region, fits.output.len()), (0, 10, 0));
+        assert_eq!(region[..10], input[..]);
+        assert_eq!(region[10..], [0xee, 0xee]);
+        // It outgrows the region after some pieces: all of it, in order, in the `Vec`.
+        let (moved, _) = called(&input, 7, usize::MAX);
+        assert_eq!((moved.status, moved.in_region), (0, 0));
+        assert_eq!(moved.output, input);
+        // No region: all in the `Vec`.
+        let (none, _) = called(&input, 0, usize::MAX);
+        assert_eq!((none.in_region, &none.output[..]), (0, &input[..]));
+    }
+
+    #[test]
+    fn the_limit_counts_the_bytes_in_the_region_too() {
+        let input: Vec<u8> = (0..10).collect();
+        // 9 bytes allowed: the fourth piece is refused, wherever the first three went.
+        for room in [0, 7, 12] {
+            let (called, _) = called(&input, room, 9);
+            assert!(called.overflowed, "room {room}");
+            assert_eq!(called.status, 1, "room {room}");
+            assert_eq!(called.in_region + called.output.len(), 9, "room {room}");
+        }
     }
 }

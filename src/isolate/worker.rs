@@ -14,7 +14,9 @@
 //! descriptor the host sent, as the host itself names it; a sealed copy as
 //! `/proc/self/fd/N`; glibc then answers the plugin's needed names with the libraries mapped
 //! before it, by their sonames. Then `Call`s, each run on one of [`THREADS`] threads, so that
-//! one long pass does not hold up unrelated calls; and last `Unload` (or the host's end of
+//! one long pass does not hold up unrelated calls (the first thread starts right after the
+//! handshake, while the host prepares the first plugin, so that its start does not delay the
+//! first call); and last `Unload` (or the host's end of
 //! the channel closing): the plugins' unload code in reverse load order, then exit status 0.
 //! The host is the parent that checked every file this process maps: a frame from it that
 //! does not decode ends the worker (status 3), which the host reports.
@@ -53,6 +55,9 @@ pub(crate) fn run(channel: Channel) -> i32 {
     }
     let mut plugins = LoadedPlugins::new();
     let mut calls: Option<Calls> = None;
+    // The first call thread starts now, while the host prepares the first plugin, rather
+    // than on the first call: its start is then off the path of the set's first call.
+    let mut ready = Some(Calls::start(channel.clone()));
     // The libraries of the `Depend` frames since the last `Map`.
     let mut held: Vec<Held> = Vec::new();
     // Whether a `Depend` or `Map` failed since the last `Resume`: the host sends the next ones
@@ -90,7 +95,9 @@ pub(crate) fn run(channel: Channel) -> i32 {
             Kind::Call | Kind::CallShared => {
                 let calls = calls.get_or_insert_with(|| {
                     let loaded = std::mem::replace(&mut plugins, LoadedPlugins::new()).finished();
-                    Calls::start(Arc::new(loaded), channel.clone())
+                    let calls = ready.take().unwrap_or_else(|| Calls::start(channel.clone()));
+                    calls.serve(Arc::new(loaded));
+                    calls
                 });
                 calls.submit(Job {
                     id: frame.id,
@@ -113,7 +120,7 @@ pub(crate) fn run(channel: Channel) -> i32 {
     }
     // The calls finish first; the plugins unload once nothing can call them (the last `Arc`
     // of the set unloads it: unload code in reverse load order, then the libraries closed).
-    if let Some(calls) = calls {
+    if let Some(calls) = calls.or(ready) {
         calls.stop();
     }
     drop(plugins);
@@ -348,9 +355,12 @@ fn map(payload: &[u8], fds: Vec<OwnedFd>, mut held: Vec<Held>, plugins: &mut Loa
 struct Calls {
     queue: Arc<Queue>,
     threads: Vec<std::thread::JoinHandle<()>>,
-    plugins: Arc<LoadedPlugins>,
+    /// The set the calls run in, given once the plugins are mapped (before any call is
+    /// queued).
+    plugins: Arc<std::sync::OnceLock<Arc<LoadedPlugins>>>,
     channel: Arc<Channel>,
     mappings: Arc<Mappings>,
+    outputs: Arc<Outputs>,
 }
 
 /// The most mappings of the host's reused input regions the worker keeps: as many as the
@@ -389,6 +399,38 @@ impl Mappings {
             kept.push_back((number, region.clone()));
         }
         Ok(region)
+    }
+}
+
+/// The worker's writable mappings of the host's reused output regions, by the host's number
+/// for each (`SharedCall::output`), the most recently used last; a mapping in use by a call
+/// is out of the list until the call gives it back, so that each has one writer.
+#[derive(Default)]
+struct Outputs(Mutex<VecDeque<(u64, sys::OutputMapping)>>);
+
+impl Outputs {
+    /// The mapping of output region `number`, received as `fd`: the one kept, or a new one.
+    fn take(&self, number: u64, fd: OwnedFd) -> std::io::Result<sys::OutputMapping> {
+        let kept = {
+            let mut kept = self.0.lock();
+            let at = kept.iter().position(|(n, _)| *n == number);
+            at.and_then(|at| kept.remove(at))
+        };
+        match kept {
+            Some((_, mapping)) => Ok(mapping),
+            None => sys::OutputMapping::map(&File::from(fd)),
+        }
+    }
+
+    /// Keeps `mapping` of output region `number` for the calls to come (dropping the least
+    /// recently used past [`KEPT_REGIONS`]).
+    fn give_back(&self, number: u64, mapping: sys::OutputMapping) {
+        let mut kept = self.0.lock();
+        kept.retain(|(n, _)| *n != number);
+        if kept.len() == KEPT_REGIONS {
+            kept.pop_front();
+        }
+        kept.push_back((number, mapping));
     }
 }
 
@@ -437,7 +479,8 @@ impl Queue {
 }
 
 impl Calls {
-    fn start(plugins: Arc<LoadedPlugins>, channel: Arc<Channel>) -> Calls {
+    /// The call threads, one of them started, for the set [`serve`](Calls::serve) gives.
+    fn start(channel: Arc<Channel>) -> Calls {
         let queue = Arc::new(Queue {
             jobs: Mutex::new(Jobs {
                 queued: Some(VecDeque::new()),
@@ -445,13 +488,21 @@ impl Calls {
             }),
             changed: Condvar::new(),
         });
-        Calls {
+        let mut calls = Calls {
             queue,
             threads: Vec::with_capacity(THREADS),
-            plugins,
+            plugins: Arc::new(std::sync::OnceLock::new()),
             channel,
             mappings: Arc::new(Mappings::default()),
-        }
+            outputs: Arc::new(Outputs::default()),
+        };
+        calls.add_thread();
+        calls
+    }
+
+    /// Gives the calls their set, before the first is submitted.
+    fn serve(&self, plugins: Arc<LoadedPlugins>) {
+        let _ = self.plugins.set(plugins);
     }
 
     /// Starts one more thread, if it can (a thread that cannot be started leaves the calls
@@ -459,12 +510,14 @@ impl Calls {
     /// deadline brings).
     fn add_thread(&mut self) {
         let (plugins, channel, queue) = (self.plugins.clone(), self.channel.clone(), self.queue.clone());
-        let mappings = self.mappings.clone();
+        let (mappings, outputs) = (self.mappings.clone(), self.outputs.clone());
         let started = std::thread::Builder::new()
             .name(format!("dylease-call-{}", self.threads.len()))
             .spawn(move || {
                 while let Some(job) = queue.take() {
-                    let (kind, answer, region) = call(&plugins, &mappings, job.kind, &job.payload, job.fds);
+                    // Given before the first call is queued.
+                    let Some(plugins) = plugins.get() else { break };
+                    let (kind, answer, region) = call(plugins, (&mappings, &outputs), job.kind, &job.payload, job.fds);
                     let fds: Vec<_> = region.iter().map(AsFd::as_fd).collect();
                     if let Ok(reply) = frame::encode(kind, job.id, &answer) {
                         // A host that is gone reads nothing: the loop ends with the queue.
@@ -507,27 +560,33 @@ impl Calls {
 }
 
 /// Runs one call (a `Call`, or a `CallShared` whose input is the region of its one
-/// descriptor): `Reply` with the pass's status and output, `ReplyShared` with the status and
-/// a sealed region holding the output when the output does not fit a frame, or `CallFailed`
-/// with why the call could not be made.
+/// descriptor, and whose output region, if the host sent one, is its second): `Reply` with
+/// the pass's status and output; when the output does not fit a frame, `ReplyShared` with the
+/// status, the output written at the start of the host's output region if it fits there,
+/// else in a new sealed region that goes with the reply; or `CallFailed` with why the call
+/// could not be made.
 fn call(
     plugins: &LoadedPlugins,
-    mappings: &Mappings,
+    (mappings, outputs): (&Mappings, &Outputs),
     kind: Kind,
     payload: &[u8],
     fds: Vec<OwnedFd>,
 ) -> (Kind, Vec<u8>, Option<File>) {
     let failed = |reason: String| (Kind::CallFailed, reason.into_bytes(), None);
     let region;
+    // The host's output region, and its number.
+    let mut output_region = None;
     let request = match kind {
         Kind::CallShared => {
             let shared = match SharedCall::decode(payload) {
                 Ok(shared) => shared,
                 Err(reason) => return failed(format!("the worker could not read the call: {reason}")),
             };
-            let Ok::<[OwnedFd; 1], _>([fd]) = fds.try_into() else {
-                return failed("the call's region did not come with it".to_owned());
+            let mut fds = fds.into_iter();
+            let (Some(fd), output, None) = (fds.next(), fds.next(), fds.next()) else {
+                return failed("the call's regions did not come with it".to_owned());
             };
+            output_region = output.filter(|_| shared.output != 0).map(|fd| (shared.output, fd));
             let len = match usize::try_from(shared.len) {
                 Ok(len) if len <= MAX_MESSAGE => len,
                 _ => return failed(format!("the call announced {} bytes of input", shared.len)),
@@ -553,31 +612,58 @@ fn call(
     if info.interface() != Some(DYLEASE_MESSAGE_INTERFACE) {
         return failed(format!("pass `{}` is not a message pass", request.pass));
     }
-    let Some(called) = sys::call_message_pass(info, request.input, MAX_MESSAGE) else {
-        return failed(format!("pass `{}` is not callable in the worker", request.pass));
-    };
+    // The pass writes its output straight into the host's output region while it fits.
+    let mut mapping = output_region.and_then(|(number, fd)| {
+        let mapped = outputs.take(number, fd);
+        // Without it, the output goes as if the host had sent none.
+        let mapped = mapped.inspect_err(|e| log::debug!("the host's output region could not be mapped: {e}"));
+        mapped.ok().map(|mapping| (number, mapping))
+    });
+    let region = mapping.as_mut().map_or(&mut [][..], |(_, mapping)| mapping.bytes_mut());
+    let called = sys::call_message_pass(info, request.input, MAX_MESSAGE, region);
+    let answer = called.map(|called| {
+        let in_region = mapping
+            .as_mut()
+            .map_or(&[][..], |(_, mapping)| &mapping.bytes_mut()[..called.in_region]);
+        reply_to(request.pass, called, in_region)
+    });
+    if let Some((number, mapping)) = mapping {
+        outputs.give_back(number, mapping);
+    }
+    answer.unwrap_or_else(|| failed(format!("pass `{}` is not callable in the worker", request.pass)))
+}
+
+/// The answer to a call of `pass` that returned `called`, whose output (when `called` says
+/// so) is `in_region`, the start of the host's output region.
+fn reply_to(pass: &str, called: sys::Called, in_region: &[u8]) -> (Kind, Vec<u8>, Option<File>) {
+    let failed = |reason: String| (Kind::CallFailed, reason.into_bytes(), None);
     if called.overflowed {
         return failed(format!(
-            "pass `{}` wrote more than {MAX_MESSAGE} bytes of output, the most one reply carries",
-            request.pass
+            "pass `{pass}` wrote more than {MAX_MESSAGE} bytes of output, the most one reply carries"
         ));
     }
-    let reply = Reply {
-        status: called.status,
-        output: &called.output,
+    let output = match called.in_region {
+        0 => &called.output[..],
+        _ => in_region,
     };
     // Room for the status in front of the output.
-    if called.output.len() <= MAX_PAYLOAD - 4 {
+    if output.len() <= MAX_PAYLOAD - 4 {
+        let reply = Reply {
+            status: called.status,
+            output,
+        };
         return (Kind::Reply, reply.encode(), None);
     }
-    match sys::sealed_region(&called.output) {
-        Ok(region) => {
-            let reply = SharedReply {
-                status: called.status,
-                len: called.output.len() as u64,
-            };
-            (Kind::ReplyShared, reply.encode(), Some(region))
-        }
+    let reply = SharedReply {
+        status: called.status,
+        len: output.len() as u64,
+    };
+    if called.in_region != 0 {
+        // The output is in the host's region already.
+        return (Kind::ReplyShared, reply.encode(), None);
+    }
+    match sys::sealed_region(output) {
+        Ok(region) => (Kind::ReplyShared, reply.encode(), Some(region)),
         Err(e) => failed(format!("its output could not be put in a shared region: {e}")),
     }
 }

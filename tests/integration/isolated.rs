@@ -570,12 +570,23 @@ fn a_mebibyte_goes_through_a_shared_region_each_way_and_the_set_goes_on() {
         let input: Vec<u8> = input.iter().map(|b| b ^ round).collect();
         assert_eq!(lease.call("echo", &input).unwrap(), input);
     }
+    // A shorter output through the same output region, which still holds the mebibyte
+    // before it: the answer is the new output alone, none of the earlier bytes after it.
+    let shorter: Vec<u8> = (0..100_000u32).map(|i| (i % 253) as u8 ^ 0x5a).collect();
+    let answer = lease.call("echo", &shorter).unwrap();
+    assert!(
+        answer == shorter,
+        "the answer of {} bytes is not the {} bytes sent",
+        answer.len(),
+        shorter.len()
+    );
     // A large input, a small output; then small calls as before.
     let error = lease.call("reverse", &input).unwrap_err();
     assert!(matches!(error, Error::PassFailed { status: 2, .. }), "{error:?}");
     assert_eq!(lease.call("reverse", b"abc").unwrap(), b"cba");
-    // No region is left open in the worker; the host keeps the one its calls took turns
-    // with, for the next large input, until the set unloads.
+    // No region is left open in the worker; the host keeps the two its calls took turns
+    // with (one for their inputs, one for their outputs), for the next large input, until
+    // the set unloads.
     let regions = |pid: u32| {
         std::fs::read_dir(format!("/proc/{pid}/fd"))
             .unwrap()
@@ -586,7 +597,7 @@ fn a_mebibyte_goes_through_a_shared_region_each_way_and_the_set_goes_on() {
     // A call thread closes its output region just after its reply is sent: soon after the
     // host has it.
     await_that("the worker holds no message region", || regions(worker) == 0);
-    assert_eq!(regions(std::process::id()), 1, "the host holds other than one region");
+    assert_eq!(regions(std::process::id()), 2, "the host holds other than two regions");
     drop(lease);
     assert_reaped(worker);
     assert_eq!(
@@ -598,7 +609,9 @@ fn a_mebibyte_goes_through_a_shared_region_each_way_and_the_set_goes_on() {
 
 /// A stand-in worker (`worker_command`) that greets the host, maps nothing but says it
 /// registered the message pass `echo`, and answers its first call with a shared reply whose
-/// region lies about its size as `ANSWER` (its program's name) says.
+/// region lies about its size as `ANSWER` (its program's name) says; or, as `regionless` and
+/// `beyond`, with no region, the output said to be in the region the call brought: a small
+/// call brought none, and a mebibyte's output region holds fewer bytes than announced.
 const LYING_WORKER: &str = r#"#!/usr/bin/env python3
 import fcntl, os, socket, struct, sys
 channel = socket.socket(fileno=int(os.environ["DYLEASE_WORKER_CHANNEL"]))
@@ -613,6 +626,12 @@ mapped = text(b"liar") + text(b"1") + struct.pack("<I", 1) + text(b"echo") + str
 channel.send(struct.pack("<IIQ", 102, len(mapped), ident) + mapped)
 call, _, _, _ = channel.recvmsg(70000, 256)
 kind, length, ident = struct.unpack("<IIQ", call[:16])
+mode = sys.argv[0].rsplit("/", 1)[-1]
+if mode in ("regionless", "beyond"):
+    reply = struct.pack("<iQ", 0, {"regionless": 10, "beyond": (1 << 20) + 1}[mode])
+    channel.send(struct.pack("<IIQ", 107, len(reply), ident) + reply)
+    channel.recv(70000)
+    sys.exit(0)
 region = os.memfd_create("dylease-message", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
 os.write(region, b"0123456789")
 mode = sys.argv[0].rsplit("/", 1)[-1]
@@ -628,10 +647,13 @@ channel.recv(70000)
 fn a_shared_reply_whose_region_lies_about_its_size_kills_the_worker() {
     let dir = TestDir::new("isolated-lying");
     let file = dir.add("by_hand", "libliar.so");
-    for (name, said) in [
-        ("unsealed", "not sealed against a change of size"),
-        ("sealed-short", "announced as 100"),
-        ("huge", "more than"),
+    static MEBIBYTE: [u8; 1 << 20] = [7; 1 << 20];
+    for (name, input, said) in [
+        ("unsealed", &b"x"[..], "not sealed against a change of size"),
+        ("sealed-short", b"x", "announced as 100"),
+        ("huge", b"x", "more than"),
+        ("regionless", b"x", "without its region"),
+        ("beyond", &MEBIBYTE, "1048577 bytes of output in a region of 1048576"),
     ] {
         let program = dir.path().join(name);
         std::fs::write(&program, LYING_WORKER).unwrap();
@@ -644,7 +666,7 @@ fn a_shared_reply_whose_region_lies_about_its_size_kills_the_worker() {
             .build()
             .unwrap();
         let lease = host.acquire().unwrap_or_else(|e| panic!("{name}: {e}"));
-        let error = call_bounded(&lease, "echo", b"x").unwrap_err();
+        let error = call_bounded(&lease, "echo", input).unwrap_err();
         match worker_failure(error, &file, Some("echo")) {
             WorkerCause::Protocol(what) => assert!(what.contains(said), "{name}: {what}"),
             other => panic!("{name}: expected a protocol failure, got {other:?}"),
@@ -652,6 +674,39 @@ fn a_shared_reply_whose_region_lies_about_its_size_kills_the_worker() {
         drop(lease);
         assert!(!host.is_loaded());
     }
+}
+
+#[test]
+fn concurrent_large_calls_each_get_their_own_answer() {
+    let dir = TestDir::new("isolated-concurrent-large");
+    let file = dir.add("isolated", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    const CALLERS: usize = 4;
+    let start = std::sync::Arc::new(std::sync::Barrier::new(CALLERS));
+    let callers: Vec<_> = (0..CALLERS)
+        .map(|caller| {
+            let (lease, start) = (lease.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                // Each caller's inputs differ from every other's, in every byte, and in
+                // length: an answer written to or read from another call's region shows.
+                for round in 0..8usize {
+                    let len = (1 << 19) + caller * 4099 + round * 7;
+                    let input: Vec<u8> = (0..len).map(|i| (i * 31 + caller * 64 + round) as u8).collect();
+                    let output = lease.call("echo", &input).unwrap();
+                    assert!(output == input, "caller {caller}, round {round}: another answer");
+                }
+            })
+        })
+        .collect();
+    for caller in callers {
+        caller.join().unwrap();
+    }
+    assert_eq!(lease.worker_pid(), Some(worker), "the worker was replaced");
+    drop(lease);
+    assert_reaped(worker);
 }
 
 /// A stand-in worker (`worker_command`) that greets the host and says it registered the
