@@ -220,6 +220,41 @@ fn a_manifest_of_an_unknown_format_is_refused_before_any_of_its_code_runs() {
     assert!(!ran(&lib), "the plugin's constructor ran");
 }
 
+/// A plugin whose manifest cannot be read (a format version this host does not read) is
+/// described by `catalog()` with that refusal and with the pin prediction of its file, which
+/// was read: a `-z nodelete` library is expected to stay mapped. None of its code runs.
+#[test]
+fn the_catalog_describes_a_plugin_whose_manifest_it_refuses_with_its_pin_prediction() {
+    let dir = TestDir::new("manifest-catalog-refused");
+    let lib = dir.add("by_hand_marker_manifest_nodelete", "libpinned.so");
+    let mut bytes = std::fs::read(&lib).unwrap();
+    // The plugin record's format version (see the test above) made 7.
+    let record: Vec<u8> = [&b"dylease\0"[..], &1u32.to_ne_bytes()].concat();
+    let at = bytes
+        .windows(record.len())
+        .position(|w| w == record)
+        .expect("a plugin record");
+    bytes[at + 8..at + 12].copy_from_slice(&7u32.to_ne_bytes());
+    std::fs::write(&lib, &bytes).unwrap();
+    // SAFETY: the catalog maps nothing.
+    let host = unsafe { PluginHost::builder().file(&lib).build() }.unwrap();
+    let catalog = host.catalog().unwrap();
+    assert!(
+        matches!(
+            catalog[0].refusal(),
+            Some(Error::Open {
+                cause: OpenCause::Manifest,
+                ..
+            })
+        ),
+        "{:?}",
+        catalog[0].refusal()
+    );
+    assert!(catalog[0].manifest().is_none());
+    assert!(catalog[0].pinning().expected(), "{:?}", catalog[0].pinning());
+    assert!(!ran(&lib) && !mapped(&lib), "the catalog ran or mapped the plugin");
+}
+
 /// A complete manifest declaring a pass the plugin never registers fails the load, naming
 /// the pass; the plugin is unloaded.
 #[test]

@@ -75,6 +75,20 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
             .map(String::from)
             .into(),
         ),
+        // A manifest and `-z nodelete`: the catalog's pin prediction of a file whose
+        // manifest it refuses.
+        "by_hand_marker_manifest_nodelete" => (
+            vec!["by_hand.c"],
+            [
+                "-DMARK_CONSTRUCTOR",
+                "-DMANIFEST",
+                "-Wl,-z,nodelete",
+                "-Wl,--no-as-needed",
+                "-ldl",
+            ]
+            .map(String::from)
+            .into(),
+        ),
         "by_hand_marker_future_abi" => (
             vec!["by_hand.c"],
             [
