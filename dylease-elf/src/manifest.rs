@@ -302,7 +302,12 @@ impl<'b> Iterator for Notes<'b> {
 
     fn next(&mut self) -> Option<Self::Item> {
         while !self.ended && self.at < self.bytes.len() {
-            match self.next_note() {
+            let at = self.at;
+            let next = self.next_note();
+            // Each note read moves the cursor past its 12-byte header at least, whatever the
+            // bytes: a walk that stood still would loop on the CPU for ever.
+            debug_assert!(next.is_err() || self.at > at, "the note walk stood still at {at}");
+            match next {
                 Ok(Some(note)) => return Some(Ok(note)),
                 Ok(None) => {}
                 Err(ours) => {
