@@ -414,21 +414,41 @@ fn the_worker_holds_only_its_standard_streams_its_channel_and_its_plugins() {
     unsafe { libc::close(inheritable) };
 }
 
-/// A stand-in worker (`worker_command`) that greets the host as a worker does, then answers
-/// the first plugin's load as `ANSWER` says: a frame for a request the host never made,
-/// `Skipped` (which only follows a failure), or bytes that are no frame.
+/// A stand-in worker (`worker_command`) that breaks the protocol as its program's name says.
+/// In the handshake: no answer at all, a welcome that brings a descriptor, or a `Mapped`
+/// frame in its place. Or it greets the host as a worker does, then answers the first
+/// plugin's load with a frame for a request the host never made, `Skipped` (which only
+/// follows a failure), bytes that are no frame, a `Reply` (the answer to a call), or a
+/// `Mapped` frame that brings two descriptors.
 const HOSTILE_WORKER: &str = r#"#!/usr/bin/env python3
 import os, socket, struct, sys
 channel = socket.socket(fileno=int(os.environ["DYLEASE_WORKER_CHANNEL"]))
+mode = sys.argv[0].rsplit("/", 1)[-1]
 hello = channel.recv(70000)
 kind, length, ident, version = struct.unpack("<IIQI", hello[:20])
-channel.send(struct.pack("<IIQII", 101, 8, ident, version, os.getpid()))
+welcome = struct.pack("<IIQII", 101, 8, ident, version, os.getpid())
+if mode == "silent":
+    channel.recv(70000)
+    sys.exit(0)
+elif mode == "welcome-with-fd":
+    socket.send_fds(channel, [welcome], [0])
+    channel.recv(70000)
+    sys.exit(0)
+elif mode == "mapped-for-welcome":
+    channel.send(struct.pack("<IIQII", 102, 8, ident, version, os.getpid()))
+    channel.recv(70000)
+    sys.exit(0)
+channel.send(welcome)
 request, _, _, _ = channel.recvmsg(70000, 256)
 kind, length, ident = struct.unpack("<IIQ", request[:16])
-if sys.argv[0].endswith("unknown-id"):
+if mode == "unknown-id":
     channel.send(struct.pack("<IIQ", 102, 0, ident + 1000))
-elif sys.argv[0].endswith("skipped"):
+elif mode == "skipped":
     channel.send(struct.pack("<IIQ", 108, 0, ident))
+elif mode == "reply-for-map":
+    channel.send(struct.pack("<IIQ", 104, 0, ident))
+elif mode == "two-fds":
+    socket.send_fds(channel, [struct.pack("<IIQ", 102, 0, ident)], [0, 1])
 else:
     channel.send(b"\x01\x02\x03")
 channel.recv(70000)
@@ -439,24 +459,40 @@ fn a_worker_that_breaks_the_protocol_is_killed_and_the_acquire_fails() {
     let dir = TestDir::new("isolated-hostile");
     let file = dir.add("isolated", "libisolated.so");
     for (name, said) in [
+        ("silent", "no answer within the call deadline of 2s"),
+        ("welcome-with-fd", "the answer was oversized or carried descriptors"),
+        ("mapped-for-welcome", "the answer was a Mapped frame, not a welcome"),
         ("unknown-id", "which is not in flight"),
         ("garbage", "shorter than a frame header"),
         ("skipped", "Skipped frame, though no load failed"),
+        ("reply-for-map", "(Map) with a Reply frame"),
+        ("two-fds", "it sent a descriptor with a Mapped frame"),
     ] {
         let program = dir.path().join(name);
         std::fs::write(&program, HOSTILE_WORKER).unwrap();
         std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        // The silent worker is waited for until the deadline: a short one.
+        let deadline = Duration::from_secs(if name == "silent" { 2 } else { 20 });
         // SAFETY: the test's own fixture.
         let host = unsafe { PluginHost::builder().file(&file) }
             .isolated()
             .worker_command(&program)
-            .call_deadline(Duration::from_secs(20))
+            .call_deadline(deadline)
             .build()
             .unwrap();
         let error = host.acquire().unwrap_err();
-        match worker_failure(error, &file, None) {
-            WorkerCause::Protocol(what) => assert!(what.contains(said), "{name}: {what}"),
-            other => panic!("{name}: expected a protocol failure, got {other:?}"),
+        // A worker that fails its handshake never started, as far as the host knows: the
+        // cause is its start's, which says what broke the protocol.
+        let handshake = ["silent", "welcome-with-fd", "mapped-for-welcome"].contains(&name);
+        match (handshake, worker_failure(error, &file, None)) {
+            (false, WorkerCause::Protocol(what)) => assert!(what.contains(said), "{name}: {what}"),
+            (true, WorkerCause::Start(what)) => {
+                assert!(
+                    what.contains(&format!("the host killed it: in the handshake, {said}")),
+                    "{name}: {what}"
+                )
+            }
+            (_, other) => panic!("{name}: expected a protocol failure, got {other:?}"),
         }
         assert!(!host.is_loaded());
     }
