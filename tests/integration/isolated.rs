@@ -893,3 +893,27 @@ fn a_plugins_on_unload_runs_once_in_the_worker_when_the_last_lease_drops() {
     assert_eq!(events(&file), ["on_load", "register", "on_unload"]);
     assert_reaped(worker);
 }
+
+#[test]
+fn a_plugin_that_fails_its_load_in_the_worker_fails_as_it_does_in_the_process() {
+    let dir = TestDir::new("isolated-same-failures");
+    for fixture in [
+        "noentry",
+        "by_hand_abi3",
+        "by_hand_empty_name",
+        "by_hand_empty_pass_name",
+        "by_hand_register_fails",
+        "by_hand_unresolved",
+        "by_hand_same_pass_twice",
+    ] {
+        let file = dir.add(fixture, &format!("lib{fixture}.so"));
+        let in_process = ordinary(&file).acquire().unwrap_err();
+        let in_worker = isolated(&file, Duration::from_secs(20)).acquire().unwrap_err();
+        assert_eq!(
+            std::mem::discriminant(&in_worker),
+            std::mem::discriminant(&in_process),
+            "{fixture}: {in_worker:?} in the worker, {in_process:?} in the process"
+        );
+        assert_eq!(in_worker.to_string(), in_process.to_string(), "{fixture}");
+    }
+}
