@@ -463,44 +463,10 @@ fn a_plugin_open_for_writing_elsewhere_is_refused_naming_the_cause() {
     );
 }
 
-/// Runs `f` on a thread of its own without `CAP_LEASE` in its effective capabilities (Linux
-/// capabilities are per thread, and the raw `capset` changes only the calling thread).
+/// Runs `f` on a thread of its own without `CAP_LEASE` in its effective capabilities.
 fn without_cap_lease<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: i32,
-    }
-    #[repr(C)]
-    #[derive(Clone, Copy, Default)]
-    struct Data {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
     const CAP_LEASE: u32 = 28;
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                let mut header = Header {
-                    version: LINUX_CAPABILITY_VERSION_3,
-                    pid: 0,
-                };
-                let mut data = [Data::default(); 2];
-                // SAFETY: `header` and `data` have the kernel's layout for version 3 (two data
-                // structs); pid 0 is the calling thread.
-                let got = unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) };
-                assert_eq!(got, 0, "capget: {}", std::io::Error::last_os_error());
-                data[0].effective &= !(1 << CAP_LEASE);
-                // SAFETY: as above; dropping an effective capability affects only this thread.
-                let set = unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) };
-                assert_eq!(set, 0, "capset: {}", std::io::Error::last_os_error());
-                f()
-            })
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
+    crate::support::without_capabilities(&[CAP_LEASE], f).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A file this process can take no lease on (another user's, without `CAP_LEASE`), and one

@@ -359,10 +359,19 @@ pub(crate) fn assert_loaded(path: &Path) {
 
 /// Runs `f` on a thread of its own whose file access is subject to permission bits even when
 /// the process runs as root: the thread drops `CAP_DAC_OVERRIDE` and `CAP_DAC_READ_SEARCH`
-/// from its effective capabilities (Linux capabilities are per thread, and the raw `capset`
-/// system call changes only the calling thread). Returns `Err` with the reason when this
-/// thread cannot be made subject to them.
+/// from its effective capabilities. Returns `Err` with the reason when this thread cannot be
+/// made subject to them.
 pub(crate) fn with_permission_checks<R: Send>(f: impl FnOnce() -> R + Send) -> Result<R, String> {
+    const CAP_DAC_OVERRIDE: u32 = 1;
+    const CAP_DAC_READ_SEARCH: u32 = 2;
+    without_capabilities(&[CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH], f)
+}
+
+/// Runs `f` on a thread of its own without the capabilities `dropped` (their numbers, as
+/// `<linux/capability.h>` gives them) in its effective set: Linux capabilities are per thread,
+/// and the raw `capset` system call changes only the calling thread. Returns `Err` with the
+/// reason when they cannot be dropped.
+pub(crate) fn without_capabilities<R: Send>(dropped: &[u32], f: impl FnOnce() -> R + Send) -> Result<R, String> {
     #[repr(C)]
     struct Header {
         version: u32,
@@ -376,8 +385,7 @@ pub(crate) fn with_permission_checks<R: Send>(f: impl FnOnce() -> R + Send) -> R
         inheritable: u32,
     }
     const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-    const CAP_DAC_OVERRIDE: u32 = 1;
-    const CAP_DAC_READ_SEARCH: u32 = 2;
+    let mask = dropped.iter().fold(0u32, |mask, &cap| mask | 1 << cap);
     std::thread::scope(|scope| {
         scope
             .spawn(|| {
@@ -391,7 +399,7 @@ pub(crate) fn with_permission_checks<R: Send>(f: impl FnOnce() -> R + Send) -> R
                 if unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) } != 0 {
                     return Err(format!("capget failed: {}", std::io::Error::last_os_error()));
                 }
-                data[0].effective &= !(1 << CAP_DAC_OVERRIDE | 1 << CAP_DAC_READ_SEARCH);
+                data[0].effective &= !mask;
                 // SAFETY: as above; dropping effective capabilities needs no privilege and
                 // affects only this thread, which ends with `f`.
                 if unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) } != 0 {
