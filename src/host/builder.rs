@@ -207,9 +207,10 @@ impl HostBuilder {
     /// - **It isolates faults, not privileges**: the worker runs as the host's user and can do
     ///   what the host can. It starts with `PR_SET_NO_NEW_PRIVS`, no descriptor of the host's
     ///   but its standard streams, none of the host's `LD_*` variables, and dies with the host.
-    /// - **The worker program** is the host's own executable, run again: dylease's hook runs
-    ///   before `main` and turns that process into a worker, so every program and test binary
-    ///   that builds an isolated host has workers without set-up. [`worker_command`](Self::worker_command)
+    /// - **The worker program** is the host's own executable: dylease's hook runs before
+    ///   `main` and turns that process into a worker (or into the zygote that forks the
+    ///   process's workers, started with the first), so every program and test binary that
+    ///   builds an isolated host has workers without set-up. [`worker_command`](Self::worker_command)
     ///   names another.
     /// - **Dependencies** a plugin needs from its run path (under [`TrustPolicy::Strict`])
     ///   are checked by the host and mapped in the worker from the host's descriptors, before
@@ -259,7 +260,8 @@ impl HostBuilder {
     }
 
     /// The program an isolated host's workers run ([`isolated`](Self::isolated)), instead of
-    /// the host's own executable (`/proc/self/exe`): for a host that cannot be run again (a
+    /// the host's own executable (`/proc/self/exe`), executed for each worker (no zygote
+    /// forks them; [`docs::isolation`](crate::docs::isolation)): for a host that cannot be run again (a
     /// program embedding dylease through a library another runtime loads), or to start
     /// workers through a wrapper of the operator's. It must run dylease's worker hook, which
     /// runs before its `main` (`main` never runs in a worker): any program that links dylease

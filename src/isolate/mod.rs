@@ -42,6 +42,9 @@ mod sys;
 #[forbid(unsafe_code)]
 #[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 mod worker;
+#[forbid(unsafe_code)]
+#[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
+mod zygote;
 
 #[cfg(feature = "isolate")]
 pub(crate) use config::{Begin, DEFAULT_CALL_DEADLINE, Isolation, supported};

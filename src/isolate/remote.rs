@@ -26,6 +26,7 @@ use crate::isolate::frame::{
 };
 use crate::isolate::sys::{self, Channel};
 use crate::isolate::table::{Outcome, Table};
+use crate::isolate::zygote;
 use crate::load::pipeline::Prepared;
 use crate::load::{Isolate, Isolated, LoadedPlugins};
 use crate::registrar::MAX_NAME_LEN;
@@ -135,29 +136,42 @@ impl Expect {
 }
 
 /// Runs `job` on the process's one spawning thread, started on first use and never ended:
-/// a worker gets `SIGKILL` when the thread that spawned it ends (`PR_SET_PDEATHSIG` is per
-/// thread), and its host's threads come and go.
-fn on_spawning_thread<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> std::io::Result<T> {
+/// a process it spawns gets `SIGKILL` when the thread that spawned it ends
+/// (`PR_SET_PDEATHSIG` is per thread), and its host's threads come and go. A child `fork`ed
+/// from the host has none of its parent's threads: it starts a spawning thread of its own.
+/// Waits at most `bound` for the job to be done.
+fn on_spawning_thread<T: Send + 'static>(
+    bound: Duration,
+    job: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<T> {
     type Job = Box<dyn FnOnce() + Send>;
-    static SPAWNER: std::sync::OnceLock<std::sync::Mutex<Option<std::sync::mpsc::Sender<Job>>>> =
-        std::sync::OnceLock::new();
-    let spawner = SPAWNER.get_or_init(|| {
-        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
-        let started = std::thread::Builder::new()
-            .name("dylease-spawner".into())
-            .spawn(move || queue.into_iter().for_each(|job| job()));
-        std::sync::Mutex::new(started.ok().map(|_| jobs))
-    });
+    /// The process that started the thread, and the queue of its jobs.
+    static SPAWNER: std::sync::Mutex<Option<(u32, Option<std::sync::mpsc::Sender<Job>>)>> = std::sync::Mutex::new(None);
     let (answer, answered) = std::sync::mpsc::channel();
-    let sent = spawner
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .as_ref()
-        .map(|jobs| jobs.send(Box::new(move || drop(answer.send(job())))));
+    let job: Job = Box::new(move || drop(answer.send(job())));
+    let sent = {
+        let mut spawner = SPAWNER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let process = std::process::id();
+        if !matches!(&*spawner, Some((started_by, _)) if *started_by == process) {
+            let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+            let started = std::thread::Builder::new()
+                .name("dylease-spawner".into())
+                .spawn(move || queue.into_iter().for_each(|job| job()));
+            *spawner = Some((process, started.ok().map(|_| jobs)));
+        }
+        spawner
+            .as_ref()
+            .and_then(|(_, jobs)| jobs.as_ref())
+            .map(|jobs| jobs.send(job))
+    };
     match sent {
-        Some(Ok(())) => answered
-            .recv()
-            .map_err(|_| std::io::Error::other("the spawning thread ended")),
+        Some(Ok(())) => answered.recv_timeout(bound).map_err(|e| match e {
+            std::sync::mpsc::RecvTimeoutError::Timeout => std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the spawning thread did not answer within {bound:?}"),
+            ),
+            std::sync::mpsc::RecvTimeoutError::Disconnected => std::io::Error::other("the spawning thread ended"),
+        }),
         _ => Err(std::io::Error::other("the spawning thread could not be started")),
     }
 }
@@ -167,12 +181,22 @@ impl Worker {
     pub(crate) fn start(isolation: &Isolation) -> Result<Arc<Worker>, WorkerCause> {
         let start_failed = |what: &str, e: std::io::Error| WorkerCause::Start(format!("{what}: {e}"));
         let (channel, theirs) = Channel::pair().map_err(|e| start_failed("cannot make its channel", e))?;
-        let program = isolation.program().to_owned();
         let passthrough = isolation.ld_passthrough;
-        let shown = program.display().to_string();
-        let child = on_spawning_thread(move || sys::spawn(&program, theirs, passthrough))
-            .and_then(|spawned| spawned)
-            .map_err(|e| start_failed(&format!("cannot run `{shown}`"), e))?;
+        // The start is bounded by the call deadline, but never below a few seconds: a busy
+        // machine may keep a spawn waiting longer than a short deadline.
+        let bound = isolation.deadline.max(zygote::LEAST_BOUND);
+        // A worker of the host's own program is forked by its zygote; the operator's program
+        // is run for each worker.
+        let spawn = move |program: &Path, theirs, passthrough, role| {
+            let program = program.to_owned();
+            on_spawning_thread(bound, move || sys::spawn(&program, theirs, passthrough, role))
+                .and_then(|spawned| spawned)
+        };
+        let child = match &isolation.command {
+            None => zygote::fork(theirs, passthrough, bound, spawn),
+            Some(program) => spawn(program, theirs, passthrough, sys::Role::Worker),
+        }
+        .map_err(|e| start_failed(&format!("cannot run `{}`", isolation.program().display()), e))?;
         let pid = child.id();
         let shared = Arc::new(Shared {
             table: Table::new(),

@@ -7,14 +7,15 @@
 //!
 //! # The early hook
 //!
-//! A worker is a new execution of the host's own program (`/proc/self/exe`), or of the
-//! operator's [`worker_command`](crate::HostBuilder::worker_command). Every program that
+//! A worker is a fork of the zygote (`isolate::zygote`), a new execution of the host's own
+//! program (`/proc/self/exe`), or a new execution of the operator's
+//! [`worker_command`](crate::HostBuilder::worker_command). Every program that
 //! can spawn a worker carries [`WORKER_HOOK`], a function in the program's
-//! `.init_array`, which the C runtime calls before `main`. It looks for
-//! [`CHANNEL_VAR`] in the environment; when the variable names a descriptor that is a Unix
-//! `SOCK_SEQPACKET` socket, the process is a worker: the hook runs the worker
-//! (`isolate::worker`) and ends the process with `_exit`, so the program's `main` never runs
-//! there. Otherwise (no variable, or one that names anything else) it returns and the
+//! `.init_array`, which the C runtime calls before `main`. It looks for `ZYGOTE_VAR`, then
+//! [`CHANNEL_VAR`], in the environment; when the variable names a descriptor that is a Unix
+//! `SOCK_SEQPACKET` socket, the process is a zygote or a worker: the hook runs it
+//! (`isolate::zygote::serve`, which forks workers by [`fork_worker`], or `isolate::worker`)
+//! and ends the process with `_exit`, so the program's `main` never runs there. Otherwise (no variable, or one that names anything else) it returns and the
 //! program starts as usual. The hook sits in the same module as [`spawn`], which names it:
 //! a program whose link keeps the code that spawns workers keeps the hook (and, as the linker
 //! keeps `.init_array` with the object it is in, so does every program built with the crate
@@ -28,7 +29,8 @@ use dylease_plugin::abi::{dylease_message_fn, dylease_out};
 
 #[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 pub(crate) use process::{
-    Channel, InputRegion, OutputMapping, OutputRegion, Process, Region, SIZE_SEALS, sealed_region, seals, spawn,
+    Channel, InputRegion, OutputMapping, OutputRegion, Process, Reaper, Region, Role, SIZE_SEALS, fork_worker,
+    reap_child, sealed_region, seals, spawn,
 };
 
 /// What [`call_message`] got back from a message pass.
@@ -159,6 +161,29 @@ mod process {
     /// descriptor. Removed from the worker's environment once read.
     pub(crate) const CHANNEL_VAR: &str = "DYLEASE_WORKER_CHANNEL";
 
+    /// The environment variable that makes a process the zygote of a host's workers
+    /// (`isolate::zygote`): the number of its channel's descriptor. Removed once read.
+    const ZYGOTE_VAR: &str = "DYLEASE_WORKER_ZYGOTE";
+
+    /// What a process the host starts is to be: a worker, or the zygote that forks workers.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum Role {
+        /// A worker ([`CHANNEL_VAR`]): runs `isolate::worker`.
+        Worker,
+        /// A zygote ([`ZYGOTE_VAR`]): runs `isolate::zygote::serve`.
+        Zygote,
+    }
+
+    impl Role {
+        /// The environment variable that names the channel of a process of this role.
+        fn var(self) -> &'static str {
+            match self {
+                Role::Worker => CHANNEL_VAR,
+                Role::Zygote => ZYGOTE_VAR,
+            }
+        }
+    }
+
     /// The descriptor a worker finds its channel at: the first after standard input, output and
     /// error.
     const CHANNEL_FD: RawFd = 3;
@@ -169,31 +194,43 @@ mod process {
     static WORKER_HOOK: extern "C" fn() = worker_hook;
 
     extern "C" fn worker_hook() {
-        let Some(channel) = channel_from_env() else {
+        let Some((channel, role)) = channel_from_env() else {
             return;
         };
-        // The worker dies with the host's thread that spawned it ([`spawn`]); a host that ended
-        // before this closed its end of the channel, which the worker reads next, and exits.
+        // The worker (or zygote) dies with the host's thread that spawned it ([`spawn`]); a
+        // host that ended before this closed its end of the channel, which the process reads
+        // next, and exits.
         // SAFETY: `prctl` with these options takes plain integers.
         unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
-        // A panic must not unwind out of the C runtime's call: it ends the worker with status 101,
-        // which the host reports.
-        let code = std::panic::catch_unwind(|| super::super::worker::run(channel)).unwrap_or(101);
-        exit_now(code)
+        exit_now(run_as(role, channel))
     }
 
-    /// The channel named by [`CHANNEL_VAR`], if this process is a worker: the variable holds a
-    /// descriptor number, and that descriptor is a Unix `SOCK_SEQPACKET` socket. The variable is
-    /// then removed (nothing a plugin starts inherits it) and the descriptor made close-on-exec.
-    fn channel_from_env() -> Option<Channel> {
-        let value = std::env::var_os(CHANNEL_VAR)?;
+    /// Runs the process as `role` on `channel`; returns its exit status. A panic must not
+    /// unwind out of the C runtime's call (or out of a forked worker): it ends the process with
+    /// status 101, which the host reports.
+    fn run_as(role: Role, channel: Channel) -> i32 {
+        std::panic::catch_unwind(|| match role {
+            Role::Worker => super::super::worker::run(channel),
+            Role::Zygote => super::super::zygote::serve(channel),
+        })
+        .unwrap_or(101)
+    }
+
+    /// The channel named by [`ZYGOTE_VAR`] or [`CHANNEL_VAR`], and the role the variable gives,
+    /// if this process is a zygote or a worker: the variable holds a descriptor number, and that
+    /// descriptor is a Unix `SOCK_SEQPACKET` socket. The variable is then removed (nothing a
+    /// plugin starts inherits it) and the descriptor made close-on-exec.
+    fn channel_from_env() -> Option<(Channel, Role)> {
+        let (role, value) = [Role::Zygote, Role::Worker]
+            .into_iter()
+            .find_map(|role| Some((role, std::env::var_os(role.var())?)))?;
         let fd: RawFd = std::str::from_utf8(value.as_bytes()).ok()?.parse().ok()?;
         if fd < 0 || !is_seqpacket(fd) {
             return None;
         }
         // SAFETY: this runs from `.init_array`, before `main`: no thread of the program reads or
         // writes the environment concurrently (std's `remove_var` contract).
-        unsafe { std::env::remove_var(CHANNEL_VAR) };
+        unsafe { std::env::remove_var(role.var()) };
         // SAFETY: `fd` is open (it was just examined), and nothing else in this process owns it:
         // the host opened it for this process's channel alone.
         let owned = unsafe { OwnedFd::from_raw_fd(fd) };
@@ -201,7 +238,7 @@ mod process {
         if unsafe { libc::fcntl(owned.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
             return None;
         }
-        Some(Channel(owned))
+        Some((Channel(owned), role))
     }
 
     /// Whether `fd` is an open Unix socket of type `SOCK_SEQPACKET`.
@@ -764,8 +801,9 @@ mod process {
         }
     }
 
-    /// Starts a worker: `program` (the host's own executable, or the operator's worker command)
-    /// with `theirs` as its channel at descriptor 3, named in [`CHANNEL_VAR`]; standard input from
+    /// Starts a process of `role` (a worker, or a zygote): `program` (the host's own
+    /// executable, or the operator's worker command) with `theirs` as its channel at
+    /// descriptor 3, named in the role's variable; standard input from
     /// `/dev/null`, standard output and error the host's; every other descriptor closed before
     /// `exec`, so the worker inherits nothing but its standard streams and its channel; every
     /// `LD_*` variable left out of its environment unless `ld_passthrough`; and no set-user-id
@@ -780,7 +818,7 @@ mod process {
     /// (`posix_spawn_file_actions_addclosefrom_np`, glibc 2.34). Where the C library has no
     /// such action, a `fork` whose child makes every descriptor above 3 close-on-exec
     /// (`close_range`) and sets the death signal itself before `exec`.
-    pub(crate) fn spawn(program: &Path, theirs: OwnedFd, ld_passthrough: bool) -> io::Result<Process> {
+    pub(crate) fn spawn(program: &Path, theirs: OwnedFd, ld_passthrough: bool, role: Role) -> io::Result<Process> {
         // Names the hook: a link that keeps this function keeps the hook with it.
         std::hint::black_box(&WORKER_HOOK);
         // SAFETY: `prctl` with these options takes plain integers; it affects this thread (and
@@ -795,8 +833,8 @@ mod process {
             _ => theirs,
         };
         let pid = match close_from_action() {
-            Some(close_from) => spawn_direct(program, &theirs, ld_passthrough, close_from)?,
-            None => spawn_forked(program, theirs, ld_passthrough)?,
+            Some(close_from) => spawn_direct(program, &theirs, ld_passthrough, role, close_from)?,
+            None => spawn_forked(program, theirs, ld_passthrough, role)?,
         };
         Ok(Process::new(pid))
     }
@@ -818,19 +856,21 @@ mod process {
         })
     }
 
-    /// The worker's environment: the host's, less [`CHANNEL_VAR`] and (unless
-    /// `ld_passthrough`) every `LD_*` variable, plus [`CHANNEL_VAR`] naming descriptor 3.
-    fn worker_env(ld_passthrough: bool) -> io::Result<Vec<std::ffi::CString>> {
+    /// The environment of a process of `role`: the host's, less [`CHANNEL_VAR`],
+    /// [`ZYGOTE_VAR`] and (unless `ld_passthrough`) every `LD_*` variable, plus the role's
+    /// variable naming descriptor 3.
+    fn worker_env(ld_passthrough: bool, role: Role) -> io::Result<Vec<std::ffi::CString>> {
         let mut env = Vec::new();
         for (key, value) in std::env::vars_os() {
             let key = key.as_bytes();
-            if key == CHANNEL_VAR.as_bytes() || (!ld_passthrough && key.starts_with(b"LD_")) {
+            let ours = [CHANNEL_VAR, ZYGOTE_VAR].iter().any(|var| key == var.as_bytes());
+            if ours || (!ld_passthrough && key.starts_with(b"LD_")) {
                 continue;
             }
             let variable = [key, b"=", value.as_bytes()].concat();
             env.push(std::ffi::CString::new(variable).map_err(io::Error::other)?);
         }
-        env.push(std::ffi::CString::new(format!("{CHANNEL_VAR}={CHANNEL_FD}")).map_err(io::Error::other)?);
+        env.push(std::ffi::CString::new(format!("{}={CHANNEL_FD}", role.var())).map_err(io::Error::other)?);
         Ok(env)
     }
 
@@ -839,10 +879,11 @@ mod process {
         program: &Path,
         theirs: &OwnedFd,
         ld_passthrough: bool,
+        role: Role,
         close_from: CloseFrom,
     ) -> io::Result<libc::pid_t> {
         let path = std::ffi::CString::new(program.as_os_str().as_bytes()).map_err(io::Error::other)?;
-        let env = worker_env(ld_passthrough)?;
+        let env = worker_env(ld_passthrough, role)?;
         let mut envp: Vec<*mut libc::c_char> = env.iter().map(|v| v.as_ptr().cast_mut()).collect();
         envp.push(std::ptr::null_mut());
         let argv = [c"dylease-worker".as_ptr().cast_mut(), std::ptr::null_mut()];
@@ -910,14 +951,16 @@ mod process {
     /// [`spawn`] by `fork` and `exec` (`std::process::Command`), for a C library without the
     /// file action that closes the rest: the child sets what the worker's hook would and
     /// closes the rest itself.
-    fn spawn_forked(program: &Path, theirs: OwnedFd, ld_passthrough: bool) -> io::Result<libc::pid_t> {
+    fn spawn_forked(program: &Path, theirs: OwnedFd, ld_passthrough: bool, role: Role) -> io::Result<libc::pid_t> {
         let raw = theirs.as_raw_fd();
         // SAFETY: `getpid` has no preconditions.
         let parent = unsafe { libc::getpid() };
         let mut command = Command::new(program);
         command
             .arg0("dylease-worker")
-            .env(CHANNEL_VAR, CHANNEL_FD.to_string())
+            .env_remove(CHANNEL_VAR)
+            .env_remove(ZYGOTE_VAR)
+            .env(role.var(), CHANNEL_FD.to_string())
             .stdin(Stdio::null());
         if !ld_passthrough {
             for (key, _) in std::env::vars_os() {
@@ -937,28 +980,53 @@ mod process {
         Ok(child.id() as libc::pid_t)
     }
 
+    /// How a worker that is not this process's child is reaped: asked of the process whose
+    /// child it is (its zygote), with its id; `Ok(None)` while it runs.
+    pub(crate) type Reaper = std::sync::Arc<dyn Fn(u32) -> io::Result<Option<std::process::ExitStatus>> + Send + Sync>;
+
     /// A worker process, until reaped: its id, a descriptor of it where the kernel gives one
-    /// (`pidfd_open`, Linux 5.3: its exit can be waited for with a bound), and its status
-    /// once reaped (after which it is never signalled: its id may be another's).
-    #[derive(Debug)]
+    /// (`pidfd_open`, Linux 5.3: its exit can be waited for with a bound, and it is signalled
+    /// through it), its status once reaped (after which it is never signalled: its id may be
+    /// another's), and, for a worker a zygote forked, how to reap it.
     pub(crate) struct Process {
         pid: libc::pid_t,
         pidfd: Option<OwnedFd>,
         status: std::sync::Mutex<Option<std::process::ExitStatus>>,
+        /// `None`: a child of this process, reaped with `waitpid`.
+        reaper: Option<Reaper>,
+    }
+
+    impl std::fmt::Debug for Process {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("Process")
+                .field("pid", &self.pid)
+                .field("pidfd", &self.pidfd)
+                .field("status", &self.status)
+                .field("forked", &self.reaper.is_some())
+                .finish()
+        }
     }
 
     impl Process {
         fn new(pid: libc::pid_t) -> Process {
-            // SAFETY: `pidfd_open` of a child not yet reaped (so its id is still its own) takes
-            // plain integers.
-            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-            // SAFETY: a descriptor `pidfd_open` just made, owned by nobody else.
-            let pidfd = (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
             Process {
                 pid,
-                pidfd,
+                pidfd: pidfd_open(pid),
                 status: std::sync::Mutex::new(None),
+                reaper: None,
             }
+        }
+
+        /// The worker `pid` that this process's zygote forked, reaped by `reaper`. Its id stays
+        /// its own until `reaper` reaps it, which only this `Process` asks for.
+        pub(crate) fn forked(pid: u32, reaper: Reaper) -> io::Result<Process> {
+            let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
+            Ok(Process {
+                pid,
+                pidfd: pidfd_open(pid),
+                status: std::sync::Mutex::new(None),
+                reaper: Some(reaper),
+            })
         }
 
         /// Its process id.
@@ -973,9 +1041,25 @@ mod process {
         /// Sends it `SIGKILL`, unless it was reaped.
         pub(crate) fn kill(&self) {
             let status = self.status();
-            if status.is_none() {
+            if status.is_some() {
+                return;
+            }
+            if let Some(pidfd) = &self.pidfd {
+                // SAFETY: `pidfd_send_signal` takes an open process descriptor, a signal, a null
+                // `siginfo` and no flags; the descriptor names this very process, reaped or not.
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_pidfd_send_signal,
+                        pidfd.as_raw_fd(),
+                        libc::SIGKILL,
+                        std::ptr::null::<libc::siginfo_t>(),
+                        0,
+                    )
+                };
+            } else {
                 // SAFETY: `kill` takes plain integers; the process is not reaped (checked under
-                // the lock that the reap takes), so `pid` is still this child's.
+                // the lock that the reap takes, and only this `Process` reaps it), so `pid` is
+                // still its own.
                 unsafe { libc::kill(self.pid, libc::SIGKILL) };
             }
         }
@@ -987,6 +1071,13 @@ mod process {
             let mut status = self.status();
             if let Some(ended) = *status {
                 return Ok(Some(ended));
+            }
+            if let Some(reaper) = &self.reaper {
+                // Its zygote is asked only once it has ended (a round trip saved while it runs).
+                if self.wait_exit(Duration::ZERO) == Some(false) {
+                    return Ok(None);
+                }
+                return Ok(reaper(self.id())?.map(|ended| *status.insert(ended)));
             }
             let mut raw = 0;
             // SAFETY: `waitpid` of this child with `WNOHANG`; `raw` is writable.
@@ -1009,10 +1100,104 @@ mod process {
                 events: libc::POLLIN,
                 revents: 0,
             };
-            let millis = limit.as_millis().clamp(1, libc::c_int::MAX as u128) as libc::c_int;
+            let millis = match limit.is_zero() {
+                true => 0,
+                false => limit.as_millis().clamp(1, libc::c_int::MAX as u128) as libc::c_int,
+            };
             // SAFETY: `poll` is one writable `pollfd`, of an open descriptor.
             let ready = unsafe { libc::poll(&mut poll, 1, millis) };
             Some(ready != 0)
+        }
+    }
+
+    /// A process descriptor of `pid` (`pidfd_open`), if the kernel gives one.
+    fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
+        // SAFETY: `pidfd_open` takes plain integers; callers name a process not yet reaped,
+        // whose id is still its own.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        // SAFETY: a descriptor `pidfd_open` just made, owned by nobody else.
+        (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    }
+
+    /// In a zygote (which runs one thread): forks a worker on `channel`, its channel, and
+    /// returns the worker's process id. The worker closes every descriptor but its channel
+    /// (moved to descriptor 3), dies with the zygote (`PR_SET_PDEATHSIG`), and runs the worker
+    /// with the zygote's environment, signals and limits; it never returns here.
+    pub(crate) fn fork_worker(channel: OwnedFd) -> io::Result<u32> {
+        // SAFETY: `getpid` has no preconditions.
+        let zygote = unsafe { libc::getpid() };
+        // SAFETY: a zygote runs from the early hook, before `main`, and starts no thread: the
+        // child, a copy of its one thread, holds no lock another thread held.
+        match unsafe { libc::fork() } {
+            -1 => Err(io::Error::last_os_error()),
+            0 => exit_now(match worker_after_fork(channel.as_raw_fd(), zygote) {
+                Ok(channel) => run_as(Role::Worker, channel),
+                Err(_) => 126,
+            }),
+            pid => Ok(pid as u32),
+        }
+    }
+
+    /// The forked worker's set-up (see [`fork_worker`]): its channel at 3, close-on-exec, and
+    /// nothing else open.
+    fn worker_after_fork(channel: RawFd, zygote: libc::pid_t) -> io::Result<Channel> {
+        let check = |done: libc::c_int| match done {
+            -1 => Err(io::Error::last_os_error()),
+            _ => Ok(()),
+        };
+        // SAFETY: `prctl` with these options takes plain integers.
+        check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) })?;
+        // The zygote may have died before the option was set: then nothing would kill this one.
+        // SAFETY: `getppid` has no preconditions.
+        if unsafe { libc::getppid() } != zygote {
+            return Err(io::Error::other("the zygote exited while its worker started"));
+        }
+        // The zygote's own channel is at 3 (its spawn put it there), so the worker's is
+        // elsewhere; `dup2` closes the zygote's here.
+        // SAFETY: `dup2` of an open descriptor onto 3.
+        check(unsafe { libc::dup2(channel, CHANNEL_FD) })?;
+        // SAFETY: `close_range` takes plain integers; the descriptors it closes above 3 belong
+        // to objects of the zygote's that this process never uses again (it only exits).
+        let closed = unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                (CHANNEL_FD + 1) as libc::c_uint,
+                libc::c_uint::MAX,
+                0,
+            )
+        };
+        if closed != 0 {
+            // Kernels before 5.11: each descriptor up to the limit, one by one.
+            // SAFETY: an all-zero `rlimit` is valid, and `getrlimit` writes it.
+            let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+            // SAFETY: `limit` is writable.
+            check(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) })?;
+            for fd in CHANNEL_FD + 1..limit.rlim_cur.min(1 << 20) as RawFd {
+                // SAFETY: as for `close_range`; closing a descriptor that is not open fails with
+                // `EBADF`, harmlessly.
+                unsafe { libc::close(fd) };
+            }
+        }
+        // SAFETY: `dup2` just made descriptor 3 this process's channel, owned by nobody else.
+        let owned = unsafe { OwnedFd::from_raw_fd(CHANNEL_FD) };
+        // SAFETY: `F_SETFD` on a descriptor this function owns.
+        check(unsafe { libc::fcntl(owned.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) })?;
+        Ok(Channel(owned))
+    }
+
+    /// In a zygote: the status of its child `pid` if it has ended (reaping it), `None` if it
+    /// runs; `Err` if `pid` is not its child.
+    pub(crate) fn reap_child(pid: u32) -> io::Result<Option<i32>> {
+        let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
+        if pid <= 0 {
+            return Err(io::Error::from_raw_os_error(libc::ECHILD));
+        }
+        let mut raw = 0;
+        // SAFETY: `waitpid` of one process id with `WNOHANG`; `raw` is writable.
+        match unsafe { libc::waitpid(pid, &mut raw, libc::WNOHANG) } {
+            0 => Ok(None),
+            -1 => Err(io::Error::last_os_error()),
+            _ => Ok(Some(raw)),
         }
     }
 

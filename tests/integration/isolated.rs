@@ -917,3 +917,137 @@ fn a_plugin_that_fails_its_load_in_the_worker_fails_as_it_does_in_the_process() 
         assert_eq!(in_worker.to_string(), in_process.to_string(), "{fixture}");
     }
 }
+
+/// The parent process id of the live process `pid` (`/proc/<pid>/stat`'s fourth field).
+fn parent_of(pid: u32) -> u32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The name, in parentheses, may hold spaces: the fields after it are counted from its end.
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    after_name.split(' ').nth(1).unwrap().parse().unwrap()
+}
+
+/// Whether the process `pid` is dead: gone, or a zombie (of the process that adopted it when
+/// its zygote died, init, whose to reap it is then).
+fn is_dead(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.is_empty() || stat[stat.rfind(')').unwrap() + 2..].starts_with('Z')
+}
+
+#[test]
+fn workers_are_forked_by_a_zygote_whose_death_fails_its_sets_and_not_the_next() {
+    // In a child process of its own: the zygote is the test binary's, and its death takes
+    // the workers of every test running beside this one.
+    const CHILD: &str = "DYLEASE_TEST_ZYGOTE_KILLED";
+    if std::env::var_os(CHILD).is_none() {
+        crate::bounded::run_in_child(
+            "isolated::workers_are_forked_by_a_zygote_whose_death_fails_its_sets_and_not_the_next",
+            |child| {
+                child.env(CHILD, "1");
+            },
+        );
+        return;
+    }
+    let dir = TestDir::new("isolated-zygote");
+    let file = dir.add("isolated", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    let zygote = parent_of(worker);
+    assert_ne!(
+        zygote,
+        std::process::id(),
+        "the worker was forked by a zygote, not by the host"
+    );
+    assert_eq!(parent_of(zygote), std::process::id(), "the zygote is the host's child");
+    // A second set's worker comes from the same zygote.
+    let other_dir = TestDir::new("isolated-zygote-other");
+    let other_file = other_dir.add("isolated", "libisolated.so");
+    let other = isolated(&other_file, Duration::from_secs(30));
+    let other_lease = other.acquire().unwrap();
+    let other_worker = other_lease.worker_pid().unwrap();
+    assert_eq!(parent_of(other_worker), zygote);
+    drop(other_lease);
+    assert_reaped(other_worker);
+
+    // The zygote killed from outside takes its workers with it: their sets fail naming the
+    // signal, the host goes on, and the next acquire gets a worker of a new zygote.
+    // SAFETY: `kill` of the zygote, alive (its worker is) and the host's child not yet reaped.
+    assert_eq!(unsafe { libc::kill(zygote as libc::pid_t, libc::SIGKILL) }, 0);
+    await_that("the worker dies with its zygote", || is_dead(worker));
+    let error = call_bounded(&lease, "reverse", b"ab").unwrap_err();
+    assert_eq!(
+        worker_failure(error, &file, Some("reverse")),
+        WorkerCause::Signal(libc::SIGKILL)
+    );
+    drop(lease);
+    let lease = host.acquire().unwrap();
+    assert_eq!(call_bounded(&lease, "reverse", b"ok").unwrap(), b"ko");
+    let new_zygote = parent_of(lease.worker_pid().unwrap());
+    assert_ne!(new_zygote, zygote);
+    assert_eq!(parent_of(new_zygote), std::process::id());
+    // The dead zygote was reaped once its last worker was: no zombie of it is left.
+    assert_reaped(zygote);
+}
+
+#[test]
+fn a_child_forked_from_a_host_with_workers_gets_workers_of_its_own() {
+    // In a child process of its own, with one test thread: a `fork` of the whole suite could
+    // copy a lock another test's thread held.
+    const CHILD: &str = "DYLEASE_TEST_FORKED_HOST";
+    if std::env::var_os(CHILD).is_none() {
+        crate::bounded::run_in_child(
+            "isolated::a_child_forked_from_a_host_with_workers_gets_workers_of_its_own",
+            |child| {
+                child.env(CHILD, "1");
+            },
+        );
+        return;
+    }
+    let dir = TestDir::new("isolated-forked-host");
+    let file = dir.add("isolated", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    assert_eq!(lease.call("reverse", b"ab").unwrap(), b"ba");
+    // SAFETY: the child below only runs dylease's isolated acquire and a call, then `_exit`s;
+    // this process's other threads (the host's reader, spawning and keeper threads) hold no
+    // lock while they wait.
+    let child = unsafe { libc::fork() };
+    assert!(child >= 0, "fork: {}", std::io::Error::last_os_error());
+    if child == 0 {
+        let worked = std::panic::catch_unwind(|| {
+            let host = isolated(&file, Duration::from_secs(30));
+            let lease = host.acquire().unwrap();
+            let own = lease.worker_pid().unwrap();
+            assert_ne!(own, worker);
+            // SAFETY: `getpid` has no preconditions.
+            let me = unsafe { libc::getpid() } as u32;
+            assert_eq!(parent_of(parent_of(own)), me, "its worker's zygote is the child's own");
+            assert_eq!(lease.call("pid", b"").unwrap(), own.to_string().as_bytes());
+        });
+        // SAFETY: `_exit` ends the forked child without running the parent's exit handlers.
+        unsafe { libc::_exit(if worked.is_ok() { 0 } else { 1 }) };
+    }
+    let status = std::cell::Cell::new(0);
+    let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        await_that("the forked host ends", || {
+            let mut raw = 0;
+            // SAFETY: `waitpid` of this process's child with `WNOHANG`; `raw` is writable.
+            let reaped = unsafe { libc::waitpid(child, &mut raw, libc::WNOHANG) } == child;
+            status.set(raw);
+            reaped
+        })
+    }));
+    if ended.is_err() {
+        // SAFETY: `kill` of this process's child, not reaped (the wait above never saw it end).
+        unsafe { libc::kill(child, libc::SIGKILL) };
+        panic!("the forked host did not finish its isolated acquire and call within the bound");
+    }
+    assert!(
+        libc::WIFEXITED(status.get()) && libc::WEXITSTATUS(status.get()) == 0,
+        "the forked host failed (status {:#x})",
+        status.get()
+    );
+    // The parent's set goes on.
+    assert_eq!(lease.call("reverse", b"cd").unwrap(), b"dc");
+}
