@@ -181,6 +181,7 @@ impl Worker {
     pub(crate) fn start(isolation: &Isolation) -> Result<Arc<Worker>, WorkerCause> {
         let start_failed = |what: &str, e: std::io::Error| WorkerCause::Start(format!("{what}: {e}"));
         let (channel, theirs) = Channel::pair().map_err(|e| start_failed("cannot make its channel", e))?;
+        Worker::hello(&channel, isolation.deadline)?;
         let passthrough = isolation.ld_passthrough;
         // The start is bounded by the call deadline, but never below a few seconds: a busy
         // machine may keep a spawn waiting longer than a short deadline.
@@ -242,18 +243,25 @@ impl Worker {
         Ok(Arc::new(worker))
     }
 
-    /// The handshake, bounded by the call deadline: `Hello`, answered by `Welcome` naming the
-    /// protocol this host speaks and the worker's own process id.
-    fn greet(&self) -> Result<(), WorkerCause> {
+    /// The handshake's first half, sent on `channel` before the worker starts (so that it
+    /// finds the greeting waiting): `Hello`, naming the protocol this host speaks; and the
+    /// channel's bounds for the handshake, `deadline` each way.
+    fn hello(channel: &Channel, deadline: Duration) -> Result<(), WorkerCause> {
         let protocol = |reason: String| WorkerCause::Protocol(format!("in the handshake, {reason}"));
         let hello =
             frame::encode(Kind::Hello, 0, &frame::greeting(std::process::id())).map_err(|_| protocol("".into()))?;
-        self.channel
-            .set_timeouts(Some(self.deadline), Some(self.deadline))
+        channel
+            .set_timeouts(Some(deadline), Some(deadline))
             .map_err(|e| protocol(format!("the channel refused its bounds: {e}")))?;
-        self.channel
+        channel
             .send(&hello, &[])
-            .map_err(|e| protocol(format!("the greeting could not be sent: {e}")))?;
+            .map_err(|e| protocol(format!("the greeting could not be sent: {e}")))
+    }
+
+    /// The handshake's second half, bounded by the call deadline: the worker's `Welcome`,
+    /// naming the protocol it speaks and its own process id.
+    fn greet(&self) -> Result<(), WorkerCause> {
+        let protocol = |reason: String| WorkerCause::Protocol(format!("in the handshake, {reason}"));
         let mut buffer = vec![0; MAX_FRAME + 1];
         let received = self.channel.recv(&mut buffer).map_err(|e| match e.kind() {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {

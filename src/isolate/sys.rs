@@ -1073,10 +1073,6 @@ mod process {
                 return Ok(Some(ended));
             }
             if let Some(reaper) = &self.reaper {
-                // Its zygote is asked only once it has ended (a round trip saved while it runs).
-                if self.wait_exit(Duration::ZERO) == Some(false) {
-                    return Ok(None);
-                }
                 return Ok(reaper(self.id())?.map(|ended| *status.insert(ended)));
             }
             let mut raw = 0;
@@ -1185,19 +1181,33 @@ mod process {
         Ok(Channel(owned))
     }
 
-    /// In a zygote: the status of its child `pid` if it has ended (reaping it), `None` if it
-    /// runs; `Err` if `pid` is not its child.
-    pub(crate) fn reap_child(pid: u32) -> io::Result<Option<i32>> {
+    /// In a zygote: the status of its child `pid` if it ends within `wait` (reaping it),
+    /// `None` if it runs on; `Err` if `pid` is not its child.
+    pub(crate) fn reap_child(pid: u32, wait: Duration) -> io::Result<Option<i32>> {
         let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
         if pid <= 0 {
             return Err(io::Error::from_raw_os_error(libc::ECHILD));
         }
-        let mut raw = 0;
-        // SAFETY: `waitpid` of one process id with `WNOHANG`; `raw` is writable.
-        match unsafe { libc::waitpid(pid, &mut raw, libc::WNOHANG) } {
-            0 => Ok(None),
-            -1 => Err(io::Error::last_os_error()),
-            _ => Ok(Some(raw)),
+        let reap = || {
+            let mut raw = 0;
+            // SAFETY: `waitpid` of one process id with `WNOHANG`; `raw` is writable.
+            match unsafe { libc::waitpid(pid, &mut raw, libc::WNOHANG) } {
+                0 => Ok(None),
+                -1 => Err(io::Error::last_os_error()),
+                _ => Ok(Some(raw)),
+            }
+        };
+        match reap()? {
+            None => {
+                // A child not reaped yet: its id is still its own.
+                if let Some(ended) = Process::new(pid).wait_exit(wait)
+                    && ended
+                {
+                    return reap();
+                }
+                Ok(None)
+            }
+            ended => Ok(ended),
         }
     }
 

@@ -43,6 +43,13 @@ use crate::sync::{Arc, Mutex};
 /// longer call deadline is used when it has one.
 pub(crate) const LEAST_BOUND: Duration = Duration::from_secs(10);
 
+/// How long the zygote waits for a worker to end when asked to reap it, before it answers
+/// that it runs: the host asks as soon as the worker's channel closed, which is just before
+/// its exit ends, so the answer usually waits for the exit rather than the host for a second
+/// answer. Other requests wait meanwhile; a worker that runs on is waited for by the host
+/// (its process descriptor) before it asks again.
+const REAP_WAIT: Duration = Duration::from_millis(20);
+
 /// The kinds of request and answer.
 const FORK: u8 = b'F';
 const REAP: u8 = b'R';
@@ -242,7 +249,7 @@ pub(crate) fn serve(channel: Channel) -> i32 {
                 Err(e) => (FAILED, n, e.raw_os_error().unwrap_or(libc::EIO)),
             },
             ([REAP, n @ .., p0, p1, p2, p3], 0) if n.len() == 4 => {
-                match sys::reap_child(u32::from_le_bytes([*p0, *p1, *p2, *p3])) {
+                match sys::reap_child(u32::from_le_bytes([*p0, *p1, *p2, *p3]), REAP_WAIT) {
                     Ok(None) => (RUNNING, n, 0),
                     Ok(Some(raw)) => (ENDED, n, raw),
                     Err(e) => (FAILED, n, e.raw_os_error().unwrap_or(libc::EIO)),
