@@ -68,13 +68,14 @@
 //! Measured by `benches/compare.rs` ([`BENCHMARKS.md`], "Isolated sets"), on a 2-core guest,
 //! mostly quiet:
 //!
-//! - **A worker per set**: its start (a `posix_spawn` of the program, its libraries mapped,
-//!   the handshake) is added to the set's first `acquire()`; the plugins' loads are sent to
-//!   the worker all at once and their answers read in order, so the worker maps one while the
-//!   host checks the next; the worker's unload of its plugins and its exit are added to the
-//!   unload. An isolated set of 16 plugins took 2.8–2.9 ms to acquire, call once and drop:
-//!   4.2× the same cycle in the process, 1.9× that cycle plus a bare `posix_spawn` and
-//!   `waitpid`.
+//! - **A worker per set**: its start (a fork of the zygote, the handshake) is added to the
+//!   set's first `acquire()`, and the zygote's own start (the program executed and linked
+//!   again, about 1 ms there) to the first isolated set of the process; the plugins' loads
+//!   are sent to the worker all at once and their answers read in order, so the worker maps
+//!   one while the host checks the next; the worker's unload of its plugins, its exit and
+//!   its reap are added to the unload. An isolated set of 16 plugins took 2.7–3.0 ms to
+//!   acquire, call once and drop: 3.3× the same cycle in the process, 1.4× that cycle plus a
+//!   bare `posix_spawn` and `waitpid` (3.4–3.7 ms, 1.8×, when each worker was executed anew).
 //! - **Each call is a round trip** over the worker's socket: a message each way and four
 //!   wake-ups (the caller, the worker's reading thread, its call thread, the host's reader
 //!   thread), plus the copies of the input and the output (for a large input, the host's copy

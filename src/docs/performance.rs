@@ -38,8 +38,9 @@
 //!   that crosses the two CPUs and about 20× when it stays on one; 1 MiB of input goes
 //!   through a reused shared region at 0.25× the throughput of a `memcpy` (target 0.5, not
 //!   met: the round trip alone is about twice the copy), and acquiring, calling and dropping
-//!   an isolated set of 16 is 1.9× the in-process cycle plus a bare process spawn (target
-//!   1.3×, not met): BENCHMARKS.md, "Isolated sets", says where the time goes.
+//!   an isolated set of 16, its worker forked by the zygote, is 1.4× the in-process cycle
+//!   plus a bare process spawn (target 1.3×, not met; 1.8× when each worker was executed
+//!   anew): BENCHMARKS.md, "Isolated sets", says where the time goes.
 //!
 //! # Binary cost
 //!
@@ -56,14 +57,15 @@
 //! | an eager set, an on-demand set and `catalog()` | 702 KiB (budget 707 KiB) |
 //! | a host that requires signatures (`HostBuilder::require_signed`) | +171 KiB: the verification (SHA-256, Ed25519 with its base-point tables, the keyring), the read leases and sealed copies, and the load's verification of each library and its dependencies, reached only through the trait object the builder stores (`trust::Verifier`), whose vtable nothing else makes |
 //! | the `watch` feature | only with the feature on (notify and the watcher thread) |
-//! | the `isolate` feature, `HostBuilder::isolated` not called | +92 KiB: the worker's side (its early hook in `.init_array`, which the linker keeps whatever calls it, and the worker's loop, mapping, shared regions and call threads): any program built with the feature can be re-run as a worker |
-//! | an isolated set (`HostBuilder::isolated`) | +320 KiB: the worker's side and the host's (the spawn through `posix_spawn`, or `std::process::Command` where the C library lacks its close-from action, the channel and its reader thread, the frames, the dependencies' and regions' descriptors), linked only by a program that calls `isolated()` |
+//! | the `isolate` feature, `HostBuilder::isolated` not called | +96 KiB: the worker's side (its early hook in `.init_array`, which the linker keeps whatever calls it, the zygote's loop and fork, and the worker's loop, mapping, shared regions and call threads): any program built with the feature can be re-run as a zygote or a worker |
+//! | an isolated set (`HostBuilder::isolated`) | +343 KiB: the worker's side and the host's (the zygote's start through `posix_spawn`, or `std::process::Command` where the C library lacks its close-from action, the requests to it, the channel and its reader thread, the frames, the dependencies' and regions' descriptors), linked only by a program that calls `isolated()` |
 //!
 //! Since the figures before them (627 KiB, 672 KiB, +73 KiB and +279 KiB), the eager and
 //! three-part programs grew by 6 KiB with the move of `unsafe` into the platform layer's
 //! small safe functions and the typed lookup of message passes (not yet traced further), and
 //! the isolate parts by 16 KiB and 46 KiB over the same merges (the reused input regions,
-//! the `posix_spawn` start and the pipelined map requests among them).
+//! the `posix_spawn` start and the pipelined map requests among them); the zygote added
+//! 4 KiB and 23 KiB to them.
 //!
 //! Signed plugins' share of every program, about 19 KiB of the 652 (by the same program
 //! built from the tree before signed plugins, unstripped, compared symbol by symbol, and with
