@@ -13,12 +13,14 @@
 //! when to choose it, what it costs, the worker program, what the worker inherits, message
 //! passes and the limits. The protocol is in `frame`; the host's side (the worker, its reader
 //! thread, the load) in `remote`, over `table` (the requests in flight and the worker's end,
-//! which the loom models check); the worker's in `worker`; every `unsafe` (the early hook,
-//! the spawn, the socket, the call of a message pass) in `sys`.
+//! which the loom models check); the worker's in `worker`; the process that forks workers,
+//! and the host's requests to it, in `zygote`; every `unsafe` (the early hook, the spawn and
+//! the fork, the socket, the call of a message pass) in `sys`.
 //!
 //! Only `sys::call_message_pass` (an ordinary set's `Lease::call`) is compiled without the
 //! crate feature `isolate`; the rest needs it, and the worker's process code (`frame`,
-//! `remote`, `worker`, `sys::process`) needs Linux too and is left out under `--cfg loom`.
+//! `remote`, `worker`, `zygote`, `sys::process`) needs Linux too and is left out under
+//! `--cfg loom`.
 
 #[forbid(unsafe_code)]
 #[cfg(feature = "isolate")]

@@ -1,6 +1,6 @@
-//! The worker process of an isolated set: what runs in the process `sys::spawn` started,
-//! from the early hook (`sys`), which ends the process when [`run`] returns: the program's
-//! `main` never runs here.
+//! The worker process of an isolated set: what runs in the process the zygote forked
+//! (`sys::fork_worker`) or `sys::spawn` started (from the early hook, `sys`), which ends
+//! when [`run`] returns: the program's `main` never runs here.
 //!
 //! The main thread answers the host's frames in order: the handshake; for each plugin, a
 //! `Depend` per library it needs (held: the file's descriptor and its directory's, or the
