@@ -1269,6 +1269,55 @@ mod process {
         // SAFETY: `fcntl` just made `copy`, owned by nobody else.
         Ok(unsafe { OwnedFd::from_raw_fd(copy) })
     }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use crate::isolate::frame::{self, Kind};
+
+        /// The start for a C library without `posix_spawn`'s close-from action (glibc before
+        /// 2.34), which this machine's may have: the worker it starts greets as a worker,
+        /// holds no descriptor but its standard streams and its channel, and exits cleanly
+        /// when its channel closes.
+        #[test]
+        fn a_worker_started_by_fork_and_exec_greets_and_holds_only_its_channel() {
+            if std::env::args().next().as_deref() == Some("dylease-worker") {
+                // This test binary run as a worker that did not find its channel: not again.
+                return;
+            }
+            // A descriptor of this process's, open and not close-on-exec, that the worker
+            // must not inherit.
+            let leak = std::fs::File::open("/dev/null").unwrap();
+            // SAFETY: `F_SETFD` on a descriptor this test owns.
+            assert_eq!(unsafe { libc::fcntl(leak.as_raw_fd(), libc::F_SETFD, 0) }, 0);
+            let (channel, theirs) = Channel::pair().unwrap();
+            let pid = spawn_forked(Path::new("/proc/self/exe"), theirs, false, Role::Worker).unwrap();
+            let worker = Process::new(pid);
+            let bound = Duration::from_secs(20);
+            channel.set_timeouts(Some(bound), Some(bound)).unwrap();
+            let hello = frame::encode(Kind::Hello, 0, &frame::greeting(std::process::id())).unwrap();
+            channel.send(&hello, &[]).unwrap();
+            let mut buffer = vec![0; frame::MAX_FRAME + 1];
+            let received = channel.recv(&mut buffer).unwrap();
+            let welcome = frame::decode(&buffer[..received.len]).unwrap();
+            assert_eq!(welcome.kind, Kind::Welcome);
+            assert_eq!(
+                frame::read_greeting(welcome.payload).unwrap(),
+                (frame::PROTOCOL, pid as u32)
+            );
+            let mut fds: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .unwrap()
+                .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            fds.sort();
+            assert_eq!(fds, ["0", "1", "2", "3"], "the worker's descriptors");
+            drop(channel);
+            assert_eq!(worker.wait_exit(bound), Some(true), "the worker exits");
+            let status = worker.try_wait().unwrap().expect("the worker was reaped");
+            assert!(status.success(), "the worker ended with {status}");
+            drop(leak);
+        }
+    }
 }
 
 #[cfg(all(test, not(loom)))]
