@@ -1152,28 +1152,9 @@ mod process {
         // elsewhere; `dup2` closes the zygote's here.
         // SAFETY: `dup2` of an open descriptor onto 3.
         check(unsafe { libc::dup2(channel, CHANNEL_FD) })?;
-        // SAFETY: `close_range` takes plain integers; the descriptors it closes above 3 belong
-        // to objects of the zygote's that this process never uses again (it only exits).
-        let closed = unsafe {
-            libc::syscall(
-                libc::SYS_close_range,
-                (CHANNEL_FD + 1) as libc::c_uint,
-                libc::c_uint::MAX,
-                0,
-            )
-        };
-        if closed != 0 {
-            // Kernels before 5.11: each descriptor up to the limit, one by one.
-            // SAFETY: an all-zero `rlimit` is valid, and `getrlimit` writes it.
-            let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
-            // SAFETY: `limit` is writable.
-            check(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) })?;
-            for fd in CHANNEL_FD + 1..limit.rlim_cur.min(1 << 20) as RawFd {
-                // SAFETY: as for `close_range`; closing a descriptor that is not open fails with
-                // `EBADF`, harmlessly.
-                unsafe { libc::close(fd) };
-            }
-        }
+        // The descriptors above 3 belong to objects of the zygote's that this process never
+        // uses again (it only exits).
+        close_above_channel(0)?;
         // SAFETY: `dup2` just made descriptor 3 this process's channel, owned by nobody else.
         let owned = unsafe { OwnedFd::from_raw_fd(CHANNEL_FD) };
         // SAFETY: `F_SETFD` on a descriptor this function owns.
@@ -1233,27 +1214,45 @@ mod process {
             // SAFETY: `dup2` of an open descriptor; the copy at 3 is not close-on-exec.
             check(unsafe { libc::dup2(channel, CHANNEL_FD) })?;
         }
-        // SAFETY: the `close_range` system call takes plain integers; it marks descriptors, it
-        // does not close them, so std's own descriptors (its `exec` error pipe) keep working
-        // until `exec`.
-        let marked = unsafe {
+        // Marked, not closed: std's own descriptors (its `exec` error pipe) keep working until
+        // `exec`.
+        close_above_channel(libc::CLOSE_RANGE_CLOEXEC)
+    }
+
+    /// Closes every descriptor above the channel's (3), or with `CLOSE_RANGE_CLOEXEC` as
+    /// `flags` makes each close-on-exec: `close_range`, or on kernels before 5.11 each
+    /// descriptor up to the limit, one by one. Only async-signal-safe system calls: it runs in
+    /// a forked child.
+    fn close_above_channel(flags: libc::c_uint) -> io::Result<()> {
+        // SAFETY: the `close_range` system call takes plain integers; callers own every
+        // descriptor above 3 (see theirs).
+        let done = unsafe {
             libc::syscall(
                 libc::SYS_close_range,
                 (CHANNEL_FD + 1) as libc::c_uint,
                 libc::c_uint::MAX,
-                libc::CLOSE_RANGE_CLOEXEC,
+                flags,
             )
         };
-        if marked != 0 {
-            // Kernels before 5.11: each descriptor up to the limit, one by one.
-            // SAFETY: an all-zero `rlimit` is valid, and `getrlimit` writes it.
-            let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
-            // SAFETY: `limit` is writable.
-            check(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) })?;
-            let last = limit.rlim_cur.min(1 << 20) as RawFd;
-            for fd in CHANNEL_FD + 1..last {
-                // SAFETY: `F_SETFD` of a descriptor that is not open fails with `EBADF`, harmlessly.
+        if done == 0 {
+            return Ok(());
+        }
+        // SAFETY: an all-zero `rlimit` is valid, and `getrlimit` writes it.
+        let mut limit: libc::rlimit = unsafe { std::mem::zeroed() };
+        // SAFETY: `limit` is writable.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let cloexec = flags & libc::CLOSE_RANGE_CLOEXEC != 0;
+        for fd in CHANNEL_FD + 1..limit.rlim_cur.min(1 << 20) as RawFd {
+            if cloexec {
+                // SAFETY: `F_SETFD` of a descriptor the caller owns; one that is not open
+                // fails with `EBADF`, harmlessly.
                 unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+            } else {
+                // SAFETY: as for `close_range`; a descriptor that is not open fails with
+                // `EBADF`, harmlessly.
+                unsafe { libc::close(fd) };
             }
         }
         Ok(())
