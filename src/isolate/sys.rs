@@ -270,6 +270,15 @@ mod process {
     /// `F_SEAL_WRITE`, `F_SEAL_SEAL`). The region of a message too large for a frame: the
     /// other side reads exactly what was written, and may map it without fear of a shrink.
     pub(crate) fn sealed_region(bytes: &[u8]) -> io::Result<File> {
+        let file = anonymous_file(bytes.len())?;
+        file.write_all_at(bytes, 0)?;
+        add_seals(&file, SIZE_SEALS | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL)?;
+        Ok(file)
+    }
+
+    /// A new anonymous file of `len` zero bytes (`memfd_create`, close-on-exec, sealing
+    /// allowed).
+    fn anonymous_file(len: usize) -> io::Result<File> {
         // SAFETY: the name is a NUL-terminated string; the flags are plain integers.
         let fd =
             unsafe { libc::memfd_create(c"dylease-message".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
@@ -278,14 +287,17 @@ mod process {
         }
         // SAFETY: `memfd_create` just made `fd`, owned by nobody else.
         let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-        file.set_len(bytes.len() as u64)?;
-        file.write_all_at(bytes, 0)?;
-        let seals = SIZE_SEALS | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL;
-        // SAFETY: `F_ADD_SEALS` on a descriptor this function owns takes an int.
-        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        file.set_len(len as u64)?;
         Ok(file)
+    }
+
+    /// Adds `seals` to `file`'s (an anonymous file this process made).
+    fn add_seals(file: &File, seals: libc::c_int) -> io::Result<()> {
+        // SAFETY: `F_ADD_SEALS` on an open descriptor takes an int.
+        match unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } {
+            0 => Ok(()),
+            _ => Err(io::Error::last_os_error()),
+        }
     }
 
     /// A region the host writes the inputs of calls into, one call at a time, and hands the
@@ -314,15 +326,7 @@ mod process {
         /// kernel cannot seal it so (`F_SEAL_FUTURE_WRITE` came with Linux 5.1): the caller
         /// then uses a [`sealed_region`] per call.
         pub(crate) fn new(capacity: usize) -> io::Result<InputRegion> {
-            // SAFETY: the name is a NUL-terminated string; the flags are plain integers.
-            let fd =
-                unsafe { libc::memfd_create(c"dylease-message".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: `memfd_create` just made `fd`, owned by nobody else.
-            let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-            file.set_len(capacity as u64)?;
+            let file = anonymous_file(capacity)?;
             // SAFETY: a new shared mapping of the whole of an open file, placed by the kernel:
             // it overlaps nothing of this process's.
             let start = unsafe {
@@ -344,11 +348,7 @@ mod process {
                 start: start.cast(),
                 capacity,
             };
-            let seals = SIZE_SEALS | libc::F_SEAL_FUTURE_WRITE | libc::F_SEAL_SEAL;
-            // SAFETY: `F_ADD_SEALS` on a descriptor this function owns takes an int.
-            if unsafe { libc::fcntl(region.file.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            add_seals(&region.file, SIZE_SEALS | libc::F_SEAL_FUTURE_WRITE | libc::F_SEAL_SEAL)?;
             Ok(region)
         }
 
@@ -400,20 +400,8 @@ mod process {
     impl OutputRegion {
         /// A new region of `capacity` bytes (> 0), its size sealed.
         pub(crate) fn new(capacity: usize) -> io::Result<OutputRegion> {
-            // SAFETY: the name is a NUL-terminated string; the flags are plain integers.
-            let fd =
-                unsafe { libc::memfd_create(c"dylease-message".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: `memfd_create` just made `fd`, owned by nobody else.
-            let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-            file.set_len(capacity as u64)?;
-            let seals = SIZE_SEALS | libc::F_SEAL_SEAL;
-            // SAFETY: `F_ADD_SEALS` on a descriptor this function owns takes an int.
-            if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            let file = anonymous_file(capacity)?;
+            add_seals(&file, SIZE_SEALS | libc::F_SEAL_SEAL)?;
             Ok(OutputRegion { file, capacity })
         }
 
