@@ -141,9 +141,13 @@
 //!   instead); a worker the zygote forks closes every descriptor but its channel.
 //! - The host's environment without its `LD_*` variables (`LD_PRELOAD`, `LD_LIBRARY_PATH`,
 //!   …) unless `HostBuilder::worker_env_passthrough()`, and without the channel's variable,
-//!   removed as the worker starts. With a zygote, that is the environment the host had when
-//!   its first isolated set started (one zygote for the hosts that pass `LD_*` through, one
-//!   for the others): a variable the host sets later does not reach later workers.
+//!   removed as the worker starts.
+//! - With a zygote, its credentials, current directory and environment are the host's when
+//!   the zygote started; a host that changed any of them since (dropped a privilege, changed
+//!   directory, set a variable) gets a new zygote for its next worker, so a worker always
+//!   starts with the host's current ones. Its resource limits, cgroup and standard streams
+//!   are the zygote's, from its start. (One zygote for the hosts that pass `LD_*` through,
+//!   one for the others.)
 //! - The zygote's address space layout: workers forked from one zygote share the addresses
 //!   of the program and its libraries (not of the plugins, mapped after the fork).
 //! - Not the host's state: the program is executed anew and its `main` never runs, so a

@@ -29,8 +29,8 @@ use dylease_plugin::abi::{dylease_message_fn, dylease_out};
 
 #[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 pub(crate) use process::{
-    Channel, InputRegion, OutputMapping, OutputRegion, Process, Reaper, Region, Role, SIZE_SEALS, fork_worker,
-    reap_child, sealed_region, seals, spawn,
+    Channel, InputRegion, OutputMapping, OutputRegion, Process, Reaper, Region, Role, SIZE_SEALS, credentials,
+    fork_worker, reap_child, sealed_region, seals, spawn,
 };
 
 /// What [`call_message`] got back from a message pass.
@@ -576,6 +576,29 @@ mod process {
             // SAFETY: `start` and `len` are the mapping `map` made, unmapped only here.
             unsafe { libc::munmap(self.start.cast_mut().cast(), self.len) };
         }
+    }
+
+    /// This process's credentials: its real, effective and saved user and group ids, then its
+    /// supplementary groups.
+    pub(crate) fn credentials() -> Vec<u32> {
+        let (mut ids, mut gids) = ([0; 3], [0; 3]);
+        // SAFETY: `getresuid` and `getresgid` write three ids each into the arrays given.
+        unsafe {
+            libc::getresuid(&mut ids[0], &mut ids[1], &mut ids[2]);
+        }
+        // SAFETY: as above.
+        unsafe {
+            libc::getresgid(&mut gids[0], &mut gids[1], &mut gids[2]);
+        }
+        let mut all: Vec<u32> = ids.into_iter().chain(gids).collect();
+        // SAFETY: `getgroups` with a size of 0 only counts the groups.
+        let count = unsafe { libc::getgroups(0, std::ptr::null_mut()) }.max(0) as usize;
+        let mut groups = vec![0 as libc::gid_t; count];
+        // SAFETY: `groups` has room for `count` ids; a list grown since fails, harmlessly.
+        let got = unsafe { libc::getgroups(count as libc::c_int, groups.as_mut_ptr()) };
+        groups.truncate(got.max(0) as usize);
+        all.extend(groups);
+        all
     }
 
     /// Ends the process now, with `code`, running none of the program's exit handlers: a worker

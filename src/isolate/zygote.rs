@@ -7,9 +7,11 @@
 //! instead, the same program in the zygote's role (`sys::spawn` with `Role::Zygote`, from
 //! the process's spawning thread), which then forks every worker on request: a fork of a
 //! process that ran nothing but the C runtime's start and the early hook. So the zygote is
-//! the host program as it was executed then: the host's environment of that moment (less its
-//! `LD_*` variables unless passed through, one zygote per choice), its limits and its
-//! standard streams; a worker gets the same, and its own channel, closing everything else.
+//! the host program as it was executed then: the host's credentials, current directory and
+//! environment of that moment (less its `LD_*` variables unless passed through, one zygote
+//! per choice), its limits, cgroup and standard streams; a worker gets the same, and its own
+//! channel, closing everything else. A host whose credentials, directory or environment
+//! changed since gets a new zygote for its next worker (`Context`).
 //!
 //! A forked worker is the zygote's child, not the host's: the host reaps it through the
 //! zygote (a `Reap` request, answered with its status, asked only once its process
@@ -59,6 +61,36 @@ const ENDED: u8 = b'x';
 /// An answer that the request failed (with an `errno`).
 const FAILED: u8 = b'E';
 
+/// What a worker would take from the host at its start that a zygote fixed at its own: the
+/// host's credentials, its current directory and its environment. A zygote forks workers
+/// while the host's are still those it started with; after a change (a server that drops its
+/// privileges, a `chdir`, a `setenv`), the next worker comes from a new zygote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Context {
+    credentials: Vec<u32>,
+    /// The device and inode of the current directory, if it can be read.
+    directory: Option<(u64, u64)>,
+    /// A digest of the environment, every variable in order.
+    environment: u64,
+}
+
+impl Context {
+    /// This process's context now.
+    fn now() -> Context {
+        use std::hash::{Hash, Hasher};
+        use std::os::unix::fs::MetadataExt;
+        let mut environment = std::collections::hash_map::DefaultHasher::new();
+        for variable in std::env::vars_os() {
+            variable.hash(&mut environment);
+        }
+        Context {
+            credentials: sys::credentials(),
+            directory: std::fs::metadata(".").ok().map(|m| (m.dev(), m.ino())),
+            environment: environment.finish(),
+        }
+    }
+}
+
 /// The host's side of one zygote.
 struct Zygote {
     channel: Mutex<Channel>,
@@ -66,6 +98,8 @@ struct Zygote {
     /// The host process that started it: a forked child of that host does not use it.
     host: u32,
     ld_passthrough: bool,
+    /// The host's context when it started.
+    context: Context,
     /// Set when it failed a request: it forks no more workers (it still reaps its own).
     retired: AtomicBool,
     next: AtomicU32,
@@ -105,10 +139,13 @@ fn serving(
     spawn: &impl Fn(&Path, OwnedFd, bool, Role) -> io::Result<Process>,
 ) -> io::Result<Arc<Zygote>> {
     let host = std::process::id();
+    let context = Context::now();
     let mut zygotes = ZYGOTES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    // Those another process started (this is a forked child of it) are not this one's, and
-    // retired ones serve no more.
-    zygotes.retain(|zygote| zygote.host == host && !zygote.retired.load(Ordering::Acquire));
+    // Those another process started (this is a forked child of it) are not this one's,
+    // retired ones serve no more, and those started in another context than the host's now
+    // would give a worker what the host no longer has.
+    zygotes
+        .retain(|zygote| zygote.host == host && !zygote.retired.load(Ordering::Acquire) && zygote.context == context);
     if let Some(zygote) = zygotes.iter().find(|zygote| zygote.ld_passthrough == ld_passthrough) {
         return Ok(zygote.clone());
     }
@@ -119,6 +156,7 @@ fn serving(
         process,
         host,
         ld_passthrough,
+        context,
         retired: AtomicBool::new(false),
         next: AtomicU32::new(1),
     });

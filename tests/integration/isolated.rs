@@ -1051,3 +1051,110 @@ fn a_child_forked_from_a_host_with_workers_gets_workers_of_its_own() {
     // The parent's set goes on.
     assert_eq!(lease.call("reverse", b"cd").unwrap(), b"dc");
 }
+
+/// The value of `name` in the environment of the live process `pid`, if it has it.
+fn environment_of(pid: u32, name: &str) -> Option<String> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    environ.split(|&b| b == 0).find_map(|variable| {
+        let variable = String::from_utf8_lossy(variable);
+        variable
+            .strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix('='))
+            .map(str::to_owned)
+    })
+}
+
+#[test]
+fn a_worker_started_after_the_host_changed_its_environment_or_directory_has_the_new_ones() {
+    // In a child process of its own: the environment and the current directory are the
+    // process's.
+    const CHILD: &str = "DYLEASE_TEST_ZYGOTE_CONTEXT";
+    if std::env::var_os(CHILD).is_none() {
+        crate::bounded::run_in_child(
+            "isolated::a_worker_started_after_the_host_changed_its_environment_or_directory_has_the_new_ones",
+            |child| {
+                child.env(CHILD, "1");
+            },
+        );
+        return;
+    }
+    let dir = TestDir::new("isolated-zygote-context");
+    let file = dir.add("isolated", "libisolated.so");
+    let first = isolated(&file, Duration::from_secs(30));
+    let lease = first.acquire().unwrap();
+    let (worker, zygote) = (lease.worker_pid().unwrap(), parent_of(lease.worker_pid().unwrap()));
+    assert_eq!(environment_of(worker, "DYLEASE_TEST_MARK"), None);
+
+    // SAFETY: this child process runs one test; the host's threads read the environment only
+    // when they start a zygote, which none does now.
+    unsafe { std::env::set_var("DYLEASE_TEST_MARK", "after") };
+    let other_dir = TestDir::new("isolated-zygote-context-env");
+    let other_file = other_dir.add("isolated", "libisolated.so");
+    let after_env = isolated(&other_file, Duration::from_secs(30)).acquire().unwrap();
+    let worker_after_env = after_env.worker_pid().unwrap();
+    assert_ne!(
+        parent_of(worker_after_env),
+        zygote,
+        "a new zygote for the new environment"
+    );
+    assert_eq!(
+        environment_of(worker_after_env, "DYLEASE_TEST_MARK").as_deref(),
+        Some("after")
+    );
+
+    let elsewhere = TestDir::new("isolated-zygote-context-cwd");
+    std::env::set_current_dir(elsewhere.path()).unwrap();
+    let third_dir = TestDir::new("isolated-zygote-context-dir");
+    let third_file = third_dir.add("isolated", "libisolated.so");
+    let after_cd = isolated(&third_file, Duration::from_secs(30)).acquire().unwrap();
+    let worker_after_cd = after_cd.worker_pid().unwrap();
+    assert_ne!(parent_of(worker_after_cd), parent_of(worker_after_env));
+    assert_eq!(
+        std::fs::read_link(format!("/proc/{worker_after_cd}/cwd")).unwrap(),
+        elsewhere.path().canonicalize().unwrap()
+    );
+    // The first set's worker, of the first zygote, goes on.
+    assert_eq!(lease.call("reverse", b"ab").unwrap(), b"ba");
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_worker_started_after_the_host_dropped_a_group_runs_without_it() {
+    // In a child process of its own: credentials are the process's.
+    const CHILD: &str = "DYLEASE_TEST_ZYGOTE_CREDENTIALS";
+    if std::env::var_os(CHILD).is_none() {
+        crate::bounded::run_in_child(
+            "isolated::a_worker_started_after_the_host_dropped_a_group_runs_without_it",
+            |child| {
+                child.env(CHILD, "1");
+            },
+        );
+        return;
+    }
+    /// The effective group id of the live process `pid` (`/proc/<pid>/status`).
+    fn effective_gid(pid: u32) -> u32 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|line| line.starts_with("Gid:")).unwrap();
+        line.split_whitespace().nth(2).unwrap().parse().unwrap()
+    }
+    let dir = TestDir::new("isolated-zygote-credentials");
+    let file = dir.add("isolated", "libisolated.so");
+    let lease = isolated(&file, Duration::from_secs(30)).acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    assert_eq!(effective_gid(worker), 0);
+    // A server that started its plugins as root, then took another effective group.
+    let other = crate::bounded::OTHER_USER;
+    // SAFETY: `setresgid` takes plain ids (-1: unchanged); glibc applies it to every thread.
+    assert_eq!(unsafe { libc::setresgid(u32::MAX, other, u32::MAX) }, 0);
+    let other_dir = TestDir::new("isolated-zygote-credentials-after");
+    let other_file = other_dir.add("isolated", "libisolated.so");
+    let after = isolated(&other_file, Duration::from_secs(30)).acquire().unwrap();
+    let worker_after = after.worker_pid().unwrap();
+    assert_ne!(
+        parent_of(worker_after),
+        parent_of(worker),
+        "a new zygote for the new group"
+    );
+    assert_eq!(effective_gid(worker_after), other);
+    assert_eq!(after.call("reverse", b"ab").unwrap(), b"ba");
+}
