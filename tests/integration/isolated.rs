@@ -1158,3 +1158,372 @@ fn a_worker_started_after_the_host_dropped_a_group_runs_without_it() {
     assert_eq!(effective_gid(worker_after), other);
     assert_eq!(after.call("reverse", b"ab").unwrap(), b"ba");
 }
+
+/// A stand-in worker (`worker_command`) that greets the host, writes its process id to
+/// `<program>.pid`, and then does as its program's name says. With the first plugin's load:
+/// `refuses-load` answers `MapFailed` (and exits at the host's `Unload`, or when the host
+/// closes the channel); the name modes say they registered plugin `rogue` version `1` with
+/// the message pass `echo`, but with an empty plugin name, one of 257 bytes, a version of
+/// 257 bytes (or of 256, `version-at-bound`, which a registration accepts), an empty pass
+/// name, or an interface name of 257 bytes. With the calls: `refuses-call` answers the first
+/// with `CallFailed` and the next as a pass that answers `after`; `holds-calls` waits for
+/// five calls (one more than a worker runs at once) before it answers any, twice, and
+/// answers each call of the second five with how many of their input regions it saw among
+/// the first five's; `closes-then-exits` closes its channel at the first call, says so in
+/// `<program>.closed`, and exits with status 3 once `<program>.go` exists;
+/// `closes-and-lingers` closes its channel at the first call and stays (until killed).
+/// Every wait of its own is bounded (60 s).
+const ROGUE_WORKER: &str = r#"#!/usr/bin/env python3
+import os, socket, struct, sys, time
+channel = socket.socket(fileno=int(os.environ["DYLEASE_WORKER_CHANNEL"]))
+channel.settimeout(60)
+program = sys.argv[0]
+mode = program.rsplit("/", 1)[-1]
+def text(s):
+    return struct.pack("<I", len(s)) + s
+def send(kind, ident, payload=b""):
+    channel.send(struct.pack("<IIQ", kind, len(payload), ident) + payload)
+def receive():
+    message, fds, _, _ = socket.recv_fds(channel, 70000, 4)
+    kind, length, ident = struct.unpack("<IIQ", message[:16])
+    return kind, ident, fds
+hello = channel.recv(70000)
+kind, length, ident, version = struct.unpack("<IIQI", hello[:20])
+channel.send(struct.pack("<IIQII", 101, 8, ident, version, os.getpid()))
+with open(program + ".pid", "w") as f:
+    f.write(str(os.getpid()))
+_, ident, _ = receive()
+if mode == "refuses-load":
+    send(103, ident, struct.pack("<Ii", 0, 0) + text(b"refused by the stand-in") + text(b""))
+    channel.recv(70000)
+    sys.exit(0)
+name, version, passes = b"rogue", b"1", [(b"echo", b"dylease.message/1")]
+if mode == "empty-name":
+    name = b""
+elif mode == "long-name":
+    name = b"n" * 257
+elif mode == "long-version":
+    version = b"v" * 257
+elif mode == "version-at-bound":
+    version = b"v" * 256
+elif mode == "empty-pass":
+    passes = [(b"", b"dylease.message/1")]
+elif mode == "long-interface":
+    passes = [(b"echo", b"i" * 257)]
+mapped = text(name) + text(version) + struct.pack("<I", len(passes))
+for pass_name, interface in passes:
+    mapped += text(pass_name) + struct.pack("<I", 1) + text(interface)
+send(102, ident, mapped)
+if mode == "refuses-call":
+    _, ident, _ = receive()
+    send(105, ident, b"no such luck")
+    _, ident, _ = receive()
+    send(104, ident, struct.pack("<i", 0) + b"after")
+elif mode == "holds-calls":
+    seen = set()
+    for burst in range(2):
+        calls = [receive() for _ in range(5)]
+        regions = [os.fstat(fds[0]).st_ino for _, _, fds in calls]
+        known = sum(region in seen for region in regions)
+        seen.update(regions)
+        for _, ident, _ in calls:
+            send(104, ident, struct.pack("<i", 0) + str(known).encode())
+elif mode == "closes-then-exits":
+    receive()
+    channel.close()
+    open(program + ".closed", "w").close()
+    for _ in range(60000):
+        if os.path.exists(program + ".go"):
+            sys.exit(3)
+        time.sleep(0.001)
+    sys.exit(0)
+elif mode == "closes-and-lingers":
+    receive()
+    channel.close()
+    time.sleep(60)
+    sys.exit(0)
+channel.recv(70000)
+"#;
+
+/// `ROGUE_WORKER` as the program `name` in `dir`.
+fn rogue_worker(dir: &TestDir, name: &str) -> PathBuf {
+    let program = dir.path().join(name);
+    std::fs::write(&program, ROGUE_WORKER).unwrap();
+    std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    program
+}
+
+/// An isolated host over `file` whose worker is the stand-in `program`.
+fn with_worker(file: &Path, program: &Path) -> PluginHost {
+    // SAFETY: the test's own fixture, which the stand-in worker never maps.
+    unsafe { PluginHost::builder().file(file) }
+        .isolated()
+        .worker_command(program)
+        .call_deadline(Duration::from_secs(20))
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_worker_that_reports_a_name_no_registration_accepts_is_killed_and_one_at_the_bounds_loads() {
+    let dir = TestDir::new("isolated-rogue-names");
+    let file = dir.add("by_hand", "librogue.so");
+    for name in [
+        "empty-name",
+        "long-name",
+        "long-version",
+        "empty-pass",
+        "long-interface",
+    ] {
+        let host = with_worker(&file, &rogue_worker(&dir, name));
+        let error = host.acquire().unwrap_err();
+        match worker_failure(error, &file, None) {
+            WorkerCause::Protocol(what) => {
+                assert!(what.contains("a name no registration accepts"), "{name}: {what}")
+            }
+            other => panic!("{name}: expected a protocol failure, got {other:?}"),
+        }
+    }
+    // A version of exactly the most a registration takes is accepted.
+    let host = with_worker(&file, &rogue_worker(&dir, "version-at-bound"));
+    let lease = host.acquire().unwrap();
+    assert_eq!(lease.plugins()[0].name(), "rogue");
+    assert_eq!(lease.plugins()[0].version(), "v".repeat(256));
+}
+
+#[test]
+fn a_call_the_worker_refuses_fails_with_its_reason_and_the_set_goes_on() {
+    let dir = TestDir::new("isolated-rogue-refusal");
+    let file = dir.add("by_hand", "librogue.so");
+    let host = with_worker(&file, &rogue_worker(&dir, "refuses-call"));
+    let lease = host.acquire().unwrap();
+    match call_bounded(&lease, "echo", b"x").unwrap_err() {
+        Error::CallRefused { pass, reason, .. } => {
+            assert_eq!(pass, "echo");
+            assert_eq!(reason, "the worker refused the call: no such luck");
+        }
+        other => panic!("expected CallRefused, got {other:?}"),
+    }
+    assert_eq!(call_bounded(&lease, "echo", b"y").unwrap(), b"after");
+}
+
+#[test]
+fn a_worker_keeps_at_most_one_input_region_per_worker_thread_for_reuse() {
+    const CALLS: usize = 5;
+    let dir = TestDir::new("isolated-rogue-regions");
+    let file = dir.add("by_hand", "librogue.so");
+    let host = with_worker(&file, &rogue_worker(&dir, "holds-calls"));
+    let lease = host.acquire().unwrap();
+    // Five large calls at once (the stand-in answers none before it has all five), twice:
+    // after the first five, the host keeps four of their regions, so the second five reuse
+    // four and make one.
+    let burst = || {
+        let callers: Vec<_> = (0..CALLS)
+            .map(|_| {
+                let lease = lease.clone();
+                std::thread::spawn(move || lease.call("echo", &[7; 100_000]))
+            })
+            .collect();
+        let (done, answers) = mpsc::channel();
+        std::thread::spawn(move || {
+            let answers: Vec<_> = callers.into_iter().map(|caller| caller.join().unwrap()).collect();
+            done.send(answers)
+        });
+        answers
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the calls returned within 20 s")
+    };
+    for answer in burst() {
+        assert_eq!(answer.unwrap(), b"0");
+    }
+    for answer in burst() {
+        assert_eq!(
+            answer.unwrap(),
+            b"4",
+            "other than four regions (one per worker thread) were reused"
+        );
+    }
+}
+
+#[test]
+fn a_failed_isolated_load_unloads_and_reaps_its_worker() {
+    let dir = TestDir::new("isolated-rogue-refused-load");
+    let file = dir.add("by_hand", "librogue.so");
+    let program = rogue_worker(&dir, "refuses-load");
+    let error = with_worker(&file, &program).acquire().unwrap_err();
+    assert!(error.to_string().contains("refused by the stand-in"), "{error}");
+    // The load failed before its worker joined a set: the acquire's return waited for its
+    // unload and reap.
+    let pid: u32 = std::fs::read_to_string(beside(&program, ".pid"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_reaped(pid);
+}
+
+#[test]
+fn a_worker_that_closes_its_channel_is_reaped_with_its_exit_or_killed_if_it_stays() {
+    let dir = TestDir::new("isolated-rogue-closes");
+    let file = dir.add("by_hand", "librogue.so");
+    // It exits on its own within the reap's wait: its status is its own.
+    let program = rogue_worker(&dir, "closes-then-exits");
+    let host = with_worker(&file, &program);
+    let lease = host.acquire().unwrap();
+    let call = {
+        let lease = lease.clone();
+        std::thread::spawn(move || call_bounded(&lease, "echo", b"x"))
+    };
+    await_that("the worker closed its channel", || beside(&program, ".closed").exists());
+    std::fs::write(beside(&program, ".go"), "").unwrap();
+    let error = call.join().unwrap().unwrap_err();
+    assert_eq!(worker_failure(error, &file, Some("echo")), WorkerCause::Exit(3));
+    drop(lease);
+    // It stays: killed once the reap's wait is over, and reaped.
+    let program = rogue_worker(&dir, "closes-and-lingers");
+    let host = with_worker(&file, &program);
+    let lease = host.acquire().unwrap();
+    let error = call_bounded(&lease, "echo", b"x").unwrap_err();
+    assert_eq!(
+        worker_failure(error, &file, Some("echo")),
+        WorkerCause::Signal(libc::SIGKILL)
+    );
+    let pid: u32 = std::fs::read_to_string(beside(&program, ".pid"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    drop(lease);
+    assert_reaped(pid);
+}
+
+#[test]
+fn a_worker_that_exits_non_zero_at_its_unload_is_logged_and_a_clean_one_is_not() {
+    crate::logger::install();
+    let dir = TestDir::new("isolated-unload-status");
+    for (fixture, warned) in [
+        ("isolated", None),
+        ("isolated_exit_on_unload", Some("it exited with status 5")),
+    ] {
+        let file = dir.add(fixture, &format!("lib{fixture}.so"));
+        let host = isolated(&file, Duration::from_secs(20));
+        let lease = host.acquire().unwrap();
+        let worker = lease.worker_pid().unwrap();
+        // The log names the worker by its process id.
+        let started = crate::logger::records(log::Level::Debug, &format!("started worker process {worker} for"));
+        assert_eq!(started.len(), 1, "{fixture}: {started:?}");
+        drop(lease);
+        assert_reaped(worker);
+        let warnings = crate::logger::records(
+            log::Level::Warn,
+            &format!("the worker process {worker} of an isolated set"),
+        );
+        match warned {
+            None => assert!(warnings.is_empty(), "{fixture}: {warnings:?}"),
+            Some(status) => assert!(
+                matches!(&warnings[..], [warning] if warning.contains(status) && warning.contains("on_unload")),
+                "{fixture}: {warnings:?}"
+            ),
+        }
+    }
+}
+
+/// Answers its input in upper case.
+unsafe extern "C" fn upper(
+    input: *const u8,
+    len: usize,
+    out: *mut dylease::abi::dylease_out,
+    _: *mut std::ffi::c_void,
+) -> i32 {
+    let input = match len {
+        0 => &[][..],
+        // SAFETY: the host hands `len` readable bytes at `input`.
+        _ => unsafe { std::slice::from_raw_parts(input, len) },
+    };
+    // SAFETY: `out` is this call's output.
+    if unsafe { dylease::abi::dylease_out::append(out, &input.to_ascii_uppercase()) } {
+        0
+    } else {
+        1
+    }
+}
+
+#[test]
+fn a_static_plugins_message_pass_answers_in_the_host_beside_an_isolated_one() {
+    use dylease::Registrar;
+    let dir = TestDir::new("isolated-static");
+    let file = dir.add("isolated", "libisolated.so");
+    // SAFETY: the test's own fixture.
+    let host = unsafe { PluginHost::builder().file(&file) }
+        .static_plugin("text", |reg| {
+            reg.add_typed_pass::<dylease::MessagePass>("upper", upper, std::ptr::null_mut())
+        })
+        .isolated()
+        .call_deadline(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let lease = host.acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    // The worker has no pass `upper`: it answers here.
+    assert_eq!(call_bounded(&lease, "upper", b"shout").unwrap(), b"SHOUT");
+    assert_eq!(call_bounded(&lease, "pid", b"").unwrap(), worker.to_string().as_bytes());
+}
+
+#[test]
+fn an_input_of_exactly_the_most_a_call_carries_goes_through_and_one_byte_more_is_refused() {
+    // `MAX_MESSAGE`, the most an isolated call carries.
+    const MOST: usize = 256 << 20;
+    let dir = TestDir::new("isolated-most");
+    let file = dir.add("isolated", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(60));
+    let lease = host.acquire().unwrap();
+    let mut input = vec![0u8; MOST];
+    assert_eq!(lease.call("size", &input).unwrap(), MOST.to_string().as_bytes());
+    input.push(0);
+    match lease.call("size", &input).unwrap_err() {
+        Error::CallRefused { reason, .. } => assert!(reason.contains("more than an isolated call carries"), "{reason}"),
+        other => panic!("expected CallRefused, got {other:?}"),
+    }
+}
+
+/// An isolated host over `file` (a plugin whose run path uses `$ORIGIN`) under `trust`.
+fn isolated_trusting(file: &Path, trust: dylease::TrustPolicy) -> PluginHost {
+    // SAFETY: the test's own fixture.
+    unsafe { PluginHost::builder().file(file) }
+        .trust(trust)
+        .isolated()
+        .call_deadline(Duration::from_secs(20))
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn an_origin_plugin_in_a_sticky_directory_is_refused_under_strict_and_loads_in_its_worker_under_permissive() {
+    let dir = TestDir::new("isolated-origin-sticky");
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
+    let file = dir.add("isolated_origin", "libisolated.so");
+    // Others can create names where its loader finds it: the host's check refuses it under
+    // Strict; under Permissive the worker, told the policy, maps it there as the process would.
+    let error = isolated_trusting(&file, dylease::TrustPolicy::Strict)
+        .acquire()
+        .unwrap_err();
+    assert!(error.to_string().contains("(mode 1777, sticky)"), "{error}");
+    let host = isolated_trusting(&file, dylease::TrustPolicy::Permissive);
+    let lease = host.acquire().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(call_bounded(&lease, "reverse", b"ab").unwrap(), b"ba");
+}
+
+#[test]
+fn an_origin_plugin_in_a_directory_its_user_may_search_but_not_read_loads_in_its_worker() {
+    let dir = TestDir::new("isolated-origin-unreadable");
+    let file = dir.add("isolated_origin", "libisolated.so");
+    // Searchable, not readable: opening it takes `O_PATH`.
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o311)).unwrap();
+    let answer = crate::support::with_permission_checks(|| {
+        // (Under Strict, the host's check lists the directory, which it cannot.)
+        let host = isolated_trusting(&file, dylease::TrustPolicy::Permissive);
+        let lease = host.acquire().map_err(|e| e.to_string())?;
+        call_bounded(&lease, "reverse", b"ab").map_err(|e| e.to_string())
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    assert_eq!(answer.unwrap(), b"ba");
+}

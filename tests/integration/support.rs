@@ -210,6 +210,12 @@ fn recipe(name: &str) -> (Vec<&'static str>, Vec<String>) {
         "isolated" => (vec!["isolated.c"], vec![]),
         "isolated_abort_constructor" => (vec!["isolated.c"], vec!["-DABORT_IN_CONSTRUCTOR".into()]),
         "isolated_exit_on_load" => (vec!["isolated.c"], vec!["-DEXIT_IN_ON_LOAD".into()]),
+        "isolated_exit_on_unload" => (vec!["isolated.c"], vec!["-DEXIT_IN_ON_UNLOAD".into()]),
+        // Its run path uses `$ORIGIN`: the loader is given it by name in its directory.
+        "isolated_origin" => (
+            vec!["isolated.c"],
+            vec!["-Wl,-rpath,$ORIGIN".into(), "-Wl,--enable-new-dtags".into()],
+        ),
         "isolated_nodelete" => (vec!["isolated.c"], vec!["-Wl,-z,nodelete".into()]),
         "isolated_unique" => (vec!["isolated_unique.cpp"], vec![]),
         "on_load_state_nodelete" => (vec!["on_load_state.c"], vec!["-Wl,-z,nodelete".into()]),

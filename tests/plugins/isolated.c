@@ -3,6 +3,7 @@
  * chosen at build time:
  *   -DABORT_IN_CONSTRUCTOR   a constructor calls abort()
  *   -DEXIT_IN_ON_LOAD        on_load calls exit(3)
+ *   -DEXIT_IN_ON_UNLOAD      on_unload calls exit(5)
  * Message passes: "reverse" (its input reversed), "echo" (its input, of any size), "size" (the
  * length of its input, in decimal), "pid" (the process it runs in, in decimal),
  * "fail" (returns 7), "crash" (writes through a NULL pointer), "spin" (never returns), "mark"
@@ -99,7 +100,14 @@ static int32_t on_load(void) {
     return 0;
 }
 
-DYLEASE_PLUGIN_WITH_HOOKS("isolated", "1.0", on_load, DYLEASE_NULL_)
+#ifdef EXIT_IN_ON_UNLOAD
+static void on_unload(void) { exit(5); }
+#define ON_UNLOAD on_unload
+#else
+#define ON_UNLOAD DYLEASE_NULL_
+#endif
+
+DYLEASE_PLUGIN_WITH_HOOKS("isolated", "1.0", on_load, ON_UNLOAD)
 DYLEASE_MESSAGE_PASS("reverse", reverse)
 DYLEASE_MESSAGE_PASS("echo", echo)
 DYLEASE_MESSAGE_PASS("size", size)
