@@ -33,6 +33,20 @@ pub(crate) fn run_in_child(name: &str, configure: impl FnOnce(&mut std::process:
     run_copy_in_child(&std::env::current_exe().unwrap(), name, configure);
 }
 
+/// For a test whose body must run alone in a process of its own (it kills or changes what is
+/// the whole process's): in the suite's process, runs the test `name` in a child
+/// ([`run_in_child`]) with the variable `var` set, and returns `false` (the test is done: the
+/// child passed it); in that child, returns `true` (the body runs).
+pub(crate) fn in_a_process_of_its_own(name: &str, var: &str) -> bool {
+    if std::env::var_os(var).is_some() {
+        return true;
+    }
+    run_in_child(name, |child| {
+        child.env(var, "1");
+    });
+    false
+}
+
 /// As [`run_in_child`], with `program`, a copy of this test binary (one made set-user-ID, say).
 /// A child that does not finish within 120 s is killed, and the test fails.
 pub(crate) fn run_copy_in_child(

@@ -937,14 +937,10 @@ fn is_dead(pid: u32) -> bool {
 fn workers_are_forked_by_a_zygote_whose_death_fails_its_sets_and_not_the_next() {
     // In a child process of its own: the zygote is the test binary's, and its death takes
     // the workers of every test running beside this one.
-    const CHILD: &str = "DYLEASE_TEST_ZYGOTE_KILLED";
-    if std::env::var_os(CHILD).is_none() {
-        crate::bounded::run_in_child(
-            "isolated::workers_are_forked_by_a_zygote_whose_death_fails_its_sets_and_not_the_next",
-            |child| {
-                child.env(CHILD, "1");
-            },
-        );
+    if !crate::bounded::in_a_process_of_its_own(
+        "isolated::workers_are_forked_by_a_zygote_whose_death_fails_its_sets_and_not_the_next",
+        "DYLEASE_TEST_ZYGOTE_KILLED",
+    ) {
         return;
     }
     let dir = TestDir::new("isolated-zygote");
@@ -993,14 +989,10 @@ fn workers_are_forked_by_a_zygote_whose_death_fails_its_sets_and_not_the_next() 
 fn a_child_forked_from_a_host_with_workers_gets_workers_of_its_own() {
     // In a child process of its own, with one test thread: a `fork` of the whole suite could
     // copy a lock another test's thread held.
-    const CHILD: &str = "DYLEASE_TEST_FORKED_HOST";
-    if std::env::var_os(CHILD).is_none() {
-        crate::bounded::run_in_child(
-            "isolated::a_child_forked_from_a_host_with_workers_gets_workers_of_its_own",
-            |child| {
-                child.env(CHILD, "1");
-            },
-        );
+    if !crate::bounded::in_a_process_of_its_own(
+        "isolated::a_child_forked_from_a_host_with_workers_gets_workers_of_its_own",
+        "DYLEASE_TEST_FORKED_HOST",
+    ) {
         return;
     }
     let dir = TestDir::new("isolated-forked-host");
@@ -1068,14 +1060,10 @@ fn environment_of(pid: u32, name: &str) -> Option<String> {
 fn a_worker_started_after_the_host_changed_its_environment_or_directory_has_the_new_ones() {
     // In a child process of its own: the environment and the current directory are the
     // process's.
-    const CHILD: &str = "DYLEASE_TEST_ZYGOTE_CONTEXT";
-    if std::env::var_os(CHILD).is_none() {
-        crate::bounded::run_in_child(
-            "isolated::a_worker_started_after_the_host_changed_its_environment_or_directory_has_the_new_ones",
-            |child| {
-                child.env(CHILD, "1");
-            },
-        );
+    if !crate::bounded::in_a_process_of_its_own(
+        "isolated::a_worker_started_after_the_host_changed_its_environment_or_directory_has_the_new_ones",
+        "DYLEASE_TEST_ZYGOTE_CONTEXT",
+    ) {
         return;
     }
     let dir = TestDir::new("isolated-zygote-context");
@@ -1121,14 +1109,10 @@ fn a_worker_started_after_the_host_changed_its_environment_or_directory_has_the_
 #[ignore = "needs root"]
 fn a_worker_started_after_the_host_dropped_a_group_runs_without_it() {
     // In a child process of its own: credentials are the process's.
-    const CHILD: &str = "DYLEASE_TEST_ZYGOTE_CREDENTIALS";
-    if std::env::var_os(CHILD).is_none() {
-        crate::bounded::run_in_child(
-            "isolated::a_worker_started_after_the_host_dropped_a_group_runs_without_it",
-            |child| {
-                child.env(CHILD, "1");
-            },
-        );
+    if !crate::bounded::in_a_process_of_its_own(
+        "isolated::a_worker_started_after_the_host_dropped_a_group_runs_without_it",
+        "DYLEASE_TEST_ZYGOTE_CREDENTIALS",
+    ) {
         return;
     }
     /// The effective group id of the live process `pid` (`/proc/<pid>/status`).
