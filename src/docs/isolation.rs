@@ -114,7 +114,7 @@
 //! when the host asks (their process descriptors tell the host when they ended). A zygote
 //! killed from outside takes its workers with it (their sets fail with `SIGKILL`); the next
 //! worker comes from a new one. A child the host `fork`s gets a zygote of its own.
-//! [`HostBuilder::worker_command`](crate::HostBuilder::worker_command) programs are executed
+//! `HostBuilder::worker_command` programs are executed
 //! for each worker, without a zygote.
 //!
 //! An operator names another program with `HostBuilder::worker_command(path)`: for a host
