@@ -1226,6 +1226,33 @@ mod tests {
         assert_eq!(fs::read(&target).unwrap(), b"new version");
     }
 
+    /// A target that is a file is said to be no directory, and one below a file (which the
+    /// system cannot look up: `ENOTDIR`) is not said to be missing, with a `mkdir` that would
+    /// fail: the step that cannot reach it names the system's cause. Neither is installed.
+    #[test]
+    fn a_target_that_is_a_file_or_below_a_file_is_refused_for_what_it_is() {
+        let scratch = Scratch::new("file_target");
+        let source = scratch.dir("staging").join("libx.so");
+        fs::write(&source, b"new version").unwrap();
+        let file = scratch.0.join("plugins");
+        fs::write(&file, b"a file").unwrap();
+        let (ok, said) = install_with(&source, &file, &mut Recorder::default());
+        assert!(!ok, "{said}");
+        assert!(
+            said.starts_with("not installed: `")
+                && said.contains("plugins` is not a directory: name the plugin directory the hosts read"),
+            "{said}"
+        );
+        let below = file.join("sub");
+        let (ok, said) = install_with(&source, &below, &mut Recorder::default());
+        assert!(!ok, "{said}");
+        assert!(
+            !said.contains("does not exist") && said.contains("Not a directory (os error 20)"),
+            "{said}"
+        );
+        assert_eq!(fs::read(&file).unwrap(), b"a file");
+    }
+
     /// A symbolic link planted at exactly the temporary name the installer takes (to a file
     /// outside the directory) must not be followed, whether the copy is named by `linkat`
     /// (which never replaces a name) or created under its name (`O_EXCL`, `O_NOFOLLOW`): the
