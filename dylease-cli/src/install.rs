@@ -1330,6 +1330,53 @@ mod tests {
         assert_eq!(fs::read(&file).unwrap(), b"a file");
     }
 
+    /// A Python plugin's temporary directory is drawn as a library's temporary name is: a
+    /// name that exists (anyone's file) is left alone and another drawn, and one that cannot
+    /// be made for another reason (here: in a directory that does not exist) fails the
+    /// install with its cause. A file named like no Python plugin a host loads (`_` or `.`
+    /// first) is not installed.
+    #[cfg(feature = "python")]
+    #[test]
+    fn a_python_installs_temporary_directory_is_drawn_as_a_librarys_temporary_name_is() {
+        let scratch = Scratch::new("python_staging");
+        let (staging, plugins) = (scratch.dir("staging"), scratch.dir("plugins"));
+        let source = staging.join("counter.py");
+        let text = "import dylease\ndylease.plugin(\"counter\", \"1.0\")\n";
+        fs::write(&source, text).unwrap();
+        let planted = plugins.join(".counter.py.planted");
+        fs::write(&planted, b"someone else's").unwrap();
+        let mut recorder = Recorder {
+            names: vec![".counter.py.planted".into(), ".counter.py.free".into()],
+            ..Recorder::default()
+        };
+        let (ok, said) = install_with(&source, &plugins, &mut recorder);
+        assert!(ok, "{said}");
+        assert_eq!(fs::read(&planted).unwrap(), b"someone else's", "{said}");
+        assert_eq!(fs::read_to_string(plugins.join("counter.py")).unwrap(), text);
+        assert!(!plugins.join(".counter.py.free").exists(), "{said}");
+
+        let mut recorder = Recorder {
+            names: vec!["missing/.counter.py.chosen".into()],
+            ..Recorder::default()
+        };
+        let (ok, said) = install_with(&source, &plugins, &mut recorder);
+        assert!(!ok, "{said}");
+        assert!(
+            said.contains("cannot create a temporary directory in")
+                && said.contains("No such file or directory (os error 2)"),
+            "{said}"
+        );
+
+        for name in ["_private.py", ".hidden.py"] {
+            let source = staging.join(name);
+            fs::write(&source, text).unwrap();
+            let (ok, said) = install_with(&source, &plugins, &mut Recorder::default());
+            assert!(!ok, "{name}: {said}");
+            assert!(said.contains("is named like no Python plugin"), "{name}: {said}");
+            assert!(!plugins.join(name).exists(), "{name}: {said}");
+        }
+    }
+
     /// A symbolic link planted at exactly the temporary name the installer takes (to a file
     /// outside the directory) must not be followed, whether the copy is named by `linkat`
     /// (which never replaces a name) or created under its name (`O_EXCL`, `O_NOFOLLOW`): the
