@@ -1031,19 +1031,19 @@ mod tests {
     /// The real install's file operations, recorded in order; the temporary names come from
     /// `names` (the real random ones once it runs out) and the check is stood in for (every
     /// copy would load), so that any bytes can be installed and no plugin code runs. With
-    /// `named`, it plays a file system without unnamed files (`O_TMPFILE`): the copy is
-    /// written under its temporary name.
+    /// `named`, it plays a file system without unnamed files (`O_TMPFILE`), whose creation of
+    /// one fails with that error number: the copy is written under its temporary name.
     #[derive(Default)]
     struct Recorder {
         names: Vec<OsString>,
-        named: bool,
+        named: Option<i32>,
         steps: Vec<Step>,
     }
 
     impl Seam for Recorder {
         fn unnamed(&mut self, dir: &Path) -> io::Result<File> {
-            if self.named {
-                return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+            if let Some(errno) = self.named {
+                return Err(io::Error::from_raw_os_error(errno));
             }
             create_unnamed(dir)
         }
@@ -1162,6 +1162,30 @@ mod tests {
         }
     }
 
+    /// A check ended by a signal is said with the signal's usual name: those a plugin's code
+    /// or the loader ends a process with (an abort, a fault, a trap, a refused system call)
+    /// and those another process sends; any other is "an unusual signal".
+    #[test]
+    fn the_signals_that_end_a_check_are_named() {
+        for (signal, name) in [
+            (libc::SIGABRT, "SIGABRT"),
+            (libc::SIGSEGV, "SIGSEGV"),
+            (libc::SIGBUS, "SIGBUS"),
+            (libc::SIGILL, "SIGILL"),
+            (libc::SIGFPE, "SIGFPE"),
+            (libc::SIGTRAP, "SIGTRAP"),
+            (libc::SIGSYS, "SIGSYS"),
+            (libc::SIGKILL, "SIGKILL"),
+            (libc::SIGTERM, "SIGTERM"),
+            (libc::SIGINT, "SIGINT"),
+            (libc::SIGHUP, "SIGHUP"),
+            (libc::SIGPIPE, "SIGPIPE"),
+            (libc::SIGUSR1, "an unusual signal"),
+        ] {
+            assert_eq!(signal_name(signal), name, "signal {signal}");
+        }
+    }
+
     /// The copy must be on disk before it is renamed over the installed file: renamed first,
     /// a crash of the machine could leave the final name on a file whose data never reached
     /// the disk (an empty or partial library). It is written without a name, flushed, and
@@ -1197,33 +1221,160 @@ mod tests {
     }
 
     /// On a file system without unnamed files the copy is written under its temporary name,
-    /// and still flushed before it is checked and renamed.
+    /// and still flushed before it is checked and renamed. Such a file system (or kernel)
+    /// says so with any of the three errors `O_TMPFILE` fails with there.
     #[test]
     fn without_unnamed_files_the_copy_is_written_under_its_temporary_name_and_flushed_first() {
-        let scratch = Scratch::new("order_named");
+        for errno in [libc::EOPNOTSUPP, libc::EISDIR, libc::EINVAL] {
+            let scratch = Scratch::new(&format!("order_named_{errno}"));
+            let (staging, plugins) = (scratch.dir("staging"), scratch.dir("plugins"));
+            let source = staging.join("libx.so");
+            fs::write(&source, b"new version").unwrap();
+            let target = plugins.join("libx.so");
+            let mut recorder = Recorder {
+                names: vec![".libx.so.chosen".into()],
+                named: Some(errno),
+                ..Recorder::default()
+            };
+            let (ok, said) = install_with(&source, &plugins, &mut recorder);
+            assert!(ok, "error {errno}: {said}");
+            let partial = plugins.join(".libx.so.chosen");
+            assert_eq!(
+                recorder.steps,
+                [
+                    Step::Synced(target.clone()),
+                    Step::Checked(partial.clone()),
+                    Step::Renamed(partial, target.clone()),
+                    Step::DirSynced(plugins.clone()),
+                ],
+                "error {errno}: {said}"
+            );
+            assert_eq!(fs::read(&target).unwrap(), b"new version");
+        }
+    }
+
+    /// A file whose name a host reading the directory would not load (not `*.so`, or `.so`
+    /// alone) is not installed, and says why.
+    #[test]
+    fn a_file_not_named_like_a_plugin_library_is_not_installed() {
+        let scratch = Scratch::new("not_a_library_name");
         let (staging, plugins) = (scratch.dir("staging"), scratch.dir("plugins"));
-        let source = staging.join("libx.so");
+        for name in ["libx.txt", ".so"] {
+            let source = staging.join(name);
+            fs::write(&source, b"any bytes").unwrap();
+            let mut recorder = Recorder::default();
+            let (ok, said) = install_with(&source, &plugins, &mut recorder);
+            assert!(!ok, "{name}: {said}");
+            assert!(
+                said.contains("is not named like a plugin library (`*.so`): a host reading"),
+                "{name}: {said}"
+            );
+            assert_eq!(recorder.steps, [], "{name}: {said}");
+            assert_eq!(fs::read_dir(&plugins).unwrap().count(), 0, "{name}: {said}");
+        }
+    }
+
+    /// A temporary name that cannot be taken for another reason than being taken (here: in a
+    /// directory that does not exist) fails the install with its cause, whether the copy is
+    /// named by `linkat` or created under its name: another name is drawn only for a name
+    /// that exists, and nothing is installed.
+    #[test]
+    fn a_temporary_name_that_fails_otherwise_than_taken_fails_the_install_with_its_cause() {
+        for (named, step) in [
+            (None, "cannot name the temporary copy in"),
+            (Some(libc::EOPNOTSUPP), "cannot create a temporary file in"),
+        ] {
+            let scratch = Scratch::new(&format!("name_fails_{}", named.is_some()));
+            let (staging, plugins) = (scratch.dir("staging"), scratch.dir("plugins"));
+            let source = staging.join("libx.so");
+            fs::write(&source, b"new version").unwrap();
+            let mut recorder = Recorder {
+                names: vec!["missing/.libx.so.chosen".into()],
+                named,
+                ..Recorder::default()
+            };
+            let (ok, said) = install_with(&source, &plugins, &mut recorder);
+            assert!(!ok, "{said}");
+            assert!(
+                said.contains(step) && said.contains("No such file or directory (os error 2)"),
+                "{said}"
+            );
+            assert_eq!(fs::read_dir(&plugins).unwrap().count(), 0, "{said}");
+        }
+    }
+
+    /// A target that is a file is said to be no directory, and one below a file (which the
+    /// system cannot look up: `ENOTDIR`) is not said to be missing, with a `mkdir` that would
+    /// fail: the step that cannot reach it names the system's cause. Neither is installed.
+    #[test]
+    fn a_target_that_is_a_file_or_below_a_file_is_refused_for_what_it_is() {
+        let scratch = Scratch::new("file_target");
+        let source = scratch.dir("staging").join("libx.so");
         fs::write(&source, b"new version").unwrap();
-        let target = plugins.join("libx.so");
+        let file = scratch.0.join("plugins");
+        fs::write(&file, b"a file").unwrap();
+        let (ok, said) = install_with(&source, &file, &mut Recorder::default());
+        assert!(!ok, "{said}");
+        assert!(
+            said.starts_with("not installed: `")
+                && said.contains("plugins` is not a directory: name the plugin directory the hosts read"),
+            "{said}"
+        );
+        let below = file.join("sub");
+        let (ok, said) = install_with(&source, &below, &mut Recorder::default());
+        assert!(!ok, "{said}");
+        assert!(
+            !said.contains("does not exist") && said.contains("Not a directory (os error 20)"),
+            "{said}"
+        );
+        assert_eq!(fs::read(&file).unwrap(), b"a file");
+    }
+
+    /// A Python plugin's temporary directory is drawn as a library's temporary name is: a
+    /// name that exists (anyone's file) is left alone and another drawn, and one that cannot
+    /// be made for another reason (here: in a directory that does not exist) fails the
+    /// install with its cause. A file named like no Python plugin a host loads (`_` or `.`
+    /// first) is not installed.
+    #[cfg(feature = "python")]
+    #[test]
+    fn a_python_installs_temporary_directory_is_drawn_as_a_librarys_temporary_name_is() {
+        let scratch = Scratch::new("python_staging");
+        let (staging, plugins) = (scratch.dir("staging"), scratch.dir("plugins"));
+        let source = staging.join("counter.py");
+        let text = "import dylease\ndylease.plugin(\"counter\", \"1.0\")\n";
+        fs::write(&source, text).unwrap();
+        let planted = plugins.join(".counter.py.planted");
+        fs::write(&planted, b"someone else's").unwrap();
         let mut recorder = Recorder {
-            names: vec![".libx.so.chosen".into()],
-            named: true,
+            names: vec![".counter.py.planted".into(), ".counter.py.free".into()],
             ..Recorder::default()
         };
         let (ok, said) = install_with(&source, &plugins, &mut recorder);
         assert!(ok, "{said}");
-        let partial = plugins.join(".libx.so.chosen");
-        assert_eq!(
-            recorder.steps,
-            [
-                Step::Synced(target.clone()),
-                Step::Checked(partial.clone()),
-                Step::Renamed(partial, target.clone()),
-                Step::DirSynced(plugins.clone()),
-            ],
+        assert_eq!(fs::read(&planted).unwrap(), b"someone else's", "{said}");
+        assert_eq!(fs::read_to_string(plugins.join("counter.py")).unwrap(), text);
+        assert!(!plugins.join(".counter.py.free").exists(), "{said}");
+
+        let mut recorder = Recorder {
+            names: vec!["missing/.counter.py.chosen".into()],
+            ..Recorder::default()
+        };
+        let (ok, said) = install_with(&source, &plugins, &mut recorder);
+        assert!(!ok, "{said}");
+        assert!(
+            said.contains("cannot create a temporary directory in")
+                && said.contains("No such file or directory (os error 2)"),
             "{said}"
         );
-        assert_eq!(fs::read(&target).unwrap(), b"new version");
+
+        for name in ["_private.py", ".hidden.py"] {
+            let source = staging.join(name);
+            fs::write(&source, text).unwrap();
+            let (ok, said) = install_with(&source, &plugins, &mut Recorder::default());
+            assert!(!ok, "{name}: {said}");
+            assert!(said.contains("is named like no Python plugin"), "{name}: {said}");
+            assert!(!plugins.join(name).exists(), "{name}: {said}");
+        }
     }
 
     /// A symbolic link planted at exactly the temporary name the installer takes (to a file
@@ -1244,7 +1395,7 @@ mod tests {
             std::os::unix::fs::symlink(&victim, &planted).unwrap();
             let mut recorder = Recorder {
                 names: vec![".libx.so.planted".into(), ".libx.so.free".into()],
-                named,
+                named: named.then_some(libc::EOPNOTSUPP),
                 ..Recorder::default()
             };
             let (ok, said) = install_with(&source, &plugins, &mut recorder);
@@ -1288,7 +1439,7 @@ mod tests {
             let planted_inode = fs::metadata(&planted).unwrap().ino();
             let mut recorder = Recorder {
                 names: vec![".libx.so.planted".into(), ".libx.so.free".into()],
-                named,
+                named: named.then_some(libc::EOPNOTSUPP),
                 ..Recorder::default()
             };
             let (ok, said) = install_with(&source, &plugins, &mut recorder);
@@ -1328,6 +1479,7 @@ mod tests {
             ".libx.so.dylease-install-42-0123456789ABCDEF",
             ".libx.so.dylease-install--0123456789abcdef",
             ".libx.so.dylease-install-4x2-0123456789abcdef",
+            ".libx.so.dylease-install-+42-0123456789abcdef",
             "..dylease-install-42-0123456789abcdef",
             "libx.so.dylease-install-42-0123456789abcdef",
             ".libx.so.dylease-install-42-0123456789abcdef.so",

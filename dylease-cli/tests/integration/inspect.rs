@@ -50,6 +50,11 @@ fn inspect_prints_manifests_and_runs_none_of_the_plugins_code() {
             .all(|pass| text.stdout.contains(pass)),
         "{text:?}"
     );
+    assert!(
+        text.stdout
+            .contains("\n3 plugins, none refused. No plugin code was run"),
+        "{text:?}"
+    );
 
     let run = dylease(dir.path(), &["inspect", "--json", "plugins"]);
     assert_eq!(run.status, 0, "{run:?}");
@@ -160,7 +165,74 @@ fn inspect_reports_a_refusal_with_its_fix_and_exits_1() {
         document["sources"][0]["plugins"][0]["problem"]["cause"], "untrusted",
         "{document}"
     );
-    assert!(!dir.path().join("libopen.so.ran").exists());
+    assert!(
+        run.stdout
+            .contains("\n1 plugin; 1 refused (FAIL above): a host would not load it. No plugin code was run."),
+        "{run:?}"
+    );
+    // A refused plugin without a manifest: nothing is said of the passes it would register
+    // (it registers none: no host loads it), only its refusal.
+    let bare = add(&dir, "by_hand_marker", "libbare.so");
+    std::fs::set_permissions(&bare, std::os::unix::fs::PermissionsExt::from_mode(0o757)).unwrap();
+    let run = dylease(dir.path(), &["inspect", "libopen.so", "libbare.so"]);
+    assert_eq!(run.status, 1, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("FAIL  libbare.so\n        signature: unsigned (`dylease sign` signs it)\n        problem: ")
+            && !run.stdout.contains("no manifest")
+            && run
+                .stdout
+                .contains("\n2 plugins; 2 refused (FAIL above): a host would not load them. No plugin code was run."),
+        "{run:?}"
+    );
+    assert!(!dir.path().join("libopen.so.ran").exists() && !dir.path().join("libbare.so.ran").exists());
+}
+
+/// A directory without plugin files is no failure: a host given it loads nothing, which
+/// `inspect` says under it, and it counts no plugin.
+#[test]
+fn inspect_of_a_directory_without_plugins_says_a_host_given_it_loads_nothing() {
+    let dir = TestDir::new("cli_inspect_empty");
+    let plugins = dir.sub("plugins");
+    add_in(&plugins, "arith", "libarith.so.1");
+    let run = dylease(dir.path(), &["inspect", "plugins"]);
+    assert_eq!(run.status, 0, "{run:?}");
+    assert!(
+        run.stdout.starts_with(
+            "ok    plugins\n        note: no plugin here: a host given it loads nothing (only regular files named \
+             `*.so` directly in a directory are loaded)\n"
+        ) && run.stdout.contains("\n0 plugins, none refused. No plugin code was run"),
+        "{run:?}"
+    );
+}
+
+/// Each cause of a pin prediction has its word in the JSON report: `-z nodelete`, and the
+/// GNU unique symbols, thread-local destructors and exports of the C++ example plugin built
+/// without the recipe.
+#[test]
+fn inspect_json_names_each_pin_cause_by_its_word() {
+    let dir = TestDir::new("cli_inspect_pin_words");
+    add(&dir, "ctor_nodelete", "libnodelete.so");
+    add(&dir, "layout_plain", "liblayout_plain.so");
+    let run = dylease(
+        dir.path(),
+        &["inspect", "--json", "libnodelete.so", "liblayout_plain.so"],
+    );
+    let document = json(&run);
+    let words = |source: usize| -> Vec<String> {
+        document["sources"][source]["plugins"][0]["pinning"]["causes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|cause| cause["cause"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(words(0), ["nodelete"], "{document}");
+    assert_eq!(
+        words(1),
+        ["gnu-unique", "thread-local-destructors", "exports"],
+        "{document}"
+    );
 }
 
 /// `plugins/NAME`: a settled copy of fixture `name` in `plugins` (mode 0755).
@@ -408,7 +480,10 @@ fn inspect_of_a_python_plugin_without_python_says_that_python_reads_it() {
         run.stdout.contains("`counter.py` is a Python plugin")
             && run.stdout.contains("`dylease inspect --python counter.py`")
             && !run.stdout.contains("ELF")
-            && !run.stdout.contains("cdylib"),
+            && !run.stdout.contains("cdylib")
+            && run.stdout.contains(
+                "\n0 plugins, none refused. 1 Python plugin not read without `--python`. No plugin code was run"
+            ),
         "{run:?}"
     );
     let document = json(&dylease(dir.path(), &["inspect", "--json", "counter.py"]));

@@ -591,6 +591,43 @@ fn dylease_install_into_a_missing_directory_says_to_create_it_first() {
     assert_eq!(status, Some(0), "{said}");
 }
 
+/// The copy is checked under the trust policy the install is given, as the deployment's host
+/// would load it: into a directory its group can write, a strict install (the default) is
+/// refused and leaves the directory as it was; `--trust permissive`, for a deployment that
+/// trusts that group, installs it.
+#[test]
+fn dylease_install_checks_the_copy_under_the_trust_policy_it_is_given() {
+    let staging = TestDir::new("install_cli_trust_staging");
+    let plugin = staging.add("versioned_1", "libversioned.so");
+    let plugins = TestDir::new("install_cli_trust");
+    fs::set_permissions(plugins.path(), fs::Permissions::from_mode(0o775)).unwrap();
+    let (status, said) = install(&plugin, plugins.path());
+    assert_eq!(status, Some(1), "{said}");
+    assert!(
+        said.contains("would not load") && said.contains("`--trust permissive`"),
+        "{said}"
+    );
+    assert_eq!(fs::read_dir(plugins.path()).unwrap().count(), 0, "{said}");
+    let out = Command::new(binary())
+        .args(["install", "--trust", "permissive"])
+        .arg(&plugin)
+        .arg(plugins.path())
+        .output()
+        .unwrap();
+    let said = unwrapped(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    // What its check loaded, as the check saw it.
+    assert!(
+        said.contains(&format!(
+            "installed `{}` as `{}` (plugin `versioned`, 2 passes)\n",
+            plugin.display(),
+            plugins.path().join("libversioned.so").display()
+        )),
+        "{said}"
+    );
+    assert!(plugins.path().join("libversioned.so").exists(), "{said}");
+}
+
 /// An older version of a plugin installed over a newer one (both versions read from the
 /// manifests, without running either) is installed, with a warning that names both; a
 /// newer one over an older one, or the same version again, is not warned about.

@@ -150,9 +150,21 @@ fn inspect_shows_the_signer_claimed_or_verified_or_that_a_plugin_is_unsigned_run
     assert_eq!(signature["name"], "by-hand");
     assert_eq!(signature["serial"], 9);
     assert_eq!(signature["verified"], true);
+    let run = dylease(dir.path(), &["inspect", "libx.so", "--keyring", "k.pub"]);
+    assert_eq!(run.status, 0, "{run:?}");
+    assert!(
+        run.stdout.contains("`by-hand` version 1 serial 9 (verified)\n"),
+        "{run:?}"
+    );
+    // A keyring that refuses the signature: the signer it claims, and the refusal below it.
     let run = dylease(dir.path(), &["inspect", "libx.so", "--keyring", "other.pub"]);
     assert_eq!(run.status, 1, "{run:?}");
     assert!(run.stdout.contains("which this host does not trust"), "{run:?}");
+    assert!(
+        run.stdout
+            .contains("`by-hand` version 1 serial 9 (claimed; the keyring refused it: see the problem)\n"),
+        "{run:?}"
+    );
     assert!(markers(dir.path()).is_empty(), "inspect ran the plugin's code");
 }
 
