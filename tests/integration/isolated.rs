@@ -1103,6 +1103,11 @@ fn a_worker_started_after_the_host_changed_its_environment_or_directory_has_the_
     );
     // The first set's worker, of the first zygote, goes on.
     assert_eq!(lease.call("reverse", b"ab").unwrap(), b"ba");
+    // Once it is gone, so is the zygote that serves no more: ended and reaped.
+    drop(lease);
+    drop(first);
+    assert_reaped(worker);
+    assert_reaped(zygote);
 }
 
 #[test]
