@@ -68,14 +68,15 @@
 //! Measured by `benches/compare.rs` ([`BENCHMARKS.md`], "Isolated sets"), on a 2-core guest,
 //! mostly quiet:
 //!
-//! - **A worker per set**: its start (a fork of the zygote, the handshake) is added to the
+//! - **A worker per set**: its start (a worker the zygote forked ahead, the handshake) is added to the
 //!   set's first `acquire()`, and the zygote's own start (the program executed and linked
 //!   again, about 1 ms there) to the first isolated set of the process; the plugins' loads
 //!   are sent to the worker all at once and their answers read in order, so the worker maps
 //!   one while the host checks the next; the worker's unload of its plugins, its exit and
-//!   its reap are added to the unload. An isolated set of 16 plugins took 2.7–3.0 ms to
-//!   acquire, call once and drop: 3.3× the same cycle in the process, 1.4× that cycle plus a
-//!   bare `posix_spawn` and `waitpid` (3.4–3.7 ms, 1.8×, when each worker was executed anew).
+//!   its reap are added to the unload. An isolated set of 16 plugins took 2.6–3.2 ms to
+//!   acquire, call once and drop: 3.1× the same cycle in the process, 1.35× that cycle plus
+//!   a bare `posix_spawn` and `waitpid` (3.4–3.7 ms, 1.8×, when each worker was executed
+//!   anew).
 //! - **Each call is a round trip** over the worker's socket: a message each way and four
 //!   wake-ups (the caller, the worker's reading thread, its call thread, the host's reader
 //!   thread), plus the copies of the input and the output (for a large input, the host's copy
@@ -106,7 +107,8 @@
 //!
 //! The program is not executed anew for each worker: the first isolated `acquire()` of a
 //! host process starts a **zygote**, the same program in another role (the hook again,
-//! recognised by another variable), which then `fork`s every worker on request. A fork of a
+//! recognised by another variable), which then `fork`s every worker on request (one ahead,
+//! which waits for its channel, so that a start takes a worker already forked). A fork of a
 //! process that ran nothing but the C runtime's start is much cheaper than loading and
 //! linking the program again (about 1.1 ms of a 2.8 ms cycle for the benchmark's 2 MiB
 //! program, more for a large one). The zygote is the host's child, lives as long as the host

@@ -38,7 +38,7 @@
 //!   that crosses the two CPUs and about 20× when it stays on one; 1 MiB of input goes
 //!   through a reused shared region at 0.25× the throughput of a `memcpy` (target 0.5, not
 //!   met: the round trip alone is about twice the copy), and acquiring, calling and dropping
-//!   an isolated set of 16, its worker forked by the zygote, is 1.4× the in-process cycle
+//!   an isolated set of 16, its worker forked by the zygote, is 1.35× the in-process cycle
 //!   plus a bare process spawn (target 1.3×, not met; 1.8× when each worker was executed
 //!   anew): BENCHMARKS.md, "Isolated sets", says where the time goes.
 //!

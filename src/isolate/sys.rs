@@ -29,7 +29,7 @@ use dylease_plugin::abi::{dylease_message_fn, dylease_out};
 
 #[cfg(all(feature = "isolate", target_os = "linux", not(loom)))]
 pub(crate) use process::{
-    Channel, InputRegion, OutputMapping, OutputRegion, Process, Reaper, Region, Role, SIZE_SEALS, credentials,
+    Channel, InputRegion, OutputMapping, OutputRegion, Process, Reaper, Region, Role, SIZE_SEALS, Spare, credentials,
     fork_worker, reap_child, sealed_region, seals, spawn,
 };
 
@@ -149,7 +149,7 @@ unsafe fn call_message(
 mod process {
     use std::fs::File;
     use std::io::{self, Read, Seek};
-    use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+    use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::FileExt;
     use std::os::unix::process::CommandExt;
@@ -1143,6 +1143,81 @@ mod process {
             }),
             pid => Ok(pid as u32),
         }
+    }
+
+    /// A worker a zygote forked ahead, waiting for the channel it is to serve: the zygote
+    /// forks the next while nobody waits for it, and a start is then a hand-over.
+    #[derive(Debug)]
+    pub(crate) struct Spare {
+        pid: libc::pid_t,
+        /// The zygote's end of the spare's own channel, on which its channel comes.
+        handoff: Channel,
+    }
+
+    impl Spare {
+        /// In a zygote (which runs one thread): forks a spare. The spare dies with the zygote
+        /// (`PR_SET_PDEATHSIG`), waits for one descriptor on its own channel, and then runs
+        /// as [`fork_worker`]'s worker on it; if the zygote closes its end first, it exits.
+        pub(crate) fn fork() -> io::Result<Spare> {
+            let (handoff, theirs) = Channel::pair()?;
+            // SAFETY: `getpid` has no preconditions.
+            let zygote = unsafe { libc::getpid() };
+            // SAFETY: as in `fork_worker`: the zygote runs one thread.
+            match unsafe { libc::fork() } {
+                -1 => Err(io::Error::last_os_error()),
+                0 => {
+                    // The zygote's end is not the spare's: it sees the zygote's close.
+                    drop(handoff);
+                    // Raw: `worker_after_fork` closes every descriptor above 3, this among
+                    // them, and nothing here may close one again.
+                    let theirs = theirs.into_raw_fd();
+                    exit_now(match spare_wait(theirs, zygote) {
+                        Ok(Some(channel)) => run_as(Role::Worker, channel),
+                        Ok(None) => 0,
+                        Err(_) => 126,
+                    })
+                }
+                pid => Ok(Spare { pid, handoff }),
+            }
+        }
+
+        /// Hands the spare `channel`, its channel: the worker's process id.
+        pub(crate) fn start(self, channel: &OwnedFd) -> io::Result<u32> {
+            match self.handoff.send(b"W", &[channel.as_fd()]) {
+                Ok(()) => Ok(self.pid as u32),
+                Err(e) => {
+                    // Dead, or as good as: ended, and reaped here, where nobody asks for it.
+                    // SAFETY: `kill` and `waitpid` of this zygote's child, not reaped yet.
+                    unsafe { libc::kill(self.pid, libc::SIGKILL) };
+                    // SAFETY: as above; `waitpid` with no status wanted.
+                    unsafe { libc::waitpid(self.pid, std::ptr::null_mut(), 0) };
+                    Err(e)
+                }
+            }
+        }
+    }
+
+    /// The spare's wait for its channel on `handoff` (see [`Spare::fork`]): `None` if the
+    /// zygote closed its end first.
+    fn spare_wait(handoff: RawFd, zygote: libc::pid_t) -> io::Result<Option<Channel>> {
+        // The death signal first: a spare may wait long.
+        // SAFETY: `prctl` with these options takes plain integers.
+        if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `getppid` has no preconditions.
+        if unsafe { libc::getppid() } != zygote {
+            return Ok(None);
+        }
+        // SAFETY: `handoff` is this process's, open, and owned by nothing else in it.
+        let handoff = Channel(unsafe { OwnedFd::from_raw_fd(handoff) });
+        let mut buffer = [0u8; 4];
+        let received = handoff.recv(&mut buffer)?;
+        std::mem::forget(handoff);
+        let Ok([channel]) = <[OwnedFd; 1]>::try_from(received.fds) else {
+            return Ok(None);
+        };
+        worker_after_fork(channel.into_raw_fd(), zygote).map(Some)
     }
 
     /// The forked worker's set-up (see [`fork_worker`]): its channel at 3, close-on-exec, and

@@ -6,7 +6,10 @@
 //! and grow with the program). The first such worker of a host process starts a zygote
 //! instead, the same program in the zygote's role (`sys::spawn` with `Role::Zygote`, from
 //! the process's spawning thread), which then forks every worker on request: a fork of a
-//! process that ran nothing but the C runtime's start and the early hook. So the zygote is
+//! process that ran nothing but the C runtime's start and the early hook. It forks one
+//! worker ahead (a `sys::Spare`, which waits for its channel) whenever it has none and no
+//! request waits, so that a start is a hand-over of the channel, the fork off its path. So
+//! the zygote is
 //! the host program as it was executed then: the host's credentials, current directory and
 //! environment of that moment (less its `LD_*` variables unless passed through, one zygote
 //! per choice), its limits, cgroup and standard streams; a worker gets the same, and its own
@@ -268,11 +271,24 @@ impl Drop for Zygote {
     }
 }
 
+/// Starts a worker on `channel`: by `spare` if there is one that takes it, else by a fork.
+fn start(channel: OwnedFd, spare: Option<sys::Spare>) -> io::Result<u32> {
+    match spare.map(|spare| spare.start(&channel)) {
+        Some(Ok(pid)) => Ok(pid),
+        _ => sys::fork_worker(channel),
+    }
+}
+
 /// The zygote process: serves its host's requests on `channel` until the host closes it (or
 /// sends what is no request); returns its exit status.
 pub(crate) fn serve(channel: Channel) -> i32 {
     let mut buffer = [0u8; 16];
+    // The next worker, forked ahead once an answer is sent (off the path of any start).
+    let mut spare: Option<sys::Spare> = None;
     loop {
+        if spare.is_none() {
+            spare = sys::Spare::fork().ok();
+        }
         let received = match channel.recv(&mut buffer) {
             Ok(received) => received,
             Err(_) => return 1,
@@ -282,7 +298,7 @@ pub(crate) fn serve(channel: Channel) -> i32 {
         }
         let mut fds = received.fds;
         let (kind, number, value) = match (&buffer[..received.len.min(buffer.len())], fds.len()) {
-            ([FORK, n @ ..], 1) if n.len() == 4 => match sys::fork_worker(fds.remove(0)) {
+            ([FORK, n @ ..], 1) if n.len() == 4 => match start(fds.remove(0), spare.take()) {
                 Ok(pid) => (FORK, n, pid as i32),
                 Err(e) => (FAILED, n, e.raw_os_error().unwrap_or(libc::EIO)),
             },

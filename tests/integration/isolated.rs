@@ -1516,3 +1516,64 @@ fn an_origin_plugin_in_a_directory_its_user_may_search_but_not_read_loads_in_its
     std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     assert_eq!(answer.unwrap(), b"ba");
 }
+
+/// The children of the live process `pid` (every process whose parent it is).
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&child| {
+            std::fs::read_to_string(format!("/proc/{child}/stat"))
+                .is_ok_and(|stat| stat[stat.rfind(')').unwrap() + 2..].split(' ').nth(1) == Some(&pid.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_zygote_forks_a_spare_ahead_and_a_spare_killed_from_outside_is_replaced() {
+    // In a child process of its own: the zygote is the process's.
+    if !crate::bounded::in_a_process_of_its_own(
+        "isolated::the_zygote_forks_a_spare_ahead_and_a_spare_killed_from_outside_is_replaced",
+        "DYLEASE_TEST_ZYGOTE_SPARE",
+    ) {
+        return;
+    }
+    let dir = TestDir::new("isolated-zygote-spare");
+    let file = dir.add("isolated", "libisolated.so");
+    let host = isolated(&file, Duration::from_secs(30));
+    let lease = host.acquire().unwrap();
+    let worker = lease.worker_pid().unwrap();
+    let zygote = parent_of(worker);
+    // Beside the worker, the zygote holds one spare, forked ahead for the next.
+    let spare = || -> Vec<u32> {
+        children_of(zygote)
+            .into_iter()
+            .filter(|&child| child != worker)
+            .collect()
+    };
+    await_that("the zygote forks a spare", || spare().len() == 1);
+    let first_spare = spare()[0];
+    let other_dir = TestDir::new("isolated-zygote-spare-next");
+    let other_file = other_dir.add("isolated", "libisolated.so");
+    let next = isolated(&other_file, Duration::from_secs(30)).acquire().unwrap();
+    assert_eq!(next.worker_pid(), Some(first_spare), "the next worker is the spare");
+    assert_eq!(next.call("pid", b"").unwrap(), first_spare.to_string().as_bytes());
+    drop(next);
+    assert_reaped(first_spare);
+
+    // A spare killed before its turn: the next worker is forked as if there were none, and
+    // the dead spare is reaped.
+    await_that("the zygote forks another spare", || spare().len() == 1);
+    let killed = spare()[0];
+    // SAFETY: `kill` of the spare, alive and not reaped (the zygote reaps it only after its
+    // turn comes).
+    assert_eq!(unsafe { libc::kill(killed as libc::pid_t, libc::SIGKILL) }, 0);
+    await_that("the spare dies", || is_dead(killed));
+    let third_dir = TestDir::new("isolated-zygote-spare-killed");
+    let third_file = third_dir.add("isolated", "libisolated.so");
+    let third = isolated(&third_file, Duration::from_secs(30)).acquire().unwrap();
+    assert_ne!(third.worker_pid(), Some(killed));
+    assert_eq!(third.call("reverse", b"ab").unwrap(), b"ba");
+    assert_reaped(killed);
+    assert_eq!(lease.call("reverse", b"cd").unwrap(), b"dc");
+}
