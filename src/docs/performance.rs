@@ -57,15 +57,15 @@
 //! | an eager set, an on-demand set and `catalog()` | 702 KiB (budget 707 KiB) |
 //! | a host that requires signatures (`HostBuilder::require_signed`) | +171 KiB: the verification (SHA-256, Ed25519 with its base-point tables, the keyring), the read leases and sealed copies, and the load's verification of each library and its dependencies, reached only through the trait object the builder stores (`trust::Verifier`), whose vtable nothing else makes |
 //! | the `watch` feature | only with the feature on (notify and the watcher thread) |
-//! | the `isolate` feature, `HostBuilder::isolated` not called | +96 KiB: the worker's side (its early hook in `.init_array`, which the linker keeps whatever calls it, the zygote's loop and fork, and the worker's loop, mapping, shared regions and call threads): any program built with the feature can be re-run as a zygote or a worker |
-//! | an isolated set (`HostBuilder::isolated`) | +343 KiB: the worker's side and the host's (the zygote's start through `posix_spawn`, or `std::process::Command` where the C library lacks its close-from action, the requests to it, the channel and its reader thread, the frames, the dependencies' and regions' descriptors), linked only by a program that calls `isolated()` |
+//! | the `isolate` feature, `HostBuilder::isolated` not called | +100 KiB: the worker's side (its early hook in `.init_array`, which the linker keeps whatever calls it, the zygote's loop, its forks and its spare, and the worker's loop, mapping, shared regions and call threads): any program built with the feature can be re-run as a zygote or a worker |
+//! | an isolated set (`HostBuilder::isolated`) | +351 KiB: the worker's side and the host's (the zygote's start through `posix_spawn`, or `std::process::Command` where the C library lacks its close-from action, the requests to it, the channel and its reader thread, the frames, the dependencies' and regions' descriptors), linked only by a program that calls `isolated()` |
 //!
 //! Since the figures before them (627 KiB, 672 KiB, +73 KiB and +279 KiB), the eager and
 //! three-part programs grew by 6 KiB with the move of `unsafe` into the platform layer's
 //! small safe functions and the typed lookup of message passes (not yet traced further), and
 //! the isolate parts by 16 KiB and 46 KiB over the same merges (the reused input regions,
-//! the `posix_spawn` start and the pipelined map requests among them); the zygote added
-//! 4 KiB and 23 KiB to them.
+//! the `posix_spawn` start and the pipelined map requests among them); the zygote (with its
+//! context check and its spare) added 8 KiB and 31 KiB to them.
 //!
 //! Signed plugins' share of every program, about 19 KiB of the 652 (by the same program
 //! built from the tree before signed plugins, unstripped, compared symbol by symbol, and with
