@@ -1861,3 +1861,50 @@ fn an_isolated_plugins_dependencies_are_mapped_in_its_worker_from_the_hosts_desc
         assert!(!mapped(file), "{} is mapped in the host", file.display());
     }
 }
+
+/// The descriptors of this process that are open on `file` (by device and inode).
+fn descriptors_open_on(file: &Path) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let wanted = fs::metadata(file).map(|m| (m.dev(), m.ino())).unwrap();
+    fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|entry| fs::metadata(entry.ok()?.path()).ok())
+        .filter(|m| (m.dev(), m.ino()) == wanted)
+        .count()
+}
+
+#[test]
+fn a_chain_of_dependencies_unloads_dependents_first_and_keeps_no_descriptor_of_any() {
+    // A plugin needing `libmid.so`, which needs `libleaf.so`: dylease maps both, the leaf
+    // first. Closed in that order, the leaf would still be mapped at its own close (the mid
+    // library holds it), taken for pinned, and its descriptor kept for the life of the
+    // process; closed dependents first, each is gone at its close.
+    let _serial = one_at_a_time();
+    let dir = TestDir::new("deps_chain_unloaded");
+    let libs = dir.sub("plugins/lib");
+    let leaf = named_dependency(&libs, "leaf", 5, &[]);
+    let libs_arg = libs.display().to_string();
+    let mid = named_dependency(&libs, "mid", 6, &["-L", &libs_arg, "-lleaf", "-Wl,-rpath,$ORIGIN"]);
+    let plugin = plugin_needing(&dir.sub("plugins"), &libs, "mid", "$ORIGIN/lib", false);
+    let host = strict(&plugin);
+    let before = loader_objects();
+    let lease = host.acquire().unwrap_or_else(|e| panic!("{e}"));
+    let added: Vec<String> = loader_objects().into_iter().filter(|n| !before.contains(n)).collect();
+    for name in ["/libleaf.so", "/libmid.so"] {
+        assert!(
+            added.iter().any(|n| given_by_dylease(n) && n.ends_with(name)),
+            "{name} was not mapped by dylease: {added:?}"
+        );
+    }
+    drop(lease);
+    drop(host);
+    for library in [&plugin, &mid, &leaf] {
+        assert_unloaded(library);
+        assert_eq!(
+            descriptors_open_on(library),
+            0,
+            "a descriptor of {} is kept",
+            library.display()
+        );
+    }
+}
